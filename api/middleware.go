@@ -1,0 +1,144 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"regexp"
+	"runtime/debug"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+)
+
+var correlationIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+// withCorrelationID echoes a well-formed client X-Correlation-Id or makes one, and puts it
+// on the response before anything else can answer, so 404s and panics carry it too.
+func withCorrelationID() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id := c.GetHeader(correlationHeader)
+		if !correlationIDPattern.MatchString(id) {
+			id = uuid.Must(uuid.NewV7()).String()
+		}
+		c.Set(correlationContextKey, id)
+		c.Header(correlationHeader, id)
+		c.Next()
+	}
+}
+
+// correlationID returns the request's correlation id.
+func correlationID(c *gin.Context) string {
+	return c.GetString(correlationContextKey)
+}
+
+// withRecovery turns a panic into a 500 problem that leaks nothing, and logs the stack.
+func withRecovery(log *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		defer func() {
+			rec := recover()
+			if rec == nil {
+				return
+			}
+			if err, ok := rec.(error); ok && errors.Is(err, http.ErrAbortHandler) {
+				panic(rec)
+			}
+			log.Error("panic serving request", "correlationId", correlationID(c),
+				"method", c.Request.Method, "path", c.Request.URL.Path,
+				"panic", rec, "stack", string(debug.Stack()))
+			if c.Writer.Written() {
+				c.Abort()
+				return
+			}
+			fail(c, CodeInternal, "The request could not be completed. Quote the correlation id when reporting it.")
+		}()
+		c.Next()
+	}
+}
+
+// withBodyLimit refuses bodies over limit bytes: at once when Content-Length says so, and
+// while reading otherwise (handlers turn the read error into the same 413 problem).
+func withBodyLimit(limit int64) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if c.Request.ContentLength > limit {
+			fail(c, CodePayloadTooLarge, "The request body is larger than 1 MiB.")
+			return
+		}
+		if c.Request.Body != nil {
+			c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, limit)
+		}
+		c.Next()
+	}
+}
+
+// withTimeout bounds the work a request may do: store and Temporal calls honour the deadline.
+func withTimeout(d time.Duration) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		ctx, cancel := context.WithTimeout(c.Request.Context(), d)
+		defer cancel()
+		c.Request = c.Request.WithContext(ctx)
+		c.Next()
+	}
+}
+
+// withAccessLog writes one structured line per request. The query is logged with every
+// credential-bearing parameter redacted, and headers are never logged.
+func withAccessLog(log *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		attrs := []slog.Attr{
+			slog.String("method", c.Request.Method),
+			slog.String("path", c.Request.URL.Path),
+			slog.Int("status", c.Writer.Status()),
+			slog.Float64("latencyMs", float64(time.Since(start).Microseconds())/1000),
+			slog.String("correlationId", correlationID(c)),
+			slog.String("clientIp", c.ClientIP()),
+		}
+		if q := redactQuery(c.Request.URL.RawQuery); q != "" {
+			attrs = append(attrs, slog.String("query", q))
+		}
+		if p := principalOf(c); p != nil {
+			attrs = append(attrs, slog.String("keyId", p.ID), slog.String("orgId", p.OrgID))
+		}
+		level := slog.LevelInfo
+		if c.Writer.Status() >= 500 {
+			level = slog.LevelError
+		}
+		log.LogAttrs(c.Request.Context(), level, "request", attrs...)
+	}
+}
+
+var secretQueryParams = []string{"token", "access_token", "client_secret", "key", "password"}
+
+// redactQuery replaces the values of credential-bearing query parameters.
+func redactQuery(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return "(unparseable)"
+	}
+	for _, k := range secretQueryParams {
+		if _, ok := q[k]; ok {
+			q.Set(k, "REDACTED")
+		}
+	}
+	return q.Encode()
+}
+
+// requestFailed answers for an error from the store or Temporal: the deadline or an
+// unreachable dependency is 503 (safe to retry); anything else is a logged 500.
+func requestFailed(c *gin.Context, log *slog.Logger, err error) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		fail(c, CodeUnavailable, "A dependency did not answer in time; the request is safe to retry.")
+		return
+	}
+	log.Error("request failed", "correlationId", correlationID(c), "method", c.Request.Method,
+		"path", c.Request.URL.Path, "error", err.Error())
+	fail(c, CodeInternal, "The request could not be completed. Quote the correlation id when reporting it.")
+}

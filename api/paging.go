@@ -1,0 +1,77 @@
+package api
+
+import (
+	"encoding/base64"
+	"slices"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+)
+
+const (
+	defaultPageSize = 50
+	maxPageSize     = 200
+)
+
+// page is a parsed limit and cursor.
+type page struct {
+	Limit int
+	After string
+}
+
+// listResponse is the envelope of every list (SPEC section 2).
+type listResponse[T any] struct {
+	Data       []T     `json:"data"`
+	NextCursor *string `json:"nextCursor"`
+}
+
+// parsePage reads limit (1–200, default 50) and the opaque cursor; it collects field errors.
+func parsePage(c *gin.Context, errs *[]FieldError) page {
+	p := page{Limit: defaultPageSize}
+	if raw, ok := c.GetQuery("limit"); ok {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 || n > maxPageSize {
+			*errs = append(*errs, FieldError{Field: "limit", Message: "must be an integer from 1 to 200"})
+		} else {
+			p.Limit = n
+		}
+	}
+	if raw := c.Query("cursor"); raw != "" {
+		b, err := base64.RawURLEncoding.DecodeString(raw)
+		if err != nil || len(b) == 0 {
+			*errs = append(*errs, FieldError{Field: "cursor", Message: "is not a cursor returned by this list"})
+		} else {
+			p.After = string(b)
+		}
+	}
+	return p
+}
+
+// nextCursor encodes the position after the last item of a full page; nil ends the list.
+func nextCursor(lastKey string, got, limit int) *string {
+	if got < limit || lastKey == "" {
+		return nil
+	}
+	s := base64.RawURLEncoding.EncodeToString([]byte(lastKey))
+	return &s
+}
+
+// rejectUnknownQuery collects an error for every query parameter the route does not take.
+func rejectUnknownQuery(c *gin.Context, allowed []string, errs *[]FieldError) {
+	keys := make([]string, 0)
+	for k := range c.Request.URL.Query() {
+		if !slices.Contains(allowed, k) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		*errs = append(*errs, FieldError{Field: k, Message: "is not a parameter of this endpoint"})
+	}
+}
+
+func validationFailed(c *gin.Context, errs []FieldError) {
+	p := NewProblem(CodeValidationFailed, "The request has invalid fields; see errors.")
+	p.Errors = errs
+	abortProblem(c, p)
+}

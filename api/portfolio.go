@@ -1,0 +1,248 @@
+package api
+
+import (
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/shopspring/decimal"
+
+	"github.com/opentreasury/treasury/store"
+)
+
+// timeLayout is ISO 8601 UTC with milliseconds, the one timestamp form of the API.
+const timeLayout = "2006-01-02T15:04:05.000Z"
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+func formatTimePtr(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := formatTime(*t)
+	return &s
+}
+
+// usd renders a USD amount for display: rounded half-even to cents.
+func usd(d decimal.Decimal) string { return d.StringFixedBank(2) }
+
+// valuation is the exact (unrounded) USD value of a set of positions.
+type valuation struct {
+	total   decimal.Decimal
+	byChain map[string]decimal.Decimal
+	// each is the value of each position, nil when the asset has no price.
+	each []*decimal.Decimal
+}
+
+// value prices positions exactly; rounding happens only when a figure is displayed, so
+// totals are sums of exact values (SPEC section 2). An asset without a price adds nothing.
+func value(positions []store.Position, prices map[string]decimal.Decimal) valuation {
+	v := valuation{byChain: map[string]decimal.Decimal{}, each: make([]*decimal.Decimal, len(positions))}
+	for i, p := range positions {
+		price, ok := prices[p.Asset]
+		if !ok {
+			continue
+		}
+		worth := p.Amount.Mul(price)
+		v.each[i] = &worth
+		v.total = v.total.Add(worth)
+		v.byChain[p.Chain] = v.byChain[p.Chain].Add(worth)
+	}
+	return v
+}
+
+type chainValue struct {
+	Chain    string `json:"chain"`
+	USDValue string `json:"usdValue"`
+}
+
+type portfolioResponse struct {
+	TotalUSD    string       `json:"totalUsd"`
+	WalletCount int64        `json:"walletCount"`
+	ChainRollup []chainValue `json:"chainRollup"`
+	SyncedAt    *string      `json:"syncedAt"`
+}
+
+type portfolioHandlers struct {
+	store *store.Store
+	log   *slog.Logger
+}
+
+// portfolio answers GET /treasury/portfolio: wallets × balances × prices of the caller's org.
+func (h *portfolioHandlers) portfolio(c *gin.Context) {
+	var errs []FieldError
+	rejectUnknownQuery(c, nil, &errs)
+	if len(errs) > 0 {
+		validationFailed(c, errs)
+		return
+	}
+	ctx := c.Request.Context()
+	org := principalOf(c).OrgID
+	positions, err := h.store.ListPositions(ctx, org, nil, 0)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	prices, err := h.store.Prices(ctx)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	count, err := h.store.CountWallets(ctx, org)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	synced, err := h.store.OldestWalletSync(ctx, org)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	v := value(positions, prices)
+	chains := make([]string, 0, len(v.byChain))
+	for _, p := range positions {
+		if _, seen := v.byChain[p.Chain]; !seen {
+			v.byChain[p.Chain] = decimal.Zero
+		}
+	}
+	for ch := range v.byChain {
+		chains = append(chains, ch)
+	}
+	sort.Strings(chains)
+	rollup := make([]chainValue, 0, len(chains))
+	for _, ch := range chains {
+		rollup = append(rollup, chainValue{Chain: strings.ToLower(ch), USDValue: usd(v.byChain[ch])})
+	}
+	c.JSON(http.StatusOK, portfolioResponse{
+		TotalUSD:    usd(v.total),
+		WalletCount: count,
+		ChainRollup: rollup,
+		SyncedAt:    formatTimePtr(synced),
+	})
+}
+
+type walletResponse struct {
+	ID        string  `json:"id"`
+	Chain     string  `json:"chain"`
+	Address   string  `json:"address"`
+	Label     string  `json:"label"`
+	AutoSign  bool    `json:"autoSign"`
+	PublicKey string  `json:"publicKey"`
+	USDValue  string  `json:"usdValue"`
+	SyncedAt  *string `json:"syncedAt"`
+	CreatedAt string  `json:"createdAt"`
+}
+
+// wallets answers GET /treasury/wallets, a page of the org's wallets with their USD value.
+func (h *portfolioHandlers) wallets(c *gin.Context) {
+	var errs []FieldError
+	rejectUnknownQuery(c, []string{"limit", "cursor"}, &errs)
+	pg := parsePage(c, &errs)
+	if len(errs) > 0 {
+		validationFailed(c, errs)
+		return
+	}
+	ctx := c.Request.Context()
+	org := principalOf(c).OrgID
+	ws, err := h.store.ListWallets(ctx, org, pg.After, pg.Limit)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	walletIDs := make([]string, len(ws))
+	for i, w := range ws {
+		walletIDs[i] = w.ID
+	}
+	positions, err := h.store.PositionsOfWallets(ctx, org, walletIDs)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	prices, err := h.store.Prices(ctx)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	perWallet := map[string]decimal.Decimal{}
+	v := value(positions, prices)
+	for i, p := range positions {
+		if v.each[i] != nil {
+			perWallet[p.WalletID] = perWallet[p.WalletID].Add(*v.each[i])
+		}
+	}
+	out := make([]walletResponse, len(ws))
+	for i, w := range ws {
+		out[i] = walletResponse{
+			ID: w.ID, Chain: w.Chain, Address: w.Address, Label: w.Label, AutoSign: w.AutoSign,
+			PublicKey: w.PublicKey, USDValue: usd(perWallet[w.ID]),
+			SyncedAt: formatTimePtr(w.SyncedAt), CreatedAt: formatTime(w.CreatedAt),
+		}
+	}
+	last := ""
+	if len(ws) > 0 {
+		last = ws[len(ws)-1].ID
+	}
+	c.JSON(http.StatusOK, listResponse[walletResponse]{Data: out, NextCursor: nextCursor(last, len(ws), pg.Limit)})
+}
+
+type positionResponse struct {
+	WalletID string  `json:"walletId"`
+	Chain    string  `json:"chain"`
+	Asset    string  `json:"asset"`
+	Amount   string  `json:"amount"`
+	USDValue *string `json:"usdValue"`
+	SyncedAt string  `json:"syncedAt"`
+}
+
+// positionCursorSep cannot occur in a wallet id or an asset symbol.
+const positionCursorSep = "|"
+
+// positions answers GET /treasury/positions, a page of (wallet, asset) holdings.
+func (h *portfolioHandlers) positions(c *gin.Context) {
+	var errs []FieldError
+	rejectUnknownQuery(c, []string{"limit", "cursor"}, &errs)
+	pg := parsePage(c, &errs)
+	var after *store.PositionKey
+	if pg.After != "" {
+		w, a, ok := strings.Cut(pg.After, positionCursorSep)
+		if !ok {
+			errs = append(errs, FieldError{Field: "cursor", Message: "is not a cursor returned by this list"})
+		}
+		after = &store.PositionKey{WalletID: w, Asset: a}
+	}
+	if len(errs) > 0 {
+		validationFailed(c, errs)
+		return
+	}
+	ctx := c.Request.Context()
+	ps, err := h.store.ListPositions(ctx, principalOf(c).OrgID, after, pg.Limit)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	prices, err := h.store.Prices(ctx)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	v := value(ps, prices)
+	out := make([]positionResponse, len(ps))
+	for i, p := range ps {
+		var worth *string
+		if v.each[i] != nil {
+			s := usd(*v.each[i])
+			worth = &s
+		}
+		out[i] = positionResponse{WalletID: p.WalletID, Chain: p.Chain, Asset: p.Asset,
+			Amount: p.Amount.String(), USDValue: worth, SyncedAt: formatTime(p.SyncedAt)}
+	}
+	last := ""
+	if len(ps) > 0 {
+		lp := ps[len(ps)-1]
+		last = lp.WalletID + positionCursorSep + lp.Asset
+	}
+	c.JSON(http.StatusOK, listResponse[positionResponse]{Data: out, NextCursor: nextCursor(last, len(ps), pg.Limit)})
+}

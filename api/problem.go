@@ -1,0 +1,116 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+)
+
+// Error codes of SPEC section 2; each maps to one HTTP status.
+const (
+	CodeUnauthenticated       = "unauthenticated"
+	CodePermissionDenied      = "permission_denied"
+	CodeMakerChecker          = "maker_checker_violation"
+	CodeNotFound              = "not_found"
+	CodeConflict              = "conflict"
+	CodeIdempotencyKeyInUse   = "idempotency_key_in_use"
+	CodeValidationFailed      = "validation_failed"
+	CodeIdempotencyKeyReused  = "idempotency_key_reused"
+	CodePolicyViolation       = "policy_violation"
+	CodeInvalidSignature      = "invalid_signature"
+	CodePayloadTooLarge       = "payload_too_large"
+	CodeRateLimited           = "rate_limited"
+	CodeInternal              = "internal"
+	CodeUnavailable           = "unavailable"
+	problemTypeBase           = "https://github.com/opentreasury/treasury/blob/main/docs/errors.md#"
+	problemContentType        = "application/problem+json"
+	correlationHeader         = "X-Correlation-Id"
+	correlationContextKey     = "treasury.correlationId"
+	principalContextKey       = "treasury.principal"
+	maxCorrelationIDLength    = 128
+	defaultProblemTitleStatus = http.StatusInternalServerError
+)
+
+var codeStatus = map[string]int{
+	CodeUnauthenticated:      http.StatusUnauthorized,
+	CodePermissionDenied:     http.StatusForbidden,
+	CodeMakerChecker:         http.StatusForbidden,
+	CodeNotFound:             http.StatusNotFound,
+	CodeConflict:             http.StatusConflict,
+	CodeIdempotencyKeyInUse:  http.StatusConflict,
+	CodeValidationFailed:     http.StatusUnprocessableEntity,
+	CodeIdempotencyKeyReused: http.StatusUnprocessableEntity,
+	CodePolicyViolation:      http.StatusUnprocessableEntity,
+	CodeInvalidSignature:     http.StatusUnprocessableEntity,
+	CodePayloadTooLarge:      http.StatusRequestEntityTooLarge,
+	CodeRateLimited:          http.StatusTooManyRequests,
+	CodeInternal:             http.StatusInternalServerError,
+	CodeUnavailable:          http.StatusServiceUnavailable,
+}
+
+var codeTitle = map[string]string{
+	CodeUnauthenticated:      "Authentication required",
+	CodePermissionDenied:     "Permission denied",
+	CodeMakerChecker:         "Maker-checker violation",
+	CodeNotFound:             "Not found",
+	CodeConflict:             "Conflict",
+	CodeIdempotencyKeyInUse:  "Idempotency key in use",
+	CodeValidationFailed:     "Validation failed",
+	CodeIdempotencyKeyReused: "Idempotency key reused",
+	CodePolicyViolation:      "Policy violation",
+	CodeInvalidSignature:     "Invalid signature",
+	CodePayloadTooLarge:      "Payload too large",
+	CodeRateLimited:          "Rate limited",
+	CodeInternal:             "Internal error",
+	CodeUnavailable:          "Service unavailable",
+}
+
+// FieldError names one invalid field of a request.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// Violation is one broken policy rule.
+type Violation struct {
+	Rule    string `json:"rule"`
+	Message string `json:"message"`
+}
+
+// Problem is an RFC 9457 problem document.
+type Problem struct {
+	Type          string       `json:"type"`
+	Title         string       `json:"title"`
+	Status        int          `json:"status"`
+	Code          string       `json:"code"`
+	Detail        string       `json:"detail,omitempty"`
+	CorrelationID string       `json:"correlationId"`
+	Errors        []FieldError `json:"errors,omitempty"`
+	Violations    []Violation  `json:"violations,omitempty"`
+}
+
+// NewProblem builds the problem for a code, with a human detail.
+func NewProblem(code, detail string) *Problem {
+	status, ok := codeStatus[code]
+	if !ok {
+		code, status = CodeInternal, defaultProblemTitleStatus
+	}
+	return &Problem{Type: problemTypeBase + code, Title: codeTitle[code], Status: status, Code: code, Detail: detail}
+}
+
+// abortProblem answers the request with a problem and stops the handler chain.
+func abortProblem(c *gin.Context, p *Problem) {
+	p.CorrelationID = correlationID(c)
+	if p.Status == http.StatusUnauthorized {
+		c.Header("WWW-Authenticate", `Bearer realm="treasury"`)
+	}
+	c.Header("Content-Type", problemContentType)
+	c.Header("Cache-Control", "no-store")
+	// Gin keeps a Content-Type that is already set, so the problem media type wins.
+	c.AbortWithStatusJSON(p.Status, p)
+}
+
+// fail answers with the problem of a code.
+func fail(c *gin.Context, code, detail string) {
+	abortProblem(c, NewProblem(code, detail))
+}

@@ -1,0 +1,107 @@
+// Package api is the public HTTP API: the Gin router, its middleware (correlation id,
+// problem errors, body limit, timeout, recovery, access log, authentication) and handlers.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/store"
+)
+
+// MaxBodyBytes is the largest request body accepted (SPEC section 8).
+const MaxBodyBytes = 1 << 20
+
+// ReadinessCheck is one dependency that must answer for the API to take traffic.
+type ReadinessCheck struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// Config is what the router is built from.
+type Config struct {
+	Store          *store.Store
+	Log            *slog.Logger
+	Readiness      []ReadinessCheck
+	RequestTimeout time.Duration
+}
+
+func init() { gin.SetMode(gin.ReleaseMode) }
+
+// NewRouter builds the HTTP handler of the public API.
+func NewRouter(cfg Config) http.Handler {
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = 30 * time.Second
+	}
+	log := cfg.Log
+	r := gin.New()
+	r.ContextWithFallback = true
+	r.HandleMethodNotAllowed = false
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.Use(withCorrelationID(), withAccessLog(log), withRecovery(log), withBodyLimit(MaxBodyBytes), withTimeout(cfg.RequestTimeout))
+	r.NoRoute(func(c *gin.Context) {
+		fail(c, CodeNotFound, "There is nothing at "+c.Request.Method+" "+c.Request.URL.Path+".")
+	})
+
+	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	r.GET("/readyz", readiness(cfg.Readiness))
+
+	authn := authenticate(auth.NewAuthenticator(cfg.Store), log)
+	v1 := r.Group("/api/v1", authn)
+
+	ph := &portfolioHandlers{store: cfg.Store, log: log}
+	treasuryRead := require("treasury", auth.ActionRead)
+	v1.GET("/treasury/portfolio", treasuryRead, ph.portfolio)
+	v1.GET("/treasury/wallets", treasuryRead, ph.wallets)
+	v1.GET("/treasury/positions", treasuryRead, ph.positions)
+	return r
+}
+
+// readiness answers 200 when every dependency answers within two seconds, 503 otherwise,
+// naming the ones that did not.
+func readiness(checks []ReadinessCheck) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+		defer cancel()
+		status := map[string]string{}
+		var down []string
+		for _, chk := range checks {
+			if err := chk.Check(ctx); err != nil {
+				status[chk.Name] = "unavailable"
+				down = append(down, chk.Name)
+				continue
+			}
+			status[chk.Name] = "ok"
+		}
+		if len(down) > 0 {
+			p := NewProblem(CodeUnavailable, "Not ready: "+joinNames(down)+" did not answer.")
+			abortProblem(c, p)
+			return
+		}
+		c.JSON(http.StatusOK, gin.H{"status": "ready", "checks": status})
+	}
+}
+
+func joinNames(names []string) string {
+	return strings.Join(names, ", ")
+}
+
+// NewServer wraps the handler in an http.Server with a timeout on every phase.
+func NewServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+}

@@ -1,0 +1,138 @@
+// Package app turns configuration into running parts: the store, the Temporal client,
+// the API server and the worker. Both binaries (treasury and treasury-dev) build on it.
+package app
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the service configuration; the production binary reads it from the environment.
+type Config struct {
+	DatabaseURL         string
+	SQLitePath          string
+	MigrateOnStart      bool
+	TemporalAddress     string
+	TemporalNamespace   string
+	TemporalAPIKey      string
+	TemporalTLS         bool
+	TemporalTLSCertFile string
+	TemporalTLSKeyFile  string
+	HTTPAddr            string
+	RequestTimeout      time.Duration
+	ShutdownTimeout     time.Duration
+	BalanceSyncInterval time.Duration
+	LogLevel            slog.Level
+}
+
+// envVar documents one environment variable the service reads.
+type envVar struct {
+	Name, Default, Help string
+}
+
+// EnvVars lists every environment variable the treasury binary reads, with its default.
+var EnvVars = []envVar{
+	{"DATABASE_URL", "", "PostgreSQL URL of the treasury store (postgres://user:pass@host:5432/db?sslmode=disable)"},
+	{"SQLITE_PATH", "", "SQLite file of the treasury store when DATABASE_URL is unset (single-node only)"},
+	{"MIGRATE_ON_START", "true", "apply pending migrations when api or worker starts (guarded by a lock)"},
+	{"TEMPORAL_ADDRESS", "127.0.0.1:7233", "Temporal frontend host:port"},
+	{"TEMPORAL_NAMESPACE", "default", "Temporal namespace"},
+	{"TEMPORAL_API_KEY", "", "API key for a hosted Temporal (implies TLS)"},
+	{"TEMPORAL_TLS", "false", "connect to Temporal over TLS"},
+	{"TEMPORAL_TLS_CERT", "", "client certificate file for mTLS to Temporal"},
+	{"TEMPORAL_TLS_KEY", "", "client key file for mTLS to Temporal"},
+	{"HTTP_ADDR", ":8080", "address the API listens on"},
+	{"REQUEST_TIMEOUT", "30s", "deadline of one API request"},
+	{"SHUTDOWN_TIMEOUT", "8s", "how long a graceful shutdown waits for in-flight work"},
+	{"BALANCE_SYNC_INTERVAL", "1m", "how often the Temporal Schedule refreshes wallet balances"},
+	{"LOG_LEVEL", "info", "debug, info, warn or error"},
+}
+
+// EnvVarNames returns the names of EnvVars.
+func EnvVarNames() []string {
+	out := make([]string, len(EnvVars))
+	for i, v := range EnvVars {
+		out[i] = v.Name
+	}
+	return out
+}
+
+// EnvHelp renders EnvVars for a usage message.
+func EnvHelp() string {
+	var b strings.Builder
+	for _, v := range EnvVars {
+		def := v.Default
+		if def == "" {
+			def = "unset"
+		}
+		fmt.Fprintf(&b, "  %-22s %s (default: %s)\n", v.Name, v.Help, def)
+	}
+	return b.String()
+}
+
+// ConfigFromEnv reads the configuration; getenv is os.Getenv outside tests.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	get := func(name string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		for _, e := range EnvVars {
+			if e.Name == name {
+				return e.Default
+			}
+		}
+		return ""
+	}
+	var errs []string
+	boolean := func(name string) bool {
+		b, err := strconv.ParseBool(get(name))
+		if err != nil {
+			errs = append(errs, name+": not a boolean")
+		}
+		return b
+	}
+	duration := func(name string) time.Duration {
+		d, err := time.ParseDuration(get(name))
+		if err != nil || d <= 0 {
+			errs = append(errs, name+": not a positive duration such as 30s")
+		}
+		return d
+	}
+	cfg := Config{
+		DatabaseURL:         get("DATABASE_URL"),
+		SQLitePath:          get("SQLITE_PATH"),
+		MigrateOnStart:      boolean("MIGRATE_ON_START"),
+		TemporalAddress:     get("TEMPORAL_ADDRESS"),
+		TemporalNamespace:   get("TEMPORAL_NAMESPACE"),
+		TemporalAPIKey:      get("TEMPORAL_API_KEY"),
+		TemporalTLS:         boolean("TEMPORAL_TLS"),
+		TemporalTLSCertFile: get("TEMPORAL_TLS_CERT"),
+		TemporalTLSKeyFile:  get("TEMPORAL_TLS_KEY"),
+		HTTPAddr:            get("HTTP_ADDR"),
+		RequestTimeout:      duration("REQUEST_TIMEOUT"),
+		ShutdownTimeout:     duration("SHUTDOWN_TIMEOUT"),
+		BalanceSyncInterval: duration("BALANCE_SYNC_INTERVAL"),
+	}
+	if err := cfg.LogLevel.UnmarshalText([]byte(get("LOG_LEVEL"))); err != nil {
+		errs = append(errs, "LOG_LEVEL: one of debug, info, warn, error")
+	}
+	if (cfg.TemporalTLSCertFile == "") != (cfg.TemporalTLSKeyFile == "") {
+		errs = append(errs, "TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY: set both or neither")
+	}
+	if len(errs) > 0 {
+		return cfg, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
+	}
+	return cfg, nil
+}
+
+// NewLogger returns the service's structured JSON logger on stderr.
+func NewLogger(level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}

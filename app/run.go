@@ -1,0 +1,91 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/opentreasury/treasury/api"
+	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/workflows"
+	"github.com/opentreasury/treasury/worker"
+)
+
+// RunAPI serves the public API until ctx ends, then drains in-flight requests.
+func RunAPI(ctx context.Context, cfg Config) error {
+	log := NewLogger(cfg.LogLevel).With("process", "api")
+	s, err := OpenStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	tc, err := DialTemporal(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
+	}
+	log.Info("API listening", "addr", ln.Addr().String())
+	srv := api.NewServer(cfg.HTTPAddr, NewAPIHandler(cfg, s, tc, log))
+	err = ServeHTTP(ctx, srv, ln, cfg.ShutdownTimeout)
+	log.Info("API stopped")
+	return err
+}
+
+// RunWorker polls the treasury task queue until ctx ends, then lets running activities finish.
+func RunWorker(ctx context.Context, cfg Config) error {
+	log := NewLogger(cfg.LogLevel).With("process", "worker")
+	s, err := OpenStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	tc, err := DialTemporal(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	if err := worker.EnsurePortfolioSyncSchedule(ctx, tc, cfg.BalanceSyncInterval); err != nil {
+		return err
+	}
+	// Only the simulated chain exists so far; a real adapter plugs in here.
+	w := NewWorker(s, chain.NewDevchain(s), tc, log)
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	log.Info("worker polling", "taskQueue", workflows.TaskQueue, "namespace", cfg.TemporalNamespace)
+	<-ctx.Done()
+	w.Stop()
+	log.Info("worker stopped")
+	return nil
+}
+
+// Migrate applies pending migrations and returns.
+func Migrate(ctx context.Context, cfg Config) error {
+	log := NewLogger(cfg.LogLevel).With("process", "migrate")
+	cfg.MigrateOnStart = true
+	s, err := OpenStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	log.Info("database schema is up to date")
+	return s.Close()
+}
+
+// SetupTemporal registers the custom search attributes on the configured namespace.
+func SetupTemporal(ctx context.Context, cfg Config) error {
+	log := NewLogger(cfg.LogLevel).With("process", "temporal-setup")
+	tc, err := DialTemporal(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	if err := RegisterSearchAttributes(ctx, tc, cfg.TemporalNamespace); err != nil {
+		return err
+	}
+	log.Info("search attributes registered", "namespace", cfg.TemporalNamespace)
+	return nil
+}

@@ -1,0 +1,153 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/opentreasury/treasury/activities"
+	"github.com/opentreasury/treasury/api"
+	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/worker"
+)
+
+// SearchAttributes are the custom search attributes the order workflows set, so that
+// operators can find orders in the Temporal UI.
+var SearchAttributes = map[string]enumspb.IndexedValueType{
+	"OrderDomain":   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	"OrderStatus":   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	"OrgId":         enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	"CorrelationId": enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+}
+
+// OpenStore connects to the configured database and, unless disabled, migrates it.
+func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (*store.Store, error) {
+	s, err := store.Open(ctx, store.Config{DatabaseURL: cfg.DatabaseURL, SQLitePath: cfg.SQLitePath})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MigrateOnStart {
+		if err := s.Migrate(ctx, log); err != nil {
+			_ = s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// DialTemporal connects a Temporal client, waiting up to a minute for the frontend.
+func DialTemporal(ctx context.Context, cfg Config, log *slog.Logger) (client.Client, error) {
+	opts := client.Options{
+		HostPort:  cfg.TemporalAddress,
+		Namespace: cfg.TemporalNamespace,
+		Logger:    sdklog.NewStructuredLogger(log.With("component", "temporal-sdk")),
+	}
+	if cfg.TemporalTLS || cfg.TemporalAPIKey != "" || cfg.TemporalTLSCertFile != "" {
+		t := &tls.Config{MinVersion: tls.VersionTLS12}
+		if cfg.TemporalTLSCertFile != "" {
+			cert, err := tls.LoadX509KeyPair(cfg.TemporalTLSCertFile, cfg.TemporalTLSKeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("temporal mTLS: %w", err)
+			}
+			t.Certificates = []tls.Certificate{cert}
+		}
+		opts.ConnectionOptions.TLS = t
+	}
+	if cfg.TemporalAPIKey != "" {
+		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.TemporalAPIKey)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		c, err := client.DialContext(ctx, opts)
+		if err == nil {
+			return c, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)
+		}
+		log.Warn("Temporal not reachable yet; retrying", "address", cfg.TemporalAddress, "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// RegisterSearchAttributes adds the custom search attributes to a namespace; the ones
+// already there are left alone, so it is safe to run at every start.
+func RegisterSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
+	have, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		return fmt.Errorf("list search attributes: %w", err)
+	}
+	missing := map[string]enumspb.IndexedValueType{}
+	for name, typ := range SearchAttributes {
+		if _, ok := have.GetCustomAttributes()[name]; !ok {
+			missing[name] = typ
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	_, err = c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+		Namespace: namespace, SearchAttributes: missing,
+	})
+	if err != nil {
+		return fmt.Errorf("add search attributes: %w", err)
+	}
+	return nil
+}
+
+// NewAPIHandler builds the API's HTTP handler over the store and Temporal.
+func NewAPIHandler(cfg Config, s *store.Store, tc client.Client, log *slog.Logger) http.Handler {
+	return api.NewRouter(api.Config{
+		Store:          s,
+		Log:            log,
+		RequestTimeout: cfg.RequestTimeout,
+		Readiness: []api.ReadinessCheck{
+			{Name: "database", Check: s.Ping},
+			{Name: "temporal", Check: func(ctx context.Context) error {
+				_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
+				return err
+			}},
+		},
+	})
+}
+
+// NewWorker builds the worker with every activity wired to the store and chain adapter.
+func NewWorker(s *store.Store, ch chain.Adapter, tc client.Client, log *slog.Logger) sdkworker.Worker {
+	return worker.New(tc, worker.Activities{
+		Portfolio: &activities.Portfolio{Store: s, Chain: ch, Log: log},
+	}, sdkworker.Options{})
+}
+
+// ServeHTTP serves srv on ln until ctx ends, then drains it within timeout.
+func ServeHTTP(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.Duration) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	err := srv.Shutdown(shutdownCtx)
+	if serveErr := <-errc; serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return serveErr
+	}
+	return err
+}

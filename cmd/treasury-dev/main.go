@@ -1,0 +1,81 @@
+// Command treasury-dev runs the whole service on one machine: an embedded Temporal dev
+// server with its Web UI, the worker, the API, a SQLite store, the simulated chain and a
+// seeded demo organisation whose credentials it prints. For development only.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/devstack"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("treasury-dev", flag.ContinueOnError)
+	dataDir := fs.String("data-dir", ".data", "directory for the SQLite databases and credentials.json")
+	httpAddr := fs.String("http-addr", "127.0.0.1:8080", "address of the API")
+	temporalPort := fs.Int("temporal-port", 7233, "port of the embedded Temporal frontend (gRPC)")
+	uiPort := fs.Int("ui-port", 8233, "port of the Temporal Web UI (-1 disables it)")
+	shards := fs.Int("history-shards", 1, "history shards of the embedded Temporal server (fixed when the data dir is created)")
+	syncEvery := fs.Duration("balance-sync-interval", time.Minute, "how often the Temporal Schedule refreshes wallet balances")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: treasury-dev [flags]\n\nRuns the treasury dev bundle. DATABASE_URL, when set, puts the store on PostgreSQL.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintln(os.Stderr, "treasury-dev: --log-level must be debug, info, warn or error")
+		return 2
+	}
+	log := app.NewLogger(level).With("process", "treasury-dev")
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	started := time.Now()
+	b, err := devstack.Start(ctx, devstack.Options{
+		DataDir:             *dataDir,
+		HTTPAddr:            *httpAddr,
+		TemporalPort:        *temporalPort,
+		UIPort:              *uiPort,
+		HistoryShards:       int32(*shards),
+		DatabaseURL:         os.Getenv("DATABASE_URL"),
+		BalanceSyncInterval: *syncEvery,
+		Log:                 log,
+	})
+	if err != nil {
+		log.Error("treasury-dev could not start", "error", err.Error())
+		return 1
+	}
+	log.Info("ready", "api", b.APIURL, "temporalUi", b.TemporalUIURL, "credentials", b.CredentialsPath,
+		"startupMs", time.Since(started).Milliseconds())
+	b.Banner(os.Stdout)
+
+	<-ctx.Done()
+	stop()
+	log.Info("shutting down")
+	stopping := time.Now()
+	if err := b.Shutdown(context.Background()); err != nil {
+		log.Error("shutdown", "error", err.Error())
+		return 1
+	}
+	log.Info("stopped", "shutdownMs", time.Since(stopping).Milliseconds())
+	return 0
+}

@@ -1,0 +1,231 @@
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/opentreasury/treasury/api"
+	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/seed"
+	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/worker"
+)
+
+// Options configure the dev bundle; the treasury-dev flags map onto them.
+type Options struct {
+	DataDir      string
+	HTTPAddr     string
+	TemporalPort int
+	UIPort       int
+	// HistoryShards of the embedded server; fixed when the data directory is created.
+	HistoryShards int32
+	// DatabaseURL puts the treasury store on PostgreSQL instead of SQLite in DataDir.
+	DatabaseURL         string
+	BalanceSyncInterval time.Duration
+	ShutdownTimeout     time.Duration
+	Log                 *slog.Logger
+}
+
+// Bundle is a running dev bundle.
+type Bundle struct {
+	Credentials     *seed.Credentials
+	CredentialsPath string
+	APIURL          string
+	TemporalAddr    string
+	TemporalUIURL   string
+	Namespace       string
+
+	opts     Options
+	log      *slog.Logger
+	store    *store.Store
+	temporal *Temporal
+	client   client.Client
+	worker   sdkworker.Worker
+	http     *http.Server
+	served   chan error
+}
+
+// Start brings the whole bundle up: store, embedded Temporal and UI, seed, worker, API.
+// On error everything already started is stopped again.
+func Start(ctx context.Context, opts Options) (b *Bundle, err error) {
+	if opts.DataDir == "" {
+		opts.DataDir = ".data"
+	}
+	if opts.HTTPAddr == "" {
+		opts.HTTPAddr = "127.0.0.1:8080"
+	}
+	if opts.BalanceSyncInterval == 0 {
+		opts.BalanceSyncInterval = time.Minute
+	}
+	if opts.ShutdownTimeout == 0 {
+		opts.ShutdownTimeout = 5 * time.Second
+	}
+	log := opts.Log
+	if log == nil {
+		log = app.NewLogger(slog.LevelInfo)
+	}
+	b = &Bundle{opts: opts, log: log, Namespace: "default"}
+	defer func() {
+		if err != nil {
+			b.stop(context.Background())
+		}
+	}()
+	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", opts.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("API address %s: %w", opts.HTTPAddr, err)
+	}
+	b.APIURL = "http://" + ln.Addr().String()
+
+	cfg := app.Config{
+		DatabaseURL:         opts.DatabaseURL,
+		SQLitePath:          filepath.Join(opts.DataDir, "treasury.db"),
+		MigrateOnStart:      true,
+		TemporalNamespace:   b.Namespace,
+		RequestTimeout:      30 * time.Second,
+		ShutdownTimeout:     opts.ShutdownTimeout,
+		BalanceSyncInterval: opts.BalanceSyncInterval,
+	}
+	if opts.DatabaseURL != "" {
+		cfg.SQLitePath = ""
+	}
+	if b.store, err = app.OpenStore(ctx, cfg, log); err != nil {
+		ln.Close()
+		return nil, err
+	}
+
+	b.temporal, err = StartTemporal(ctx, TemporalConfig{
+		DataDir:          filepath.Join(opts.DataDir, "temporal"),
+		Port:             opts.TemporalPort,
+		UIPort:           opts.UIPort,
+		Namespace:        b.Namespace,
+		SearchAttributes: app.SearchAttributes,
+		HistoryShards:    opts.HistoryShards,
+		Log:              log,
+	})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	b.TemporalAddr, b.TemporalUIURL = b.temporal.FrontendAddr, b.temporal.UIURL
+	cfg.TemporalAddress = b.TemporalAddr
+
+	urls := seed.URLs{BaseURL: b.APIURL, WSURL: "ws://" + ln.Addr().String(), TemporalUIURL: b.TemporalUIURL}
+	if b.Credentials, err = seed.Ensure(ctx, b.store, opts.DataDir, urls, log); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	b.CredentialsPath = filepath.Join(opts.DataDir, seed.CredentialsFile)
+
+	if b.client, err = app.DialTemporal(ctx, cfg, log); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	// A data directory made before a search attribute was added gets it now.
+	if err := app.RegisterSearchAttributes(ctx, b.client, b.Namespace); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if err := worker.EnsurePortfolioSyncSchedule(ctx, b.client, opts.BalanceSyncInterval); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	b.worker = app.NewWorker(b.store, chain.NewDevchain(b.store), b.client, log)
+	if err := b.worker.Start(); err != nil {
+		ln.Close()
+		b.worker = nil
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+
+	b.http = api.NewServer(ln.Addr().String(), app.NewAPIHandler(cfg, b.store, b.client, log))
+	b.served = make(chan error, 1)
+	go func() { b.served <- b.http.Serve(ln) }()
+	return b, nil
+}
+
+// Banner is what treasury-dev prints once it is ready.
+func (b *Bundle) Banner(w io.Writer) {
+	c := b.Credentials
+	fmt.Fprintf(w, `
+treasury-dev is ready (development only: simulated chain, secrets in the clear)
+
+  API           %s/api/v1
+  Temporal UI   %s
+  Temporal      %s (namespace %s)
+  Credentials   %s
+
+  treasury sk   %s
+  pay sk        %s
+  pay approver  %s
+
+  Try:  curl -H "Authorization: Bearer %s" %s/api/v1/treasury/portfolio
+
+Press Ctrl-C to stop.
+`, b.APIURL, b.TemporalUIURL, b.TemporalAddr, b.Namespace, b.CredentialsPath,
+		c.Keys["treasury"].SK, c.Keys["pay"].SK, c.Keys["pay"].Approve, c.Keys["treasury"].SK, b.APIURL)
+}
+
+// Shutdown stops everything in order: the API drains, the worker stops, the Temporal
+// server stops, the database closes.
+func (b *Bundle) Shutdown(ctx context.Context) error {
+	return b.stop(ctx)
+}
+
+func (b *Bundle) stop(ctx context.Context) error {
+	var errs []error
+	if b.http != nil {
+		shutdownCtx, cancel := context.WithTimeout(ctx, b.opts.ShutdownTimeout)
+		if err := b.http.Shutdown(shutdownCtx); err != nil {
+			errs = append(errs, fmt.Errorf("API shutdown: %w", err))
+		}
+		cancel()
+		if err := <-b.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, err)
+		}
+		b.http = nil
+	}
+	if b.worker != nil {
+		b.worker.Stop()
+		b.worker = nil
+	}
+	if b.client != nil {
+		b.client.Close()
+		b.client = nil
+	}
+	if b.temporal != nil {
+		b.temporal.Stop()
+		b.temporal = nil
+	}
+	if b.store != nil {
+		if err := b.store.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		b.store = nil
+	}
+	return errors.Join(errs...)
+}
+
+// Port parses the port of a host:port address (for printing and tests).
+func Port(addr string) int {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(p)
+	return n
+}

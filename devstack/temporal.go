@@ -1,0 +1,277 @@
+// Package devstack embeds a Temporal dev server (the real server from go.temporal.io/server,
+// persisted in SQLite) and its Web UI, and assembles the one-process dev bundle around
+// them. It is the only package, besides cmd/treasury-dev, that links the Temporal server.
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	uiserver "github.com/temporalio/ui-server/v2/server"
+	uiconfig "github.com/temporalio/ui-server/v2/server/config"
+	uioptions "github.com/temporalio/ui-server/v2/server/server_options"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/server/common/authorization"
+	"go.temporal.io/server/common/cluster"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	tlog "go.temporal.io/server/common/log"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	sqliteschema "go.temporal.io/server/schema/sqlite"
+	"go.temporal.io/server/temporal"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// TemporalConfig describes the embedded Temporal server.
+type TemporalConfig struct {
+	// DataDir holds the server's SQLite file, temporal.db.
+	DataDir string
+	// IP is the address every service binds to; loopback by default.
+	IP string
+	// Port is the frontend gRPC port (7233 by default); 0 picks a free one.
+	Port int
+	// UIPort is the Web UI port (8233 by default); 0 picks a free one, -1 disables the UI.
+	UIPort int
+	// Namespace is created at first start, with the search attributes.
+	Namespace        string
+	SearchAttributes map[string]enumspb.IndexedValueType
+	// HistoryShards is fixed when the data directory is first created.
+	HistoryShards int32
+	// Retention of closed workflows in the namespace.
+	Retention time.Duration
+	// LogLevel of the server's own log (it is verbose at info).
+	LogLevel string
+	Log      *slog.Logger
+}
+
+// Temporal is a running embedded server.
+type Temporal struct {
+	server       temporal.Server
+	ui           *uiserver.Server
+	uiDone       chan struct{}
+	FrontendAddr string
+	UIURL        string
+}
+
+// StartTemporal starts the embedded server (and the UI unless disabled) and returns once
+// the frontend accepts connections.
+func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
+	if cfg.IP == "" {
+		cfg.IP = "127.0.0.1"
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = "default"
+	}
+	if cfg.HistoryShards <= 0 {
+		cfg.HistoryShards = 1
+	}
+	if cfg.Retention == 0 {
+		cfg.Retention = 72 * time.Hour
+	}
+	if cfg.LogLevel == "" {
+		cfg.LogLevel = "warn"
+	}
+	var err error
+	if cfg.Port, err = portOrFree(cfg.IP, cfg.Port); err != nil {
+		return nil, fmt.Errorf("temporal frontend port: %w", err)
+	}
+	if cfg.UIPort >= 0 {
+		if cfg.UIPort, err = portOrFree(cfg.IP, cfg.UIPort); err != nil {
+			return nil, fmt.Errorf("temporal UI port: %w", err)
+		}
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, err
+	}
+	dbPath := filepath.Join(cfg.DataDir, "temporal.db")
+	sqlCfg := &config.SQL{
+		PluginName:   sqliteplugin.PluginName,
+		DatabaseName: dbPath,
+		ConnectAttributes: map[string]string{
+			"mode":         "rwc",
+			"journal_mode": "wal",
+			"synchronous":  "normal",
+			"busy_timeout": "10000",
+		},
+	}
+	if _, statErr := os.Stat(dbPath); errors.Is(statErr, os.ErrNotExist) {
+		if err := sqliteschema.SetupSchema(sqlCfg); err != nil {
+			return nil, fmt.Errorf("temporal: create schema: %w", err)
+		}
+	}
+	ns, err := sqliteschema.NewNamespaceConfig("active", cfg.Namespace, false, cfg.SearchAttributes)
+	if err != nil {
+		return nil, err
+	}
+	ns.Detail.Config.Retention = durationpb.New(cfg.Retention)
+	if err := sqliteschema.CreateNamespaces(sqlCfg, ns); err != nil {
+		return nil, fmt.Errorf("temporal: create namespace: %w", err)
+	}
+
+	serverCfg, err := serverConfig(cfg, sqlCfg)
+	if err != nil {
+		return nil, err
+	}
+	logger := tlog.NewZapLogger(tlog.BuildZapLogger(tlog.Config{Level: cfg.LogLevel, Format: "json"}))
+	authorizer, err := authorization.GetAuthorizerFromConfig(&serverCfg.Global.Authorization)
+	if err != nil {
+		return nil, err
+	}
+	claimMapper, err := authorization.GetClaimMapperFromConfig(&serverCfg.Global.Authorization, logger)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := temporal.NewServer(
+		temporal.WithConfig(serverCfg),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithLogger(logger),
+		temporal.WithAuthorizer(authorizer),
+		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
+		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
+			// A search attribute added at run time is usable at once, not after a cache refresh.
+			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): true,
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("temporal: build server: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("temporal: start server: %w", err)
+	}
+	t := &Temporal{server: srv, FrontendAddr: net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port))}
+	if err := waitForPort(ctx, t.FrontendAddr, 30*time.Second); err != nil {
+		_ = srv.Stop()
+		return nil, fmt.Errorf("temporal: frontend did not open: %w", err)
+	}
+	if cfg.UIPort >= 0 {
+		t.startUI(cfg)
+		t.UIURL = "http://" + net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.UIPort))
+		if err := waitForPort(ctx, net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.UIPort)), 10*time.Second); err != nil {
+			t.Stop()
+			return nil, fmt.Errorf("temporal UI did not open: %w", err)
+		}
+	}
+	return t, nil
+}
+
+func serverConfig(cfg TemporalConfig, sqlCfg *config.SQL) (*config.Config, error) {
+	service := func(port int) (config.Service, error) {
+		membership, err := portOrFree(cfg.IP, 0)
+		if err != nil {
+			return config.Service{}, err
+		}
+		if port == 0 {
+			if port, err = portOrFree(cfg.IP, 0); err != nil {
+				return config.Service{}, err
+			}
+		}
+		return config.Service{RPC: config.RPC{GRPCPort: port, MembershipPort: membership, BindOnIP: cfg.IP}}, nil
+	}
+	services := map[string]config.Service{}
+	for name, port := range map[string]int{"frontend": cfg.Port, "history": 0, "matching": 0, "worker": 0} {
+		s, err := service(port)
+		if err != nil {
+			return nil, err
+		}
+		services[name] = s
+	}
+	frontend := net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port))
+	return &config.Config{
+		Global: config.Global{
+			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: cfg.IP},
+		},
+		Persistence: config.Persistence{
+			DefaultStore:     sqliteplugin.PluginName,
+			VisibilityStore:  sqliteplugin.PluginName,
+			NumHistoryShards: cfg.HistoryShards,
+			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
+		},
+		ClusterMetadata: &cluster.Config{
+			EnableGlobalNamespace:    false,
+			FailoverVersionIncrement: 10,
+			MasterClusterName:        "active",
+			CurrentClusterName:       "active",
+			ClusterInformation: map[string]cluster.ClusterInformation{
+				"active": {Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontend},
+			},
+		},
+		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
+		Services:            services,
+		Archival: config.Archival{
+			History:    config.HistoryArchival{State: "disabled"},
+			Visibility: config.VisibilityArchival{State: "disabled"},
+		},
+		NamespaceDefaults: config.NamespaceDefaults{Archival: config.ArchivalNamespaceDefaults{
+			History:    config.HistoryArchivalNamespaceDefaults{State: "disabled"},
+			Visibility: config.VisibilityArchivalNamespaceDefaults{State: "disabled"},
+		}},
+		// The server's internal workers (schedules, batch jobs) dial the frontend with this.
+		PublicClient: config.PublicClient{HostPort: frontend},
+	}, nil
+}
+
+func (t *Temporal) startUI(cfg TemporalConfig) {
+	t.ui = uiserver.NewServer(uioptions.WithConfigProvider(&uiconfig.Config{
+		TemporalGRPCAddress: net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port)),
+		Host:                cfg.IP,
+		Port:                cfg.UIPort,
+		EnableUI:            true,
+		DefaultNamespace:    cfg.Namespace,
+		HideLogs:            true,
+		DisableNewsFetch:    true,
+		Distribution:        "treasury-dev",
+		CORS:                uiconfig.CORS{CookieInsecure: true},
+	}))
+	t.uiDone = make(chan struct{})
+	go func() {
+		defer close(t.uiDone)
+		// Start returns when Stop closes the server; the port was checked free beforehand.
+		if err := t.ui.Start(); err != nil && cfg.Log != nil {
+			cfg.Log.Error("temporal UI stopped", "error", err.Error())
+		}
+	}()
+}
+
+// Stop stops the UI and the server.
+func (t *Temporal) Stop() {
+	if t.ui != nil {
+		t.ui.Stop()
+		<-t.uiDone
+	}
+	_ = t.server.Stop()
+}
+
+// portOrFree returns port after checking it can be bound, or a free port when port is 0.
+func portOrFree(ip string, port int) (int, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func waitForPort(ctx context.Context, addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			return conn.Close()
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

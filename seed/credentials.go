@@ -1,0 +1,219 @@
+// Package seed creates the dev bundle's demo organisation and the credentials file that
+// lets a newcomer, an example or a test harness drive every path (SPEC section 10).
+// It is for development only: the file holds secrets in the clear.
+package seed
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/ids"
+)
+
+// CredentialsFile and SignerKeysFile are the names of the files in the data directory.
+const (
+	CredentialsFile = "credentials.json"
+	SignerKeysFile  = "dev-signer-keys.json"
+)
+
+// Owner is the organisation owner's console sign-in.
+type Owner struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+}
+
+// AppKeys are the keys of one app. Treasury has no approve or sign key.
+type AppKeys struct {
+	SK      string `json:"sk"`
+	PK      string `json:"pk"`
+	Approve string `json:"approve,omitempty"`
+	Sign    string `json:"sign,omitempty"`
+	Read    string `json:"read"`
+}
+
+// OAuthClient is a client-credentials client and its secret.
+type OAuthClient struct {
+	ClientID     string `json:"clientId"`
+	ClientSecret string `json:"clientSecret"`
+	Scopes       string `json:"scopes"`
+}
+
+// Wallet is one seeded wallet; only the wallet not served by the dev signer carries its key.
+type Wallet struct {
+	ID         string `json:"id"`
+	Chain      string `json:"chain"`
+	AutoSign   bool   `json:"autoSign"`
+	PrivateKey string `json:"privateKey,omitempty"`
+}
+
+// OtherOrg is a second organisation, to prove isolation.
+type OtherOrg struct {
+	OrgID string                        `json:"orgId"`
+	Keys  map[string]map[string]string `json:"keys"`
+}
+
+// Credentials is the content of credentials.json.
+type Credentials struct {
+	BaseURL        string                 `json:"baseUrl"`
+	WSURL          string                 `json:"wsUrl"`
+	TemporalUIURL  string                 `json:"temporalUiUrl"`
+	OrgID          string                 `json:"orgId"`
+	Owner          Owner                  `json:"owner"`
+	Keys           map[string]AppKeys     `json:"keys"`
+	SecondApprover map[string]string      `json:"secondApprover"`
+	OAuthClients   map[string]OAuthClient `json:"oauthClients"`
+	Wallets        []Wallet               `json:"wallets"`
+	OtherOrg       OtherOrg               `json:"otherOrg"`
+}
+
+// SignerKeys maps the id of each autoSign wallet to its base64 ed25519 seed; the dev
+// signer reads it. The service itself never reads private keys.
+type SignerKeys map[string]string
+
+// URLs are where the running bundle answers.
+type URLs struct {
+	BaseURL, WSURL, TemporalUIURL string
+}
+
+// orderApps are the apps whose orders need approvers and signers.
+var orderApps = []string{"pay", "trade", "earn", "borrow"}
+
+// walletPlan is the seeded wallets: chain and whether the dev signer serves it.
+var walletPlan = []struct {
+	chain    string
+	autoSign bool
+}{
+	{"ethereum", true}, {"ethereum", true}, {"ethereum", false}, {"polygon", true}, {"solana", true},
+}
+
+func newCredentials(urls URLs) (*Credentials, SignerKeys, error) {
+	var firstErr error
+	secret := func(kind string) string {
+		s, err := auth.NewSecret(kind)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		return s
+	}
+	c := &Credentials{
+		BaseURL: urls.BaseURL, WSURL: urls.WSURL, TemporalUIURL: urls.TemporalUIURL,
+		OrgID:          ids.New(ids.Organization),
+		Owner:          Owner{Email: "owner@example.com", Password: randomPassword(&firstErr)},
+		Keys:           map[string]AppKeys{},
+		SecondApprover: map[string]string{},
+		OAuthClients: map[string]OAuthClient{
+			"trade": {ClientID: ids.New(ids.OAuthClient), ClientSecret: secret("ocs"), Scopes: "trade:read trade:write"},
+		},
+		OtherOrg: OtherOrg{OrgID: ids.New(ids.Organization), Keys: map[string]map[string]string{"pay": {"sk": secret(auth.KindSecret)}}},
+	}
+	for _, app := range auth.Apps {
+		k := AppKeys{SK: secret(auth.KindSecret), PK: secret(auth.KindPublishable), Read: secret(auth.KindResource)}
+		if app != "treasury" {
+			k.Approve = secret(auth.KindResource)
+			k.Sign = secret(auth.KindResource)
+			c.SecondApprover[app] = secret(auth.KindResource)
+		}
+		c.Keys[app] = k
+	}
+	signer := SignerKeys{}
+	for _, w := range walletPlan {
+		seed := make([]byte, ed25519.SeedSize)
+		if _, err := rand.Read(seed); err != nil {
+			return nil, nil, err
+		}
+		wallet := Wallet{ID: ids.New(ids.Wallet), Chain: w.chain, AutoSign: w.autoSign}
+		encoded := base64.StdEncoding.EncodeToString(seed)
+		if w.autoSign {
+			signer[wallet.ID] = encoded
+		} else {
+			wallet.PrivateKey = encoded
+		}
+		c.Wallets = append(c.Wallets, wallet)
+	}
+	return c, signer, firstErr
+}
+
+func randomPassword(errp *error) string {
+	buf := make([]byte, 18)
+	if _, err := rand.Read(buf); err != nil && *errp == nil {
+		*errp = err
+	}
+	return base64.RawURLEncoding.EncodeToString(buf)
+}
+
+// walletSeed returns the private seed of a seeded wallet, from wherever it is kept.
+func walletSeed(c *Credentials, signer SignerKeys, w Wallet) ([]byte, error) {
+	encoded := w.PrivateKey
+	if w.AutoSign {
+		encoded = signer[w.ID]
+	}
+	seed, err := base64.StdEncoding.DecodeString(encoded)
+	if err != nil || len(seed) != ed25519.SeedSize {
+		return nil, fmt.Errorf("seed: no valid key for wallet %s", w.ID)
+	}
+	return seed, nil
+}
+
+// WalletAddress derives a wallet's (simulated) on-chain address from its public key.
+func WalletAddress(chain string, pub ed25519.PublicKey) string {
+	sum := sha256.Sum256(pub)
+	if chain == "solana" {
+		return hex.EncodeToString(pub)
+	}
+	return "0x" + hex.EncodeToString(sum[:20])
+}
+
+// readJSON reads a JSON file; a missing file is (false, nil).
+func readJSON(path string, v any) (bool, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return false, fmt.Errorf("seed: %s is not valid JSON: %w", path, err)
+	}
+	return true, nil
+}
+
+// writeJSON writes a file readable by its owner only, atomically (temp file + rename),
+// so a crash never leaves half a credentials file.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path))
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

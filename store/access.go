@@ -1,0 +1,144 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// CreateOrganization inserts an organisation.
+func (s *Store) CreateOrganization(ctx context.Context, o *Organization) error {
+	return s.with(ctx).Create(o).Error
+}
+
+// OrganizationExists reports whether an organisation with this id exists.
+func (s *Store) OrganizationExists(ctx context.Context, id string) (bool, error) {
+	var n int64
+	err := s.with(ctx).Model(&Organization{}).Where("id = ?", id).Count(&n).Error
+	return n > 0, err
+}
+
+// CreateUser inserts a user with its per-app permissions.
+func (s *Store) CreateUser(ctx context.Context, u *User, perms []MemberPermission) error {
+	return s.with(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(u).Error; err != nil {
+			return err
+		}
+		for i := range perms {
+			perms[i].UserID = u.ID
+		}
+		if len(perms) == 0 {
+			return nil
+		}
+		return tx.Create(&perms).Error
+	})
+}
+
+// CreateAPIKey inserts the stored half of a new key.
+func (s *Store) CreateAPIKey(ctx context.Context, k *APIKey) error {
+	return s.with(ctx).Create(k).Error
+}
+
+// APIKeyBySecretHash finds a key by the hash of its secret, revoked or not.
+func (s *Store) APIKeyBySecretHash(ctx context.Context, hash string) (*APIKey, error) {
+	var k APIKey
+	err := s.with(ctx).Where("secret_hash = ?", hash).Take(&k).Error
+	if err != nil {
+		return nil, notFound(err)
+	}
+	return &k, nil
+}
+
+// TouchAPIKey records that a key was used at the given time.
+func (s *Store) TouchAPIKey(ctx context.Context, id string, at time.Time) error {
+	return s.with(ctx).Model(&APIKey{}).Where("id = ?", id).Update("last_used_at", at.UTC()).Error
+}
+
+// RevokeAPIKey marks a key revoked; it stops authenticating at once.
+func (s *Store) RevokeAPIKey(ctx context.Context, orgID, id string, at time.Time) error {
+	res := s.with(ctx).Model(&APIKey{}).
+		Where("id = ? AND org_id = ? AND revoked_at IS NULL", id, orgID).
+		Update("revoked_at", at.UTC())
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// CreateOAuthClient inserts the stored half of a client-credentials client.
+func (s *Store) CreateOAuthClient(ctx context.Context, c *OAuthClient) error {
+	return s.with(ctx).Create(c).Error
+}
+
+// OAuthClient finds a client by id.
+func (s *Store) OAuthClient(ctx context.Context, id string) (*OAuthClient, error) {
+	var c OAuthClient
+	if err := s.with(ctx).Where("id = ?", id).Take(&c).Error; err != nil {
+		return nil, notFound(err)
+	}
+	return &c, nil
+}
+
+// UserByEmail finds a user by e-mail address.
+func (s *Store) UserByEmail(ctx context.Context, email string) (*User, error) {
+	var u User
+	if err := s.with(ctx).Where("email = ?", email).Take(&u).Error; err != nil {
+		return nil, notFound(err)
+	}
+	return &u, nil
+}
+
+// MemberPermissions lists the per-app grants of a user.
+func (s *Store) MemberPermissions(ctx context.Context, userID string) ([]MemberPermission, error) {
+	var out []MemberPermission
+	err := s.with(ctx).Where("user_id = ?", userID).Order("app").Find(&out).Error
+	return out, err
+}
+
+// AppendAudit writes one audit record.
+func (s *Store) AppendAudit(ctx context.Context, a *AuditLog) error {
+	return s.with(ctx).Create(a).Error
+}
+
+// ListAudit lists an organisation's audit records of the given apps, newest first, after a cursor id.
+func (s *Store) ListAudit(ctx context.Context, orgID string, apps []string, beforeID string, limit int) ([]AuditLog, error) {
+	q := s.with(ctx).Where("org_id = ? AND app IN ?", orgID, apps)
+	if beforeID != "" {
+		q = q.Where("id < ?", beforeID)
+	}
+	var out []AuditLog
+	err := q.Order("id DESC").Limit(limit).Find(&out).Error
+	return out, err
+}
+
+// PutPolicy replaces an app's policy document, bumping its version.
+func (s *Store) PutPolicy(ctx context.Context, p *Policy) error {
+	return s.with(ctx).Transaction(func(tx *gorm.DB) error {
+		var cur Policy
+		err := tx.Where("org_id = ? AND app = ?", p.OrgID, p.App).Take(&cur).Error
+		switch {
+		case err == nil:
+			p.Version = cur.Version + 1
+			return tx.Model(&Policy{}).Where("org_id = ? AND app = ?", p.OrgID, p.App).
+				Updates(map[string]any{"document": p.Document, "version": p.Version, "updated_by": p.UpdatedBy, "updated_at": p.UpdatedAt}).Error
+		case notFound(err) == ErrNotFound:
+			p.Version = 1
+			return tx.Create(p).Error
+		default:
+			return err
+		}
+	})
+}
+
+// Policy returns an app's policy document.
+func (s *Store) Policy(ctx context.Context, orgID, app string) (*Policy, error) {
+	var p Policy
+	if err := s.with(ctx).Where("org_id = ? AND app = ?", orgID, app).Take(&p).Error; err != nil {
+		return nil, notFound(err)
+	}
+	return &p, nil
+}

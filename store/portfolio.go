@@ -1,0 +1,210 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// CreateWallet inserts a wallet.
+func (s *Store) CreateWallet(ctx context.Context, w *Wallet) error {
+	return s.with(ctx).Create(w).Error
+}
+
+// Wallet returns one wallet of an organisation; another organisation's wallet is not found.
+func (s *Store) Wallet(ctx context.Context, orgID, id string) (*Wallet, error) {
+	var w Wallet
+	if err := s.with(ctx).Where("org_id = ? AND id = ?", orgID, id).Take(&w).Error; err != nil {
+		return nil, notFound(err)
+	}
+	return &w, nil
+}
+
+// ListWallets pages through an organisation's wallets in id order.
+func (s *Store) ListWallets(ctx context.Context, orgID, afterID string, limit int) ([]Wallet, error) {
+	q := s.with(ctx).Where("org_id = ?", orgID)
+	if afterID != "" {
+		q = q.Where("id > ?", afterID)
+	}
+	var out []Wallet
+	err := q.Order("id").Limit(limit).Find(&out).Error
+	return out, err
+}
+
+// CountWallets counts an organisation's wallets.
+func (s *Store) CountWallets(ctx context.Context, orgID string) (int64, error) {
+	var n int64
+	err := s.with(ctx).Model(&Wallet{}).Where("org_id = ?", orgID).Count(&n).Error
+	return n, err
+}
+
+// WalletRef is what the balance sync needs to know of a wallet.
+type WalletRef struct {
+	ID      string
+	Chain   string
+	Address string
+}
+
+// ListWalletRefs pages through every wallet of every organisation, for the balance sync.
+func (s *Store) ListWalletRefs(ctx context.Context, afterID string, limit int) ([]WalletRef, error) {
+	q := s.with(ctx).Model(&Wallet{}).Select("id, chain, address")
+	if afterID != "" {
+		q = q.Where("id > ?", afterID)
+	}
+	var out []WalletRef
+	err := q.Order("id").Limit(limit).Scan(&out).Error
+	return out, err
+}
+
+// Position is one asset held in one wallet.
+type Position struct {
+	WalletID string
+	Chain    string
+	Asset    string
+	Amount   decimal.Decimal
+	SyncedAt time.Time
+}
+
+// PositionKey orders positions: by wallet, then asset.
+type PositionKey struct {
+	WalletID string
+	Asset    string
+}
+
+// ListPositions returns an organisation's balances ordered by wallet and asset, after a key
+// when one is given, at most limit of them (0: all).
+func (s *Store) ListPositions(ctx context.Context, orgID string, after *PositionKey, limit int) ([]Position, error) {
+	q := s.positions(ctx).Where("w.org_id = ?", orgID)
+	if after != nil {
+		q = q.Where("(b.wallet_id > ? OR (b.wallet_id = ? AND b.asset > ?))", after.WalletID, after.WalletID, after.Asset)
+	}
+	if limit > 0 {
+		q = q.Limit(limit)
+	}
+	var out []Position
+	err := q.Order("b.wallet_id, b.asset").Scan(&out).Error
+	return out, err
+}
+
+// PositionsOfWallets returns the balances of the given wallets of an organisation.
+func (s *Store) PositionsOfWallets(ctx context.Context, orgID string, walletIDs []string) ([]Position, error) {
+	if len(walletIDs) == 0 {
+		return nil, nil
+	}
+	var out []Position
+	err := s.positions(ctx).Where("w.org_id = ? AND b.wallet_id IN ?", orgID, walletIDs).
+		Order("b.wallet_id, b.asset").Scan(&out).Error
+	return out, err
+}
+
+func (s *Store) positions(ctx context.Context) *gorm.DB {
+	return s.with(ctx).Table("balances AS b").
+		Select("b.wallet_id, w.chain, b.asset, b.amount, b.synced_at").
+		Joins("JOIN wallets AS w ON w.id = b.wallet_id")
+}
+
+// OldestWalletSync returns the least recent balance sync over an organisation's wallets:
+// every figure of its portfolio is at least that fresh. Nil when no wallet was synced.
+func (s *Store) OldestWalletSync(ctx context.Context, orgID string) (*time.Time, error) {
+	var wallets []Wallet
+	if err := s.with(ctx).Select("synced_at").Where("org_id = ?", orgID).Find(&wallets).Error; err != nil {
+		return nil, err
+	}
+	var oldest *time.Time
+	for _, w := range wallets {
+		if w.SyncedAt == nil {
+			return nil, nil
+		}
+		if oldest == nil || w.SyncedAt.Before(*oldest) {
+			t := *w.SyncedAt
+			oldest = &t
+		}
+	}
+	return oldest, nil
+}
+
+// ReplaceBalances stores a wallet's balances as read from the chain at syncedAt: assets
+// no longer held are removed, the rest upserted, and the wallet's sync time moved forward.
+func (s *Store) ReplaceBalances(ctx context.Context, walletID string, amounts map[string]decimal.Decimal, syncedAt time.Time) error {
+	syncedAt = syncedAt.UTC()
+	return s.with(ctx).Transaction(func(tx *gorm.DB) error {
+		assets := make([]string, 0, len(amounts))
+		rows := make([]Balance, 0, len(amounts))
+		for asset, amt := range amounts {
+			assets = append(assets, asset)
+			rows = append(rows, Balance{WalletID: walletID, Asset: asset, Amount: amt, SyncedAt: syncedAt})
+		}
+		del := tx.Where("wallet_id = ?", walletID)
+		if len(assets) > 0 {
+			del = del.Where("asset NOT IN ?", assets)
+		}
+		if err := del.Delete(&Balance{}).Error; err != nil {
+			return err
+		}
+		if len(rows) > 0 {
+			err := tx.Clauses(clause.OnConflict{
+				Columns:   []clause.Column{{Name: "wallet_id"}, {Name: "asset"}},
+				DoUpdates: clause.AssignmentColumns([]string{"amount", "synced_at"}),
+			}).Create(&rows).Error
+			if err != nil {
+				return err
+			}
+		}
+		return tx.Model(&Wallet{}).Where("id = ?", walletID).Update("synced_at", syncedAt).Error
+	})
+}
+
+// UpsertPrice sets the USD price of an asset.
+func (s *Store) UpsertPrice(ctx context.Context, p *Price) error {
+	return s.with(ctx).Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: "asset"}},
+		DoUpdates: clause.AssignmentColumns([]string{"usd_price", "updated_at"}),
+	}).Create(p).Error
+}
+
+// Prices returns every known USD price by asset.
+func (s *Store) Prices(ctx context.Context) (map[string]decimal.Decimal, error) {
+	var rows []Price
+	if err := s.with(ctx).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make(map[string]decimal.Decimal, len(rows))
+	for _, p := range rows {
+		out[p.Asset] = p.USDPrice
+	}
+	return out, nil
+}
+
+// DevchainCredit adds amount of an asset to an address on the simulated chain.
+func (s *Store) DevchainCredit(ctx context.Context, chain, address, asset string, amount decimal.Decimal) error {
+	return s.with(ctx).Transaction(func(tx *gorm.DB) error {
+		var acc DevchainAccount
+		err := tx.Where("chain = ? AND address = ? AND asset = ?", chain, address, asset).Take(&acc).Error
+		switch notFound(err) {
+		case nil:
+			return tx.Model(&DevchainAccount{}).
+				Where("chain = ? AND address = ? AND asset = ?", chain, address, asset).
+				Update("amount", acc.Amount.Add(amount)).Error
+		case ErrNotFound:
+			return tx.Create(&DevchainAccount{Chain: chain, Address: address, Asset: asset, Amount: amount}).Error
+		default:
+			return err
+		}
+	})
+}
+
+// DevchainBalances returns the simulated chain's balances of one address.
+func (s *Store) DevchainBalances(ctx context.Context, chain, address string) (map[string]decimal.Decimal, error) {
+	var rows []DevchainAccount
+	if err := s.with(ctx).Where("chain = ? AND address = ?", chain, address).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make(map[string]decimal.Decimal, len(rows))
+	for _, r := range rows {
+		out[r.Asset] = r.Amount
+	}
+	return out, nil
+}

@@ -1,0 +1,193 @@
+// Package store is the only package that talks SQL: gorm models, repositories and the
+// schema migrations, on PostgreSQL (production) or SQLite (the dev bundle and tests).
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+	"gorm.io/driver/postgres"
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	// modernc's pure-Go SQLite registers the database/sql driver "sqlite". The Temporal
+	// server links the same package, so the name is registered exactly once per binary.
+	_ "modernc.org/sqlite"
+
+	"github.com/opentreasury/treasury/migrations"
+)
+
+// ErrNotFound is returned when a row does not exist (or is not visible to the caller).
+var ErrNotFound = errors.New("store: not found")
+
+// Store wraps a gorm handle; inside Tx it wraps the transaction.
+type Store struct {
+	db      *gorm.DB
+	dialect migrations.Dialect
+}
+
+// Config selects the database: PostgreSQL when DatabaseURL is set, SQLite at SQLitePath otherwise.
+type Config struct {
+	DatabaseURL string
+	SQLitePath  string
+	// MaxOpenConns bounds the pool; 0 keeps a sensible default per dialect.
+	MaxOpenConns int
+}
+
+// Open connects to the configured database. It does not migrate; call Migrate.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	gcfg := &gorm.Config{
+		Logger:                 logger.Default.LogMode(logger.Silent),
+		SkipDefaultTransaction: true,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	}
+	var (
+		db      *gorm.DB
+		err     error
+		dialect migrations.Dialect
+	)
+	switch {
+	case cfg.DatabaseURL != "":
+		dialect = migrations.Postgres
+		db, err = gorm.Open(postgres.New(postgres.Config{DSN: cfg.DatabaseURL}), gcfg)
+	case cfg.SQLitePath != "":
+		dialect = migrations.SQLite
+		var sqlDB *sql.DB
+		sqlDB, err = sql.Open("sqlite", SQLiteDSN(cfg.SQLitePath))
+		if err == nil {
+			db, err = gorm.Open(sqlite.New(sqlite.Config{Conn: sqlDB, DriverName: "sqlite"}), gcfg)
+		}
+	default:
+		return nil, errors.New("store: neither a database URL nor a SQLite path is configured")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", dialect, err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, err
+	}
+	maxOpen := cfg.MaxOpenConns
+	if maxOpen == 0 {
+		maxOpen = 20
+	}
+	sqlDB.SetMaxOpenConns(maxOpen)
+	sqlDB.SetMaxIdleConns(maxOpen)
+	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	s := &Store{db: db, dialect: dialect}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := s.Ping(pingCtx); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("store: connect %s: %w", dialect, err)
+	}
+	return s, nil
+}
+
+// SQLiteDSN builds the modernc DSN for a database file: WAL journal, a busy timeout so
+// concurrent writers queue instead of failing, foreign keys on, and write transactions
+// that take the lock up front (BEGIN IMMEDIATE) so they never deadlock on upgrade.
+func SQLiteDSN(path string) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Set("_txlock", "immediate")
+	return "file:" + path + "?" + q.Encode()
+}
+
+// Dialect reports which database the store is on.
+func (s *Store) Dialect() migrations.Dialect { return s.dialect }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.PingContext(ctx)
+}
+
+// Close releases the connection pool.
+func (s *Store) Close() error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// Migrate applies every pending migration. On PostgreSQL it holds an advisory lock so
+// that several replicas starting at once apply each migration exactly once.
+func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
+	fsys, err := migrations.FS(s.dialect)
+	if err != nil {
+		return err
+	}
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
+	gooseDialect := goose.DialectSQLite3
+	if s.dialect == migrations.Postgres {
+		gooseDialect = goose.DialectPostgres
+		locker, err := lock.NewPostgresSessionLocker()
+		if err != nil {
+			return err
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
+	}
+	provider, err := goose.NewProvider(gooseDialect, sqlDB, fsys, opts...)
+	if err != nil {
+		return fmt.Errorf("store: migrations: %w", err)
+	}
+	results, err := provider.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	if log != nil {
+		for _, r := range results {
+			log.Info("migration applied", "version", r.Source.Version, "file", r.Source.Path, "took", r.Duration.String())
+		}
+	}
+	return nil
+}
+
+// Tx runs fn in one database transaction; fn receives a Store bound to it.
+func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		return fn(&Store{db: tx, dialect: s.dialect})
+	})
+}
+
+func (s *Store) with(ctx context.Context) *gorm.DB { return s.db.WithContext(ctx) }
+
+func notFound(err error) error {
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return ErrNotFound
+	}
+	return err
+}
+
+// RedactDatabaseURL hides the password of a database URL so it can be logged.
+func RedactDatabaseURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		if strings.Contains(raw, "password=") {
+			return "(redacted)"
+		}
+		return raw
+	}
+	return u.Redacted()
+}
