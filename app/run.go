@@ -7,8 +7,8 @@ import (
 
 	"github.com/opentreasury/treasury/api"
 	"github.com/opentreasury/treasury/chain"
-	"github.com/opentreasury/treasury/workflows"
 	"github.com/opentreasury/treasury/worker"
+	"github.com/opentreasury/treasury/workflows"
 )
 
 // RunAPI serves the public API until ctx ends, then drains in-flight requests.

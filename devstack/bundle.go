@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -36,7 +35,9 @@ type Options struct {
 	DatabaseURL         string
 	BalanceSyncInterval time.Duration
 	ShutdownTimeout     time.Duration
-	Log                 *slog.Logger
+	// TemporalLogLevel is the embedded server's own log level (default error).
+	TemporalLogLevel string
+	Log              *slog.Logger
 }
 
 // Bundle is a running dev bundle.
@@ -60,7 +61,7 @@ type Bundle struct {
 
 // Start brings the whole bundle up: store, embedded Temporal and UI, seed, worker, API.
 // On error everything already started is stopped again.
-func Start(ctx context.Context, opts Options) (b *Bundle, err error) {
+func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 	if opts.DataDir == "" {
 		opts.DataDir = ".data"
 	}
@@ -77,7 +78,7 @@ func Start(ctx context.Context, opts Options) (b *Bundle, err error) {
 	if log == nil {
 		log = app.NewLogger(slog.LevelInfo)
 	}
-	b = &Bundle{opts: opts, log: log, Namespace: "default"}
+	b := &Bundle{opts: opts, log: log, Namespace: "default"}
 	defer func() {
 		if err != nil {
 			b.stop(context.Background())
@@ -116,6 +117,7 @@ func Start(ctx context.Context, opts Options) (b *Bundle, err error) {
 		Namespace:        b.Namespace,
 		SearchAttributes: app.SearchAttributes,
 		HistoryShards:    opts.HistoryShards,
+		LogLevel:         opts.TemporalLogLevel,
 		Log:              log,
 	})
 	if err != nil {
@@ -188,6 +190,9 @@ func (b *Bundle) Shutdown(ctx context.Context) error {
 
 func (b *Bundle) stop(ctx context.Context) error {
 	var errs []error
+	if b.temporal != nil {
+		b.temporal.Quiet()
+	}
 	if b.http != nil {
 		shutdownCtx, cancel := context.WithTimeout(ctx, b.opts.ShutdownTimeout)
 		if err := b.http.Shutdown(shutdownCtx); err != nil {
@@ -218,14 +223,4 @@ func (b *Bundle) stop(ctx context.Context) error {
 		b.store = nil
 	}
 	return errors.Join(errs...)
-}
-
-// Port parses the port of a host:port address (for printing and tests).
-func Port(addr string) int {
-	_, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(p)
-	return n
 }

@@ -23,9 +23,13 @@ import (
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/common/dynamicconfig"
 	tlog "go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/membership/static"
 	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/common/primitives"
 	sqliteschema "go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
@@ -56,6 +60,7 @@ type Temporal struct {
 	server       temporal.Server
 	ui           *uiserver.Server
 	uiDone       chan struct{}
+	logLevel     zap.AtomicLevel
 	FrontendAddr string
 	UIURL        string
 }
@@ -76,7 +81,7 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 		cfg.Retention = 72 * time.Hour
 	}
 	if cfg.LogLevel == "" {
-		cfg.LogLevel = "warn"
+		cfg.LogLevel = "error"
 	}
 	var err error
 	if cfg.Port, err = portOrFree(cfg.IP, cfg.Port); err != nil {
@@ -115,11 +120,23 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 		return nil, fmt.Errorf("temporal: create namespace: %w", err)
 	}
 
-	serverCfg, err := serverConfig(cfg, sqlCfg)
+	serverCfg, hosts, err := serverConfig(cfg, sqlCfg)
 	if err != nil {
 		return nil, err
 	}
-	logger := tlog.NewZapLogger(tlog.BuildZapLogger(tlog.Config{Level: cfg.LogLevel, Format: "json"}))
+	level, err := zap.ParseAtomicLevel(cfg.LogLevel)
+	if err != nil {
+		return nil, fmt.Errorf("temporal log level: %w", err)
+	}
+	zcfg := zap.NewProductionConfig()
+	zcfg.Level = level
+	zcfg.Sampling = nil
+	zcfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	zl, err := zcfg.Build()
+	if err != nil {
+		return nil, err
+	}
+	logger := tlog.NewZapLogger(zl)
 	authorizer, err := authorization.GetAuthorizerFromConfig(&serverCfg.Global.Authorization)
 	if err != nil {
 		return nil, err
@@ -132,6 +149,7 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 		temporal.WithConfig(serverCfg),
 		temporal.ForServices(temporal.DefaultServices),
 		temporal.WithLogger(logger),
+		temporal.WithStaticHosts(hosts),
 		temporal.WithAuthorizer(authorizer),
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
 		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
@@ -145,7 +163,7 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("temporal: start server: %w", err)
 	}
-	t := &Temporal{server: srv, FrontendAddr: net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port))}
+	t := &Temporal{server: srv, logLevel: level, FrontendAddr: net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port))}
 	if err := waitForPort(ctx, t.FrontendAddr, 30*time.Second); err != nil {
 		_ = srv.Stop()
 		return nil, fmt.Errorf("temporal: frontend did not open: %w", err)
@@ -161,26 +179,22 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 	return t, nil
 }
 
-func serverConfig(cfg TemporalConfig, sqlCfg *config.SQL) (*config.Config, error) {
-	service := func(port int) (config.Service, error) {
-		membership, err := portOrFree(cfg.IP, 0)
-		if err != nil {
-			return config.Service{}, err
-		}
-		if port == 0 {
-			if port, err = portOrFree(cfg.IP, 0); err != nil {
-				return config.Service{}, err
-			}
-		}
-		return config.Service{RPC: config.RPC{GRPCPort: port, MembershipPort: membership, BindOnIP: cfg.IP}}, nil
-	}
+func serverConfig(cfg TemporalConfig, sqlCfg *config.SQL) (*config.Config, map[primitives.ServiceName]static.Hosts, error) {
 	services := map[string]config.Service{}
-	for name, port := range map[string]int{"frontend": cfg.Port, "history": 0, "matching": 0, "worker": 0} {
-		s, err := service(port)
-		if err != nil {
-			return nil, err
+	// One process runs every service, so membership is static: no gossip ring whose
+	// stale members (from an earlier run on other ports) would have to time out first.
+	hosts := map[primitives.ServiceName]static.Hosts{}
+	for _, name := range []primitives.ServiceName{primitives.FrontendService, primitives.HistoryService, primitives.MatchingService, primitives.WorkerService} {
+		port := 0
+		if name == primitives.FrontendService {
+			port = cfg.Port
 		}
-		services[name] = s
+		port, err := portOrFree(cfg.IP, port)
+		if err != nil {
+			return nil, nil, err
+		}
+		services[string(name)] = config.Service{RPC: config.RPC{GRPCPort: port, BindOnIP: cfg.IP}}
+		hosts[name] = static.SingleLocalHost(net.JoinHostPort(cfg.IP, strconv.Itoa(port)))
 	}
 	frontend := net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port))
 	return &config.Config{
@@ -214,7 +228,7 @@ func serverConfig(cfg TemporalConfig, sqlCfg *config.SQL) (*config.Config, error
 		}},
 		// The server's internal workers (schedules, batch jobs) dial the frontend with this.
 		PublicClient: config.PublicClient{HostPort: frontend},
-	}, nil
+	}, hosts, nil
 }
 
 func (t *Temporal) startUI(cfg TemporalConfig) {
@@ -239,8 +253,13 @@ func (t *Temporal) startUI(cfg TemporalConfig) {
 	}()
 }
 
+// Quiet silences the server's log: while the bundle stops, its parts report each other
+// gone one by one, which is expected and not worth an error line.
+func (t *Temporal) Quiet() { t.logLevel.SetLevel(zapcore.FatalLevel) }
+
 // Stop stops the UI and the server.
 func (t *Temporal) Stop() {
+	t.Quiet()
 	if t.ui != nil {
 		t.ui.Stop()
 		<-t.uiDone

@@ -58,7 +58,7 @@ type Wallet struct {
 
 // OtherOrg is a second organisation, to prove isolation.
 type OtherOrg struct {
-	OrgID string                        `json:"orgId"`
+	OrgID string                       `json:"orgId"`
 	Keys  map[string]map[string]string `json:"keys"`
 }
 

@@ -30,6 +30,7 @@ func run(args []string) int {
 	shards := fs.Int("history-shards", 1, "history shards of the embedded Temporal server (fixed when the data dir is created)")
 	syncEvery := fs.Duration("balance-sync-interval", time.Minute, "how often the Temporal Schedule refreshes wallet balances")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	temporalLogLevel := fs.String("temporal-log-level", "error", "log level of the embedded Temporal server")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: treasury-dev [flags]\n\nRuns the treasury dev bundle. DATABASE_URL, when set, puts the store on PostgreSQL.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -58,6 +59,7 @@ func run(args []string) int {
 		HistoryShards:       int32(*shards),
 		DatabaseURL:         os.Getenv("DATABASE_URL"),
 		BalanceSyncInterval: *syncEvery,
+		TemporalLogLevel:    *temporalLogLevel,
 		Log:                 log,
 	})
 	if err != nil {

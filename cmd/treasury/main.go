@@ -1,0 +1,139 @@
+// Command treasury is the production binary: the API, the worker and the operational
+// commands, configured from the environment. It holds no Temporal server.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/opentreasury/treasury/app"
+)
+
+// command is one subcommand: its words on the command line, its flags, and what it does.
+type command struct {
+	words   []string
+	summary string
+	// flags registers the command's flags; they override the environment.
+	flags func(fs *flag.FlagSet, cfg *app.Config)
+	run   func(ctx context.Context, cfg app.Config) error
+}
+
+var commands = []command{
+	{
+		words:   []string{"api"},
+		summary: "serve the public HTTP API",
+		flags: func(fs *flag.FlagSet, cfg *app.Config) {
+			fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "address to listen on (overrides HTTP_ADDR)")
+		},
+		run: app.RunAPI,
+	},
+	{
+		words:   []string{"worker"},
+		summary: "run the Temporal worker (workflows and activities)",
+		run:     app.RunWorker,
+	},
+	{
+		words:   []string{"migrate"},
+		summary: "apply pending database migrations and exit",
+		run:     app.Migrate,
+	},
+	{
+		words:   []string{"temporal", "setup"},
+		summary: "register the custom search attributes on the Temporal namespace",
+		run:     app.SetupTemporal,
+	},
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stderr))
+}
+
+func run(args []string, getenv func(string) string, stderr io.Writer) int {
+	cmd, rest := findCommand(args)
+	if cmd == nil {
+		usage(stderr)
+		if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+			return 0
+		}
+		fmt.Fprintf(stderr, "\ntreasury: unknown command %q\n", strings.Join(args, " "))
+		return 2
+	}
+	cfg, err := app.ConfigFromEnv(getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "treasury:", err)
+		return 2
+	}
+	fs := newFlagSet(cmd, &cfg, stderr)
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "treasury %s: unexpected arguments %q\n", strings.Join(cmd.words, " "), fs.Args())
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := cmd.run(ctx, cfg); err != nil {
+		fmt.Fprintf(stderr, "treasury %s: %v\n", strings.Join(cmd.words, " "), err)
+		return 1
+	}
+	return 0
+}
+
+// findCommand matches the longest command whose words start args.
+func findCommand(args []string) (*command, []string) {
+	var best *command
+	for i := range commands {
+		c := &commands[i]
+		if len(args) < len(c.words) {
+			continue
+		}
+		match := true
+		for j, w := range c.words {
+			if args[j] != w {
+				match = false
+				break
+			}
+		}
+		if match && (best == nil || len(c.words) > len(best.words)) {
+			best = c
+		}
+	}
+	if best == nil {
+		return nil, nil
+	}
+	return best, args[len(best.words):]
+}
+
+func newFlagSet(cmd *command, cfg *app.Config, out io.Writer) *flag.FlagSet {
+	name := strings.Join(cmd.words, " ")
+	fs := flag.NewFlagSet("treasury "+name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	if cmd.flags != nil {
+		cmd.flags(fs, cfg)
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(out, "Usage: treasury %s [flags]\n\n%s.\n\nFlags:\n", name, cmd.summary)
+		fs.PrintDefaults()
+		fmt.Fprintf(out, "\nEnvironment:\n%s", app.EnvHelp())
+	}
+	return fs
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: treasury <command> [flags]\n\nCommands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-16s %s\n", strings.Join(c.words, " "), c.summary)
+	}
+	fmt.Fprintf(w, "\nConfiguration comes from the environment:\n%s", app.EnvHelp())
+}

@@ -1,0 +1,105 @@
+// Package storetest opens throw-away stores for tests: a SQLite file in a temp directory,
+// and a PostgreSQL schema of its own per test (TEST_DATABASE_URL, default the local
+// server's "test" database), so runs never collide and leave nothing behind.
+package storetest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/opentreasury/treasury/store"
+)
+
+// DefaultPostgresURL is used when TEST_DATABASE_URL is unset.
+const DefaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// PostgresURL returns the base URL of the test PostgreSQL server.
+func PostgresURL() string {
+	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return DefaultPostgresURL
+}
+
+// ForEachDialect runs fn as a subtest on a fresh, migrated SQLite store and on a fresh,
+// migrated PostgreSQL store.
+func ForEachDialect(t *testing.T, fn func(t *testing.T, s *store.Store)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) { fn(t, NewSQLite(t)) })
+	t.Run("postgres", func(t *testing.T) { fn(t, NewPostgres(t)) })
+}
+
+// NewSQLite opens a migrated SQLite store in a temp directory.
+func NewSQLite(t testing.TB) *store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), store.Config{SQLitePath: filepath.Join(t.TempDir(), "treasury.db")})
+	if err != nil {
+		t.Fatalf("open sqlite: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if err := s.Migrate(context.Background(), nil); err != nil {
+		t.Fatalf("migrate sqlite: %v", err)
+	}
+	return s
+}
+
+// NewPostgres opens a migrated store in a new schema of the test PostgreSQL database and
+// drops the schema when the test ends.
+func NewPostgres(t testing.TB) *store.Store {
+	t.Helper()
+	dsn := PostgresSchemaURL(t)
+	s, err := store.Open(context.Background(), store.Config{DatabaseURL: dsn})
+	if err != nil {
+		t.Fatalf("open postgres: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if err := s.Migrate(context.Background(), nil); err != nil {
+		t.Fatalf("migrate postgres: %v", err)
+	}
+	return s
+}
+
+// PostgresSchemaURL creates an empty schema for the test and returns a URL whose
+// connections use it. The schema is dropped at cleanup.
+func PostgresSchemaURL(t testing.TB) string {
+	t.Helper()
+	base := PostgresURL()
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatalf("postgres: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := admin.PingContext(ctx); err != nil {
+		_ = admin.Close()
+		t.Fatalf("PostgreSQL at %s is not reachable (start it, or point TEST_DATABASE_URL at one): %v", base, err)
+	}
+	schema := "t_" + uuid.NewString()[:8] + fmt.Sprint(time.Now().UnixNano()%100000)
+	if _, err := admin.ExecContext(ctx, `CREATE SCHEMA "`+schema+`"`); err != nil {
+		_ = admin.Close()
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = admin.ExecContext(ctx, `DROP SCHEMA "`+schema+`" CASCADE`)
+		_ = admin.Close()
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("TEST_DATABASE_URL: %v", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
