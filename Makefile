@@ -1,0 +1,40 @@
+# treasury: the two commands a newcomer needs are `make run` and `make test`.
+GO       ?= go
+BIN      ?= bin
+# Everything except the packages that link the embedded Temporal server; those are
+# built once, without the race detector, to keep the build within reach of 2 cores.
+FAST_PKGS = $(shell $(GO) list ./... | grep -v -e '/e2e$$' -e '/devstack$$' -e '/cmd/treasury-dev$$')
+
+.PHONY: run build test test-unit test-e2e lint fmt
+
+## run: build and start the dev bundle (embedded Temporal + UI, API, worker, demo org)
+run: $(BIN)/treasury-dev
+	./$(BIN)/treasury-dev $(ARGS)
+
+## build: both binaries into ./bin
+build: $(BIN)/treasury $(BIN)/treasury-dev
+
+# The go tool decides what is stale; make always asks it.
+$(BIN)/treasury $(BIN)/treasury-dev: FORCE
+	$(GO) build -o $@ ./cmd/$(notdir $@)
+
+FORCE:
+
+## test: lint, unit/store/workflow tests with the race detector, then end-to-end tests
+test: lint test-unit test-e2e
+
+test-unit:
+	$(GO) test -race -count=1 $(FAST_PKGS)
+
+test-e2e:
+	$(GO) test -count=1 ./e2e/...
+
+## lint: go vet and a gofmt check
+lint:
+	$(GO) vet ./...
+	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+## fmt: rewrite files with gofmt
+fmt:
+	gofmt -w $$(git ls-files '*.go')

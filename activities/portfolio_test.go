@@ -1,0 +1,103 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/workflows"
+)
+
+// flakyChain is the devchain except for addresses it is told to fail on.
+type flakyChain struct {
+	chain.Adapter
+	failing map[string]bool
+}
+
+func (f flakyChain) Balances(ctx context.Context, chainName, address string) (map[string]decimal.Decimal, error) {
+	if f.failing[address] {
+		return nil, errors.New("node timeout")
+	}
+	return f.Adapter.Balances(ctx, chainName, address)
+}
+
+func TestSyncWalletBalances(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.NewSQLite(t)
+	org := ids.New(ids.Organization)
+	if err := s.CreateOrganization(ctx, &store.Organization{ID: org, Name: "Acme", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	dev := chain.NewDevchain(s)
+	var refs []workflows.WalletRef
+	for i, addr := range []string{"0xaaa", "0xbbb", "0xccc"} {
+		w := &store.Wallet{ID: ids.New(ids.Wallet), OrgID: org, Chain: "ethereum", Address: addr, PublicKey: "k", CreatedAt: time.Now()}
+		if err := s.CreateWallet(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		if err := dev.Fund(ctx, "ethereum", addr, "ETH", decimal.NewFromInt(int64(i+1))); err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, workflows.WalletRef{ID: w.ID, Chain: w.Chain, Address: w.Address})
+	}
+	synced := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+	acts := &Portfolio{Store: s, Chain: flakyChain{Adapter: dev, failing: map[string]bool{"0xbbb": true}},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return synced }}
+
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(acts)
+
+	got, err := env.ExecuteActivity(acts.ListWalletRefs, workflows.ListWalletRefsInput{Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page []workflows.WalletRef
+	if err := got.Get(&page); err != nil || len(page) != 2 || page[0].ID != refs[0].ID {
+		t.Fatalf("first page %+v %v", page, err)
+	}
+
+	got, err = env.ExecuteActivity(acts.SyncWalletBalances, workflows.SyncWalletBalancesInput{Wallets: refs})
+	if err != nil {
+		t.Fatalf("one failing wallet must not fail the batch: %v", err)
+	}
+	var res workflows.SyncWalletBalancesResult
+	if err := got.Get(&res); err != nil || res.Synced != 2 || res.Failed != 1 {
+		t.Fatalf("result %+v %v", res, err)
+	}
+	positions, err := s.ListPositions(ctx, org, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(positions) != 2 {
+		t.Fatalf("want the two healthy wallets synced, got %+v", positions)
+	}
+	for _, p := range positions {
+		if p.WalletID == refs[1].ID || !p.SyncedAt.Equal(synced) {
+			t.Fatalf("unexpected position %+v", p)
+		}
+	}
+
+	// Retrying the same batch writes the same state again: no doubled amounts.
+	if _, err := env.ExecuteActivity(acts.SyncWalletBalances, workflows.SyncWalletBalancesInput{Wallets: refs[:1]}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.ListPositions(ctx, org, nil, 0)
+	if err != nil || !again[0].Amount.Equal(decimal.NewFromInt(1)) {
+		t.Fatalf("after retry %+v %v", again, err)
+	}
+
+	if _, err := env.ExecuteActivity(acts.SyncWalletBalances, workflows.SyncWalletBalancesInput{Wallets: refs[1:2]}); err == nil {
+		t.Fatal("a batch in which every wallet failed must fail, so Temporal retries it")
+	}
+}
