@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"sort"
@@ -71,6 +72,15 @@ type portfolioHandlers struct {
 	log   *slog.Logger
 }
 
+// priced values positions at the current prices.
+func (h *portfolioHandlers) priced(ctx context.Context, positions []store.Position) (valuation, error) {
+	prices, err := h.store.Prices(ctx)
+	if err != nil {
+		return valuation{}, err
+	}
+	return value(positions, prices), nil
+}
+
 // portfolio answers GET /treasury/portfolio: wallets × balances × prices of the caller's org.
 func (h *portfolioHandlers) portfolio(c *gin.Context) {
 	var errs []FieldError
@@ -86,7 +96,7 @@ func (h *portfolioHandlers) portfolio(c *gin.Context) {
 		requestFailed(c, h.log, err)
 		return
 	}
-	prices, err := h.store.Prices(ctx)
+	v, err := h.priced(ctx, positions)
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return
@@ -101,7 +111,6 @@ func (h *portfolioHandlers) portfolio(c *gin.Context) {
 		requestFailed(c, h.log, err)
 		return
 	}
-	v := value(positions, prices)
 	chains := make([]string, 0, len(v.byChain))
 	for _, p := range positions {
 		if _, seen := v.byChain[p.Chain]; !seen {
@@ -161,13 +170,12 @@ func (h *portfolioHandlers) wallets(c *gin.Context) {
 		requestFailed(c, h.log, err)
 		return
 	}
-	prices, err := h.store.Prices(ctx)
+	v, err := h.priced(ctx, positions)
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return
 	}
 	perWallet := map[string]decimal.Decimal{}
-	v := value(positions, prices)
 	for i, p := range positions {
 		if v.each[i] != nil {
 			perWallet[p.WalletID] = perWallet[p.WalletID].Add(*v.each[i])
@@ -223,12 +231,11 @@ func (h *portfolioHandlers) positions(c *gin.Context) {
 		requestFailed(c, h.log, err)
 		return
 	}
-	prices, err := h.store.Prices(ctx)
+	v, err := h.priced(ctx, ps)
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return
 	}
-	v := value(ps, prices)
 	out := make([]positionResponse, len(ps))
 	for i, p := range ps {
 		var worth *string

@@ -3,27 +3,39 @@ package app
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
+
+	"go.temporal.io/sdk/client"
 
 	"github.com/opentreasury/treasury/api"
 	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/worker"
 	"github.com/opentreasury/treasury/workflows"
 )
 
+// connect opens the store and the Temporal client that api and worker both need; close
+// releases them.
+func connect(ctx context.Context, cfg Config, log *slog.Logger) (s *store.Store, tc client.Client, closeAll func(), err error) {
+	if s, err = OpenStore(ctx, cfg, log); err != nil {
+		return nil, nil, nil, err
+	}
+	if tc, err = DialTemporal(ctx, cfg, log); err != nil {
+		_ = s.Close()
+		return nil, nil, nil, err
+	}
+	return s, tc, func() { tc.Close(); _ = s.Close() }, nil
+}
+
 // RunAPI serves the public API until ctx ends, then drains in-flight requests.
 func RunAPI(ctx context.Context, cfg Config) error {
 	log := NewLogger(cfg.LogLevel).With("process", "api")
-	s, err := OpenStore(ctx, cfg, log)
+	s, tc, closeAll, err := connect(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	tc, err := DialTemporal(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
+	defer closeAll()
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
@@ -38,16 +50,11 @@ func RunAPI(ctx context.Context, cfg Config) error {
 // RunWorker polls the treasury task queue until ctx ends, then lets running activities finish.
 func RunWorker(ctx context.Context, cfg Config) error {
 	log := NewLogger(cfg.LogLevel).With("process", "worker")
-	s, err := OpenStore(ctx, cfg, log)
+	s, tc, closeAll, err := connect(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	tc, err := DialTemporal(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
+	defer closeAll()
 	if err := worker.EnsurePortfolioSyncSchedule(ctx, tc, cfg.BalanceSyncInterval); err != nil {
 		return err
 	}
