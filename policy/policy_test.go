@@ -29,7 +29,7 @@ func TestParseIsStrict(t *testing.T) {
 		{`{"dailyVolumeUsd":"-0.01"}`, "dailyVolumeUsd"},
 		{`{"approvalTiers":[{"minUsd":"10","quorum":0}]}`, "quorum"},
 		{`{"approvalTiers":[{"minUsd":"-10","quorum":1}]}`, "minUsd"},
-		{`{"maxOrderUSD":"5"}`, "unknown field"},
+		{`{"maxOrder":"5"}`, "unknown field"},
 		{`{"maxOrderUsd":"five"}`, "policy"},
 	}
 	for _, tc := range cases {
