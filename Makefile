@@ -14,9 +14,10 @@ run: $(BIN)/treasury-dev
 ## build: both binaries into ./bin
 build: $(BIN)/treasury $(BIN)/treasury-dev
 
-# The go tool decides what is stale; make always asks it.
+# The go tool decides what is stale; make always asks it. Symbols are stripped (-s -w);
+# stack traces keep their function names.
 $(BIN)/treasury $(BIN)/treasury-dev: FORCE
-	$(GO) build -o $@ ./cmd/$(notdir $@)
+	$(GO) build -ldflags="-s -w" -o $@ ./cmd/$(notdir $@)
 
 FORCE:
 

@@ -101,6 +101,7 @@ func NewProblem(code, detail string) *Problem {
 // abortProblem answers the request with a problem and stops the handler chain.
 func abortProblem(c *gin.Context, p *Problem) {
 	p.CorrelationID = correlationID(c)
+	c.Set(problemCodeKey, p.Code)
 	if p.Status == http.StatusUnauthorized {
 		c.Header("WWW-Authenticate", `Bearer realm="treasury"`)
 	}

@@ -30,6 +30,8 @@ type Config struct {
 	Log            *slog.Logger
 	Readiness      []ReadinessCheck
 	RequestTimeout time.Duration
+	// IdempotencyRetention is how long a write's response is kept for replay (24 h default).
+	IdempotencyRetention time.Duration
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -53,8 +55,13 @@ func NewRouter(cfg Config) http.Handler {
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/readyz", readiness(cfg.Readiness))
 
+	if cfg.IdempotencyRetention == 0 {
+		cfg.IdempotencyRetention = 24 * time.Hour
+	}
 	authn := authenticate(auth.NewAuthenticator(cfg.Store), log)
-	v1 := r.Group("/api/v1", authn)
+	idem := &idempotency{store: cfg.Store, log: log, retention: cfg.IdempotencyRetention,
+		lease: max(2*cfg.RequestTimeout, time.Minute), now: time.Now}
+	v1 := r.Group("/api/v1", authn, idem.handle)
 
 	ph := &portfolioHandlers{store: cfg.Store, log: log}
 	treasuryRead := require("treasury", auth.ActionRead)

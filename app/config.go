@@ -13,20 +13,21 @@ import (
 
 // Config is the service configuration; the production binary reads it from the environment.
 type Config struct {
-	DatabaseURL         string
-	SQLitePath          string
-	MigrateOnStart      bool
-	TemporalAddress     string
-	TemporalNamespace   string
-	TemporalAPIKey      string
-	TemporalTLS         bool
-	TemporalTLSCertFile string
-	TemporalTLSKeyFile  string
-	HTTPAddr            string
-	RequestTimeout      time.Duration
-	ShutdownTimeout     time.Duration
-	BalanceSyncInterval time.Duration
-	LogLevel            slog.Level
+	DatabaseURL          string
+	SQLitePath           string
+	MigrateOnStart       bool
+	TemporalAddress      string
+	TemporalNamespace    string
+	TemporalAPIKey       string
+	TemporalTLS          bool
+	TemporalTLSCertFile  string
+	TemporalTLSKeyFile   string
+	HTTPAddr             string
+	RequestTimeout       time.Duration
+	ShutdownTimeout      time.Duration
+	BalanceSyncInterval  time.Duration
+	IdempotencyRetention time.Duration
+	LogLevel             slog.Level
 }
 
 // envVar documents one environment variable the service reads.
@@ -49,6 +50,7 @@ var EnvVars = []envVar{
 	{"REQUEST_TIMEOUT", "30s", "deadline of one API request"},
 	{"SHUTDOWN_TIMEOUT", "8s", "how long a graceful shutdown waits for in-flight work"},
 	{"BALANCE_SYNC_INTERVAL", "1m", "how often the Temporal Schedule refreshes wallet balances"},
+	{"IDEMPOTENCY_RETENTION", "24h", "how long the response to a write with an Idempotency-Key is kept for replay"},
 	{"LOG_LEVEL", "info", "debug, info, warn or error"},
 }
 
@@ -106,19 +108,20 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return d
 	}
 	cfg := Config{
-		DatabaseURL:         get("DATABASE_URL"),
-		SQLitePath:          get("SQLITE_PATH"),
-		MigrateOnStart:      boolean("MIGRATE_ON_START"),
-		TemporalAddress:     get("TEMPORAL_ADDRESS"),
-		TemporalNamespace:   get("TEMPORAL_NAMESPACE"),
-		TemporalAPIKey:      get("TEMPORAL_API_KEY"),
-		TemporalTLS:         boolean("TEMPORAL_TLS"),
-		TemporalTLSCertFile: get("TEMPORAL_TLS_CERT"),
-		TemporalTLSKeyFile:  get("TEMPORAL_TLS_KEY"),
-		HTTPAddr:            get("HTTP_ADDR"),
-		RequestTimeout:      duration("REQUEST_TIMEOUT"),
-		ShutdownTimeout:     duration("SHUTDOWN_TIMEOUT"),
-		BalanceSyncInterval: duration("BALANCE_SYNC_INTERVAL"),
+		DatabaseURL:          get("DATABASE_URL"),
+		SQLitePath:           get("SQLITE_PATH"),
+		MigrateOnStart:       boolean("MIGRATE_ON_START"),
+		TemporalAddress:      get("TEMPORAL_ADDRESS"),
+		TemporalNamespace:    get("TEMPORAL_NAMESPACE"),
+		TemporalAPIKey:       get("TEMPORAL_API_KEY"),
+		TemporalTLS:          boolean("TEMPORAL_TLS"),
+		TemporalTLSCertFile:  get("TEMPORAL_TLS_CERT"),
+		TemporalTLSKeyFile:   get("TEMPORAL_TLS_KEY"),
+		HTTPAddr:             get("HTTP_ADDR"),
+		RequestTimeout:       duration("REQUEST_TIMEOUT"),
+		ShutdownTimeout:      duration("SHUTDOWN_TIMEOUT"),
+		BalanceSyncInterval:  duration("BALANCE_SYNC_INTERVAL"),
+		IdempotencyRetention: duration("IDEMPOTENCY_RETENTION"),
 	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(get("LOG_LEVEL"))); err != nil {
 		errs = append(errs, "LOG_LEVEL: one of debug, info, warn, error")

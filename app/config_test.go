@@ -18,14 +18,15 @@ func TestConfigFromEnvDefaults(t *testing.T) {
 		t.Fatalf("ConfigFromEnv(empty): %v", err)
 	}
 	want := Config{
-		MigrateOnStart:      true,
-		TemporalAddress:     "127.0.0.1:7233",
-		TemporalNamespace:   "default",
-		HTTPAddr:            ":8080",
-		RequestTimeout:      30 * time.Second,
-		ShutdownTimeout:     8 * time.Second,
-		BalanceSyncInterval: time.Minute,
-		LogLevel:            slog.LevelInfo,
+		MigrateOnStart:       true,
+		TemporalAddress:      "127.0.0.1:7233",
+		TemporalNamespace:    "default",
+		HTTPAddr:             ":8080",
+		RequestTimeout:       30 * time.Second,
+		ShutdownTimeout:      8 * time.Second,
+		BalanceSyncInterval:  time.Minute,
+		IdempotencyRetention: 24 * time.Hour,
+		LogLevel:             slog.LevelInfo,
 	}
 	if cfg != want {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", cfg, want)
@@ -67,26 +68,28 @@ func TestConfigFromEnvValues(t *testing.T) {
 		"REQUEST_TIMEOUT":       "5s",
 		"SHUTDOWN_TIMEOUT":      "1m30s",
 		"BALANCE_SYNC_INTERVAL": "10m",
+		"IDEMPOTENCY_RETENTION": "2h",
 		"LOG_LEVEL":             "debug",
 	}))
 	if err != nil {
 		t.Fatalf("ConfigFromEnv: %v", err)
 	}
 	want := Config{
-		DatabaseURL:         "postgres://u:p@db:5432/treasury",
-		SQLitePath:          "/tmp/t.db",
-		MigrateOnStart:      false,
-		TemporalAddress:     "temporal:7233",
-		TemporalNamespace:   "prod",
-		TemporalAPIKey:      "secret",
-		TemporalTLS:         true,
-		TemporalTLSCertFile: "/c.pem",
-		TemporalTLSKeyFile:  "/k.pem",
-		HTTPAddr:            "0.0.0.0:9000",
-		RequestTimeout:      5 * time.Second,
-		ShutdownTimeout:     90 * time.Second,
-		BalanceSyncInterval: 10 * time.Minute,
-		LogLevel:            slog.LevelDebug,
+		DatabaseURL:          "postgres://u:p@db:5432/treasury",
+		SQLitePath:           "/tmp/t.db",
+		MigrateOnStart:       false,
+		TemporalAddress:      "temporal:7233",
+		TemporalNamespace:    "prod",
+		TemporalAPIKey:       "secret",
+		TemporalTLS:          true,
+		TemporalTLSCertFile:  "/c.pem",
+		TemporalTLSKeyFile:   "/k.pem",
+		HTTPAddr:             "0.0.0.0:9000",
+		RequestTimeout:       5 * time.Second,
+		ShutdownTimeout:      90 * time.Second,
+		BalanceSyncInterval:  10 * time.Minute,
+		IdempotencyRetention: 2 * time.Hour,
+		LogLevel:             slog.LevelDebug,
 	}
 	if cfg != want {
 		t.Fatalf("\n got %+v\nwant %+v", cfg, want)

@@ -55,7 +55,7 @@ func RunWorker(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer closeAll()
-	if err := worker.EnsurePortfolioSyncSchedule(ctx, tc, cfg.BalanceSyncInterval); err != nil {
+	if err := worker.EnsureSchedules(ctx, tc, cfg.BalanceSyncInterval); err != nil {
 		return err
 	}
 	// Only the simulated chain exists so far; a real adapter plugs in here.

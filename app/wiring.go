@@ -114,9 +114,10 @@ func RegisterSearchAttributes(ctx context.Context, c client.Client, namespace st
 // NewAPIHandler builds the API's HTTP handler over the store and Temporal.
 func NewAPIHandler(cfg Config, s *store.Store, tc client.Client, log *slog.Logger) http.Handler {
 	return api.NewRouter(api.Config{
-		Store:          s,
-		Log:            log,
-		RequestTimeout: cfg.RequestTimeout,
+		Store:                s,
+		Log:                  log,
+		RequestTimeout:       cfg.RequestTimeout,
+		IdempotencyRetention: cfg.IdempotencyRetention,
 		Readiness: []api.ReadinessCheck{
 			{Name: "database", Check: s.Ping},
 			{Name: "temporal", Check: func(ctx context.Context) error {
@@ -130,7 +131,8 @@ func NewAPIHandler(cfg Config, s *store.Store, tc client.Client, log *slog.Logge
 // NewWorker builds the worker with every activity wired to the store and chain adapter.
 func NewWorker(s *store.Store, ch chain.Adapter, tc client.Client, log *slog.Logger) sdkworker.Worker {
 	return worker.New(tc, worker.Activities{
-		Portfolio: &activities.Portfolio{Store: s, Chain: ch, Log: log},
+		Portfolio:   &activities.Portfolio{Store: s, Chain: ch, Log: log},
+		Maintenance: &activities.Maintenance{Store: s},
 	}, sdkworker.Options{})
 }
 

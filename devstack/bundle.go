@@ -55,6 +55,7 @@ type Bundle struct {
 	temporal *Temporal
 	client   client.Client
 	worker   sdkworker.Worker
+	listener net.Listener
 	http     *http.Server
 	served   chan error
 }
@@ -91,22 +92,23 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("API address %s: %w", opts.HTTPAddr, err)
 	}
+	b.listener = ln
 	b.APIURL = "http://" + ln.Addr().String()
 
 	cfg := app.Config{
-		DatabaseURL:         opts.DatabaseURL,
-		SQLitePath:          filepath.Join(opts.DataDir, "treasury.db"),
-		MigrateOnStart:      true,
-		TemporalNamespace:   b.Namespace,
-		RequestTimeout:      30 * time.Second,
-		ShutdownTimeout:     opts.ShutdownTimeout,
-		BalanceSyncInterval: opts.BalanceSyncInterval,
+		DatabaseURL:          opts.DatabaseURL,
+		SQLitePath:           filepath.Join(opts.DataDir, "treasury.db"),
+		MigrateOnStart:       true,
+		TemporalNamespace:    b.Namespace,
+		RequestTimeout:       30 * time.Second,
+		IdempotencyRetention: 24 * time.Hour,
+		ShutdownTimeout:      opts.ShutdownTimeout,
+		BalanceSyncInterval:  opts.BalanceSyncInterval,
 	}
 	if opts.DatabaseURL != "" {
 		cfg.SQLitePath = ""
 	}
 	if b.store, err = app.OpenStore(ctx, cfg, log); err != nil {
-		ln.Close()
 		return nil, err
 	}
 
@@ -121,7 +123,6 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 		Log:              log,
 	})
 	if err != nil {
-		ln.Close()
 		return nil, err
 	}
 	b.TemporalAddr, b.TemporalUIURL = b.temporal.FrontendAddr, b.temporal.UIURL
@@ -129,27 +130,22 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 
 	urls := seed.URLs{BaseURL: b.APIURL, WSURL: "ws://" + ln.Addr().String(), TemporalUIURL: b.TemporalUIURL}
 	if b.Credentials, err = seed.Ensure(ctx, b.store, opts.DataDir, urls, log); err != nil {
-		ln.Close()
 		return nil, err
 	}
 	b.CredentialsPath = filepath.Join(opts.DataDir, seed.CredentialsFile)
 
 	if b.client, err = app.DialTemporal(ctx, cfg, log); err != nil {
-		ln.Close()
 		return nil, err
 	}
 	// A data directory made before a search attribute was added gets it now.
 	if err := app.RegisterSearchAttributes(ctx, b.client, b.Namespace); err != nil {
-		ln.Close()
 		return nil, err
 	}
-	if err := worker.EnsurePortfolioSyncSchedule(ctx, b.client, opts.BalanceSyncInterval); err != nil {
-		ln.Close()
+	if err := worker.EnsureSchedules(ctx, b.client, opts.BalanceSyncInterval); err != nil {
 		return nil, err
 	}
 	b.worker = app.NewWorker(b.store, chain.NewDevchain(b.store), b.client, log)
 	if err := b.worker.Start(); err != nil {
-		ln.Close()
 		b.worker = nil
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
@@ -157,6 +153,7 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 	b.http = api.NewServer(ln.Addr().String(), app.NewAPIHandler(cfg, b.store, b.client, log))
 	b.served = make(chan error, 1)
 	go func() { b.served <- b.http.Serve(ln) }()
+	b.listener = nil // owned by the server now
 	return b, nil
 }
 
@@ -203,6 +200,10 @@ func (b *Bundle) stop(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 		b.http = nil
+	}
+	if b.listener != nil {
+		_ = b.listener.Close()
+		b.listener = nil
 	}
 	if b.worker != nil {
 		b.worker.Stop()

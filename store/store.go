@@ -103,6 +103,8 @@ func SQLiteDSN(path string) string {
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Set("_txlock", "immediate")
+	// One textual time format, which for UTC times also sorts in time order.
+	q.Set("_time_format", "sqlite")
 	return "file:" + path + "?" + q.Encode()
 }
 

@@ -22,7 +22,8 @@ import (
 
 // Activities bundles every activity implementation the worker serves.
 type Activities struct {
-	Portfolio *activities.Portfolio
+	Portfolio   *activities.Portfolio
+	Maintenance *activities.Maintenance
 }
 
 // New builds a worker on the treasury task queue with every workflow and activity registered.
@@ -31,37 +32,49 @@ func New(c client.Client, acts Activities, opts sdkworker.Options) sdkworker.Wor
 	w.RegisterWorkflowWithOptions(workflows.PortfolioSync, workflow.RegisterOptions{Name: workflows.PortfolioSyncWorkflow})
 	w.RegisterActivityWithOptions(acts.Portfolio.ListWalletRefs, activity.RegisterOptions{Name: workflows.ListWalletRefsActivity})
 	w.RegisterActivityWithOptions(acts.Portfolio.SyncWalletBalances, activity.RegisterOptions{Name: workflows.SyncWalletBalancesActivity})
+	w.RegisterWorkflowWithOptions(workflows.Maintenance, workflow.RegisterOptions{Name: workflows.MaintenanceWorkflow})
+	w.RegisterActivityWithOptions(acts.Maintenance.DeleteExpiredIdempotencyKeys, activity.RegisterOptions{Name: workflows.DeleteExpiredIdempotencyKeysActivity})
 	return w
 }
 
-// EnsurePortfolioSyncSchedule creates the schedule that refreshes balances every interval,
-// or moves an existing one to that interval. A run still going when the next is due is
-// not doubled (overlap: skip).
-func EnsurePortfolioSyncSchedule(ctx context.Context, c client.Client, interval time.Duration) error {
-	spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: interval}}}
+// EnsureSchedules creates the Temporal Schedules the service relies on, or moves existing
+// ones to the configured intervals: the balance sync and the hourly maintenance.
+func EnsureSchedules(ctx context.Context, c client.Client, balanceSyncInterval time.Duration) error {
+	if err := ensureSchedule(ctx, c, workflows.PortfolioSyncScheduleID, workflows.PortfolioSyncWorkflow,
+		[]any{workflows.PortfolioSyncInput{}}, balanceSyncInterval, "Refreshes wallet balances from the chain adapter."); err != nil {
+		return err
+	}
+	return ensureSchedule(ctx, c, workflows.MaintenanceScheduleID, workflows.MaintenanceWorkflow,
+		nil, time.Hour, "Deletes data past its retention (idempotency records).")
+}
+
+// ensureSchedule creates a schedule or updates an existing one. A run still going when
+// the next is due is not doubled (overlap: skip).
+func ensureSchedule(ctx context.Context, c client.Client, id, workflowName string, args []any, every time.Duration, note string) error {
+	spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}}
 	action := &client.ScheduleWorkflowAction{
-		ID:                       workflows.PortfolioSyncScheduleID,
-		Workflow:                 workflows.PortfolioSyncWorkflow,
-		Args:                     []any{workflows.PortfolioSyncInput{}},
+		ID:                       id,
+		Workflow:                 workflowName,
+		Args:                     args,
 		TaskQueue:                workflows.TaskQueue,
 		WorkflowExecutionTimeout: 30 * time.Minute,
 	}
 	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
-		ID:                 workflows.PortfolioSyncScheduleID,
+		ID:                 id,
 		Spec:               spec,
 		Action:             action,
 		Overlap:            enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
 		TriggerImmediately: true,
-		Note:               "Refreshes wallet balances from the chain adapter (SPEC 3.1).",
+		Note:               note,
 	})
 	if err == nil {
 		return nil
 	}
 	var exists *serviceerror.AlreadyExists
 	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) && !errors.As(err, &exists) {
-		return fmt.Errorf("create portfolio sync schedule: %w", err)
+		return fmt.Errorf("create schedule %s: %w", id, err)
 	}
-	h := c.ScheduleClient().GetHandle(ctx, workflows.PortfolioSyncScheduleID)
+	h := c.ScheduleClient().GetHandle(ctx, id)
 	return h.Update(ctx, client.ScheduleUpdateOptions{
 		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
 			in.Description.Schedule.Spec = &spec

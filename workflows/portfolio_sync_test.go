@@ -124,3 +124,22 @@ func TestPortfolioSyncFailsWhenListingKeepsFailing(t *testing.T) {
 		t.Fatalf("want 5 attempts (the retry policy), got %d", calls)
 	}
 }
+
+func TestMaintenanceDeletesExpiredIdempotencyKeys(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(Maintenance, workflow.RegisterOptions{Name: MaintenanceWorkflow})
+	calls := 0
+	env.RegisterActivityWithOptions(func(context.Context) (int64, error) {
+		calls++
+		if calls == 1 {
+			return 0, errors.New("database busy")
+		}
+		return 7, nil
+	}, activity.RegisterOptions{Name: DeleteExpiredIdempotencyKeysActivity})
+	env.ExecuteWorkflow(MaintenanceWorkflow)
+	var res MaintenanceResult
+	if err := env.GetWorkflowResult(&res); err != nil || res.IdempotencyKeysDeleted != 7 || calls != 2 {
+		t.Fatalf("result %+v err %v calls %d", res, err, calls)
+	}
+}

@@ -1,0 +1,167 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/opentreasury/treasury/store"
+)
+
+const (
+	idempotencyHeader = "Idempotency-Key"
+	replayedHeader    = "Idempotent-Replayed"
+	problemCodeKey    = "treasury.problemCode"
+)
+
+// keptProblemCodes are the errors a retry would meet again, because the request ran and
+// its outcome depended on state: they are kept and replayed. Any other error (bad
+// credentials, invalid input, not found, overload, a failure on our side) releases the key,
+// so a corrected or later retry runs anew.
+var keptProblemCodes = map[string]bool{
+	CodeConflict: true, CodePolicyViolation: true, CodeInvalidSignature: true, CodeMakerChecker: true,
+}
+
+// replayedHeaders are the response headers stored with a kept response.
+var replayedHeaders = []string{"Content-Type", "Location"}
+
+// idempotency implements Idempotency-Key on writes (SPEC section 2): the first response is
+// stored for the retention period and replayed to a repeat of the same request; the same
+// key with another request is 422, and while the first is still running 409.
+type idempotency struct {
+	store     *store.Store
+	log       *slog.Logger
+	retention time.Duration
+	// lease is how long an in-flight claim is honoured; a request that held it longer died.
+	lease time.Duration
+	now   func() time.Time
+}
+
+func (m *idempotency) handle(c *gin.Context) {
+	key := c.GetHeader(idempotencyHeader)
+	switch c.Request.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+	default:
+		c.Next()
+		return
+	}
+	if key == "" {
+		c.Next()
+		return
+	}
+	if !validIdempotencyKey(key) {
+		validationFailed(c, []FieldError{{Field: idempotencyHeader, Message: "must be 1 to 255 printable ASCII characters"}})
+		return
+	}
+	body, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			fail(c, CodePayloadTooLarge, "The request body is larger than 1 MiB.")
+			return
+		}
+		fail(c, CodeValidationFailed, "The request body could not be read.")
+		return
+	}
+	c.Request.Body = io.NopCloser(bytes.NewReader(body))
+	target := c.Request.URL.RequestURI()
+	sum := sha256.Sum256([]byte(c.Request.Method + "\n" + target + "\n" + string(body)))
+	fingerprint := hex.EncodeToString(sum[:])
+
+	now := m.now().UTC()
+	rec := &store.IdempotencyRecord{
+		OrgID: principalOf(c).OrgID, Key: key, Method: c.Request.Method, Path: target,
+		Fingerprint: fingerprint, CreatedAt: now, ExpiresAt: now.Add(m.retention),
+	}
+	held, err := m.store.ClaimIdempotencyKey(c.Request.Context(), rec, now.Add(-m.lease))
+	if errors.Is(err, store.ErrIdempotencyTaken) {
+		m.answerFromRecord(c, held, rec)
+		return
+	}
+	if err != nil {
+		requestFailed(c, m.log, err)
+		return
+	}
+
+	capture := &capturingWriter{ResponseWriter: c.Writer}
+	c.Writer = capture
+	c.Next()
+
+	// The outcome must be recorded even when the client has gone away.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 5*time.Second)
+	defer cancel()
+	status := capture.Status()
+	code := c.GetString(problemCodeKey)
+	if status >= 500 || (code != "" && !keptProblemCodes[code]) {
+		err = m.store.ReleaseIdempotencyKey(ctx, rec.OrgID, rec.Key, rec.CreatedAt)
+	} else {
+		headers := map[string]string{}
+		for _, h := range replayedHeaders {
+			if v := capture.Header().Get(h); v != "" {
+				headers[h] = v
+			}
+		}
+		encoded, _ := json.Marshal(headers)
+		err = m.store.CompleteIdempotencyKey(ctx, rec.OrgID, rec.Key, rec.CreatedAt, status, string(encoded), capture.body.Bytes())
+	}
+	if err != nil {
+		m.log.Error("idempotency record not updated", "correlationId", correlationID(c), "error", err.Error())
+	}
+}
+
+// answerFromRecord answers a request whose key is held by an earlier one.
+func (m *idempotency) answerFromRecord(c *gin.Context, held, req *store.IdempotencyRecord) {
+	switch {
+	case held.Method != req.Method || held.Path != req.Path || held.Fingerprint != req.Fingerprint:
+		fail(c, CodeIdempotencyKeyReused, "This Idempotency-Key was used with a different request; use a new key for a new request.")
+	case held.State != store.IdempotencyDone:
+		fail(c, CodeIdempotencyKeyInUse, "A request with this Idempotency-Key is still being processed; retry shortly.")
+	default:
+		var headers map[string]string
+		_ = json.Unmarshal([]byte(held.ResponseHeaders), &headers)
+		for k, v := range headers {
+			c.Header(k, v)
+		}
+		c.Header(replayedHeader, "true")
+		c.Status(held.StatusCode)
+		_, _ = c.Writer.Write(held.ResponseBody)
+		c.Abort()
+	}
+}
+
+func validIdempotencyKey(k string) bool {
+	if len(k) == 0 || len(k) > 255 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// capturingWriter keeps a copy of the response body as it is written.
+type capturingWriter struct {
+	gin.ResponseWriter
+	body bytes.Buffer
+}
+
+func (w *capturingWriter) Write(b []byte) (int, error) {
+	w.body.Write(b)
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *capturingWriter) WriteString(s string) (int, error) {
+	w.body.WriteString(s)
+	return w.ResponseWriter.WriteString(s)
+}
