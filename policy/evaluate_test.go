@@ -1,0 +1,92 @@
+package policy
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/shopspring/decimal"
+)
+
+// seeded is the policy every app of the demo organisation starts with (SPEC section 10).
+func seeded(t *testing.T) Rules {
+	t.Helper()
+	r, err := Parse([]byte(`{
+		"maxOrderUsd": "5000000",
+		"dailyVolumeUsd": "6000000",
+		"destinationWhitelist": ["0x1111111111111111111111111111111111111111", "0x000000000000000000000000000000000000dEaD"],
+		"deniedPairs": [["WBTC", "SOL"]],
+		"allowedProtocols": ["aave", "compound"],
+		"approvalTiers": [{"minUsd": "10000", "quorum": 1}, {"minUsd": "1000000", "quorum": 2}]
+	}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestEvaluate(t *testing.T) {
+	d := decimal.RequireFromString
+	cases := []struct {
+		name       string
+		order      Order
+		spent      string
+		violations []string
+		quorum     int
+	}{
+		{"small payment to whitelisted address", Order{Domain: "payment", AmountUSD: d("500"), Destination: "0x1111111111111111111111111111111111111111"}, "0", nil, 0},
+		{"whitelist ignores hex case", Order{Domain: "payment", AmountUSD: d("500"), Destination: "0x000000000000000000000000000000000000DEAD"}, "0", nil, 0},
+		{"payment to unknown address", Order{Domain: "payment", AmountUSD: d("500"), Destination: "0x9999999999999999999999999999999999999999"}, "0", []string{RuleDestinationWhitelist}, 0},
+		{"tier 1 at its minimum", Order{Domain: "payment", AmountUSD: d("10000"), Destination: "0x1111111111111111111111111111111111111111"}, "0", nil, 1},
+		{"just under tier 1", Order{Domain: "payment", AmountUSD: d("9999.99"), Destination: "0x1111111111111111111111111111111111111111"}, "0", nil, 0},
+		{"tier 2", Order{Domain: "payment", AmountUSD: d("1000000"), Destination: "0x1111111111111111111111111111111111111111"}, "0", nil, 2},
+		{"at the order limit", Order{Domain: "earn", AmountUSD: d("5000000"), Protocol: "aave"}, "0", nil, 2},
+		{"over the order limit by a cent", Order{Domain: "earn", AmountUSD: d("5000000.01"), Protocol: "aave"}, "0", []string{RuleMaxOrderUSD}, 2},
+		{"daily volume reached exactly", Order{Domain: "borrow", AmountUSD: d("1000"), Protocol: "Compound"}, "5999000", nil, 0},
+		{"daily volume exceeded", Order{Domain: "borrow", AmountUSD: d("1000.01"), Protocol: "compound"}, "5999000", []string{RuleDailyVolumeUSD}, 0},
+		{"unknown protocol", Order{Domain: "earn", AmountUSD: d("100"), Protocol: "maker"}, "0", []string{RuleAllowedProtocols}, 0},
+		{"denied pair", Order{Domain: "trade", AmountUSD: d("100"), SellAsset: "WBTC", BuyAsset: "SOL"}, "0", []string{RuleDeniedPairs}, 0},
+		{"denied pair the other way round", Order{Domain: "trade", AmountUSD: d("100"), SellAsset: "SOL", BuyAsset: "WBTC"}, "0", []string{RuleDeniedPairs}, 0},
+		{"allowed pair", Order{Domain: "trade", AmountUSD: d("100"), SellAsset: "ETH", BuyAsset: "USDC"}, "0", nil, 0},
+		{"several violations at once", Order{Domain: "trade", AmountUSD: d("7000000"), SellAsset: "WBTC", BuyAsset: "SOL"}, "0",
+			[]string{RuleMaxOrderUSD, RuleDailyVolumeUSD, RuleDeniedPairs}, 2},
+		{"payment rules do not apply to trades", Order{Domain: "trade", AmountUSD: d("1"), SellAsset: "ETH", BuyAsset: "USDC", Destination: "0xnot"}, "0", nil, 0},
+	}
+	r := seeded(t)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := r.Evaluate(tc.order, d(tc.spent))
+			var got []string
+			for _, v := range e.Violations() {
+				got = append(got, v.Rule)
+				if v.Message == "" {
+					t.Fatalf("violation %s without a message", v.Rule)
+				}
+			}
+			if !slices.Equal(got, tc.violations) {
+				t.Fatalf("violations %v, want %v (checks %+v)", got, tc.violations, e.Checks)
+			}
+			if e.Allowed() != (len(tc.violations) == 0) || e.Quorum != tc.quorum || e.ApprovalRequired != (tc.quorum > 0) {
+				t.Fatalf("allowed %v quorum %d required %v", e.Allowed(), e.Quorum, e.ApprovalRequired)
+			}
+		})
+	}
+}
+
+func TestEvaluateWithAllowedPairsAndNoRules(t *testing.T) {
+	d := decimal.RequireFromString
+	r, err := Parse([]byte(`{"allowedPairs": [["ETH", "USDC"]]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := r.Evaluate(Order{Domain: "trade", AmountUSD: d("1"), SellAsset: "USDC", BuyAsset: "ETH"}, d("0")); !e.Allowed() {
+		t.Fatalf("allowed pair refused: %+v", e)
+	}
+	if e := r.Evaluate(Order{Domain: "trade", AmountUSD: d("1"), SellAsset: "WBTC", BuyAsset: "ETH"}, d("0")); e.Allowed() {
+		t.Fatal("a pair outside allowedPairs must be refused")
+	}
+	empty := Rules{}
+	e := empty.Evaluate(Order{Domain: "payment", AmountUSD: d("99999999"), Destination: "0xany"}, d("0"))
+	if !e.Allowed() || e.ApprovalRequired || len(e.Checks) != 0 {
+		t.Fatalf("an empty policy allows everything without approval: %+v", e)
+	}
+}
