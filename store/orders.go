@@ -1,0 +1,365 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/migrations"
+)
+
+// Order is a payment, trade, earn or borrow order.
+type Order struct {
+	ID               string
+	OrgID            string
+	App              string
+	Domain           string
+	Status           string
+	WalletID         string
+	Chain            string
+	Details          string
+	PayloadHash      string
+	AmountUSD        decimal.Decimal `gorm:"column:amount_usd;type:numeric"`
+	ApprovalRequired bool
+	ApprovalQuorum   int
+	ApprovalItemID   *string
+	FailureCode      *string
+	FailureMessage   *string
+	RejectionReason  *string
+	RejectionDetail  *string
+	CreatedBy        string
+	CorrelationID    string
+	WorkflowID       string
+	EventSequence    int
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	SubmittedAt      *time.Time
+	CompletedAt      *time.Time
+}
+
+func (Order) TableName() string { return "orders" }
+
+// OrderLeg is one on-chain step of an order, signed and confirmed before the next.
+type OrderLeg struct {
+	OrderID          string `gorm:"primaryKey"`
+	Position         int    `gorm:"primaryKey"`
+	Leg              string
+	Status           string
+	SigningRequestID *string
+	TxHash           *string
+}
+
+func (OrderLeg) TableName() string { return "order_legs" }
+
+// OrderStatusChange is one append-only row of an order's status history.
+type OrderStatusChange struct {
+	ID            string
+	OrderID       string
+	Status        string
+	Reason        string
+	CorrelationID string
+	At            time.Time
+}
+
+func (OrderStatusChange) TableName() string { return "order_status_history" }
+
+type orderStep struct {
+	OrderID   string `gorm:"primaryKey"`
+	Step      string `gorm:"primaryKey"`
+	AppliedAt time.Time
+}
+
+func (orderStep) TableName() string { return "order_steps" }
+
+// Event is one stored event of the outbox.
+type Event struct {
+	ID            string
+	OrgID         string
+	App           string
+	Domain        string
+	OrderID       string
+	Sequence      int
+	Event         string
+	Leg           string
+	Step          string
+	Data          string
+	CorrelationID string
+	OccurredAt    time.Time
+}
+
+func (Event) TableName() string { return "events" }
+
+// ErrTransition means the order is not in a status the step may start from.
+var ErrTransition = errors.New("store: order is not in a status this step applies to")
+
+// EventSpec describes the event a step emits.
+type EventSpec struct {
+	Name string
+	Leg  string
+	// Fields are added to the event data beside the standard ones.
+	Fields map[string]any
+}
+
+// OrderChange is one lifecycle step applied to an order.
+type OrderChange struct {
+	OrderID string
+	// Step names the change uniquely within the order, e.g. "submitted" or "leg-1-broadcast".
+	Step string
+	// From lists the statuses the order may be in; empty allows any.
+	From []string
+	// To is the new status; empty leaves it.
+	To     string
+	Reason string
+	// Mutate changes other fields of the order and its legs before they are saved.
+	Mutate        func(o *Order, legs []OrderLeg)
+	Event         *EventSpec
+	CorrelationID string
+	At            time.Time
+}
+
+// StepResult says what ApplyOrderStep did.
+type StepResult struct {
+	// Applied is false when the step had been applied before (a retry): nothing changed.
+	Applied bool
+	Order   *Order
+	Legs    []OrderLeg
+	// Event is the step's event, whether emitted now or by the earlier application.
+	Event *Event
+}
+
+// CreateOrder stores a new draft order, its legs, its first history row and its
+// Order.Created event, in one transaction.
+func (s *Store) CreateOrder(ctx context.Context, o *Order, legs []OrderLeg, created EventSpec) (*Event, error) {
+	var ev *Event
+	err := s.Tx(ctx, func(tx *Store) error {
+		o.EventSequence = 0
+		if err := tx.with(ctx).Create(o).Error; err != nil {
+			return err
+		}
+		for i := range legs {
+			legs[i].OrderID = o.ID
+		}
+		if len(legs) > 0 {
+			if err := tx.with(ctx).Create(&legs).Error; err != nil {
+				return err
+			}
+		}
+		res, err := tx.applyStep(ctx, OrderChange{OrderID: o.ID, Step: "created", To: o.Status, Reason: "created",
+			Event: &created, CorrelationID: o.CorrelationID, At: o.CreatedAt}, true)
+		if err != nil {
+			return err
+		}
+		ev = res.Event
+		*o = *res.Order
+		return nil
+	})
+	return ev, err
+}
+
+// ApplyOrderStep applies one lifecycle step in one transaction: the status change, its
+// history row, other field changes and the step's event. Applying a step again (an
+// activity retry) changes nothing and returns the event the first application emitted.
+func (s *Store) ApplyOrderStep(ctx context.Context, ch OrderChange) (*StepResult, error) {
+	var res *StepResult
+	err := s.Tx(ctx, func(tx *Store) error {
+		var err error
+		res, err = tx.applyStep(ctx, ch, false)
+		return err
+	})
+	return res, err
+}
+
+func (s *Store) applyStep(ctx context.Context, ch OrderChange, initial bool) (*StepResult, error) {
+	at := ch.At.UTC()
+	if at.IsZero() {
+		at = time.Now().UTC()
+	}
+	db := s.with(ctx)
+	// The order row is locked first: taking the step row first would hold a key-share
+	// lock on the order (the foreign key) that concurrent steps then deadlock upgrading.
+	o, legs, err := s.lockOrder(ctx, ch.OrderID)
+	if err != nil {
+		return nil, err
+	}
+	ins := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&orderStep{OrderID: ch.OrderID, Step: ch.Step, AppliedAt: at})
+	if ins.Error != nil {
+		return nil, ins.Error
+	}
+	if ins.RowsAffected == 0 {
+		res := &StepResult{Order: o, Legs: legs}
+		var ev Event
+		err := db.Where("order_id = ? AND step = ?", ch.OrderID, ch.Step).Take(&ev).Error
+		if err == nil {
+			res.Event = &ev
+		} else if !errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, err
+		}
+		return res, nil
+	}
+	if len(ch.From) > 0 && !slices.Contains(ch.From, o.Status) {
+		return nil, fmt.Errorf("%w: %s is %s, step %s needs one of %v", ErrTransition, o.ID, o.Status, ch.Step, ch.From)
+	}
+	if ch.Mutate != nil {
+		ch.Mutate(o, legs)
+	}
+	if ch.To != "" && (ch.To != o.Status || initial) {
+		o.Status = ch.To
+		err := db.Create(&OrderStatusChange{ID: ids.New("osh"), OrderID: o.ID, Status: ch.To, Reason: ch.Reason,
+			CorrelationID: ch.CorrelationID, At: at}).Error
+		if err != nil {
+			return nil, err
+		}
+	}
+	res := &StepResult{Applied: true, Order: o, Legs: legs}
+	if ch.Event != nil {
+		o.EventSequence++
+		ev, err := newEvent(o, ch, at)
+		if err != nil {
+			return nil, err
+		}
+		if err := db.Create(ev).Error; err != nil {
+			return nil, err
+		}
+		res.Event = ev
+	}
+	o.UpdatedAt = at
+	if err := db.Model(o).Select("*").Omit("id", "created_at").Updates(o).Error; err != nil {
+		return nil, err
+	}
+	for i := range legs {
+		err := db.Model(&legs[i]).Select("leg", "status", "signing_request_id", "tx_hash").Updates(&legs[i]).Error
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// newEvent builds the event of a step: the standard fields of SPEC 3.7, then the step's own.
+func newEvent(o *Order, ch OrderChange, at time.Time) (*Event, error) {
+	ev := &Event{ID: ids.New(ids.Event), OrgID: o.OrgID, App: o.App, Domain: o.Domain, OrderID: o.ID,
+		Sequence: o.EventSequence, Event: ch.Event.Name, Leg: ch.Event.Leg, Step: ch.Step,
+		CorrelationID: ch.CorrelationID, OccurredAt: at}
+	data := map[string]any{}
+	for k, v := range ch.Event.Fields {
+		data[k] = v
+	}
+	data["id"] = ev.ID
+	data["event"] = ev.Event
+	data["domain"] = ev.Domain
+	data["orderId"] = ev.OrderID
+	data["orderStatus"] = o.Status
+	data["sequence"] = ev.Sequence
+	data["correlationId"] = ev.CorrelationID
+	data["occurredAt"] = at.Format("2006-01-02T15:04:05.000Z")
+	if ev.Leg != "" {
+		data["leg"] = ev.Leg
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		return nil, err
+	}
+	ev.Data = string(b)
+	return ev, nil
+}
+
+// lockOrder reads an order and its legs, holding the row until the transaction ends so
+// that concurrent steps of one order apply one after the other. (SQLite write
+// transactions already hold the database lock from their start.)
+func (s *Store) lockOrder(ctx context.Context, id string) (*Order, []OrderLeg, error) {
+	q := s.with(ctx)
+	if s.dialect == migrations.Postgres {
+		q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+	}
+	var o Order
+	if err := q.Where("id = ?", id).Take(&o).Error; err != nil {
+		return nil, nil, notFound(err)
+	}
+	var legs []OrderLeg
+	if err := s.with(ctx).Where("order_id = ?", id).Order("position").Find(&legs).Error; err != nil {
+		return nil, nil, err
+	}
+	return &o, legs, nil
+}
+
+// OrderInApp returns an order of an organisation's app; any other is not found.
+func (s *Store) OrderInApp(ctx context.Context, orgID, app, id string) (*Order, []OrderLeg, error) {
+	var o Order
+	if err := s.with(ctx).Where("id = ? AND org_id = ? AND app = ?", id, orgID, app).Take(&o).Error; err != nil {
+		return nil, nil, notFound(err)
+	}
+	var legs []OrderLeg
+	err := s.with(ctx).Where("order_id = ?", id).Order("position").Find(&legs).Error
+	return &o, legs, err
+}
+
+// OrderHistory returns an order's status history, oldest first.
+func (s *Store) OrderHistory(ctx context.Context, orderID string) ([]OrderStatusChange, error) {
+	var out []OrderStatusChange
+	err := s.with(ctx).Where("order_id = ?", orderID).Order("id").Find(&out).Error
+	return out, err
+}
+
+// OrderFilter selects orders of one app of an organisation.
+type OrderFilter struct {
+	OrgID, App   string
+	Status       string
+	CreatedAfter *time.Time
+	AfterID      string
+	Limit        int
+}
+
+// ListOrders pages through orders newest first; AfterID continues below that id.
+func (s *Store) ListOrders(ctx context.Context, f OrderFilter) ([]Order, error) {
+	q := s.with(ctx).Where("org_id = ? AND app = ?", f.OrgID, f.App)
+	if f.Status != "" {
+		q = q.Where("status = ?", f.Status)
+	}
+	if f.CreatedAfter != nil {
+		q = q.Where("created_at > ?", f.CreatedAfter.UTC())
+	}
+	if f.AfterID != "" {
+		q = q.Where("id < ?", f.AfterID)
+	}
+	var out []Order
+	err := q.Order("id DESC").Limit(f.Limit).Find(&out).Error
+	return out, err
+}
+
+// EventFilter selects stored events of an organisation's apps.
+type EventFilter struct {
+	OrgID   string
+	Apps    []string
+	OrderID string
+	AfterID string
+	Limit   int
+}
+
+// ListEvents pages through stored events oldest first, after an event id.
+func (s *Store) ListEvents(ctx context.Context, f EventFilter) ([]Event, error) {
+	q := s.with(ctx).Where("org_id = ? AND app IN ?", f.OrgID, f.Apps)
+	if f.OrderID != "" {
+		q = q.Where("order_id = ?", f.OrderID)
+	}
+	if f.AfterID != "" {
+		q = q.Where("id > ?", f.AfterID)
+	}
+	var out []Event
+	err := q.Order("id").Limit(f.Limit).Find(&out).Error
+	return out, err
+}
+
+// OrderEvents returns every event of an order in sequence order.
+func (s *Store) OrderEvents(ctx context.Context, orderID string) ([]Event, error) {
+	var out []Event
+	err := s.with(ctx).Where("order_id = ?", orderID).Order("sequence").Find(&out).Error
+	return out, err
+}

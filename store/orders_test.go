@@ -1,0 +1,214 @@
+package store_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/store/storetest"
+)
+
+func mustDraft(t *testing.T, s *store.Store, org string, legs ...string) *store.Order {
+	t.Helper()
+	w := mustWallet(t, s, org, "ethereum")
+	now := time.Now().UTC()
+	o := &store.Order{ID: ids.New(ids.Order), OrgID: org, App: "pay", Domain: "payment", Status: "draft", WalletID: w.ID,
+		Chain: "ethereum", Details: `{"asset":"USDC","amount":"500"}`, PayloadHash: "h", AmountUSD: dec("500.00"),
+		CreatedBy: "key_maker", CorrelationID: "corr-create", CreatedAt: now, UpdatedAt: now}
+	o.WorkflowID = "order-" + o.ID
+	var ls []store.OrderLeg
+	for i, l := range legs {
+		ls = append(ls, store.OrderLeg{Position: i, Leg: l, Status: "pending"})
+	}
+	ev, err := s.CreateOrder(ctx, o, ls, store.EventSpec{Name: "Order.Created"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Sequence != 1 || ev.Event != "Order.Created" || o.EventSequence != 1 {
+		t.Fatalf("created event %+v, order seq %d", ev, o.EventSequence)
+	}
+	return o
+}
+
+func TestOrderStepsAreAppliedOnce(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		org := mustOrg(t, s)
+		o := mustDraft(t, s, org, "TRANSFER")
+		submit := store.OrderChange{OrderID: o.ID, Step: "submitted", From: []string{"draft"}, To: "submitted", Reason: "submitted",
+			Event: &store.EventSpec{Name: "Order.Submitted", Fields: map[string]any{"amountUsd": "500.00"}}, CorrelationID: "corr-submit"}
+		first, err := s.ApplyOrderStep(ctx, submit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !first.Applied || first.Order.Status != "submitted" || first.Event.Sequence != 2 {
+			t.Fatalf("first application: %+v %+v", first, first.Event)
+		}
+		again, err := s.ApplyOrderStep(ctx, submit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.Applied || again.Event == nil || again.Event.ID != first.Event.ID || again.Order.EventSequence != 2 {
+			t.Fatalf("a retried step must change nothing and return the first event: %+v", again)
+		}
+		var data map[string]any
+		if err := json.Unmarshal([]byte(first.Event.Data), &data); err != nil {
+			t.Fatal(err)
+		}
+		for k, want := range map[string]any{"event": "Order.Submitted", "domain": "payment", "orderId": o.ID, "orderStatus": "submitted",
+			"sequence": float64(2), "correlationId": "corr-submit", "amountUsd": "500.00", "id": first.Event.ID} {
+			if data[k] != want {
+				t.Fatalf("event data %s = %v, want %v (%s)", k, data[k], want, first.Event.Data)
+			}
+		}
+		if _, ok := data["leg"]; ok {
+			t.Fatal("an event without a leg must not carry one")
+		}
+		if _, err := time.Parse("2006-01-02T15:04:05.000Z", data["occurredAt"].(string)); err != nil {
+			t.Fatalf("occurredAt %v", data["occurredAt"])
+		}
+
+		// A step from the wrong status changes nothing, not even its step record.
+		bad := store.OrderChange{OrderID: o.ID, Step: "confirmed", From: []string{"broadcast"}, To: "confirmed",
+			Event: &store.EventSpec{Name: "Order.Confirmed"}, CorrelationID: "c"}
+		if _, err := s.ApplyOrderStep(ctx, bad); !errors.Is(err, store.ErrTransition) {
+			t.Fatalf("want ErrTransition, got %v", err)
+		}
+		bad.From = nil
+		if res, err := s.ApplyOrderStep(ctx, bad); err != nil || !res.Applied || res.Event.Sequence != 3 {
+			t.Fatalf("after a refused step the same step may apply later: %+v %v", res, err)
+		}
+
+		hist, err := s.OrderHistory(ctx, o.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var statuses []string
+		for _, h := range hist {
+			statuses = append(statuses, h.Status)
+		}
+		if fmt.Sprint(statuses) != "[draft submitted confirmed]" || hist[1].CorrelationID != "corr-submit" {
+			t.Fatalf("history %v", statuses)
+		}
+	})
+}
+
+func TestOrderStepMutatesLegs(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		o := mustDraft(t, s, mustOrg(t, s), "APPROVE", "SWAP")
+		res, err := s.ApplyOrderStep(ctx, store.OrderChange{OrderID: o.ID, Step: "leg-1-broadcast", To: "broadcast",
+			Mutate: func(o *store.Order, legs []store.OrderLeg) {
+				hash := "0xabc"
+				legs[1].TxHash, legs[1].Status = &hash, "broadcast"
+				o.AmountUSD = decimal.RequireFromString("123.45")
+			},
+			Event: &store.EventSpec{Name: "Order.Broadcast", Leg: "SWAP", Fields: map[string]any{"txHash": "0xabc"}}, CorrelationID: "c"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, legs, err := s.OrderInApp(ctx, o.OrgID, "pay", o.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(legs) != 2 || legs[1].TxHash == nil || *legs[1].TxHash != "0xabc" || legs[1].Status != "broadcast" || legs[0].TxHash != nil {
+			t.Fatalf("legs %+v", legs)
+		}
+		if got.Status != "broadcast" || !got.AmountUSD.Equal(dec("123.45")) || got.CreatedAt.IsZero() {
+			t.Fatalf("order %+v", got)
+		}
+		var data map[string]any
+		_ = json.Unmarshal([]byte(res.Event.Data), &data)
+		if data["leg"] != "SWAP" || res.Event.Leg != "SWAP" || data["txHash"] != "0xabc" {
+			t.Fatalf("leg event %s", res.Event.Data)
+		}
+		if _, _, err := s.OrderInApp(ctx, o.OrgID, "trade", o.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Fatal("an order is not visible from another app")
+		}
+		if _, _, err := s.OrderInApp(ctx, "org_other", "pay", o.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Fatal("an order is not visible from another organisation")
+		}
+	})
+}
+
+func TestConcurrentStepsNumberEventsWithoutGaps(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		o := mustDraft(t, s, mustOrg(t, s), "TRANSFER")
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		applied := 0
+		for i := range 10 {
+			for range 2 { // every step twice, at the same time
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					res, err := s.ApplyOrderStep(ctx, store.OrderChange{OrderID: o.ID, Step: fmt.Sprintf("step-%d", i),
+						Event: &store.EventSpec{Name: "Order.Submitted"}, CorrelationID: "c"})
+					if err != nil {
+						t.Errorf("step %d: %v", i, err)
+						return
+					}
+					if res.Applied {
+						mu.Lock()
+						applied++
+						mu.Unlock()
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		evs, err := s.OrderEvents(ctx, o.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if applied != 10 || len(evs) != 11 {
+			t.Fatalf("applied %d, events %d; want 10 and 11", applied, len(evs))
+		}
+		for i, ev := range evs {
+			if ev.Sequence != i+1 {
+				t.Fatalf("sequence gap: event %d has sequence %d", i, ev.Sequence)
+			}
+		}
+		page, err := s.ListEvents(ctx, store.EventFilter{OrgID: o.OrgID, Apps: []string{"pay"}, OrderID: o.ID, AfterID: evs[4].ID, Limit: 3})
+		if err != nil || len(page) != 3 || page[0].ID <= evs[4].ID {
+			t.Fatalf("events after a cursor: %d %v", len(page), err)
+		}
+		if none, _ := s.ListEvents(ctx, store.EventFilter{OrgID: o.OrgID, Apps: []string{"trade"}, Limit: 50}); len(none) != 0 {
+			t.Fatal("events of another app leaked")
+		}
+	})
+}
+
+func TestListOrdersFiltersAndPages(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		org := mustOrg(t, s)
+		var made []*store.Order
+		for range 5 {
+			made = append(made, mustDraft(t, s, org, "TRANSFER"))
+		}
+		if _, err := s.ApplyOrderStep(ctx, store.OrderChange{OrderID: made[2].ID, Step: "submitted", To: "submitted", CorrelationID: "c"}); err != nil {
+			t.Fatal(err)
+		}
+		all, err := s.ListOrders(ctx, store.OrderFilter{OrgID: org, App: "pay", Limit: 3})
+		if err != nil || len(all) != 3 || all[0].ID != made[4].ID {
+			t.Fatalf("first page newest first: %d %v", len(all), err)
+		}
+		rest, err := s.ListOrders(ctx, store.OrderFilter{OrgID: org, App: "pay", AfterID: all[2].ID, Limit: 3})
+		if err != nil || len(rest) != 2 || rest[1].ID != made[0].ID {
+			t.Fatalf("second page: %d %v", len(rest), err)
+		}
+		sub, err := s.ListOrders(ctx, store.OrderFilter{OrgID: org, App: "pay", Status: "submitted", Limit: 50})
+		if err != nil || len(sub) != 1 || sub[0].ID != made[2].ID {
+			t.Fatalf("status filter: %v %v", sub, err)
+		}
+		future := time.Now().Add(time.Hour)
+		if none, _ := s.ListOrders(ctx, store.OrderFilter{OrgID: org, App: "pay", CreatedAfter: &future, Limit: 50}); len(none) != 0 {
+			t.Fatal("createdAfter filter")
+		}
+	})
+}
