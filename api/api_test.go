@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -109,7 +111,7 @@ func (r response) wantProblem(t *testing.T, status int, code string) {
 	if r.problem.CorrelationID == "" || r.problem.CorrelationID != r.header.Get(correlationHeader) {
 		t.Fatalf("problem correlationId %q does not match header %q", r.problem.CorrelationID, r.header.Get(correlationHeader))
 	}
-	if !strings.HasSuffix(r.problem.Type, "#"+code) || r.problem.Title == "" {
+	if !strings.HasSuffix(r.problem.Type, "/errors/"+code) || r.problem.Title == "" {
 		t.Fatalf("problem type/title: %+v", r.problem)
 	}
 }
@@ -374,7 +376,10 @@ func TestTimeoutAndStoreErrorsAnswer503(t *testing.T) {
 		requestFailed(c, log, c.Request.Context().Err())
 	})
 	r.GET("/broken", func(c *gin.Context) { requestFailed(c, log, errors.New("relation does not exist")) })
-	for target, want := range map[string]string{"/slow": CodeUnavailable, "/broken": CodeInternal} {
+	r.GET("/down", func(c *gin.Context) {
+		requestFailed(c, log, fmt.Errorf("query: %w", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}))
+	})
+	for target, want := range map[string]string{"/slow": CodeUnavailable, "/broken": CodeInternal, "/down": CodeUnavailable} {
 		rec := httptest.NewRecorder()
 		r.ServeHTTP(rec, httptest.NewRequest("GET", target, nil))
 		var p Problem
@@ -417,3 +422,28 @@ func TestAccessLogRedactsQueryTokens(t *testing.T) {
 }
 
 func hashOf(secret string) string { return auth.HashSecret(secret) }
+
+func TestRedactQueryKeepsOnlyHarmlessValues(t *testing.T) {
+	got := redactQuery("limit=5&Token=sk_live_1&apiKey=tk_2&cursor=abc&signature=xyz")
+	for _, secret := range []string{"sk_live_1", "tk_2", "xyz"} {
+		if strings.Contains(got, secret) {
+			t.Fatalf("%q leaked in %q", secret, got)
+		}
+	}
+	if !strings.Contains(got, "limit=5") || !strings.Contains(got, "cursor=abc") {
+		t.Fatalf("harmless values should stay: %q", got)
+	}
+}
+
+func TestLastPageIsNeverEmpty(t *testing.T) {
+	f := newFixture(t)
+	// Five wallets in pages of five: one page, no cursor.
+	r := f.do(t, "GET", "/api/v1/treasury/wallets?limit=5", f.creds.Keys["treasury"].SK, nil)
+	var page listResponse[walletResponse]
+	if err := json.Unmarshal(r.body, &page); err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Data) != 5 || page.NextCursor != nil {
+		t.Fatalf("want 5 wallets and no cursor, got %d and %v", len(page.Data), page.NextCursor)
+	}
+}

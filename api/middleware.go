@@ -12,6 +12,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
+
+	"github.com/opentreasury/treasury/store"
 )
 
 var correlationIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
@@ -112,9 +114,16 @@ func withAccessLog(log *slog.Logger) gin.HandlerFunc {
 	}
 }
 
-var secretQueryParams = []string{"token", "access_token", "client_secret", "key", "password"}
+// loggableQueryParams are the query parameters whose values may be logged; every other
+// parameter's value is redacted, so a credential in a URL never reaches the log whatever
+// its parameter is called.
+var loggableQueryParams = map[string]bool{
+	"limit": true, "cursor": true, "status": true, "domain": true, "createdAfter": true,
+	"orderId": true, "after": true, "id": true, "app": true,
+}
 
-// redactQuery replaces the values of credential-bearing query parameters.
+// redactQuery renders a query for the log with every value not known to be harmless
+// replaced by REDACTED.
 func redactQuery(raw string) string {
 	if raw == "" {
 		return ""
@@ -123,8 +132,8 @@ func redactQuery(raw string) string {
 	if err != nil {
 		return "(unparseable)"
 	}
-	for _, k := range secretQueryParams {
-		if _, ok := q[k]; ok {
+	for k := range q {
+		if !loggableQueryParams[k] {
 			q.Set(k, "REDACTED")
 		}
 	}
@@ -134,7 +143,9 @@ func redactQuery(raw string) string {
 // requestFailed answers for an error from the store or Temporal: the deadline or an
 // unreachable dependency is 503 (safe to retry); anything else is a logged 500.
 func requestFailed(c *gin.Context, log *slog.Logger, err error) {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+	if store.Unavailable(err) {
+		log.Warn("dependency unavailable", "correlationId", correlationID(c), "method", c.Request.Method,
+			"path", c.Request.URL.Path, "error", err.Error())
 		fail(c, CodeUnavailable, "A dependency did not answer in time; the request is safe to retry.")
 		return
 	}

@@ -47,12 +47,18 @@ func parsePage(c *gin.Context, errs *[]FieldError) page {
 	return p
 }
 
-// nextCursor encodes the position after the last item of a full page; nil ends the list.
-func nextCursor(lastKey string, got, limit int) *string {
-	if got < limit || lastKey == "" {
-		return nil
+// trimPage takes a page fetched with one item more than the limit: the extra item only
+// says that another page exists, so the last page never comes back empty.
+func trimPage[T any](items []T, limit int) ([]T, bool) {
+	if len(items) > limit {
+		return items[:limit], true
 	}
-	s := base64.RawURLEncoding.EncodeToString([]byte(lastKey))
+	return items, false
+}
+
+// encodeCursor makes the opaque cursor that continues after key.
+func encodeCursor(key string) *string {
+	s := base64.RawURLEncoding.EncodeToString([]byte(key))
 	return &s
 }
 

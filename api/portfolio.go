@@ -50,7 +50,8 @@ func value(positions []store.Position, prices map[string]decimal.Decimal) valuat
 		worth := p.Amount.Mul(price)
 		v.each[i] = &worth
 		v.total = v.total.Add(worth)
-		v.byChain[p.Chain] = v.byChain[p.Chain].Add(worth)
+		chain := strings.ToLower(p.Chain)
+		v.byChain[chain] = v.byChain[chain].Add(worth)
 	}
 	return v
 }
@@ -106,15 +107,15 @@ func (h *portfolioHandlers) portfolio(c *gin.Context) {
 		requestFailed(c, h.log, err)
 		return
 	}
-	synced, err := h.store.OldestWalletSync(ctx, org)
+	synced, err := h.store.LastWalletSync(ctx, org)
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return
 	}
 	chains := make([]string, 0, len(v.byChain))
 	for _, p := range positions {
-		if _, seen := v.byChain[p.Chain]; !seen {
-			v.byChain[p.Chain] = decimal.Zero
+		if _, seen := v.byChain[strings.ToLower(p.Chain)]; !seen {
+			v.byChain[strings.ToLower(p.Chain)] = decimal.Zero
 		}
 	}
 	for ch := range v.byChain {
@@ -123,7 +124,7 @@ func (h *portfolioHandlers) portfolio(c *gin.Context) {
 	sort.Strings(chains)
 	rollup := make([]chainValue, 0, len(chains))
 	for _, ch := range chains {
-		rollup = append(rollup, chainValue{Chain: strings.ToLower(ch), USDValue: usd(v.byChain[ch])})
+		rollup = append(rollup, chainValue{Chain: ch, USDValue: usd(v.byChain[ch])})
 	}
 	c.JSON(http.StatusOK, portfolioResponse{
 		TotalUSD:    usd(v.total),
@@ -156,11 +157,12 @@ func (h *portfolioHandlers) wallets(c *gin.Context) {
 	}
 	ctx := c.Request.Context()
 	org := principalOf(c).OrgID
-	ws, err := h.store.ListWallets(ctx, org, pg.After, pg.Limit)
+	ws, err := h.store.ListWallets(ctx, org, pg.After, pg.Limit+1)
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return
 	}
+	ws, more := trimPage(ws, pg.Limit)
 	walletIDs := make([]string, len(ws))
 	for i, w := range ws {
 		walletIDs[i] = w.ID
@@ -189,11 +191,11 @@ func (h *portfolioHandlers) wallets(c *gin.Context) {
 			SyncedAt: formatTimePtr(w.SyncedAt), CreatedAt: formatTime(w.CreatedAt),
 		}
 	}
-	last := ""
-	if len(ws) > 0 {
-		last = ws[len(ws)-1].ID
+	var cursor *string
+	if more {
+		cursor = encodeCursor(ws[len(ws)-1].ID)
 	}
-	c.JSON(http.StatusOK, listResponse[walletResponse]{Data: out, NextCursor: nextCursor(last, len(ws), pg.Limit)})
+	c.JSON(http.StatusOK, listResponse[walletResponse]{Data: out, NextCursor: cursor})
 }
 
 type positionResponse struct {
@@ -226,11 +228,12 @@ func (h *portfolioHandlers) positions(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	ps, err := h.store.ListPositions(ctx, principalOf(c).OrgID, after, pg.Limit)
+	ps, err := h.store.ListPositions(ctx, principalOf(c).OrgID, after, pg.Limit+1)
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return
 	}
+	ps, more := trimPage(ps, pg.Limit)
 	v, err := h.priced(ctx, ps)
 	if err != nil {
 		requestFailed(c, h.log, err)
@@ -246,10 +249,10 @@ func (h *portfolioHandlers) positions(c *gin.Context) {
 		out[i] = positionResponse{WalletID: p.WalletID, Chain: p.Chain, Asset: p.Asset,
 			Amount: p.Amount.String(), USDValue: worth, SyncedAt: formatTime(p.SyncedAt)}
 	}
-	last := ""
-	if len(ps) > 0 {
+	var cursor *string
+	if more {
 		lp := ps[len(ps)-1]
-		last = lp.WalletID + positionCursorSep + lp.Asset
+		cursor = encodeCursor(lp.WalletID + positionCursorSep + lp.Asset)
 	}
-	c.JSON(http.StatusOK, listResponse[positionResponse]{Data: out, NextCursor: nextCursor(last, len(ps), pg.Limit)})
+	c.JSON(http.StatusOK, listResponse[positionResponse]{Data: out, NextCursor: cursor})
 }

@@ -22,7 +22,7 @@ const (
 	CodeRateLimited           = "rate_limited"
 	CodeInternal              = "internal"
 	CodeUnavailable           = "unavailable"
-	problemTypeBase           = "https://github.com/opentreasury/treasury/blob/main/docs/errors.md#"
+	problemTypeBase           = "https://opentreasury.github.io/treasury/errors/"
 	problemContentType        = "application/problem+json"
 	correlationHeader         = "X-Correlation-Id"
 	correlationContextKey     = "treasury.correlationId"

@@ -43,6 +43,8 @@ func NewRouter(cfg Config) http.Handler {
 	}
 	log := cfg.Log
 	r := gin.New()
+	// X-Forwarded-For is not trusted: clientIp in the logs is the peer's address.
+	_ = r.SetTrustedProxies(nil)
 	r.ContextWithFallback = true
 	r.HandleMethodNotAllowed = false
 	r.RedirectTrailingSlash = false

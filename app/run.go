@@ -42,7 +42,7 @@ func RunAPI(ctx context.Context, cfg Config) error {
 	}
 	log.Info("API listening", "addr", ln.Addr().String())
 	srv := api.NewServer(cfg.HTTPAddr, NewAPIHandler(cfg, s, tc, log))
-	err = ServeHTTP(ctx, srv, ln, cfg.ShutdownTimeout)
+	err = ServeHTTP(ctx, srv, ln, cfg.ShutdownTimeout, log)
 	log.Info("API stopped")
 	return err
 }
@@ -59,13 +59,14 @@ func RunWorker(ctx context.Context, cfg Config) error {
 		return err
 	}
 	// Only the simulated chain exists so far; a real adapter plugs in here.
-	w := NewWorker(s, chain.NewDevchain(s), tc, log)
-	if err := w.Start(); err != nil {
-		return fmt.Errorf("start worker: %w", err)
-	}
+	w := NewWorker(s, chain.NewDevchain(s), tc, log, cfg.ShutdownTimeout)
 	log.Info("worker polling", "taskQueue", workflows.TaskQueue, "namespace", cfg.TemporalNamespace)
-	<-ctx.Done()
-	w.Stop()
+	// Run returns on the interrupt, or on a fatal worker error, which ends the process.
+	interrupt := make(chan any)
+	go func() { <-ctx.Done(); close(interrupt) }()
+	if err := w.Run(interrupt); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
 	log.Info("worker stopped")
 	return nil
 }

@@ -38,6 +38,11 @@ func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (*store.Store,
 	if err != nil {
 		return nil, err
 	}
+	if cfg.DatabaseURL != "" {
+		log.Info("store on PostgreSQL", "database", store.RedactDatabaseURL(cfg.DatabaseURL))
+	} else {
+		log.Info("store on SQLite", "path", cfg.SQLitePath)
+	}
 	if cfg.MigrateOnStart {
 		if err := s.Migrate(ctx, log); err != nil {
 			_ = s.Close()
@@ -129,15 +134,16 @@ func NewAPIHandler(cfg Config, s *store.Store, tc client.Client, log *slog.Logge
 }
 
 // NewWorker builds the worker with every activity wired to the store and chain adapter.
-func NewWorker(s *store.Store, ch chain.Adapter, tc client.Client, log *slog.Logger) sdkworker.Worker {
+// On Stop it waits up to stopTimeout for running activities before cancelling them.
+func NewWorker(s *store.Store, ch chain.Adapter, tc client.Client, log *slog.Logger, stopTimeout time.Duration) sdkworker.Worker {
 	return worker.New(tc, worker.Activities{
 		Portfolio:   &activities.Portfolio{Store: s, Chain: ch, Log: log},
 		Maintenance: &activities.Maintenance{Store: s},
-	}, sdkworker.Options{})
+	}, sdkworker.Options{WorkerStopTimeout: stopTimeout})
 }
 
-// ServeHTTP serves srv on ln until ctx ends, then drains it within timeout.
-func ServeHTTP(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.Duration) error {
+// ServeHTTP serves srv on ln until ctx ends, then drains it (see Drain).
+func ServeHTTP(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.Duration, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -145,11 +151,21 @@ func ServeHTTP(ctx context.Context, srv *http.Server, ln net.Listener, timeout t
 		return err
 	case <-ctx.Done():
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	err := srv.Shutdown(shutdownCtx)
-	if serveErr := <-errc; serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
-		return serveErr
+	Drain(srv, timeout, log)
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
 	}
-	return err
+	return nil
+}
+
+// Drain stops srv accepting and waits up to timeout for in-flight requests; requests still
+// running then are cut off (their contexts cancelled) so that what they use can be closed.
+// Cutting them off is the expected end of a bounded shutdown, not a failure.
+func Drain(srv *http.Server, timeout time.Duration, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		log.Warn("requests still running after the shutdown timeout were cut off", "timeout", timeout.String())
+		_ = srv.Close()
+	}
 }

@@ -57,7 +57,9 @@ type Bundle struct {
 	worker   sdkworker.Worker
 	listener net.Listener
 	http     *http.Server
-	served   chan error
+	// serveDone closes when the API server stops serving; serveErr says why.
+	serveDone chan struct{}
+	serveErr  error
 }
 
 // Start brings the whole bundle up: store, embedded Temporal and UI, seed, worker, API.
@@ -73,7 +75,8 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 		opts.BalanceSyncInterval = time.Minute
 	}
 	if opts.ShutdownTimeout == 0 {
-		opts.ShutdownTimeout = 5 * time.Second
+		// Drain and worker stop each get this; with the rest, a stop stays well under 10 s.
+		opts.ShutdownTimeout = 3 * time.Second
 	}
 	log := opts.Log
 	if log == nil {
@@ -82,7 +85,7 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 	b := &Bundle{opts: opts, log: log, Namespace: "default"}
 	defer func() {
 		if err != nil {
-			b.stop(context.Background())
+			_ = b.stop()
 		}
 	}()
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
@@ -144,15 +147,18 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 	if err := worker.EnsureSchedules(ctx, b.client, opts.BalanceSyncInterval); err != nil {
 		return nil, err
 	}
-	b.worker = app.NewWorker(b.store, chain.NewDevchain(b.store), b.client, log)
+	b.worker = app.NewWorker(b.store, chain.NewDevchain(b.store), b.client, log, opts.ShutdownTimeout)
 	if err := b.worker.Start(); err != nil {
 		b.worker = nil
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
 
 	b.http = api.NewServer(ln.Addr().String(), app.NewAPIHandler(cfg, b.store, b.client, log))
-	b.served = make(chan error, 1)
-	go func() { b.served <- b.http.Serve(ln) }()
+	b.serveDone = make(chan struct{})
+	go func() {
+		b.serveErr = b.http.Serve(ln)
+		close(b.serveDone)
+	}()
 	b.listener = nil // owned by the server now
 	return b, nil
 }
@@ -179,25 +185,25 @@ Press Ctrl-C to stop.
 		c.Keys["treasury"].SK, c.Keys["pay"].SK, c.Keys["pay"].Approve, c.Keys["treasury"].SK, b.APIURL)
 }
 
+// Done is closed if the API server stops serving before Shutdown: the bundle is broken.
+func (b *Bundle) Done() <-chan struct{} { return b.serveDone }
+
 // Shutdown stops everything in order: the API drains, the worker stops, the Temporal
 // server stops, the database closes.
-func (b *Bundle) Shutdown(ctx context.Context) error {
-	return b.stop(ctx)
+func (b *Bundle) Shutdown() error {
+	return b.stop()
 }
 
-func (b *Bundle) stop(ctx context.Context) error {
+func (b *Bundle) stop() error {
 	var errs []error
 	if b.temporal != nil {
 		b.temporal.Quiet()
 	}
 	if b.http != nil {
-		shutdownCtx, cancel := context.WithTimeout(ctx, b.opts.ShutdownTimeout)
-		if err := b.http.Shutdown(shutdownCtx); err != nil {
-			errs = append(errs, fmt.Errorf("API shutdown: %w", err))
-		}
-		cancel()
-		if err := <-b.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errs = append(errs, err)
+		app.Drain(b.http, b.opts.ShutdownTimeout, b.log)
+		<-b.serveDone
+		if b.serveErr != nil && !errors.Is(b.serveErr, http.ErrServerClosed) {
+			errs = append(errs, b.serveErr)
 		}
 		b.http = nil
 	}

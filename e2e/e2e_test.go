@@ -95,7 +95,7 @@ func TestDevBundle(t *testing.T) {
 	stopped := false
 	defer func() {
 		if !stopped {
-			_ = b.Shutdown(context.Background())
+			_ = b.Shutdown()
 		}
 	}()
 	creds := b.Credentials
@@ -269,14 +269,14 @@ func TestDevBundle(t *testing.T) {
 		}
 	})
 
-	if err := b.Shutdown(context.Background()); err != nil {
+	if err := b.Shutdown(); err != nil {
 		t.Fatalf("shutdown: %v", err)
 	}
 	stopped = true
 
 	t.Run("restart keeps data and credentials", func(t *testing.T) {
 		b2 := startBundle(t, dataDir, "")
-		defer func() { _ = b2.Shutdown(context.Background()) }()
+		defer func() { _ = b2.Shutdown() }()
 		if b2.Credentials.OrgID != creds.OrgID || b2.Credentials.Keys["treasury"].SK != creds.Keys["treasury"].SK {
 			t.Fatal("credentials changed across a restart")
 		}
@@ -289,7 +289,7 @@ func TestDevBundle(t *testing.T) {
 
 func TestDevBundleOnPostgres(t *testing.T) {
 	b := startBundle(t, t.TempDir(), storetest.PostgresSchemaURL(t))
-	defer func() { _ = b.Shutdown(context.Background()) }()
+	defer func() { _ = b.Shutdown() }()
 	r := call(t, "GET", b.APIURL+"/api/v1/treasury/portfolio", b.Credentials.Keys["treasury"].SK)
 	if r.status != 200 || r.body["totalUsd"] != "31050000.00" {
 		t.Fatalf("%d %s", r.status, r.raw)
@@ -302,10 +302,15 @@ func TestDevBundleOnPostgres(t *testing.T) {
 // TestTreasuryDevBinaryStopsCleanlyOnInterrupt runs the real binary, as make run does,
 // and interrupts it as Ctrl-C would.
 func TestTreasuryDevBinaryStopsCleanlyOnInterrupt(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "treasury-dev")
-	build := exec.Command("go", "build", "-o", bin, "github.com/opentreasury/treasury/cmd/treasury-dev")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	// make test passes the binary make run uses; otherwise build one.
+	bin := os.Getenv("TREASURY_DEV_BIN")
+	if bin == "" {
+		bin = filepath.Join(t.TempDir(), "treasury-dev")
+		build := exec.Command("go", "build", "-o", bin, "github.com/opentreasury/treasury/cmd/treasury-dev")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("build: %v\n%s", err, out)
+		}
 	}
 	dataDir := t.TempDir()
 	cmd := exec.Command(bin, "--data-dir", dataDir, "--http-addr", "127.0.0.1:0", "--temporal-port", "0", "--ui-port", "0")

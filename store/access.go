@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // CreateOrganization inserts an organisation.
@@ -115,22 +116,28 @@ func (s *Store) ListAudit(ctx context.Context, orgID string, apps []string, befo
 	return out, err
 }
 
-// PutPolicy replaces an app's policy document, bumping its version.
+// PutPolicy replaces an app's policy document and bumps its version, in one statement so
+// that concurrent writers each get their own version. It sets p.Version.
 func (s *Store) PutPolicy(ctx context.Context, p *Policy) error {
-	return s.with(ctx).Transaction(func(tx *gorm.DB) error {
-		var cur Policy
-		err := tx.Where("org_id = ? AND app = ?", p.OrgID, p.App).Take(&cur).Error
-		switch {
-		case err == nil:
-			p.Version = cur.Version + 1
-			return tx.Model(&Policy{}).Where("org_id = ? AND app = ?", p.OrgID, p.App).
-				Updates(map[string]any{"document": p.Document, "version": p.Version, "updated_by": p.UpdatedBy, "updated_at": p.UpdatedAt}).Error
-		case notFound(err) == ErrNotFound:
-			p.Version = 1
-			return tx.Create(p).Error
-		default:
+	p.Version = 1
+	p.UpdatedAt = p.UpdatedAt.UTC()
+	return s.Tx(ctx, func(tx *Store) error {
+		err := tx.with(ctx).Clauses(clause.OnConflict{
+			Columns: []clause.Column{{Name: "org_id"}, {Name: "app"}},
+			DoUpdates: clause.Assignments(map[string]any{
+				"document": p.Document, "updated_by": p.UpdatedBy, "updated_at": p.UpdatedAt,
+				"version": gorm.Expr("policies.version + 1"),
+			}),
+		}).Create(p).Error
+		if err != nil {
 			return err
 		}
+		var cur Policy
+		if err := tx.with(ctx).Select("version").Where("org_id = ? AND app = ?", p.OrgID, p.App).Take(&cur).Error; err != nil {
+			return err
+		}
+		p.Version = cur.Version
+		return nil
 	})
 }
 

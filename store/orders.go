@@ -13,7 +13,6 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/opentreasury/treasury/ids"
-	"github.com/opentreasury/treasury/migrations"
 )
 
 // Order is a payment, trade, earn or borrow order.
@@ -275,12 +274,8 @@ func newEvent(o *Order, ch OrderChange, at time.Time) (*Event, error) {
 // that concurrent steps of one order apply one after the other. (SQLite write
 // transactions already hold the database lock from their start.)
 func (s *Store) lockOrder(ctx context.Context, id string) (*Order, []OrderLeg, error) {
-	q := s.with(ctx)
-	if s.dialect == migrations.Postgres {
-		q = q.Clauses(clause.Locking{Strength: "UPDATE"})
-	}
 	var o Order
-	if err := q.Where("id = ?", id).Take(&o).Error; err != nil {
+	if err := s.forUpdate(ctx).Where("id = ?", id).Take(&o).Error; err != nil {
 		return nil, nil, notFound(err)
 	}
 	var legs []OrderLeg

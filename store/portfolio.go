@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -106,38 +108,44 @@ func (s *Store) positions(ctx context.Context) *gorm.DB {
 		Joins("JOIN wallets AS w ON w.id = b.wallet_id")
 }
 
-// OldestWalletSync returns the least recent balance sync over an organisation's wallets:
-// every figure of its portfolio is at least that fresh. Nil when no wallet was synced.
-func (s *Store) OldestWalletSync(ctx context.Context, orgID string) (*time.Time, error) {
-	var wallets []Wallet
-	if err := s.with(ctx).Select("synced_at").Where("org_id = ?", orgID).Find(&wallets).Error; err != nil {
-		return nil, err
+// LastWalletSync returns the most recent balance sync among an organisation's wallets,
+// nil when none has been synced.
+func (s *Store) LastWalletSync(ctx context.Context, orgID string) (*time.Time, error) {
+	var w Wallet
+	err := s.with(ctx).Select("synced_at").Where("org_id = ? AND synced_at IS NOT NULL", orgID).
+		Order("synced_at DESC").Limit(1).Take(&w).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil
 	}
-	var oldest *time.Time
-	for _, w := range wallets {
-		if w.SyncedAt == nil {
-			return nil, nil
-		}
-		if oldest == nil || w.SyncedAt.Before(*oldest) {
-			t := *w.SyncedAt
-			oldest = &t
-		}
-	}
-	return oldest, nil
+	return w.SyncedAt, err
 }
 
 // ReplaceBalances stores a wallet's balances as read from the chain at syncedAt: assets
 // no longer held are removed, the rest upserted, and the wallet's sync time moved forward.
+// A read older than the one already stored (a slow, retried attempt) changes nothing.
 func (s *Store) ReplaceBalances(ctx context.Context, walletID string, amounts map[string]decimal.Decimal, syncedAt time.Time) error {
 	syncedAt = syncedAt.UTC()
-	return s.with(ctx).Transaction(func(tx *gorm.DB) error {
+	for asset, amt := range amounts {
+		if amt.IsNegative() {
+			return fmt.Errorf("store: negative balance %s %s for wallet %s", amt, asset, walletID)
+		}
+	}
+	return s.Tx(ctx, func(tx *Store) error {
+		var w Wallet
+		if err := tx.forUpdate(ctx).Select("id, synced_at").Where("id = ?", walletID).Take(&w).Error; err != nil {
+			return notFound(err)
+		}
+		if w.SyncedAt != nil && w.SyncedAt.After(syncedAt) {
+			return nil
+		}
+		db := tx.with(ctx)
 		assets := make([]string, 0, len(amounts))
 		rows := make([]Balance, 0, len(amounts))
 		for asset, amt := range amounts {
 			assets = append(assets, asset)
 			rows = append(rows, Balance{WalletID: walletID, Asset: asset, Amount: amt, SyncedAt: syncedAt})
 		}
-		del := tx.Where("wallet_id = ?", walletID)
+		del := db.Where("wallet_id = ?", walletID)
 		if len(assets) > 0 {
 			del = del.Where("asset NOT IN ?", assets)
 		}
@@ -145,7 +153,7 @@ func (s *Store) ReplaceBalances(ctx context.Context, walletID string, amounts ma
 			return err
 		}
 		if len(rows) > 0 {
-			err := tx.Clauses(clause.OnConflict{
+			err := db.Clauses(clause.OnConflict{
 				Columns:   []clause.Column{{Name: "wallet_id"}, {Name: "asset"}},
 				DoUpdates: clause.AssignmentColumns([]string{"amount", "synced_at"}),
 			}).Create(&rows).Error
@@ -153,12 +161,15 @@ func (s *Store) ReplaceBalances(ctx context.Context, walletID string, amounts ma
 				return err
 			}
 		}
-		return tx.Model(&Wallet{}).Where("id = ?", walletID).Update("synced_at", syncedAt).Error
+		return db.Model(&Wallet{}).Where("id = ?", walletID).Update("synced_at", syncedAt).Error
 	})
 }
 
 // UpsertPrice sets the USD price of an asset.
 func (s *Store) UpsertPrice(ctx context.Context, p *Price) error {
+	if p.USDPrice.IsNegative() {
+		return fmt.Errorf("store: negative price %s for %s", p.USDPrice, p.Asset)
+	}
 	return s.with(ctx).Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: "asset"}},
 		DoUpdates: clause.AssignmentColumns([]string{"usd_price", "updated_at"}),
@@ -178,21 +189,26 @@ func (s *Store) Prices(ctx context.Context) (map[string]decimal.Decimal, error) 
 	return out, nil
 }
 
-// DevchainCredit adds amount of an asset to an address on the simulated chain.
+// DevchainCredit adds amount (negative: takes it) of an asset to an address on the
+// simulated chain. The account row is locked, so concurrent credits all count, and a
+// balance never goes below zero.
 func (s *Store) DevchainCredit(ctx context.Context, chain, address, asset string, amount decimal.Decimal) error {
-	return s.with(ctx).Transaction(func(tx *gorm.DB) error {
-		var acc DevchainAccount
-		err := tx.Where("chain = ? AND address = ? AND asset = ?", chain, address, asset).Take(&acc).Error
-		switch notFound(err) {
-		case nil:
-			return tx.Model(&DevchainAccount{}).
-				Where("chain = ? AND address = ? AND asset = ?", chain, address, asset).
-				Update("amount", acc.Amount.Add(amount)).Error
-		case ErrNotFound:
-			return tx.Create(&DevchainAccount{Chain: chain, Address: address, Asset: asset, Amount: amount}).Error
-		default:
+	return s.Tx(ctx, func(tx *Store) error {
+		err := tx.with(ctx).Clauses(clause.OnConflict{DoNothing: true}).
+			Create(&DevchainAccount{Chain: chain, Address: address, Asset: asset, Amount: decimal.Zero}).Error
+		if err != nil {
 			return err
 		}
+		var acc DevchainAccount
+		where := "chain = ? AND address = ? AND asset = ?"
+		if err := tx.forUpdate(ctx).Where(where, chain, address, asset).Take(&acc).Error; err != nil {
+			return err
+		}
+		next := acc.Amount.Add(amount)
+		if next.IsNegative() {
+			return fmt.Errorf("store: devchain %s %s holds %s %s, cannot take %s", chain, address, acc.Amount, asset, amount.Neg())
+		}
+		return tx.with(ctx).Model(&DevchainAccount{}).Where(where, chain, address, asset).Update("amount", next).Error
 	})
 }
 

@@ -17,11 +17,8 @@ import (
 	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
-
-	// modernc's pure-Go SQLite registers the database/sql driver "sqlite". The Temporal
-	// server links the same package, so the name is registered exactly once per binary.
-	_ "modernc.org/sqlite"
 
 	"github.com/opentreasury/treasury/migrations"
 )
@@ -174,6 +171,16 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 }
 
 func (s *Store) with(ctx context.Context) *gorm.DB { return s.db.WithContext(ctx) }
+
+// forUpdate starts a query whose rows stay locked until the transaction ends. SQLite has
+// no row locks and needs none: its write transactions hold the database lock from BEGIN.
+func (s *Store) forUpdate(ctx context.Context) *gorm.DB {
+	q := s.with(ctx)
+	if s.dialect == migrations.Postgres {
+		q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+	}
+	return q
+}
 
 func notFound(err error) error {
 	if errors.Is(err, gorm.ErrRecordNotFound) {

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -138,9 +139,12 @@ func TestBalancesAreExactAndReplaced(t *testing.T) {
 		if len(ps) != 1 || ps[0].Asset != "USDC" || !ps[0].Amount.Equal(dec("5")) || !ps[0].SyncedAt.Equal(second) {
 			t.Fatalf("after replace: %+v", ps)
 		}
-		oldest, err := s.OldestWalletSync(ctx, org)
-		if err != nil || oldest == nil || !oldest.Equal(second) {
-			t.Fatalf("oldest sync: %v %v", oldest, err)
+		last, err := s.LastWalletSync(ctx, org)
+		if err != nil || last == nil || !last.Equal(second) {
+			t.Fatalf("last sync: %v %v", last, err)
+		}
+		if none, err := s.LastWalletSync(ctx, "org_without_wallets"); err != nil || none != nil {
+			t.Fatalf("no wallets, no sync time: %v %v", none, err)
 		}
 	})
 }
@@ -291,6 +295,93 @@ func TestAuditListIsScoped(t *testing.T) {
 			if a.OrgID != org || a.App != "pay" {
 				t.Fatalf("leaked record %+v", a)
 			}
+		}
+	})
+}
+
+func TestUnavailableTellsOutagesFromFailures(t *testing.T) {
+	_, err := store.Open(ctx, store.Config{DatabaseURL: "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=2"})
+	if err == nil || !store.Unavailable(err) {
+		t.Fatalf("a refused connection is an outage: %v", err)
+	}
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		_, err := s.Wallet(ctx, "org", "wal")
+		if !errors.Is(err, store.ErrNotFound) || store.Unavailable(err) {
+			t.Fatalf("not found is not an outage: %v", err)
+		}
+		err = s.CreateOrganization(ctx, &store.Organization{ID: "", Name: "x"})
+		err2 := s.CreateOrganization(ctx, &store.Organization{ID: "", Name: "x"})
+		if err2 == nil || store.Unavailable(err2) || (err != nil && store.Unavailable(err)) {
+			t.Fatalf("a constraint violation is not an outage: %v / %v", err, err2)
+		}
+	})
+}
+
+func TestConcurrentWritersLoseNothing(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		org := mustOrg(t, s)
+		var wg sync.WaitGroup
+		versions := make(chan int, 10)
+		for range 10 {
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				if err := s.DevchainCredit(ctx, "ethereum", "0xc0ffee", "USDC", dec("0.01")); err != nil {
+					t.Error(err)
+				}
+			}()
+			go func() {
+				defer wg.Done()
+				p := &store.Policy{OrgID: org, App: "pay", Document: "{}", UpdatedBy: "k", UpdatedAt: time.Now()}
+				if err := s.PutPolicy(ctx, p); err != nil {
+					t.Error(err)
+					return
+				}
+				versions <- p.Version
+			}()
+		}
+		wg.Wait()
+		close(versions)
+		got, err := s.DevchainBalances(ctx, "ethereum", "0xc0ffee")
+		if err != nil || !got["USDC"].Equal(dec("0.1")) {
+			t.Fatalf("10 concurrent credits of 0.01 left %s (%v)", got["USDC"], err)
+		}
+		seen := map[int]bool{}
+		for v := range versions {
+			if seen[v] || v < 1 || v > 10 {
+				t.Fatalf("policy version %d handed out twice or out of range", v)
+			}
+			seen[v] = true
+		}
+		if err := s.DevchainCredit(ctx, "ethereum", "0xc0ffee", "USDC", dec("-0.11")); err == nil {
+			t.Fatal("a debit below zero must fail")
+		}
+		if err := s.DevchainCredit(ctx, "ethereum", "0xc0ffee", "USDC", dec("-0.1")); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestBalanceSyncNeverMovesBackwards(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		org := mustOrg(t, s)
+		w := mustWallet(t, s, org, "ethereum")
+		newer := time.Date(2026, 11, 22, 4, 0, 0, 0, time.UTC)
+		if err := s.ReplaceBalances(ctx, w.ID, map[string]decimal.Decimal{"ETH": dec("2")}, newer); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ReplaceBalances(ctx, w.ID, map[string]decimal.Decimal{"ETH": dec("1")}, newer.Add(-time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		ps, _ := s.ListPositions(ctx, org, nil, 0)
+		if len(ps) != 1 || !ps[0].Amount.Equal(dec("2")) || !ps[0].SyncedAt.Equal(newer) {
+			t.Fatalf("an older read overwrote a newer one: %+v", ps)
+		}
+		if err := s.ReplaceBalances(ctx, w.ID, map[string]decimal.Decimal{"ETH": dec("-1")}, newer.Add(time.Minute)); err == nil {
+			t.Fatal("a negative balance must be refused")
+		}
+		if err := s.UpsertPrice(ctx, &store.Price{Asset: "ETH", USDPrice: dec("-1"), UpdatedAt: newer}); err == nil {
+			t.Fatal("a negative price must be refused")
 		}
 	})
 }

@@ -70,6 +70,8 @@ func PortfolioSync(ctx workflow.Context, in PortfolioSyncInput) (PortfolioSyncRe
 	}
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,
+		// The batch heartbeats per wallet; a stuck chain read is retried this soon.
+		HeartbeatTimeout: 30 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,

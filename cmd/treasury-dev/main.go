@@ -70,14 +70,20 @@ func run(args []string) int {
 		"startupMs", time.Since(started).Milliseconds())
 	b.Banner(os.Stdout)
 
-	<-ctx.Done()
+	code := 0
+	select {
+	case <-ctx.Done():
+	case <-b.Done():
+		log.Error("the API server stopped unexpectedly; shutting down")
+		code = 1
+	}
 	stop()
 	log.Info("shutting down")
 	stopping := time.Now()
-	if err := b.Shutdown(context.Background()); err != nil {
+	if err := b.Shutdown(); err != nil {
 		log.Error("shutdown", "error", err.Error())
 		return 1
 	}
 	log.Info("stopped", "shutdownMs", time.Since(stopping).Milliseconds())
-	return 0
+	return code
 }

@@ -6,14 +6,17 @@ package storetest
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/opentreasury/treasury/store"
@@ -68,6 +71,37 @@ func NewPostgres(t testing.TB) *store.Store {
 	return s
 }
 
+// createDatabase makes the test database when the server answers but lacks it (SQLSTATE
+// 3D000), through the server's "postgres" database, and connects to it.
+func createDatabase(ctx context.Context, base string, pingErr error) (*sql.DB, error) {
+	var pgErr *pgconn.PgError
+	if !errors.As(pingErr, &pgErr) || pgErr.Code != "3D000" {
+		return nil, pingErr
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, err
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	u.Path = "/postgres"
+	maint, err := sql.Open("pgx", u.String())
+	if err != nil {
+		return nil, err
+	}
+	defer maint.Close()
+	if _, err := maint.ExecContext(ctx, `CREATE DATABASE "`+name+`"`); err != nil {
+		var dup *pgconn.PgError
+		if !errors.As(err, &dup) || dup.Code != "42P04" { // created meanwhile by another test
+			return nil, err
+		}
+	}
+	db, err := sql.Open("pgx", base)
+	if err != nil {
+		return nil, err
+	}
+	return db, db.PingContext(ctx)
+}
+
 // PostgresSchemaURL creates an empty schema for the test and returns a URL whose
 // connections use it. The schema is dropped at cleanup.
 func PostgresSchemaURL(t testing.TB) string {
@@ -81,7 +115,9 @@ func PostgresSchemaURL(t testing.TB) string {
 	defer cancel()
 	if err := admin.PingContext(ctx); err != nil {
 		_ = admin.Close()
-		t.Fatalf("PostgreSQL at %s is not reachable (start it, or point TEST_DATABASE_URL at one): %v", base, err)
+		if admin, err = createDatabase(ctx, base, err); err != nil {
+			t.Fatalf("PostgreSQL at %s is not reachable (start it, or point TEST_DATABASE_URL at one): %v", base, err)
+		}
 	}
 	schema := "t_" + uuid.NewString()[:8] + fmt.Sprint(time.Now().UnixNano()%100000)
 	if _, err := admin.ExecContext(ctx, `CREATE SCHEMA "`+schema+`"`); err != nil {
