@@ -1,0 +1,343 @@
+// Package orders holds the rules of the four order domains (SPEC section 3.2): which
+// fields each takes, how they are validated, which legs an order has, and its canonical
+// payload. It is pure: no I/O, so handlers and workflows reach the same answers.
+package orders
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/shopspring/decimal"
+)
+
+// Domain names.
+const (
+	Payment = "payment"
+	Trade   = "trade"
+	Earn    = "earn"
+	Borrow  = "borrow"
+)
+
+// DomainInfo ties a domain to its app and its collection path under /api/v1.
+type DomainInfo struct {
+	Name       string
+	App        string
+	Collection string
+}
+
+// Domains lists the four order domains.
+var Domains = []DomainInfo{
+	{Payment, "pay", "payments"},
+	{Trade, "trade", "trade-orders"},
+	{Earn, "earn", "earn-orders"},
+	{Borrow, "borrow", "borrow-orders"},
+}
+
+// Statuses of an order, in lifecycle order; the last three are terminal.
+const (
+	StatusDraft            = "draft"
+	StatusSubmitted        = "submitted"
+	StatusPendingApproval  = "pending_approval"
+	StatusApproved         = "approved"
+	StatusPendingSignature = "pending_signature"
+	StatusSigned           = "signed"
+	StatusBroadcast        = "broadcast"
+	StatusConfirmed        = "confirmed"
+	StatusFailed           = "failed"
+	StatusRejected         = "rejected"
+)
+
+// Statuses lists every status, for validating filters.
+var Statuses = []string{StatusDraft, StatusSubmitted, StatusPendingApproval, StatusApproved, StatusPendingSignature,
+	StatusSigned, StatusBroadcast, StatusConfirmed, StatusFailed, StatusRejected}
+
+// ChainAssets are the assets each supported chain carries; the first is the native one.
+var ChainAssets = map[string][]string{
+	"ethereum": {"ETH", "USDC", "WBTC"},
+	"polygon":  {"MATIC", "USDC"},
+	"solana":   {"SOL", "USDC"},
+}
+
+// MaxSlippageBps bounds a trade's maxSlippageBps (50 %).
+const MaxSlippageBps = 5000
+
+// maxDecimals is the most fractional digits an amount may have.
+const maxDecimals = 18
+
+// FieldError names one invalid field.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// Destination is where a payment goes.
+type Destination struct {
+	Address string `json:"address"`
+	Label   string `json:"label,omitempty"`
+}
+
+// Input is a validated order body of any domain; only its domain's fields are set.
+type Input struct {
+	Domain          string
+	WalletID        string
+	Asset           string
+	Amount          decimal.Decimal
+	Destination     *Destination
+	Reference       string
+	SellAsset       string
+	BuyAsset        string
+	SellAmount      decimal.Decimal
+	MaxSlippageBps  int
+	Protocol        string
+	Action          string
+	CollateralAsset string
+}
+
+type field struct {
+	name     string
+	required bool
+}
+
+var domainFields = map[string][]field{
+	Payment: {{"walletId", true}, {"asset", true}, {"amount", true}, {"destination", true}, {"reference", false}},
+	Trade:   {{"walletId", true}, {"sellAsset", true}, {"buyAsset", true}, {"sellAmount", true}, {"maxSlippageBps", true}},
+	Earn:    {{"walletId", true}, {"protocol", true}, {"action", true}, {"asset", true}, {"amount", true}},
+	Borrow:  {{"walletId", true}, {"protocol", true}, {"action", true}, {"asset", true}, {"amount", true}, {"collateralAsset", false}},
+}
+
+var domainActions = map[string][]string{Earn: {"deposit", "withdraw"}, Borrow: {"draw", "repay"}}
+
+var protocolPattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+
+// Parse reads an order body of a domain strictly: field names must match exactly (JSON's
+// usual case-insensitive matching would let "Amount" through), unknown fields are errors,
+// amounts must be decimal strings. Checks that need the wallet come later, in Check.
+func Parse(domain string, body []byte) (*Input, []FieldError) {
+	fields, ok := domainFields[domain]
+	if !ok {
+		return nil, []FieldError{{Field: "domain", Message: "unknown domain"}}
+	}
+	var raw map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&raw); err != nil || raw == nil || dec.More() {
+		return nil, []FieldError{{Field: "body", Message: "must be one JSON object"}}
+	}
+	var errs []FieldError
+	add := func(f, format string, args ...any) {
+		errs = append(errs, FieldError{Field: f, Message: fmt.Sprintf(format, args...)})
+	}
+	var unknown []string
+	for k := range raw {
+		if !slices.ContainsFunc(fields, func(f field) bool { return f.name == k }) {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	for _, k := range unknown {
+		add(k, "is not a field of a %s", domain)
+	}
+	for _, f := range fields {
+		if v, ok := raw[f.name]; f.required && (!ok || string(v) == "null") {
+			add(f.name, "is required")
+		}
+	}
+	in := &Input{Domain: domain}
+	str := func(name string, dst *string) {
+		v, ok := raw[name]
+		if !ok || string(v) == "null" {
+			return
+		}
+		if err := json.Unmarshal(v, dst); err != nil {
+			add(name, "must be a string")
+		}
+	}
+	amount := func(name string, dst *decimal.Decimal) {
+		v, ok := raw[name]
+		if !ok || string(v) == "null" {
+			return
+		}
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			add(name, `must be a decimal string such as "1250.50", not a number`)
+			return
+		}
+		d, err := decimal.NewFromString(s)
+		switch {
+		case err != nil || strings.ContainsAny(s, "eE+ ") || strings.HasPrefix(s, "."):
+			add(name, "must be a decimal string such as \"1250.50\"")
+		case !d.IsPositive():
+			add(name, "must be greater than zero")
+		case -d.Exponent() > maxDecimals:
+			add(name, "has more than %d decimal places", maxDecimals)
+		default:
+			*dst = d
+		}
+	}
+	str("walletId", &in.WalletID)
+	str("asset", &in.Asset)
+	str("reference", &in.Reference)
+	str("sellAsset", &in.SellAsset)
+	str("buyAsset", &in.BuyAsset)
+	str("protocol", &in.Protocol)
+	str("action", &in.Action)
+	str("collateralAsset", &in.CollateralAsset)
+	amount("amount", &in.Amount)
+	amount("sellAmount", &in.SellAmount)
+	if v, ok := raw["maxSlippageBps"]; ok && string(v) != "null" {
+		var n json.Number
+		if err := json.Unmarshal(v, &n); err != nil || v[0] == '"' || strings.ContainsAny(n.String(), ".eE") {
+			add("maxSlippageBps", "must be an integer number of basis points")
+		} else if i, err := n.Int64(); err != nil || i < 0 || i > MaxSlippageBps {
+			add("maxSlippageBps", "must be from 0 to %d", MaxSlippageBps)
+		} else {
+			in.MaxSlippageBps = int(i)
+		}
+	}
+	if v, ok := raw["destination"]; ok && string(v) != "null" {
+		var d Destination
+		dd := json.NewDecoder(bytes.NewReader(v))
+		dd.DisallowUnknownFields()
+		if err := dd.Decode(&d); err != nil || !exactKeys(v, "address", "label") {
+			add("destination", "must be an object {address, label?}")
+		} else if d.Address == "" {
+			add("destination.address", "is required")
+		} else if len(d.Label) > 200 {
+			add("destination.label", "must be at most 200 characters")
+		} else {
+			in.Destination = &d
+		}
+	}
+	if len(in.Reference) > 200 {
+		add("reference", "must be at most 200 characters")
+	}
+	if acts, ok := domainActions[domain]; ok && in.Action != "" && !slices.Contains(acts, in.Action) {
+		add("action", "must be one of %s", strings.Join(acts, ", "))
+	}
+	if in.Protocol != "" && !protocolPattern.MatchString(in.Protocol) {
+		add("protocol", "must be a lower-case protocol name such as aave")
+	}
+	return in, errs
+}
+
+// exactKeys reports whether a JSON object uses only the given keys, with exact case.
+func exactKeys(obj json.RawMessage, keys ...string) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(obj, &m) != nil {
+		return false
+	}
+	for k := range m {
+		if !slices.Contains(keys, k) {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	evmAddress    = regexp.MustCompile(`^0x[0-9a-fA-F]{40}$`)
+	solanaAddress = regexp.MustCompile(`^([0-9a-f]{64}|[1-9A-HJ-NP-Za-km-z]{32,44})$`)
+)
+
+// Check validates what depends on the wallet's chain: the assets it carries and the shape
+// of a destination address.
+func (in *Input) Check(chain string) []FieldError {
+	var errs []FieldError
+	assets := ChainAssets[chain]
+	known := func(name, asset string) {
+		if asset != "" && !slices.Contains(assets, asset) {
+			errs = append(errs, FieldError{Field: name, Message: fmt.Sprintf("%s is not an asset on %s (%s)", asset, chain, strings.Join(assets, ", "))})
+		}
+	}
+	known("asset", in.Asset)
+	known("sellAsset", in.SellAsset)
+	known("buyAsset", in.BuyAsset)
+	known("collateralAsset", in.CollateralAsset)
+	if in.Domain == Trade && in.SellAsset != "" && in.SellAsset == in.BuyAsset {
+		errs = append(errs, FieldError{Field: "buyAsset", Message: "must differ from sellAsset"})
+	}
+	if in.Destination != nil {
+		ok := evmAddress.MatchString(in.Destination.Address)
+		if chain == "solana" {
+			ok = solanaAddress.MatchString(in.Destination.Address)
+		}
+		if !ok {
+			errs = append(errs, FieldError{Field: "destination.address", Message: "is not an address on " + chain})
+		}
+	}
+	return errs
+}
+
+// Legs are the on-chain steps of the order, in the order they run.
+func (in *Input) Legs(chain string) []string {
+	switch in.Domain {
+	case Payment:
+		return []string{"TRANSFER"}
+	case Trade:
+		if native := ChainAssets[chain]; len(native) > 0 && in.SellAsset != native[0] {
+			return []string{"APPROVE", "SWAP"}
+		}
+		return []string{"SWAP"}
+	case Earn:
+		if in.Action == "withdraw" {
+			return []string{"WITHDRAW", "CLAIM"}
+		}
+		return []string{"DEPOSIT"}
+	case Borrow:
+		if in.Action == "repay" {
+			return []string{"REPAY"}
+		}
+		return []string{"DRAW"}
+	}
+	return nil
+}
+
+// Valued is the asset and amount whose USD value is the order's value.
+func (in *Input) Valued() (string, decimal.Decimal) {
+	if in.Domain == Trade {
+		return in.SellAsset, in.SellAmount
+	}
+	return in.Asset, in.Amount
+}
+
+// Details are the domain's own fields, as they appear on the order and in its payload.
+func (in *Input) Details() map[string]any {
+	d := map[string]any{}
+	switch in.Domain {
+	case Payment:
+		d["asset"], d["amount"], d["destination"] = in.Asset, in.Amount.String(), in.Destination
+		if in.Reference != "" {
+			d["reference"] = in.Reference
+		}
+	case Trade:
+		d["sellAsset"], d["buyAsset"], d["sellAmount"], d["maxSlippageBps"] = in.SellAsset, in.BuyAsset, in.SellAmount.String(), in.MaxSlippageBps
+	case Earn, Borrow:
+		d["protocol"], d["action"], d["asset"], d["amount"] = in.Protocol, in.Action, in.Asset, in.Amount.String()
+		if in.CollateralAsset != "" {
+			d["collateralAsset"] = in.CollateralAsset
+		}
+	}
+	return d
+}
+
+// Payload is the canonical JSON of what the order asks for (domain, wallet, chain, its
+// fields and legs) with keys sorted, and its SHA-256: approvals bind to this hash and
+// signing requests are derived from exactly this payload.
+func Payload(orderID, domain, walletID, chain string, details map[string]any, legs []string) (string, string, error) {
+	p := map[string]any{"orderId": orderID, "domain": domain, "walletId": walletID, "chain": chain, "legs": legs}
+	for k, v := range details {
+		p[k] = v
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return "", "", err
+	}
+	sum := sha256.Sum256(b)
+	return string(b), hex.EncodeToString(sum[:]), nil
+}
