@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
 )
 
@@ -70,6 +71,14 @@ func NewRouter(cfg Config) http.Handler {
 	v1.GET("/treasury/portfolio", treasuryRead, ph.portfolio)
 	v1.GET("/treasury/wallets", treasuryRead, ph.wallets)
 	v1.GET("/treasury/positions", treasuryRead, ph.positions)
+
+	for _, d := range orders.Domains {
+		oh := &orderHandlers{store: cfg.Store, log: log, domain: d}
+		base := "/" + d.Collection
+		v1.POST(base, require(d.App, auth.ActionWrite), oh.create)
+		v1.GET(base, require(d.App, auth.ActionRead), oh.list)
+		v1.GET(base+"/:id", require(d.App, auth.ActionRead), oh.get)
+	}
 	return r
 }
 

@@ -136,9 +136,15 @@ type StepResult struct {
 
 // CreateOrder stores a new draft order, its legs, its first history row and its
 // Order.Created event, in one transaction.
-func (s *Store) CreateOrder(ctx context.Context, o *Order, legs []OrderLeg, created EventSpec) (*Event, error) {
+// A non-nil audit record is written in the same transaction.
+func (s *Store) CreateOrder(ctx context.Context, o *Order, legs []OrderLeg, created EventSpec, audit *AuditLog) (*Event, error) {
 	var ev *Event
 	err := s.Tx(ctx, func(tx *Store) error {
+		if audit != nil {
+			if err := tx.AppendAudit(ctx, audit); err != nil {
+				return err
+			}
+		}
 		o.EventSequence = 0
 		if err := tx.with(ctx).Create(o).Error; err != nil {
 			return err

@@ -27,7 +27,7 @@ func mustDraft(t *testing.T, s *store.Store, org string, legs ...string) *store.
 	for i, l := range legs {
 		ls = append(ls, store.OrderLeg{Position: i, Leg: l, Status: "pending"})
 	}
-	ev, err := s.CreateOrder(ctx, o, ls, store.EventSpec{Name: "Order.Created"})
+	ev, err := s.CreateOrder(ctx, o, ls, store.EventSpec{Name: "Order.Created"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

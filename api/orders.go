@@ -1,0 +1,282 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/orders"
+	"github.com/opentreasury/treasury/store"
+)
+
+type orderHandlers struct {
+	store  *store.Store
+	log    *slog.Logger
+	domain orders.DomainInfo
+}
+
+type legResponse struct {
+	Leg              string  `json:"leg"`
+	Status           string  `json:"status"`
+	SigningRequestID *string `json:"signingRequestId,omitempty"`
+	TxHash           *string `json:"txHash,omitempty"`
+}
+
+type approvalResponse struct {
+	Required  bool    `json:"required"`
+	Quorum    int     `json:"quorum"`
+	ItemID    *string `json:"itemId,omitempty"`
+	Decisions []any   `json:"decisions"`
+}
+
+type historyResponse struct {
+	Status        string `json:"status"`
+	Reason        string `json:"reason,omitempty"`
+	CorrelationID string `json:"correlationId"`
+	At            string `json:"at"`
+}
+
+// orderJSON renders an order (SPEC 3.2): the common fields, then the domain's own.
+func orderJSON(o *store.Order, legs []store.OrderLeg, history []store.OrderStatusChange) (map[string]any, error) {
+	out := map[string]any{}
+	if err := json.Unmarshal([]byte(o.Details), &out); err != nil {
+		return nil, err
+	}
+	ls := make([]legResponse, len(legs))
+	for i, l := range legs {
+		ls[i] = legResponse{Leg: l.Leg, Status: l.Status, SigningRequestID: l.SigningRequestID, TxHash: l.TxHash}
+	}
+	out["id"] = o.ID
+	out["domain"] = o.Domain
+	out["app"] = o.App
+	out["status"] = o.Status
+	out["walletId"] = o.WalletID
+	out["chain"] = o.Chain
+	out["legs"] = ls
+	out["amountUsd"] = usd(o.AmountUSD)
+	out["payloadHash"] = o.PayloadHash
+	out["approval"] = approvalResponse{Required: o.ApprovalRequired, Quorum: o.ApprovalQuorum, ItemID: o.ApprovalItemID, Decisions: []any{}}
+	if o.FailureCode != nil {
+		out["failure"] = map[string]any{"code": *o.FailureCode, "message": deref(o.FailureMessage)}
+	}
+	if o.RejectionReason != nil {
+		rej := map[string]any{}
+		if o.RejectionDetail != nil {
+			_ = json.Unmarshal([]byte(*o.RejectionDetail), &rej)
+		}
+		rej["reason"] = *o.RejectionReason
+		out["rejection"] = rej
+	}
+	out["createdBy"] = o.CreatedBy
+	out["correlationId"] = o.CorrelationID
+	out["workflowId"] = o.WorkflowID
+	out["createdAt"] = formatTime(o.CreatedAt)
+	out["updatedAt"] = formatTime(o.UpdatedAt)
+	out["submittedAt"] = formatTimePtr(o.SubmittedAt)
+	out["completedAt"] = formatTimePtr(o.CompletedAt)
+	if history != nil {
+		hs := make([]historyResponse, len(history))
+		for i, h := range history {
+			hs[i] = historyResponse{Status: h.Status, Reason: h.Reason, CorrelationID: h.CorrelationID, At: formatTime(h.At)}
+		}
+		out["history"] = hs
+	}
+	return out, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// readBody reads a request body within the size limit, answering 413 when it is over.
+func readBody(c *gin.Context) ([]byte, bool) {
+	body, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			fail(c, CodePayloadTooLarge, "The request body is larger than 1 MiB.")
+		} else {
+			fail(c, CodeValidationFailed, "The request body could not be read.")
+		}
+		return nil, false
+	}
+	return body, true
+}
+
+func toFieldErrors(errs []orders.FieldError) []FieldError {
+	out := make([]FieldError, len(errs))
+	for i, e := range errs {
+		out[i] = FieldError{Field: e.Field, Message: e.Message}
+	}
+	return out
+}
+
+// create answers POST /{collection}: a draft order and its Order.Created event.
+func (h *orderHandlers) create(c *gin.Context) {
+	body, ok := readBody(c)
+	if !ok {
+		return
+	}
+	in, errs := orders.Parse(h.domain.Name, body)
+	if len(errs) > 0 {
+		validationFailed(c, toFieldErrors(errs))
+		return
+	}
+	ctx := c.Request.Context()
+	p := principalOf(c)
+	wallet, err := h.store.Wallet(ctx, p.OrgID, in.WalletID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !p.CanReach(in.WalletID)) {
+		validationFailed(c, []FieldError{{Field: "walletId", Message: "is not a wallet of your organisation"}})
+		return
+	}
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	if errs := in.Check(wallet.Chain); len(errs) > 0 {
+		validationFailed(c, toFieldErrors(errs))
+		return
+	}
+	prices, err := h.store.Prices(ctx)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	asset, amount := in.Valued()
+	price, ok := prices[asset]
+	if !ok {
+		validationFailed(c, []FieldError{{Field: "asset", Message: asset + " has no USD price"}})
+		return
+	}
+	id := ids.New(ids.Order)
+	legNames := in.Legs(wallet.Chain)
+	details := in.Details()
+	_, hash, err := orders.Payload(id, h.domain.Name, wallet.ID, wallet.Chain, details, legNames)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	detailsJSON, err := json.Marshal(details)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	now := time.Now().UTC()
+	o := &store.Order{
+		ID: id, OrgID: p.OrgID, App: h.domain.App, Domain: h.domain.Name, Status: orders.StatusDraft,
+		WalletID: wallet.ID, Chain: wallet.Chain, Details: string(detailsJSON), PayloadHash: hash,
+		AmountUSD: amount.Mul(price), CreatedBy: p.ID, CorrelationID: correlationID(c),
+		WorkflowID: "order-" + id, CreatedAt: now, UpdatedAt: now,
+	}
+	legs := make([]store.OrderLeg, len(legNames))
+	for i, l := range legNames {
+		legs[i] = store.OrderLeg{Position: i, Leg: l, Status: "pending"}
+	}
+	audit := &store.AuditLog{ID: ids.New(ids.AuditLog), OrgID: p.OrgID, App: h.domain.App, ActorType: "key",
+		ActorID: p.ID, Action: h.domain.Name + ".created", ResourceType: "order", ResourceID: id,
+		CorrelationID: correlationID(c), Details: string(detailsJSON), CreatedAt: now}
+	created := store.EventSpec{Name: "Order.Created", Fields: map[string]any{
+		"walletId": wallet.ID, "chain": wallet.Chain, "amountUsd": usd(o.AmountUSD), "createdBy": p.ID,
+	}}
+	if _, err := h.store.CreateOrder(ctx, o, legs, created, audit); err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	out, err := orderJSON(o, legs, nil)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	c.Header("Location", "/api/v1/"+h.domain.Collection+"/"+id)
+	c.JSON(http.StatusCreated, out)
+}
+
+// get answers GET /{collection}/{id}, with the status history.
+func (h *orderHandlers) get(c *gin.Context) {
+	ctx := c.Request.Context()
+	p := principalOf(c)
+	o, legs, err := h.store.OrderInApp(ctx, p.OrgID, h.domain.App, c.Param("id"))
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (o.Domain != h.domain.Name || !p.CanReach(o.WalletID))) {
+		fail(c, CodeNotFound, "No "+h.domain.Name+" with this id.")
+		return
+	}
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	history, err := h.store.OrderHistory(ctx, o.ID)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	out, err := orderJSON(o, legs, history)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// list answers GET /{collection}: newest first, filtered by status and createdAfter.
+func (h *orderHandlers) list(c *gin.Context) {
+	var errs []FieldError
+	rejectUnknownQuery(c, []string{"limit", "cursor", "status", "createdAfter"}, &errs)
+	pg := parsePage(c, &errs)
+	status := c.Query("status")
+	if status != "" && !slices.Contains(orders.Statuses, status) {
+		errs = append(errs, FieldError{Field: "status", Message: "is not an order status"})
+	}
+	var after *time.Time
+	if raw := c.Query("createdAfter"); raw != "" {
+		t, err := time.Parse(time.RFC3339Nano, raw)
+		if err != nil {
+			errs = append(errs, FieldError{Field: "createdAfter", Message: "must be an ISO 8601 timestamp such as 2026-11-22T01:24:34.123Z"})
+		}
+		after = &t
+	}
+	if len(errs) > 0 {
+		validationFailed(c, errs)
+		return
+	}
+	ctx := c.Request.Context()
+	p := principalOf(c)
+	list, err := h.store.ListOrders(ctx, store.OrderFilter{OrgID: p.OrgID, App: h.domain.App, Status: status,
+		CreatedAfter: after, AfterID: pg.After, Limit: pg.Limit + 1})
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	list, more := trimPage(list, pg.Limit)
+	out := make([]map[string]any, 0, len(list))
+	for i := range list {
+		if !p.CanReach(list[i].WalletID) {
+			continue
+		}
+		_, legs, err := h.store.OrderInApp(ctx, p.OrgID, h.domain.App, list[i].ID)
+		if err != nil {
+			requestFailed(c, h.log, err)
+			return
+		}
+		o, err := orderJSON(&list[i], legs, nil)
+		if err != nil {
+			requestFailed(c, h.log, err)
+			return
+		}
+		out = append(out, o)
+	}
+	var cursor *string
+	if more {
+		cursor = encodeCursor(list[len(list)-1].ID)
+	}
+	c.JSON(http.StatusOK, listResponse[map[string]any]{Data: out, NextCursor: cursor})
+}
