@@ -13,4 +13,39 @@ import (
 type Adapter interface {
 	// Balances returns every asset amount held by an address on a chain.
 	Balances(ctx context.Context, chain, address string) (map[string]decimal.Decimal, error)
+	// Broadcast submits a signed transaction and returns its hash. Broadcasting the same
+	// signed transaction again returns the same hash and submits nothing new.
+	Broadcast(ctx context.Context, tx SignedTx) (string, error)
+	// Status reports where a broadcast transaction stands.
+	Status(ctx context.Context, chain, hash string) (TxStatus, error)
+}
+
+// SignedTx is a signed transaction of one order leg.
+type SignedTx struct {
+	Chain string
+	// Kind is the leg: TRANSFER, APPROVE, SWAP, DEPOSIT, WITHDRAW, CLAIM, DRAW, REPAY.
+	Kind   string
+	From   string
+	To     string
+	Asset  string
+	Amount decimal.Decimal
+	// Digest is the hex SHA-256 of the unsigned transaction; Signature signs it.
+	Digest    string
+	Signature []byte
+}
+
+// TxState is the life of a broadcast transaction.
+type TxState string
+
+const (
+	TxPending   TxState = "pending"
+	TxConfirmed TxState = "confirmed"
+	TxFailed    TxState = "failed"
+)
+
+// TxStatus is a transaction's state, its confirmations, and why it failed.
+type TxStatus struct {
+	State         TxState
+	Confirmations int
+	Reason        string
 }

@@ -2,46 +2,116 @@ package chain
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/store"
 )
 
-// Devchain is a SIMULATED chain: no network, no consensus. Its ledger lives in the
-// service's own database (table devchain_accounts), so a restart loses nothing. It exists
-// so the whole lifecycle can run on a laptop and in tests; replace it with a real Adapter
-// for anything that moves real funds.
+// RevertAddress is the destination whose transactions the devchain always reverts, so
+// that integrators can exercise the failed path.
+const RevertAddress = "0x000000000000000000000000000000000000dEaD"
+
+// Devchain is a SIMULATED chain: no network, no consensus. Its ledger and transactions
+// live in the service's own database (tables devchain_accounts and devchain_transactions),
+// so a restart loses nothing. A transaction confirms BlockTime × Confirmations after its
+// broadcast; a TRANSFER then moves its amount between addresses, other leg kinds confirm
+// without moving balances. It exists so the whole lifecycle runs on a laptop and in tests;
+// replace it with a real Adapter for anything that moves real funds.
 type Devchain struct {
-	store *store.Store
+	store         *store.Store
+	BlockTime     time.Duration
+	Confirmations int
+	Now           func() time.Time
 }
 
 // DevchainChains are the chains the simulation knows.
 var DevchainChains = []string{"ethereum", "polygon", "solana"}
 
-// NativeAssets is the fee-paying asset of each simulated chain.
-var NativeAssets = map[string]string{"ethereum": "ETH", "polygon": "MATIC", "solana": "SOL"}
+// NewDevchain returns the simulated chain over the store: 200 ms blocks, 1 confirmation.
+func NewDevchain(s *store.Store) *Devchain {
+	return &Devchain{store: s, BlockTime: 200 * time.Millisecond, Confirmations: 1, Now: time.Now}
+}
 
-// NewDevchain returns the simulated chain over the store.
-func NewDevchain(s *store.Store) *Devchain { return &Devchain{store: s} }
+func (d *Devchain) known(chainName string) error {
+	if !slices.Contains(DevchainChains, chainName) {
+		return fmt.Errorf("devchain: unknown chain %q", chainName)
+	}
+	return nil
+}
 
 // Balances reads an address's simulated balances.
 func (d *Devchain) Balances(ctx context.Context, chainName, address string) (map[string]decimal.Decimal, error) {
-	if !slices.Contains(DevchainChains, chainName) {
-		return nil, fmt.Errorf("devchain: unknown chain %q", chainName)
+	if err := d.known(chainName); err != nil {
+		return nil, err
 	}
 	return d.store.DevchainBalances(ctx, chainName, address)
 }
 
 // Fund credits an address on the simulated chain, as a faucet would.
 func (d *Devchain) Fund(ctx context.Context, chainName, address, asset string, amount decimal.Decimal) error {
-	if !slices.Contains(DevchainChains, chainName) {
-		return fmt.Errorf("devchain: unknown chain %q", chainName)
+	if err := d.known(chainName); err != nil {
+		return err
 	}
 	if !amount.IsPositive() {
 		return fmt.Errorf("devchain: fund amount must be positive, got %s", amount)
 	}
 	return d.store.DevchainCredit(ctx, chainName, address, asset, amount)
+}
+
+// Broadcast records the transaction; its hash is derived from the signed payload, so the
+// same signed transaction always has the same hash.
+func (d *Devchain) Broadcast(ctx context.Context, tx SignedTx) (string, error) {
+	if err := d.known(tx.Chain); err != nil {
+		return "", err
+	}
+	if len(tx.Signature) == 0 || tx.Digest == "" {
+		return "", fmt.Errorf("devchain: transaction is not signed")
+	}
+	sum := sha256.Sum256(append([]byte(tx.Chain+":"+tx.Digest+":"), tx.Signature...))
+	now := d.Now().UTC()
+	stored, err := d.store.DevchainBroadcast(ctx, &store.DevchainTransaction{
+		Hash: "0x" + hex.EncodeToString(sum[:]), Chain: tx.Chain, Digest: tx.Digest, Kind: tx.Kind,
+		FromAddress: tx.From, ToAddress: tx.To, Asset: tx.Asset, Amount: tx.Amount,
+		BroadcastAt: now, ConfirmsAt: now.Add(d.BlockTime * time.Duration(max(d.Confirmations, 1))),
+	})
+	if err != nil {
+		return "", err
+	}
+	return stored.Hash, nil
+}
+
+// Status settles the transaction if its time has come and reports it.
+func (d *Devchain) Status(ctx context.Context, chainName, hash string) (TxStatus, error) {
+	now := d.Now().UTC()
+	t, err := d.store.DevchainSettle(ctx, hash, now, func(t *store.DevchainTransaction) string {
+		if strings.EqualFold(t.ToAddress, RevertAddress) {
+			return "reverted: destination " + RevertAddress + " always reverts on the devchain"
+		}
+		return ""
+	})
+	if err != nil {
+		return TxStatus{}, err
+	}
+	if t.Chain != chainName {
+		return TxStatus{}, fmt.Errorf("devchain: %s is not a transaction on %s", hash, chainName)
+	}
+	blocks := 0
+	if d.BlockTime > 0 {
+		blocks = int(now.Sub(t.BroadcastAt) / d.BlockTime)
+	}
+	switch t.Status {
+	case store.DevchainConfirmed:
+		return TxStatus{State: TxConfirmed, Confirmations: max(blocks, d.Confirmations)}, nil
+	case store.DevchainFailed:
+		return TxStatus{State: TxFailed, Reason: t.Failure}, nil
+	default:
+		return TxStatus{State: TxPending, Confirmations: min(blocks, max(d.Confirmations-1, 0))}, nil
+	}
 }

@@ -14,13 +14,11 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/chain"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/policy"
 	"github.com/opentreasury/treasury/store"
 )
-
-// DevchainRevertAddress is the destination the simulated chain always reverts.
-const DevchainRevertAddress = "0x000000000000000000000000000000000000dEaD"
 
 // Prices are the seeded USD prices.
 var Prices = map[string]string{"ETH": "3000", "WBTC": "60000", "USDC": "1", "MATIC": "0.5", "SOL": "150"}
@@ -234,7 +232,7 @@ func seedPolicy(ctx context.Context, tx *store.Store, org, app string, now time.
 	switch app {
 	case "pay":
 		rules.DestinationWhitelist = []string{
-			"0x" + strings.Repeat("1", 40), "0x" + strings.Repeat("2", 40), DevchainRevertAddress,
+			"0x" + strings.Repeat("1", 40), "0x" + strings.Repeat("2", 40), chain.RevertAddress,
 		}
 	case "trade":
 		rules.DeniedPairs = [][2]string{{"WBTC", "SOL"}}

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/chain"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/policy"
 	"github.com/opentreasury/treasury/store"
@@ -650,8 +651,8 @@ func TestSeededPolicies(t *testing.T) {
 			}
 		})
 	}
-	if DevchainRevertAddress != "0x000000000000000000000000000000000000dEaD" {
-		t.Errorf("DevchainRevertAddress = %s, not the address SPEC 3.6 documents", DevchainRevertAddress)
+	if chain.RevertAddress != "0x000000000000000000000000000000000000dEaD" {
+		t.Errorf("chain.RevertAddress = %s, not the address SPEC 3.6 documents", chain.RevertAddress)
 	}
 }
 

@@ -83,7 +83,25 @@ CREATE TABLE events (
 );
 CREATE INDEX events_org_app ON events (org_id, app, id);
 
+-- The simulated chain's transactions. The same signed payload broadcast twice is one
+-- transaction (unique digest); its effect on balances is applied once, when it confirms.
+CREATE TABLE devchain_transactions (
+    hash          TEXT PRIMARY KEY,
+    chain         TEXT NOT NULL,
+    digest        TEXT NOT NULL UNIQUE,
+    kind          TEXT NOT NULL,
+    from_address  TEXT NOT NULL,
+    to_address    TEXT NOT NULL DEFAULT '',
+    asset         TEXT NOT NULL DEFAULT '',
+    amount        TEXT NOT NULL,
+    status        TEXT NOT NULL CHECK (status IN ('pending', 'confirmed', 'failed')),
+    failure       TEXT NOT NULL DEFAULT '',
+    broadcast_at  DATETIME NOT NULL,
+    confirms_at   DATETIME NOT NULL
+);
+
 -- +goose Down
+DROP TABLE devchain_transactions;
 DROP TABLE events;
 DROP TABLE order_steps;
 DROP TABLE order_status_history;
