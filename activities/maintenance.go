@@ -13,11 +13,22 @@ type Maintenance struct {
 	Now   func() time.Time
 }
 
+// EventRetention is how long stored events stay listable (SPEC 3.7).
+const EventRetention = 30 * 24 * time.Hour
+
+func (m *Maintenance) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
 // DeleteExpiredIdempotencyKeys removes idempotency records past their retention.
 func (m *Maintenance) DeleteExpiredIdempotencyKeys(ctx context.Context) (int64, error) {
-	now := time.Now
-	if m.Now != nil {
-		now = m.Now
-	}
-	return m.Store.DeleteExpiredIdempotencyKeys(ctx, now())
+	return m.Store.DeleteExpiredIdempotencyKeys(ctx, m.now())
+}
+
+// DeleteExpiredEvents removes stored events older than EventRetention.
+func (m *Maintenance) DeleteExpiredEvents(ctx context.Context) (int64, error) {
+	return m.Store.DeleteEventsBefore(ctx, m.now().Add(-EventRetention))
 }

@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -99,5 +100,37 @@ func TestSyncWalletBalances(t *testing.T) {
 
 	if _, err := env.ExecuteActivity(acts.SyncWalletBalances, workflows.SyncWalletBalancesInput{Wallets: refs[1:2]}); err == nil {
 		t.Fatal("a batch in which every wallet failed must fail, so Temporal retries it")
+	}
+}
+
+func TestMaintenanceDeletesOnlyExpiredEvents(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.NewSQLite(t)
+	org := ids.New(ids.Organization)
+	if err := s.CreateOrganization(ctx, &store.Organization{ID: org, Name: "Acme", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	w := &store.Wallet{ID: ids.New(ids.Wallet), OrgID: org, Chain: "ethereum", Address: "0xw", PublicKey: "k", CreatedAt: time.Now()}
+	if err := s.CreateWallet(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 22, 5, 0, 0, 0, time.UTC)
+	for i, age := range []time.Duration{31 * 24 * time.Hour, 29 * 24 * time.Hour} {
+		at := now.Add(-age)
+		o := &store.Order{ID: ids.New(ids.Order), OrgID: org, App: "pay", Domain: "payment", Status: "draft", WalletID: w.ID,
+			Chain: "ethereum", Details: "{}", PayloadHash: "h", CreatedBy: "k", CorrelationID: "c", WorkflowID: fmt.Sprint("wf", i),
+			CreatedAt: at, UpdatedAt: at}
+		if _, err := s.CreateOrder(ctx, o, nil, store.EventSpec{Name: "Order.Created"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := &Maintenance{Store: s, Now: func() time.Time { return now }}
+	n, err := m.DeleteExpiredEvents(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("deleted %d (%v), want the one event older than 30 days", n, err)
+	}
+	left, _ := s.ListEvents(ctx, store.EventFilter{OrgID: org, Apps: []string{"pay"}, Limit: 10})
+	if len(left) != 1 {
+		t.Fatalf("%d events left", len(left))
 	}
 }

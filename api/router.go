@@ -72,6 +72,10 @@ func NewRouter(cfg Config) http.Handler {
 	v1.GET("/treasury/wallets", treasuryRead, ph.wallets)
 	v1.GET("/treasury/positions", treasuryRead, ph.positions)
 
+	rh := &recordHandlers{store: cfg.Store, log: log}
+	v1.GET("/events", requireRead(), rh.events)
+	v1.GET("/audit-logs", requireRead(), rh.auditLogs)
+
 	for _, d := range orders.Domains {
 		oh := &orderHandlers{store: cfg.Store, log: log, domain: d}
 		base := "/" + d.Collection

@@ -34,6 +34,7 @@ func New(c client.Client, acts Activities, opts sdkworker.Options) sdkworker.Wor
 	w.RegisterActivityWithOptions(acts.Portfolio.SyncWalletBalances, activity.RegisterOptions{Name: workflows.SyncWalletBalancesActivity})
 	w.RegisterWorkflowWithOptions(workflows.Maintenance, workflow.RegisterOptions{Name: workflows.MaintenanceWorkflow})
 	w.RegisterActivityWithOptions(acts.Maintenance.DeleteExpiredIdempotencyKeys, activity.RegisterOptions{Name: workflows.DeleteExpiredIdempotencyKeysActivity})
+	w.RegisterActivityWithOptions(acts.Maintenance.DeleteExpiredEvents, activity.RegisterOptions{Name: workflows.DeleteExpiredEventsActivity})
 	return w
 }
 
@@ -45,7 +46,7 @@ func EnsureSchedules(ctx context.Context, c client.Client, balanceSyncInterval t
 		return err
 	}
 	return ensureSchedule(ctx, c, workflows.MaintenanceScheduleID, workflows.MaintenanceWorkflow,
-		nil, time.Hour, "Deletes data past its retention (idempotency records).")
+		nil, time.Hour, "Deletes data past its retention (idempotency records, events).")
 }
 
 // ensureSchedule creates a schedule or updates an existing one. A run still going when

@@ -11,12 +11,14 @@ import (
 const (
 	MaintenanceWorkflow                  = "Maintenance"
 	DeleteExpiredIdempotencyKeysActivity = "DeleteExpiredIdempotencyKeys"
+	DeleteExpiredEventsActivity          = "DeleteExpiredEvents"
 	MaintenanceScheduleID                = "maintenance"
 )
 
 // MaintenanceResult says what a run cleaned up.
 type MaintenanceResult struct {
 	IdempotencyKeysDeleted int64
+	EventsDeleted          int64
 }
 
 // Maintenance removes data past its retention. A Temporal Schedule runs it hourly.
@@ -26,6 +28,9 @@ func Maintenance(ctx workflow.Context) (MaintenanceResult, error) {
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 5},
 	})
 	var res MaintenanceResult
-	err := workflow.ExecuteActivity(ctx, DeleteExpiredIdempotencyKeysActivity).Get(ctx, &res.IdempotencyKeysDeleted)
+	if err := workflow.ExecuteActivity(ctx, DeleteExpiredIdempotencyKeysActivity).Get(ctx, &res.IdempotencyKeysDeleted); err != nil {
+		return res, err
+	}
+	err := workflow.ExecuteActivity(ctx, DeleteExpiredEventsActivity).Get(ctx, &res.EventsDeleted)
 	return res, err
 }

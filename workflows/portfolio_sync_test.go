@@ -137,9 +137,11 @@ func TestMaintenanceDeletesExpiredIdempotencyKeys(t *testing.T) {
 		}
 		return 7, nil
 	}, activity.RegisterOptions{Name: DeleteExpiredIdempotencyKeysActivity})
+	env.RegisterActivityWithOptions(func(context.Context) (int64, error) { return 3, nil },
+		activity.RegisterOptions{Name: DeleteExpiredEventsActivity})
 	env.ExecuteWorkflow(MaintenanceWorkflow)
 	var res MaintenanceResult
-	if err := env.GetWorkflowResult(&res); err != nil || res.IdempotencyKeysDeleted != 7 || calls != 2 {
+	if err := env.GetWorkflowResult(&res); err != nil || res.IdempotencyKeysDeleted != 7 || res.EventsDeleted != 3 || calls != 2 {
 		t.Fatalf("result %+v err %v calls %d", res, err, calls)
 	}
 }

@@ -1,0 +1,82 @@
+package api
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestEventsAndAuditLogsAreScoped(t *testing.T) {
+	f := newFixture(t)
+	eth := f.creds.Wallets[0].ID
+	payID := decodeOrder(t, f.post(t, "/api/v1/payments", f.creds.Keys["pay"].SK,
+		`{"walletId":"`+eth+`","asset":"USDC","amount":"5","destination":{"address":"0x1111111111111111111111111111111111111111"}}`))["id"].(string)
+	decodeOrder(t, f.post(t, "/api/v1/payments", f.creds.Keys["pay"].SK,
+		`{"walletId":"`+eth+`","asset":"USDC","amount":"6","destination":{"address":"0x1111111111111111111111111111111111111111"}}`))
+	tradeID := decodeOrder(t, f.post(t, "/api/v1/trade-orders", f.creds.Keys["trade"].SK,
+		`{"walletId":"`+eth+`","sellAsset":"ETH","buyAsset":"USDC","sellAmount":"1","maxSlippageBps":30}`))["id"].(string)
+
+	events := func(token, query string) (ids []string, next *string) {
+		t.Helper()
+		r := f.do(t, "GET", "/api/v1/events"+query, token, nil)
+		if r.status != 200 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		var page listResponse[map[string]any]
+		if err := json.Unmarshal(r.body, &page); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range page.Data {
+			if e["event"] != "Order.Created" || e["sequence"] != float64(1) || e["orderStatus"] != "draft" {
+				t.Fatalf("event %v", e)
+			}
+			ids = append(ids, e["orderId"].(string))
+		}
+		return ids, page.NextCursor
+	}
+	if got, _ := events(f.creds.Keys["pay"].Read, ""); len(got) != 2 || got[0] != payID {
+		t.Fatalf("pay sees its own two events, got %v", got)
+	}
+	if got, _ := events(f.creds.Keys["trade"].SK, ""); len(got) != 1 || got[0] != tradeID {
+		t.Fatalf("trade sees only its event, got %v", got)
+	}
+	if got, _ := events(f.creds.Keys["treasury"].Read, ""); len(got) != 3 {
+		t.Fatalf("treasury sees every app's events, got %v", got)
+	}
+	if got, _ := events(f.creds.Keys["pay"].SK, "?orderId="+payID); len(got) != 1 || got[0] != payID {
+		t.Fatalf("orderId filter: %v", got)
+	}
+	first, next := events(f.creds.Keys["treasury"].SK, "?limit=2")
+	if len(first) != 2 || next == nil {
+		t.Fatalf("first page %v next %v", first, next)
+	}
+	rest, next := events(f.creds.Keys["treasury"].SK, "?limit=2&after="+*next)
+	if len(rest) != 1 || rest[0] != tradeID || next != nil {
+		t.Fatalf("after the cursor: %v %v", rest, next)
+	}
+	if got, _ := events(f.creds.OtherOrg.Keys["pay"]["sk"], ""); len(got) != 0 {
+		t.Fatalf("another organisation sees our events: %v", got)
+	}
+	f.do(t, "GET", "/api/v1/events", f.creds.Keys["pay"].Approve, nil).wantProblem(t, 403, CodePermissionDenied)
+	f.do(t, "GET", "/api/v1/events", f.creds.Keys["pay"].PK, nil).wantProblem(t, 403, CodePermissionDenied)
+
+	audit := func(token string) []auditResponse {
+		t.Helper()
+		r := f.do(t, "GET", "/api/v1/audit-logs", token, nil)
+		if r.status != 200 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		var page listResponse[auditResponse]
+		if err := json.Unmarshal(r.body, &page); err != nil {
+			t.Fatal(err)
+		}
+		return page.Data
+	}
+	payAudit := audit(f.creds.Keys["pay"].Read)
+	if len(payAudit) != 2 || payAudit[0].Action != "payment.created" || payAudit[0].Actor["type"] != "key" {
+		t.Fatalf("pay audit %+v", payAudit)
+	}
+	// The treasury app also sees the seeding record.
+	if all := audit(f.creds.Keys["treasury"].Read); len(all) != 4 || all[len(all)-1].Action != "organization.seeded" {
+		t.Fatalf("treasury audit %+v", all)
+	}
+}
