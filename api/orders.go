@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/orders"
@@ -121,43 +122,64 @@ func toFieldErrors(errs []orders.FieldError) []FieldError {
 	return out
 }
 
-// create answers POST /{collection}: a draft order and its Order.Created event.
-func (h *orderHandlers) create(c *gin.Context) {
+// validOrder is an order body that passed every check, with what it refers to.
+type validOrder struct {
+	in        *orders.Input
+	wallet    *store.Wallet
+	amountUSD decimal.Decimal
+}
+
+// readOrder reads and validates an order body of a domain: its fields, the wallet (one of
+// the caller's organisation), the wallet's chain, and the USD price of what it moves.
+// On failure it has answered the request.
+func readOrder(c *gin.Context, s *store.Store, log *slog.Logger, domain string) (*validOrder, bool) {
 	body, ok := readBody(c)
 	if !ok {
-		return
+		return nil, false
 	}
-	in, errs := orders.Parse(h.domain.Name, body)
+	in, errs := orders.Parse(domain, body)
 	if len(errs) > 0 {
 		validationFailed(c, toFieldErrors(errs))
-		return
+		return nil, false
 	}
 	ctx := c.Request.Context()
 	p := principalOf(c)
-	wallet, err := h.store.Wallet(ctx, p.OrgID, in.WalletID)
+	wallet, err := s.Wallet(ctx, p.OrgID, in.WalletID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && !p.CanReach(in.WalletID)) {
 		validationFailed(c, []FieldError{{Field: "walletId", Message: "is not a wallet of your organisation"}})
-		return
+		return nil, false
 	}
 	if err != nil {
-		requestFailed(c, h.log, err)
-		return
+		requestFailed(c, log, err)
+		return nil, false
 	}
 	if errs := in.Check(wallet.Chain); len(errs) > 0 {
 		validationFailed(c, toFieldErrors(errs))
-		return
+		return nil, false
 	}
-	prices, err := h.store.Prices(ctx)
+	prices, err := s.Prices(ctx)
 	if err != nil {
-		requestFailed(c, h.log, err)
-		return
+		requestFailed(c, log, err)
+		return nil, false
 	}
 	asset, amount := in.Valued()
 	price, ok := prices[asset]
 	if !ok {
 		validationFailed(c, []FieldError{{Field: "asset", Message: asset + " has no USD price"}})
+		return nil, false
+	}
+	return &validOrder{in: in, wallet: wallet, amountUSD: amount.Mul(price)}, true
+}
+
+// create answers POST /{collection}: a draft order and its Order.Created event.
+func (h *orderHandlers) create(c *gin.Context) {
+	v, ok := readOrder(c, h.store, h.log, h.domain.Name)
+	if !ok {
 		return
 	}
+	ctx := c.Request.Context()
+	p := principalOf(c)
+	in, wallet := v.in, v.wallet
 	id := ids.New(ids.Order)
 	legNames := in.Legs(wallet.Chain)
 	details := in.Details()
@@ -175,7 +197,7 @@ func (h *orderHandlers) create(c *gin.Context) {
 	o := &store.Order{
 		ID: id, OrgID: p.OrgID, App: h.domain.App, Domain: h.domain.Name, Status: orders.StatusDraft,
 		WalletID: wallet.ID, Chain: wallet.Chain, Details: string(detailsJSON), PayloadHash: hash,
-		AmountUSD: amount.Mul(price), CreatedBy: p.ID, CorrelationID: correlationID(c),
+		AmountUSD: v.amountUSD, CreatedBy: p.ID, CorrelationID: correlationID(c),
 		WorkflowID: "order-" + id, CreatedAt: now, UpdatedAt: now,
 	}
 	legs := make([]store.OrderLeg, len(legNames))

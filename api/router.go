@@ -72,6 +72,11 @@ func NewRouter(cfg Config) http.Handler {
 	v1.GET("/treasury/wallets", treasuryRead, ph.wallets)
 	v1.GET("/treasury/positions", treasuryRead, ph.positions)
 
+	polh := &policyHandlers{store: cfg.Store, log: log, now: time.Now}
+	v1.GET("/policies/:app", polh.get)
+	v1.PUT("/policies/:app", polh.put)
+	v1.POST("/policies/:app/evaluate", polh.evaluate)
+
 	rh := &recordHandlers{store: cfg.Store, log: log}
 	v1.GET("/events", requireRead(), rh.events)
 	v1.GET("/audit-logs", requireRead(), rh.auditLogs)

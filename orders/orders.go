@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/opentreasury/treasury/policy"
 )
 
 // Domain names.
@@ -340,4 +342,13 @@ func Payload(orderID, domain, walletID, chain string, details map[string]any, le
 	}
 	sum := sha256.Sum256(b)
 	return string(b), hex.EncodeToString(sum[:]), nil
+}
+
+// PolicyOrder is what the policy looks at in this order, worth amountUSD.
+func (in *Input) PolicyOrder(amountUSD decimal.Decimal) policy.Order {
+	o := policy.Order{Domain: in.Domain, AmountUSD: amountUSD, SellAsset: in.SellAsset, BuyAsset: in.BuyAsset, Protocol: in.Protocol}
+	if in.Destination != nil {
+		o.Destination = in.Destination.Address
+	}
+	return o
 }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/shopspring/decimal"
@@ -28,8 +29,21 @@ type Rules struct {
 	ApprovalTiers        []Tier           `json:"approvalTiers,omitempty"`
 }
 
-// Parse reads a policy document strictly: unknown fields and bad values are errors.
+// ruleNames are the exact field names of a policy document.
+var ruleNames = []string{"maxOrderUsd", "dailyVolumeUsd", "destinationWhitelist", "allowedPairs", "deniedPairs", "allowedProtocols", "approvalTiers"}
+
+// Parse reads a policy document strictly: unknown fields (names match exactly, not in any
+// case as Go's JSON decoding would) and bad values are errors.
 func Parse(doc []byte) (Rules, error) {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &keys); err != nil {
+		return Rules{}, fmt.Errorf("policy: must be a JSON object: %w", err)
+	}
+	for k := range keys {
+		if !slices.Contains(ruleNames, k) {
+			return Rules{}, fmt.Errorf("policy: unknown field %q", k)
+		}
+	}
 	var r Rules
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.DisallowUnknownFields()

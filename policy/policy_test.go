@@ -30,6 +30,8 @@ func TestParseIsStrict(t *testing.T) {
 		{`{"approvalTiers":[{"minUsd":"10","quorum":0}]}`, "quorum"},
 		{`{"approvalTiers":[{"minUsd":"-10","quorum":1}]}`, "minUsd"},
 		{`{"maxOrder":"5"}`, "unknown field"},
+		{`{"maxOrderUSD":"5"}`, "unknown field"},
+		{`[1]`, "JSON object"},
 		{`{"maxOrderUsd":"five"}`, "policy"},
 	}
 	for _, tc := range cases {

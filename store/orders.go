@@ -371,3 +371,18 @@ func (s *Store) OrderEvents(ctx context.Context, orderID string) ([]Event, error
 	err := s.with(ctx).Where("order_id = ?", orderID).Order("sequence").Find(&out).Error
 	return out, err
 }
+
+// WalletVolumeSince sums the USD value of a wallet's orders submitted since a time,
+// leaving out those that ended rejected or failed: the daily volume policy counts what
+// was, or may still be, executed.
+func (s *Store) WalletVolumeSince(ctx context.Context, walletID string, since time.Time) (decimal.Decimal, error) {
+	var amounts []decimal.Decimal
+	err := s.with(ctx).Model(&Order{}).
+		Where("wallet_id = ? AND submitted_at >= ? AND status NOT IN ?", walletID, since.UTC(), []string{"rejected", "failed"}).
+		Pluck("amount_usd", &amounts).Error
+	total := decimal.Zero
+	for _, a := range amounts {
+		total = total.Add(a)
+	}
+	return total, err
+}

@@ -212,3 +212,44 @@ func TestListOrdersFiltersAndPages(t *testing.T) {
 		}
 	})
 }
+
+func TestWalletVolumeCountsOnlyLiveOrdersOfTheDay(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		org := mustOrg(t, s)
+		day := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+		var wallet string
+		for i, c := range []struct {
+			submitted time.Time
+			status    string
+			usd       string
+		}{
+			{day.Add(time.Hour), "submitted", "100.10"},
+			{day.Add(2 * time.Hour), "confirmed", "0.20"},
+			{day.Add(3 * time.Hour), "rejected", "1000"},
+			{day.Add(4 * time.Hour), "failed", "1000"},
+			{day.Add(-time.Hour), "confirmed", "1000"}, // yesterday
+			{time.Time{}, "draft", "1000"},              // never submitted
+		} {
+			o := mustDraft(t, s, org, "TRANSFER")
+			if wallet == "" {
+				wallet = o.WalletID
+			}
+			_, err := s.ApplyOrderStep(ctx, store.OrderChange{OrderID: o.ID, Step: fmt.Sprint("s", i), To: c.status, CorrelationID: "c",
+				Mutate: func(o *store.Order, _ []store.OrderLeg) {
+					o.WalletID = wallet
+					o.AmountUSD = dec(c.usd)
+					if !c.submitted.IsZero() {
+						at := c.submitted
+						o.SubmittedAt = &at
+					}
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := s.WalletVolumeSince(ctx, wallet, day)
+		if err != nil || !got.Equal(dec("100.30")) {
+			t.Fatalf("volume %s (%v), want 100.30", got, err)
+		}
+	})
+}

@@ -1,0 +1,87 @@
+package api
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestPolicyReadWriteAndDryRun(t *testing.T) {
+	f := newFixture(t)
+	sk := f.creds.Keys["pay"].SK
+	r := f.do(t, "GET", "/api/v1/policies/pay", sk, nil)
+	if r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	var pol policyResponse
+	if err := json.Unmarshal(r.body, &pol); err != nil || pol.Version != 1 || !strings.Contains(string(pol.Rules), `"destinationWhitelist"`) {
+		t.Fatalf("seeded policy %s", r.body)
+	}
+
+	eth := f.creds.Wallets[0].ID
+	pay := func(amount, to string) string {
+		return `{"walletId":"` + eth + `","asset":"USDC","amount":"` + amount + `","destination":{"address":"` + to + `"}}`
+	}
+	const ok = "0x1111111111111111111111111111111111111111"
+	cases := []struct {
+		name, body string
+		allowed    bool
+		quorum     int
+		violated   string
+	}{
+		{"small payment", pay("500", ok), true, 0, ""},
+		{"tier 1", pay("20000", ok), true, 1, ""},
+		{"tier 2", pay("1000000", ok), true, 2, ""},
+		{"over the limit", pay("5000001", ok), false, 2, "maxOrderUsd"},
+		{"not whitelisted", pay("5", "0x9999999999999999999999999999999999999999"), false, 0, "destinationWhitelist"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := f.post(t, "/api/v1/policies/pay/evaluate", sk, tc.body)
+			if r.status != 200 {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+			var e evaluationResponse
+			if err := json.Unmarshal(r.body, &e); err != nil {
+				t.Fatal(err)
+			}
+			if e.Allowed != tc.allowed || e.Quorum != tc.quorum || e.ApprovalRequired != (tc.quorum > 0) || e.PolicyVersion != 1 {
+				t.Fatalf("evaluation %s", r.body)
+			}
+			if tc.violated != "" && (len(e.Violations) != 1 || e.Violations[0].Rule != tc.violated) {
+				t.Fatalf("violations %s", r.body)
+			}
+		})
+	}
+
+	// A new policy applies at once to the next evaluation; its version moves on.
+	r = f.do(t, "PUT", "/api/v1/policies/pay", sk, strings.NewReader(`{"maxOrderUsd":"100","approvalTiers":[{"minUsd":"50","quorum":1}]}`), "Content-Type", "application/json")
+	if r.status != 200 || !strings.Contains(string(r.body), `"version":2`) {
+		t.Fatalf("put %d %s", r.status, r.body)
+	}
+	r = f.post(t, "/api/v1/policies/pay/evaluate", sk, pay("500", "0x9999999999999999999999999999999999999999"))
+	var e evaluationResponse
+	_ = json.Unmarshal(r.body, &e)
+	if e.Allowed || len(e.Violations) != 1 || e.Violations[0].Rule != "maxOrderUsd" || e.Quorum != 1 || e.PolicyVersion != 2 {
+		t.Fatalf("after the change: %s", r.body)
+	}
+	audit, _ := f.store.ListAudit(t.Context(), f.creds.OrgID, []string{"pay"}, "", 10)
+	if len(audit) != 1 || audit[0].Action != "policy.updated" {
+		t.Fatalf("audit %+v", audit)
+	}
+
+	// Refusals.
+	f.do(t, "PUT", "/api/v1/policies/pay", sk, strings.NewReader(`{"maxOrderUSD":"1"}`)).wantProblem(t, 422, CodeValidationFailed)
+	f.do(t, "PUT", "/api/v1/policies/pay", sk, strings.NewReader(`{"approvalTiers":[{"minUsd":"1","quorum":0}]}`)).wantProblem(t, 422, CodeValidationFailed)
+	f.do(t, "GET", "/api/v1/policies/pay", f.creds.Keys["pay"].Read, nil).wantProblem(t, 403, CodePermissionDenied)
+	f.do(t, "PUT", "/api/v1/policies/pay", f.creds.Keys["pay"].Approve, strings.NewReader(`{}`)).wantProblem(t, 403, CodePermissionDenied)
+	f.do(t, "GET", "/api/v1/policies/trade", sk, nil).wantProblem(t, 403, CodePermissionDenied)
+	f.do(t, "GET", "/api/v1/policies/mining", sk, nil).wantProblem(t, 404, CodeNotFound)
+	f.post(t, "/api/v1/policies/treasury/evaluate", f.creds.Keys["treasury"].SK, `{}`).wantProblem(t, 404, CodeNotFound)
+	f.post(t, "/api/v1/policies/pay/evaluate", f.creds.Keys["pay"].Read, pay("5", ok)).wantProblem(t, 403, CodePermissionDenied)
+	// Another organisation's policy is its own.
+	other := f.do(t, "GET", "/api/v1/policies/pay", f.creds.OtherOrg.Keys["pay"]["sk"], nil)
+	if other.status != 200 || !strings.Contains(string(other.body), `"version":1`) {
+		t.Fatalf("other org policy: %s", other.body)
+	}
+}
