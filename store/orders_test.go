@@ -228,7 +228,7 @@ func TestWalletVolumeCountsOnlyLiveOrdersOfTheDay(t *testing.T) {
 			{day.Add(3 * time.Hour), "rejected", "1000"},
 			{day.Add(4 * time.Hour), "failed", "1000"},
 			{day.Add(-time.Hour), "confirmed", "1000"}, // yesterday
-			{time.Time{}, "draft", "1000"},              // never submitted
+			{time.Time{}, "draft", "1000"},             // never submitted
 		} {
 			o := mustDraft(t, s, org, "TRANSFER")
 			if wallet == "" {
