@@ -118,7 +118,9 @@ type OrderChange struct {
 	To     string
 	Reason string
 	// Mutate changes other fields of the order and its legs before they are saved.
-	Mutate        func(o *Order, legs []OrderLeg)
+	Mutate func(o *Order, legs []OrderLeg)
+	// Also writes other rows that belong to the step, in the same transaction.
+	Also          func(tx *Store) error
 	Event         *EventSpec
 	CorrelationID string
 	At            time.Time
@@ -214,6 +216,11 @@ func (s *Store) applyStep(ctx context.Context, ch OrderChange, initial bool) (*S
 	}
 	if ch.Mutate != nil {
 		ch.Mutate(o, legs)
+	}
+	if ch.Also != nil {
+		if err := ch.Also(s); err != nil {
+			return nil, err
+		}
 	}
 	if ch.To != "" && (ch.To != o.Status || initial) {
 		o.Status = ch.To

@@ -83,6 +83,58 @@ CREATE TABLE events (
 );
 CREATE INDEX events_org_app ON events (org_id, app, id);
 
+-- An order waiting for approvers; it binds to the order's payload hash.
+CREATE TABLE approval_items (
+    id                  TEXT PRIMARY KEY,
+    org_id              TEXT NOT NULL,
+    app                 TEXT NOT NULL,
+    domain              TEXT NOT NULL,
+    order_id            TEXT NOT NULL UNIQUE REFERENCES orders (id),
+    status              TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'rejected', 'expired')),
+    required_approvals  INTEGER NOT NULL,
+    reason              TEXT NOT NULL,
+    payload_hash        TEXT NOT NULL,
+    summary             TEXT NOT NULL,
+    created_by          TEXT NOT NULL,
+    created_at          DATETIME NOT NULL,
+    expires_at          DATETIME NOT NULL,
+    decided_at          DATETIME
+);
+CREATE INDEX approval_items_org ON approval_items (org_id, app, status, id);
+
+CREATE TABLE approval_decisions (
+    item_id         TEXT NOT NULL REFERENCES approval_items (id),
+    decided_by      TEXT NOT NULL,
+    decision        TEXT NOT NULL CHECK (decision IN ('APPROVE', 'REJECT')),
+    comment         TEXT NOT NULL DEFAULT '',
+    correlation_id  TEXT NOT NULL,
+    decided_at      DATETIME NOT NULL,
+    PRIMARY KEY (item_id, decided_by)
+);
+
+-- One per order leg: what must be signed, and the signature once it came.
+CREATE TABLE signing_requests (
+    id           TEXT PRIMARY KEY,
+    org_id       TEXT NOT NULL,
+    app          TEXT NOT NULL,
+    domain       TEXT NOT NULL,
+    order_id     TEXT NOT NULL REFERENCES orders (id),
+    position     INTEGER NOT NULL,
+    leg          TEXT NOT NULL,
+    wallet_id    TEXT NOT NULL REFERENCES wallets (id),
+    chain        TEXT NOT NULL,
+    unsigned_tx  TEXT NOT NULL,
+    digest       TEXT NOT NULL,
+    status       TEXT NOT NULL CHECK (status IN ('pending', 'signed', 'expired')),
+    signature    TEXT,
+    created_at   DATETIME NOT NULL,
+    expires_at   DATETIME NOT NULL,
+    signed_at    DATETIME,
+    UNIQUE (order_id, position)
+);
+CREATE INDEX signing_requests_org ON signing_requests (org_id, app, status, id);
+CREATE INDEX signing_requests_wallet ON signing_requests (wallet_id, status);
+
 -- The simulated chain's transactions. The same signed payload broadcast twice is one
 -- transaction (unique digest); its effect on balances is applied once, when it confirms.
 CREATE TABLE devchain_transactions (
@@ -102,6 +154,9 @@ CREATE TABLE devchain_transactions (
 
 -- +goose Down
 DROP TABLE devchain_transactions;
+DROP TABLE signing_requests;
+DROP TABLE approval_decisions;
+DROP TABLE approval_items;
 DROP TABLE events;
 DROP TABLE order_steps;
 DROP TABLE order_status_history;

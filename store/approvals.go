@@ -1,0 +1,210 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"gorm.io/gorm/clause"
+)
+
+// ApprovalItem is an order waiting for approvers.
+type ApprovalItem struct {
+	ID                string
+	OrgID             string
+	App               string
+	Domain            string
+	OrderID           string
+	Status            string
+	RequiredApprovals int
+	Reason            string
+	PayloadHash       string
+	Summary           string
+	CreatedBy         string
+	CreatedAt         time.Time
+	ExpiresAt         time.Time
+	DecidedAt         *time.Time
+}
+
+func (ApprovalItem) TableName() string { return "approval_items" }
+
+// ApprovalDecision is one approver's decision on an item.
+type ApprovalDecision struct {
+	ItemID        string `gorm:"primaryKey"`
+	DecidedBy     string `gorm:"primaryKey"`
+	Decision      string
+	Comment       string
+	CorrelationID string
+	DecidedAt     time.Time
+}
+
+func (ApprovalDecision) TableName() string { return "approval_decisions" }
+
+// SigningRequest is what one leg of an order needs signed.
+type SigningRequest struct {
+	ID         string
+	OrgID      string
+	App        string
+	Domain     string
+	OrderID    string
+	Position   int
+	Leg        string
+	WalletID   string
+	Chain      string
+	UnsignedTx string
+	Digest     string
+	Status     string
+	Signature  *string
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+	SignedAt   *time.Time
+}
+
+func (SigningRequest) TableName() string { return "signing_requests" }
+
+// Errors of approval decisions.
+var (
+	ErrItemClosed     = errors.New("store: the approval item is no longer pending")
+	ErrAlreadyDecided = errors.New("store: this approver has already decided")
+	ErrRequestNotOpen = errors.New("store: the signing request is no longer pending")
+)
+
+// CreateApprovalItem inserts an approval item; creating it again (a retry) keeps the first.
+func (s *Store) CreateApprovalItem(ctx context.Context, it *ApprovalItem) error {
+	it.CreatedAt, it.ExpiresAt = it.CreatedAt.UTC(), it.ExpiresAt.UTC()
+	return s.with(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(it).Error
+}
+
+// SetApprovalItemStatus closes an item (approved, rejected, expired).
+func (s *Store) SetApprovalItemStatus(ctx context.Context, id, status string, at time.Time) error {
+	at = at.UTC()
+	return s.with(ctx).Model(&ApprovalItem{}).Where("id = ?", id).
+		Updates(map[string]any{"status": status, "decided_at": at}).Error
+}
+
+// RecordApprovalDecision stores one approver's decision on a pending, unexpired item.
+func (s *Store) RecordApprovalDecision(ctx context.Context, orgID string, d *ApprovalDecision) (*ApprovalItem, error) {
+	var it ApprovalItem
+	err := s.Tx(ctx, func(tx *Store) error {
+		if err := tx.forUpdate(ctx).Where("id = ? AND org_id = ?", d.ItemID, orgID).Take(&it).Error; err != nil {
+			return notFound(err)
+		}
+		if it.Status != "pending" || !d.DecidedAt.Before(it.ExpiresAt) {
+			return ErrItemClosed
+		}
+		d.DecidedAt = d.DecidedAt.UTC()
+		res := tx.with(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(d)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrAlreadyDecided
+		}
+		return nil
+	})
+	return &it, err
+}
+
+// ApprovalItem returns an item of an organisation with its decisions, oldest first.
+func (s *Store) ApprovalItem(ctx context.Context, orgID, id string) (*ApprovalItem, []ApprovalDecision, error) {
+	var it ApprovalItem
+	if err := s.with(ctx).Where("id = ? AND org_id = ?", id, orgID).Take(&it).Error; err != nil {
+		return nil, nil, notFound(err)
+	}
+	ds, err := s.ApprovalDecisions(ctx, id)
+	return &it, ds, err
+}
+
+// ApprovalDecisions lists an item's decisions, oldest first.
+func (s *Store) ApprovalDecisions(ctx context.Context, itemID string) ([]ApprovalDecision, error) {
+	var ds []ApprovalDecision
+	err := s.with(ctx).Where("item_id = ?", itemID).Order("decided_at, decided_by").Find(&ds).Error
+	return ds, err
+}
+
+// ApprovalFilter selects approval items.
+type ApprovalFilter struct {
+	OrgID   string
+	Apps    []string
+	Domain  string
+	Status  string
+	AfterID string
+	Limit   int
+}
+
+// ListApprovalItems pages through items, newest first.
+func (s *Store) ListApprovalItems(ctx context.Context, f ApprovalFilter) ([]ApprovalItem, error) {
+	q := s.with(ctx).Where("org_id = ? AND app IN ?", f.OrgID, f.Apps)
+	if f.Domain != "" {
+		q = q.Where("domain = ?", f.Domain)
+	}
+	if f.Status != "" {
+		q = q.Where("status = ?", f.Status)
+	}
+	if f.AfterID != "" {
+		q = q.Where("id < ?", f.AfterID)
+	}
+	var out []ApprovalItem
+	err := q.Order("id DESC").Limit(f.Limit).Find(&out).Error
+	return out, err
+}
+
+// CreateSigningRequest inserts a signing request; creating it again (a retry) keeps the
+// first, which is returned.
+func (s *Store) CreateSigningRequest(ctx context.Context, r *SigningRequest) (*SigningRequest, error) {
+	r.CreatedAt, r.ExpiresAt = r.CreatedAt.UTC(), r.ExpiresAt.UTC()
+	if err := s.with(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(r).Error; err != nil {
+		return nil, err
+	}
+	var cur SigningRequest
+	err := s.with(ctx).Where("order_id = ? AND position = ?", r.OrderID, r.Position).Take(&cur).Error
+	return &cur, err
+}
+
+// SigningRequest returns a signing request of an organisation.
+func (s *Store) SigningRequest(ctx context.Context, orgID, id string) (*SigningRequest, error) {
+	var r SigningRequest
+	if err := s.with(ctx).Where("id = ? AND org_id = ?", id, orgID).Take(&r).Error; err != nil {
+		return nil, notFound(err)
+	}
+	return &r, nil
+}
+
+// SetSigningRequestStatus marks a pending request signed (with its signature) or expired.
+func (s *Store) SetSigningRequestStatus(ctx context.Context, id, status string, signature *string, at time.Time) error {
+	updates := map[string]any{"status": status}
+	if signature != nil {
+		updates["signature"], updates["signed_at"] = *signature, at.UTC()
+	}
+	return s.with(ctx).Model(&SigningRequest{}).Where("id = ? AND status = ?", id, "pending").Updates(updates).Error
+}
+
+// SigningFilter selects signing requests.
+type SigningFilter struct {
+	OrgID     string
+	Apps      []string
+	WalletIDs []string
+	Status    string
+	AfterID   string
+	Limit     int
+}
+
+// ListSigningRequests pages through signing requests, oldest first.
+func (s *Store) ListSigningRequests(ctx context.Context, f SigningFilter) ([]SigningRequest, error) {
+	q := s.with(ctx)
+	if f.OrgID != "" {
+		q = q.Where("org_id = ? AND app IN ?", f.OrgID, f.Apps)
+	}
+	if len(f.WalletIDs) > 0 {
+		q = q.Where("wallet_id IN ?", f.WalletIDs)
+	}
+	if f.Status != "" {
+		q = q.Where("status = ?", f.Status)
+	}
+	if f.AfterID != "" {
+		q = q.Where("id > ?", f.AfterID)
+	}
+	var out []SigningRequest
+	err := q.Order("id").Limit(f.Limit).Find(&out).Error
+	return out, err
+}

@@ -1,0 +1,386 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// The order workflow, its message names and its activities.
+const (
+	OrderWorkflow = "OrderLifecycle"
+
+	SignalApprovalDecision = "approval-decision"
+	SignalSignature        = "signature"
+	QueryState             = "state"
+	// UpdatePolicyDecision answers once the policy has decided: submit waits on it, so
+	// the HTTP answer reports the workflow's own decision.
+	UpdatePolicyDecision = "policy-decision"
+
+	MarkSubmittedActivity    = "MarkSubmitted"
+	EvaluatePolicyActivity   = "EvaluatePolicy"
+	RequestApprovalActivity  = "RequestApproval"
+	MarkApprovedActivity     = "MarkApproved"
+	RejectOrderActivity      = "RejectOrder"
+	RequestSignatureActivity = "RequestSignature"
+	RecordSignatureActivity  = "RecordSignature"
+	BroadcastLegActivity     = "BroadcastLeg"
+	CheckLegActivity         = "CheckLeg"
+	ConfirmLegActivity       = "ConfirmLeg"
+	FailOrderActivity        = "FailOrder"
+)
+
+// OrderInput starts an order's workflow.
+type OrderInput struct {
+	OrderID       string
+	CorrelationID string
+	// Legs are the order's legs, in order.
+	Legs            []string
+	ApprovalTimeout time.Duration
+	SigningTimeout  time.Duration
+	// PollInterval is how often a broadcast leg's chain status is read.
+	PollInterval time.Duration
+}
+
+// Violation is a broken policy rule.
+type Violation struct {
+	Rule    string `json:"rule"`
+	Message string `json:"message"`
+}
+
+// PolicyDecision is the policy's answer on a submitted order.
+type PolicyDecision struct {
+	Allowed          bool
+	Violations       []Violation
+	ApprovalRequired bool
+	Quorum           int
+}
+
+// ApprovalDecision reaches the workflow as a signal once the API has recorded it.
+type ApprovalDecision struct {
+	ItemID        string
+	DecidedBy     string
+	Decision      string // APPROVE or REJECT
+	CorrelationID string
+}
+
+// Signature reaches the workflow as a signal once the API has verified it.
+type Signature struct {
+	SigningRequestID string
+	Signature        string // base64 ed25519 over the digest
+	CorrelationID    string
+}
+
+// StepInput identifies an order step to an activity.
+type StepInput struct {
+	OrderID       string
+	CorrelationID string
+}
+
+// ApprovalRequest asks for an approval item.
+type ApprovalRequest struct {
+	OrderID       string
+	CorrelationID string
+	Quorum        int
+	ExpiresAt     time.Time
+}
+
+// RejectInput ends an order rejected.
+type RejectInput struct {
+	OrderID       string
+	CorrelationID string
+	Reason        string // policy, approver, expired
+	ItemID        string
+	Violations    []Violation
+	DecidedBy     string
+}
+
+// LegInput identifies one leg of an order.
+type LegInput struct {
+	OrderID          string
+	CorrelationID    string
+	Position         int
+	Leg              string
+	Last             bool
+	ExpiresAt        time.Time
+	SigningRequestID string
+	Signature        string
+	TxHash           string
+}
+
+// SigningRequestRef is a created signing request.
+type SigningRequestRef struct {
+	ID     string
+	Digest string
+}
+
+// LegStatus is a broadcast leg's chain state: pending, confirmed or failed.
+type LegStatus struct {
+	State  string
+	Reason string
+}
+
+// FailInput ends an order failed.
+type FailInput struct {
+	OrderID          string
+	CorrelationID    string
+	Code             string // signing_expired, tx_reverted
+	Message          string
+	Position         int
+	Leg              string
+	SigningRequestID string
+}
+
+// OrderState is what the state query answers.
+type OrderState struct {
+	Status    string
+	Decision  *PolicyDecision
+	ItemID    string
+	Approvals []ApprovalDecision
+	Leg       int
+	Requests  []string
+}
+
+// Timeouts when the input leaves them unset.
+const (
+	DefaultApprovalTimeout = 72 * time.Hour
+	DefaultSigningTimeout  = 24 * time.Hour
+	defaultPollInterval    = 200 * time.Millisecond
+)
+
+type orderRun struct {
+	in         OrderInput
+	state      OrderState
+	decided    bool
+	approvers  map[string]bool
+	approvals  int
+	rejectedBy string
+	signatures map[string]Signature
+}
+
+// OrderLifecycle runs one submitted order: policy, approval when a tier requires it, then
+// each leg signed, broadcast and confirmed. Every change of state is an activity that
+// writes the order and its event in one transaction, keyed by step, so retries never emit
+// twice. Decisions and signatures arrive as signals; waits are durable timers.
+func OrderLifecycle(ctx workflow.Context, in OrderInput) (OrderState, error) {
+	r := &orderRun{in: in, state: OrderState{Status: "submitted"}, approvers: map[string]bool{}, signatures: map[string]Signature{}}
+	if err := r.setup(ctx); err != nil {
+		return r.state, err
+	}
+	err := r.run(ctx)
+	// Let a policy-decision update still in flight answer before the workflow closes.
+	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+	return r.state, err
+}
+
+func (r *orderRun) setup(ctx workflow.Context) error {
+	if r.in.ApprovalTimeout <= 0 {
+		r.in.ApprovalTimeout = DefaultApprovalTimeout
+	}
+	if r.in.SigningTimeout <= 0 {
+		r.in.SigningTimeout = DefaultSigningTimeout
+	}
+	if r.in.PollInterval <= 0 {
+		r.in.PollInterval = defaultPollInterval
+	}
+	if err := workflow.SetQueryHandler(ctx, QueryState, func() (OrderState, error) { return r.state, nil }); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandler(ctx, UpdatePolicyDecision, func(ctx workflow.Context) (PolicyDecision, error) {
+		if err := workflow.Await(ctx, func() bool { return r.decided }); err != nil {
+			return PolicyDecision{}, err
+		}
+		return *r.state.Decision, nil
+	}); err != nil {
+		return err
+	}
+	decisions := workflow.GetSignalChannel(ctx, SignalApprovalDecision)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var d ApprovalDecision
+			decisions.Receive(ctx, &d)
+			r.onDecision(d)
+		}
+	})
+	signatures := workflow.GetSignalChannel(ctx, SignalSignature)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var s Signature
+			signatures.Receive(ctx, &s)
+			if _, seen := r.signatures[s.SigningRequestID]; !seen {
+				r.signatures[s.SigningRequestID] = s
+			}
+		}
+	})
+	return nil
+}
+
+// onDecision counts a decision once per approver; the API already refused the creator,
+// repeats and closed items, so this only guards against a repeated signal.
+func (r *orderRun) onDecision(d ApprovalDecision) {
+	if r.approvers[d.DecidedBy] || d.ItemID != r.state.ItemID {
+		return
+	}
+	r.approvers[d.DecidedBy] = true
+	r.state.Approvals = append(r.state.Approvals, d)
+	switch d.Decision {
+	case "APPROVE":
+		r.approvals++
+	case "REJECT":
+		if r.rejectedBy == "" {
+			r.rejectedBy = d.DecidedBy
+		}
+	}
+}
+
+func activityCtx(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        200 * time.Millisecond,
+			BackoffCoefficient:     2,
+			MaximumInterval:        30 * time.Second,
+			NonRetryableErrorTypes: []string{ErrTypeInvalidState},
+		},
+	})
+}
+
+// ErrTypeInvalidState marks an activity error that no retry can fix (the order is not in
+// a status the step applies to).
+const ErrTypeInvalidState = "InvalidOrderState"
+
+func (r *orderRun) run(ctx workflow.Context) error {
+	actx := activityCtx(ctx)
+	step := StepInput{OrderID: r.in.OrderID, CorrelationID: r.in.CorrelationID}
+	if err := workflow.ExecuteActivity(actx, MarkSubmittedActivity, step).Get(ctx, nil); err != nil {
+		return err
+	}
+	var decision PolicyDecision
+	if err := workflow.ExecuteActivity(actx, EvaluatePolicyActivity, step).Get(ctx, &decision); err != nil {
+		return err
+	}
+	r.state.Decision, r.decided = &decision, true
+	if !decision.Allowed {
+		return r.reject(ctx, RejectInput{Reason: "policy", Violations: decision.Violations})
+	}
+	if decision.ApprovalRequired {
+		done, err := r.approve(ctx, decision.Quorum)
+		if err != nil || done {
+			return err
+		}
+	}
+	for i, leg := range r.in.Legs {
+		done, err := r.runLeg(ctx, LegInput{OrderID: r.in.OrderID, CorrelationID: r.in.CorrelationID,
+			Position: i, Leg: leg, Last: i == len(r.in.Legs)-1})
+		if err != nil || done {
+			return err
+		}
+	}
+	r.state.Status = "confirmed"
+	return nil
+}
+
+// approve waits for the quorum; done reports that the order ended (rejected or expired).
+func (r *orderRun) approve(ctx workflow.Context, quorum int) (done bool, err error) {
+	actx := activityCtx(ctx)
+	expires := workflow.Now(ctx).Add(r.in.ApprovalTimeout)
+	if err := workflow.ExecuteActivity(actx, RequestApprovalActivity, ApprovalRequest{OrderID: r.in.OrderID,
+		CorrelationID: r.in.CorrelationID, Quorum: quorum, ExpiresAt: expires}).Get(ctx, &r.state.ItemID); err != nil {
+		return true, err
+	}
+	r.state.Status = "pending_approval"
+	reached, err := workflow.AwaitWithTimeout(ctx, r.in.ApprovalTimeout, func() bool {
+		return r.approvals >= quorum || r.rejectedBy != ""
+	})
+	if err != nil {
+		return true, err
+	}
+	switch {
+	case r.rejectedBy != "":
+		return true, r.reject(ctx, RejectInput{Reason: "approver", ItemID: r.state.ItemID, DecidedBy: r.rejectedBy})
+	case !reached:
+		return true, r.reject(ctx, RejectInput{Reason: "expired", ItemID: r.state.ItemID})
+	}
+	if err := workflow.ExecuteActivity(actx, MarkApprovedActivity, ApprovalRequest{OrderID: r.in.OrderID,
+		CorrelationID: r.in.CorrelationID, Quorum: quorum}).Get(ctx, nil); err != nil {
+		return true, err
+	}
+	r.state.Status = "approved"
+	return false, nil
+}
+
+func (r *orderRun) reject(ctx workflow.Context, in RejectInput) error {
+	in.OrderID, in.CorrelationID = r.in.OrderID, r.in.CorrelationID
+	if err := workflow.ExecuteActivity(activityCtx(ctx), RejectOrderActivity, in).Get(ctx, nil); err != nil {
+		return err
+	}
+	r.state.Status = "rejected"
+	return nil
+}
+
+func (r *orderRun) fail(ctx workflow.Context, in FailInput) error {
+	in.OrderID, in.CorrelationID = r.in.OrderID, r.in.CorrelationID
+	if err := workflow.ExecuteActivity(activityCtx(ctx), FailOrderActivity, in).Get(ctx, nil); err != nil {
+		return err
+	}
+	r.state.Status = "failed"
+	return nil
+}
+
+// runLeg signs, broadcasts and confirms one leg; done reports that the order ended.
+func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err error) {
+	actx := activityCtx(ctx)
+	r.state.Leg = leg.Position
+	leg.ExpiresAt = workflow.Now(ctx).Add(r.in.SigningTimeout)
+	var req SigningRequestRef
+	if err := workflow.ExecuteActivity(actx, RequestSignatureActivity, leg).Get(ctx, &req); err != nil {
+		return true, err
+	}
+	r.state.Status = "pending_signature"
+	r.state.Requests = append(r.state.Requests, req.ID)
+	signed, err := workflow.AwaitWithTimeout(ctx, r.in.SigningTimeout, func() bool {
+		_, ok := r.signatures[req.ID]
+		return ok
+	})
+	if err != nil {
+		return true, err
+	}
+	if !signed {
+		return true, r.fail(ctx, FailInput{Code: "signing_expired", Message: fmt.Sprintf("the %s leg was not signed in time", leg.Leg),
+			Position: leg.Position, Leg: leg.Leg, SigningRequestID: req.ID})
+	}
+	leg.SigningRequestID, leg.Signature = req.ID, r.signatures[req.ID].Signature
+	if err := workflow.ExecuteActivity(actx, RecordSignatureActivity, leg).Get(ctx, nil); err != nil {
+		return true, err
+	}
+	r.state.Status = "signed"
+	if err := workflow.ExecuteActivity(actx, BroadcastLegActivity, leg).Get(ctx, &leg.TxHash); err != nil {
+		return true, err
+	}
+	r.state.Status = "broadcast"
+	for {
+		var st LegStatus
+		if err := workflow.ExecuteActivity(actx, CheckLegActivity, leg).Get(ctx, &st); err != nil {
+			return true, err
+		}
+		switch st.State {
+		case "confirmed":
+			return false, workflow.ExecuteActivity(actx, ConfirmLegActivity, leg).Get(ctx, nil)
+		case "failed":
+			return true, r.fail(ctx, FailInput{Code: "tx_reverted", Message: st.Reason, Position: leg.Position, Leg: leg.Leg})
+		}
+		if err := workflow.Sleep(ctx, r.in.PollInterval); err != nil {
+			return true, err
+		}
+	}
+}
+
+// IsInvalidState reports whether an activity error says the order was not in a status the
+// step applies to.
+func IsInvalidState(err error) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == ErrTypeInvalidState
+}

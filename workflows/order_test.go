@@ -1,0 +1,204 @@
+package workflows
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+)
+
+// fakeOrder stands in for the order activities: it records which ran, in order, and
+// answers as a test tells it to.
+type fakeOrder struct {
+	mu       sync.Mutex
+	calls    []string
+	decision PolicyDecision
+	chain    []string // successive CheckLeg answers; the last one repeats
+	checks   int
+}
+
+func (f *fakeOrder) record(name string) {
+	f.mu.Lock()
+	f.calls = append(f.calls, name)
+	f.mu.Unlock()
+}
+
+func (f *fakeOrder) register(env *testsuite.TestWorkflowEnvironment) {
+	reg := func(fn any, name string) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
+	reg(func(context.Context, StepInput) error { f.record("submitted"); return nil }, MarkSubmittedActivity)
+	reg(func(context.Context, StepInput) (PolicyDecision, error) { f.record("policy"); return f.decision, nil }, EvaluatePolicyActivity)
+	reg(func(_ context.Context, in ApprovalRequest) (string, error) {
+		f.record("approval-requested")
+		return "apr_1", nil
+	}, RequestApprovalActivity)
+	reg(func(context.Context, ApprovalRequest) error { f.record("approved"); return nil }, MarkApprovedActivity)
+	reg(func(_ context.Context, in RejectInput) error { f.record("rejected:" + in.Reason); return nil }, RejectOrderActivity)
+	reg(func(_ context.Context, in LegInput) (SigningRequestRef, error) {
+		f.record("sign-requested:" + in.Leg)
+		return SigningRequestRef{ID: "sig_" + in.Leg, Digest: "d"}, nil
+	}, RequestSignatureActivity)
+	reg(func(_ context.Context, in LegInput) error { f.record("signed:" + in.Leg); return nil }, RecordSignatureActivity)
+	reg(func(_ context.Context, in LegInput) (string, error) { f.record("broadcast:" + in.Leg); return "0xhash", nil }, BroadcastLegActivity)
+	reg(func(context.Context, LegInput) (LegStatus, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		i := min(f.checks, len(f.chain)-1)
+		f.checks++
+		return LegStatus{State: f.chain[i], Reason: "reverted"}, nil
+	}, CheckLegActivity)
+	reg(func(_ context.Context, in LegInput) error {
+		f.record("leg-confirmed:" + in.Leg)
+		return nil
+	}, ConfirmLegActivity)
+	reg(func(_ context.Context, in FailInput) error { f.record("failed:" + in.Code); return nil }, FailOrderActivity)
+}
+
+type scenario struct {
+	name     string
+	legs     []string
+	decision PolicyDecision
+	chain    []string
+	// script runs signals at points in (workflow) time.
+	script    func(env *testsuite.TestWorkflowEnvironment)
+	want      string
+	endStatus string
+}
+
+func sign(env *testsuite.TestWorkflowEnvironment, at time.Duration, req string) {
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalSignature, Signature{SigningRequestID: req, Signature: "c2ln"})
+	}, at)
+}
+
+func decide(env *testsuite.TestWorkflowEnvironment, at time.Duration, by, decision string) {
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalApprovalDecision, ApprovalDecision{ItemID: "apr_1", DecidedBy: by, Decision: decision})
+	}, at)
+}
+
+func TestOrderLifecyclePaths(t *testing.T) {
+	allowed := PolicyDecision{Allowed: true}
+	quorum := func(n int) PolicyDecision { return PolicyDecision{Allowed: true, ApprovalRequired: true, Quorum: n} }
+	cases := []scenario{
+		{name: "no approval", legs: []string{"TRANSFER"}, decision: allowed, chain: []string{"pending", "confirmed"},
+			script: func(env *testsuite.TestWorkflowEnvironment) { sign(env, time.Minute, "sig_TRANSFER") },
+			want:   "submitted policy sign-requested:TRANSFER signed:TRANSFER broadcast:TRANSFER leg-confirmed:TRANSFER", endStatus: "confirmed"},
+		{name: "quorum 1", legs: []string{"TRANSFER"}, decision: quorum(1), chain: []string{"confirmed"},
+			script: func(env *testsuite.TestWorkflowEnvironment) {
+				decide(env, time.Hour, "key_approver", "APPROVE")
+				sign(env, 2*time.Hour, "sig_TRANSFER")
+			},
+			want: "submitted policy approval-requested approved sign-requested:TRANSFER signed:TRANSFER broadcast:TRANSFER leg-confirmed:TRANSFER", endStatus: "confirmed"},
+		{name: "quorum 2 ignores a repeated approver", legs: []string{"TRANSFER"}, decision: quorum(2), chain: []string{"confirmed"},
+			script: func(env *testsuite.TestWorkflowEnvironment) {
+				decide(env, time.Hour, "key_a", "APPROVE")
+				decide(env, 2*time.Hour, "key_a", "APPROVE")
+				// Still one approval: signing is requested only after the second approver.
+				env.RegisterDelayedCallback(func() {
+					v, err := env.QueryWorkflow(QueryState)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					var st OrderState
+					_ = v.Get(&st)
+					if st.Status != "pending_approval" || len(st.Approvals) != 1 {
+						t.Errorf("after a repeated approver: %+v", st)
+					}
+				}, 3*time.Hour)
+				decide(env, 4*time.Hour, "key_b", "APPROVE")
+				sign(env, 5*time.Hour, "sig_TRANSFER")
+			},
+			want: "submitted policy approval-requested approved sign-requested:TRANSFER signed:TRANSFER broadcast:TRANSFER leg-confirmed:TRANSFER", endStatus: "confirmed"},
+		{name: "first reject wins", legs: []string{"TRANSFER"}, decision: quorum(2), chain: []string{"confirmed"},
+			script: func(env *testsuite.TestWorkflowEnvironment) {
+				decide(env, time.Hour, "key_a", "APPROVE")
+				decide(env, 2*time.Hour, "key_b", "REJECT")
+			},
+			want: "submitted policy approval-requested rejected:approver", endStatus: "rejected"},
+		{name: "approval expires", legs: []string{"TRANSFER"}, decision: quorum(1), chain: []string{"confirmed"},
+			script: func(env *testsuite.TestWorkflowEnvironment) { decide(env, 73*time.Hour, "key_late", "APPROVE") },
+			want:   "submitted policy approval-requested rejected:expired", endStatus: "rejected"},
+		{name: "policy violation", legs: []string{"TRANSFER"}, decision: PolicyDecision{Violations: []Violation{{Rule: "maxOrderUsd"}}}, chain: []string{"confirmed"},
+			script: func(*testsuite.TestWorkflowEnvironment) {},
+			want:   "submitted policy rejected:policy", endStatus: "rejected"},
+		{name: "signing expires", legs: []string{"TRANSFER"}, decision: allowed, chain: []string{"confirmed"},
+			script: func(env *testsuite.TestWorkflowEnvironment) { sign(env, 25*time.Hour, "sig_TRANSFER") },
+			want:   "submitted policy sign-requested:TRANSFER failed:signing_expired", endStatus: "failed"},
+		{name: "a signature for another request is not this one", legs: []string{"TRANSFER"}, decision: allowed, chain: []string{"confirmed"},
+			script: func(env *testsuite.TestWorkflowEnvironment) {
+				sign(env, time.Hour, "sig_OTHER")
+				sign(env, 2*time.Hour, "sig_TRANSFER")
+			},
+			want: "submitted policy sign-requested:TRANSFER signed:TRANSFER broadcast:TRANSFER leg-confirmed:TRANSFER", endStatus: "confirmed"},
+		{name: "revert", legs: []string{"TRANSFER"}, decision: allowed, chain: []string{"pending", "failed"},
+			script: func(env *testsuite.TestWorkflowEnvironment) { sign(env, time.Minute, "sig_TRANSFER") },
+			want:   "submitted policy sign-requested:TRANSFER signed:TRANSFER broadcast:TRANSFER failed:tx_reverted", endStatus: "failed"},
+		{name: "two legs run one after the other", legs: []string{"APPROVE", "SWAP"}, decision: allowed, chain: []string{"confirmed"},
+			script: func(env *testsuite.TestWorkflowEnvironment) {
+				sign(env, time.Minute, "sig_APPROVE")
+				sign(env, 2*time.Minute, "sig_SWAP")
+			},
+			want: "submitted policy sign-requested:APPROVE signed:APPROVE broadcast:APPROVE leg-confirmed:APPROVE " +
+				"sign-requested:SWAP signed:SWAP broadcast:SWAP leg-confirmed:SWAP", endStatus: "confirmed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var suite testsuite.WorkflowTestSuite
+			env := suite.NewTestWorkflowEnvironment()
+			env.RegisterWorkflowWithOptions(OrderLifecycle, workflow.RegisterOptions{Name: OrderWorkflow})
+			f := &fakeOrder{decision: tc.decision, chain: tc.chain}
+			f.register(env)
+			tc.script(env)
+			env.ExecuteWorkflow(OrderWorkflow, OrderInput{OrderID: "ord_1", CorrelationID: "c", Legs: tc.legs})
+			if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+				t.Fatalf("completed %v, error %v", env.IsWorkflowCompleted(), env.GetWorkflowError())
+			}
+			var st OrderState
+			if err := env.GetWorkflowResult(&st); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(f.calls, " "); got != tc.want {
+				t.Fatalf("steps\n got %s\nwant %s", got, tc.want)
+			}
+			if st.Status != tc.endStatus {
+				t.Fatalf("status %s, want %s", st.Status, tc.endStatus)
+			}
+		})
+	}
+}
+
+func TestPolicyDecisionUpdateAnswersWithTheWorkflowsDecision(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(OrderLifecycle, workflow.RegisterOptions{Name: OrderWorkflow})
+	f := &fakeOrder{decision: PolicyDecision{Violations: []Violation{{Rule: "destinationWhitelist", Message: "no"}}}, chain: []string{"confirmed"}}
+	f.register(env)
+	var got PolicyDecision
+	var updateErr error
+	done := false
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(UpdatePolicyDecision, "u1", &testsuite.TestUpdateCallback{
+			OnAccept: func() {},
+			OnReject: func(err error) { updateErr = err },
+			OnComplete: func(v any, err error) {
+				done, updateErr = true, err
+				if d, ok := v.(PolicyDecision); ok {
+					got = d
+				}
+			},
+		})
+	}, 0)
+	env.ExecuteWorkflow(OrderWorkflow, OrderInput{OrderID: "ord_1", Legs: []string{"TRANSFER"}})
+	if env.GetWorkflowError() != nil || updateErr != nil || !done {
+		t.Fatalf("workflow %v, update %v, done %v", env.GetWorkflowError(), updateErr, done)
+	}
+	if got.Allowed || len(got.Violations) != 1 || got.Violations[0].Rule != "destinationWhitelist" {
+		t.Fatalf("decision %+v", got)
+	}
+}
