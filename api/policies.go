@@ -158,7 +158,7 @@ func (h *policyHandlers) evaluate(c *gin.Context) {
 	}
 	now := h.now().UTC()
 	dayStart := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
-	spent, err := h.store.WalletVolumeSince(ctx, v.wallet.ID, dayStart)
+	spent, err := h.store.WalletVolumeSince(ctx, v.wallet.ID, dayStart, "")
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return

@@ -139,6 +139,7 @@ func NewWorker(s *store.Store, ch chain.Adapter, tc client.Client, log *slog.Log
 	return worker.New(tc, worker.Activities{
 		Portfolio:   &activities.Portfolio{Store: s, Chain: ch, Log: log},
 		Maintenance: &activities.Maintenance{Store: s},
+		Orders:      &activities.Orders{Store: s, Chain: ch, Log: log},
 	}, sdkworker.Options{WorkerStopTimeout: stopTimeout})
 }
 

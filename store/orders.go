@@ -298,6 +298,17 @@ func (s *Store) lockOrder(ctx context.Context, id string) (*Order, []OrderLeg, e
 	return &o, legs, nil
 }
 
+// Order returns an order by id, with its legs.
+func (s *Store) Order(ctx context.Context, id string) (*Order, []OrderLeg, error) {
+	var o Order
+	if err := s.with(ctx).Where("id = ?", id).Take(&o).Error; err != nil {
+		return nil, nil, notFound(err)
+	}
+	var legs []OrderLeg
+	err := s.with(ctx).Where("order_id = ?", id).Order("position").Find(&legs).Error
+	return &o, legs, err
+}
+
 // OrderInApp returns an order of an organisation's app; any other is not found.
 func (s *Store) OrderInApp(ctx context.Context, orgID, app, id string) (*Order, []OrderLeg, error) {
 	var o Order
@@ -382,10 +393,11 @@ func (s *Store) OrderEvents(ctx context.Context, orderID string) ([]Event, error
 // WalletVolumeSince sums the USD value of a wallet's orders submitted since a time,
 // leaving out those that ended rejected or failed: the daily volume policy counts what
 // was, or may still be, executed.
-func (s *Store) WalletVolumeSince(ctx context.Context, walletID string, since time.Time) (decimal.Decimal, error) {
+// excludeOrderID leaves one order out (the one being evaluated).
+func (s *Store) WalletVolumeSince(ctx context.Context, walletID string, since time.Time, excludeOrderID string) (decimal.Decimal, error) {
 	var amounts []decimal.Decimal
 	err := s.with(ctx).Model(&Order{}).
-		Where("wallet_id = ? AND submitted_at >= ? AND status NOT IN ?", walletID, since.UTC(), []string{"rejected", "failed"}).
+		Where("wallet_id = ? AND submitted_at >= ? AND status NOT IN ? AND id <> ?", walletID, since.UTC(), []string{"rejected", "failed"}, excludeOrderID).
 		Pluck("amount_usd", &amounts).Error
 	total := decimal.Zero
 	for _, a := range amounts {

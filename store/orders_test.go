@@ -247,7 +247,7 @@ func TestWalletVolumeCountsOnlyLiveOrdersOfTheDay(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		got, err := s.WalletVolumeSince(ctx, wallet, day)
+		got, err := s.WalletVolumeSince(ctx, wallet, day, "")
 		if err != nil || !got.Equal(dec("100.30")) {
 			t.Fatalf("volume %s (%v), want 100.30", got, err)
 		}

@@ -24,6 +24,7 @@ import (
 type Activities struct {
 	Portfolio   *activities.Portfolio
 	Maintenance *activities.Maintenance
+	Orders      *activities.Orders
 }
 
 // New builds a worker on the treasury task queue with every workflow and activity registered.
@@ -33,6 +34,22 @@ func New(c client.Client, acts Activities, opts sdkworker.Options) sdkworker.Wor
 	w.RegisterActivityWithOptions(acts.Portfolio.ListWalletRefs, activity.RegisterOptions{Name: workflows.ListWalletRefsActivity})
 	w.RegisterActivityWithOptions(acts.Portfolio.SyncWalletBalances, activity.RegisterOptions{Name: workflows.SyncWalletBalancesActivity})
 	w.RegisterWorkflowWithOptions(workflows.Maintenance, workflow.RegisterOptions{Name: workflows.MaintenanceWorkflow})
+	w.RegisterWorkflowWithOptions(workflows.OrderLifecycle, workflow.RegisterOptions{Name: workflows.OrderWorkflow})
+	for name, fn := range map[string]any{
+		workflows.MarkSubmittedActivity:    acts.Orders.MarkSubmitted,
+		workflows.EvaluatePolicyActivity:   acts.Orders.EvaluatePolicy,
+		workflows.RequestApprovalActivity:  acts.Orders.RequestApproval,
+		workflows.MarkApprovedActivity:     acts.Orders.MarkApproved,
+		workflows.RejectOrderActivity:      acts.Orders.RejectOrder,
+		workflows.RequestSignatureActivity: acts.Orders.RequestSignature,
+		workflows.RecordSignatureActivity:  acts.Orders.RecordSignature,
+		workflows.BroadcastLegActivity:     acts.Orders.BroadcastLeg,
+		workflows.CheckLegActivity:         acts.Orders.CheckLeg,
+		workflows.ConfirmLegActivity:       acts.Orders.ConfirmLeg,
+		workflows.FailOrderActivity:        acts.Orders.FailOrder,
+	} {
+		w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+	}
 	w.RegisterActivityWithOptions(acts.Maintenance.DeleteExpiredIdempotencyKeys, activity.RegisterOptions{Name: workflows.DeleteExpiredIdempotencyKeysActivity})
 	w.RegisterActivityWithOptions(acts.Maintenance.DeleteExpiredEvents, activity.RegisterOptions{Name: workflows.DeleteExpiredEventsActivity})
 	return w

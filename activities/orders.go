@@ -1,0 +1,419 @@
+package activities
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/orders"
+	"github.com/opentreasury/treasury/policy"
+	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/workflows"
+)
+
+// Orders holds the activities of the order workflow. Each applies one step through
+// store.ApplyOrderStep, so a retried activity changes nothing twice and emits no second event.
+type Orders struct {
+	Store *store.Store
+	Chain chain.Adapter
+	Log   *slog.Logger
+	Now   func() time.Time
+}
+
+func (a *Orders) now() time.Time {
+	if a.Now != nil {
+		return a.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// apply runs a step and classifies its error once: a refused transition can never succeed
+// on retry; anything else (the database) may.
+func (a *Orders) apply(ctx context.Context, ch store.OrderChange) (*store.StepResult, error) {
+	if ch.At.IsZero() {
+		ch.At = a.now()
+	}
+	res, err := a.Store.ApplyOrderStep(ctx, ch)
+	if errors.Is(err, store.ErrTransition) {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeInvalidState, err)
+	}
+	return res, err
+}
+
+// legLabel is the leg a leg event of this order carries ("" for single-leg orders).
+func (a *Orders) legLabel(ctx context.Context, in workflows.LegInput) (string, error) {
+	_, legs, err := a.Store.Order(ctx, in.OrderID)
+	if err != nil {
+		return "", err
+	}
+	if in.Position >= len(legs) {
+		return "", temporal.NewNonRetryableApplicationError("no such leg", workflows.ErrTypeInvalidState, nil)
+	}
+	return legName(legs, in.Position), nil
+}
+
+// legName is the leg an event carries: only multi-leg orders name it (SPEC 3.7).
+func legName(legs []store.OrderLeg, pos int) string {
+	if len(legs) > 1 && pos < len(legs) {
+		return legs[pos].Leg
+	}
+	return ""
+}
+
+// MarkSubmitted moves a draft into the pipeline and emits Order.Submitted.
+func (a *Orders) MarkSubmitted(ctx context.Context, in workflows.StepInput) error {
+	now := a.now()
+	_, err := a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: "submitted", From: []string{orders.StatusDraft},
+		To: orders.StatusSubmitted, Reason: "submitted", CorrelationID: in.CorrelationID, At: now,
+		Mutate: func(o *store.Order, _ []store.OrderLeg) { o.SubmittedAt = &now },
+		Event:  &store.EventSpec{Name: "Order.Submitted"}})
+	return err
+}
+
+// EvaluatePolicy decides the order against its app's policy as it stands now, and records
+// whether approval is needed. It is the one place policy is evaluated for an order.
+func (a *Orders) EvaluatePolicy(ctx context.Context, in workflows.StepInput) (workflows.PolicyDecision, error) {
+	o, _, err := a.Store.Order(ctx, in.OrderID)
+	if err != nil {
+		return workflows.PolicyDecision{}, err
+	}
+	input, err := orderInput(o)
+	if err != nil {
+		return workflows.PolicyDecision{}, temporal.NewNonRetryableApplicationError(err.Error(), "CorruptOrder", err)
+	}
+	rules := policy.Rules{}
+	if p, err := a.Store.Policy(ctx, o.OrgID, o.App); err == nil {
+		if rules, err = policy.Parse([]byte(p.Document)); err != nil {
+			return workflows.PolicyDecision{}, err
+		}
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return workflows.PolicyDecision{}, err
+	}
+	now := a.now()
+	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	spent, err := a.Store.WalletVolumeSince(ctx, o.WalletID, day, o.ID)
+	if err != nil {
+		return workflows.PolicyDecision{}, err
+	}
+	e := rules.Evaluate(input.PolicyOrder(o.AmountUSD), spent)
+	d := workflows.PolicyDecision{Allowed: e.Allowed(), ApprovalRequired: e.ApprovalRequired, Quorum: e.Quorum}
+	for _, v := range e.Violations() {
+		d.Violations = append(d.Violations, workflows.Violation{Rule: v.Rule, Message: v.Message})
+	}
+	_, err = a.apply(ctx, store.OrderChange{OrderID: o.ID, Step: "policy-evaluated", CorrelationID: in.CorrelationID,
+		Mutate: func(o *store.Order, _ []store.OrderLeg) {
+			o.ApprovalRequired, o.ApprovalQuorum = d.ApprovalRequired, d.Quorum
+		}})
+	return d, err
+}
+
+// orderInput rebuilds the validated input of a stored order.
+func orderInput(o *store.Order) (*orders.Input, error) {
+	var body map[string]any
+	if err := json.Unmarshal([]byte(o.Details), &body); err != nil {
+		return nil, err
+	}
+	body["walletId"] = o.WalletID
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	in, errs := orders.Parse(o.Domain, raw)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("stored order %s does not parse: %v", o.ID, errs)
+	}
+	return in, nil
+}
+
+// RequestApproval opens the approval item, bound to the order's payload hash.
+func (a *Orders) RequestApproval(ctx context.Context, in workflows.ApprovalRequest) (string, error) {
+	itemID := ids.New(ids.ApprovalItem)
+	res, err := a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: "approval-requested",
+		From: []string{orders.StatusSubmitted}, To: orders.StatusPendingApproval,
+		Reason: fmt.Sprintf("needs %d approval(s)", in.Quorum), CorrelationID: in.CorrelationID,
+		Mutate: func(o *store.Order, _ []store.OrderLeg) { o.ApprovalItemID = &itemID },
+		Also: func(tx *store.Store) error {
+			o, _, err := tx.Order(ctx, in.OrderID)
+			if err != nil {
+				return err
+			}
+			summary, _ := json.Marshal(map[string]any{"amountUsd": o.AmountUSD.StringFixedBank(2), "walletId": o.WalletID,
+				"chain": o.Chain, "details": json.RawMessage(o.Details)})
+			return tx.CreateApprovalItem(ctx, &store.ApprovalItem{ID: itemID, OrgID: o.OrgID, App: o.App, Domain: o.Domain,
+				OrderID: o.ID, Status: "pending", RequiredApprovals: in.Quorum,
+				Reason:      fmt.Sprintf("orders worth %s USD need %d approval(s)", o.AmountUSD.StringFixedBank(2), in.Quorum),
+				PayloadHash: o.PayloadHash, Summary: string(summary), CreatedBy: o.CreatedBy,
+				CreatedAt: a.now(), ExpiresAt: in.ExpiresAt})
+		}})
+	if err != nil {
+		return "", err
+	}
+	return *res.Order.ApprovalItemID, nil
+}
+
+// MarkApproved closes the approval item and emits Order.Approved.
+func (a *Orders) MarkApproved(ctx context.Context, in workflows.ApprovalRequest) error {
+	_, err := a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: "approved", From: []string{orders.StatusPendingApproval},
+		To: orders.StatusApproved, Reason: "quorum reached", CorrelationID: in.CorrelationID,
+		Also: func(tx *store.Store) error {
+			o, _, err := tx.Order(ctx, in.OrderID)
+			if err != nil {
+				return err
+			}
+			return tx.SetApprovalItemStatus(ctx, *o.ApprovalItemID, "approved", a.now())
+		},
+		Event: &store.EventSpec{Name: "Order.Approved", Fields: map[string]any{"quorum": in.Quorum}}})
+	return err
+}
+
+// RejectOrder ends the order rejected (policy, approver or expired) and emits Order.Rejected.
+func (a *Orders) RejectOrder(ctx context.Context, in workflows.RejectInput) error {
+	now := a.now()
+	detail := map[string]any{}
+	if len(in.Violations) > 0 {
+		detail["violations"] = in.Violations
+	}
+	if in.DecidedBy != "" {
+		detail["decidedBy"] = in.DecidedBy
+	}
+	detailJSON, _ := json.Marshal(detail)
+	fields := map[string]any{"reason": in.Reason}
+	for k, v := range detail {
+		fields[k] = v
+	}
+	_, err := a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: "rejected",
+		From: []string{orders.StatusSubmitted, orders.StatusPendingApproval}, To: orders.StatusRejected,
+		Reason: in.Reason, CorrelationID: in.CorrelationID, At: now,
+		Mutate: func(o *store.Order, _ []store.OrderLeg) {
+			reason, d := in.Reason, string(detailJSON)
+			o.RejectionReason, o.RejectionDetail, o.CompletedAt = &reason, &d, &now
+		},
+		Also: func(tx *store.Store) error {
+			if in.ItemID == "" {
+				return nil
+			}
+			status := "rejected"
+			if in.Reason == "expired" {
+				status = "expired"
+			}
+			return tx.SetApprovalItemStatus(ctx, in.ItemID, status, now)
+		},
+		Event: &store.EventSpec{Name: "Order.Rejected", Fields: fields}})
+	return err
+}
+
+// unsignedTx is what the signer signs for one leg: derived from exactly the order's payload.
+func unsignedTx(o *store.Order, legs []store.OrderLeg, pos int, from string) (string, string, error) {
+	names := make([]string, len(legs))
+	for i, l := range legs {
+		names[i] = l.Leg
+	}
+	var details map[string]any
+	if err := json.Unmarshal([]byte(o.Details), &details); err != nil {
+		return "", "", err
+	}
+	payload, hash, err := orders.Payload(o.ID, o.Domain, o.WalletID, o.Chain, details, names)
+	if err != nil {
+		return "", "", err
+	}
+	if hash != o.PayloadHash {
+		return "", "", fmt.Errorf("order %s payload changed since it was created", o.ID)
+	}
+	tx, err := json.Marshal(map[string]any{"chain": o.Chain, "from": from, "leg": legs[pos].Leg, "position": pos,
+		"payloadHash": hash, "payload": json.RawMessage(payload)})
+	if err != nil {
+		return "", "", err
+	}
+	sum := sha256.Sum256(tx)
+	return string(tx), hex.EncodeToString(sum[:]), nil
+}
+
+// RequestSignature creates the leg's signing request and emits Wallet.SigningRequested.
+func (a *Orders) RequestSignature(ctx context.Context, in workflows.LegInput) (workflows.SigningRequestRef, error) {
+	leg, err := a.legLabel(ctx, in)
+	if err != nil {
+		return workflows.SigningRequestRef{}, err
+	}
+	reqID := ids.New(ids.SigningRequest)
+	var created *store.SigningRequest
+	res, err := a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: fmt.Sprintf("leg-%d-signing-requested", in.Position),
+		From: []string{orders.StatusSubmitted, orders.StatusApproved, orders.StatusBroadcast}, To: orders.StatusPendingSignature,
+		Reason: "signature requested for " + in.Leg, CorrelationID: in.CorrelationID,
+		Mutate: func(o *store.Order, legs []store.OrderLeg) {
+			legs[in.Position].SigningRequestID, legs[in.Position].Status = &reqID, "pending_signature"
+		},
+		Also: func(tx *store.Store) error {
+			o, legs, err := tx.Order(ctx, in.OrderID)
+			if err != nil {
+				return err
+			}
+			w, err := tx.Wallet(ctx, o.OrgID, o.WalletID)
+			if err != nil {
+				return err
+			}
+			body, digest, err := unsignedTx(o, legs, in.Position, w.Address)
+			if err != nil {
+				return err
+			}
+			created, err = tx.CreateSigningRequest(ctx, &store.SigningRequest{ID: reqID, OrgID: o.OrgID, App: o.App,
+				Domain: o.Domain, OrderID: o.ID, Position: in.Position, Leg: in.Leg, WalletID: o.WalletID, Chain: o.Chain,
+				UnsignedTx: body, Digest: digest, Status: "pending", CreatedAt: a.now(), ExpiresAt: in.ExpiresAt})
+			return err
+		},
+		Event: &store.EventSpec{Name: "Wallet.SigningRequested", Leg: leg, Fields: map[string]any{
+			"signingRequestId": reqID, "expiresAt": in.ExpiresAt.UTC().Format("2006-01-02T15:04:05.000Z")}}})
+	if err != nil {
+		return workflows.SigningRequestRef{}, err
+	}
+	if res.Applied {
+		return workflows.SigningRequestRef{ID: created.ID, Digest: created.Digest}, nil
+	}
+	existing := res.Legs[in.Position].SigningRequestID
+	r, err := a.Store.SigningRequest(ctx, res.Order.OrgID, *existing)
+	if err != nil {
+		return workflows.SigningRequestRef{}, err
+	}
+	return workflows.SigningRequestRef{ID: r.ID, Digest: r.Digest}, nil
+}
+
+// RecordSignature stores the verified signature and emits Wallet.TransactionSigned.
+func (a *Orders) RecordSignature(ctx context.Context, in workflows.LegInput) error {
+	leg, err := a.legLabel(ctx, in)
+	if err != nil {
+		return err
+	}
+	now := a.now()
+	sig := in.Signature
+	_, err = a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: fmt.Sprintf("leg-%d-signed", in.Position),
+		From: []string{orders.StatusPendingSignature}, To: orders.StatusSigned, Reason: in.Leg + " signed",
+		CorrelationID: in.CorrelationID, At: now,
+		Mutate: func(_ *store.Order, legs []store.OrderLeg) { legs[in.Position].Status = "signed" },
+		Also: func(tx *store.Store) error {
+			return tx.SetSigningRequestStatus(ctx, in.SigningRequestID, "signed", &sig, now)
+		},
+		Event: &store.EventSpec{Name: "Wallet.TransactionSigned", Leg: leg, Fields: map[string]any{"signingRequestId": in.SigningRequestID}}})
+	return err
+}
+
+// BroadcastLeg sends the signed leg to the chain and emits Order.Broadcast. Broadcasting
+// the same signed transaction again yields the same hash, so a retry cannot double-spend.
+func (a *Orders) BroadcastLeg(ctx context.Context, in workflows.LegInput) (string, error) {
+	o, legs, err := a.Store.Order(ctx, in.OrderID)
+	if err != nil {
+		return "", err
+	}
+	if h := legs[in.Position].TxHash; h != nil {
+		return *h, nil
+	}
+	req, err := a.Store.SigningRequest(ctx, o.OrgID, in.SigningRequestID)
+	if err != nil {
+		return "", err
+	}
+	w, err := a.Store.Wallet(ctx, o.OrgID, o.WalletID)
+	if err != nil {
+		return "", err
+	}
+	input, err := orderInput(o)
+	if err != nil {
+		return "", err
+	}
+	sig, err := base64.StdEncoding.DecodeString(in.Signature)
+	if err != nil {
+		return "", temporal.NewNonRetryableApplicationError("signature is not base64", "BadSignature", err)
+	}
+	tx := chain.SignedTx{Chain: o.Chain, Kind: in.Leg, From: w.Address, Digest: req.Digest, Signature: sig}
+	tx.Asset, tx.Amount = input.Valued()
+	if input.Destination != nil {
+		tx.To = input.Destination.Address
+	}
+	hash, err := a.Chain.Broadcast(ctx, tx)
+	if err != nil {
+		return "", err
+	}
+	_, err = a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: fmt.Sprintf("leg-%d-broadcast", in.Position),
+		From: []string{orders.StatusSigned}, To: orders.StatusBroadcast, Reason: in.Leg + " broadcast", CorrelationID: in.CorrelationID,
+		Mutate: func(_ *store.Order, legs []store.OrderLeg) {
+			legs[in.Position].TxHash, legs[in.Position].Status = &hash, "broadcast"
+		},
+		Event: &store.EventSpec{Name: "Order.Broadcast", Leg: legName(legs, in.Position), Fields: map[string]any{"txHash": hash}}})
+	return hash, err
+}
+
+// CheckLeg reads a broadcast leg's state on its chain.
+func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows.LegStatus, error) {
+	o, legs, err := a.Store.Order(ctx, in.OrderID)
+	if err != nil {
+		return workflows.LegStatus{}, err
+	}
+	if legs[in.Position].TxHash == nil {
+		return workflows.LegStatus{}, temporal.NewNonRetryableApplicationError("leg was never broadcast", workflows.ErrTypeInvalidState, nil)
+	}
+	st, err := a.Chain.Status(ctx, o.Chain, *legs[in.Position].TxHash)
+	if err != nil {
+		return workflows.LegStatus{}, err
+	}
+	return workflows.LegStatus{State: string(st.State), Reason: st.Reason}, nil
+}
+
+// ConfirmLeg records a confirmed leg; the last one confirms the order (Order.Confirmed).
+func (a *Orders) ConfirmLeg(ctx context.Context, in workflows.LegInput) error {
+	now := a.now()
+	ch := store.OrderChange{OrderID: in.OrderID, Step: fmt.Sprintf("leg-%d-confirmed", in.Position),
+		From: []string{orders.StatusBroadcast}, CorrelationID: in.CorrelationID, At: now,
+		Mutate: func(o *store.Order, legs []store.OrderLeg) {
+			legs[in.Position].Status = "confirmed"
+			if in.Last {
+				o.CompletedAt = &now
+			}
+		}}
+	if in.Last {
+		_, legs, err := a.Store.Order(ctx, in.OrderID)
+		if err != nil {
+			return err
+		}
+		ch.Step, ch.To, ch.Reason = "confirmed", orders.StatusConfirmed, "confirmed"
+		fields := map[string]any{}
+		if h := legs[in.Position].TxHash; h != nil {
+			fields["txHash"] = *h
+		}
+		ch.Event = &store.EventSpec{Name: "Order.Confirmed", Leg: legName(legs, in.Position), Fields: fields}
+	}
+	_, err := a.apply(ctx, ch)
+	return err
+}
+
+// FailOrder ends the order failed (signing_expired, tx_reverted) and emits Order.Failed.
+func (a *Orders) FailOrder(ctx context.Context, in workflows.FailInput) error {
+	now := a.now()
+	_, legs, err := a.Store.Order(ctx, in.OrderID)
+	if err != nil {
+		return err
+	}
+	_, err = a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: "failed", To: orders.StatusFailed,
+		From:   []string{orders.StatusPendingSignature, orders.StatusSigned, orders.StatusBroadcast},
+		Reason: in.Code, CorrelationID: in.CorrelationID, At: now,
+		Mutate: func(o *store.Order, legs []store.OrderLeg) {
+			code, msg := in.Code, in.Message
+			o.FailureCode, o.FailureMessage, o.CompletedAt = &code, &msg, &now
+			legs[in.Position].Status = "failed"
+		},
+		Also: func(tx *store.Store) error {
+			if in.SigningRequestID == "" {
+				return nil
+			}
+			return tx.SetSigningRequestStatus(ctx, in.SigningRequestID, "expired", nil, now)
+		},
+		Event: &store.EventSpec{Name: "Order.Failed", Leg: legName(legs, in.Position),
+			Fields: map[string]any{"failure": map[string]any{"code": in.Code, "message": in.Message}}}})
+	return err
+}

@@ -1,0 +1,289 @@
+package activities
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/orders"
+	"github.com/opentreasury/treasury/seed"
+	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/workflows"
+)
+
+type lifecycle struct {
+	store  *store.Store
+	creds  *seed.Credentials
+	keys   map[string]ed25519.PrivateKey
+	acts   *Orders
+	wallet *store.Wallet
+}
+
+func newLifecycle(t *testing.T, s *store.Store) *lifecycle {
+	t.Helper()
+	dir := t.TempDir()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	creds, err := seed.Ensure(context.Background(), s, dir, seed.URLs{}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := seed.LoadSignerKeys(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := chain.NewDevchain(s)
+	dev.BlockTime = 0
+	w, err := s.Wallet(context.Background(), creds.OrgID, creds.Wallets[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &lifecycle{store: s, creds: creds, keys: keys, acts: &Orders{Store: s, Chain: dev, Log: log}, wallet: w}
+}
+
+// draft stores a draft order of a domain as the API would.
+func (l *lifecycle) draft(t *testing.T, domain, body string) (*store.Order, []string) {
+	t.Helper()
+	in, errs := orders.Parse(domain, []byte(body))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if errs := in.Check(l.wallet.Chain); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	prices, _ := l.store.Prices(context.Background())
+	asset, amount := in.Valued()
+	id := ids.New(ids.Order)
+	legs := in.Legs(l.wallet.Chain)
+	details, _ := json.Marshal(in.Details())
+	_, hash, _ := orders.Payload(id, domain, l.wallet.ID, l.wallet.Chain, in.Details(), legs)
+	app := map[string]string{"payment": "pay", "trade": "trade", "earn": "earn", "borrow": "borrow"}[domain]
+	now := time.Now().UTC()
+	o := &store.Order{ID: id, OrgID: l.creds.OrgID, App: app, Domain: domain, Status: "draft", WalletID: l.wallet.ID,
+		Chain: l.wallet.Chain, Details: string(details), PayloadHash: hash, AmountUSD: amount.Mul(prices[asset]),
+		CreatedBy: "key_maker", CorrelationID: "corr-1", WorkflowID: "order-" + id, CreatedAt: now, UpdatedAt: now}
+	var ls []store.OrderLeg
+	for i, name := range legs {
+		ls = append(ls, store.OrderLeg{Position: i, Leg: name, Status: "pending"})
+	}
+	if _, err := l.store.CreateOrder(context.Background(), o, ls, store.EventSpec{Name: "Order.Created"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return o, legs
+}
+
+// run executes the real workflow with the real activities; the signer signs every
+// signing request a minute after it appears, with the wallet's own key.
+func (l *lifecycle) run(t *testing.T, o *store.Order, legs []string, approvers ...string) workflows.OrderState {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(workflows.OrderLifecycle, workflow.RegisterOptions{Name: workflows.OrderWorkflow})
+	for name, fn := range map[string]any{
+		workflows.MarkSubmittedActivity: l.acts.MarkSubmitted, workflows.EvaluatePolicyActivity: l.acts.EvaluatePolicy,
+		workflows.RequestApprovalActivity: l.acts.RequestApproval, workflows.MarkApprovedActivity: l.acts.MarkApproved,
+		workflows.RejectOrderActivity: l.acts.RejectOrder, workflows.RequestSignatureActivity: l.acts.RequestSignature,
+		workflows.RecordSignatureActivity: l.acts.RecordSignature, workflows.BroadcastLegActivity: l.acts.BroadcastLeg,
+		workflows.CheckLegActivity: l.acts.CheckLeg, workflows.ConfirmLegActivity: l.acts.ConfirmLeg,
+		workflows.FailOrderActivity: l.acts.FailOrder,
+	} {
+		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+	}
+	for i, by := range approvers {
+		env.RegisterDelayedCallback(func() {
+			v, _ := env.QueryWorkflow(workflows.QueryState)
+			var st workflows.OrderState
+			_ = v.Get(&st)
+			env.SignalWorkflow(workflows.SignalApprovalDecision, workflows.ApprovalDecision{ItemID: st.ItemID, DecidedBy: by, Decision: "APPROVE"})
+		}, time.Duration(i+1)*time.Minute)
+	}
+	for i := range legs {
+		env.RegisterDelayedCallback(func() {
+			v, err := env.QueryWorkflow(workflows.QueryState)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			var st workflows.OrderState
+			_ = v.Get(&st)
+			if len(st.Requests) <= i {
+				return
+			}
+			req, err := l.store.SigningRequest(context.Background(), l.creds.OrgID, st.Requests[i])
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			digest, _ := hex.DecodeString(req.Digest)
+			sig := ed25519.Sign(l.keys[l.wallet.ID], digest)
+			env.SignalWorkflow(workflows.SignalSignature, workflows.Signature{SigningRequestID: req.ID, Signature: base64.StdEncoding.EncodeToString(sig)})
+		}, time.Duration(len(approvers)+i+1)*time.Hour)
+	}
+	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{OrderID: o.ID, CorrelationID: "corr-submit", Legs: legs})
+	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+		t.Fatalf("completed %v, error %v", env.IsWorkflowCompleted(), env.GetWorkflowError())
+	}
+	var st workflows.OrderState
+	if err := env.GetWorkflowResult(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func (l *lifecycle) events(t *testing.T, orderID string) (names []string, data []map[string]any) {
+	t.Helper()
+	evs, err := l.store.OrderEvents(context.Background(), orderID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ev := range evs {
+		if ev.Sequence != i+1 {
+			t.Fatalf("sequence gap at %d: %d", i, ev.Sequence)
+		}
+		var d map[string]any
+		_ = json.Unmarshal([]byte(ev.Data), &d)
+		names, data = append(names, ev.Event), append(data, d)
+	}
+	return names, data
+}
+
+func TestPaymentLifecycleOnTheDevchain(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		l := newLifecycle(t, s)
+		ctx := context.Background()
+		const to = "0x1111111111111111111111111111111111111111"
+		o, legs := l.draft(t, "payment", `{"walletId":"`+l.wallet.ID+`","asset":"USDC","amount":"500","destination":{"address":"`+to+`"}}`)
+		st := l.run(t, o, legs)
+		if st.Status != "confirmed" {
+			t.Fatalf("state %+v", st)
+		}
+		names, data := l.events(t, o.ID)
+		want := "Order.Created Order.Submitted Wallet.SigningRequested Wallet.TransactionSigned Order.Broadcast Order.Confirmed"
+		if strings.Join(names, " ") != want {
+			t.Fatalf("events %v", names)
+		}
+		for _, d := range data {
+			if _, ok := d["leg"]; ok {
+				t.Fatalf("a single-leg order's events carry no leg: %v", d)
+			}
+		}
+		if data[5]["orderStatus"] != "confirmed" || data[4]["txHash"] == nil || data[1]["correlationId"] != "corr-submit" {
+			t.Fatalf("event data %v", data)
+		}
+		got, legsNow, _ := s.Order(ctx, o.ID)
+		if got.Status != "confirmed" || got.CompletedAt == nil || got.SubmittedAt == nil || legsNow[0].Status != "confirmed" || legsNow[0].TxHash == nil {
+			t.Fatalf("order %+v legs %+v", got, legsNow)
+		}
+		received, _ := s.DevchainBalances(ctx, "ethereum", to)
+		if !received["USDC"].Equal(decimal.RequireFromString("500")) {
+			t.Fatalf("the destination received %s", received["USDC"])
+		}
+		hist, _ := s.OrderHistory(ctx, o.ID)
+		var statuses []string
+		for _, h := range hist {
+			statuses = append(statuses, h.Status)
+		}
+		if strings.Join(statuses, ",") != "draft,submitted,pending_signature,signed,broadcast,confirmed" {
+			t.Fatalf("history %v", statuses)
+		}
+	})
+}
+
+func TestLifecycleWithApprovalRevertAndTwoLegs(t *testing.T) {
+	s := storetest.NewSQLite(t)
+	l := newLifecycle(t, s)
+	ctx := context.Background()
+
+	big, legs := l.draft(t, "payment", `{"walletId":"`+l.wallet.ID+`","asset":"USDC","amount":"20000","destination":{"address":"0x2222222222222222222222222222222222222222"}}`)
+	if st := l.run(t, big, legs, "key_approver"); st.Status != "confirmed" {
+		t.Fatalf("approved payment: %+v", st)
+	}
+	names, _ := l.events(t, big.ID)
+	if strings.Join(names, " ") != "Order.Created Order.Submitted Order.Approved Wallet.SigningRequested Wallet.TransactionSigned Order.Broadcast Order.Confirmed" {
+		t.Fatalf("events %v", names)
+	}
+	o, _, _ := s.Order(ctx, big.ID)
+	item, decisions, err := s.ApprovalItem(ctx, l.creds.OrgID, *o.ApprovalItemID)
+	if err != nil || item.Status != "approved" || item.PayloadHash != o.PayloadHash || item.RequiredApprovals != 1 || len(decisions) != 0 {
+		t.Fatalf("approval item %+v %v (decisions are recorded by the API, not the workflow)", item, err)
+	}
+
+	dead, legs := l.draft(t, "payment", `{"walletId":"`+l.wallet.ID+`","asset":"USDC","amount":"5","destination":{"address":"`+chain.RevertAddress+`"}}`)
+	if st := l.run(t, dead, legs); st.Status != "failed" {
+		t.Fatalf("reverted payment: %+v", st)
+	}
+	names, data := l.events(t, dead.ID)
+	if names[len(names)-1] != "Order.Failed" || data[len(data)-1]["failure"].(map[string]any)["code"] != "tx_reverted" {
+		t.Fatalf("revert events %v %v", names, data[len(data)-1])
+	}
+
+	swap, legs := l.draft(t, "trade", `{"walletId":"`+l.wallet.ID+`","sellAsset":"USDC","buyAsset":"ETH","sellAmount":"100","maxSlippageBps":30}`)
+	if st := l.run(t, swap, legs); st.Status != "confirmed" {
+		t.Fatalf("trade: %+v", st)
+	}
+	names, data = l.events(t, swap.ID)
+	if strings.Join(names, " ") != "Order.Created Order.Submitted Wallet.SigningRequested Wallet.TransactionSigned Order.Broadcast "+
+		"Wallet.SigningRequested Wallet.TransactionSigned Order.Broadcast Order.Confirmed" {
+		t.Fatalf("trade events %v", names)
+	}
+	if data[2]["leg"] != "APPROVE" || data[5]["leg"] != "SWAP" || data[8]["leg"] != "SWAP" || data[1]["leg"] != nil {
+		t.Fatalf("multi-leg events carry their leg: %v", data)
+	}
+
+	over, legs := l.draft(t, "payment", `{"walletId":"`+l.wallet.ID+`","asset":"USDC","amount":"6000000","destination":{"address":"0x2222222222222222222222222222222222222222"}}`)
+	if st := l.run(t, over, legs); st.Status != "rejected" || st.Decision.Allowed {
+		t.Fatalf("over the limit: %+v", st)
+	}
+	names, data = l.events(t, over.ID)
+	if strings.Join(names, " ") != "Order.Created Order.Submitted Order.Rejected" || data[2]["reason"] != "policy" {
+		t.Fatalf("policy rejection events %v %v", names, data)
+	}
+}
+
+func TestRetriedActivitiesDoNotEmitTwice(t *testing.T) {
+	s := storetest.NewSQLite(t)
+	l := newLifecycle(t, s)
+	o, _ := l.draft(t, "payment", `{"walletId":"`+l.wallet.ID+`","asset":"USDC","amount":"1","destination":{"address":"0x1111111111111111111111111111111111111111"}}`)
+	in := workflows.StepInput{OrderID: o.ID, CorrelationID: "c"}
+	ctx := context.Background()
+	for range 3 {
+		if err := l.acts.MarkSubmitted(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var first string
+	for range 2 {
+		ref, err := l.acts.RequestSignature(ctx, workflows.LegInput{OrderID: o.ID, CorrelationID: "c", Position: 0, Leg: "TRANSFER",
+			ExpiresAt: time.Now().Add(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first != "" && ref.ID != first {
+			t.Fatalf("a retry made a second signing request: %s then %s", first, ref.ID)
+		}
+		first = ref.ID
+	}
+	names, _ := l.events(t, o.ID)
+	if strings.Join(names, " ") != "Order.Created Order.Submitted Wallet.SigningRequested" {
+		t.Fatalf("events after retries: %v", names)
+	}
+	// A step from the wrong status is final: retrying cannot fix it.
+	err := l.acts.MarkApproved(ctx, workflows.ApprovalRequest{OrderID: o.ID})
+	if err == nil || !workflows.IsInvalidState(err) {
+		t.Fatalf("want a non-retryable invalid-state error, got %v", err)
+	}
+}
