@@ -18,9 +18,10 @@ import (
 )
 
 type orderHandlers struct {
-	store  *store.Store
-	log    *slog.Logger
-	domain orders.DomainInfo
+	store     *store.Store
+	log       *slog.Logger
+	domain    orders.DomainInfo
+	workflows OrderWorkflows
 }
 
 type legResponse struct {

@@ -31,6 +31,8 @@ type Config struct {
 	Log            *slog.Logger
 	Readiness      []ReadinessCheck
 	RequestTimeout time.Duration
+	// Workflows starts and signals order workflows; nil answers 503 on those routes.
+	Workflows OrderWorkflows
 	// IdempotencyRetention is how long a write's response is kept for replay (24 h default).
 	IdempotencyRetention time.Duration
 }
@@ -77,14 +79,22 @@ func NewRouter(cfg Config) http.Handler {
 	v1.PUT("/policies/:app", polh.put)
 	v1.POST("/policies/:app/evaluate", polh.evaluate)
 
+	lh := &lifecycleHandlers{store: cfg.Store, log: log, workflows: cfg.Workflows}
+	v1.GET("/approvals", lh.listApprovals)
+	v1.POST("/approvals/:domain/:id/decide", lh.decide)
+	v1.GET("/signing-requests", lh.listSigning)
+	v1.GET("/signing-requests/:id", lh.getSigning)
+	v1.POST("/signing-requests/:id/signature", lh.sign)
+
 	rh := &recordHandlers{store: cfg.Store, log: log}
 	v1.GET("/events", requireRead(), rh.events)
 	v1.GET("/audit-logs", requireRead(), rh.auditLogs)
 
 	for _, d := range orders.Domains {
-		oh := &orderHandlers{store: cfg.Store, log: log, domain: d}
+		oh := &orderHandlers{store: cfg.Store, log: log, domain: d, workflows: cfg.Workflows}
 		base := "/" + d.Collection
 		v1.POST(base, require(d.App, auth.ActionWrite), oh.create)
+		v1.POST(base+"/:id/submit", require(d.App, auth.ActionWrite), oh.submit)
 		v1.GET(base, require(d.App, auth.ActionRead), oh.list)
 		v1.GET(base+"/:id", require(d.App, auth.ActionRead), oh.get)
 	}

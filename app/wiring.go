@@ -123,6 +123,7 @@ func NewAPIHandler(cfg Config, s *store.Store, tc client.Client, log *slog.Logge
 		Log:                  log,
 		RequestTimeout:       cfg.RequestTimeout,
 		IdempotencyRetention: cfg.IdempotencyRetention,
+		Workflows:            TemporalOrders{Client: tc},
 		Readiness: []api.ReadinessCheck{
 			{Name: "database", Check: s.Ping},
 			{Name: "temporal", Check: func(ctx context.Context) error {

@@ -35,6 +35,10 @@ type Options struct {
 	DatabaseURL         string
 	BalanceSyncInterval time.Duration
 	ShutdownTimeout     time.Duration
+	// DevSigner signs the autoSign wallets' signing requests in-process.
+	DevSigner bool
+	// BlockTime of the devchain (200 ms by default); one confirmation.
+	BlockTime time.Duration
 	// TemporalLogLevel is the embedded server's own log level (default error).
 	TemporalLogLevel string
 	Log              *slog.Logger
@@ -49,14 +53,16 @@ type Bundle struct {
 	TemporalUIURL   string
 	Namespace       string
 
-	opts     Options
-	log      *slog.Logger
-	store    *store.Store
-	temporal *Temporal
-	client   client.Client
-	worker   sdkworker.Worker
-	listener net.Listener
-	http     *http.Server
+	opts       Options
+	log        *slog.Logger
+	store      *store.Store
+	temporal   *Temporal
+	client     client.Client
+	worker     sdkworker.Worker
+	listener   net.Listener
+	stopSigner context.CancelFunc
+	signerDone chan struct{}
+	http       *http.Server
 	// serveDone closes when the API server stops serving; serveErr says why.
 	serveDone chan struct{}
 	serveErr  error
@@ -147,10 +153,27 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 	if err := worker.EnsureSchedules(ctx, b.client, opts.BalanceSyncInterval); err != nil {
 		return nil, err
 	}
-	b.worker = app.NewWorker(b.store, chain.NewDevchain(b.store), b.client, log, opts.ShutdownTimeout)
+	dev := chain.NewDevchain(b.store)
+	if opts.BlockTime > 0 {
+		dev.BlockTime = opts.BlockTime
+	}
+	b.worker = app.NewWorker(b.store, dev, b.client, log, opts.ShutdownTimeout)
 	if err := b.worker.Start(); err != nil {
 		b.worker = nil
 		return nil, fmt.Errorf("start worker: %w", err)
+	}
+
+	if opts.DevSigner {
+		keys, err := seed.LoadSignerKeys(opts.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		signerCtx, cancel := context.WithCancel(context.Background())
+		b.stopSigner = cancel
+		signer := &devSigner{store: b.store, workflows: app.TemporalOrders{Client: b.client}, keys: keys,
+			log: log.With("component", "dev-signer"), every: 100 * time.Millisecond, sent: map[string]bool{}}
+		b.signerDone = make(chan struct{})
+		go func() { defer close(b.signerDone); signer.run(signerCtx) }()
 	}
 
 	b.http = api.NewServer(ln.Addr().String(), app.NewAPIHandler(cfg, b.store, b.client, log))
@@ -210,6 +233,11 @@ func (b *Bundle) stop() error {
 	if b.listener != nil {
 		_ = b.listener.Close()
 		b.listener = nil
+	}
+	if b.stopSigner != nil {
+		b.stopSigner()
+		<-b.signerDone
+		b.stopSigner = nil
 	}
 	if b.worker != nil {
 		b.worker.Stop()

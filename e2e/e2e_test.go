@@ -44,6 +44,8 @@ func startBundle(t *testing.T, dataDir, databaseURL string) *devstack.Bundle {
 		DatabaseURL:  databaseURL,
 		// Long enough that only the test's own trigger runs the sync while it watches.
 		BalanceSyncInterval: time.Hour,
+		DevSigner:           true,
+		BlockTime:           50 * time.Millisecond,
 		Log:                 slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	})
 	if err != nil {
@@ -61,7 +63,19 @@ type reply struct {
 
 func call(t *testing.T, method, url, token string, headers ...string) reply {
 	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
+	return send(t, method, url, token, "", headers...)
+}
+
+func send(t *testing.T, method, url, token, body string, headers ...string) reply {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -279,7 +279,7 @@ func (r *orderRun) run(ctx workflow.Context) error {
 			return err
 		}
 	}
-	r.state.Status = "confirmed"
+	r.setStatus(ctx, "confirmed")
 	return nil
 }
 
@@ -291,7 +291,7 @@ func (r *orderRun) approve(ctx workflow.Context, quorum int) (done bool, err err
 		CorrelationID: r.in.CorrelationID, Quorum: quorum, ExpiresAt: expires}).Get(ctx, &r.state.ItemID); err != nil {
 		return true, err
 	}
-	r.state.Status = "pending_approval"
+	r.setStatus(ctx, "pending_approval")
 	reached, err := workflow.AwaitWithTimeout(ctx, r.in.ApprovalTimeout, func() bool {
 		return r.approvals >= quorum || r.rejectedBy != ""
 	})
@@ -308,7 +308,7 @@ func (r *orderRun) approve(ctx workflow.Context, quorum int) (done bool, err err
 		CorrelationID: r.in.CorrelationID, Quorum: quorum}).Get(ctx, nil); err != nil {
 		return true, err
 	}
-	r.state.Status = "approved"
+	r.setStatus(ctx, "approved")
 	return false, nil
 }
 
@@ -317,7 +317,7 @@ func (r *orderRun) reject(ctx workflow.Context, in RejectInput) error {
 	if err := workflow.ExecuteActivity(activityCtx(ctx), RejectOrderActivity, in).Get(ctx, nil); err != nil {
 		return err
 	}
-	r.state.Status = "rejected"
+	r.setStatus(ctx, "rejected")
 	return nil
 }
 
@@ -326,7 +326,7 @@ func (r *orderRun) fail(ctx workflow.Context, in FailInput) error {
 	if err := workflow.ExecuteActivity(activityCtx(ctx), FailOrderActivity, in).Get(ctx, nil); err != nil {
 		return err
 	}
-	r.state.Status = "failed"
+	r.setStatus(ctx, "failed")
 	return nil
 }
 
@@ -339,7 +339,7 @@ func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err er
 	if err := workflow.ExecuteActivity(actx, RequestSignatureActivity, leg).Get(ctx, &req); err != nil {
 		return true, err
 	}
-	r.state.Status = "pending_signature"
+	r.setStatus(ctx, "pending_signature")
 	r.state.Requests = append(r.state.Requests, req.ID)
 	signed, err := workflow.AwaitWithTimeout(ctx, r.in.SigningTimeout, func() bool {
 		_, ok := r.signatures[req.ID]
@@ -356,11 +356,11 @@ func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err er
 	if err := workflow.ExecuteActivity(actx, RecordSignatureActivity, leg).Get(ctx, nil); err != nil {
 		return true, err
 	}
-	r.state.Status = "signed"
+	r.setStatus(ctx, "signed")
 	if err := workflow.ExecuteActivity(actx, BroadcastLegActivity, leg).Get(ctx, &leg.TxHash); err != nil {
 		return true, err
 	}
-	r.state.Status = "broadcast"
+	r.setStatus(ctx, "broadcast")
 	for {
 		var st LegStatus
 		if err := workflow.ExecuteActivity(actx, CheckLegActivity, leg).Get(ctx, &st); err != nil {
@@ -375,6 +375,18 @@ func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err er
 		if err := workflow.Sleep(ctx, r.in.PollInterval); err != nil {
 			return true, err
 		}
+	}
+}
+
+// OrderStatusKey is the search attribute operators filter orders by in the Temporal UI.
+var OrderStatusKey = temporal.NewSearchAttributeKeyKeyword("OrderStatus")
+
+// setStatus keeps the query state and the OrderStatus search attribute in step. The store
+// is the source of truth; this is what an operator sees in the Temporal UI.
+func (r *orderRun) setStatus(ctx workflow.Context, status string) {
+	r.state.Status = status
+	if err := workflow.UpsertTypedSearchAttributes(ctx, OrderStatusKey.ValueSet(status)); err != nil {
+		workflow.GetLogger(ctx).Warn("search attribute not updated", "status", status, "error", err)
 	}
 }
 

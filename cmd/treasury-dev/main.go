@@ -30,6 +30,8 @@ func run(args []string) int {
 	shards := fs.Int("history-shards", 1, "history shards of the embedded Temporal server (fixed when the data dir is created)")
 	syncEvery := fs.Duration("balance-sync-interval", time.Minute, "how often the Temporal Schedule refreshes wallet balances")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	devSigner := fs.Bool("dev-signer", true, "sign the autoSign wallets' signing requests in-process")
+	blockTime := fs.Duration("block-time", 200*time.Millisecond, "block time of the simulated chain (one confirmation)")
 	temporalLogLevel := fs.String("temporal-log-level", "error", "log level of the embedded Temporal server")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: treasury-dev [flags]\n\nRuns the treasury dev bundle. DATABASE_URL, when set, puts the store on PostgreSQL.\n\nFlags:\n")
@@ -60,6 +62,8 @@ func run(args []string) int {
 		DatabaseURL:         os.Getenv("DATABASE_URL"),
 		BalanceSyncInterval: *syncEvery,
 		TemporalLogLevel:    *temporalLogLevel,
+		DevSigner:           *devSigner,
+		BlockTime:           *blockTime,
 		Log:                 log,
 	})
 	if err != nil {

@@ -1,0 +1,66 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/workflows"
+)
+
+// Search attribute keys set on order workflows for operators.
+var (
+	orderDomainKey   = temporal.NewSearchAttributeKeyKeyword("OrderDomain")
+	orgIDKey         = temporal.NewSearchAttributeKeyKeyword("OrgId")
+	correlationIDKey = temporal.NewSearchAttributeKeyKeyword("CorrelationId")
+)
+
+// TemporalOrders starts and signals order workflows on a Temporal client.
+type TemporalOrders struct {
+	Client client.Client
+}
+
+// Submit starts workflow order-<id> (or joins it when it already runs) and waits for its
+// policy decision, in one Update-with-Start call: the answer is the workflow's own decision.
+func (t TemporalOrders) Submit(ctx context.Context, o *store.Order, legs []string, correlationID string) (workflows.PolicyDecision, error) {
+	start := t.Client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+		ID:                       o.WorkflowID,
+		TaskQueue:                workflows.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			orderDomainKey.ValueSet(o.Domain), workflows.OrderStatusKey.ValueSet("submitted"),
+			orgIDKey.ValueSet(o.OrgID), correlationIDKey.ValueSet(correlationID)),
+		Memo:          map[string]any{"correlationId": correlationID, "orderId": o.ID},
+		StaticSummary: fmt.Sprintf("%s %s worth %s USD from %s", o.Domain, o.ID, o.AmountUSD.StringFixedBank(2), o.WalletID),
+	}, workflows.OrderWorkflow, workflows.OrderInput{OrderID: o.ID, CorrelationID: correlationID, Legs: legs})
+	h, err := t.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: start,
+		UpdateOptions: client.UpdateWorkflowOptions{
+			UpdateName:   workflows.UpdatePolicyDecision,
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		},
+	})
+	if err != nil {
+		return workflows.PolicyDecision{}, fmt.Errorf("start order workflow: %w", err)
+	}
+	var d workflows.PolicyDecision
+	if err := h.Get(ctx, &d); err != nil {
+		return workflows.PolicyDecision{}, fmt.Errorf("policy decision: %w", err)
+	}
+	return d, nil
+}
+
+// SignalApproval delivers a recorded approval decision.
+func (t TemporalOrders) SignalApproval(ctx context.Context, orderID string, d workflows.ApprovalDecision) error {
+	return t.Client.SignalWorkflow(ctx, "order-"+orderID, "", workflows.SignalApprovalDecision, d)
+}
+
+// SignalSignature delivers a verified signature.
+func (t TemporalOrders) SignalSignature(ctx context.Context, orderID string, s workflows.Signature) error {
+	return t.Client.SignalWorkflow(ctx, "order-"+orderID, "", workflows.SignalSignature, s)
+}
