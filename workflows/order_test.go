@@ -43,7 +43,10 @@ func (f *fakeOrder) register(env *testsuite.TestWorkflowEnvironment) {
 		return SigningRequestRef{ID: "sig_" + in.Leg, Digest: "d"}, nil
 	}, RequestSignatureActivity)
 	reg(func(_ context.Context, in LegInput) error { f.record("signed:" + in.Leg); return nil }, RecordSignatureActivity)
-	reg(func(_ context.Context, in LegInput) (string, error) { f.record("broadcast:" + in.Leg); return "0xhash", nil }, BroadcastLegActivity)
+	reg(func(_ context.Context, in LegInput) (string, error) {
+		f.record("broadcast:" + in.Leg)
+		return "0xhash", nil
+	}, BroadcastLegActivity)
 	reg(func(context.Context, LegInput) (LegStatus, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
