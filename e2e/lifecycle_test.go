@@ -2,13 +2,20 @@ package e2e
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+
+	"github.com/opentreasury/treasury/seed"
+	"github.com/opentreasury/treasury/store/storetest"
 )
 
 // waitStatus polls an order until it reaches status, and returns its last body.
@@ -43,7 +50,12 @@ func eventNames(t *testing.T, api, token, orderID string) string {
 }
 
 func TestPaymentsReachTheirEnd(t *testing.T) {
-	b := startBundle(t, t.TempDir(), "")
+	t.Run("sqlite", func(t *testing.T) { paymentsReachTheirEnd(t, "") })
+	t.Run("postgres", func(t *testing.T) { paymentsReachTheirEnd(t, storetest.PostgresSchemaURL(t)) })
+}
+
+func paymentsReachTheirEnd(t *testing.T, databaseURL string) {
+	b := startBundle(t, t.TempDir(), databaseURL)
 	defer func() { _ = b.Shutdown() }()
 	creds := b.Credentials
 	api := b.APIURL + "/api/v1"
@@ -155,4 +167,138 @@ func TestPaymentsReachTheirEnd(t *testing.T) {
 
 func countRequest(query string) *workflowservice.CountWorkflowExecutionsRequest {
 	return &workflowservice.CountWorkflowExecutionsRequest{Query: query}
+}
+
+func TestEveryDomainReachesConfirmed(t *testing.T) {
+	b := startBundle(t, t.TempDir(), "")
+	defer func() { _ = b.Shutdown() }()
+	api := b.APIURL + "/api/v1"
+	wallet := b.Credentials.Wallets[0].ID
+	cases := []struct {
+		app, collection, body, events string
+	}{
+		{"trade", "trade-orders", `{"walletId":%q,"sellAsset":"USDC","buyAsset":"ETH","sellAmount":"300","maxSlippageBps":50}`,
+			"Order.Created Order.Submitted Wallet.SigningRequested Wallet.TransactionSigned Order.Broadcast " +
+				"Wallet.SigningRequested Wallet.TransactionSigned Order.Broadcast Order.Confirmed"},
+		{"trade", "trade-orders", `{"walletId":%q,"sellAsset":"ETH","buyAsset":"USDC","sellAmount":"1","maxSlippageBps":50}`,
+			"Order.Created Order.Submitted Wallet.SigningRequested Wallet.TransactionSigned Order.Broadcast Order.Confirmed"},
+		{"earn", "earn-orders", `{"walletId":%q,"protocol":"aave","action":"deposit","asset":"USDC","amount":"1000"}`,
+			"Order.Created Order.Submitted Wallet.SigningRequested Wallet.TransactionSigned Order.Broadcast Order.Confirmed"},
+		{"earn", "earn-orders", `{"walletId":%q,"protocol":"compound","action":"withdraw","asset":"USDC","amount":"10"}`,
+			"Order.Created Order.Submitted Wallet.SigningRequested Wallet.TransactionSigned Order.Broadcast " +
+				"Wallet.SigningRequested Wallet.TransactionSigned Order.Broadcast Order.Confirmed"},
+		{"borrow", "borrow-orders", `{"walletId":%q,"protocol":"aave","action":"draw","asset":"USDC","amount":"2500","collateralAsset":"ETH"}`,
+			"Order.Created Order.Submitted Wallet.SigningRequested Wallet.TransactionSigned Order.Broadcast Order.Confirmed"},
+		{"borrow", "borrow-orders", `{"walletId":%q,"protocol":"aave","action":"repay","asset":"USDC","amount":"2500"}`,
+			"Order.Created Order.Submitted Wallet.SigningRequested Wallet.TransactionSigned Order.Broadcast Order.Confirmed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.collection+" "+tc.body[len(tc.body)-40:], func(t *testing.T) {
+			keys := b.Credentials.Keys[tc.app]
+			r := send(t, "POST", api+"/"+tc.collection, keys.SK, fmt.Sprintf(tc.body, wallet))
+			if r.status != 201 {
+				t.Fatalf("create %d %s", r.status, r.raw)
+			}
+			id := r.body["id"].(string)
+			if r := send(t, "POST", api+"/"+tc.collection+"/"+id+"/submit", keys.SK, "{}"); r.status != 202 {
+				t.Fatalf("submit %d %s", r.status, r.raw)
+			}
+			waitStatus(t, api+"/"+tc.collection+"/"+id, keys.Read, "confirmed")
+			if got := eventNames(t, api, keys.Read, id); got != tc.events {
+				t.Fatalf("events\n got %s\nwant %s", got, tc.events)
+			}
+		})
+	}
+}
+
+func TestConcurrentSubmitsWithOneKeyStartOneWorkflow(t *testing.T) {
+	b := startBundle(t, t.TempDir(), "")
+	defer func() { _ = b.Shutdown() }()
+	api := b.APIURL + "/api/v1"
+	pay := b.Credentials.Keys["pay"]
+	r := send(t, "POST", api+"/payments", pay.SK, fmt.Sprintf(`{"walletId":%q,"asset":"USDC","amount":"10","destination":{"address":"0x1111111111111111111111111111111111111111"}}`, b.Credentials.Wallets[0].ID))
+	id := r.body["id"].(string)
+	codes := make(chan int, 20)
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes <- send(t, "POST", api+"/payments/"+id+"/submit", pay.SK, "{}", "Idempotency-Key", "submit-once").status
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	accepted := 0
+	for c := range codes {
+		switch c {
+		case 202:
+			accepted++
+		case 409: // the first was still running
+		default:
+			t.Fatalf("unexpected status %d", c)
+		}
+	}
+	if accepted == 0 {
+		t.Fatal("no submit was accepted")
+	}
+	waitStatus(t, api+"/payments/"+id, pay.Read, "confirmed")
+	if got := eventNames(t, api, pay.Read, id); strings.Count(got, "Order.Submitted") != 1 {
+		t.Fatalf("events %s", got)
+	}
+	// A late repeat with the same key replays the first answer.
+	late := send(t, "POST", api+"/payments/"+id+"/submit", pay.SK, "{}", "Idempotency-Key", "submit-once")
+	if late.status != 202 || late.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("late repeat %d %v", late.status, late.header)
+	}
+	c, err := client.Dial(client.Options{HostPort: b.TemporalAddr, Namespace: b.Namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	runs, err := c.CountWorkflow(context.Background(), countRequest("WorkflowId = 'order-"+id+"'"))
+	if err != nil || runs.GetCount() != 1 {
+		t.Fatalf("workflow runs for the order: %v %v", runs, err)
+	}
+}
+
+func TestManualWalletSignedThroughTheAPI(t *testing.T) {
+	b := startBundle(t, t.TempDir(), "")
+	defer func() { _ = b.Shutdown() }()
+	api := b.APIURL + "/api/v1"
+	pay := b.Credentials.Keys["pay"]
+	var manual seed.Wallet
+	for _, w := range b.Credentials.Wallets {
+		if !w.AutoSign {
+			manual = w
+		}
+	}
+	r := send(t, "POST", api+"/payments", pay.SK, fmt.Sprintf(`{"walletId":%q,"asset":"ETH","amount":"1","destination":{"address":"0x1111111111111111111111111111111111111111"}}`, manual.ID))
+	id := r.body["id"].(string)
+	if r := send(t, "POST", api+"/payments/"+id+"/submit", pay.SK, "{}"); r.status != 202 {
+		t.Fatalf("submit %d %s", r.status, r.raw)
+	}
+	o := waitStatus(t, api+"/payments/"+id, pay.Read, "pending_signature")
+	reqID := o["legs"].([]any)[0].(map[string]any)["signingRequestId"].(string)
+	req := call(t, "GET", api+"/signing-requests/"+reqID, pay.Sign)
+	if req.status != 200 || req.body["status"] != "pending" {
+		t.Fatalf("signing request %d %s", req.status, req.raw)
+	}
+	digest, _ := hex.DecodeString(req.body["digest"].(string))
+	seedBytes, _ := base64.StdEncoding.DecodeString(manual.PrivateKey)
+	key := ed25519.NewKeyFromSeed(seedBytes)
+	_, wrongKey, _ := ed25519.GenerateKey(nil)
+	sigURL := api + "/signing-requests/" + reqID + "/signature"
+	bad := base64.StdEncoding.EncodeToString(ed25519.Sign(wrongKey, digest))
+	if r := send(t, "POST", sigURL, pay.Sign, fmt.Sprintf(`{"signature":%q}`, bad)); r.status != 422 || r.body["code"] != "invalid_signature" {
+		t.Fatalf("a wrong signature: %d %s", r.status, r.raw)
+	}
+	good := base64.StdEncoding.EncodeToString(ed25519.Sign(key, digest))
+	if r := send(t, "POST", sigURL, pay.Read, fmt.Sprintf(`{"signature":%q}`, good)); r.status != 403 {
+		t.Fatalf("a read key signing: %d %s", r.status, r.raw)
+	}
+	if r := send(t, "POST", sigURL, pay.Sign, fmt.Sprintf(`{"signature":%q}`, good)); r.status != 202 {
+		t.Fatalf("the right signature: %d %s", r.status, r.raw)
+	}
+	waitStatus(t, api+"/payments/"+id, pay.Read, "confirmed")
 }
