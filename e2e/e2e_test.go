@@ -313,21 +313,33 @@ func TestDevBundleOnPostgres(t *testing.T) {
 	}
 }
 
-// TestTreasuryDevBinaryStopsCleanlyOnInterrupt runs the real binary, as make run does,
-// and interrupts it as Ctrl-C would.
-func TestTreasuryDevBinaryStopsCleanlyOnInterrupt(t *testing.T) {
-	// make test passes the binary make run uses; otherwise build one.
-	bin := os.Getenv("TREASURY_DEV_BIN")
-	if bin == "" {
-		bin = filepath.Join(t.TempDir(), "treasury-dev")
-		build := exec.Command("go", "build", "-o", bin, "github.com/opentreasury/treasury/cmd/treasury-dev")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("build: %v\n%s", err, out)
-		}
+// devBinary is the treasury-dev binary: the one make test passes, or one built here.
+func devBinary(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv("TREASURY_DEV_BIN"); bin != "" {
+		return bin
 	}
-	dataDir := t.TempDir()
-	cmd := exec.Command(bin, "--data-dir", dataDir, "--http-addr", "127.0.0.1:0", "--temporal-port", "0", "--ui-port", "0")
+	bin := filepath.Join(t.TempDir(), "treasury-dev")
+	build := exec.Command("go", "build", "-o", bin, "github.com/opentreasury/treasury/cmd/treasury-dev")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runningBinary is a treasury-dev process started by a test.
+type runningBinary struct {
+	cmd                      *exec.Cmd
+	apiURL, uiURL, credsPath string
+	creds                    seed.Credentials
+}
+
+// startBinary runs treasury-dev on free ports and waits for its banner.
+func startBinary(t *testing.T, bin, dataDir string, args ...string) *runningBinary {
+	t.Helper()
+	args = append([]string{"--data-dir", dataDir, "--http-addr", "127.0.0.1:0", "--temporal-port", "0", "--ui-port", "0"}, args...)
+	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -336,47 +348,53 @@ func TestTreasuryDevBinaryStopsCleanlyOnInterrupt(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = cmd.Process.Kill() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	rb := &runningBinary{cmd: cmd}
 	lines := bufio.NewScanner(stdout)
-	var apiURL, uiURL, credsPath string
 	for lines.Scan() {
 		fields := strings.Fields(lines.Text())
 		switch {
 		case len(fields) == 2 && fields[0] == "API":
-			apiURL = fields[1]
+			rb.apiURL = fields[1]
 		case len(fields) == 3 && fields[0] == "Temporal" && fields[1] == "UI":
-			uiURL = fields[2]
+			rb.uiURL = fields[2]
 		case len(fields) == 2 && fields[0] == "Credentials":
-			credsPath = fields[1]
+			rb.credsPath = fields[1]
 		}
 		if strings.HasPrefix(lines.Text(), "Press Ctrl-C") {
 			break
 		}
 	}
-	if apiURL == "" || uiURL == "" || credsPath != filepath.Join(dataDir, "credentials.json") {
-		t.Fatalf("banner lacks addresses: api %q ui %q credentials %q", apiURL, uiURL, credsPath)
+	if rb.apiURL == "" || rb.uiURL == "" || rb.credsPath != filepath.Join(dataDir, "credentials.json") {
+		t.Fatalf("banner lacks addresses: api %q ui %q credentials %q", rb.apiURL, rb.uiURL, rb.credsPath)
 	}
 	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-	var creds seed.Credentials
-	raw, err := os.ReadFile(credsPath)
+	raw, err := os.ReadFile(rb.credsPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(raw, &creds); err != nil {
+	if err := json.Unmarshal(raw, &rb.creds); err != nil {
 		t.Fatal(err)
 	}
-	if r := call(t, "GET", apiURL+"/treasury/portfolio", creds.Keys["treasury"].SK); r.status != 200 {
+	return rb
+}
+
+// TestTreasuryDevBinaryStopsCleanlyOnInterrupt runs the real binary, as make run does,
+// and interrupts it as Ctrl-C would.
+func TestTreasuryDevBinaryStopsCleanlyOnInterrupt(t *testing.T) {
+	rb := startBinary(t, devBinary(t), t.TempDir())
+	if r := call(t, "GET", rb.apiURL+"/treasury/portfolio", rb.creds.Keys["treasury"].SK); r.status != 200 {
 		t.Fatalf("portfolio %d %s", r.status, r.raw)
 	}
-	if r := call(t, "GET", uiURL, ""); r.status != 200 {
+	if r := call(t, "GET", rb.uiURL, ""); r.status != 200 {
 		t.Fatalf("UI %d", r.status)
 	}
 	sent := time.Now()
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+	if err := rb.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() { done <- rb.cmd.Wait() }()
 	select {
 	case err := <-done:
 		if err != nil {
