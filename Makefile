@@ -8,7 +8,7 @@ export CGO_ENABLED ?= 0
 # built once, without the race detector, to keep the build within reach of 2 cores.
 FAST_PKGS = $(shell $(GO) list ./... | grep -v -e '/e2e$$' -e '/devstack$$' -e '/cmd/treasury-dev$$')
 
-.PHONY: run build test test-unit test-e2e lint fmt
+.PHONY: run build test test-unit test-e2e lint fmt bench
 
 ## run: build and start the dev bundle (embedded Temporal + UI, API, worker, demo org)
 run: $(BIN)/treasury-dev
@@ -33,6 +33,10 @@ test-unit:
 # The end-to-end tests drive the binary that make run runs, besides the in-process bundle.
 test-e2e: $(BIN)/treasury-dev
 	TREASURY_DEV_BIN=$(abspath $(BIN)/treasury-dev) $(GO) test -count=1 ./e2e/...
+
+## bench: order lifecycle throughput and latency on the dev bundle (figures in docs/benchmarks.md)
+bench: $(BIN)/treasury-dev
+	$(GO) run ./bench/lifecycle -dev-bin $(BIN)/treasury-dev -orders 200
 
 ## lint: go vet and a gofmt check
 lint:

@@ -1,0 +1,280 @@
+// Command lifecycle measures the order lifecycle on the dev bundle: it starts treasury-dev
+// on free ports with a fresh data directory (or uses a running one), submits N payments
+// at once, and reports orders per second and submit-to-confirmed latency percentiles.
+//
+//	go run ./bench/lifecycle -dev-bin bin/treasury-dev -orders 200
+//
+// A scenario is a function from a client to the orders it submitted; add one to the
+// scenarios map to measure another path.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+type credentials struct {
+	Keys map[string]struct {
+		SK   string `json:"sk"`
+		Read string `json:"read"`
+	} `json:"keys"`
+	Wallets []struct {
+		ID       string `json:"id"`
+		Chain    string `json:"chain"`
+		AutoSign bool   `json:"autoSign"`
+	} `json:"wallets"`
+}
+
+type client struct {
+	api   string
+	creds credentials
+	http  *http.Client
+}
+
+func (c *client) do(method, path, token, body string) (int, map[string]any, error) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, c.api+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	_ = json.Unmarshal(raw, &out)
+	return resp.StatusCode, out, nil
+}
+
+// submitted is one order in flight: when its submit was sent.
+type submitted struct {
+	id     string
+	sentAt time.Time
+}
+
+// scenarios each create their orders, then submit them all at once.
+var scenarios = map[string]func(c *client, n int) ([]submitted, error){
+	"payments": func(c *client, n int) ([]submitted, error) {
+		var wallets []string
+		for _, w := range c.creds.Wallets {
+			if w.AutoSign && w.Chain == "ethereum" {
+				wallets = append(wallets, w.ID)
+			}
+		}
+		ids := make([]string, n)
+		for i := range ids {
+			body := fmt.Sprintf(`{"walletId":%q,"asset":"USDC","amount":"500","destination":{"address":"0x1111111111111111111111111111111111111111"}}`, wallets[i%len(wallets)])
+			status, out, err := c.do("POST", "/payments", c.creds.Keys["pay"].SK, body)
+			if err != nil || status != 201 {
+				return nil, fmt.Errorf("create: %d %v %v", status, out, err)
+			}
+			ids[i] = out["id"].(string)
+		}
+		return submitAll(c, "pay", "/payments/", ids)
+	},
+}
+
+func submitAll(c *client, app, collection string, ids []string) ([]submitted, error) {
+	out := make([]submitted, len(ids))
+	errs := make(chan error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = submitted{id: id, sentAt: time.Now()}
+			status, body, err := c.do("POST", collection+id+"/submit", c.creds.Keys[app].SK, "{}")
+			if err != nil || status != 202 {
+				errs <- fmt.Errorf("submit %s: %d %v %v", id, status, body, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return out, <-errs
+}
+
+// confirmations follows the event stream until every order has ended, and returns when
+// each was confirmed (by the server's clock) and how many ended otherwise.
+func confirmations(c *client, app string, orders []submitted, timeout time.Duration) (map[string]time.Time, int, error) {
+	want := map[string]bool{}
+	for _, o := range orders {
+		want[o.id] = true
+	}
+	confirmed := map[string]time.Time{}
+	other := 0
+	after := ""
+	deadline := time.Now().Add(timeout)
+	for len(confirmed)+other < len(orders) {
+		if time.Now().After(deadline) {
+			return confirmed, other, fmt.Errorf("timed out with %d of %d orders ended", len(confirmed)+other, len(orders))
+		}
+		path := "/events?limit=200"
+		if after != "" {
+			path += "&after=" + after
+		}
+		status, page, err := c.do("GET", path, c.creds.Keys[app].Read, "")
+		if err != nil || status != 200 {
+			return confirmed, other, fmt.Errorf("events: %d %v", status, err)
+		}
+		data, _ := page["data"].([]any)
+		for _, e := range data {
+			ev := e.(map[string]any)
+			after = ev["id"].(string)
+			id, _ := ev["orderId"].(string)
+			if !want[id] {
+				continue
+			}
+			switch ev["event"] {
+			case "Order.Confirmed":
+				at, _ := time.Parse(time.RFC3339Nano, ev["occurredAt"].(string))
+				confirmed[id] = at
+			case "Order.Failed", "Order.Rejected":
+				other++
+			}
+		}
+		if len(data) < 200 {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return confirmed, other, nil
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted)-1) * p)
+	return sorted[i]
+}
+
+func main() {
+	devBin := flag.String("dev-bin", "bin/treasury-dev", "treasury-dev binary to start (ignored with -credentials)")
+	credsPath := flag.String("credentials", "", "credentials.json of a running bundle, instead of starting one")
+	scenario := flag.String("scenario", "payments", "what to submit")
+	n := flag.Int("orders", 200, "orders submitted at once")
+	timeout := flag.Duration("timeout", 5*time.Minute, "give up after")
+	extra := flag.String("dev-args", "", "extra flags for treasury-dev, space separated")
+	flag.Parse()
+
+	run, ok := scenarios[*scenario]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "unknown scenario %q\n", *scenario)
+		os.Exit(2)
+	}
+	c := &client{http: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
+	path := *credsPath
+	if path == "" {
+		stop, p, err := startBundle(*devBin, strings.Fields(*extra))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "start treasury-dev:", err)
+			os.Exit(1)
+		}
+		defer stop()
+		path = p
+	}
+	raw, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(raw, &c.creds)
+	}
+	var baseURL struct {
+		BaseURL string `json:"baseUrl"`
+	}
+	_ = json.Unmarshal(raw, &baseURL)
+	c.api = baseURL.BaseURL + "/api/v1"
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "credentials:", err)
+		os.Exit(1)
+	}
+
+	orders, err := run(c, *n)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	app := map[string]string{"payments": "pay"}[*scenario]
+	confirmed, other, err := confirmations(c, app, orders, *timeout)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	var lat []time.Duration
+	first, last := orders[0].sentAt, time.Time{}
+	for _, o := range orders {
+		if o.sentAt.Before(first) {
+			first = o.sentAt
+		}
+		if at, ok := confirmed[o.id]; ok {
+			lat = append(lat, at.Sub(o.sentAt))
+			if at.After(last) {
+				last = at
+			}
+		}
+	}
+	slices.Sort(lat)
+	span := last.Sub(first)
+	fmt.Printf("scenario %s: %d orders submitted at once, %d confirmed, %d ended otherwise\n", *scenario, len(orders), len(confirmed), other)
+	if len(lat) > 0 {
+		fmt.Printf("throughput %.1f orders/s (first submit to last confirmation: %v)\n", float64(len(lat))/span.Seconds(), span.Round(time.Millisecond))
+		fmt.Printf("submit->confirmed p50 %v  p90 %v  p99 %v  max %v\n", percentile(lat, .50).Round(time.Millisecond),
+			percentile(lat, .90).Round(time.Millisecond), percentile(lat, .99).Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
+	}
+	if err != nil || len(confirmed) != len(orders) {
+		os.Exit(1)
+	}
+}
+
+// startBundle runs treasury-dev on free ports in a temporary data directory and returns
+// how to stop it and where its credentials are.
+func startBundle(bin string, extra []string) (func(), string, error) {
+	dir, err := os.MkdirTemp("", "treasury-bench-")
+	if err != nil {
+		return nil, "", err
+	}
+	args := append([]string{"--data-dir", dir, "--http-addr", "127.0.0.1:0", "--temporal-port", "0", "--ui-port", "-1", "--log-level", "warn"}, extra...)
+	cmd := exec.Command(bin, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, "", err
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		_ = cmd.Wait()
+		_ = os.RemoveAll(dir)
+	}
+	lines := bufio.NewScanner(stdout)
+	for lines.Scan() {
+		if strings.HasPrefix(lines.Text(), "Press Ctrl-C") {
+			go func() { _, _ = io.Copy(io.Discard, stdout) }()
+			return stop, filepath.Join(dir, "credentials.json"), nil
+		}
+	}
+	stop()
+	return nil, "", fmt.Errorf("treasury-dev ended before it was ready: %s", stderr.String())
+}
