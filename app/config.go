@@ -52,6 +52,7 @@ var EnvVars = []envVar{
 	{"BALANCE_SYNC_INTERVAL", "1m", "how often the Temporal Schedule refreshes wallet balances"},
 	{"IDEMPOTENCY_RETENTION", "24h", "how long the response to a write with an Idempotency-Key is kept for replay"},
 	{"LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"TREASURY_TOKEN", "", "treasury signer only: a key with the sign action"},
 }
 
 // EnvVarNames returns the names of EnvVars.

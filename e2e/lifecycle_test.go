@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/opentreasury/treasury/seed"
+	"github.com/opentreasury/treasury/signer"
 	"github.com/opentreasury/treasury/store/storetest"
 )
 
@@ -299,6 +302,38 @@ func TestManualWalletSignedThroughTheAPI(t *testing.T) {
 	}
 	if r := send(t, "POST", sigURL, pay.Sign, fmt.Sprintf(`{"signature":%q}`, good)); r.status != 202 {
 		t.Fatalf("the right signature: %d %s", r.status, r.raw)
+	}
+	waitStatus(t, api+"/payments/"+id, pay.Read, "confirmed")
+}
+
+func TestReferenceSignerSignsTheManualWallet(t *testing.T) {
+	b := startBundle(t, t.TempDir(), "")
+	defer func() { _ = b.Shutdown() }()
+	api := b.APIURL + "/api/v1"
+	pay := b.Credentials.Keys["pay"]
+	var manual seed.Wallet
+	for _, w := range b.Credentials.Wallets {
+		if !w.AutoSign {
+			manual = w
+		}
+	}
+	keyFile := filepath.Join(t.TempDir(), "wallet.key")
+	if err := os.WriteFile(keyFile, []byte(manual.PrivateKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key, err := signer.LoadKey(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		_ = signer.Run(ctx, signer.Config{BaseURL: b.APIURL, Token: pay.Sign, WalletID: manual.ID, Key: key, Interval: 100 * time.Millisecond})
+	}()
+	r := send(t, "POST", api+"/payments", pay.SK, fmt.Sprintf(`{"walletId":%q,"asset":"USDC","amount":"25","destination":{"address":"0x1111111111111111111111111111111111111111"}}`, manual.ID))
+	id := r.body["id"].(string)
+	if r := send(t, "POST", api+"/payments/"+id+"/submit", pay.SK, "{}"); r.status != 202 {
+		t.Fatalf("submit %d %s", r.status, r.raw)
 	}
 	waitStatus(t, api+"/payments/"+id, pay.Read, "confirmed")
 }

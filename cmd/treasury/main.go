@@ -12,8 +12,10 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/signer"
 )
 
 // command is one subcommand: its words on the command line, its flags, and what it does.
@@ -45,10 +47,46 @@ var commands = []command{
 		run:     app.Migrate,
 	},
 	{
+		words:   []string{"signer"},
+		summary: "the reference paired signer: sign one wallet's signing requests with its key",
+		flags: func(fs *flag.FlagSet, cfg *app.Config) {
+			fs.StringVar(&signerFlags.keyFile, "key", "", "file holding the wallet's base64 ed25519 seed (required)")
+			fs.StringVar(&signerFlags.wallet, "wallet", "", "id of the wallet the key belongs to (required)")
+			fs.StringVar(&signerFlags.url, "url", "http://127.0.0.1:8080", "base URL of the treasury API")
+			fs.DurationVar(&signerFlags.interval, "interval", time.Second, "how often to look for pending requests")
+		},
+		run: runSigner,
+	},
+	{
 		words:   []string{"temporal", "setup"},
 		summary: "register the custom search attributes on the Temporal namespace",
 		run:     app.SetupTemporal,
 	},
+}
+
+// signerFlags are the flags of treasury signer; its token comes from TREASURY_TOKEN so
+// that it stays out of the process list.
+var signerFlags struct {
+	keyFile, wallet, url string
+	interval             time.Duration
+}
+
+func runSigner(ctx context.Context, cfg app.Config) error {
+	if signerFlags.keyFile == "" || signerFlags.wallet == "" {
+		return errors.New("--key and --wallet are required")
+	}
+	token := os.Getenv("TREASURY_TOKEN")
+	if token == "" {
+		return errors.New("set TREASURY_TOKEN to a key with the sign action")
+	}
+	key, err := signer.LoadKey(signerFlags.keyFile)
+	if err != nil {
+		return err
+	}
+	log := app.NewLogger(cfg.LogLevel).With("process", "signer")
+	log.Info("signer following signing requests", "wallet", signerFlags.wallet, "url", signerFlags.url)
+	return signer.Run(ctx, signer.Config{BaseURL: signerFlags.url, Token: token, WalletID: signerFlags.wallet,
+		Key: key, Interval: signerFlags.interval, Log: log})
 }
 
 func main() {
