@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/opentreasury/treasury/chain"
@@ -28,6 +29,8 @@ type Orders struct {
 	Chain chain.Adapter
 	Log   *slog.Logger
 	Now   func() time.Time
+	// ChainPoll is how often CheckLeg reads a pending transaction (50 ms by default).
+	ChainPoll time.Duration
 }
 
 func (a *Orders) now() time.Time {
@@ -349,7 +352,8 @@ func (a *Orders) BroadcastLeg(ctx context.Context, in workflows.LegInput) (strin
 	return hash, err
 }
 
-// CheckLeg reads a broadcast leg's state on its chain.
+// CheckLeg waits for a broadcast leg to be final on its chain, reading its status every
+// ChainPoll, for up to workflows.LegWait; past that it reports the leg still pending.
 func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows.LegStatus, error) {
 	o, legs, err := a.Store.Order(ctx, in.OrderID)
 	if err != nil {
@@ -358,11 +362,26 @@ func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows
 	if legs[in.Position].TxHash == nil {
 		return workflows.LegStatus{}, temporal.NewNonRetryableApplicationError("leg was never broadcast", workflows.ErrTypeInvalidState, nil)
 	}
-	st, err := a.Chain.Status(ctx, o.Chain, *legs[in.Position].TxHash)
-	if err != nil {
-		return workflows.LegStatus{}, err
+	poll := a.ChainPoll
+	if poll <= 0 {
+		poll = 50 * time.Millisecond
 	}
-	return workflows.LegStatus{State: string(st.State), Reason: st.Reason}, nil
+	deadline := time.Now().Add(workflows.LegWait)
+	for {
+		st, err := a.Chain.Status(ctx, o.Chain, *legs[in.Position].TxHash)
+		if err != nil {
+			return workflows.LegStatus{}, err
+		}
+		if st.State != chain.TxPending || time.Now().After(deadline) {
+			return workflows.LegStatus{State: string(st.State), Reason: st.Reason}, nil
+		}
+		activity.RecordHeartbeat(ctx, st.Confirmations)
+		select {
+		case <-ctx.Done():
+			return workflows.LegStatus{}, ctx.Err()
+		case <-time.After(poll):
+		}
+	}
 }
 
 // ConfirmLeg records a confirmed leg; the last one confirms the order (Order.Confirmed).

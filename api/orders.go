@@ -32,10 +32,10 @@ type legResponse struct {
 }
 
 type approvalResponse struct {
-	Required  bool    `json:"required"`
-	Quorum    int     `json:"quorum"`
-	ItemID    *string `json:"itemId,omitempty"`
-	Decisions []any   `json:"decisions"`
+	Required  bool               `json:"required"`
+	Quorum    int                `json:"quorum"`
+	ItemID    *string            `json:"itemId,omitempty"`
+	Decisions []decisionResponse `json:"decisions"`
 }
 
 type historyResponse struct {
@@ -64,7 +64,7 @@ func orderJSON(o *store.Order, legs []store.OrderLeg, history []store.OrderStatu
 	out["legs"] = ls
 	out["amountUsd"] = usd(o.AmountUSD)
 	out["payloadHash"] = o.PayloadHash
-	out["approval"] = approvalResponse{Required: o.ApprovalRequired, Quorum: o.ApprovalQuorum, ItemID: o.ApprovalItemID, Decisions: []any{}}
+	out["approval"] = approvalResponse{Required: o.ApprovalRequired, Quorum: o.ApprovalQuorum, ItemID: o.ApprovalItemID, Decisions: []decisionResponse{}}
 	if o.FailureCode != nil {
 		out["failure"] = map[string]any{"code": *o.FailureCode, "message": deref(o.FailureMessage)}
 	}
@@ -246,6 +246,19 @@ func (h *orderHandlers) get(c *gin.Context) {
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return
+	}
+	if o.ApprovalItemID != nil {
+		ds, err := h.store.ApprovalDecisions(ctx, *o.ApprovalItemID)
+		if err != nil {
+			requestFailed(c, h.log, err)
+			return
+		}
+		appr := out["approval"].(approvalResponse)
+		for _, d := range ds {
+			appr.Decisions = append(appr.Decisions, decisionResponse{Decision: d.Decision, DecidedBy: d.DecidedBy,
+				DecidedAt: formatTime(d.DecidedAt), Comment: d.Comment})
+		}
+		out["approval"] = appr
 	}
 	c.JSON(http.StatusOK, out)
 }

@@ -134,7 +134,10 @@ func paymentsReachTheirEnd(t *testing.T, databaseURL string) {
 		if r := send(t, "POST", decide, pay.Approve, `{"decision":"APPROVE"}`); r.status != 409 {
 			t.Fatalf("deciding twice: %d %s", r.status, r.raw)
 		}
-		waitStatus(t, api+"/payments/"+id, pay.Read, "confirmed")
+		done := waitStatus(t, api+"/payments/"+id, pay.Read, "confirmed")
+		if ds := done["approval"].(map[string]any)["decisions"].([]any); len(ds) != 1 || ds[0].(map[string]any)["comment"] != "ok" {
+			t.Fatalf("the order shows its decisions: %v", done["approval"])
+		}
 		want := "Order.Created Order.Submitted Order.Approved Wallet.SigningRequested Wallet.TransactionSigned Order.Broadcast Order.Confirmed"
 		if got := eventNames(t, api, pay.Read, id); got != want {
 			t.Fatalf("events %s", got)

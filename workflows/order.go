@@ -41,8 +41,6 @@ type OrderInput struct {
 	Legs            []string
 	ApprovalTimeout time.Duration
 	SigningTimeout  time.Duration
-	// PollInterval is how often a broadcast leg's chain status is read.
-	PollInterval time.Duration
 }
 
 // Violation is a broken policy rule.
@@ -144,11 +142,14 @@ type OrderState struct {
 	Requests  []string
 }
 
+// LegWait is how long one CheckLeg activity waits for a transaction to be final before it
+// reports it still pending.
+const LegWait = 20 * time.Second
+
 // Timeouts when the input leaves them unset.
 const (
 	DefaultApprovalTimeout = 72 * time.Hour
 	DefaultSigningTimeout  = 24 * time.Hour
-	defaultPollInterval    = 200 * time.Millisecond
 )
 
 type orderRun struct {
@@ -182,9 +183,6 @@ func (r *orderRun) setup(ctx workflow.Context) error {
 	}
 	if r.in.SigningTimeout <= 0 {
 		r.in.SigningTimeout = DefaultSigningTimeout
-	}
-	if r.in.PollInterval <= 0 {
-		r.in.PollInterval = defaultPollInterval
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryState, func() (OrderState, error) { return r.state, nil }); err != nil {
 		return err
@@ -375,13 +373,16 @@ func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err er
 		return true, err
 	}
 	r.setStatus(ctx, "broadcast")
+	// CheckLeg waits on the chain itself (up to LegWait, heartbeating), so a confirmation
+	// costs one activity, not a timer and an activity per block.
+	wctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: LegWait + 30*time.Second,
+		HeartbeatTimeout:    10 * time.Second,
+		RetryPolicy:         retryPolicy,
+	})
 	for {
-		// A fresh transaction needs at least a block: look after one poll interval.
-		if err := workflow.Sleep(ctx, r.in.PollInterval); err != nil {
-			return true, err
-		}
 		var st LegStatus
-		if err := workflow.ExecuteActivity(actx, CheckLegActivity, leg).Get(ctx, &st); err != nil {
+		if err := workflow.ExecuteActivity(wctx, CheckLegActivity, leg).Get(ctx, &st); err != nil {
 			return true, err
 		}
 		switch st.State {
