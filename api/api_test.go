@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/seed"
@@ -379,7 +380,10 @@ func TestTimeoutAndStoreErrorsAnswer503(t *testing.T) {
 	r.GET("/down", func(c *gin.Context) {
 		requestFailed(c, log, fmt.Errorf("query: %w", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}))
 	})
-	for target, want := range map[string]string{"/slow": CodeUnavailable, "/broken": CodeInternal, "/down": CodeUnavailable} {
+	r.GET("/temporal-down", func(c *gin.Context) {
+		requestFailed(c, log, fmt.Errorf("start order workflow: %w", serviceerror.NewUnavailable("connection refused")))
+	})
+	for target, want := range map[string]string{"/slow": CodeUnavailable, "/broken": CodeInternal, "/down": CodeUnavailable, "/temporal-down": CodeUnavailable} {
 		rec := httptest.NewRecorder()
 		r.ServeHTTP(rec, httptest.NewRequest("GET", target, nil))
 		var p Problem

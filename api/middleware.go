@@ -12,6 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/opentreasury/treasury/store"
 )
@@ -140,10 +141,19 @@ func redactQuery(raw string) string {
 	return q.Encode()
 }
 
+// unavailable reports whether err means a dependency (the database, Temporal) could not
+// be reached or did not answer in time.
+func unavailable(err error) bool {
+	var down *serviceerror.Unavailable
+	var slow *serviceerror.DeadlineExceeded
+	return store.Unavailable(err) || errors.Is(err, ErrWorkflowsUnavailable) ||
+		errors.As(err, &down) || errors.As(err, &slow)
+}
+
 // requestFailed answers for an error from the store or Temporal: the deadline or an
 // unreachable dependency is 503 (safe to retry); anything else is a logged 500.
 func requestFailed(c *gin.Context, log *slog.Logger, err error) {
-	if store.Unavailable(err) {
+	if unavailable(err) {
 		log.Warn("dependency unavailable", "correlationId", correlationID(c), "method", c.Request.Method,
 			"path", c.Request.URL.Path, "error", err.Error())
 		fail(c, CodeUnavailable, "A dependency did not answer in time; the request is safe to retry.")

@@ -1,0 +1,169 @@
+package api
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/opentreasury/treasury/seed"
+	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/workflows"
+)
+
+// fakeWorkflows records what the API asks of Temporal.
+type fakeWorkflows struct {
+	mu         sync.Mutex
+	decision   workflows.PolicyDecision
+	approvals  []workflows.ApprovalDecision
+	signatures []workflows.Signature
+}
+
+func (f *fakeWorkflows) Submit(context.Context, *store.Order, []string, string) (workflows.PolicyDecision, error) {
+	return f.decision, nil
+}
+
+func (f *fakeWorkflows) SignalApproval(_ context.Context, _ string, d workflows.ApprovalDecision) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.approvals = append(f.approvals, d)
+	return nil
+}
+
+func (f *fakeWorkflows) SignalSignature(_ context.Context, _ string, s workflows.Signature) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.signatures = append(f.signatures, s)
+	return nil
+}
+
+func newLifecycleFixture(t *testing.T) (*fixture, *fakeWorkflows, string) {
+	t.Helper()
+	f := newFixture(t)
+	fw := &fakeWorkflows{decision: workflows.PolicyDecision{Allowed: true}}
+	f.handler = NewRouter(Config{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Workflows: fw})
+	r := f.post(t, "/api/v1/payments", f.creds.Keys["pay"].SK,
+		`{"walletId":"`+f.creds.Wallets[0].ID+`","asset":"USDC","amount":"20000","destination":{"address":"0x1111111111111111111111111111111111111111"}}`)
+	return f, fw, decodeOrder(t, r)["id"].(string)
+}
+
+func TestSubmitAnswers(t *testing.T) {
+	f, fw, id := newLifecycleFixture(t)
+	fw.decision = workflows.PolicyDecision{Violations: []workflows.Violation{{Rule: "maxOrderUsd", Message: "too much"}}}
+	r := f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}")
+	r.wantProblem(t, 422, CodePolicyViolation)
+	if len(r.problem.Violations) != 1 || r.problem.Violations[0].Rule != "maxOrderUsd" {
+		t.Fatalf("violations %s", r.body)
+	}
+	fw.decision = workflows.PolicyDecision{Allowed: true}
+	if r := f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}"); r.status != 202 {
+		t.Fatalf("allowed submit %d %s", r.status, r.body)
+	}
+	f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].Approve, "{}").wantProblem(t, 403, CodePermissionDenied)
+	f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.OtherOrg.Keys["pay"]["sk"], "{}").wantProblem(t, 404, CodeNotFound)
+	f.post(t, "/api/v1/trade-orders/"+id+"/submit", f.creds.Keys["trade"].SK, "{}").wantProblem(t, 404, CodeNotFound)
+
+	// Without Temporal the API says so, retry-safe.
+	f.handler = NewRouter(Config{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	other := decodeOrder(t, f.post(t, "/api/v1/payments", f.creds.Keys["pay"].SK,
+		`{"walletId":"`+f.creds.Wallets[0].ID+`","asset":"USDC","amount":"1","destination":{"address":"0x1111111111111111111111111111111111111111"}}`))["id"].(string)
+	f.post(t, "/api/v1/payments/"+other+"/submit", f.creds.Keys["pay"].SK, "{}").wantProblem(t, 503, CodeUnavailable)
+}
+
+func TestApprovalDecisionsAreGuarded(t *testing.T) {
+	f, fw, id := newLifecycleFixture(t)
+	ctx := context.Background()
+	item := &store.ApprovalItem{ID: "apr_test", OrgID: f.creds.OrgID, App: "pay", Domain: "payment", OrderID: id, Status: "pending",
+		RequiredApprovals: 2, Reason: "r", PayloadHash: "h", Summary: "{}", CreatedBy: "key_maker",
+		CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
+	if err := f.store.CreateApprovalItem(ctx, item); err != nil {
+		t.Fatal(err)
+	}
+	decide := "/api/v1/approvals/payment/apr_test/decide"
+	approve := `{"decision":"APPROVE"}`
+	f.post(t, decide, f.creds.Keys["pay"].SK, approve).wantProblem(t, 403, CodeMakerChecker)
+	f.post(t, decide, f.creds.Keys["pay"].Read, approve).wantProblem(t, 403, CodePermissionDenied)
+	f.post(t, decide, f.creds.Keys["trade"].Approve, approve).wantProblem(t, 403, CodePermissionDenied)
+	f.post(t, decide, f.creds.OtherOrg.Keys["pay"]["sk"], approve).wantProblem(t, 404, CodeNotFound)
+	f.post(t, "/api/v1/approvals/trade/apr_test/decide", f.creds.Keys["trade"].SK, approve).wantProblem(t, 404, CodeNotFound)
+	f.post(t, decide, f.creds.Keys["pay"].Approve, `{"decision":"MAYBE"}`).wantProblem(t, 422, CodeValidationFailed)
+	f.post(t, decide, f.creds.Keys["pay"].Approve, `{"decision":"APPROVE","Comment":"x"}`).wantProblem(t, 422, CodeValidationFailed)
+	if r := f.post(t, decide, f.creds.Keys["pay"].Approve, `{"decision":"APPROVE","comment":"fine"}`); r.status != 202 {
+		t.Fatalf("approve %d %s", r.status, r.body)
+	}
+	f.post(t, decide, f.creds.Keys["pay"].Approve, approve).wantProblem(t, 409, CodeConflict)
+	if r := f.post(t, decide, f.creds.SecondApprover["pay"], `{"decision":"REJECT"}`); r.status != 202 {
+		t.Fatalf("second approver %d %s", r.status, r.body)
+	}
+	// Every accepted decision, and the repeat, reached the workflow; it counts each approver once.
+	if len(fw.approvals) != 3 || fw.approvals[0].DecidedBy == fw.approvals[2].DecidedBy || fw.approvals[2].Decision != "REJECT" {
+		t.Fatalf("signals %+v", fw.approvals)
+	}
+	list := f.do(t, "GET", "/api/v1/approvals?status=pending", f.creds.Keys["pay"].Approve, nil)
+	if !strings.Contains(string(list.body), `"apr_test"`) || !strings.Contains(string(list.body), `"comment":"fine"`) {
+		t.Fatalf("list %s", list.body)
+	}
+	if other := f.do(t, "GET", "/api/v1/approvals", f.creds.OtherOrg.Keys["pay"]["sk"], nil); strings.Contains(string(other.body), "apr_test") {
+		t.Fatal("another organisation lists our approvals")
+	}
+	if other := f.do(t, "GET", "/api/v1/approvals", f.creds.Keys["trade"].SK, nil); strings.Contains(string(other.body), "apr_test") {
+		t.Fatal("another app lists our approvals")
+	}
+	if err := f.store.SetApprovalItemStatus(ctx, "apr_test", "expired", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	f.post(t, decide, f.creds.Keys["treasury"].SK, approve).wantProblem(t, 403, CodePermissionDenied)
+}
+
+func TestSignaturesAreVerified(t *testing.T) {
+	f, fw, id := newLifecycleFixture(t)
+	ctx := context.Background()
+	var manual seed.Wallet
+	for _, w := range f.creds.Wallets {
+		if !w.AutoSign {
+			manual = w
+		}
+	}
+	digest := strings.Repeat("ab", 32)
+	req := &store.SigningRequest{ID: "sig_test", OrgID: f.creds.OrgID, App: "pay", Domain: "payment", OrderID: id, Position: 0,
+		Leg: "TRANSFER", WalletID: manual.ID, Chain: "ethereum", UnsignedTx: "{}", Digest: digest, Status: "pending",
+		CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
+	if _, err := f.store.CreateSigningRequest(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	seedBytes, _ := base64.StdEncoding.DecodeString(manual.PrivateKey)
+	d, _ := hex.DecodeString(digest)
+	good := base64.StdEncoding.EncodeToString(ed25519.Sign(ed25519.NewKeyFromSeed(seedBytes), d))
+	_, other, _ := ed25519.GenerateKey(nil)
+	bad := base64.StdEncoding.EncodeToString(ed25519.Sign(other, d))
+	url := "/api/v1/signing-requests/sig_test/signature"
+	body := func(sig string) string { return fmt.Sprintf(`{"signature":%q}`, sig) }
+	f.post(t, url, f.creds.Keys["pay"].Sign, body(bad)).wantProblem(t, 422, CodeInvalidSignature)
+	f.post(t, url, f.creds.Keys["pay"].Sign, body("not base64")).wantProblem(t, 422, CodeInvalidSignature)
+	f.post(t, url, f.creds.Keys["pay"].Read, body(good)).wantProblem(t, 403, CodePermissionDenied)
+	f.post(t, url, f.creds.Keys["trade"].Sign, body(good)).wantProblem(t, 404, CodeNotFound)
+	f.post(t, url, f.creds.OtherOrg.Keys["pay"]["sk"], body(good)).wantProblem(t, 404, CodeNotFound)
+	if len(fw.signatures) != 0 {
+		t.Fatal("a refused signature reached the workflow")
+	}
+	if r := f.post(t, url, f.creds.Keys["pay"].Sign, body(good)); r.status != 202 {
+		t.Fatalf("good signature %d %s", r.status, r.body)
+	}
+	if len(fw.signatures) != 1 || fw.signatures[0].SigningRequestID != "sig_test" {
+		t.Fatalf("signals %+v", fw.signatures)
+	}
+	if r := f.do(t, "GET", "/api/v1/signing-requests/sig_test", f.creds.Keys["pay"].Read, nil); r.status != 200 {
+		t.Fatalf("get %d", r.status)
+	}
+	if err := f.store.SetSigningRequestStatus(ctx, "sig_test", "expired", nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	f.post(t, url, f.creds.Keys["pay"].Sign, body(good)).wantProblem(t, 409, CodeConflict)
+}
