@@ -37,8 +37,9 @@ type Options struct {
 	ShutdownTimeout     time.Duration
 	// DevSigner signs the autoSign wallets' signing requests in-process.
 	DevSigner bool
-	// BlockTime of the devchain (200 ms by default); one confirmation.
-	BlockTime time.Duration
+	// BlockTime and Confirmations of the devchain (200 ms, 1 by default).
+	BlockTime     time.Duration
+	Confirmations int
 	// TemporalLogLevel is the embedded server's own log level (default error).
 	TemporalLogLevel string
 	Log              *slog.Logger
@@ -156,6 +157,9 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 	dev := chain.NewDevchain(b.store)
 	if opts.BlockTime > 0 {
 		dev.BlockTime = opts.BlockTime
+	}
+	if opts.Confirmations > 0 {
+		dev.Confirmations = opts.Confirmations
 	}
 	b.worker = app.NewWorker(b.store, dev, b.client, log, opts.ShutdownTimeout)
 	if err := b.worker.Start(); err != nil {

@@ -128,7 +128,7 @@ func paymentsReachTheirEnd(t *testing.T, databaseURL string) {
 		if r := send(t, "POST", decide, pay.Read, `{"decision":"APPROVE"}`); r.status != 403 || r.body["code"] != "permission_denied" {
 			t.Fatalf("a read key approving: %d %s", r.status, r.raw)
 		}
-		if r := send(t, "POST", decide, pay.Approve, `{"decision":"APPROVE","comment":"ok"}`); r.status != 202 {
+		if r := send(t, "POST", decide, pay.Approve, `{"decision":"APPROVE","comment":"ok"}`, "X-Correlation-Id", "e2e-approve"); r.status != 202 {
 			t.Fatalf("approve %d %s", r.status, r.raw)
 		}
 		if r := send(t, "POST", decide, pay.Approve, `{"decision":"APPROVE"}`); r.status != 409 {
@@ -141,6 +141,30 @@ func paymentsReachTheirEnd(t *testing.T, databaseURL string) {
 		want := "Order.Created Order.Submitted Order.Approved Wallet.SigningRequested Wallet.TransactionSigned Order.Broadcast Order.Confirmed"
 		if got := eventNames(t, api, pay.Read, id); got != want {
 			t.Fatalf("events %s", got)
+		}
+		evs := call(t, "GET", api+"/events?orderId="+id, pay.Read).body["data"].([]any)
+		if evs[2].(map[string]any)["correlationId"] != "e2e-approve" {
+			t.Fatalf("Order.Approved carries the correlation id of the decision that caused it: %v", evs[2])
+		}
+	})
+
+	t.Run("an approver rejects", func(t *testing.T) {
+		id := create("20000", "0x2222222222222222222222222222222222222222")
+		send(t, "POST", api+"/payments/"+id+"/submit", pay.SK, "{}")
+		o := waitStatus(t, api+"/payments/"+id, pay.Read, "pending_approval")
+		item := o["approval"].(map[string]any)["itemId"].(string)
+		if r := send(t, "POST", api+"/approvals/payment/"+item+"/decide", creds.SecondApprover["pay"], `{"decision":"REJECT","comment":"no"}`); r.status != 202 {
+			t.Fatalf("reject %d %s", r.status, r.raw)
+		}
+		o = waitStatus(t, api+"/payments/"+id, pay.Read, "rejected")
+		if o["rejection"].(map[string]any)["reason"] != "approver" {
+			t.Fatalf("rejection %v", o["rejection"])
+		}
+		if got := eventNames(t, api, pay.Read, id); got != "Order.Created Order.Submitted Order.Rejected" {
+			t.Fatalf("events %s", got)
+		}
+		if r := send(t, "POST", api+"/approvals/payment/"+item+"/decide", pay.Approve, `{"decision":"APPROVE"}`); r.status != 409 {
+			t.Fatalf("deciding a rejected item: %d %s", r.status, r.raw)
 		}
 	})
 

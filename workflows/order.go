@@ -159,7 +159,9 @@ type orderRun struct {
 	approvers  map[string]bool
 	approvals  int
 	rejectedBy string
-	signatures map[string]Signature
+	// The correlation ids of the requests that decided: events they cause carry them.
+	approvedIn, rejectedIn string
+	signatures             map[string]Signature
 }
 
 // OrderLifecycle runs one submitted order: policy, approval when a tier requires it, then
@@ -227,9 +229,10 @@ func (r *orderRun) onDecision(d ApprovalDecision) {
 	switch d.Decision {
 	case "APPROVE":
 		r.approvals++
+		r.approvedIn = d.CorrelationID
 	case "REJECT":
 		if r.rejectedBy == "" {
-			r.rejectedBy = d.DecidedBy
+			r.rejectedBy, r.rejectedIn = d.DecidedBy, d.CorrelationID
 		}
 	}
 }
@@ -312,12 +315,13 @@ func (r *orderRun) approve(ctx workflow.Context, quorum int) (done bool, err err
 	}
 	switch {
 	case r.rejectedBy != "":
-		return true, r.reject(ctx, RejectInput{Reason: "approver", ItemID: r.state.ItemID, DecidedBy: r.rejectedBy})
+		return true, r.reject(ctx, RejectInput{Reason: "approver", ItemID: r.state.ItemID, DecidedBy: r.rejectedBy,
+			CorrelationID: r.rejectedIn})
 	case !reached:
 		return true, r.reject(ctx, RejectInput{Reason: "expired", ItemID: r.state.ItemID})
 	}
 	if err := workflow.ExecuteLocalActivity(lctx, MarkApprovedActivity, ApprovalRequest{OrderID: r.in.OrderID,
-		CorrelationID: r.in.CorrelationID, Quorum: quorum}).Get(ctx, nil); err != nil {
+		CorrelationID: or(r.approvedIn, r.in.CorrelationID), Quorum: quorum}).Get(ctx, nil); err != nil {
 		return true, err
 	}
 	r.setStatus(ctx, "approved")
@@ -325,7 +329,7 @@ func (r *orderRun) approve(ctx workflow.Context, quorum int) (done bool, err err
 }
 
 func (r *orderRun) reject(ctx workflow.Context, in RejectInput) error {
-	in.OrderID, in.CorrelationID = r.in.OrderID, r.in.CorrelationID
+	in.OrderID, in.CorrelationID = r.in.OrderID, or(in.CorrelationID, r.in.CorrelationID)
 	if err := workflow.ExecuteLocalActivity(localCtx(ctx), RejectOrderActivity, in).Get(ctx, nil); err != nil {
 		return err
 	}
@@ -365,7 +369,9 @@ func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err er
 			Position: leg.Position, Leg: leg.Leg, SigningRequestID: req.ID})
 	}
 	leg.SigningRequestID, leg.Signature = req.ID, r.signatures[req.ID].Signature
-	if err := workflow.ExecuteLocalActivity(lctx, RecordSignatureActivity, leg).Get(ctx, nil); err != nil {
+	record := leg
+	record.CorrelationID = or(r.signatures[req.ID].CorrelationID, leg.CorrelationID)
+	if err := workflow.ExecuteLocalActivity(lctx, RecordSignatureActivity, record).Get(ctx, nil); err != nil {
 		return true, err
 	}
 	r.setStatus(ctx, "signed")
@@ -404,6 +410,14 @@ func (r *orderRun) setStatus(ctx workflow.Context, status string) {
 	if err := workflow.UpsertTypedSearchAttributes(ctx, OrderStatusKey.ValueSet(status)); err != nil {
 		workflow.GetLogger(ctx).Warn("search attribute not updated", "status", status, "error", err)
 	}
+}
+
+// or returns a, or b when a is empty.
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // IsInvalidState reports whether an activity error says the order was not in a status the

@@ -31,7 +31,8 @@ func run(args []string) int {
 	syncEvery := fs.Duration("balance-sync-interval", time.Minute, "how often the Temporal Schedule refreshes wallet balances")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	devSigner := fs.Bool("dev-signer", true, "sign the autoSign wallets' signing requests in-process")
-	blockTime := fs.Duration("block-time", 200*time.Millisecond, "block time of the simulated chain (one confirmation)")
+	blockTime := fs.Duration("block-time", 200*time.Millisecond, "block time of the simulated chain")
+	confirmations := fs.Int("confirmations", 1, "blocks the simulated chain waits before a transaction is final")
 	temporalLogLevel := fs.String("temporal-log-level", "error", "log level of the embedded Temporal server")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: treasury-dev [flags]\n\nRuns the treasury dev bundle. DATABASE_URL, when set, puts the store on PostgreSQL.\n\nFlags:\n")
@@ -64,6 +65,7 @@ func run(args []string) int {
 		TemporalLogLevel:    *temporalLogLevel,
 		DevSigner:           *devSigner,
 		BlockTime:           *blockTime,
+		Confirmations:       *confirmations,
 		Log:                 log,
 	})
 	if err != nil {
