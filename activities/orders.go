@@ -113,11 +113,28 @@ func (a *Orders) EvaluatePolicy(ctx context.Context, in workflows.StepInput) (wo
 	for _, v := range e.Violations() {
 		d.Violations = append(d.Violations, workflows.Violation{Rule: v.Rule, Message: v.Message})
 	}
-	_, err = a.apply(ctx, store.OrderChange{OrderID: o.ID, Step: "policy-evaluated", CorrelationID: in.CorrelationID,
+	encoded, err := json.Marshal(d)
+	if err != nil {
+		return workflows.PolicyDecision{}, err
+	}
+	res, err := a.apply(ctx, store.OrderChange{OrderID: o.ID, Step: "policy-evaluated", CorrelationID: in.CorrelationID,
 		Mutate: func(o *store.Order, _ []store.OrderLeg) {
-			o.ApprovalRequired, o.ApprovalQuorum = d.ApprovalRequired, d.Quorum
+			doc := string(encoded)
+			o.ApprovalRequired, o.ApprovalQuorum, o.PolicyDecision = d.ApprovalRequired, d.Quorum, &doc
 		}})
-	return d, err
+	if err != nil {
+		return workflows.PolicyDecision{}, err
+	}
+	// A retry returns the decision taken the first time, whatever the policy says now:
+	// policy is decided once per order.
+	if !res.Applied && res.Order.PolicyDecision != nil {
+		var first workflows.PolicyDecision
+		if err := json.Unmarshal([]byte(*res.Order.PolicyDecision), &first); err != nil {
+			return workflows.PolicyDecision{}, err
+		}
+		return first, nil
+	}
+	return d, nil
 }
 
 // orderInput rebuilds the validated input of a stored order.
@@ -177,6 +194,31 @@ func (a *Orders) MarkApproved(ctx context.Context, in workflows.ApprovalRequest)
 		},
 		Event: &store.EventSpec{Name: "Order.Approved", Fields: map[string]any{"quorum": in.Quorum}}})
 	return err
+}
+
+// ApprovalOutcome reads the order's approval item as the store decided it.
+func (a *Orders) ApprovalOutcome(ctx context.Context, in workflows.ApprovalRequest) (workflows.ApprovalOutcome, error) {
+	o, _, err := a.Store.Order(ctx, in.OrderID)
+	if err != nil {
+		return workflows.ApprovalOutcome{}, err
+	}
+	if o.ApprovalItemID == nil {
+		return workflows.ApprovalOutcome{Status: "pending"}, nil
+	}
+	it, ds, err := a.Store.ApprovalItem(ctx, o.OrgID, *o.ApprovalItemID)
+	if err != nil {
+		return workflows.ApprovalOutcome{}, err
+	}
+	out := workflows.ApprovalOutcome{Status: it.Status}
+	for _, d := range ds {
+		if d.Decision == "REJECT" && out.RejectedBy == "" {
+			out.RejectedBy = d.DecidedBy
+		}
+		if (it.Status == "rejected" && d.Decision == "REJECT") || (it.Status == "approved" && d.Decision == "APPROVE") {
+			out.CorrelationID = d.CorrelationID
+		}
+	}
+	return out, nil
 }
 
 // RejectOrder ends the order rejected (policy, approver or expired) and emits Order.Rejected.

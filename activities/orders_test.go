@@ -96,7 +96,8 @@ func (l *lifecycle) run(t *testing.T, o *store.Order, legs []string, approvers .
 	for name, fn := range map[string]any{
 		workflows.MarkSubmittedActivity: l.acts.MarkSubmitted, workflows.EvaluatePolicyActivity: l.acts.EvaluatePolicy,
 		workflows.RequestApprovalActivity: l.acts.RequestApproval, workflows.MarkApprovedActivity: l.acts.MarkApproved,
-		workflows.RejectOrderActivity: l.acts.RejectOrder, workflows.RequestSignatureActivity: l.acts.RequestSignature,
+		workflows.ApprovalOutcomeActivity: l.acts.ApprovalOutcome,
+		workflows.RejectOrderActivity:     l.acts.RejectOrder, workflows.RequestSignatureActivity: l.acts.RequestSignature,
 		workflows.RecordSignatureActivity: l.acts.RecordSignature, workflows.BroadcastLegActivity: l.acts.BroadcastLeg,
 		workflows.CheckLegActivity: l.acts.CheckLeg, workflows.ConfirmLegActivity: l.acts.ConfirmLeg,
 		workflows.FailOrderActivity: l.acts.FailOrder,
@@ -108,7 +109,14 @@ func (l *lifecycle) run(t *testing.T, o *store.Order, legs []string, approvers .
 			v, _ := env.QueryWorkflow(workflows.QueryState)
 			var st workflows.OrderState
 			_ = v.Get(&st)
-			env.SignalWorkflow(workflows.SignalApprovalDecision, workflows.ApprovalDecision{ItemID: st.ItemID, DecidedBy: by, Decision: "APPROVE"})
+			item, err := l.store.RecordApprovalDecision(context.Background(), l.creds.OrgID,
+				&store.ApprovalDecision{ItemID: st.ItemID, DecidedBy: by, Decision: "APPROVE", CorrelationID: "corr-approve", DecidedAt: time.Now()}, nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			env.SignalWorkflow(workflows.SignalApprovalDecision, workflows.ApprovalDecision{ItemID: st.ItemID, DecidedBy: by,
+				Decision: "APPROVE", Outcome: item.Status, CorrelationID: "corr-approve"})
 		}, time.Duration(i+1)*time.Minute)
 	}
 	for i := range legs {
@@ -218,8 +226,8 @@ func TestLifecycleWithApprovalRevertAndTwoLegs(t *testing.T) {
 	}
 	o, _, _ := s.Order(ctx, big.ID)
 	item, decisions, err := s.ApprovalItem(ctx, l.creds.OrgID, *o.ApprovalItemID)
-	if err != nil || item.Status != "approved" || item.PayloadHash != o.PayloadHash || item.RequiredApprovals != 1 || len(decisions) != 0 {
-		t.Fatalf("approval item %+v %v (decisions are recorded by the API, not the workflow)", item, err)
+	if err != nil || item.Status != "approved" || item.PayloadHash != o.PayloadHash || item.RequiredApprovals != 1 || len(decisions) != 1 {
+		t.Fatalf("approval item %+v %v", item, err)
 	}
 
 	dead, legs := l.draft(t, "payment", `{"walletId":"`+l.wallet.ID+`","asset":"USDC","amount":"5","destination":{"address":"`+chain.RevertAddress+`"}}`)

@@ -74,7 +74,9 @@ func (m *idempotency) handle(c *gin.Context) {
 	}
 	c.Request.Body = io.NopCloser(bytes.NewReader(body))
 	target := c.Request.URL.RequestURI()
-	sum := sha256.Sum256([]byte(c.Request.Method + "\n" + target + "\n" + string(body)))
+	// The credential is part of the request: another key of the organisation reusing the
+	// key gets 422, never the first caller's stored answer.
+	sum := sha256.Sum256([]byte(principalOf(c).ID + "\n" + c.Request.Method + "\n" + target + "\n" + string(body)))
 	fingerprint := hex.EncodeToString(sum[:])
 
 	now := m.now().UTC()

@@ -35,7 +35,11 @@ func newIdemServer(t *testing.T) *idemServer {
 	m := &idempotency{store: s, log: slog.New(slog.NewTextHandler(io.Discard, nil)), retention: time.Hour, lease: time.Minute, now: time.Now}
 	r := gin.New()
 	r.Use(withCorrelationID(), func(c *gin.Context) {
-		c.Set(principalContextKey, &auth.Principal{OrgID: c.GetHeader("X-Test-Org"), App: "pay", Kind: "sk", ID: "key_test"})
+		id := c.GetHeader("X-Test-Key")
+		if id == "" {
+			id = "key_test"
+		}
+		c.Set(principalContextKey, &auth.Principal{OrgID: c.GetHeader("X-Test-Org"), App: "pay", Kind: "sk", ID: id})
 	}, m.handle)
 	write := func(c *gin.Context) {
 		n := srv.runs.Add(1)
@@ -98,6 +102,15 @@ func TestIdempotencyReplaysTheFirstResponse(t *testing.T) {
 	}
 	if r := s.send("POST", "k-1", `{"amount":"1"}`, "org_b"); r.Code != 201 || s.runs.Load() != 2 {
 		t.Fatal("the key is scoped to the organisation")
+	}
+	req := httptest.NewRequest("POST", "/things", strings.NewReader(`{"amount":"1"}`))
+	req.Header.Set(idempotencyHeader, "k-1")
+	req.Header.Set("X-Test-Org", "org_a")
+	req.Header.Set("X-Test-Key", "key_other_credential")
+	other := httptest.NewRecorder()
+	s.h.ServeHTTP(other, req)
+	if other.Code != 422 || !strings.Contains(other.Body.String(), CodeIdempotencyKeyReused) {
+		t.Fatalf("another credential of the organisation must not get the stored answer: %d %s", other.Code, other.Body)
 	}
 	if r := s.send("POST", "", `{"amount":"1"}`); r.Code != 201 || s.runs.Load() != 3 {
 		t.Fatal("without a key every request runs")

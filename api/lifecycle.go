@@ -230,17 +230,25 @@ func (h *lifecycleHandlers) decide(c *gin.Context) {
 		fail(c, CodeMakerChecker, "The creator of an order may not decide it; another approver must.")
 		return
 	}
+	if !p.CanReach(order.WalletID) {
+		fail(c, CodeNotFound, "No approval item with this id.")
+		return
+	}
 	now := time.Now().UTC()
-	signal := workflows.ApprovalDecision{ItemID: item.ID, DecidedBy: p.ID, Decision: req.Decision, CorrelationID: correlationID(c)}
-	_, err = h.store.RecordApprovalDecision(ctx, p.OrgID, &store.ApprovalDecision{ItemID: item.ID, DecidedBy: p.ID,
-		Decision: req.Decision, Comment: req.Comment, CorrelationID: correlationID(c), DecidedAt: now})
+	decision := &store.ApprovalDecision{ItemID: item.ID, DecidedBy: p.ID, Decision: req.Decision, Comment: req.Comment,
+		CorrelationID: correlationID(c), DecidedAt: now}
+	audit := &store.AuditLog{ID: ids.New(ids.AuditLog), OrgID: p.OrgID, App: app, ActorType: "key", ActorID: p.ID,
+		Action: "approval." + strings.ToLower(req.Decision), ResourceType: "approval_item", ResourceID: item.ID,
+		CorrelationID: correlationID(c), Details: "{}", CreatedAt: now}
+	decided, err := h.store.RecordApprovalDecision(ctx, p.OrgID, decision, audit)
 	switch {
 	case errors.Is(err, store.ErrAlreadyDecided):
-		// The first attempt may have stored the decision but failed to signal: signal again
-		// (the workflow counts each approver once) before answering.
-		_ = h.signalApproval(ctx, item.OrderID, signal)
-		fail(c, CodeConflict, "You have already decided this item.")
-		return
+		if decision.Decision != req.Decision {
+			fail(c, CodeConflict, "You have already decided this item ("+decision.Decision+").")
+			return
+		}
+		// The same decision again: a retry. Its signal may have been lost the first time,
+		// so send it again (the workflow takes each outcome once) and answer as before.
 	case errors.Is(err, store.ErrItemClosed):
 		fail(c, CodeConflict, "This item is no longer pending (decided or expired).")
 		return
@@ -248,13 +256,14 @@ func (h *lifecycleHandlers) decide(c *gin.Context) {
 		requestFailed(c, h.log, err)
 		return
 	}
+	signal := workflows.ApprovalDecision{ItemID: item.ID, DecidedBy: p.ID, Decision: decision.Decision,
+		Outcome: decided.Status, CorrelationID: decision.CorrelationID}
 	if err := h.signalApproval(ctx, item.OrderID, signal); err != nil {
+		// The decision is stored: the workflow also finds it in the store when its wait
+		// ends, and a retry of this request signals again.
 		requestFailed(c, h.log, err)
 		return
 	}
-	_ = h.store.AppendAudit(context.WithoutCancel(ctx), &store.AuditLog{ID: ids.New(ids.AuditLog), OrgID: p.OrgID, App: app,
-		ActorType: "key", ActorID: p.ID, Action: "approval." + map[string]string{"APPROVE": "approved", "REJECT": "rejected"}[req.Decision],
-		ResourceType: "approval_item", ResourceID: item.ID, CorrelationID: correlationID(c), Details: "{}", CreatedAt: now})
 	item, ds, err := h.store.ApprovalItem(ctx, p.OrgID, item.ID)
 	if err != nil {
 		requestFailed(c, h.log, err)
@@ -263,11 +272,22 @@ func (h *lifecycleHandlers) decide(c *gin.Context) {
 	c.JSON(http.StatusAccepted, approvalJSON(item, ds))
 }
 
+// signalApproval delivers a stored decision, retrying briefly; it does not give up because
+// the client went away, since the decision is already recorded.
 func (h *lifecycleHandlers) signalApproval(ctx context.Context, orderID string, d workflows.ApprovalDecision) error {
 	if h.workflows == nil {
 		return ErrWorkflowsUnavailable
 	}
-	return h.workflows.SignalApproval(ctx, orderID, d)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if err = h.workflows.SignalApproval(ctx, orderID, d); err == nil {
+			return nil
+		}
+		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+	}
+	return err
 }
 
 // strictJSON decodes a JSON object whose field names must be among allowed, exactly.
@@ -318,7 +338,7 @@ func (h *lifecycleHandlers) listSigning(c *gin.Context) {
 		return
 	}
 	list, err := h.store.ListSigningRequests(c.Request.Context(), store.SigningFilter{OrgID: p.OrgID, Apps: apps,
-		Status: status, AfterID: pg.After, Limit: pg.Limit + 1})
+		WalletIDs: p.ResourceIDs, Status: status, AfterID: pg.After, Limit: pg.Limit + 1})
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return
@@ -339,7 +359,7 @@ func (h *lifecycleHandlers) listSigning(c *gin.Context) {
 func (h *lifecycleHandlers) signingRequestOf(c *gin.Context, actions ...string) (*store.SigningRequest, bool) {
 	p := principalOf(c)
 	r, err := h.store.SigningRequest(c.Request.Context(), p.OrgID, c.Param("id"))
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !slices.Contains(appsFor(p, actions...), r.App)) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (!slices.Contains(appsFor(p, actions...), r.App) || !p.CanReach(r.WalletID))) {
 		fail(c, CodeNotFound, "No signing request with this id.")
 		return nil, false
 	}
@@ -387,7 +407,7 @@ func (h *lifecycleHandlers) sign(c *gin.Context) {
 		fail(c, CodeInvalidSignature, "The signature does not verify against the wallet's public key over the digest.")
 		return
 	case errors.Is(err, ErrNotPending):
-		fail(c, CodeConflict, "This signing request is "+r.Status+".")
+		fail(c, CodeConflict, "This signing request is no longer pending (signed or expired).")
 		return
 	case err != nil:
 		requestFailed(c, h.log, err)
@@ -409,7 +429,7 @@ var (
 // against its wallet's public key and signals it to the order's workflow. The API's
 // handler and the dev bundle's signer both come through here.
 func SubmitSignature(ctx context.Context, s *store.Store, wf OrderWorkflows, r *store.SigningRequest, signatureB64, correlation string) error {
-	if r.Status != "pending" {
+	if r.Status != "pending" || !time.Now().Before(r.ExpiresAt) {
 		return ErrNotPending
 	}
 	sig, err := base64.StdEncoding.DecodeString(signatureB64)

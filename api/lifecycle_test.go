@@ -95,18 +95,41 @@ func TestApprovalDecisionsAreGuarded(t *testing.T) {
 	f.post(t, "/api/v1/approvals/trade/apr_test/decide", f.creds.Keys["trade"].SK, approve).wantProblem(t, 404, CodeNotFound)
 	f.post(t, decide, f.creds.Keys["pay"].Approve, `{"decision":"MAYBE"}`).wantProblem(t, 422, CodeValidationFailed)
 	f.post(t, decide, f.creds.Keys["pay"].Approve, `{"decision":"APPROVE","Comment":"x"}`).wantProblem(t, 422, CodeValidationFailed)
-	if r := f.post(t, decide, f.creds.Keys["pay"].Approve, `{"decision":"APPROVE","comment":"fine"}`); r.status != 202 {
+	if r := f.post(t, decide, f.creds.Keys["pay"].Approve, `{"decision":"APPROVE","comment":"fine"}`); r.status != 202 ||
+		!strings.Contains(string(r.body), `"status":"pending"`) {
 		t.Fatalf("approve %d %s", r.status, r.body)
 	}
-	f.post(t, decide, f.creds.Keys["pay"].Approve, approve).wantProblem(t, 409, CodeConflict)
-	if r := f.post(t, decide, f.creds.SecondApprover["pay"], `{"decision":"REJECT"}`); r.status != 202 {
+	// The same decision again is a retry: answered again, and signalled again.
+	if r := f.post(t, decide, f.creds.Keys["pay"].Approve, approve); r.status != 202 {
+		t.Fatalf("retried decision %d %s", r.status, r.body)
+	}
+	f.post(t, decide, f.creds.Keys["pay"].Approve, `{"decision":"REJECT"}`).wantProblem(t, 409, CodeConflict)
+	if r := f.post(t, decide, f.creds.SecondApprover["pay"], `{"decision":"REJECT"}`); r.status != 202 ||
+		!strings.Contains(string(r.body), `"status":"rejected"`) {
 		t.Fatalf("second approver %d %s", r.status, r.body)
 	}
-	// Every accepted decision, and the repeat, reached the workflow; it counts each approver once.
-	if len(fw.approvals) != 3 || fw.approvals[0].DecidedBy == fw.approvals[2].DecidedBy || fw.approvals[2].Decision != "REJECT" {
+	// The store decided the item: the first REJECT closes it, for everyone.
+	third := "tk_thirdapproverthirdapproverthirdapprover00"
+	if err := f.store.CreateAPIKey(ctx, &store.APIKey{ID: "key_third", OrgID: f.creds.OrgID, App: "pay", Kind: "tk",
+		Actions: "approve", SecretHash: hashOf(third), SecretHint: "tk_", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	f.post(t, decide, third, approve).wantProblem(t, 409, CodeConflict)
+	if len(fw.approvals) != 3 || fw.approvals[0].Outcome != "pending" || fw.approvals[1].Outcome != "pending" ||
+		fw.approvals[2].Outcome != "rejected" || fw.approvals[2].Decision != "REJECT" {
 		t.Fatalf("signals %+v", fw.approvals)
 	}
-	list := f.do(t, "GET", "/api/v1/approvals?status=pending", f.creds.Keys["pay"].Approve, nil)
+	audit, _ := f.store.ListAudit(ctx, f.creds.OrgID, []string{"pay"}, "", 10)
+	decisions := 0
+	for _, a := range audit {
+		if strings.HasPrefix(a.Action, "approval.") {
+			decisions++
+		}
+	}
+	if decisions != 2 {
+		t.Fatalf("want an audit record per stored decision, got %d", decisions)
+	}
+	list := f.do(t, "GET", "/api/v1/approvals?status=rejected", f.creds.Keys["pay"].Approve, nil)
 	if !strings.Contains(string(list.body), `"apr_test"`) || !strings.Contains(string(list.body), `"comment":"fine"`) {
 		t.Fatalf("list %s", list.body)
 	}
@@ -115,9 +138,6 @@ func TestApprovalDecisionsAreGuarded(t *testing.T) {
 	}
 	if other := f.do(t, "GET", "/api/v1/approvals", f.creds.Keys["trade"].SK, nil); strings.Contains(string(other.body), "apr_test") {
 		t.Fatal("another app lists our approvals")
-	}
-	if err := f.store.SetApprovalItemStatus(ctx, "apr_test", "expired", time.Now()); err != nil {
-		t.Fatal(err)
 	}
 	f.post(t, decide, f.creds.Keys["treasury"].SK, approve).wantProblem(t, 403, CodePermissionDenied)
 }

@@ -131,8 +131,11 @@ func paymentsReachTheirEnd(t *testing.T, databaseURL string) {
 		if r := send(t, "POST", decide, pay.Approve, `{"decision":"APPROVE","comment":"ok"}`, "X-Correlation-Id", "e2e-approve"); r.status != 202 {
 			t.Fatalf("approve %d %s", r.status, r.raw)
 		}
-		if r := send(t, "POST", decide, pay.Approve, `{"decision":"APPROVE"}`); r.status != 409 {
-			t.Fatalf("deciding twice: %d %s", r.status, r.raw)
+		if r := send(t, "POST", decide, pay.Approve, `{"decision":"REJECT"}`); r.status != 409 {
+			t.Fatalf("changing one's decision: %d %s", r.status, r.raw)
+		}
+		if r := send(t, "POST", decide, creds.SecondApprover["pay"], `{"decision":"APPROVE"}`); r.status != 409 {
+			t.Fatalf("deciding an approved item: %d %s", r.status, r.raw)
 		}
 		done := waitStatus(t, api+"/payments/"+id, pay.Read, "confirmed")
 		if ds := done["approval"].(map[string]any)["decisions"].([]any); len(ds) != 1 || ds[0].(map[string]any)["comment"] != "ok" {

@@ -131,12 +131,21 @@ func signOne(ctx context.Context, cfg Config, r signingRequest) error {
 		return errors.New("the digest is not the SHA-256 of the unsigned transaction; refusing to sign")
 	}
 	var tx struct {
-		Payload struct {
-			WalletID string `json:"walletId"`
-		} `json:"payload"`
+		Payload     json.RawMessage `json:"payload"`
+		PayloadHash string          `json:"payloadHash"`
 	}
-	if err := json.Unmarshal([]byte(r.UnsignedTx), &tx); err != nil || tx.Payload.WalletID != cfg.WalletID {
+	var payload struct {
+		WalletID string `json:"walletId"`
+	}
+	if err := json.Unmarshal([]byte(r.UnsignedTx), &tx); err != nil || json.Unmarshal(tx.Payload, &payload) != nil {
+		return errors.New("the unsigned transaction is not readable; refusing to sign")
+	}
+	if payload.WalletID != cfg.WalletID {
 		return errors.New("the unsigned transaction is not for this wallet; refusing to sign")
+	}
+	// The order's payload hash is what the approvers approved: the payload shown must be it.
+	if ph := sha256.Sum256(tx.Payload); hex.EncodeToString(ph[:]) != tx.PayloadHash {
+		return errors.New("the payload does not match its payload hash; refusing to sign")
 	}
 	digest, _ := hex.DecodeString(r.Digest)
 	sig := base64.StdEncoding.EncodeToString(ed25519.Sign(cfg.Key, digest))

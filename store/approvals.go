@@ -75,30 +75,54 @@ func (s *Store) CreateApprovalItem(ctx context.Context, it *ApprovalItem) error 
 	return s.with(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(it).Error
 }
 
-// SetApprovalItemStatus closes an item (approved, rejected, expired).
+// SetApprovalItemStatus closes a pending item (approved, rejected, expired); an item
+// already closed keeps its outcome.
 func (s *Store) SetApprovalItemStatus(ctx context.Context, id, status string, at time.Time) error {
 	at = at.UTC()
-	return s.with(ctx).Model(&ApprovalItem{}).Where("id = ?", id).
+	return s.with(ctx).Model(&ApprovalItem{}).Where("id = ? AND status = ?", id, "pending").
 		Updates(map[string]any{"status": status, "decided_at": at}).Error
 }
 
-// RecordApprovalDecision stores one approver's decision on a pending, unexpired item.
-func (s *Store) RecordApprovalDecision(ctx context.Context, orgID string, d *ApprovalDecision) (*ApprovalItem, error) {
+// RecordApprovalDecision stores one approver's decision on a pending, unexpired item and
+// decides the item in the same transaction: rejected at the first REJECT, approved once
+// the APPROVEs reach the quorum. The store is the authority on the outcome; the workflow
+// is told it. An audit record, when given, is written in the same transaction.
+func (s *Store) RecordApprovalDecision(ctx context.Context, orgID string, d *ApprovalDecision, audit *AuditLog) (*ApprovalItem, error) {
 	var it ApprovalItem
 	err := s.Tx(ctx, func(tx *Store) error {
 		if err := tx.forUpdate(ctx).Where("id = ? AND org_id = ?", d.ItemID, orgID).Take(&it).Error; err != nil {
 			return notFound(err)
 		}
+		var mine ApprovalDecision
+		if err := tx.with(ctx).Where("item_id = ? AND decided_by = ?", d.ItemID, d.DecidedBy).Take(&mine).Error; err == nil {
+			*d = mine
+			return ErrAlreadyDecided
+		}
 		if it.Status != "pending" || !d.DecidedAt.Before(it.ExpiresAt) {
 			return ErrItemClosed
 		}
 		d.DecidedAt = d.DecidedAt.UTC()
-		res := tx.with(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(d)
-		if res.Error != nil {
-			return res.Error
+		if err := tx.with(ctx).Create(d).Error; err != nil {
+			return err
 		}
-		if res.RowsAffected == 0 {
-			return ErrAlreadyDecided
+		var approvals int64
+		if err := tx.with(ctx).Model(&ApprovalDecision{}).Where("item_id = ? AND decision = ?", it.ID, "APPROVE").Count(&approvals).Error; err != nil {
+			return err
+		}
+		switch {
+		case d.Decision == "REJECT":
+			it.Status = "rejected"
+		case approvals >= int64(it.RequiredApprovals):
+			it.Status = "approved"
+		}
+		if it.Status != "pending" {
+			it.DecidedAt = &d.DecidedAt
+			if err := tx.SetApprovalItemStatus(ctx, it.ID, it.Status, d.DecidedAt); err != nil {
+				return err
+			}
+		}
+		if audit != nil {
+			return tx.AppendAudit(ctx, audit)
 		}
 		return nil
 	})

@@ -68,11 +68,11 @@ func (s *Store) DevchainSettle(ctx context.Context, hash string, now time.Time, 
 		} else if out.Kind == "TRANSFER" {
 			err := tx.Tx(ctx, func(inner *Store) error {
 				if err := inner.DevchainCredit(ctx, out.Chain, out.FromAddress, out.Asset, out.Amount.Neg()); err != nil {
-					return errInsufficient
+					return err
 				}
 				return inner.DevchainCredit(ctx, out.Chain, out.ToAddress, out.Asset, out.Amount)
 			})
-			if errors.Is(err, errInsufficient) {
+			if errors.Is(err, ErrInsufficientFunds) {
 				out.Status, out.Failure = DevchainFailed, "insufficient funds"
 			} else if err != nil {
 				return err
@@ -86,5 +86,3 @@ func (s *Store) DevchainSettle(ctx context.Context, hash string, now time.Time, 
 	}
 	return &out, nil
 }
-
-var errInsufficient = errors.New("insufficient funds")

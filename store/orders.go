@@ -30,6 +30,7 @@ type Order struct {
 	ApprovalRequired bool
 	ApprovalQuorum   int
 	ApprovalItemID   *string
+	PolicyDecision   *string
 	FailureCode      *string
 	FailureMessage   *string
 	RejectionReason  *string
@@ -362,17 +363,27 @@ type EventFilter struct {
 	Limit   int
 }
 
-// ListEvents pages through stored events oldest first, after an event id.
+// ListEvents pages through stored events oldest first, after an event id. One order's
+// events come in sequence order (ids are minted by several processes, sequences are not).
 func (s *Store) ListEvents(ctx context.Context, f EventFilter) ([]Event, error) {
 	q := s.with(ctx).Where("org_id = ? AND app IN ?", f.OrgID, f.Apps)
+	order := "id"
 	if f.OrderID != "" {
 		q = q.Where("order_id = ?", f.OrderID)
-	}
-	if f.AfterID != "" {
+		order = "sequence"
+		if f.AfterID != "" {
+			var after Event
+			if err := s.with(ctx).Select("sequence").Where("id = ? AND order_id = ?", f.AfterID, f.OrderID).Take(&after).Error; err == nil {
+				q = q.Where("sequence > ?", after.Sequence)
+			} else {
+				q = q.Where("id > ?", f.AfterID)
+			}
+		}
+	} else if f.AfterID != "" {
 		q = q.Where("id > ?", f.AfterID)
 	}
 	var out []Event
-	err := q.Order("id").Limit(f.Limit).Find(&out).Error
+	err := q.Order(order).Limit(f.Limit).Find(&out).Error
 	return out, err
 }
 

@@ -189,6 +189,9 @@ func (s *Store) Prices(ctx context.Context) (map[string]decimal.Decimal, error) 
 	return out, nil
 }
 
+// ErrInsufficientFunds means a devchain debit would take a balance below zero.
+var ErrInsufficientFunds = errors.New("insufficient funds")
+
 // DevchainCredit adds amount (negative: takes it) of an asset to an address on the
 // simulated chain. The account row is locked, so concurrent credits all count, and a
 // balance never goes below zero.
@@ -206,7 +209,7 @@ func (s *Store) DevchainCredit(ctx context.Context, chain, address, asset string
 		}
 		next := acc.Amount.Add(amount)
 		if next.IsNegative() {
-			return fmt.Errorf("store: devchain %s %s holds %s %s, cannot take %s", chain, address, acc.Amount, asset, amount.Neg())
+			return fmt.Errorf("%w: devchain %s %s holds %s %s, cannot take %s", ErrInsufficientFunds, chain, address, acc.Amount, asset, amount.Neg())
 		}
 		return tx.with(ctx).Model(&DevchainAccount{}).Where(where, chain, address, asset).Update("amount", next).Error
 	})

@@ -40,6 +40,7 @@ func New(c client.Client, acts Activities, opts sdkworker.Options) sdkworker.Wor
 		workflows.EvaluatePolicyActivity:   acts.Orders.EvaluatePolicy,
 		workflows.RequestApprovalActivity:  acts.Orders.RequestApproval,
 		workflows.MarkApprovedActivity:     acts.Orders.MarkApproved,
+		workflows.ApprovalOutcomeActivity:  acts.Orders.ApprovalOutcome,
 		workflows.RejectOrderActivity:      acts.Orders.RejectOrder,
 		workflows.RequestSignatureActivity: acts.Orders.RequestSignature,
 		workflows.RecordSignatureActivity:  acts.Orders.RecordSignature,

@@ -24,6 +24,7 @@ const (
 	EvaluatePolicyActivity   = "EvaluatePolicy"
 	RequestApprovalActivity  = "RequestApproval"
 	MarkApprovedActivity     = "MarkApproved"
+	ApprovalOutcomeActivity  = "ApprovalOutcome"
 	RejectOrderActivity      = "RejectOrder"
 	RequestSignatureActivity = "RequestSignature"
 	RecordSignatureActivity  = "RecordSignature"
@@ -41,6 +42,8 @@ type OrderInput struct {
 	Legs            []string
 	ApprovalTimeout time.Duration
 	SigningTimeout  time.Duration
+	// ConfirmTimeout bounds how long a broadcast leg may stay pending on its chain.
+	ConfirmTimeout time.Duration
 }
 
 // Violation is a broken policy rule.
@@ -57,11 +60,20 @@ type PolicyDecision struct {
 	Quorum           int
 }
 
-// ApprovalDecision reaches the workflow as a signal once the API has recorded it.
+// ApprovalDecision reaches the workflow as a signal once the API has recorded it. The
+// store decides the item; Outcome is its status after this decision.
 type ApprovalDecision struct {
 	ItemID        string
 	DecidedBy     string
 	Decision      string // APPROVE or REJECT
+	Outcome       string // pending, approved or rejected
+	CorrelationID string
+}
+
+// ApprovalOutcome is an approval item's state as the store holds it.
+type ApprovalOutcome struct {
+	Status        string // pending, approved, rejected
+	RejectedBy    string
 	CorrelationID string
 }
 
@@ -150,17 +162,20 @@ const LegWait = 20 * time.Second
 const (
 	DefaultApprovalTimeout = 72 * time.Hour
 	DefaultSigningTimeout  = 24 * time.Hour
+	DefaultConfirmTimeout  = time.Hour
 )
 
 type orderRun struct {
-	in         OrderInput
-	state      OrderState
-	decided    bool
-	approvers  map[string]bool
-	approvals  int
+	in        OrderInput
+	state     OrderState
+	decided   bool
+	approvers map[string]bool
+	// outcome is the item's status as the latest signal reported it.
+	outcome    string
 	rejectedBy string
 	// The correlation ids of the requests that decided: events they cause carry them.
 	approvedIn, rejectedIn string
+	finished               bool
 	signatures             map[string]Signature
 }
 
@@ -174,6 +189,7 @@ func OrderLifecycle(ctx workflow.Context, in OrderInput) (OrderState, error) {
 		return r.state, err
 	}
 	err := r.run(ctx)
+	r.finished = true
 	// Let a policy-decision update still in flight answer before the workflow closes.
 	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 	return r.state, err
@@ -186,12 +202,22 @@ func (r *orderRun) setup(ctx workflow.Context) error {
 	if r.in.SigningTimeout <= 0 {
 		r.in.SigningTimeout = DefaultSigningTimeout
 	}
+	if r.in.ConfirmTimeout <= 0 {
+		r.in.ConfirmTimeout = DefaultConfirmTimeout
+	}
 	if err := workflow.SetQueryHandler(ctx, QueryState, func() (OrderState, error) { return r.state, nil }); err != nil {
 		return err
 	}
 	if err := workflow.SetUpdateHandler(ctx, UpdatePolicyDecision, func(ctx workflow.Context) (PolicyDecision, error) {
-		if err := workflow.Await(ctx, func() bool { return r.decided }); err != nil {
+		// A refusal is answered once the order's rejection is stored, so that the 422 and
+		// a GET right after it agree.
+		if err := workflow.Await(ctx, func() bool {
+			return r.finished || (r.decided && (r.state.Decision.Allowed || r.state.Status == "rejected"))
+		}); err != nil {
 			return PolicyDecision{}, err
+		}
+		if !r.decided {
+			return PolicyDecision{}, temporal.NewApplicationError("the order ended before its policy was decided", "NotDecided")
 		}
 		return *r.state.Decision, nil
 	}); err != nil {
@@ -218,22 +244,21 @@ func (r *orderRun) setup(ctx workflow.Context) error {
 	return nil
 }
 
-// onDecision counts a decision once per approver; the API already refused the creator,
-// repeats and closed items, so this only guards against a repeated signal.
+// onDecision takes the outcome the store decided. Each approver is listed once, however
+// often its signal is repeated.
 func (r *orderRun) onDecision(d ApprovalDecision) {
-	if r.approvers[d.DecidedBy] || d.ItemID != r.state.ItemID {
+	if !r.approvers[d.DecidedBy] {
+		r.approvers[d.DecidedBy] = true
+		r.state.Approvals = append(r.state.Approvals, d)
+	}
+	if r.outcome == "approved" || r.outcome == "rejected" {
 		return
 	}
-	r.approvers[d.DecidedBy] = true
-	r.state.Approvals = append(r.state.Approvals, d)
-	switch d.Decision {
-	case "APPROVE":
-		r.approvals++
-		r.approvedIn = d.CorrelationID
-	case "REJECT":
-		if r.rejectedBy == "" {
-			r.rejectedBy, r.rejectedIn = d.DecidedBy, d.CorrelationID
-		}
+	switch d.Outcome {
+	case "approved":
+		r.outcome, r.approvedIn = "approved", d.CorrelationID
+	case "rejected":
+		r.outcome, r.rejectedBy, r.rejectedIn = "rejected", d.DecidedBy, d.CorrelationID
 	}
 }
 
@@ -307,17 +332,30 @@ func (r *orderRun) approve(ctx workflow.Context, quorum int) (done bool, err err
 		return true, err
 	}
 	r.setStatus(ctx, "pending_approval")
-	reached, err := workflow.AwaitWithTimeout(ctx, r.in.ApprovalTimeout, func() bool {
-		return r.approvals >= quorum || r.rejectedBy != ""
-	})
+	reached, err := workflow.AwaitWithTimeout(ctx, r.in.ApprovalTimeout, func() bool { return r.outcome != "" && r.outcome != "pending" })
 	if err != nil {
 		return true, err
 	}
-	switch {
-	case r.rejectedBy != "":
+	if !reached {
+		// A decision stored but whose signal was lost still counts: ask the store.
+		var o ApprovalOutcome
+		if err := workflow.ExecuteLocalActivity(lctx, ApprovalOutcomeActivity, ApprovalRequest{OrderID: r.in.OrderID,
+			CorrelationID: r.in.CorrelationID}).Get(ctx, &o); err != nil {
+			return true, err
+		}
+		switch o.Status {
+		case "approved":
+			r.outcome, r.approvedIn = "approved", o.CorrelationID
+		case "rejected":
+			r.outcome, r.rejectedBy, r.rejectedIn = "rejected", o.RejectedBy, o.CorrelationID
+		}
+	}
+	switch r.outcome {
+	case "rejected":
 		return true, r.reject(ctx, RejectInput{Reason: "approver", ItemID: r.state.ItemID, DecidedBy: r.rejectedBy,
 			CorrelationID: r.rejectedIn})
-	case !reached:
+	case "approved":
+	default:
 		return true, r.reject(ctx, RejectInput{Reason: "expired", ItemID: r.state.ItemID})
 	}
 	if err := workflow.ExecuteLocalActivity(lctx, MarkApprovedActivity, ApprovalRequest{OrderID: r.in.OrderID,
@@ -386,6 +424,7 @@ func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err er
 		HeartbeatTimeout:    10 * time.Second,
 		RetryPolicy:         retryPolicy,
 	})
+	broadcastAt := workflow.Now(ctx)
 	for {
 		var st LegStatus
 		if err := workflow.ExecuteActivity(wctx, CheckLegActivity, leg).Get(ctx, &st); err != nil {
@@ -396,6 +435,14 @@ func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err er
 			return false, workflow.ExecuteLocalActivity(lctx, ConfirmLegActivity, leg).Get(ctx, nil)
 		case "failed":
 			return true, r.fail(ctx, FailInput{Code: "tx_reverted", Message: st.Reason, Position: leg.Position, Leg: leg.Leg})
+		}
+		if workflow.Now(ctx).Sub(broadcastAt) >= r.in.ConfirmTimeout {
+			return true, r.fail(ctx, FailInput{Code: "tx_timeout", Position: leg.Position, Leg: leg.Leg,
+				Message: fmt.Sprintf("the %s leg was not final on its chain within %v", leg.Leg, r.in.ConfirmTimeout)})
+		}
+		// Still pending after CheckLeg's own wait: pause before asking again.
+		if err := workflow.Sleep(ctx, time.Second); err != nil {
+			return true, err
 		}
 	}
 }

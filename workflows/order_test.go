@@ -20,6 +20,8 @@ type fakeOrder struct {
 	decision PolicyDecision
 	chain    []string // successive CheckLeg answers; the last one repeats
 	checks   int
+	// outcome is what the store says of the approval item when the workflow asks.
+	outcome string
 }
 
 func (f *fakeOrder) record(name string) {
@@ -37,6 +39,10 @@ func (f *fakeOrder) register(env *testsuite.TestWorkflowEnvironment) {
 		return "apr_1", nil
 	}, RequestApprovalActivity)
 	reg(func(context.Context, ApprovalRequest) error { f.record("approved"); return nil }, MarkApprovedActivity)
+	reg(func(context.Context, ApprovalRequest) (ApprovalOutcome, error) {
+		f.record("asked-store")
+		return ApprovalOutcome{Status: f.outcome, RejectedBy: "key_store"}, nil
+	}, ApprovalOutcomeActivity)
 	reg(func(_ context.Context, in RejectInput) error { f.record("rejected:" + in.Reason); return nil }, RejectOrderActivity)
 	reg(func(_ context.Context, in LegInput) (SigningRequestRef, error) {
 		f.record("sign-requested:" + in.Leg)
@@ -66,6 +72,7 @@ type scenario struct {
 	legs     []string
 	decision PolicyDecision
 	chain    []string
+	outcome  string
 	// script runs signals at points in (workflow) time.
 	script    func(env *testsuite.TestWorkflowEnvironment)
 	want      string
@@ -78,9 +85,9 @@ func sign(env *testsuite.TestWorkflowEnvironment, at time.Duration, req string) 
 	}, at)
 }
 
-func decide(env *testsuite.TestWorkflowEnvironment, at time.Duration, by, decision string) {
+func decide(env *testsuite.TestWorkflowEnvironment, at time.Duration, by, decision, outcome string) {
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalApprovalDecision, ApprovalDecision{ItemID: "apr_1", DecidedBy: by, Decision: decision})
+		env.SignalWorkflow(SignalApprovalDecision, ApprovalDecision{ItemID: "apr_1", DecidedBy: by, Decision: decision, Outcome: outcome})
 	}, at)
 }
 
@@ -93,14 +100,14 @@ func TestOrderLifecyclePaths(t *testing.T) {
 			want:   "submitted policy sign-requested:TRANSFER signed:TRANSFER broadcast:TRANSFER leg-confirmed:TRANSFER", endStatus: "confirmed"},
 		{name: "quorum 1", legs: []string{"TRANSFER"}, decision: quorum(1), chain: []string{"confirmed"},
 			script: func(env *testsuite.TestWorkflowEnvironment) {
-				decide(env, time.Hour, "key_approver", "APPROVE")
+				decide(env, time.Hour, "key_approver", "APPROVE", "approved")
 				sign(env, 2*time.Hour, "sig_TRANSFER")
 			},
 			want: "submitted policy approval-requested approved sign-requested:TRANSFER signed:TRANSFER broadcast:TRANSFER leg-confirmed:TRANSFER", endStatus: "confirmed"},
 		{name: "quorum 2 ignores a repeated approver", legs: []string{"TRANSFER"}, decision: quorum(2), chain: []string{"confirmed"},
 			script: func(env *testsuite.TestWorkflowEnvironment) {
-				decide(env, time.Hour, "key_a", "APPROVE")
-				decide(env, 2*time.Hour, "key_a", "APPROVE")
+				decide(env, time.Hour, "key_a", "APPROVE", "pending")
+				decide(env, 2*time.Hour, "key_a", "APPROVE", "pending")
 				// Still one approval: signing is requested only after the second approver.
 				env.RegisterDelayedCallback(func() {
 					v, err := env.QueryWorkflow(QueryState)
@@ -114,19 +121,28 @@ func TestOrderLifecyclePaths(t *testing.T) {
 						t.Errorf("after a repeated approver: %+v", st)
 					}
 				}, 3*time.Hour)
-				decide(env, 4*time.Hour, "key_b", "APPROVE")
+				decide(env, 4*time.Hour, "key_b", "APPROVE", "approved")
 				sign(env, 5*time.Hour, "sig_TRANSFER")
 			},
 			want: "submitted policy approval-requested approved sign-requested:TRANSFER signed:TRANSFER broadcast:TRANSFER leg-confirmed:TRANSFER", endStatus: "confirmed"},
 		{name: "first reject wins", legs: []string{"TRANSFER"}, decision: quorum(2), chain: []string{"confirmed"},
 			script: func(env *testsuite.TestWorkflowEnvironment) {
-				decide(env, time.Hour, "key_a", "APPROVE")
-				decide(env, 2*time.Hour, "key_b", "REJECT")
+				decide(env, time.Hour, "key_a", "APPROVE", "pending")
+				decide(env, 2*time.Hour, "key_b", "REJECT", "rejected")
+				// A signal after the outcome changes nothing.
+				decide(env, 3*time.Hour, "key_c", "APPROVE", "approved")
 			},
 			want: "submitted policy approval-requested rejected:approver", endStatus: "rejected"},
 		{name: "approval expires", legs: []string{"TRANSFER"}, decision: quorum(1), chain: []string{"confirmed"},
-			script: func(env *testsuite.TestWorkflowEnvironment) { decide(env, 73*time.Hour, "key_late", "APPROVE") },
-			want:   "submitted policy approval-requested rejected:expired", endStatus: "rejected"},
+			script: func(env *testsuite.TestWorkflowEnvironment) {
+				decide(env, 73*time.Hour, "key_late", "APPROVE", "approved")
+			},
+			want: "submitted policy approval-requested asked-store rejected:expired", endStatus: "rejected"},
+		{name: "a decision whose signal was lost is found in the store at expiry", legs: []string{"TRANSFER"}, decision: quorum(1),
+			chain: []string{"confirmed"}, outcome: "approved",
+			script:    func(env *testsuite.TestWorkflowEnvironment) { sign(env, 80*time.Hour, "sig_TRANSFER") },
+			want:      "submitted policy approval-requested asked-store approved sign-requested:TRANSFER signed:TRANSFER broadcast:TRANSFER leg-confirmed:TRANSFER",
+			endStatus: "confirmed"},
 		{name: "policy violation", legs: []string{"TRANSFER"}, decision: PolicyDecision{Violations: []Violation{{Rule: "maxOrderUsd"}}}, chain: []string{"confirmed"},
 			script: func(*testsuite.TestWorkflowEnvironment) {},
 			want:   "submitted policy rejected:policy", endStatus: "rejected"},
@@ -142,6 +158,9 @@ func TestOrderLifecyclePaths(t *testing.T) {
 		{name: "revert", legs: []string{"TRANSFER"}, decision: allowed, chain: []string{"pending", "failed"},
 			script: func(env *testsuite.TestWorkflowEnvironment) { sign(env, time.Minute, "sig_TRANSFER") },
 			want:   "submitted policy sign-requested:TRANSFER signed:TRANSFER broadcast:TRANSFER failed:tx_reverted", endStatus: "failed"},
+		{name: "a leg stuck pending times out", legs: []string{"TRANSFER"}, decision: allowed, chain: []string{"pending"},
+			script: func(env *testsuite.TestWorkflowEnvironment) { sign(env, time.Minute, "sig_TRANSFER") },
+			want:   "submitted policy sign-requested:TRANSFER signed:TRANSFER broadcast:TRANSFER failed:tx_timeout", endStatus: "failed"},
 		{name: "two legs run one after the other", legs: []string{"APPROVE", "SWAP"}, decision: allowed, chain: []string{"confirmed"},
 			script: func(env *testsuite.TestWorkflowEnvironment) {
 				sign(env, time.Minute, "sig_APPROVE")
@@ -155,7 +174,7 @@ func TestOrderLifecyclePaths(t *testing.T) {
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestWorkflowEnvironment()
 			env.RegisterWorkflowWithOptions(OrderLifecycle, workflow.RegisterOptions{Name: OrderWorkflow})
-			f := &fakeOrder{decision: tc.decision, chain: tc.chain}
+			f := &fakeOrder{decision: tc.decision, chain: tc.chain, outcome: tc.outcome}
 			f.register(env)
 			tc.script(env)
 			env.ExecuteWorkflow(OrderWorkflow, OrderInput{OrderID: "ord_1", CorrelationID: "c", Legs: tc.legs})

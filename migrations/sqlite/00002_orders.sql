@@ -15,6 +15,8 @@ CREATE TABLE orders (
     approval_required  INTEGER NOT NULL DEFAULT 0,
     approval_quorum    INTEGER NOT NULL DEFAULT 0,
     approval_item_id   TEXT,
+    -- The policy decision taken at submit (JSON), so that a retried step repeats it.
+    policy_decision    TEXT,
     failure_code       TEXT,
     failure_message    TEXT,
     rejection_reason   TEXT,
