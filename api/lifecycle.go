@@ -65,7 +65,7 @@ func (h *orderHandlers) submit(c *gin.Context) {
 		requestFailed(c, h.log, err)
 		return
 	}
-	_ = h.store.AppendAudit(context.WithoutCancel(ctx), &store.AuditLog{ID: ids.New(ids.AuditLog), OrgID: p.OrgID,
+	auditOrLog(ctx, h.store, h.log, &store.AuditLog{ID: ids.New(ids.AuditLog), OrgID: p.OrgID,
 		App: h.domain.App, ActorType: "key", ActorID: p.ID, Action: h.domain.Name + ".submitted", ResourceType: "order",
 		ResourceID: o.ID, CorrelationID: correlationID(c), Details: "{}", CreatedAt: time.Now().UTC()})
 	if !decision.Allowed {
@@ -413,7 +413,7 @@ func (h *lifecycleHandlers) sign(c *gin.Context) {
 		requestFailed(c, h.log, err)
 		return
 	}
-	_ = h.store.AppendAudit(context.WithoutCancel(c.Request.Context()), &store.AuditLog{ID: ids.New(ids.AuditLog), OrgID: p.OrgID,
+	auditOrLog(c.Request.Context(), h.store, h.log, &store.AuditLog{ID: ids.New(ids.AuditLog), OrgID: p.OrgID,
 		App: r.App, ActorType: "key", ActorID: p.ID, Action: "signature.submitted", ResourceType: "signing_request",
 		ResourceID: r.ID, CorrelationID: correlationID(c), Details: "{}", CreatedAt: time.Now().UTC()})
 	c.JSON(http.StatusAccepted, signingJSON(r))
@@ -455,4 +455,14 @@ func SubmitSignature(ctx context.Context, s *store.Store, wf OrderWorkflows, r *
 		return ErrWorkflowsUnavailable
 	}
 	return wf.SignalSignature(ctx, r.OrderID, workflows.Signature{SigningRequestID: r.ID, Signature: signatureB64, CorrelationID: correlation})
+}
+
+// auditOrLog writes an audit record for an action that has already happened (a workflow
+// started, a signature signalled). It cannot be undone if the write fails, so the failure
+// is logged with everything the record held.
+func auditOrLog(ctx context.Context, s *store.Store, log *slog.Logger, a *store.AuditLog) {
+	if err := s.AppendAudit(context.WithoutCancel(ctx), a); err != nil {
+		log.Error("audit record not written", "action", a.Action, "actor", a.ActorID, "resourceId", a.ResourceID,
+			"correlationId", a.CorrelationID, "error", err.Error())
+	}
 }
