@@ -36,7 +36,7 @@ test-e2e: $(BIN)/treasury-dev
 
 ## bench: order lifecycle throughput and latency on the dev bundle (figures in docs/benchmarks.md)
 bench: $(BIN)/treasury-dev
-	$(GO) run ./bench/lifecycle -dev-bin $(BIN)/treasury-dev -orders 200
+	$(GO) run ./bench/lifecycle -dev-bin $(BIN)/treasury-dev -orders 200 -dev-args "--rate-limit 100000 --rate-burst 100000"
 
 ## lint: go vet and a gofmt check
 lint:

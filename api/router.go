@@ -33,6 +33,10 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Workflows starts and signals order workflows; nil answers 503 on those routes.
 	Workflows OrderWorkflows
+	// RateLimit and RateBurst are each credential's requests per second and burst
+	// (50 and 100 when zero).
+	RateLimit float64
+	RateBurst int
 	// IdempotencyRetention is how long a write's response is kept for replay (24 h default).
 	IdempotencyRetention time.Duration
 }
@@ -66,7 +70,14 @@ func NewRouter(cfg Config) http.Handler {
 	authn := authenticate(auth.NewAuthenticator(cfg.Store), log)
 	idem := &idempotency{store: cfg.Store, log: log, retention: cfg.IdempotencyRetention,
 		lease: max(2*cfg.RequestTimeout, time.Minute), now: time.Now}
-	v1 := r.Group("/api/v1", authn, idem.handle)
+	if cfg.RateLimit <= 0 {
+		cfg.RateLimit = 50
+	}
+	if cfg.RateBurst <= 0 {
+		cfg.RateBurst = 100
+	}
+	limiter := newRateLimiter(cfg.RateLimit, cfg.RateBurst)
+	v1 := r.Group("/api/v1", authn, limiter.middleware(), idem.handle)
 
 	ph := &portfolioHandlers{store: cfg.Store, log: log}
 	treasuryRead := require("treasury", auth.ActionRead)

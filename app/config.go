@@ -27,6 +27,8 @@ type Config struct {
 	ShutdownTimeout      time.Duration
 	BalanceSyncInterval  time.Duration
 	IdempotencyRetention time.Duration
+	RateLimit            float64
+	RateBurst            int
 	LogLevel             slog.Level
 }
 
@@ -51,6 +53,8 @@ var EnvVars = []envVar{
 	{"SHUTDOWN_TIMEOUT", "8s", "how long a graceful shutdown waits for in-flight work"},
 	{"BALANCE_SYNC_INTERVAL", "1m", "how often the Temporal Schedule refreshes wallet balances"},
 	{"IDEMPOTENCY_RETENTION", "24h", "how long the response to a write with an Idempotency-Key is kept for replay"},
+	{"RATE_LIMIT", "50", "requests per second per credential, per API replica"},
+	{"RATE_BURST", "100", "burst of requests per credential, per API replica"},
 	{"LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"TREASURY_TOKEN", "", "treasury signer only: a key with the sign action"},
 }
@@ -108,6 +112,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		return d
 	}
+	number := func(name string) float64 {
+		n, err := strconv.ParseFloat(get(name), 64)
+		if err != nil || n <= 0 {
+			errs = append(errs, name+": not a positive number")
+		}
+		return n
+	}
 	cfg := Config{
 		DatabaseURL:          get("DATABASE_URL"),
 		SQLitePath:           get("SQLITE_PATH"),
@@ -123,6 +134,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		ShutdownTimeout:      duration("SHUTDOWN_TIMEOUT"),
 		BalanceSyncInterval:  duration("BALANCE_SYNC_INTERVAL"),
 		IdempotencyRetention: duration("IDEMPOTENCY_RETENTION"),
+		RateLimit:            number("RATE_LIMIT"),
+		RateBurst:            int(number("RATE_BURST")),
 	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(get("LOG_LEVEL"))); err != nil {
 		errs = append(errs, "LOG_LEVEL: one of debug, info, warn, error")

@@ -26,6 +26,8 @@ func TestConfigFromEnvDefaults(t *testing.T) {
 		ShutdownTimeout:      8 * time.Second,
 		BalanceSyncInterval:  time.Minute,
 		IdempotencyRetention: 24 * time.Hour,
+		RateLimit:            50,
+		RateBurst:            100,
 		LogLevel:             slog.LevelInfo,
 	}
 	if cfg != want {
@@ -69,6 +71,8 @@ func TestConfigFromEnvValues(t *testing.T) {
 		"SHUTDOWN_TIMEOUT":      "1m30s",
 		"BALANCE_SYNC_INTERVAL": "10m",
 		"IDEMPOTENCY_RETENTION": "2h",
+		"RATE_LIMIT":            "10.5",
+		"RATE_BURST":            "20",
 		"LOG_LEVEL":             "debug",
 	}))
 	if err != nil {
@@ -89,6 +93,8 @@ func TestConfigFromEnvValues(t *testing.T) {
 		ShutdownTimeout:      90 * time.Second,
 		BalanceSyncInterval:  10 * time.Minute,
 		IdempotencyRetention: 2 * time.Hour,
+		RateLimit:            10.5,
+		RateBurst:            20,
 		LogLevel:             slog.LevelDebug,
 	}
 	if cfg != want {

@@ -123,6 +123,8 @@ func NewAPIHandler(cfg Config, s *store.Store, tc client.Client, log *slog.Logge
 		Log:                  log,
 		RequestTimeout:       cfg.RequestTimeout,
 		IdempotencyRetention: cfg.IdempotencyRetention,
+		RateLimit:            cfg.RateLimit,
+		RateBurst:            cfg.RateBurst,
 		Workflows:            TemporalOrders{Client: tc},
 		Readiness: []api.ReadinessCheck{
 			{Name: "database", Check: s.Ping},

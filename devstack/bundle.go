@@ -35,6 +35,9 @@ type Options struct {
 	DatabaseURL         string
 	BalanceSyncInterval time.Duration
 	ShutdownTimeout     time.Duration
+	// RateLimit and RateBurst per credential (50/s and 100 when zero).
+	RateLimit float64
+	RateBurst int
 	// DevSigner signs the autoSign wallets' signing requests in-process.
 	DevSigner bool
 	// BlockTime and Confirmations of the devchain (200 ms, 1 by default).
@@ -112,6 +115,8 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 		TemporalNamespace:    b.Namespace,
 		RequestTimeout:       30 * time.Second,
 		IdempotencyRetention: 24 * time.Hour,
+		RateLimit:            opts.RateLimit,
+		RateBurst:            opts.RateBurst,
 		ShutdownTimeout:      opts.ShutdownTimeout,
 		BalanceSyncInterval:  opts.BalanceSyncInterval,
 	}

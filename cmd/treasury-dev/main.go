@@ -33,6 +33,8 @@ func run(args []string) int {
 	devSigner := fs.Bool("dev-signer", true, "sign the autoSign wallets' signing requests in-process")
 	blockTime := fs.Duration("block-time", 200*time.Millisecond, "block time of the simulated chain")
 	confirmations := fs.Int("confirmations", 1, "blocks the simulated chain waits before a transaction is final")
+	rateLimit := fs.Float64("rate-limit", 50, "API requests per second per credential")
+	rateBurst := fs.Int("rate-burst", 100, "API request burst per credential")
 	temporalLogLevel := fs.String("temporal-log-level", "error", "log level of the embedded Temporal server")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: treasury-dev [flags]\n\nRuns the treasury dev bundle. DATABASE_URL, when set, puts the store on PostgreSQL.\n\nFlags:\n")
@@ -66,6 +68,8 @@ func run(args []string) int {
 		DevSigner:           *devSigner,
 		BlockTime:           *blockTime,
 		Confirmations:       *confirmations,
+		RateLimit:           *rateLimit,
+		RateBurst:           *rateBurst,
 		Log:                 log,
 	})
 	if err != nil {
