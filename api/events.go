@@ -35,9 +35,7 @@ type recordHandlers struct {
 
 // events answers GET /events: stored events oldest first, for reconciliation after a gap.
 func (h *recordHandlers) events(c *gin.Context) {
-	var errs []FieldError
-	rejectUnknownQuery(c, []string{"orderId", "after", "limit"}, &errs)
-	pg := parsePage(c, &errs)
+	pg, errs := listParams(c, "orderId", "after", "limit")
 	if len(errs) > 0 {
 		validationFailed(c, errs)
 		return
@@ -76,9 +74,7 @@ type auditResponse struct {
 
 // auditLogs answers GET /audit-logs: newest first.
 func (h *recordHandlers) auditLogs(c *gin.Context) {
-	var errs []FieldError
-	rejectUnknownQuery(c, []string{"limit", "cursor"}, &errs)
-	pg := parsePage(c, &errs)
+	pg, errs := listParams(c, "limit", "cursor")
 	if len(errs) > 0 {
 		validationFailed(c, errs)
 		return

@@ -128,9 +128,7 @@ func appsFor(p *auth.Principal, actions ...string) []string {
 
 // listApprovals answers GET /approvals.
 func (h *lifecycleHandlers) listApprovals(c *gin.Context) {
-	var errs []FieldError
-	rejectUnknownQuery(c, []string{"domain", "status", "limit", "cursor"}, &errs)
-	pg := parsePage(c, &errs)
+	pg, errs := listParams(c, "domain", "status", "limit", "cursor")
 	status, domain := c.Query("status"), c.Query("domain")
 	if status != "" && !slices.Contains([]string{"pending", "approved", "rejected", "expired"}, status) {
 		errs = append(errs, FieldError{Field: "status", Message: "must be pending, approved, rejected or expired"})
@@ -320,9 +318,7 @@ func signingJSON(r *store.SigningRequest) map[string]any {
 
 // listSigning answers GET /signing-requests.
 func (h *lifecycleHandlers) listSigning(c *gin.Context) {
-	var errs []FieldError
-	rejectUnknownQuery(c, []string{"status", "limit", "cursor"}, &errs)
-	pg := parsePage(c, &errs)
+	pg, errs := listParams(c, "status", "limit", "cursor")
 	status := c.Query("status")
 	if status != "" && !slices.Contains([]string{"pending", "signed", "expired"}, status) {
 		errs = append(errs, FieldError{Field: "status", Message: "must be pending, signed or expired"})

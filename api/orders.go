@@ -265,9 +265,7 @@ func (h *orderHandlers) get(c *gin.Context) {
 
 // list answers GET /{collection}: newest first, filtered by status and createdAfter.
 func (h *orderHandlers) list(c *gin.Context) {
-	var errs []FieldError
-	rejectUnknownQuery(c, []string{"limit", "cursor", "status", "createdAfter"}, &errs)
-	pg := parsePage(c, &errs)
+	pg, errs := listParams(c, "limit", "cursor", "status", "createdAfter")
 	status := c.Query("status")
 	if status != "" && !slices.Contains(orders.Statuses, status) {
 		errs = append(errs, FieldError{Field: "status", Message: "is not an order status"})

@@ -81,3 +81,11 @@ func validationFailed(c *gin.Context, errs []FieldError) {
 	p.Errors = errs
 	abortProblem(c, p)
 }
+
+// listParams reads a list's query: the page, and an error for every parameter the route
+// does not take. Callers add their own checks to errs before answering.
+func listParams(c *gin.Context, allowed ...string) (page, []FieldError) {
+	var errs []FieldError
+	rejectUnknownQuery(c, allowed, &errs)
+	return parsePage(c, &errs), errs
+}

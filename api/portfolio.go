@@ -148,9 +148,7 @@ type walletResponse struct {
 
 // wallets answers GET /treasury/wallets, a page of the org's wallets with their USD value.
 func (h *portfolioHandlers) wallets(c *gin.Context) {
-	var errs []FieldError
-	rejectUnknownQuery(c, []string{"limit", "cursor"}, &errs)
-	pg := parsePage(c, &errs)
+	pg, errs := listParams(c, "limit", "cursor")
 	if len(errs) > 0 {
 		validationFailed(c, errs)
 		return
@@ -212,9 +210,7 @@ const positionCursorSep = "|"
 
 // positions answers GET /treasury/positions, a page of (wallet, asset) holdings.
 func (h *portfolioHandlers) positions(c *gin.Context) {
-	var errs []FieldError
-	rejectUnknownQuery(c, []string{"limit", "cursor"}, &errs)
-	pg := parsePage(c, &errs)
+	pg, errs := listParams(c, "limit", "cursor")
 	var after *store.PositionKey
 	if pg.After != "" {
 		w, a, ok := strings.Cut(pg.After, positionCursorSep)

@@ -300,12 +300,7 @@ func TestManualWalletSignedThroughTheAPI(t *testing.T) {
 	defer func() { _ = b.Shutdown() }()
 	api := b.APIURL + "/api/v1"
 	pay := b.Credentials.Keys["pay"]
-	var manual seed.Wallet
-	for _, w := range b.Credentials.Wallets {
-		if !w.AutoSign {
-			manual = w
-		}
-	}
+	manual := manualWallet(b.Credentials)
 	r := send(t, "POST", api+"/payments", pay.SK, fmt.Sprintf(`{"walletId":%q,"asset":"ETH","amount":"1","destination":{"address":"0x1111111111111111111111111111111111111111"}}`, manual.ID))
 	id := r.body["id"].(string)
 	if r := send(t, "POST", api+"/payments/"+id+"/submit", pay.SK, "{}"); r.status != 202 {
@@ -341,12 +336,7 @@ func TestReferenceSignerSignsTheManualWallet(t *testing.T) {
 	defer func() { _ = b.Shutdown() }()
 	api := b.APIURL + "/api/v1"
 	pay := b.Credentials.Keys["pay"]
-	var manual seed.Wallet
-	for _, w := range b.Credentials.Wallets {
-		if !w.AutoSign {
-			manual = w
-		}
-	}
+	manual := manualWallet(b.Credentials)
 	keyFile := filepath.Join(t.TempDir(), "wallet.key")
 	if err := os.WriteFile(keyFile, []byte(manual.PrivateKey+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -366,4 +356,14 @@ func TestReferenceSignerSignsTheManualWallet(t *testing.T) {
 		t.Fatalf("submit %d %s", r.status, r.raw)
 	}
 	waitStatus(t, api+"/payments/"+id, pay.Read, "confirmed")
+}
+
+// manualWallet is the seeded wallet that the dev signer leaves alone.
+func manualWallet(c *seed.Credentials) seed.Wallet {
+	for _, w := range c.Wallets {
+		if !w.AutoSign {
+			return w
+		}
+	}
+	return seed.Wallet{}
 }
