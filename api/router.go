@@ -97,6 +97,12 @@ func NewRouter(cfg Config) http.Handler {
 	v1.GET("/signing-requests/:id", lh.getSigning)
 	v1.POST("/signing-requests/:id/signature", lh.sign)
 
+	kh := &keyHandlers{store: cfg.Store, log: log}
+	dev := requireOwn(auth.ActionDeveloper)
+	v1.GET("/developer/api-keys", dev, kh.list)
+	v1.POST("/developer/api-keys", dev, kh.create)
+	v1.DELETE("/developer/api-keys/:id", dev, kh.revoke)
+
 	rh := &recordHandlers{store: cfg.Store, log: log}
 	v1.GET("/events", requireRead(), rh.events)
 	v1.GET("/audit-logs", requireRead(), rh.auditLogs)

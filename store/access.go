@@ -149,3 +149,19 @@ func (s *Store) Policy(ctx context.Context, orgID, app string) (*Policy, error) 
 	}
 	return &p, nil
 }
+
+// ListAPIKeys lists the keys of one app of an organisation, newest first.
+func (s *Store) ListAPIKeys(ctx context.Context, orgID, app string) ([]APIKey, error) {
+	var out []APIKey
+	err := s.with(ctx).Where("org_id = ? AND app = ?", orgID, app).Order("id DESC").Find(&out).Error
+	return out, err
+}
+
+// APIKey returns one key record of an organisation.
+func (s *Store) APIKey(ctx context.Context, orgID, id string) (*APIKey, error) {
+	var k APIKey
+	if err := s.with(ctx).Where("org_id = ? AND id = ?", orgID, id).Take(&k).Error; err != nil {
+		return nil, notFound(err)
+	}
+	return &k, nil
+}

@@ -1,0 +1,175 @@
+package api
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/store"
+)
+
+// keyHandlers serve /developer/api-keys: the keys of the caller's app, managed with a
+// credential holding the developer action on it.
+type keyHandlers struct {
+	store *store.Store
+	log   *slog.Logger
+}
+
+type keyResponse struct {
+	ID          string   `json:"id"`
+	App         string   `json:"app"`
+	Kind        string   `json:"kind"`
+	Actions     []string `json:"actions"`
+	ResourceIDs []string `json:"resourceIds"`
+	Label       string   `json:"label"`
+	Hint        string   `json:"hint"`
+	CreatedAt   string   `json:"createdAt"`
+	LastUsedAt  *string  `json:"lastUsedAt"`
+	RevokedAt   *string  `json:"revokedAt"`
+	// Secret is present only in the answer to the create, once.
+	Secret string `json:"secret,omitempty"`
+}
+
+func keyJSON(k *store.APIKey) keyResponse {
+	actions := auth.ParseActions(k.Actions)
+	if k.Kind == auth.KindSecret {
+		actions = auth.AllActions
+	}
+	if actions == nil {
+		actions = []string{}
+	}
+	resources := auth.ParseActions(k.ResourceIDs)
+	if resources == nil {
+		resources = []string{}
+	}
+	return keyResponse{ID: k.ID, App: k.App, Kind: k.Kind, Actions: actions, ResourceIDs: resources, Label: k.Label,
+		Hint: k.SecretHint, CreatedAt: formatTime(k.CreatedAt), LastUsedAt: formatTimePtr(k.LastUsedAt),
+		RevokedAt: formatTimePtr(k.RevokedAt)}
+}
+
+// list answers GET /developer/api-keys: the app's keys, never their secrets.
+func (h *keyHandlers) list(c *gin.Context) {
+	p := principalOf(c)
+	keys, err := h.store.ListAPIKeys(c.Request.Context(), p.OrgID, p.App)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	out := make([]keyResponse, len(keys))
+	for i := range keys {
+		out[i] = keyJSON(&keys[i])
+	}
+	c.JSON(http.StatusOK, listResponse[keyResponse]{Data: out})
+}
+
+// create answers POST /developer/api-keys {kind, actions?, resourceIds?, label?}: the new
+// key's secret is in this answer and nowhere else, ever.
+func (h *keyHandlers) create(c *gin.Context) {
+	body, ok := readBody(c)
+	if !ok {
+		return
+	}
+	var req struct {
+		Kind        string   `json:"kind"`
+		Actions     []string `json:"actions"`
+		ResourceIDs []string `json:"resourceIds"`
+		Label       string   `json:"label"`
+	}
+	if errs := strictJSON(body, &req, "kind", "actions", "resourceIds", "label"); len(errs) > 0 {
+		validationFailed(c, errs)
+		return
+	}
+	var errs []FieldError
+	switch req.Kind {
+	case auth.KindSecret, auth.KindPublishable:
+		if len(req.Actions) > 0 || len(req.ResourceIDs) > 0 {
+			errs = append(errs, FieldError{Field: "actions", Message: "only tk keys take actions and resourceIds"})
+		}
+	case auth.KindResource:
+		if len(req.Actions) == 0 {
+			errs = append(errs, FieldError{Field: "actions", Message: "a tk key needs at least one action"})
+		}
+		for _, a := range req.Actions {
+			if !auth.IsAction(a) {
+				errs = append(errs, FieldError{Field: "actions", Message: a + " is not an action (read, write, approve, sign, developer)"})
+			}
+		}
+	default:
+		errs = append(errs, FieldError{Field: "kind", Message: "must be sk, tk or pk"})
+	}
+	if len(req.Label) > 100 {
+		errs = append(errs, FieldError{Field: "label", Message: "must be at most 100 characters"})
+	}
+	if len(errs) > 0 {
+		validationFailed(c, errs)
+		return
+	}
+	slices.Sort(req.Actions)
+	req.Actions = slices.Compact(req.Actions)
+	secret, err := auth.NewSecret(req.Kind)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	p := principalOf(c)
+	now := time.Now().UTC()
+	k := &store.APIKey{ID: ids.New(ids.APIKey), OrgID: p.OrgID, App: p.App, Kind: req.Kind,
+		Actions: auth.FormatActions(req.Actions), ResourceIDs: auth.FormatActions(req.ResourceIDs), Label: req.Label,
+		SecretHash: auth.HashSecret(secret), SecretHint: auth.Hint(secret), CreatedAt: now}
+	err = h.store.Tx(c.Request.Context(), func(tx *store.Store) error {
+		if err := tx.CreateAPIKey(c.Request.Context(), k); err != nil {
+			return err
+		}
+		return tx.AppendAudit(c.Request.Context(), &store.AuditLog{ID: ids.New(ids.AuditLog), OrgID: p.OrgID, App: p.App,
+			ActorType: "key", ActorID: p.ID, Action: "api_key.created", ResourceType: "api_key", ResourceID: k.ID,
+			CorrelationID: correlationID(c), Details: `{"kind":"` + k.Kind + `"}`, CreatedAt: now})
+	})
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	out := keyJSON(k)
+	out.Secret = secret
+	c.Header("Cache-Control", "no-store")
+	c.JSON(http.StatusCreated, out)
+}
+
+// revoke answers DELETE /developer/api-keys/{id}: the key stops working at once.
+func (h *keyHandlers) revoke(c *gin.Context) {
+	p := principalOf(c)
+	ctx := c.Request.Context()
+	k, err := h.store.APIKey(ctx, p.OrgID, c.Param("id"))
+	if errors.Is(err, store.ErrNotFound) || (err == nil && k.App != p.App) {
+		fail(c, CodeNotFound, "No API key with this id.")
+		return
+	}
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	if k.RevokedAt != nil {
+		c.JSON(http.StatusOK, keyJSON(k))
+		return
+	}
+	now := time.Now().UTC()
+	err = h.store.Tx(ctx, func(tx *store.Store) error {
+		if err := tx.RevokeAPIKey(ctx, p.OrgID, k.ID, now); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		return tx.AppendAudit(ctx, &store.AuditLog{ID: ids.New(ids.AuditLog), OrgID: p.OrgID, App: p.App, ActorType: "key",
+			ActorID: p.ID, Action: "api_key.revoked", ResourceType: "api_key", ResourceID: k.ID,
+			CorrelationID: correlationID(c), Details: "{}", CreatedAt: now})
+	})
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	k.RevokedAt = &now
+	c.JSON(http.StatusOK, keyJSON(k))
+}

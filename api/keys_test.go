@@ -1,0 +1,61 @@
+package api
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestAPIKeyLifecycle(t *testing.T) {
+	f := newFixture(t)
+	dev := f.creds.Keys["trade"].SK
+	r := f.post(t, "/api/v1/developer/api-keys", dev, `{"kind":"tk","actions":["read","read"],"label":"dashboard"}`)
+	if r.status != 201 || r.header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("create %d %s", r.status, r.body)
+	}
+	var created keyResponse
+	if err := json.Unmarshal(r.body, &created); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(created.Secret, "tk_") || created.App != "trade" || len(created.Actions) != 1 || created.Actions[0] != "read" {
+		t.Fatalf("created %+v", created)
+	}
+	// The new key works, with exactly its actions.
+	if r := f.do(t, "GET", "/api/v1/trade-orders", created.Secret, nil); r.status != 200 {
+		t.Fatalf("using the new key: %d", r.status)
+	}
+	f.post(t, "/api/v1/trade-orders", created.Secret, `{}`).wantProblem(t, 403, CodePermissionDenied)
+	f.do(t, "GET", "/api/v1/developer/api-keys", created.Secret, nil).wantProblem(t, 403, CodePermissionDenied)
+
+	// The secret is shown once: the list has the hint only.
+	list := f.do(t, "GET", "/api/v1/developer/api-keys", dev, nil)
+	if strings.Contains(string(list.body), created.Secret) || !strings.Contains(string(list.body), created.ID) {
+		t.Fatalf("list %s", list.body)
+	}
+	// Another app's developer sees none of it and cannot revoke it.
+	if other := f.do(t, "GET", "/api/v1/developer/api-keys", f.creds.Keys["pay"].SK, nil); strings.Contains(string(other.body), created.ID) {
+		t.Fatal("another app lists this key")
+	}
+	f.do(t, "DELETE", "/api/v1/developer/api-keys/"+created.ID, f.creds.Keys["pay"].SK, nil).wantProblem(t, 404, CodeNotFound)
+	f.do(t, "DELETE", "/api/v1/developer/api-keys/"+created.ID, f.creds.OtherOrg.Keys["pay"]["sk"], nil).wantProblem(t, 404, CodeNotFound)
+
+	// Revoked: refused at once.
+	if r := f.do(t, "DELETE", "/api/v1/developer/api-keys/"+created.ID, dev, nil); r.status != 200 || !strings.Contains(string(r.body), `"revokedAt":"`) {
+		t.Fatalf("revoke %d %s", r.status, r.body)
+	}
+	f.do(t, "GET", "/api/v1/trade-orders", created.Secret, nil).wantProblem(t, 401, CodeUnauthenticated)
+	if r := f.do(t, "DELETE", "/api/v1/developer/api-keys/"+created.ID, dev, nil); r.status != 200 {
+		t.Fatalf("revoking twice is fine: %d", r.status)
+	}
+
+	for _, bad := range []string{`{"kind":"xk"}`, `{"kind":"tk"}`, `{"kind":"tk","actions":["fly"]}`, `{"kind":"sk","actions":["read"]}`, `{"kind":"pk","Label":"x"}`} {
+		f.post(t, "/api/v1/developer/api-keys", dev, bad).wantProblem(t, 422, CodeValidationFailed)
+	}
+	if r := f.post(t, "/api/v1/developer/api-keys", dev, `{"kind":"pk"}`); r.status != 201 {
+		t.Fatalf("pk %d %s", r.status, r.body)
+	}
+	// Issued secrets never reach the log.
+	if strings.Contains(f.logs.String(), created.Secret) {
+		t.Fatal("a secret appeared in the logs")
+	}
+}
