@@ -32,3 +32,8 @@ func (m *Maintenance) DeleteExpiredIdempotencyKeys(ctx context.Context) (int64, 
 func (m *Maintenance) DeleteExpiredEvents(ctx context.Context) (int64, error) {
 	return m.Store.DeleteEventsBefore(ctx, m.now().Add(-EventRetention))
 }
+
+// DeleteExpiredOAuthTokens removes access tokens past their expiry.
+func (m *Maintenance) DeleteExpiredOAuthTokens(ctx context.Context) (int64, error) {
+	return m.Store.DeleteExpiredOAuthTokens(ctx, m.now())
+}

@@ -37,6 +37,8 @@ type Config struct {
 	// (50 and 100 when zero).
 	RateLimit float64
 	RateBurst int
+	// OAuthTokenTTL is the lifetime of an access token (15 minutes when zero).
+	OAuthTokenTTL time.Duration
 	// IdempotencyRetention is how long a write's response is kept for replay (24 h default).
 	IdempotencyRetention time.Duration
 }
@@ -67,6 +69,12 @@ func NewRouter(cfg Config) http.Handler {
 	if cfg.IdempotencyRetention == 0 {
 		cfg.IdempotencyRetention = 24 * time.Hour
 	}
+	if cfg.OAuthTokenTTL <= 0 {
+		cfg.OAuthTokenTTL = 15 * time.Minute
+	}
+	oauth := &oauthHandlers{store: cfg.Store, log: log, ttl: cfg.OAuthTokenTTL, now: time.Now}
+	r.POST("/api/v1/oauth/token", oauth.token)
+
 	authn := authenticate(auth.NewAuthenticator(cfg.Store), log)
 	idem := &idempotency{store: cfg.Store, log: log, retention: cfg.IdempotencyRetention,
 		lease: max(2*cfg.RequestTimeout, time.Minute), now: time.Now}

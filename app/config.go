@@ -29,6 +29,7 @@ type Config struct {
 	IdempotencyRetention time.Duration
 	RateLimit            float64
 	RateBurst            int
+	OAuthTokenTTL        time.Duration
 	LogLevel             slog.Level
 }
 
@@ -53,6 +54,7 @@ var EnvVars = []envVar{
 	{"SHUTDOWN_TIMEOUT", "8s", "how long a graceful shutdown waits for in-flight work"},
 	{"BALANCE_SYNC_INTERVAL", "1m", "how often the Temporal Schedule refreshes wallet balances"},
 	{"IDEMPOTENCY_RETENTION", "24h", "how long the response to a write with an Idempotency-Key is kept for replay"},
+	{"OAUTH_TOKEN_TTL", "15m", "lifetime of an OAuth access token"},
 	{"RATE_LIMIT", "50", "requests per second per credential, per API replica"},
 	{"RATE_BURST", "100", "burst of requests per credential, per API replica"},
 	{"LOG_LEVEL", "info", "debug, info, warn or error"},
@@ -136,6 +138,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		IdempotencyRetention: duration("IDEMPOTENCY_RETENTION"),
 		RateLimit:            number("RATE_LIMIT"),
 		RateBurst:            int(number("RATE_BURST")),
+		OAuthTokenTTL:        duration("OAUTH_TOKEN_TTL"),
 	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(get("LOG_LEVEL"))); err != nil {
 		errs = append(errs, "LOG_LEVEL: one of debug, info, warn, error")

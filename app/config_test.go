@@ -28,6 +28,7 @@ func TestConfigFromEnvDefaults(t *testing.T) {
 		IdempotencyRetention: 24 * time.Hour,
 		RateLimit:            50,
 		RateBurst:            100,
+		OAuthTokenTTL:        15 * time.Minute,
 		LogLevel:             slog.LevelInfo,
 	}
 	if cfg != want {
@@ -73,6 +74,7 @@ func TestConfigFromEnvValues(t *testing.T) {
 		"IDEMPOTENCY_RETENTION": "2h",
 		"RATE_LIMIT":            "10.5",
 		"RATE_BURST":            "20",
+		"OAUTH_TOKEN_TTL":       "5m",
 		"LOG_LEVEL":             "debug",
 	}))
 	if err != nil {
@@ -95,6 +97,7 @@ func TestConfigFromEnvValues(t *testing.T) {
 		IdempotencyRetention: 2 * time.Hour,
 		RateLimit:            10.5,
 		RateBurst:            20,
+		OAuthTokenTTL:        5 * time.Minute,
 		LogLevel:             slog.LevelDebug,
 	}
 	if cfg != want {

@@ -125,6 +125,7 @@ func NewAPIHandler(cfg Config, s *store.Store, tc client.Client, log *slog.Logge
 		IdempotencyRetention: cfg.IdempotencyRetention,
 		RateLimit:            cfg.RateLimit,
 		RateBurst:            cfg.RateBurst,
+		OAuthTokenTTL:        cfg.OAuthTokenTTL,
 		Workflows:            TemporalOrders{Client: tc},
 		Readiness: []api.ReadinessCheck{
 			{Name: "database", Check: s.Ping},

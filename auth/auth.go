@@ -33,6 +33,8 @@ const (
 	KindSecret      = "sk" // full access within its app
 	KindResource    = "tk" // an explicit subset of actions (and optionally resources)
 	KindPublishable = "pk" // WebSocket connections only
+	// KindAccessToken prefixes OAuth access tokens (client credentials).
+	KindAccessToken = "at"
 )
 
 // IsApp reports whether name is a known app.
@@ -73,7 +75,7 @@ func Hint(secret string) string {
 
 // KindOf returns the kind prefix of a presented token, or "" when it has none we issue.
 func KindOf(token string) string {
-	for _, k := range []string{KindSecret, KindResource, KindPublishable} {
+	for _, k := range []string{KindSecret, KindResource, KindPublishable, KindAccessToken} {
 		if strings.HasPrefix(token, k+"_") && len(token) > len(k)+1 {
 			return k
 		}

@@ -19,6 +19,12 @@ type KeyStore interface {
 	TouchAPIKey(ctx context.Context, id string, at time.Time) error
 }
 
+// TokenStore is what the authenticator reads of issued OAuth access tokens; a KeyStore
+// that also is one lets access tokens through.
+type TokenStore interface {
+	OAuthTokenByHash(ctx context.Context, hash string) (*store.OAuthToken, *store.OAuthClient, error)
+}
+
 // Authenticator turns a bearer token into a Principal.
 type Authenticator struct {
 	keys KeyStore
@@ -40,6 +46,9 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (*Princi
 		return nil, ErrUnauthenticated
 	}
 	hash := HashSecret(token)
+	if kind == KindAccessToken {
+		return a.accessToken(ctx, token, hash)
+	}
 	k, err := a.keys.APIKeyBySecretHash(ctx, hash)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrUnauthenticated
@@ -66,4 +75,23 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (*Princi
 		p.Actions = nil
 	}
 	return p, nil
+}
+
+// accessToken checks an OAuth access token: known, not expired, its client not revoked.
+func (a *Authenticator) accessToken(ctx context.Context, token, hash string) (*Principal, error) {
+	tokens, ok := a.keys.(TokenStore)
+	if !ok {
+		return nil, ErrUnauthenticated
+	}
+	t, client, err := tokens.OAuthTokenByHash(ctx, hash)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrUnauthenticated
+	}
+	if err != nil {
+		return nil, fmt.Errorf("auth: look up token: %w", err)
+	}
+	if !SecretMatches(token, t.TokenHash) || !a.now().Before(t.ExpiresAt) || client.RevokedAt != nil {
+		return nil, ErrUnauthenticated
+	}
+	return &Principal{OrgID: t.OrgID, App: t.App, Kind: KindAccessToken, ID: t.ClientID, Actions: ParseActions(t.Actions)}, nil
 }

@@ -117,6 +117,7 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 		IdempotencyRetention: 24 * time.Hour,
 		RateLimit:            opts.RateLimit,
 		RateBurst:            opts.RateBurst,
+		OAuthTokenTTL:        15 * time.Minute,
 		ShutdownTimeout:      opts.ShutdownTimeout,
 		BalanceSyncInterval:  opts.BalanceSyncInterval,
 	}

@@ -165,3 +165,51 @@ func (s *Store) APIKey(ctx context.Context, orgID, id string) (*APIKey, error) {
 	}
 	return &k, nil
 }
+
+// OAuthToken is the stored half of an issued access token.
+type OAuthToken struct {
+	TokenHash string `gorm:"primaryKey"`
+	ClientID  string
+	OrgID     string
+	App       string
+	Actions   string
+	Scope     string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+func (OAuthToken) TableName() string { return "oauth_tokens" }
+
+// CreateOAuthToken stores an issued access token.
+func (s *Store) CreateOAuthToken(ctx context.Context, t *OAuthToken) error {
+	t.CreatedAt, t.ExpiresAt = t.CreatedAt.UTC(), t.ExpiresAt.UTC()
+	return s.with(ctx).Create(t).Error
+}
+
+// OAuthTokenByHash finds a token with its client, so that a revoked client's tokens fail.
+func (s *Store) OAuthTokenByHash(ctx context.Context, hash string) (*OAuthToken, *OAuthClient, error) {
+	var t OAuthToken
+	if err := s.with(ctx).Where("token_hash = ?", hash).Take(&t).Error; err != nil {
+		return nil, nil, notFound(err)
+	}
+	c, err := s.OAuthClient(ctx, t.ClientID)
+	return &t, c, err
+}
+
+// DeleteExpiredOAuthTokens removes tokens past their expiry.
+func (s *Store) DeleteExpiredOAuthTokens(ctx context.Context, now time.Time) (int64, error) {
+	res := s.with(ctx).Where("expires_at < ?", now.UTC()).Delete(&OAuthToken{})
+	return res.RowsAffected, res.Error
+}
+
+// RevokeOAuthClient revokes a client; its access tokens stop working with it.
+func (s *Store) RevokeOAuthClient(ctx context.Context, orgID, id string, at time.Time) error {
+	res := s.with(ctx).Model(&OAuthClient{}).Where("id = ? AND org_id = ? AND revoked_at IS NULL", id, orgID).Update("revoked_at", at.UTC())
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return ErrNotFound
+	}
+	return nil
+}

@@ -53,6 +53,7 @@ func New(c client.Client, acts Activities, opts sdkworker.Options) sdkworker.Wor
 	}
 	w.RegisterActivityWithOptions(acts.Maintenance.DeleteExpiredIdempotencyKeys, activity.RegisterOptions{Name: workflows.DeleteExpiredIdempotencyKeysActivity})
 	w.RegisterActivityWithOptions(acts.Maintenance.DeleteExpiredEvents, activity.RegisterOptions{Name: workflows.DeleteExpiredEventsActivity})
+	w.RegisterActivityWithOptions(acts.Maintenance.DeleteExpiredOAuthTokens, activity.RegisterOptions{Name: workflows.DeleteExpiredOAuthTokensActivity})
 	return w
 }
 
@@ -64,7 +65,7 @@ func EnsureSchedules(ctx context.Context, c client.Client, balanceSyncInterval t
 		return err
 	}
 	return ensureSchedule(ctx, c, workflows.MaintenanceScheduleID, workflows.MaintenanceWorkflow,
-		nil, time.Hour, "Deletes data past its retention (idempotency records, events).")
+		nil, time.Hour, "Deletes data past its retention (idempotency records, events, OAuth tokens).")
 }
 
 // ensureSchedule creates a schedule or updates an existing one. A run still going when

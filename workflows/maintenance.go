@@ -12,6 +12,7 @@ const (
 	MaintenanceWorkflow                  = "Maintenance"
 	DeleteExpiredIdempotencyKeysActivity = "DeleteExpiredIdempotencyKeys"
 	DeleteExpiredEventsActivity          = "DeleteExpiredEvents"
+	DeleteExpiredOAuthTokensActivity     = "DeleteExpiredOAuthTokens"
 	MaintenanceScheduleID                = "maintenance"
 )
 
@@ -19,6 +20,7 @@ const (
 type MaintenanceResult struct {
 	IdempotencyKeysDeleted int64
 	EventsDeleted          int64
+	OAuthTokensDeleted     int64
 }
 
 // Maintenance removes data past its retention. A Temporal Schedule runs it hourly.
@@ -31,6 +33,9 @@ func Maintenance(ctx workflow.Context) (MaintenanceResult, error) {
 	if err := workflow.ExecuteActivity(ctx, DeleteExpiredIdempotencyKeysActivity).Get(ctx, &res.IdempotencyKeysDeleted); err != nil {
 		return res, err
 	}
-	err := workflow.ExecuteActivity(ctx, DeleteExpiredEventsActivity).Get(ctx, &res.EventsDeleted)
+	if err := workflow.ExecuteActivity(ctx, DeleteExpiredEventsActivity).Get(ctx, &res.EventsDeleted); err != nil {
+		return res, err
+	}
+	err := workflow.ExecuteActivity(ctx, DeleteExpiredOAuthTokensActivity).Get(ctx, &res.OAuthTokensDeleted)
 	return res, err
 }
