@@ -316,7 +316,7 @@ func (a *Orders) RequestSignature(ctx context.Context, in workflows.LegInput) (w
 			return err
 		},
 		Event: &store.EventSpec{Name: "Wallet.SigningRequested", Leg: leg, Fields: map[string]any{
-			"signingRequestId": reqID, "expiresAt": in.ExpiresAt.UTC().Format("2006-01-02T15:04:05.000Z")}}})
+			"signingRequestId": reqID, "expiresAt": store.FormatTime(in.ExpiresAt)}}})
 	if err != nil {
 		return workflows.SigningRequestRef{}, err
 	}

@@ -11,15 +11,6 @@ import (
 	"github.com/opentreasury/treasury/store"
 )
 
-// readableApps are the apps whose records a principal may read: its own app, and every
-// app for a treasury reader (the treasury app oversees the organisation).
-func readableApps(p *auth.Principal) []string {
-	if p.App == "treasury" {
-		return auth.Apps
-	}
-	return []string{p.App}
-}
-
 // requireOwn lets through a principal holding action on its own app: the routes that
 // are about "the caller's app" rather than one named in the path.
 func requireOwn(action string) gin.HandlerFunc {
@@ -44,7 +35,7 @@ func (h *recordHandlers) events(c *gin.Context) {
 		return
 	}
 	p := principalOf(c)
-	list, err := h.store.ListEvents(c.Request.Context(), store.EventFilter{OrgID: p.OrgID, Apps: readableApps(p),
+	list, err := h.store.ListEvents(c.Request.Context(), store.EventFilter{OrgID: p.OrgID, Apps: appsFor(p, auth.ActionRead),
 		OrderID: c.Query("orderId"), AfterID: c.Query("after"), Limit: pg.Limit + 1})
 	if err != nil {
 		requestFailed(c, h.log, err)
@@ -83,7 +74,7 @@ func (h *recordHandlers) auditLogs(c *gin.Context) {
 		return
 	}
 	p := principalOf(c)
-	list, err := h.store.ListAudit(c.Request.Context(), p.OrgID, readableApps(p), pg.After, pg.Limit+1)
+	list, err := h.store.ListAudit(c.Request.Context(), p.OrgID, appsFor(p, auth.ActionRead), pg.After, pg.Limit+1)
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return

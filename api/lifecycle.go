@@ -39,13 +39,8 @@ var ErrWorkflowsUnavailable = errors.New("api: Temporal is not configured")
 func (h *orderHandlers) submit(c *gin.Context) {
 	ctx := c.Request.Context()
 	p := principalOf(c)
-	o, legs, err := h.store.OrderInApp(ctx, p.OrgID, h.domain.App, c.Param("id"))
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !p.CanReach(o.WalletID)) {
-		fail(c, CodeNotFound, "No "+h.domain.Name+" with this id.")
-		return
-	}
-	if err != nil {
-		requestFailed(c, h.log, err)
+	o, legs, ok := h.visibleOrder(c)
+	if !ok {
 		return
 	}
 	if o.Status != orders.StatusDraft {
@@ -81,12 +76,7 @@ func (h *orderHandlers) submit(c *gin.Context) {
 		requestFailed(c, h.log, err)
 		return
 	}
-	out, err := orderJSON(o, legs, nil)
-	if err != nil {
-		requestFailed(c, h.log, err)
-		return
-	}
-	c.JSON(http.StatusAccepted, out)
+	h.writeOrder(c, http.StatusAccepted, o, legs, false)
 }
 
 type lifecycleHandlers struct {
@@ -154,14 +144,18 @@ func (h *lifecycleHandlers) listApprovals(c *gin.Context) {
 		return
 	}
 	items, more := trimPage(items, pg.Limit)
+	itemIDs := make([]string, len(items))
+	for i := range items {
+		itemIDs[i] = items[i].ID
+	}
+	decisions, err := h.store.DecisionsOf(ctx, itemIDs)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
 	out := make([]map[string]any, len(items))
 	for i := range items {
-		ds, err := h.store.ApprovalDecisions(ctx, items[i].ID)
-		if err != nil {
-			requestFailed(c, h.log, err)
-			return
-		}
-		out[i] = approvalJSON(&items[i], ds)
+		out[i] = approvalJSON(&items[i], decisions[items[i].ID])
 	}
 	var cursor *string
 	if more {

@@ -224,30 +224,39 @@ func (h *orderHandlers) create(c *gin.Context) {
 	c.JSON(http.StatusCreated, out)
 }
 
-// get answers GET /{collection}/{id}, with the status history.
-func (h *orderHandlers) get(c *gin.Context) {
-	ctx := c.Request.Context()
+// visibleOrder loads the order of the path's {id}, answering 404 for any order the caller
+// may not see (another organisation, app or domain, or a wallet outside its reach).
+func (h *orderHandlers) visibleOrder(c *gin.Context) (*store.Order, []store.OrderLeg, bool) {
 	p := principalOf(c)
-	o, legs, err := h.store.OrderInApp(ctx, p.OrgID, h.domain.App, c.Param("id"))
+	o, legs, err := h.store.OrderInApp(c.Request.Context(), p.OrgID, h.domain.App, c.Param("id"))
 	if errors.Is(err, store.ErrNotFound) || (err == nil && (o.Domain != h.domain.Name || !p.CanReach(o.WalletID))) {
 		fail(c, CodeNotFound, "No "+h.domain.Name+" with this id.")
-		return
+		return nil, nil, false
 	}
 	if err != nil {
 		requestFailed(c, h.log, err)
-		return
+		return nil, nil, false
 	}
-	history, err := h.store.OrderHistory(ctx, o.ID)
-	if err != nil {
-		requestFailed(c, h.log, err)
-		return
+	return o, legs, true
+}
+
+// writeOrder answers with an order; detail adds its status history and approval decisions.
+func (h *orderHandlers) writeOrder(c *gin.Context, status int, o *store.Order, legs []store.OrderLeg, detail bool) {
+	ctx := c.Request.Context()
+	var history []store.OrderStatusChange
+	if detail {
+		var err error
+		if history, err = h.store.OrderHistory(ctx, o.ID); err != nil {
+			requestFailed(c, h.log, err)
+			return
+		}
 	}
 	out, err := orderJSON(o, legs, history)
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return
 	}
-	if o.ApprovalItemID != nil {
+	if detail && o.ApprovalItemID != nil {
 		ds, err := h.store.ApprovalDecisions(ctx, *o.ApprovalItemID)
 		if err != nil {
 			requestFailed(c, h.log, err)
@@ -260,7 +269,14 @@ func (h *orderHandlers) get(c *gin.Context) {
 		}
 		out["approval"] = appr
 	}
-	c.JSON(http.StatusOK, out)
+	c.JSON(status, out)
+}
+
+// get answers GET /{collection}/{id}, with the status history.
+func (h *orderHandlers) get(c *gin.Context) {
+	if o, legs, ok := h.visibleOrder(c); ok {
+		h.writeOrder(c, http.StatusOK, o, legs, true)
+	}
 }
 
 // list answers GET /{collection}: newest first, filtered by status and createdAfter.
@@ -291,17 +307,21 @@ func (h *orderHandlers) list(c *gin.Context) {
 		return
 	}
 	list, more := trimPage(list, pg.Limit)
+	orderIDs := make([]string, len(list))
+	for i := range list {
+		orderIDs[i] = list[i].ID
+	}
+	legs, err := h.store.LegsOf(ctx, orderIDs)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
 	out := make([]map[string]any, 0, len(list))
 	for i := range list {
 		if !p.CanReach(list[i].WalletID) {
 			continue
 		}
-		_, legs, err := h.store.OrderInApp(ctx, p.OrgID, h.domain.App, list[i].ID)
-		if err != nil {
-			requestFailed(c, h.log, err)
-			return
-		}
-		o, err := orderJSON(&list[i], legs, nil)
+		o, err := orderJSON(&list[i], legs[list[i].ID], nil)
 		if err != nil {
 			requestFailed(c, h.log, err)
 			return

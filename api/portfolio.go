@@ -14,10 +14,7 @@ import (
 	"github.com/opentreasury/treasury/store"
 )
 
-// timeLayout is ISO 8601 UTC with milliseconds, the one timestamp form of the API.
-const timeLayout = "2006-01-02T15:04:05.000Z"
-
-func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+func formatTime(t time.Time) string { return store.FormatTime(t) }
 
 func formatTimePtr(t *time.Time) *string {
 	if t == nil {

@@ -143,16 +143,12 @@ func readiness(checks []ReadinessCheck) gin.HandlerFunc {
 			status[chk.Name] = "ok"
 		}
 		if len(down) > 0 {
-			p := NewProblem(CodeUnavailable, "Not ready: "+joinNames(down)+" did not answer.")
+			p := NewProblem(CodeUnavailable, "Not ready: "+strings.Join(down, ", ")+" did not answer.")
 			abortProblem(c, p)
 			return
 		}
 		c.JSON(http.StatusOK, gin.H{"status": "ready", "checks": status})
 	}
-}
-
-func joinNames(names []string) string {
-	return strings.Join(names, ", ")
 }
 
 // NewServer wraps the handler in an http.Server with a timeout on every phase.

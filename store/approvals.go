@@ -141,9 +141,21 @@ func (s *Store) ApprovalItem(ctx context.Context, orgID, id string) (*ApprovalIt
 
 // ApprovalDecisions lists an item's decisions, oldest first.
 func (s *Store) ApprovalDecisions(ctx context.Context, itemID string) ([]ApprovalDecision, error) {
+	ds, err := s.DecisionsOf(ctx, []string{itemID})
+	return ds[itemID], err
+}
+
+// DecisionsOf returns the decisions on several items, by item id, oldest first.
+func (s *Store) DecisionsOf(ctx context.Context, itemIDs []string) (map[string][]ApprovalDecision, error) {
 	var ds []ApprovalDecision
-	err := s.with(ctx).Where("item_id = ?", itemID).Order("decided_at, decided_by").Find(&ds).Error
-	return ds, err
+	if err := s.with(ctx).Where("item_id IN ?", itemIDs).Order("decided_at, decided_by").Find(&ds).Error; err != nil {
+		return nil, err
+	}
+	out := make(map[string][]ApprovalDecision, len(itemIDs))
+	for _, d := range ds {
+		out[d.ItemID] = append(out[d.ItemID], d)
+	}
+	return out, nil
 }
 
 // ApprovalFilter selects approval items.

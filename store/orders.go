@@ -272,7 +272,7 @@ func newEvent(o *Order, ch OrderChange, at time.Time) (*Event, error) {
 	data["orderStatus"] = o.Status
 	data["sequence"] = ev.Sequence
 	data["correlationId"] = ev.CorrelationID
-	data["occurredAt"] = at.Format("2006-01-02T15:04:05.000Z")
+	data["occurredAt"] = FormatTime(at)
 	if ev.Leg != "" {
 		data["leg"] = ev.Leg
 	}
@@ -288,37 +288,40 @@ func newEvent(o *Order, ch OrderChange, at time.Time) (*Event, error) {
 // that concurrent steps of one order apply one after the other. (SQLite write
 // transactions already hold the database lock from their start.)
 func (s *Store) lockOrder(ctx context.Context, id string) (*Order, []OrderLeg, error) {
-	var o Order
-	if err := s.forUpdate(ctx).Where("id = ?", id).Take(&o).Error; err != nil {
-		return nil, nil, notFound(err)
-	}
-	var legs []OrderLeg
-	if err := s.with(ctx).Where("order_id = ?", id).Order("position").Find(&legs).Error; err != nil {
-		return nil, nil, err
-	}
-	return &o, legs, nil
+	return s.orderWithLegs(ctx, s.forUpdate(ctx).Where("id = ?", id))
 }
 
 // Order returns an order by id, with its legs.
 func (s *Store) Order(ctx context.Context, id string) (*Order, []OrderLeg, error) {
-	var o Order
-	if err := s.with(ctx).Where("id = ?", id).Take(&o).Error; err != nil {
-		return nil, nil, notFound(err)
-	}
-	var legs []OrderLeg
-	err := s.with(ctx).Where("order_id = ?", id).Order("position").Find(&legs).Error
-	return &o, legs, err
+	return s.orderWithLegs(ctx, s.with(ctx).Where("id = ?", id))
 }
 
 // OrderInApp returns an order of an organisation's app; any other is not found.
 func (s *Store) OrderInApp(ctx context.Context, orgID, app, id string) (*Order, []OrderLeg, error) {
+	return s.orderWithLegs(ctx, s.with(ctx).Where("id = ? AND org_id = ? AND app = ?", id, orgID, app))
+}
+
+// orderWithLegs reads the one order q selects, then its legs in order.
+func (s *Store) orderWithLegs(ctx context.Context, q *gorm.DB) (*Order, []OrderLeg, error) {
 	var o Order
-	if err := s.with(ctx).Where("id = ? AND org_id = ? AND app = ?", id, orgID, app).Take(&o).Error; err != nil {
+	if err := q.Take(&o).Error; err != nil {
 		return nil, nil, notFound(err)
 	}
+	legs, err := s.LegsOf(ctx, []string{o.ID})
+	return &o, legs[o.ID], err
+}
+
+// LegsOf returns the legs of several orders, by order id, in leg order.
+func (s *Store) LegsOf(ctx context.Context, orderIDs []string) (map[string][]OrderLeg, error) {
 	var legs []OrderLeg
-	err := s.with(ctx).Where("order_id = ?", id).Order("position").Find(&legs).Error
-	return &o, legs, err
+	if err := s.with(ctx).Where("order_id IN ?", orderIDs).Order("order_id, position").Find(&legs).Error; err != nil {
+		return nil, err
+	}
+	out := make(map[string][]OrderLeg, len(orderIDs))
+	for _, l := range legs {
+		out[l.OrderID] = append(out[l.OrderID], l)
+	}
+	return out, nil
 }
 
 // OrderHistory returns an order's status history, oldest first.

@@ -23,6 +23,13 @@ import (
 	"github.com/opentreasury/treasury/migrations"
 )
 
+// TimeLayout is the one timestamp form of the API, events included: ISO 8601 UTC with
+// milliseconds.
+const TimeLayout = "2006-01-02T15:04:05.000Z"
+
+// FormatTime renders a time in TimeLayout.
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
+
 // ErrNotFound is returned when a row does not exist (or is not visible to the caller).
 var ErrNotFound = errors.New("store: not found")
 
