@@ -25,6 +25,8 @@ type access struct {
 	// notFoundOK: a route about one resource may answer 404 instead of 403 to a caller
 	// who may not see it (existence is never revealed).
 	notFoundOK bool
+	// channel: the WebSocket upgrade, open to sk_, pk_ and OAuth tokens of any app.
+	channel bool
 }
 
 // routeAccess is the authorisation table: every route of the API must have an entry.
@@ -47,8 +49,17 @@ var routeAccess = map[string]access{
 	"GET /api/v1/developer/api-keys":              {app: "own", actions: []string{"developer"}},
 	"POST /api/v1/developer/api-keys":             {app: "own", actions: []string{"developer"}},
 	"DELETE /api/v1/developer/api-keys/:id":       {app: "own", actions: []string{"developer"}, notFoundOK: true},
-	"GET /api/v1/events":                          {app: "own", actions: []string{"read"}},
-	"GET /api/v1/audit-logs":                      {app: "own", actions: []string{"read"}},
+	"GET /api/v1/developer/websockets":            {app: "own", actions: []string{"developer"}},
+	"POST /api/v1/developer/websockets":           {app: "own", actions: []string{"developer"}},
+	"GET /api/v1/developer/websockets/:id":        {app: "own", actions: []string{"developer"}, notFoundOK: true},
+	"PATCH /api/v1/developer/websockets/:id":      {app: "own", actions: []string{"developer"}, notFoundOK: true},
+	"DELETE /api/v1/developer/websockets/:id":     {app: "own", actions: []string{"developer"}, notFoundOK: true},
+	"POST /api/v1/developer/websockets/:id/test":  {app: "own", actions: []string{"developer"}, notFoundOK: true},
+	// The channel: sk_ and pk_ keys and OAuth tokens of the config's app (wshub tests
+	// cover the 403 of another app or organisation with a real config).
+	"GET /api/v1/ws":         {channel: true, notFoundOK: true},
+	"GET /api/v1/events":     {app: "own", actions: []string{"read"}},
+	"GET /api/v1/audit-logs": {app: "own", actions: []string{"read"}},
 }
 
 func init() {
@@ -65,6 +76,9 @@ func init() {
 func (a access) allowed(p *auth.Principal) bool {
 	if p == nil {
 		return false
+	}
+	if a.channel {
+		return p.Kind == auth.KindSecret || p.Kind == auth.KindPublishable || p.Kind == auth.KindAccessToken
 	}
 	switch a.app {
 	case "own":

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/store"
 )
@@ -19,6 +21,8 @@ import (
 type keyHandlers struct {
 	store *store.Store
 	log   *slog.Logger
+	// bus closes the revoked key's live connections on every replica.
+	bus events.Bus
 }
 
 type keyResponse struct {
@@ -171,5 +175,12 @@ func (h *keyHandlers) revoke(c *gin.Context) {
 		return
 	}
 	k.RevokedAt = &now
+	if h.bus != nil {
+		ctl := events.Control{Kind: events.ControlCredentialRevoked, OrgID: p.OrgID, CredentialID: k.ID}
+		if err := h.bus.Publish(context.WithoutCancel(ctx), ctl); err != nil {
+			h.log.Error("bus: revocation not announced; the key's live connections stay open until they reconnect",
+				"keyId", k.ID, "correlationId", correlationID(c), "error", err)
+		}
+	}
 	c.JSON(http.StatusOK, keyJSON(k))
 }

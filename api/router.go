@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
 )
@@ -41,6 +42,10 @@ type Config struct {
 	OAuthTokenTTL time.Duration
 	// IdempotencyRetention is how long a write's response is kept for replay (24 h default).
 	IdempotencyRetention time.Duration
+	// Bus tells every API process about config changes and revoked credentials.
+	Bus events.Bus
+	// Live serves the WebSocket channel; nil answers 503 on /ws.
+	Live LiveChannel
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -75,7 +80,8 @@ func NewRouter(cfg Config) http.Handler {
 	oauth := &oauthHandlers{store: cfg.Store, log: log, ttl: cfg.OAuthTokenTTL, now: time.Now}
 	r.POST("/api/v1/oauth/token", oauth.token)
 
-	authn := authenticate(auth.NewAuthenticator(cfg.Store), log)
+	authenticator := auth.NewAuthenticator(cfg.Store)
+	authn := authenticate(authenticator, log)
 	idem := &idempotency{store: cfg.Store, log: log, retention: cfg.IdempotencyRetention,
 		lease: max(2*cfg.RequestTimeout, time.Minute), now: time.Now}
 	if cfg.RateLimit <= 0 {
@@ -85,6 +91,11 @@ func NewRouter(cfg Config) http.Handler {
 		cfg.RateBurst = 100
 	}
 	limiter := newRateLimiter(cfg.RateLimit, cfg.RateBurst)
+	wsh := &websocketHandlers{store: cfg.Store, log: log, bus: cfg.Bus, live: cfg.Live, authn: authenticator,
+		limit: limiter, now: time.Now}
+	// The channel authenticates by the token in its URL (browsers cannot set headers on
+	// a WebSocket), so it sits outside the bearer-authenticated group.
+	r.GET("/api/v1/ws", wsh.connect)
 	v1 := r.Group("/api/v1", authn, limiter.middleware(), idem.handle)
 
 	ph := &portfolioHandlers{store: cfg.Store, log: log}
@@ -105,11 +116,18 @@ func NewRouter(cfg Config) http.Handler {
 	v1.GET("/signing-requests/:id", lh.getSigning)
 	v1.POST("/signing-requests/:id/signature", lh.sign)
 
-	kh := &keyHandlers{store: cfg.Store, log: log}
+	kh := &keyHandlers{store: cfg.Store, log: log, bus: cfg.Bus}
 	dev := requireOwn(auth.ActionDeveloper)
 	v1.GET("/developer/api-keys", dev, kh.list)
 	v1.POST("/developer/api-keys", dev, kh.create)
 	v1.DELETE("/developer/api-keys/:id", dev, kh.revoke)
+
+	v1.GET("/developer/websockets", dev, wsh.list)
+	v1.POST("/developer/websockets", dev, wsh.create)
+	v1.GET("/developer/websockets/:id", dev, wsh.get)
+	v1.PATCH("/developer/websockets/:id", dev, wsh.update)
+	v1.DELETE("/developer/websockets/:id", dev, wsh.remove)
+	v1.POST("/developer/websockets/:id/test", dev, wsh.test)
 
 	rh := &recordHandlers{store: cfg.Store, log: log}
 	v1.GET("/events", requireRead(), rh.events)

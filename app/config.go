@@ -30,6 +30,7 @@ type Config struct {
 	RateLimit            float64
 	RateBurst            int
 	OAuthTokenTTL        time.Duration
+	WSPingInterval       time.Duration
 	LogLevel             slog.Level
 }
 
@@ -57,6 +58,7 @@ var EnvVars = []envVar{
 	{"OAUTH_TOKEN_TTL", "15m", "lifetime of an OAuth access token"},
 	{"RATE_LIMIT", "50", "requests per second per credential, per API replica"},
 	{"RATE_BURST", "100", "burst of requests per credential, per API replica"},
+	{"WS_PING_INTERVAL", "25s", "how often the WebSocket channel pings each client (a pong must follow within 10 s)"},
 	{"LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"TREASURY_TOKEN", "", "treasury signer only: a key with the sign action"},
 }
@@ -139,6 +141,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		RateLimit:            number("RATE_LIMIT"),
 		RateBurst:            int(number("RATE_BURST")),
 		OAuthTokenTTL:        duration("OAUTH_TOKEN_TTL"),
+		WSPingInterval:       duration("WS_PING_INTERVAL"),
 	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(get("LOG_LEVEL"))); err != nil {
 		errs = append(errs, "LOG_LEVEL: one of debug, info, warn, error")

@@ -29,6 +29,7 @@ func TestConfigFromEnvDefaults(t *testing.T) {
 		RateLimit:            50,
 		RateBurst:            100,
 		OAuthTokenTTL:        15 * time.Minute,
+		WSPingInterval:       25 * time.Second,
 		LogLevel:             slog.LevelInfo,
 	}
 	if cfg != want {
@@ -75,6 +76,7 @@ func TestConfigFromEnvValues(t *testing.T) {
 		"RATE_LIMIT":            "10.5",
 		"RATE_BURST":            "20",
 		"OAUTH_TOKEN_TTL":       "5m",
+		"WS_PING_INTERVAL":      "5s",
 		"LOG_LEVEL":             "debug",
 	}))
 	if err != nil {
@@ -98,6 +100,7 @@ func TestConfigFromEnvValues(t *testing.T) {
 		RateLimit:            10.5,
 		RateBurst:            20,
 		OAuthTokenTTL:        5 * time.Minute,
+		WSPingInterval:       5 * time.Second,
 		LogLevel:             slog.LevelDebug,
 	}
 	if cfg != want {

@@ -40,9 +40,10 @@ func RunAPI(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
+	live := StartLive(s, LiveOptions{PingInterval: cfg.WSPingInterval}, log)
 	log.Info("API listening", "addr", ln.Addr().String())
-	srv := api.NewServer(cfg.HTTPAddr, NewAPIHandler(cfg, s, tc, log))
-	err = ServeHTTP(ctx, srv, ln, cfg.ShutdownTimeout, log)
+	srv := api.NewServer(cfg.HTTPAddr, NewAPIHandler(cfg, s, tc, live, log))
+	err = ServeHTTP(ctx, srv, ln, live, cfg.ShutdownTimeout, log)
 	log.Info("API stopped")
 	return err
 }

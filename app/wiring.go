@@ -116,9 +116,11 @@ func RegisterSearchAttributes(ctx context.Context, c client.Client, namespace st
 	return nil
 }
 
-// NewAPIHandler builds the API's HTTP handler over the store and Temporal.
-func NewAPIHandler(cfg Config, s *store.Store, tc client.Client, log *slog.Logger) http.Handler {
+// NewAPIHandler builds the API's HTTP handler over the store, Temporal and the live channel.
+func NewAPIHandler(cfg Config, s *store.Store, tc client.Client, live *Live, log *slog.Logger) http.Handler {
 	return api.NewRouter(api.Config{
+		Bus:                  live.Bus,
+		Live:                 live.Hub,
 		Store:                s,
 		Log:                  log,
 		RequestTimeout:       cfg.RequestTimeout,
@@ -147,8 +149,9 @@ func NewWorker(s *store.Store, ch chain.Adapter, tc client.Client, log *slog.Log
 	}, sdkworker.Options{WorkerStopTimeout: stopTimeout})
 }
 
-// ServeHTTP serves srv on ln until ctx ends, then drains it (see Drain).
-func ServeHTTP(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.Duration, log *slog.Logger) error {
+// ServeHTTP serves srv on ln until ctx ends, then closes the live connections and drains
+// it (see Drain).
+func ServeHTTP(ctx context.Context, srv *http.Server, ln net.Listener, live *Live, timeout time.Duration, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -156,11 +159,19 @@ func ServeHTTP(ctx context.Context, srv *http.Server, ln net.Listener, timeout t
 		return err
 	case <-ctx.Done():
 	}
+	CloseLive(live, timeout)
 	Drain(srv, timeout, log)
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
+}
+
+// CloseLive closes the live connections (1001) within timeout.
+func CloseLive(live *Live, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	live.Shutdown(ctx)
 }
 
 // Drain stops srv accepting and waits up to timeout for in-flight requests; requests still

@@ -93,5 +93,6 @@ func (a *Authenticator) accessToken(ctx context.Context, token, hash string) (*P
 	if !SecretMatches(token, t.TokenHash) || !a.now().Before(t.ExpiresAt) || client.RevokedAt != nil {
 		return nil, ErrUnauthenticated
 	}
-	return &Principal{OrgID: t.OrgID, App: t.App, Kind: KindAccessToken, ID: t.ClientID, Actions: ParseActions(t.Actions)}, nil
+	return &Principal{OrgID: t.OrgID, App: t.App, Kind: KindAccessToken, ID: t.ClientID, Actions: ParseActions(t.Actions),
+		ExpiresAt: t.ExpiresAt}, nil
 }

@@ -1,6 +1,9 @@
 package auth
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // Principal is who a request acts as, once its credential has been checked.
 type Principal struct {
@@ -14,6 +17,9 @@ type Principal struct {
 	Actions []string
 	// ResourceIDs, when not empty, limits a tk_ key to these resources.
 	ResourceIDs []string
+	// ExpiresAt is when a short-lived credential (an OAuth access token) stops working;
+	// zero for keys.
+	ExpiresAt time.Time
 }
 
 // Can reports whether the principal may perform action on app. A credential of one app

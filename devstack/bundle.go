@@ -38,6 +38,8 @@ type Options struct {
 	// RateLimit and RateBurst per credential (50/s and 100 when zero).
 	RateLimit float64
 	RateBurst int
+	// WSPingInterval is how often WebSocket clients are pinged (25 s when zero).
+	WSPingInterval time.Duration
 	// DevSigner signs the autoSign wallets' signing requests in-process.
 	DevSigner bool
 	// BlockTime and Confirmations of the devchain (200 ms, 1 by default).
@@ -67,6 +69,7 @@ type Bundle struct {
 	stopSigner context.CancelFunc
 	signerDone chan struct{}
 	http       *http.Server
+	live       *app.Live
 	// serveDone closes when the API server stops serving; serveErr says why.
 	serveDone chan struct{}
 	serveErr  error
@@ -127,6 +130,7 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 	if b.store, err = app.OpenStore(ctx, cfg, log); err != nil {
 		return nil, err
 	}
+	b.live = app.StartLive(b.store, app.LiveOptions{PingInterval: opts.WSPingInterval}, log)
 
 	b.temporal, err = StartTemporal(ctx, TemporalConfig{
 		DataDir:          filepath.Join(opts.DataDir, "temporal"),
@@ -186,7 +190,7 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 		go func() { defer close(b.signerDone); signer.run(signerCtx) }()
 	}
 
-	b.http = api.NewServer(ln.Addr().String(), app.NewAPIHandler(cfg, b.store, b.client, log))
+	b.http = api.NewServer(ln.Addr().String(), app.NewAPIHandler(cfg, b.store, b.client, b.live, log))
 	b.serveDone = make(chan struct{})
 	go func() {
 		b.serveErr = b.http.Serve(ln)
@@ -231,6 +235,11 @@ func (b *Bundle) stop() error {
 	var errs []error
 	if b.temporal != nil {
 		b.temporal.Quiet()
+	}
+	if b.live != nil {
+		// Before the drain: http.Server.Shutdown does not wait for hijacked connections.
+		app.CloseLive(b.live, b.opts.ShutdownTimeout)
+		b.live = nil
 	}
 	if b.http != nil {
 		app.Drain(b.http, b.opts.ShutdownTimeout, b.log)

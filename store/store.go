@@ -35,8 +35,15 @@ var ErrNotFound = errors.New("store: not found")
 
 // Store wraps a gorm handle; inside Tx it wraps the transaction.
 type Store struct {
-	db      *gorm.DB
-	dialect migrations.Dialect
+	db          *gorm.DB
+	dialect     migrations.Dialect
+	databaseURL string
+	// committed is told the ids of events a transaction appended, once it has committed.
+	committed *func(eventIDs []string)
+	// appended collects, inside a transaction, the ids of the events it wrote.
+	appended *[]string
+	// onListenError is told why a listening connection was lost (logging).
+	onListenError func(error)
 }
 
 // Config selects the database: PostgreSQL when DatabaseURL is set, SQLite at SQLitePath otherwise.
@@ -87,7 +94,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	sqlDB.SetMaxOpenConns(maxOpen)
 	sqlDB.SetMaxIdleConns(maxOpen)
 	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-	s := &Store{db: db, dialect: dialect}
+	s := &Store{db: db, dialect: dialect, databaseURL: cfg.DatabaseURL, committed: new(func([]string))}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := s.Ping(pingCtx); err != nil {
@@ -171,11 +178,30 @@ func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
 }
 
 // Tx runs fn in one database transaction; fn receives a Store bound to it.
+// Events the transaction appends are announced once it commits (see OnEventsCommitted).
 func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(&Store{db: tx, dialect: s.dialect})
+	nested := s.appended != nil
+	appended := s.appended
+	if !nested {
+		appended = new([]string)
+	}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		return fn(&Store{db: tx, dialect: s.dialect, databaseURL: s.databaseURL, committed: s.committed, appended: appended})
 	})
+	if err == nil && !nested && len(*appended) > 0 && s.committed != nil && *s.committed != nil {
+		(*s.committed)(*appended)
+	}
+	return err
 }
+
+// OnEventsCommitted sets the function told about the events of each committed
+// transaction: the in-process bus of a single-process deployment. (On PostgreSQL every
+// transaction also notifies the events channel itself, see eventAppended.) Set it before
+// the store is used.
+func (s *Store) OnEventsCommitted(fn func(eventIDs []string)) { *s.committed = fn }
+
+// OnListenError sets the function told why Listen lost its connection.
+func (s *Store) OnListenError(fn func(error)) { s.onListenError = fn }
 
 func (s *Store) with(ctx context.Context) *gorm.DB { return s.db.WithContext(ctx) }
 

@@ -35,6 +35,7 @@ func run(args []string) int {
 	confirmations := fs.Int("confirmations", 1, "blocks the simulated chain waits before a transaction is final")
 	rateLimit := fs.Float64("rate-limit", 50, "API requests per second per credential")
 	rateBurst := fs.Int("rate-burst", 100, "API request burst per credential")
+	wsPing := fs.Duration("ws-ping-interval", 25*time.Second, "how often WebSocket clients are pinged; a pong must follow within 10 s")
 	temporalLogLevel := fs.String("temporal-log-level", "error", "log level of the embedded Temporal server")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: treasury-dev [flags]\n\nRuns the treasury dev bundle. DATABASE_URL, when set, puts the store on PostgreSQL.\n\nFlags:\n")
@@ -70,6 +71,7 @@ func run(args []string) int {
 		Confirmations:       *confirmations,
 		RateLimit:           *rateLimit,
 		RateBurst:           *rateBurst,
+		WSPingInterval:      *wsPing,
 		Log:                 log,
 	})
 	if err != nil {

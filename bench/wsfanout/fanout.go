@@ -1,0 +1,402 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// params are one measurement's settings.
+type params struct {
+	clients, events int
+	interval        time.Duration
+	dialConcurrency int
+}
+
+const (
+	idleSettle   = 2 * time.Second  // before the memory reading without connections
+	connSettle   = 3 * time.Second  // after the last connection, before the second reading
+	deliveryWait = 10 * time.Second // after the last event, for the frames still on their way
+)
+
+// receipt is one event frame a client read: which of our events it carried, and when,
+// since the run's clock base.
+type receipt struct {
+	event int32
+	at    time.Duration
+}
+
+// wsClient is one connection. Its reader goroutine is the only writer of recv; n
+// publishes how many receipts are valid, so the main goroutine can follow progress with
+// an atomic load instead of a lock per frame.
+type wsClient struct {
+	conn *websocket.Conn
+	recv []receipt
+	n    atomic.Int32
+	// overflow counts event frames past recv's capacity; foreign counts event frames
+	// whose correlation id is not one of this run's.
+	overflow, foreign atomic.Int32
+	done              chan struct{}
+	err               error // why the reader ended; read only after done is closed
+}
+
+// read records every event frame until the connection ends.
+func (c *wsClient) read(base time.Time, prefix string, events int) {
+	defer close(c.done)
+	var frame struct {
+		Type string `json:"type"`
+		Data struct {
+			CorrelationID string `json:"correlationId"`
+		} `json:"data"`
+	}
+	for {
+		_, msg, err := c.conn.ReadMessage()
+		// Taken before parsing: the latency is the server's and the network's, not ours.
+		at := time.Since(base)
+		if err != nil {
+			c.err = err
+			return
+		}
+		frame.Type, frame.Data.CorrelationID = "", ""
+		if json.Unmarshal(msg, &frame) != nil || frame.Type != "event" {
+			continue
+		}
+		i, err := strconv.Atoi(strings.TrimPrefix(frame.Data.CorrelationID, prefix))
+		if !strings.HasPrefix(frame.Data.CorrelationID, prefix) || err != nil || i < 0 || i >= events {
+			c.foreign.Add(1)
+			continue
+		}
+		k := int(c.n.Load())
+		if k == len(c.recv) {
+			c.overflow.Add(1)
+			continue
+		}
+		c.recv[k] = receipt{event: int32(i), at: at}
+		c.n.Store(int32(k + 1))
+	}
+}
+
+// ended reports whether the reader has stopped, without waiting.
+func (c *wsClient) ended() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// dial opens one connection and waits for connection.ready.
+func dial(d *websocket.Dialer, target, configID string) (*websocket.Conn, error) {
+	conn, resp, err := d.Dial(target, nil)
+	if err != nil {
+		if resp != nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+			resp.Body.Close()
+			return nil, fmt.Errorf("%w: %s %s", err, resp.Status, strings.TrimSpace(string(body)))
+		}
+		return nil, err
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, msg, err := conn.ReadMessage()
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("waiting for connection.ready: %w", err)
+	}
+	var ready struct {
+		Type     string `json:"type"`
+		ConfigID string `json:"configId"`
+	}
+	if json.Unmarshal(msg, &ready) != nil || ready.Type != "connection.ready" || ready.ConfigID != configID {
+		conn.Close()
+		return nil, fmt.Errorf("first frame is not connection.ready of %s: %.200s", configID, msg)
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+	return conn, nil
+}
+
+// connectAll opens n connections, dialConcurrency at a time. On any failure it closes
+// those it opened and reports how many failed and the first error.
+func connectAll(n, dialConcurrency int, target, configID string) ([]*websocket.Conn, error) {
+	// Small buffers: the frames are a few hundred bytes, and at 10k clients the
+	// default 4 KiB buffers would make this process, not the server, the memory hog.
+	d := &websocket.Dialer{ReadBufferSize: 1024, WriteBufferSize: 256, HandshakeTimeout: 15 * time.Second}
+	conns := make([]*websocket.Conn, n)
+	next := atomic.Int64{}
+	var (
+		mu       sync.Mutex
+		failures int
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	for range min(dialConcurrency, n) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				conn, err := dial(d, target, configID)
+				if err != nil {
+					mu.Lock()
+					failures++
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					continue
+				}
+				conns[i] = conn
+			}
+		})
+	}
+	wg.Wait()
+	if failures > 0 {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+		return nil, fmt.Errorf("%d of %d connections failed; first error: %v", failures, n, firstErr)
+	}
+	return conns, nil
+}
+
+// closeAll says goodbye to every connection, gives the server a moment to answer, then
+// drops them and waits for every reader to end.
+func closeAll(clients []*wsClient) {
+	bye := websocket.FormatCloseMessage(websocket.CloseNormalClosure, "")
+	for _, c := range clients {
+		if !c.ended() {
+			_ = c.conn.WriteControl(websocket.CloseMessage, bye, time.Now().Add(time.Second))
+		}
+	}
+	deadline := time.After(3 * time.Second)
+	for _, c := range clients {
+		select {
+		case <-c.done:
+		case <-deadline:
+		}
+	}
+	for _, c := range clients {
+		c.conn.Close()
+		<-c.done
+	}
+}
+
+// run measures one client count on a running bundle and returns its result line.
+func run(b *bundle, p params) (string, error) {
+	wallet := ""
+	for _, w := range b.creds.Wallets {
+		if w.AutoSign && w.Chain == "ethereum" {
+			wallet = w.ID
+			break
+		}
+	}
+	if wallet == "" {
+		return "", errors.New("credentials.json has no autoSign ethereum wallet")
+	}
+
+	status, raw, err := b.do("POST", "/developer/websockets", "", `{"events":["order.created"]}`)
+	var cfg struct {
+		ID string `json:"id"`
+	}
+	if err == nil {
+		err = json.Unmarshal(raw, &cfg)
+	}
+	if err != nil || status != 201 || cfg.ID == "" {
+		return "", fmt.Errorf("create WebSocket config: %d %.300s %v", status, raw, err)
+	}
+
+	time.Sleep(idleSettle)
+	rssBefore, err := b.vmRSS()
+	if err != nil {
+		return "", err
+	}
+	fdsBefore, err := b.openFDs()
+	if err != nil {
+		return "", err
+	}
+
+	target := b.creds.WSURL + "/api/v1/ws?id=" + url.QueryEscape(cfg.ID) + "&token=" + url.QueryEscape(b.creds.Keys["pay"].PK)
+	fmt.Fprintf(os.Stderr, "clients %d: config %s; connecting\n", p.clients, cfg.ID)
+	dialStart := time.Now()
+	conns, err := connectAll(p.clients, p.dialConcurrency, target, cfg.ID)
+	if err != nil {
+		return "", err
+	}
+	dialTook := time.Since(dialStart)
+
+	// Correlation ids are the prefix and the event's index, so a reader maps a frame to
+	// its event by parsing, without a shared map.
+	base := time.Now()
+	prefix := fmt.Sprintf("wsfanout-%d-%d-", p.clients, base.UnixNano())
+	clients := make([]*wsClient, len(conns))
+	for i, conn := range conns {
+		// Twice the events leaves room to see duplicates without allocating per frame.
+		c := &wsClient{conn: conn, recv: make([]receipt, 2*p.events), done: make(chan struct{})}
+		clients[i] = c
+		go c.read(base, prefix, p.events)
+	}
+	// closeAll is idempotent: this covers the early returns, the call below the normal path.
+	defer closeAll(clients)
+
+	time.Sleep(connSettle)
+	rssAfter, err := b.vmRSS()
+	if err != nil {
+		return "", err
+	}
+	fdsAfter, err := b.openFDs()
+	if err != nil {
+		return "", err
+	}
+	perConn := float64(rssAfter-rssBefore) / float64(p.clients)
+	fmt.Fprintf(os.Stderr, "clients %d: connected in %v; server VmRSS %d -> %d KiB, fds %d -> %d; sending %d events\n",
+		p.clients, dialTook.Round(time.Millisecond), rssBefore, rssAfter, fdsBefore, fdsAfter, p.events)
+
+	// Events go one at a time: each POST's start is its event's t0, and a second
+	// request in flight would only blur it.
+	body := fmt.Sprintf(`{"walletId":%q,"asset":"USDC","amount":"1.00","destination":{"address":"0x1111111111111111111111111111111111111111"}}`, wallet)
+	sent := make([]time.Duration, p.events)
+	created := make([]bool, p.events)
+	var postTook []time.Duration
+	var postErr error
+	postFailures := 0
+	ticker := time.NewTicker(p.interval)
+	for i := range p.events {
+		if i > 0 {
+			<-ticker.C
+		}
+		sent[i] = time.Since(base)
+		status, raw, err := b.do("POST", "/payments", prefix+strconv.Itoa(i), body)
+		postTook = append(postTook, time.Since(base)-sent[i])
+		if err != nil || status != 201 {
+			postFailures++
+			if postErr == nil {
+				postErr = fmt.Errorf("POST /payments: %d %.300s %v", status, raw, err)
+			}
+			continue
+		}
+		created[i] = true
+	}
+	ticker.Stop()
+	sendSpan := time.Since(base) - sent[0]
+	expected := p.events - postFailures
+
+	deadline := time.Now().Add(deliveryWait)
+	for time.Now().Before(deadline) {
+		pending := false
+		for _, c := range clients {
+			if int(c.n.Load()) < expected && !c.ended() {
+				pending = true
+				break
+			}
+		}
+		if !pending {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// The server closed these before we began closing: read now, before closeAll.
+	serverClosed := map[string]int{}
+	closedCount := 0
+	for _, c := range clients {
+		if !c.ended() {
+			continue
+		}
+		closedCount++
+		var ce *websocket.CloseError
+		if errors.As(c.err, &ce) {
+			serverClosed[strconv.Itoa(ce.Code)]++
+		} else {
+			serverClosed["no close frame ("+c.err.Error()+")"]++
+		}
+	}
+	closeAll(clients)
+
+	var (
+		latencies              []time.Duration
+		received, dups, strays int
+		overflow, foreign      int
+		lastClient             = make([]time.Duration, p.events)
+		seen                   = make([]bool, p.events)
+	)
+	latencies = make([]time.Duration, 0, p.clients*expected)
+	for _, c := range clients {
+		clear(seen)
+		for _, r := range c.recv[:c.n.Load()] {
+			switch {
+			case !created[r.event]:
+				// Its POST failed, yet the event was committed; no t0 to measure from.
+				strays++
+			case seen[r.event]:
+				dups++
+			default:
+				seen[r.event] = true
+				received++
+				lat := r.at - sent[r.event]
+				latencies = append(latencies, lat)
+				lastClient[r.event] = max(lastClient[r.event], lat)
+			}
+		}
+		overflow += int(c.overflow.Load())
+		foreign += int(c.foreign.Load())
+	}
+	slices.Sort(latencies)
+	slices.Sort(postTook)
+	var reachedAll []time.Duration
+	for i, ok := range created {
+		if ok {
+			reachedAll = append(reachedAll, lastClient[i])
+		}
+	}
+	slices.Sort(reachedAll)
+
+	// Details go to stderr; the result stays one line per client count.
+	fmt.Fprintf(os.Stderr, "clients %d: events sent over %v, POST p50 %v max %v; the last client to receive an event got it after p50 %v max %v",
+		p.clients, sendSpan.Round(time.Millisecond), percentile(postTook, .5).Round(time.Millisecond),
+		postTook[len(postTook)-1].Round(time.Millisecond), percentile(reachedAll, .5).Round(time.Millisecond),
+		percentile(reachedAll, 1).Round(time.Millisecond))
+	if strays+foreign+overflow > 0 {
+		fmt.Fprintf(os.Stderr, "; unexpected event frames: %d of failed POSTs, %d not ours, %d past the record", strays, foreign, overflow)
+	}
+	fmt.Fprintln(os.Stderr)
+
+	var line strings.Builder
+	fmt.Fprintf(&line, "clients %d: connected in %v, %.1f KiB/idle conn (server VmRSS %.1f->%.1f MiB, fds %d->%d); %d events every %v: received %d/%d, lost %d, dup %d, server-closed %d",
+		p.clients, dialTook.Round(time.Millisecond), perConn, float64(rssBefore)/1024, float64(rssAfter)/1024, fdsBefore, fdsAfter,
+		expected, p.interval, received, p.clients*expected, p.clients*expected-received, dups, closedCount)
+	if closedCount > 0 {
+		codes := make([]string, 0, len(serverClosed))
+		for code, k := range serverClosed {
+			codes = append(codes, fmt.Sprintf("%s x%d", code, k))
+		}
+		slices.Sort(codes)
+		fmt.Fprintf(&line, " [%s]", strings.Join(codes, ", "))
+	}
+	fmt.Fprintf(&line, "; latency p50 %v p99 %v max %v", percentile(latencies, .5).Round(time.Millisecond),
+		percentile(latencies, .99).Round(time.Millisecond), percentile(latencies, 1).Round(time.Millisecond))
+	if postFailures > 0 {
+		fmt.Fprintf(&line, "; %d POSTs failed, first: %v", postFailures, postErr)
+	}
+	return line.String(), nil
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[int(float64(len(sorted)-1)*p)]
+}

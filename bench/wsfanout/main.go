@@ -1,0 +1,199 @@
+// Command wsfanout measures the live WebSocket channel of the dev bundle: how much server
+// memory an idle connection costs, and how long an Order.Created event takes to reach N
+// connected clients.
+//
+//	go run ./bench/wsfanout -dev-bin bin/treasury-dev -clients 1000,10000 -events 50
+//
+// Each client count gets its own treasury-dev, started on free ports in a fresh data
+// directory: memory the previous run's connections freed would otherwise be reused and
+// understate the next run's cost per connection.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type credentials struct {
+	BaseURL string `json:"baseUrl"`
+	WSURL   string `json:"wsUrl"`
+	Keys    map[string]struct {
+		SK string `json:"sk"`
+		PK string `json:"pk"`
+	} `json:"keys"`
+	Wallets []struct {
+		ID       string `json:"id"`
+		Chain    string `json:"chain"`
+		AutoSign bool   `json:"autoSign"`
+	} `json:"wallets"`
+}
+
+// bundle is a treasury-dev child process and the API client that talks to it.
+type bundle struct {
+	cmd   *exec.Cmd
+	dir   string
+	creds credentials
+	http  *http.Client
+}
+
+// startBundle runs treasury-dev on free ports in a temporary data directory and returns
+// once it serves, with its credentials read.
+func startBundle(bin string, extra []string) (*bundle, error) {
+	dir, err := os.MkdirTemp("", "treasury-wsfanout-")
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"--data-dir", dir, "--http-addr", "127.0.0.1:0", "--temporal-port", "0", "--ui-port", "-1", "--log-level", "warn"}, extra...)
+	b := &bundle{cmd: exec.Command(bin, args...), dir: dir,
+		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}}
+	var stderr bytes.Buffer
+	b.cmd.Stderr = &stderr
+	stdout, err := b.cmd.StdoutPipe()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	if err := b.cmd.Start(); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	lines := bufio.NewScanner(stdout)
+	for lines.Scan() {
+		if strings.HasPrefix(lines.Text(), "Press Ctrl-C") {
+			// The bundle blocks on a full stdout pipe if nobody drains it.
+			go func() { _, _ = io.Copy(io.Discard, stdout) }()
+			raw, err := os.ReadFile(filepath.Join(dir, "credentials.json"))
+			if err == nil {
+				err = json.Unmarshal(raw, &b.creds)
+			}
+			if err != nil {
+				b.stop()
+				return nil, fmt.Errorf("credentials: %w", err)
+			}
+			return b, nil
+		}
+	}
+	b.stop()
+	return nil, fmt.Errorf("treasury-dev ended before it was ready: %s", stderr.String())
+}
+
+// stop interrupts the bundle as Ctrl-C would, so it closes its WebSocket connections
+// and Temporal cleanly, and removes its data.
+func (b *bundle) stop() {
+	_ = b.cmd.Process.Signal(syscall.SIGINT)
+	_ = b.cmd.Wait()
+	_ = os.RemoveAll(b.dir)
+}
+
+// do sends an API request as the pay app and returns the status and body.
+func (b *bundle) do(method, path, correlationID, body string) (int, []byte, error) {
+	req, err := http.NewRequest(method, b.creds.BaseURL+"/api/v1"+path, strings.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+b.creds.Keys["pay"].SK)
+	req.Header.Set("Content-Type", "application/json")
+	if correlationID != "" {
+		req.Header.Set("X-Correlation-Id", correlationID)
+	}
+	resp, err := b.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, raw, err
+}
+
+// vmRSS reads the resident memory of the bundle, in KiB.
+func (b *bundle) vmRSS() (int64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", b.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(raw)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc status")
+}
+
+// openFDs counts the bundle's open file descriptors: each live connection holds one.
+func (b *bundle) openFDs() (int, error) {
+	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", b.cmd.Process.Pid))
+	return len(entries), err
+}
+
+func main() {
+	devBin := flag.String("dev-bin", "", "treasury-dev binary to start (required)")
+	clientList := flag.String("clients", "1000,10000", "client counts to measure, comma separated")
+	events := flag.Int("events", 50, "events sent per client count")
+	interval := flag.Duration("interval", 200*time.Millisecond, "gap between events")
+	extra := flag.String("dev-args", "--rate-limit 100000 --rate-burst 100000", "flags for treasury-dev, space separated (the default lifts the per-key rate limit: one key opens every connection)")
+	dialConcurrency := flag.Int("dial-concurrency", 200, "WebSocket handshakes in flight at once")
+	flag.Parse()
+
+	if *devBin == "" {
+		fmt.Fprintln(os.Stderr, "wsfanout: -dev-bin is required")
+		os.Exit(2)
+	}
+	var counts []int
+	for f := range strings.SplitSeq(*clientList, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "wsfanout: bad client count %q\n", f)
+			os.Exit(2)
+		}
+		counts = append(counts, n)
+	}
+	if *events <= 0 || *dialConcurrency <= 0 {
+		fmt.Fprintln(os.Stderr, "wsfanout: -events and -dial-concurrency must be positive")
+		os.Exit(2)
+	}
+
+	var lim syscall.Rlimit
+	_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim)
+	fmt.Printf("wsfanout: a fresh treasury-dev per client count; RLIMIT_NOFILE of this process: soft %d, hard %d\n", lim.Cur, lim.Max)
+	fmt.Println("note: the load generator (this process) runs on the same machine as the server and shares its cores")
+	fmt.Println("note: latency is POST start -> frame read by the client: an upper bound on commit -> client, as it includes the HTTP request that commits the event")
+
+	failed := false
+	for _, n := range counts {
+		p := params{clients: n, events: *events, interval: *interval, dialConcurrency: *dialConcurrency}
+		res, err := measure(*devBin, strings.Fields(*extra), p)
+		if err != nil {
+			fmt.Printf("clients %d: FAILED: %v\n", n, err)
+			failed = true
+			continue
+		}
+		fmt.Println(res)
+	}
+	if failed {
+		os.Exit(1)
+	}
+}
+
+// measure starts a bundle, runs one client count against it and stops it.
+func measure(devBin string, extra []string, p params) (string, error) {
+	fmt.Fprintf(os.Stderr, "clients %d: starting treasury-dev\n", p.clients)
+	b, err := startBundle(devBin, extra)
+	if err != nil {
+		return "", err
+	}
+	defer b.stop()
+	return run(b, p)
+}

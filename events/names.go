@@ -1,0 +1,116 @@
+// Package events holds the event names of SPEC 3.7, the subscription rules of SPEC 3.8
+// and the bus that tells every API process about newly committed events.
+package events
+
+import (
+	"errors"
+	"strings"
+)
+
+// Canonical event names, in lifecycle order.
+const (
+	OrderCreated              = "Order.Created"
+	OrderSubmitted            = "Order.Submitted"
+	OrderApproved             = "Order.Approved"
+	OrderRejected             = "Order.Rejected"
+	WalletSigningRequested    = "Wallet.SigningRequested"
+	WalletTransactionSigned   = "Wallet.TransactionSigned"
+	OrderBroadcast            = "Order.Broadcast"
+	OrderConfirmed            = "Order.Confirmed"
+	OrderFailed               = "Order.Failed"
+	WebSocketTest             = "websocket.test"
+	wildcardAll               = "*"
+	wildcardSuffix            = ".*"
+	maxEntryLength            = 100
+	maxEntriesPerSubscription = 50
+)
+
+// Names lists every event a subscription may name.
+var Names = []string{OrderCreated, OrderSubmitted, OrderApproved, OrderRejected, WalletSigningRequested,
+	WalletTransactionSigned, OrderBroadcast, OrderConfirmed, OrderFailed, WebSocketTest}
+
+// Canonical returns the canonical spelling of a known event name, matched case-insensitively.
+func Canonical(name string) (string, bool) {
+	for _, n := range Names {
+		if strings.EqualFold(n, name) {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// ErrEntry explains why a subscription entry was refused.
+var ErrEntry = errors.New("must be a known event name, a prefix.* wildcard of one (order.*, wallet.*, websocket.*) or *")
+
+// NormalizeEntry checks one subscription entry and returns the form it is stored in:
+// lowercase.
+func NormalizeEntry(entry string) (string, error) {
+	e := strings.ToLower(strings.TrimSpace(entry))
+	if e == "" || len(e) > maxEntryLength || e != strings.ToLower(entry) {
+		return "", ErrEntry
+	}
+	if e == wildcardAll {
+		return e, nil
+	}
+	if prefix, ok := strings.CutSuffix(e, wildcardSuffix); ok {
+		for _, n := range Names {
+			if strings.HasPrefix(strings.ToLower(n), prefix+".") {
+				return e, nil
+			}
+		}
+		return "", ErrEntry
+	}
+	if _, ok := Canonical(e); ok {
+		return e, nil
+	}
+	return "", ErrEntry
+}
+
+// NormalizeEntries checks a subscription list; duplicates collapse to one entry, in the
+// order first given. The error names the first bad entry.
+func NormalizeEntries(entries []string) ([]string, error) {
+	if len(entries) == 0 {
+		return nil, errors.New("needs at least one entry")
+	}
+	if len(entries) > maxEntriesPerSubscription {
+		return nil, errors.New("takes at most 50 entries")
+	}
+	out := make([]string, 0, len(entries))
+	seen := map[string]bool{}
+	for _, e := range entries {
+		n, err := NormalizeEntry(e)
+		if err != nil {
+			return nil, errors.New(quote(e) + " " + err.Error())
+		}
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+func quote(s string) string {
+	if len(s) > maxEntryLength {
+		s = s[:maxEntryLength] + "…"
+	}
+	return "'" + s + "'"
+}
+
+// Matches reports whether an event name is selected by any of the (normalised) entries.
+func Matches(entries []string, name string) bool {
+	lower := strings.ToLower(name)
+	for _, e := range entries {
+		switch {
+		case e == wildcardAll:
+			return true
+		case strings.HasSuffix(e, wildcardSuffix):
+			if strings.HasPrefix(lower, e[:len(e)-1]) {
+				return true
+			}
+		case e == lower:
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,203 @@
+package wshub
+
+import (
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Close codes of the channel (SPEC 4). 4000–4499 tell the client to reconnect,
+// 4500–4999 not to.
+const (
+	CloseGoingAway      = websocket.CloseGoingAway // 1001: the server is restarting
+	CloseConfigDisabled = 4001
+	CloseCredential     = 4003 // the key or OAuth client was revoked, or the token expired
+	CloseConfigDeleted  = 4004
+	CloseTooSlow        = 4008
+)
+
+// maxClientFrame bounds what a client may send: its messages are small JSON pings.
+const maxClientFrame = 4096
+
+// closeGrace is how long the writer waits for the client to answer a close frame
+// before it drops the connection.
+const closeGrace = time.Second
+
+// outgoing is one frame for the writer.
+type outgoing struct {
+	msg *websocket.PreparedMessage
+	// delivery is set for event frames: the first connection to write it records it
+	// in the config's delivery log.
+	delivery *delivery
+	// pong answers a client's protocol ping with its payload.
+	pong    bool
+	payload []byte
+}
+
+type closeRequest struct {
+	code   int
+	reason string
+}
+
+// conn is one live client. Its reader goroutine only reads and its writer goroutine is
+// the only one that writes; the hub talks to the writer through send and closing.
+type conn struct {
+	hub          *Hub
+	ws           *websocket.Conn
+	configID     string
+	credentialID string
+
+	send    chan *outgoing
+	closing chan closeRequest
+	done    chan struct{}
+
+	closeOnce sync.Once
+	endOnce   sync.Once
+	closed    atomic.Bool
+}
+
+func newConn(h *Hub, ws *websocket.Conn, configID, credentialID string) *conn {
+	return &conn{hub: h, ws: ws, configID: configID, credentialID: credentialID,
+		send: make(chan *outgoing, h.opts.SendQueue), closing: make(chan closeRequest, 1), done: make(chan struct{})}
+}
+
+// enqueue hands a frame to the writer without ever waiting: a client whose queue is
+// full is too slow and is closed, so it never holds up the others.
+func (c *conn) enqueue(o *outgoing) {
+	if c.closed.Load() {
+		return
+	}
+	select {
+	case c.send <- o:
+	default:
+		c.close(CloseTooSlow, "too slow")
+	}
+}
+
+// close asks the writer to send a close frame and end the connection. Only the first
+// request counts.
+func (c *conn) close(code int, reason string) {
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		c.closing <- closeRequest{code: code, reason: reason}
+	})
+}
+
+// end drops the connection and unregisters it. Safe to call more than once.
+func (c *conn) end() {
+	c.endOnce.Do(func() {
+		c.closed.Store(true)
+		close(c.done)
+		_ = c.ws.Close()
+		c.hub.unregister(c)
+	})
+}
+
+// readLoop reads client frames until the connection ends. A missing pong lets the read
+// deadline pass, which ends it.
+func (c *conn) readLoop() {
+	defer c.end()
+	wait := c.hub.opts.PingInterval + c.hub.opts.PongWait
+	c.ws.SetReadLimit(maxClientFrame)
+	_ = c.ws.SetReadDeadline(time.Now().Add(wait))
+	c.ws.SetPongHandler(func(string) error {
+		return c.ws.SetReadDeadline(time.Now().Add(wait))
+	})
+	c.ws.SetPingHandler(func(data string) error {
+		c.enqueue(&outgoing{pong: true, payload: []byte(data)})
+		return nil
+	})
+	c.ws.SetCloseHandler(func(code int, _ string) error {
+		if code == websocket.CloseNoStatusReceived {
+			code = websocket.CloseNormalClosure
+		}
+		c.close(code, "")
+		return nil
+	})
+	for {
+		kind, data, err := c.ws.ReadMessage()
+		if err != nil {
+			var ce *websocket.CloseError
+			if errors.As(err, &ce) {
+				// The close handler queued our answer; give the writer a moment to send it.
+				select {
+				case <-c.done:
+				case <-time.After(closeGrace):
+				}
+			}
+			return
+		}
+		if kind != websocket.TextMessage {
+			continue
+		}
+		var msg struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(data, &msg) == nil && msg.Type == "ping" {
+			c.enqueue(&outgoing{msg: c.hub.pongFrame})
+		}
+	}
+}
+
+// writeLoop is the only writer: frames from the queue, protocol pings on a ticker, and
+// the close frame when asked.
+func (c *conn) writeLoop() {
+	ticker := time.NewTicker(c.hub.opts.PingInterval)
+	defer ticker.Stop()
+	defer c.end()
+	timeout := c.hub.opts.WriteTimeout
+	for {
+		// A close request goes before queued frames: a client evicted as too slow must
+		// not be fed the backlog first.
+		select {
+		case req := <-c.closing:
+			c.writeClose(req)
+			return
+		default:
+		}
+		select {
+		case o := <-c.send:
+			var err error
+			switch {
+			case o.pong:
+				err = c.ws.WriteControl(websocket.PongMessage, o.payload, time.Now().Add(timeout))
+			default:
+				_ = c.ws.SetWriteDeadline(time.Now().Add(timeout))
+				err = c.ws.WritePreparedMessage(o.msg)
+			}
+			if err != nil {
+				return
+			}
+			if o.delivery != nil {
+				c.hub.delivered(o.delivery)
+			}
+		case <-ticker.C:
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(timeout)); err != nil {
+				return
+			}
+		case req := <-c.closing:
+			c.writeClose(req)
+			return
+		case <-c.done:
+			return
+		}
+	}
+}
+
+// writeClose sends the close frame and waits a moment for the client's answer (the
+// reader then ends the connection). The frame queues behind what the socket still holds,
+// so a slow client gets the write timeout to read up to it.
+func (c *conn) writeClose(req closeRequest) {
+	msg := websocket.FormatCloseMessage(req.code, req.reason)
+	if err := c.ws.WriteControl(websocket.CloseMessage, msg, time.Now().Add(c.hub.opts.WriteTimeout)); err != nil {
+		return
+	}
+	select {
+	case <-c.done:
+	case <-time.After(closeGrace):
+	}
+}

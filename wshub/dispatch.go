@@ -1,0 +1,339 @@
+package wshub
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/store"
+)
+
+// maxBatch bounds how many notices the dispatcher takes up at once.
+const maxBatch = 512
+
+// resyncLimit bounds the events re-read after the bus lost its connection.
+const resyncLimit = 10000
+
+// dispatch takes notices off the bus one batch at a time: control messages first, then
+// the batch's events, read from the outbox by id, in the order they occurred.
+func (h *Hub) dispatch(ctx context.Context) {
+	for {
+		var first events.Notice
+		select {
+		case <-ctx.Done():
+			return
+		case first = <-h.inbox:
+		}
+		batch := []events.Notice{first}
+	more:
+		for len(batch) < maxBatch {
+			select {
+			case n := <-h.inbox:
+				batch = append(batch, n)
+			default:
+				break more
+			}
+		}
+		var eventIDs []string
+		var resync time.Time
+		for _, n := range batch {
+			switch {
+			case n.Control != nil:
+				h.control(ctx, n.Control)
+			case !n.ResyncSince.IsZero():
+				if resync.IsZero() || n.ResyncSince.Before(resync) {
+					resync = n.ResyncSince
+				}
+			default:
+				for _, id := range n.EventIDs {
+					if !h.seen.has(id) {
+						eventIDs = append(eventIDs, id)
+					}
+				}
+			}
+		}
+		if len(eventIDs) > 0 {
+			h.deliverEvents(ctx, func(ctx context.Context) ([]store.Event, error) {
+				return h.opts.Store.EventsByID(ctx, eventIDs)
+			})
+		}
+		if !resync.IsZero() {
+			h.deliverEvents(ctx, func(ctx context.Context) ([]store.Event, error) {
+				return h.opts.Store.EventsSince(ctx, resync, resyncLimit)
+			})
+		}
+	}
+}
+
+// deliverEvents reads events (retrying a database blip for a while) and fans out those
+// not delivered before.
+func (h *Hub) deliverEvents(ctx context.Context, read func(context.Context) ([]store.Event, error)) {
+	var (
+		list []store.Event
+		err  error
+	)
+	for attempt, wait := 0, 50*time.Millisecond; attempt < 8; attempt, wait = attempt+1, 2*wait {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		list, err = read(rctx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			h.opts.Log.Error("websocket hub: events unreadable; they are not delivered live", "error", err)
+		}
+		return
+	}
+	for i := range list {
+		if h.seen.add(list[i].ID) {
+			h.fanOut(&list[i])
+		}
+	}
+}
+
+// fanOut queues an event to every matching connection: configs of the event's
+// organisation and app whose entries select it.
+func (h *Hub) fanOut(ev *store.Event) {
+	var msg *websocket.PreparedMessage
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, lc := range h.configs {
+		if lc.cfg.OrgID != ev.OrgID || lc.cfg.App != ev.App || !lc.cfg.Enabled || !events.Matches(lc.match, ev.Event) {
+			continue
+		}
+		if msg == nil {
+			var err error
+			msg, err = eventFrame(ev.Event, store.FormatTime(ev.OccurredAt), json.RawMessage(ev.Data))
+			if err != nil {
+				h.opts.Log.Error("websocket hub: event frame", "eventId", ev.ID, "error", err)
+				return
+			}
+		}
+		o := &outgoing{msg: msg, delivery: &delivery{configID: lc.cfg.ID, eventID: ev.ID, event: ev.Event}}
+		for c := range lc.conns {
+			c.enqueue(o)
+		}
+	}
+}
+
+func eventFrame(name, at string, data json.RawMessage) (*websocket.PreparedMessage, error) {
+	b, err := json.Marshal(struct {
+		Type  string          `json:"type"`
+		Event string          `json:"event"`
+		At    string          `json:"at"`
+		Data  json.RawMessage `json:"data"`
+	}{"event", name, at, data})
+	if err != nil {
+		return nil, err
+	}
+	return websocket.NewPreparedMessage(websocket.TextMessage, b)
+}
+
+// control applies a control message from the bus.
+func (h *Hub) control(ctx context.Context, c *events.Control) {
+	switch c.Kind {
+	case events.ControlConfig:
+		h.refreshConfig(ctx, c.ConfigID)
+	case events.ControlCredentialRevoked:
+		h.credentialRevoked(c.CredentialID)
+	case events.ControlTest:
+		h.sendTest(c)
+	}
+}
+
+// sendTest delivers a websocket.test event to every connection of its config, whatever
+// the config subscribes to.
+func (h *Hub) sendTest(c *events.Control) {
+	var head struct {
+		ID         string `json:"id"`
+		OccurredAt string `json:"occurredAt"`
+	}
+	if err := json.Unmarshal(c.Event, &head); err != nil || head.ID == "" {
+		h.opts.Log.Error("websocket hub: unreadable test event", "configId", c.ConfigID)
+		return
+	}
+	msg, err := eventFrame(events.WebSocketTest, head.OccurredAt, c.Event)
+	if err != nil {
+		return
+	}
+	o := &outgoing{msg: msg, delivery: &delivery{configID: c.ConfigID, eventID: head.ID, event: events.WebSocketTest}}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if lc := h.configs[c.ConfigID]; lc != nil && lc.cfg.OrgID == c.OrgID {
+		for conn := range lc.conns {
+			conn.enqueue(o)
+		}
+	}
+}
+
+// delivery is one event on its way to the connections of one config; the first
+// connection that writes it records it in the delivery log.
+type delivery struct {
+	configID, eventID, event string
+	recorded                 atomic.Bool
+}
+
+func (h *Hub) delivered(d *delivery) {
+	if d.recorded.CompareAndSwap(false, true) {
+		h.recorder.add(store.WebSocketDelivery{ConfigID: d.configID, EventID: d.eventID, Event: d.event, SentAt: time.Now().UTC()})
+	}
+}
+
+// deliveryRecorder writes delivery-log rows in batches, off the connections' path.
+type deliveryRecorder struct {
+	store   *store.Store
+	log     *slog.Logger
+	mu      sync.Mutex
+	pending []store.WebSocketDelivery
+	wake    chan struct{}
+	// flushed is told after each write (tests wait on it).
+	flushed func()
+}
+
+// recordInterval batches the rows of a burst of events into one write.
+const recordInterval = 100 * time.Millisecond
+
+func newDeliveryRecorder(s *store.Store, log *slog.Logger) *deliveryRecorder {
+	return &deliveryRecorder{store: s, log: log, wake: make(chan struct{}, 1)}
+}
+
+func (r *deliveryRecorder) add(d store.WebSocketDelivery) {
+	r.mu.Lock()
+	// A log keeps five rows per config; more than a few hundred waiting means the store
+	// is down, and the oldest would be trimmed anyway.
+	if len(r.pending) >= 1000 {
+		r.pending = r.pending[1:]
+	}
+	r.pending = append(r.pending, d)
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (r *deliveryRecorder) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			r.flush(fctx)
+			cancel()
+			return
+		case <-r.wake:
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(recordInterval):
+		}
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		r.flush(fctx)
+		cancel()
+	}
+}
+
+func (r *deliveryRecorder) flush(ctx context.Context) {
+	r.mu.Lock()
+	rows := r.pending
+	r.pending = nil
+	r.mu.Unlock()
+	if len(rows) == 0 {
+		return
+	}
+	if err := r.store.RecordWebSocketDeliveries(ctx, rows); err != nil {
+		r.log.Warn("websocket delivery log not written", "rows", len(rows), "error", err)
+	}
+	if r.flushed != nil {
+		r.flushed()
+	}
+}
+
+// presenceFresh is how old another replica's presence report may be and still count.
+const presenceFresh = 90 * time.Second
+
+// reportPresence keeps this replica's connection counts in the store: soon after they
+// change, and every 30 seconds so that other replicas see it is alive.
+func (h *Hub) reportPresence(ctx context.Context) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			_ = h.opts.Store.SetWebSocketPresence(dctx, h.replicaID, nil, time.Now())
+			cancel()
+			return
+		case <-tick.C:
+		}
+		if !h.presence.Swap(false) && time.Since(last) < 30*time.Second {
+			continue
+		}
+		counts := map[string]int{}
+		h.mu.RLock()
+		for id, lc := range h.configs {
+			counts[id] = len(lc.conns)
+		}
+		h.mu.RUnlock()
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := h.opts.Store.SetWebSocketPresence(wctx, h.replicaID, counts, time.Now())
+		cancel()
+		if err != nil {
+			h.presence.Store(true)
+			h.opts.Log.Warn("websocket presence not written", "error", err)
+			continue
+		}
+		last = time.Now()
+		if time.Now().Minute()%10 == 0 {
+			_ = h.opts.Store.DeleteStalePresence(ctx, time.Now().Add(-10*presenceFresh))
+		}
+	}
+}
+
+// recentSet remembers the last n event ids delivered, so that an event announced twice
+// (a notice and a re-read after a bus reconnection) reaches clients once.
+type recentSet struct {
+	mu   sync.Mutex
+	ids  map[string]struct{}
+	ring []string
+	next int
+}
+
+func newRecentSet(n int) *recentSet {
+	return &recentSet{ids: make(map[string]struct{}, n), ring: make([]string, n)}
+}
+
+func (s *recentSet) has(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.ids[id]
+	return ok
+}
+
+// add records id and reports whether it was new.
+func (s *recentSet) add(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.ids[id]; ok {
+		return false
+	}
+	if old := s.ring[s.next]; old != "" {
+		delete(s.ids, old)
+	}
+	s.ring[s.next] = id
+	s.next = (s.next + 1) % len(s.ring)
+	s.ids[id] = struct{}{}
+	return true
+}

@@ -1,0 +1,340 @@
+// Package wshub is the live WebSocket channel of SPEC 4: it holds the connections of this
+// API process, matches committed events against their configs, fans frames out through a
+// bounded queue per connection, keeps connections alive, and records the delivery log.
+package wshub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/store"
+)
+
+// Options configure a hub. Zero values take the defaults in brackets.
+type Options struct {
+	Store *store.Store
+	Bus   events.Bus
+	Log   *slog.Logger
+	// PingInterval is how often a protocol ping is sent [25 s]; PongWait how long the
+	// pong may take [10 s].
+	PingInterval, PongWait time.Duration
+	// WriteTimeout bounds one frame's write [10 s].
+	WriteTimeout time.Duration
+	// SendQueue is the frames a connection may have waiting before it is closed as too
+	// slow [64].
+	SendQueue int
+	// SharedPresence writes this replica's connection counts to the store so that every
+	// replica reports every replica's connections (several API processes).
+	SharedPresence bool
+}
+
+// Hub holds the live connections of one API process.
+type Hub struct {
+	opts      Options
+	replicaID string
+	upgrader  websocket.Upgrader
+	pongFrame *websocket.PreparedMessage
+
+	mu      sync.RWMutex
+	configs map[string]*liveConfig
+	byCred  map[string]map[*conn]struct{}
+	stopped bool
+
+	inbox    chan events.Notice
+	seen     *recentSet
+	recorder *deliveryRecorder
+	presence atomic.Bool // counts changed since the last presence write
+
+	wg          sync.WaitGroup // the hub's own goroutines
+	connections sync.WaitGroup // reader and writer goroutines of every connection
+	unsubscribe func()
+	cancel      context.CancelFunc
+}
+
+// liveConfig is a config with live connections on this replica.
+type liveConfig struct {
+	cfg   store.WebSocketConfig
+	match []string
+	conns map[*conn]struct{}
+}
+
+// New builds a hub; Start subscribes it to the bus.
+func New(opts Options) *Hub {
+	if opts.PingInterval <= 0 {
+		opts.PingInterval = 25 * time.Second
+	}
+	if opts.PongWait <= 0 {
+		opts.PongWait = 10 * time.Second
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 10 * time.Second
+	}
+	if opts.SendQueue <= 0 {
+		opts.SendQueue = 64
+	}
+	pong, _ := websocket.NewPreparedMessage(websocket.TextMessage, []byte(`{"type":"pong"}`))
+	h := &Hub{opts: opts, replicaID: ids.New("rep"), pongFrame: pong,
+		configs: map[string]*liveConfig{}, byCred: map[string]map[*conn]struct{}{},
+		inbox: make(chan events.Notice, 4096), seen: newRecentSet(20000)}
+	h.upgrader = websocket.Upgrader{
+		HandshakeTimeout: 10 * time.Second,
+		// Client frames are small: a small read buffer of its own instead of the 4 KiB one
+		// of the HTTP server, and write buffers borrowed from a pool only while writing.
+		ReadBufferSize:  512,
+		WriteBufferPool: &sync.Pool{},
+		// Any origin: the channel authenticates by the token in its URL, never by cookies,
+		// so a page of another origin gains nothing it does not already hold.
+		CheckOrigin: func(*http.Request) bool { return true },
+	}
+	h.recorder = newDeliveryRecorder(opts.Store, opts.Log)
+	return h
+}
+
+// Start subscribes the hub to the bus and starts its background work.
+func (h *Hub) Start(ctx context.Context) {
+	ctx, h.cancel = context.WithCancel(ctx)
+	h.unsubscribe = h.opts.Bus.Subscribe(func(n events.Notice) {
+		select {
+		case h.inbox <- n:
+		default:
+			// The dispatcher is far behind; rather than block the bus, re-read by time.
+			h.opts.Log.Warn("websocket hub inbox full; falling back to re-reading recent events")
+			select {
+			case h.inbox <- events.Notice{ResyncSince: time.Now().Add(-time.Minute)}:
+			default:
+			}
+		}
+	})
+	h.wg.Add(2)
+	go func() { defer h.wg.Done(); h.dispatch(ctx) }()
+	go func() { defer h.wg.Done(); h.recorder.run(ctx) }()
+	if h.opts.SharedPresence {
+		h.wg.Add(1)
+		go func() { defer h.wg.Done(); h.reportPresence(ctx) }()
+	}
+}
+
+// Shutdown closes every connection with 1001 and waits for them to end (or ctx). Call it
+// before http.Server.Shutdown, which does not track hijacked connections.
+func (h *Hub) Shutdown(ctx context.Context) {
+	h.mu.Lock()
+	h.stopped = true
+	var all []*conn
+	for _, lc := range h.configs {
+		for c := range lc.conns {
+			all = append(all, c)
+		}
+	}
+	h.mu.Unlock()
+	for _, c := range all {
+		c.close(CloseGoingAway, "server restarting")
+	}
+	done := make(chan struct{})
+	go func() { h.connections.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		for _, c := range all {
+			c.end()
+		}
+	}
+	if h.unsubscribe != nil {
+		h.unsubscribe()
+	}
+	if h.cancel != nil {
+		h.cancel()
+	}
+	h.wg.Wait()
+}
+
+// socketSendBuffer is the kernel send buffer asked for each connection (Linux doubles it).
+const socketSendBuffer = 32 << 10
+
+// ErrStopped means the hub is shutting down and takes no new connections.
+var ErrStopped = errors.New("wshub: shutting down")
+
+// Serve upgrades the request and runs the connection for cfg. The caller has
+// authenticated and authorised the request; errors before the upgrade are the caller's
+// to answer, so Serve checks nothing but the upgrade itself. credentialID is the key or
+// OAuth client that opened it (its revocation closes the connection with 4003), and a
+// non-zero expiresAt closes it (4003) when its token expires.
+func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, cfg *store.WebSocketConfig, credentialID string, expiresAt time.Time, header http.Header) error {
+	h.mu.RLock()
+	stopped := h.stopped
+	h.mu.RUnlock()
+	if stopped {
+		return ErrStopped
+	}
+	ws, err := h.upgrader.Upgrade(w, r, header)
+	if err != nil {
+		return err // the upgrader has answered the client
+	}
+	if tcp, ok := ws.NetConn().(*net.TCPConn); ok {
+		// A small kernel send buffer bounds the memory a stalled client holds and lets the
+		// queue notice it soon; the event stream needs little throughput.
+		_ = tcp.SetWriteBuffer(socketSendBuffer)
+	}
+	c := newConn(h, ws, cfg.ID, credentialID)
+	ready, _ := json.Marshal(map[string]any{"type": "connection.ready", "configId": cfg.ID,
+		"events": nonNil(cfg.EventList()), "scope": cfg.App})
+	readyMsg, _ := websocket.NewPreparedMessage(websocket.TextMessage, ready)
+	c.send <- &outgoing{msg: readyMsg}
+	if !h.register(c, cfg) {
+		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(CloseGoingAway, "server restarting"),
+			time.Now().Add(closeGrace))
+		_ = ws.Close()
+		return ErrStopped
+	}
+	go func() { defer h.connections.Done(); c.writeLoop() }()
+	go func() { defer h.connections.Done(); c.readLoop() }()
+	if !expiresAt.IsZero() {
+		t := time.AfterFunc(time.Until(expiresAt), func() { c.close(CloseCredential, "token expired") })
+		go func() { <-c.done; t.Stop() }()
+	}
+	// A change of the config between the caller's read and the registration would have
+	// missed this connection: look once more.
+	h.refreshConfig(r.Context(), cfg.ID)
+	return nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// register adds a connection, and counts its two goroutines, unless the hub is stopping.
+func (h *Hub) register(c *conn, cfg *store.WebSocketConfig) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped {
+		return false
+	}
+	h.connections.Add(2)
+	lc := h.configs[cfg.ID]
+	if lc == nil {
+		lc = &liveConfig{cfg: *cfg, match: cfg.EventList(), conns: map[*conn]struct{}{}}
+		h.configs[cfg.ID] = lc
+	}
+	lc.conns[c] = struct{}{}
+	if c.credentialID != "" {
+		if h.byCred[c.credentialID] == nil {
+			h.byCred[c.credentialID] = map[*conn]struct{}{}
+		}
+		h.byCred[c.credentialID][c] = struct{}{}
+	}
+	h.presence.Store(true)
+	return true
+}
+
+func (h *Hub) unregister(c *conn) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if lc := h.configs[c.configID]; lc != nil {
+		delete(lc.conns, c)
+		if len(lc.conns) == 0 {
+			delete(h.configs, c.configID)
+		}
+	}
+	if m := h.byCred[c.credentialID]; m != nil {
+		delete(m, c)
+		if len(m) == 0 {
+			delete(h.byCred, c.credentialID)
+		}
+	}
+	h.presence.Store(true)
+}
+
+// LiveConnections counts the live connections of each config, on every replica when
+// presence is shared.
+func (h *Hub) LiveConnections(ctx context.Context, configIDs []string) map[string]int {
+	out := make(map[string]int, len(configIDs))
+	h.mu.RLock()
+	for _, id := range configIDs {
+		if lc := h.configs[id]; lc != nil {
+			out[id] = len(lc.conns)
+		}
+	}
+	h.mu.RUnlock()
+	if h.opts.SharedPresence {
+		others, err := h.opts.Store.WebSocketPresence(ctx, configIDs, h.replicaID, time.Now().Add(-presenceFresh))
+		if err != nil {
+			h.opts.Log.Warn("websocket presence unreadable; counting this replica only", "error", err)
+		}
+		for id, n := range others {
+			out[id] += n
+		}
+	}
+	return out
+}
+
+// connsOf returns a snapshot of a config's connections.
+func (h *Hub) connsOf(configID string) []*conn {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	lc := h.configs[configID]
+	if lc == nil {
+		return nil
+	}
+	out := make([]*conn, 0, len(lc.conns))
+	for c := range lc.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+// refreshConfig applies the stored state of a config to its live connections: closed
+// with 4004 when deleted, 4001 when disabled, otherwise its event list is taken up.
+func (h *Hub) refreshConfig(ctx context.Context, id string) {
+	conns := h.connsOf(id)
+	if len(conns) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	cfg, err := h.opts.Store.WebSocketConfigByID(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound) || (err == nil && cfg.DeletedAt != nil):
+		for _, c := range conns {
+			c.close(CloseConfigDeleted, "config deleted")
+		}
+	case err != nil:
+		h.opts.Log.Error("websocket config unreadable", "configId", id, "error", err)
+	case !cfg.Enabled:
+		for _, c := range conns {
+			c.close(CloseConfigDisabled, "config disabled")
+		}
+	default:
+		h.mu.Lock()
+		if lc := h.configs[id]; lc != nil {
+			lc.cfg = *cfg
+			lc.match = cfg.EventList()
+		}
+		h.mu.Unlock()
+	}
+}
+
+// credentialRevoked closes every connection opened with the credential.
+func (h *Hub) credentialRevoked(id string) {
+	h.mu.RLock()
+	var conns []*conn
+	for c := range h.byCred[id] {
+		conns = append(conns, c)
+	}
+	h.mu.RUnlock()
+	for _, c := range conns {
+		c.close(CloseCredential, "credential revoked")
+	}
+}
