@@ -19,6 +19,9 @@ const (
 	ControlChannel = "treasury_control"
 )
 
+// ListenerApplicationName is the application_name of the bus's listening connections.
+const ListenerApplicationName = "treasury-bus"
+
 // ErrNoNotifications means the store's database has no notification channels (SQLite).
 var ErrNoNotifications = errors.New("store: notifications need PostgreSQL")
 
@@ -80,8 +83,14 @@ func (s *Store) Listen(ctx context.Context, channels []string, onNotify func(cha
 const listenCheckInterval = 15 * time.Second
 
 func (s *Store) listenOnce(ctx context.Context, channels []string, onNotify func(channel, payload string), connected func(), aliveAt *time.Time) error {
+	cfg, err := pgx.ParseConfig(s.databaseURL)
+	if err != nil {
+		return fmt.Errorf("store: listen: %w", err)
+	}
+	// Named, so that an operator can tell the bus's connections apart in pg_stat_activity.
+	cfg.RuntimeParams["application_name"] = ListenerApplicationName
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	conn, err := pgx.Connect(cctx, s.databaseURL)
+	conn, err := pgx.ConnectConfig(cctx, cfg)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("store: listen: connect: %w", err)

@@ -50,10 +50,13 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-func startReplica(t *testing.T, s *store.Store, opts app.LiveOptions, cfg api.Config) *replica {
+func startReplica(t testing.TB, s *store.Store, opts app.LiveOptions, cfg api.Config) *replica {
 	t.Helper()
 	logs := &syncBuffer{}
-	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	live := app.StartLive(s, opts, log)
 	cfg.Store, cfg.Log, cfg.Bus, cfg.Live = s, log, live.Bus, live.Hub
 	if cfg.RateLimit == 0 {
@@ -76,7 +79,7 @@ func (r *replica) stop() {
 	r.srv.Close()
 }
 
-func seedStore(t *testing.T, s *store.Store) *seed.Credentials {
+func seedStore(t testing.TB, s *store.Store) *seed.Credentials {
 	t.Helper()
 	creds, err := seed.Ensure(context.Background(), s, t.TempDir(), seed.URLs{BaseURL: "http://test"},
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -87,7 +90,7 @@ func seedStore(t *testing.T, s *store.Store) *seed.Credentials {
 }
 
 // call makes an API request and decodes the JSON answer.
-func (r *replica) call(t *testing.T, method, path, token string, body any) (int, map[string]any) {
+func (r *replica) call(t testing.TB, method, path, token string, body any) (int, map[string]any) {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -107,7 +110,7 @@ func (r *replica) call(t *testing.T, method, path, token string, body any) (int,
 	return res.StatusCode, out
 }
 
-func (r *replica) createConfig(t *testing.T, token string, entries ...string) string {
+func (r *replica) createConfig(t testing.TB, token string, entries ...string) string {
 	t.Helper()
 	status, out := r.call(t, "POST", "/developer/websockets", token, map[string]any{"events": entries})
 	if status != 201 {

@@ -32,7 +32,7 @@ type Options struct {
 	// WriteTimeout bounds one frame's write [10 s].
 	WriteTimeout time.Duration
 	// SendQueue is the frames a connection may have waiting before it is closed as too
-	// slow [64].
+	// slow [32].
 	SendQueue int
 	// SharedPresence writes this replica's connection counts to the store so that every
 	// replica reports every replica's connections (several API processes).
@@ -81,7 +81,7 @@ func New(opts Options) *Hub {
 		opts.WriteTimeout = 10 * time.Second
 	}
 	if opts.SendQueue <= 0 {
-		opts.SendQueue = 64
+		opts.SendQueue = 32
 	}
 	pong, _ := websocket.NewPreparedMessage(websocket.TextMessage, []byte(`{"type":"pong"}`))
 	h := &Hub{opts: opts, replicaID: ids.New("rep"), pongFrame: pong,
@@ -203,8 +203,8 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, cfg *store.WebSocket
 		go func() { <-c.done; t.Stop() }()
 	}
 	// A change of the config between the caller's read and the registration would have
-	// missed this connection: look once more.
-	h.refreshConfig(r.Context(), cfg.ID)
+	// missed this connection: look once more, for this connection only.
+	h.applyConfig(r.Context(), cfg.ID, []*conn{c})
 	return nil
 }
 
@@ -298,10 +298,12 @@ func (h *Hub) connsOf(configID string) []*conn {
 // refreshConfig applies the stored state of a config to its live connections: closed
 // with 4004 when deleted, 4001 when disabled, otherwise its event list is taken up.
 func (h *Hub) refreshConfig(ctx context.Context, id string) {
-	conns := h.connsOf(id)
-	if len(conns) == 0 {
-		return
+	if conns := h.connsOf(id); len(conns) > 0 {
+		h.applyConfig(ctx, id, conns)
 	}
+}
+
+func (h *Hub) applyConfig(ctx context.Context, id string, conns []*conn) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	cfg, err := h.opts.Store.WebSocketConfigByID(ctx, id)
