@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -130,9 +129,7 @@ func (h *keyHandlers) create(c *gin.Context) {
 		if err := tx.CreateAPIKey(c.Request.Context(), k); err != nil {
 			return err
 		}
-		return tx.AppendAudit(c.Request.Context(), &store.AuditLog{ID: ids.New(ids.AuditLog), OrgID: p.OrgID, App: p.App,
-			ActorType: "key", ActorID: p.ID, Action: "api_key.created", ResourceType: "api_key", ResourceID: k.ID,
-			CorrelationID: correlationID(c), Details: `{"kind":"` + k.Kind + `"}`, CreatedAt: now})
+		return auditDeveloperAction(c, tx, "api_key.created", "api_key", k.ID, map[string]any{"kind": k.Kind})
 	})
 	if err != nil {
 		requestFailed(c, h.log, err)
@@ -166,21 +163,13 @@ func (h *keyHandlers) revoke(c *gin.Context) {
 		if err := tx.RevokeAPIKey(ctx, p.OrgID, k.ID, now); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		return tx.AppendAudit(ctx, &store.AuditLog{ID: ids.New(ids.AuditLog), OrgID: p.OrgID, App: p.App, ActorType: "key",
-			ActorID: p.ID, Action: "api_key.revoked", ResourceType: "api_key", ResourceID: k.ID,
-			CorrelationID: correlationID(c), Details: "{}", CreatedAt: now})
+		return auditDeveloperAction(c, tx, "api_key.revoked", "api_key", k.ID, map[string]any{})
 	})
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return
 	}
 	k.RevokedAt = &now
-	if h.bus != nil {
-		ctl := events.Control{Kind: events.ControlCredentialRevoked, OrgID: p.OrgID, CredentialID: k.ID}
-		if err := h.bus.Publish(context.WithoutCancel(ctx), ctl); err != nil {
-			h.log.Error("bus: revocation not announced; the key's live connections stay open until they reconnect",
-				"keyId", k.ID, "correlationId", correlationID(c), "error", err)
-		}
-	}
+	announce(c, h.bus, h.log, events.Control{Kind: events.ControlCredentialRevoked, OrgID: p.OrgID, CredentialID: k.ID})
 	c.JSON(http.StatusOK, keyJSON(k))
 }

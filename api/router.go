@@ -122,6 +122,11 @@ func NewRouter(cfg Config) http.Handler {
 	v1.POST("/developer/api-keys", dev, kh.create)
 	v1.DELETE("/developer/api-keys/:id", dev, kh.revoke)
 
+	och := &oauthClientHandlers{store: cfg.Store, log: log, bus: cfg.Bus}
+	v1.GET("/developer/oauth-clients", dev, och.list)
+	v1.POST("/developer/oauth-clients", dev, och.create)
+	v1.DELETE("/developer/oauth-clients/:id", dev, och.revoke)
+
 	v1.GET("/developer/websockets", dev, wsh.list)
 	v1.POST("/developer/websockets", dev, wsh.create)
 	v1.GET("/developer/websockets/:id", dev, wsh.get)

@@ -158,7 +158,7 @@ func (h *websocketHandlers) create(c *gin.Context) {
 		if err := tx.CreateWebSocketConfig(ctx, cfg); err != nil {
 			return err
 		}
-		return h.audit(c, tx, "websocket_config.created", cfg.ID, map[string]any{"events": entries})
+		return auditDeveloperAction(c, tx, "websocket_config.created", "websocket_config", cfg.ID, map[string]any{"events": entries})
 	})
 	if err != nil {
 		requestFailed(c, h.log, err)
@@ -167,12 +167,14 @@ func (h *websocketHandlers) create(c *gin.Context) {
 	h.reply(c, http.StatusCreated, cfg)
 }
 
-func (h *websocketHandlers) audit(c *gin.Context, tx *store.Store, action, id string, details map[string]any) error {
+// auditDeveloperAction records a change the caller made to its own app's developer
+// resources, in the transaction that makes it.
+func auditDeveloperAction(c *gin.Context, tx *store.Store, action, resourceType, id string, details map[string]any) error {
 	p := principalOf(c)
 	d, _ := json.Marshal(details)
 	return tx.AppendAudit(c.Request.Context(), &store.AuditLog{ID: ids.New(ids.AuditLog), OrgID: p.OrgID, App: p.App,
-		ActorType: "key", ActorID: p.ID, Action: action, ResourceType: "websocket_config", ResourceID: id,
-		CorrelationID: correlationID(c), Details: string(d), CreatedAt: h.now().UTC()})
+		ActorType: "key", ActorID: p.ID, Action: action, ResourceType: resourceType, ResourceID: id,
+		CorrelationID: correlationID(c), Details: string(d), CreatedAt: time.Now().UTC()})
 }
 
 // update answers PATCH /developer/websockets/{id} {enabled}: disabling closes the
@@ -203,7 +205,7 @@ func (h *websocketHandlers) update(c *gin.Context) {
 			if err := tx.SetWebSocketConfigEnabled(ctx, cfg.OrgID, cfg.ID, *req.Enabled); err != nil {
 				return err
 			}
-			return h.audit(c, tx, "websocket_config.updated", cfg.ID, map[string]any{"enabled": *req.Enabled})
+			return auditDeveloperAction(c, tx, "websocket_config.updated", "websocket_config", cfg.ID, map[string]any{"enabled": *req.Enabled})
 		})
 		if err != nil {
 			requestFailed(c, h.log, err)
@@ -227,7 +229,7 @@ func (h *websocketHandlers) remove(c *gin.Context) {
 		if err := tx.DeleteWebSocketConfig(ctx, cfg.OrgID, cfg.ID, h.now()); err != nil {
 			return err
 		}
-		return h.audit(c, tx, "websocket_config.deleted", cfg.ID, map[string]any{})
+		return auditDeveloperAction(c, tx, "websocket_config.deleted", "websocket_config", cfg.ID, map[string]any{})
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		fail(c, CodeNotFound, "No WebSocket config with this id.")
@@ -264,17 +266,20 @@ func (h *websocketHandlers) test(c *gin.Context) {
 }
 
 // announce tells every API process about a change. It reports false when the bus
-// could not take it (the change itself is stored; replicas still see it when their
-// connections are next reopened).
+// could not take it (the change itself is stored).
 func (h *websocketHandlers) announce(c *gin.Context, ctl events.Control) bool {
-	if h.bus == nil {
+	return announce(c, h.bus, h.log, ctl)
+}
+
+func announce(c *gin.Context, bus events.Bus, log *slog.Logger, ctl events.Control) bool {
+	if bus == nil {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 5*time.Second)
 	defer cancel()
-	if err := h.bus.Publish(ctx, ctl); err != nil {
-		h.log.Error("bus: control message not sent", "kind", ctl.Kind, "configId", ctl.ConfigID,
-			"correlationId", correlationID(c), "error", err)
+	if err := bus.Publish(ctx, ctl); err != nil {
+		log.Error("bus: control message not sent", "kind", ctl.Kind, "configId", ctl.ConfigID,
+			"credentialId", ctl.CredentialID, "correlationId", correlationID(c), "error", err)
 		return false
 	}
 	return true

@@ -84,6 +84,13 @@ func (s *Store) OAuthClient(ctx context.Context, id string) (*OAuthClient, error
 	return &c, nil
 }
 
+// ListOAuthClients lists the OAuth clients of one app of an organisation, newest first.
+func (s *Store) ListOAuthClients(ctx context.Context, orgID, app string) ([]OAuthClient, error) {
+	var out []OAuthClient
+	err := s.with(ctx).Where("org_id = ? AND app = ?", orgID, app).Order("id DESC").Find(&out).Error
+	return out, err
+}
+
 // UserByEmail finds a user by e-mail address.
 func (s *Store) UserByEmail(ctx context.Context, email string) (*User, error) {
 	var u User

@@ -339,10 +339,13 @@ func TestChannelRefusesBeforeTheUpgrade(t *testing.T) {
 	if status, _ := r.call(t, "DELETE", "/developer/api-keys/"+revoked.id, pay.SK, nil); status != 200 {
 		t.Fatal("revoke failed")
 	}
+	tradeClient := creds.OAuthClients["trade"]
+	tradeToken := r.accessToken(t, tradeClient.ClientID, tradeClient.ClientSecret)
 	cases := []struct {
 		name, config, token string
 		want                int
 	}{
+		{"OAuth token of another app", cfg, tradeToken, 403},
 		{"no token", cfg, "", 401},
 		{"malformed token", cfg, "nonsense", 401},
 		{"unknown key", cfg, "pk_" + strings.Repeat("a", 40), 401},
@@ -373,6 +376,24 @@ func TestChannelRefusesBeforeTheUpgrade(t *testing.T) {
 	}
 }
 
+// accessToken gets an OAuth access token for a client.
+func (r *replica) accessToken(t testing.TB, clientID, secret string) string {
+	t.Helper()
+	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {clientID}, "client_secret": {secret}}
+	res, err := http.PostForm(r.srv.URL+"/api/v1/oauth/token", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(res.Body).Decode(&out)
+	token, _ := out["access_token"].(string)
+	if res.StatusCode != 200 || token == "" {
+		t.Fatalf("token: %d %v", res.StatusCode, out)
+	}
+	return token
+}
+
 type issuedKey struct{ id, secret string }
 
 func createKey(t *testing.T, r *replica, sk, kind string) issuedKey {
@@ -387,7 +408,7 @@ func createKey(t *testing.T, r *replica, sk, kind string) issuedKey {
 func TestChannelCloseCodes(t *testing.T) {
 	s := storetest.NewSQLite(t)
 	creds := seedStore(t, s)
-	r := startReplica(t, s, app.LiveOptions{}, api.Config{})
+	r := startReplica(t, s, app.LiveOptions{}, api.Config{OAuthTokenTTL: 2 * time.Second})
 	pay := creds.Keys["pay"]
 
 	t.Run("disabled 4001", func(t *testing.T) {
@@ -417,6 +438,34 @@ func TestChannelCloseCodes(t *testing.T) {
 		r.call(t, "DELETE", "/developer/api-keys/"+k.id, pay.SK, nil)
 		c.waitClosed(t, 4003)
 		bystander.quiet(t, 200*time.Millisecond)
+	})
+	t.Run("OAuth client revoked 4003", func(t *testing.T) {
+		status, out := r.call(t, "POST", "/developer/oauth-clients", pay.SK, map[string]any{"scopes": "pay:read"})
+		if status != 201 {
+			t.Fatalf("oauth client: %d %v", status, out)
+		}
+		id, secret := out["clientId"].(string), out["clientSecret"].(string)
+		cfg := r.createConfig(t, pay.SK, "*")
+		c := r.connect(t, cfg, r.accessToken(t, id, secret))
+		r.call(t, "DELETE", "/developer/oauth-clients/"+id, pay.SK, nil)
+		start := time.Now()
+		c.waitClosed(t, 4003)
+		if time.Since(start) > time.Second {
+			t.Fatal("closed by the expiry, not by the revocation")
+		}
+	})
+	t.Run("OAuth token expired 4003", func(t *testing.T) {
+		status, out := r.call(t, "POST", "/developer/oauth-clients", pay.SK, map[string]any{"scopes": "pay:read"})
+		if status != 201 {
+			t.Fatalf("oauth client: %d %v", status, out)
+		}
+		cfg := r.createConfig(t, pay.SK, "*")
+		c := r.connect(t, cfg, r.accessToken(t, out["clientId"].(string), out["clientSecret"].(string)))
+		start := time.Now()
+		c.waitClosed(t, 4003)
+		if time.Since(start) < time.Second {
+			t.Fatal("closed before the token expired")
+		}
 	})
 	t.Run("shutdown 1001", func(t *testing.T) {
 		cfg := r.createConfig(t, pay.SK, "*")

@@ -1,0 +1,153 @@
+package api
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/store"
+)
+
+// oauthClientSecretKind prefixes client secrets ("ocs_…").
+const oauthClientSecretKind = "ocs"
+
+// oauthClientHandlers serve /developer/oauth-clients: the client-credentials clients of
+// the caller's app.
+type oauthClientHandlers struct {
+	store *store.Store
+	log   *slog.Logger
+	bus   events.Bus
+}
+
+type oauthClientResponse struct {
+	ID        string  `json:"id"`
+	ClientID  string  `json:"clientId"`
+	App       string  `json:"app"`
+	Scopes    string  `json:"scopes"`
+	Label     string  `json:"label"`
+	CreatedAt string  `json:"createdAt"`
+	RevokedAt *string `json:"revokedAt"`
+	// ClientSecret is present only in the answer to the create, once.
+	ClientSecret string `json:"clientSecret,omitempty"`
+}
+
+func oauthClientJSON(oc *store.OAuthClient) oauthClientResponse {
+	return oauthClientResponse{ID: oc.ID, ClientID: oc.ID, App: oc.App, Scopes: oc.Scopes, Label: oc.Label,
+		CreatedAt: formatTime(oc.CreatedAt), RevokedAt: formatTimePtr(oc.RevokedAt)}
+}
+
+// list answers GET /developer/oauth-clients.
+func (h *oauthClientHandlers) list(c *gin.Context) {
+	p := principalOf(c)
+	list, err := h.store.ListOAuthClients(c.Request.Context(), p.OrgID, p.App)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	out := make([]oauthClientResponse, len(list))
+	for i := range list {
+		out[i] = oauthClientJSON(&list[i])
+	}
+	c.JSON(http.StatusOK, listResponse[oauthClientResponse]{Data: out})
+}
+
+// create answers POST /developer/oauth-clients {scopes, label?}: scopes are
+// space-separated "<app>:<action>" of the caller's app; the secret is shown once.
+func (h *oauthClientHandlers) create(c *gin.Context) {
+	body, ok := readBody(c)
+	if !ok {
+		return
+	}
+	var req struct {
+		Scopes string `json:"scopes"`
+		Label  string `json:"label"`
+	}
+	if errs := strictJSON(body, &req, "scopes", "label"); len(errs) > 0 {
+		validationFailed(c, errs)
+		return
+	}
+	p := principalOf(c)
+	scopes := strings.Fields(req.Scopes)
+	var errs []FieldError
+	if len(scopes) == 0 {
+		errs = append(errs, FieldError{Field: "scopes", Message: "needs at least one scope, e.g. \"" + p.App + ":read\""})
+	}
+	for _, s := range scopes {
+		app, action, _ := strings.Cut(s, ":")
+		if app != p.App || !auth.IsAction(action) {
+			errs = append(errs, FieldError{Field: "scopes", Message: s + " is not a scope of this app (" + p.App +
+				":read, :write, :approve, :sign or :developer)"})
+		}
+	}
+	if len(req.Label) > 100 {
+		errs = append(errs, FieldError{Field: "label", Message: "must be at most 100 characters"})
+	}
+	if len(errs) > 0 {
+		validationFailed(c, errs)
+		return
+	}
+	slices.Sort(scopes)
+	secret, err := auth.NewSecret(oauthClientSecretKind)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	oc := &store.OAuthClient{ID: ids.New(ids.OAuthClient), OrgID: p.OrgID, App: p.App, SecretHash: auth.HashSecret(secret),
+		Scopes: strings.Join(slices.Compact(scopes), " "), Label: req.Label, CreatedAt: time.Now().UTC()}
+	err = h.store.Tx(c.Request.Context(), func(tx *store.Store) error {
+		if err := tx.CreateOAuthClient(c.Request.Context(), oc); err != nil {
+			return err
+		}
+		return auditDeveloperAction(c, tx, "oauth_client.created", "oauth_client", oc.ID, map[string]any{"scopes": oc.Scopes})
+	})
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	out := oauthClientJSON(oc)
+	out.ClientSecret = secret
+	c.Header("Cache-Control", "no-store")
+	c.JSON(http.StatusCreated, out)
+}
+
+// revoke answers DELETE /developer/oauth-clients/{id}: the client and every access token
+// issued to it stop working at once, and connections opened with those tokens close
+// (4003) on every replica.
+func (h *oauthClientHandlers) revoke(c *gin.Context) {
+	p := principalOf(c)
+	ctx := c.Request.Context()
+	oc, err := h.store.OAuthClient(ctx, c.Param("id"))
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (oc.OrgID != p.OrgID || oc.App != p.App)) {
+		fail(c, CodeNotFound, "No OAuth client with this id.")
+		return
+	}
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	if oc.RevokedAt == nil {
+		now := time.Now().UTC()
+		err = h.store.Tx(ctx, func(tx *store.Store) error {
+			if err := tx.RevokeOAuthClient(ctx, p.OrgID, oc.ID, now); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			return auditDeveloperAction(c, tx, "oauth_client.revoked", "oauth_client", oc.ID, map[string]any{})
+		})
+		if err != nil {
+			requestFailed(c, h.log, err)
+			return
+		}
+		oc.RevokedAt = &now
+	}
+	// Announced on a repeated revoke too: a retry repairs a lost announcement.
+	announce(c, h.bus, h.log, events.Control{Kind: events.ControlCredentialRevoked, OrgID: p.OrgID, CredentialID: oc.ID})
+	c.JSON(http.StatusOK, oauthClientJSON(oc))
+}
