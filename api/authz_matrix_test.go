@@ -49,6 +49,7 @@ var routeAccess = map[string]access{
 	"GET /api/v1/developer/api-keys":              {app: "own", actions: []string{"developer"}},
 	"POST /api/v1/developer/api-keys":             {app: "own", actions: []string{"developer"}},
 	"DELETE /api/v1/developer/api-keys/:id":       {app: "own", actions: []string{"developer"}, notFoundOK: true},
+	"GET /api/v1/developer/logs":                  {app: "own", actions: []string{"developer"}},
 	"GET /api/v1/developer/oauth-clients":         {app: "own", actions: []string{"developer"}},
 	"POST /api/v1/developer/oauth-clients":        {app: "own", actions: []string{"developer"}},
 	"DELETE /api/v1/developer/oauth-clients/:id":  {app: "own", actions: []string{"developer"}, notFoundOK: true},

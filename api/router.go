@@ -46,6 +46,8 @@ type Config struct {
 	Bus events.Bus
 	// Live serves the WebSocket channel; nil answers 503 on /ws.
 	Live LiveChannel
+	// RequestLogs takes a row per authenticated request for /developer/logs; nil keeps none.
+	RequestLogs RequestLogSink
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -96,7 +98,7 @@ func NewRouter(cfg Config) http.Handler {
 	// The channel authenticates by the token in its URL (browsers cannot set headers on
 	// a WebSocket), so it sits outside the bearer-authenticated group.
 	r.GET("/api/v1/ws", wsh.connect)
-	v1 := r.Group("/api/v1", authn, limiter.middleware(), idem.handle)
+	v1 := r.Group("/api/v1", authn, withRequestLog(cfg.RequestLogs), limiter.middleware(), idem.handle)
 
 	ph := &portfolioHandlers{store: cfg.Store, log: log}
 	treasuryRead := require("treasury", auth.ActionRead)
@@ -126,6 +128,9 @@ func NewRouter(cfg Config) http.Handler {
 	v1.GET("/developer/oauth-clients", dev, och.list)
 	v1.POST("/developer/oauth-clients", dev, och.create)
 	v1.DELETE("/developer/oauth-clients/:id", dev, och.revoke)
+
+	rlh := &requestLogHandlers{store: cfg.Store, log: log}
+	v1.GET("/developer/logs", dev, rlh.list)
 
 	v1.GET("/developer/websockets", dev, wsh.list)
 	v1.POST("/developer/websockets", dev, wsh.create)

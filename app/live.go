@@ -6,18 +6,21 @@ import (
 	"sync"
 	"time"
 
+	"github.com/opentreasury/treasury/batch"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/migrations"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/wshub"
 )
 
-// Live is the event bus and the WebSocket hub of an API process.
+// Live is the background work of an API process: the event bus, the WebSocket hub, and
+// the writer of request logs.
 type Live struct {
-	Bus    events.Bus
-	Hub    *wshub.Hub
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	Bus         events.Bus
+	Hub         *wshub.Hub
+	RequestLogs *batch.Writer[store.RequestLog]
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup
 }
 
 // LiveOptions tune the WebSocket channel; zero values take wshub's defaults (ping every
@@ -50,7 +53,28 @@ func StartLive(s *store.Store, opts LiveOptions, log *slog.Logger) *Live {
 	l.Hub = wshub.New(wshub.Options{Store: s, Bus: l.Bus, Log: log, PingInterval: opts.PingInterval,
 		PongWait: opts.PongWait, WriteTimeout: opts.WriteTimeout, SendQueue: opts.SendQueue, SharedPresence: shared})
 	l.Hub.Start(ctx)
+	l.RequestLogs = newRequestLogWriter(s, log)
+	l.wg.Add(1)
+	go func() { defer l.wg.Done(); l.RequestLogs.Run(ctx) }()
 	return l
+}
+
+// newRequestLogWriter writes request logs in batches and, about once an hour, removes
+// those past their retention.
+func newRequestLogWriter(s *store.Store, log *slog.Logger) *batch.Writer[store.RequestLog] {
+	var lastCleanup time.Time
+	return batch.New("request logs", 500*time.Millisecond, 10000, log, func(ctx context.Context, rows []store.RequestLog) error {
+		if err := s.AppendRequestLogs(ctx, rows); err != nil {
+			return err
+		}
+		if time.Since(lastCleanup) > time.Hour {
+			lastCleanup = time.Now()
+			if _, err := s.DeleteRequestLogsBefore(ctx, time.Now().Add(-store.RequestLogRetention)); err != nil {
+				log.Warn("old request logs not removed", "error", err)
+			}
+		}
+		return nil
+	})
 }
 
 // Shutdown closes every live connection with 1001 (waiting up to ctx for them), then

@@ -121,6 +121,7 @@ func NewAPIHandler(cfg Config, s *store.Store, tc client.Client, live *Live, log
 	return api.NewRouter(api.Config{
 		Bus:                  live.Bus,
 		Live:                 live.Hub,
+		RequestLogs:          live.RequestLogs,
 		Store:                s,
 		Log:                  log,
 		RequestTimeout:       cfg.RequestTimeout,

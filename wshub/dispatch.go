@@ -3,7 +3,6 @@ package wshub
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -187,76 +186,7 @@ type delivery struct {
 
 func (h *Hub) delivered(d *delivery) {
 	if d.recorded.CompareAndSwap(false, true) {
-		h.recorder.add(store.WebSocketDelivery{ConfigID: d.configID, EventID: d.eventID, Event: d.event, SentAt: time.Now().UTC()})
-	}
-}
-
-// deliveryRecorder writes delivery-log rows in batches, off the connections' path.
-type deliveryRecorder struct {
-	store   *store.Store
-	log     *slog.Logger
-	mu      sync.Mutex
-	pending []store.WebSocketDelivery
-	wake    chan struct{}
-	// flushed is told after each write (tests wait on it).
-	flushed func()
-}
-
-// recordInterval batches the rows of a burst of events into one write.
-const recordInterval = 100 * time.Millisecond
-
-func newDeliveryRecorder(s *store.Store, log *slog.Logger) *deliveryRecorder {
-	return &deliveryRecorder{store: s, log: log, wake: make(chan struct{}, 1)}
-}
-
-func (r *deliveryRecorder) add(d store.WebSocketDelivery) {
-	r.mu.Lock()
-	// A log keeps five rows per config; more than a few hundred waiting means the store
-	// is down, and the oldest would be trimmed anyway.
-	if len(r.pending) >= 1000 {
-		r.pending = r.pending[1:]
-	}
-	r.pending = append(r.pending, d)
-	r.mu.Unlock()
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (r *deliveryRecorder) run(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			r.flush(fctx)
-			cancel()
-			return
-		case <-r.wake:
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(recordInterval):
-		}
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		r.flush(fctx)
-		cancel()
-	}
-}
-
-func (r *deliveryRecorder) flush(ctx context.Context) {
-	r.mu.Lock()
-	rows := r.pending
-	r.pending = nil
-	r.mu.Unlock()
-	if len(rows) == 0 {
-		return
-	}
-	if err := r.store.RecordWebSocketDeliveries(ctx, rows); err != nil {
-		r.log.Warn("websocket delivery log not written", "rows", len(rows), "error", err)
-	}
-	if r.flushed != nil {
-		r.flushed()
+		h.recorder.Add(store.WebSocketDelivery{ConfigID: d.configID, EventID: d.eventID, Event: d.event, SentAt: time.Now().UTC()})
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/opentreasury/treasury/batch"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/store"
@@ -53,7 +54,7 @@ type Hub struct {
 
 	inbox    chan events.Notice
 	seen     *recentSet
-	recorder *deliveryRecorder
+	recorder *batch.Writer[store.WebSocketDelivery]
 	presence atomic.Bool // counts changed since the last presence write
 
 	wg          sync.WaitGroup // the hub's own goroutines
@@ -97,7 +98,8 @@ func New(opts Options) *Hub {
 		// so a page of another origin gains nothing it does not already hold.
 		CheckOrigin: func(*http.Request) bool { return true },
 	}
-	h.recorder = newDeliveryRecorder(opts.Store, opts.Log)
+	// Delivery-log rows are written in batches, off the connections' path.
+	h.recorder = batch.New("websocket delivery log", 100*time.Millisecond, 1000, opts.Log, opts.Store.RecordWebSocketDeliveries)
 	return h
 }
 
@@ -118,7 +120,7 @@ func (h *Hub) Start(ctx context.Context) {
 	})
 	h.wg.Add(2)
 	go func() { defer h.wg.Done(); h.dispatch(ctx) }()
-	go func() { defer h.wg.Done(); h.recorder.run(ctx) }()
+	go func() { defer h.wg.Done(); h.recorder.Run(ctx) }()
 	if h.opts.SharedPresence {
 		h.wg.Add(1)
 		go func() { defer h.wg.Done(); h.reportPresence(ctx) }()

@@ -1,0 +1,76 @@
+package api
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/store"
+)
+
+// RequestLogSink takes the request log rows of authenticated requests; they are written
+// off the request path.
+type RequestLogSink interface {
+	Add(store.RequestLog)
+}
+
+// withRequestLog records every authenticated request for its app's /developer/logs:
+// method, path (never the query), status, latency, key and correlation id.
+func withRequestLog(sink RequestLogSink) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		p := principalOf(c)
+		if sink == nil || p == nil {
+			return
+		}
+		sink.Add(store.RequestLog{ID: ids.New("req"), OrgID: p.OrgID, App: p.App, Method: c.Request.Method,
+			Path: c.Request.URL.Path, Status: c.Writer.Status(), LatencyMs: float64(time.Since(start).Microseconds()) / 1000,
+			KeyID: p.ID, CorrelationID: correlationID(c), At: start.UTC()})
+	}
+}
+
+type requestLogHandlers struct {
+	store *store.Store
+	log   *slog.Logger
+}
+
+type requestLogResponse struct {
+	ID            string  `json:"id"`
+	Method        string  `json:"method"`
+	Path          string  `json:"path"`
+	Status        int     `json:"status"`
+	LatencyMs     float64 `json:"latencyMs"`
+	KeyID         string  `json:"keyId"`
+	CorrelationID string  `json:"correlationId"`
+	At            string  `json:"at"`
+}
+
+// list answers GET /developer/logs: the app's recent requests, newest first.
+func (h *requestLogHandlers) list(c *gin.Context) {
+	pg, errs := listParams(c, "limit", "cursor")
+	if len(errs) > 0 {
+		validationFailed(c, errs)
+		return
+	}
+	p := principalOf(c)
+	rows, err := h.store.ListRequestLogs(c.Request.Context(), p.OrgID, p.App, pg.After, pg.Limit+1)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	rows, more := trimPage(rows, pg.Limit)
+	out := make([]requestLogResponse, len(rows))
+	for i, r := range rows {
+		out[i] = requestLogResponse{ID: r.ID, Method: r.Method, Path: r.Path, Status: r.Status, LatencyMs: r.LatencyMs,
+			KeyID: r.KeyID, CorrelationID: r.CorrelationID, At: formatTime(r.At)}
+	}
+	var cursor *string
+	if more {
+		cursor = encodeCursor(rows[len(rows)-1].ID)
+	}
+	c.JSON(http.StatusOK, listResponse[requestLogResponse]{Data: out, NextCursor: cursor})
+}

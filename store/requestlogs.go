@@ -1,0 +1,50 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// RequestLog is one API request as /developer/logs shows it.
+type RequestLog struct {
+	ID            string
+	OrgID         string
+	App           string
+	Method        string
+	Path          string
+	Status        int
+	LatencyMs     float64
+	KeyID         string
+	CorrelationID string
+	At            time.Time
+}
+
+func (RequestLog) TableName() string { return "request_logs" }
+
+// RequestLogRetention is how long request logs are kept.
+const RequestLogRetention = 7 * 24 * time.Hour
+
+// AppendRequestLogs stores a batch of request logs.
+func (s *Store) AppendRequestLogs(ctx context.Context, rows []RequestLog) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	return s.with(ctx).CreateInBatches(rows, 200).Error
+}
+
+// ListRequestLogs returns an app's request logs, newest first, before an id (paging).
+func (s *Store) ListRequestLogs(ctx context.Context, orgID, app, beforeID string, limit int) ([]RequestLog, error) {
+	q := s.with(ctx).Where("org_id = ? AND app = ?", orgID, app)
+	if beforeID != "" {
+		q = q.Where("id < ?", beforeID)
+	}
+	var out []RequestLog
+	err := q.Order("id DESC").Limit(limit).Find(&out).Error
+	return out, err
+}
+
+// DeleteRequestLogsBefore removes request logs older than cutoff.
+func (s *Store) DeleteRequestLogsBefore(ctx context.Context, cutoff time.Time) (int64, error) {
+	res := s.with(ctx).Where("at < ?", cutoff.UTC()).Delete(&RequestLog{})
+	return res.RowsAffected, res.Error
+}
