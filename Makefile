@@ -30,9 +30,10 @@ test: lint test-unit test-e2e
 test-unit:
 	CGO_ENABLED=1 $(GO) test -race -count=1 $(FAST_PKGS)
 
-# The end-to-end tests drive the binary that make run runs, besides the in-process bundle.
-test-e2e: $(BIN)/treasury-dev
-	TREASURY_DEV_BIN=$(abspath $(BIN)/treasury-dev) $(GO) test -count=1 ./e2e/...
+# The end-to-end tests drive the binaries that make build builds (the README tour runs
+# ./bin/treasury events tail), besides the in-process bundle.
+test-e2e: $(BIN)/treasury-dev $(BIN)/treasury
+	TREASURY_DEV_BIN=$(abspath $(BIN)/treasury-dev) TREASURY_BIN=$(abspath $(BIN)/treasury) $(GO) test -count=1 ./e2e/...
 
 ## bench: order lifecycle throughput and latency on the dev bundle (figures in docs/benchmarks.md)
 bench: $(BIN)/treasury-dev

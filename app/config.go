@@ -60,7 +60,7 @@ var EnvVars = []envVar{
 	{"RATE_BURST", "100", "burst of requests per credential, per API replica"},
 	{"WS_PING_INTERVAL", "25s", "how often the WebSocket channel pings each client (a pong must follow within 10 s)"},
 	{"LOG_LEVEL", "info", "debug, info, warn or error"},
-	{"TREASURY_TOKEN", "", "treasury signer only: a key with the sign action"},
+	{"TREASURY_TOKEN", "", "treasury signer: a key with the sign action; treasury events tail: a key of the config's app"},
 }
 
 // EnvVarNames returns the names of EnvVars.

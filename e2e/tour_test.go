@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,8 +11,10 @@ import (
 
 // TestReadmeTour runs the shell blocks of the README's "A short tour" against the real
 // binary, as a newcomer would paste them: the portfolio, a 500 USDC payment confirmed, a
-// 20,000 USDC payment the maker may not approve but the approver may, confirmed too.
-// Only the address and the credentials path change, to a free port and a temp directory.
+// 20,000 USDC payment the maker may not approve but the approver may, confirmed too; then a
+// third payment followed live by treasury events tail over the WebSocket channel.
+// Only the address, the credentials path and ./bin/treasury change: to a free port, a temp
+// directory and the binary make test-e2e built.
 func TestReadmeTour(t *testing.T) {
 	for _, tool := range []string{"bash", "curl", "python3"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -35,7 +38,9 @@ func TestReadmeTour(t *testing.T) {
 	}
 	rb := startBinary(t, devBinary(t), t.TempDir())
 	base := strings.TrimSuffix(rb.apiURL, "/api/v1")
-	text := strings.NewReplacer("http://127.0.0.1:8080", base, ".data/credentials.json", rb.credsPath).Replace(script.String())
+	// The trailing space keeps ./bin/treasury-dev, were a block to run it, from matching.
+	text := strings.NewReplacer("http://127.0.0.1:8080", base, ".data/credentials.json", rb.credsPath,
+		"./bin/treasury ", treasuryBinary(t)+" ").Replace(script.String())
 	out, err := exec.Command("bash", "-c", text).CombinedOutput()
 	if err != nil {
 		t.Fatalf("the tour failed: %v\n%s", err, out)
@@ -52,7 +57,35 @@ func TestReadmeTour(t *testing.T) {
 			t.Errorf("the tour printed %s %d times, want at least %d", marker, got, times)
 		}
 	}
+	// The tail's own lines (not the REST answers, which are JSON): one payment seen live
+	// from creation to confirmation.
+	if !strings.Contains(string(out), "connected to wsc_") {
+		t.Error("the tail never reported its connection")
+	}
+	// Not anchored to the line's start: a curl answer without a final newline may precede.
+	created := regexp.MustCompile(`Z  Order\.Created +(ord_\w+)  draft\n`).FindStringSubmatch(string(out))
+	if created == nil {
+		t.Error("the tail printed no Order.Created line")
+	} else if !regexp.MustCompile(`Z  Order\.Confirmed +` + created[1] + `  confirmed\n`).MatchString(string(out)) {
+		t.Errorf("the tail printed no Order.Confirmed line for %s", created[1])
+	}
 	if t.Failed() {
 		t.Logf("tour output:\n%s", out)
 	}
+}
+
+// treasuryBinary is the production binary: the one make test-e2e passes, or one built
+// here (it holds no Temporal server, so this takes seconds).
+func treasuryBinary(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv("TREASURY_BIN"); bin != "" {
+		return bin
+	}
+	bin := filepath.Join(t.TempDir(), "treasury")
+	build := exec.Command("go", "build", "-o", bin, "github.com/opentreasury/treasury/cmd/treasury")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
 }

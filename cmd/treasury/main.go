@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/client"
 	"github.com/opentreasury/treasury/signer"
 )
 
@@ -24,7 +25,19 @@ type command struct {
 	summary string
 	// flags registers the command's flags; they override the environment.
 	flags func(fs *flag.FlagSet, cfg *app.Config)
-	run   func(ctx context.Context, cfg app.Config) error
+	run   func(ctx context.Context, cfg app.Config, proc process) error
+}
+
+// process is what a command may use of its process besides the configuration; tests
+// pass their own.
+type process struct {
+	getenv         func(string) string
+	stdout, stderr io.Writer
+}
+
+// configOnly adapts a command that needs nothing but its configuration.
+func configOnly(run func(ctx context.Context, cfg app.Config) error) func(context.Context, app.Config, process) error {
+	return func(ctx context.Context, cfg app.Config, _ process) error { return run(ctx, cfg) }
 }
 
 var commands = []command{
@@ -34,17 +47,17 @@ var commands = []command{
 		flags: func(fs *flag.FlagSet, cfg *app.Config) {
 			fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "address to listen on (overrides HTTP_ADDR)")
 		},
-		run: app.RunAPI,
+		run: configOnly(app.RunAPI),
 	},
 	{
 		words:   []string{"worker"},
 		summary: "run the Temporal worker (workflows and activities)",
-		run:     app.RunWorker,
+		run:     configOnly(app.RunWorker),
 	},
 	{
 		words:   []string{"migrate"},
 		summary: "apply pending database migrations and exit",
-		run:     app.Migrate,
+		run:     configOnly(app.Migrate),
 	},
 	{
 		words:   []string{"signer"},
@@ -58,9 +71,23 @@ var commands = []command{
 		run: runSigner,
 	},
 	{
+		words:   []string{"events", "tail"},
+		summary: "follow a WebSocket config's live events from a terminal",
+		flags: func(fs *flag.FlagSet, cfg *app.Config) {
+			fs.StringVar(&tailFlags.url, "url", "http://127.0.0.1:8080", "base URL of the treasury API (http, https, ws or wss)")
+			fs.StringVar(&tailFlags.config, "config", "", "id of the WebSocket config to follow, wsc_… (required)")
+			fs.StringVar(&tailFlags.token, "token", "", "an sk_ or pk_ key of the config's app, or an OAuth access token\n(default $TREASURY_TOKEN, which keeps it out of the process list)")
+			fs.IntVar(&tailFlags.count, "count", 0, "exit after this many events (0: never)")
+			fs.StringVar(&tailFlags.until, "until", "", "exit after an event of this name, e.g. Order.Confirmed")
+			fs.BoolVar(&tailFlags.json, "json", false, "print each event frame as received, one JSON object a line")
+			fs.DurationVar(&tailFlags.timeout, "timeout", 0, "give up with exit status 1 after this long, e.g. 30s (0: never)")
+		},
+		run: runTail,
+	},
+	{
 		words:   []string{"temporal", "setup"},
 		summary: "register the custom search attributes on the Temporal namespace",
-		run:     app.SetupTemporal,
+		run:     configOnly(app.SetupTemporal),
 	},
 }
 
@@ -71,11 +98,11 @@ var signerFlags struct {
 	interval             time.Duration
 }
 
-func runSigner(ctx context.Context, cfg app.Config) error {
+func runSigner(ctx context.Context, cfg app.Config, proc process) error {
 	if signerFlags.keyFile == "" || signerFlags.wallet == "" {
 		return errors.New("--key and --wallet are required")
 	}
-	token := os.Getenv("TREASURY_TOKEN")
+	token := proc.getenv("TREASURY_TOKEN")
 	if token == "" {
 		return errors.New("set TREASURY_TOKEN to a key with the sign action")
 	}
@@ -89,11 +116,40 @@ func runSigner(ctx context.Context, cfg app.Config) error {
 		Key: key, Interval: signerFlags.interval, Log: log})
 }
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Getenv, os.Stderr))
+// tailFlags are the flags of treasury events tail.
+var tailFlags struct {
+	url, config, token, until string
+	count                     int
+	json                      bool
+	timeout                   time.Duration
 }
 
-func run(args []string, getenv func(string) string, stderr io.Writer) int {
+// runTail prints events to stdout and what happens to the connection to stderr, so that
+// the events can be piped on their own.
+func runTail(ctx context.Context, _ app.Config, proc process) error {
+	token := tailFlags.token
+	if token == "" {
+		token = proc.getenv("TREASURY_TOKEN")
+	}
+	switch {
+	case tailFlags.config == "":
+		return errors.New("--config is required: the id of a WebSocket config (POST /api/v1/developer/websockets)")
+	case token == "":
+		return errors.New("--token is required (or set TREASURY_TOKEN): an sk_ or pk_ key of the config's app")
+	}
+	return client.Tail(ctx, client.TailOptions{URL: tailFlags.url, ConfigID: tailFlags.config, Token: token,
+		Count: tailFlags.count, Until: tailFlags.until, JSON: tailFlags.json, Timeout: tailFlags.timeout,
+		Out: proc.stdout, Log: proc.stderr})
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
 	cmd, rest := findCommand(args)
 	if cmd == nil {
 		usage(stderr)
@@ -121,7 +177,7 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := cmd.run(ctx, cfg); err != nil {
+	if err := cmd.run(ctx, cfg, process{getenv: getenv, stdout: stdout, stderr: stderr}); err != nil {
 		fmt.Fprintf(stderr, "treasury %s: %v\n", strings.Join(cmd.words, " "), err)
 		return 1
 	}
