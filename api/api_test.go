@@ -20,34 +20,17 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/logtest"
 	"github.com/opentreasury/treasury/seed"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
 )
 
-// syncBuffer collects log output written from several goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type fixture struct {
 	store   *store.Store
 	creds   *seed.Credentials
 	handler http.Handler
-	logs    *syncBuffer
+	logs    *logtest.Buffer
 	ready   *readyFlag
 }
 
@@ -66,7 +49,7 @@ func (r *readyFlag) check(context.Context) error {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	s := storetest.NewSQLite(t)
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	creds, err := seed.Ensure(context.Background(), s, t.TempDir(), seed.URLs{BaseURL: "http://test"}, log)
 	if err != nil {
@@ -344,7 +327,7 @@ func TestBodyLimit(t *testing.T) {
 }
 
 func TestRecoveryAnswersProblemWithCorrelationID(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	r := gin.New()
 	r.Use(withCorrelationID(), withRecovery(log))

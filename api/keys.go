@@ -74,18 +74,13 @@ func (h *keyHandlers) list(c *gin.Context) {
 // create answers POST /developer/api-keys {kind, actions?, resourceIds?, label?}: the new
 // key's secret is in this answer and nowhere else, ever.
 func (h *keyHandlers) create(c *gin.Context) {
-	body, ok := readBody(c)
-	if !ok {
-		return
-	}
 	var req struct {
 		Kind        string   `json:"kind"`
 		Actions     []string `json:"actions"`
 		ResourceIDs []string `json:"resourceIds"`
 		Label       string   `json:"label"`
 	}
-	if errs := strictJSON(body, &req, "kind", "actions", "resourceIds", "label"); len(errs) > 0 {
-		validationFailed(c, errs)
+	if !bindStrict(c, &req, "kind", "actions", "resourceIds", "label") {
 		return
 	}
 	var errs []FieldError

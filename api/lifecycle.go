@@ -183,16 +183,11 @@ func (h *lifecycleHandlers) decide(c *gin.Context) {
 		fail(c, CodePermissionDenied, "Deciding needs the 'approve' action on the '"+app+"' app.")
 		return
 	}
-	body, ok := readBody(c)
-	if !ok {
-		return
-	}
 	var req struct {
 		Decision string `json:"decision"`
 		Comment  string `json:"comment"`
 	}
-	if errs := strictJSON(body, &req, "decision", "comment"); len(errs) > 0 {
-		validationFailed(c, errs)
+	if !bindStrict(c, &req, "decision", "comment") {
 		return
 	}
 	if req.Decision != "APPROVE" && req.Decision != "REJECT" {
@@ -280,6 +275,20 @@ func (h *lifecycleHandlers) signalApproval(ctx context.Context, orderID string, 
 		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
 	}
 	return err
+}
+
+// bindStrict reads the request body into `into` with strictJSON, answering 413 or 422
+// itself; it reports whether the handler may go on.
+func bindStrict(c *gin.Context, into any, allowed ...string) bool {
+	body, ok := readBody(c)
+	if !ok {
+		return false
+	}
+	if errs := strictJSON(body, into, allowed...); len(errs) > 0 {
+		validationFailed(c, errs)
+		return false
+	}
+	return true
 }
 
 // strictJSON decodes a JSON object whose field names must be among allowed, exactly.
@@ -380,15 +389,10 @@ func (h *lifecycleHandlers) sign(c *gin.Context) {
 		fail(c, CodePermissionDenied, "Signing needs the 'sign' action on the '"+r.App+"' app.")
 		return
 	}
-	body, ok := readBody(c)
-	if !ok {
-		return
-	}
 	var req struct {
 		Signature string `json:"signature"`
 	}
-	if errs := strictJSON(body, &req, "signature"); len(errs) > 0 {
-		validationFailed(c, errs)
+	if !bindStrict(c, &req, "signature") {
 		return
 	}
 	err := SubmitSignature(c.Request.Context(), h.store, h.workflows, r, req.Signature, correlationID(c))

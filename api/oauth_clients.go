@@ -62,16 +62,11 @@ func (h *oauthClientHandlers) list(c *gin.Context) {
 // create answers POST /developer/oauth-clients {scopes, label?}: scopes are
 // space-separated "<app>:<action>" of the caller's app; the secret is shown once.
 func (h *oauthClientHandlers) create(c *gin.Context) {
-	body, ok := readBody(c)
-	if !ok {
-		return
-	}
 	var req struct {
 		Scopes string `json:"scopes"`
 		Label  string `json:"label"`
 	}
-	if errs := strictJSON(body, &req, "scopes", "label"); len(errs) > 0 {
-		validationFailed(c, errs)
+	if !bindStrict(c, &req, "scopes", "label") {
 		return
 	}
 	p := principalOf(c)

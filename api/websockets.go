@@ -134,15 +134,10 @@ func (h *websocketHandlers) configOfApp(c *gin.Context) (*store.WebSocketConfig,
 
 // create answers POST /developer/websockets {events}.
 func (h *websocketHandlers) create(c *gin.Context) {
-	body, ok := readBody(c)
-	if !ok {
-		return
-	}
 	var req struct {
 		Events []string `json:"events"`
 	}
-	if errs := strictJSON(body, &req, "events"); len(errs) > 0 {
-		validationFailed(c, errs)
+	if !bindStrict(c, &req, "events") {
 		return
 	}
 	entries, err := events.NormalizeEntries(req.Events)
@@ -180,15 +175,10 @@ func auditDeveloperAction(c *gin.Context, tx *store.Store, action, resourceType,
 // update answers PATCH /developer/websockets/{id} {enabled}: disabling closes the
 // config's connections (4001) on every replica.
 func (h *websocketHandlers) update(c *gin.Context) {
-	body, ok := readBody(c)
-	if !ok {
-		return
-	}
 	var req struct {
 		Enabled *bool `json:"enabled"`
 	}
-	if errs := strictJSON(body, &req, "enabled"); len(errs) > 0 {
-		validationFailed(c, errs)
+	if !bindStrict(c, &req, "enabled") {
 		return
 	}
 	if req.Enabled == nil {

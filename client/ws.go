@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/opentreasury/treasury/events"
 )
 
 // Frame types the server sends.
@@ -24,22 +26,12 @@ const (
 	FramePong  = "pong"
 )
 
-// Close codes of the channel (SPEC 4). 4000–4499 ask the client to reconnect, 4500–4999
-// not to.
-const (
-	CloseGoingAway      = websocket.CloseGoingAway // 1001: the server is restarting
-	CloseConfigDisabled = 4001
-	CloseCredential     = 4003 // the key or OAuth client was revoked, or the token expired
-	CloseConfigDeleted  = 4004
-	CloseTooSlow        = 4008
-)
-
 var closeMeaning = map[int]string{
-	CloseGoingAway:      "server restarting",
-	CloseConfigDisabled: "config disabled",
-	CloseCredential:     "credential revoked or token expired",
-	CloseConfigDeleted:  "config deleted",
-	CloseTooSlow:        "too slow",
+	events.CloseGoingAway:      "server restarting",
+	events.CloseConfigDisabled: "config disabled",
+	events.CloseCredential:     "credential revoked or token expired",
+	events.CloseConfigDeleted:  "config deleted",
+	events.CloseTooSlow:        "too slow",
 }
 
 const (
@@ -127,7 +119,7 @@ func (e *ClosedError) Error() string {
 // Reconnect reports whether the code asks the client to come back: 1001 (restarting)
 // and 4000–4499.
 func (e *ClosedError) Reconnect() bool {
-	return e.Code == CloseGoingAway || (e.Code >= 4000 && e.Code <= 4499)
+	return e.Code == events.CloseGoingAway || (e.Code >= 4000 && e.Code <= 4499)
 }
 
 // NetworkError is a connection that could not be made, or that was lost without a

@@ -20,6 +20,7 @@ import (
 
 	"github.com/opentreasury/treasury/api"
 	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/logtest"
 	"github.com/opentreasury/treasury/seed"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
@@ -30,29 +31,12 @@ type replica struct {
 	srv   *httptest.Server
 	live  *app.Live
 	store *store.Store
-	logs  *syncBuffer
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	logs  *logtest.Buffer
 }
 
 func startReplica(t testing.TB, s *store.Store, opts app.LiveOptions, cfg api.Config) *replica {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	log := cfg.Log
 	if log == nil {
 		log = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -8,16 +8,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-)
 
-// Close codes of the channel (SPEC 4). 4000–4499 tell the client to reconnect,
-// 4500–4999 not to.
-const (
-	CloseGoingAway      = websocket.CloseGoingAway // 1001: the server is restarting
-	CloseConfigDisabled = 4001
-	CloseCredential     = 4003 // the key or OAuth client was revoked, or the token expired
-	CloseConfigDeleted  = 4004
-	CloseTooSlow        = 4008
+	"github.com/opentreasury/treasury/events"
 )
 
 // maxClientFrame bounds what a client may send: its messages are small JSON pings.
@@ -51,6 +43,8 @@ type conn struct {
 	configID     string
 	credentialID string
 
+	// ready is the connection.ready frame, always the first one written.
+	ready   *websocket.PreparedMessage
 	send    chan *outgoing
 	closing chan closeRequest
 	done    chan struct{}
@@ -74,7 +68,7 @@ func (c *conn) enqueue(o *outgoing) {
 	select {
 	case c.send <- o:
 	default:
-		c.close(CloseTooSlow, "too slow")
+		c.close(events.CloseTooSlow, "too slow")
 	}
 }
 
@@ -150,6 +144,11 @@ func (c *conn) writeLoop() {
 	defer ticker.Stop()
 	defer c.end()
 	timeout := c.hub.opts.WriteTimeout
+	_ = c.ws.SetWriteDeadline(time.Now().Add(timeout))
+	if err := c.ws.WritePreparedMessage(c.ready); err != nil {
+		return
+	}
+	c.ready = nil
 	for {
 		// A close request goes before queued frames: a client evicted as too slow must
 		// not be fed the backlog first.

@@ -140,7 +140,7 @@ func (h *Hub) Shutdown(ctx context.Context) {
 	}
 	h.mu.Unlock()
 	for _, c := range all {
-		c.close(CloseGoingAway, "server restarting")
+		c.close(events.CloseGoingAway, "server restarting")
 	}
 	done := make(chan struct{})
 	go func() { h.connections.Wait(); close(done) }()
@@ -190,10 +190,9 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, cfg *store.WebSocket
 	c := newConn(h, ws, cfg.ID, credentialID)
 	ready, _ := json.Marshal(map[string]any{"type": "connection.ready", "configId": cfg.ID,
 		"events": nonNil(cfg.EventList()), "scope": cfg.App})
-	readyMsg, _ := websocket.NewPreparedMessage(websocket.TextMessage, ready)
-	c.send <- &outgoing{msg: readyMsg}
+	c.ready, _ = websocket.NewPreparedMessage(websocket.TextMessage, ready)
 	if !h.register(c, cfg) {
-		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(CloseGoingAway, "server restarting"),
+		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(events.CloseGoingAway, "server restarting"),
 			time.Now().Add(closeGrace))
 		_ = ws.Close()
 		return ErrStopped
@@ -201,7 +200,7 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, cfg *store.WebSocket
 	go func() { defer h.connections.Done(); c.writeLoop() }()
 	go func() { defer h.connections.Done(); c.readLoop() }()
 	if !expiresAt.IsZero() {
-		t := time.AfterFunc(time.Until(expiresAt), func() { c.close(CloseCredential, "token expired") })
+		t := time.AfterFunc(time.Until(expiresAt), func() { c.close(events.CloseCredential, "token expired") })
 		go func() { <-c.done; t.Stop() }()
 	}
 	// A change of the config between the caller's read and the registration would have
@@ -312,13 +311,13 @@ func (h *Hub) applyConfig(ctx context.Context, id string, conns []*conn) {
 	switch {
 	case errors.Is(err, store.ErrNotFound) || (err == nil && cfg.DeletedAt != nil):
 		for _, c := range conns {
-			c.close(CloseConfigDeleted, "config deleted")
+			c.close(events.CloseConfigDeleted, "config deleted")
 		}
 	case err != nil:
 		h.opts.Log.Error("websocket config unreadable", "configId", id, "error", err)
 	case !cfg.Enabled:
 		for _, c := range conns {
-			c.close(CloseConfigDisabled, "config disabled")
+			c.close(events.CloseConfigDisabled, "config disabled")
 		}
 	default:
 		h.mu.Lock()
@@ -339,6 +338,6 @@ func (h *Hub) credentialRevoked(id string) {
 	}
 	h.mu.RUnlock()
 	for _, c := range conns {
-		c.close(CloseCredential, "credential revoked")
+		c.close(events.CloseCredential, "credential revoked")
 	}
 }

@@ -11,13 +11,13 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/opentreasury/treasury/api"
 	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/logtest"
 	"github.com/opentreasury/treasury/seed"
 	"github.com/opentreasury/treasury/store/storetest"
 )
@@ -84,39 +84,22 @@ func (a *liveAPI) sendTest(t *testing.T, configID string) {
 	}
 }
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // tailRun is treasury events tail running in the background, as from a shell.
 type tailRun struct {
-	stdout, stderr *syncBuffer
+	stdout, stderr *logtest.Buffer
 	done           chan int
 }
 
 func startTail(t *testing.T, env map[string]string, args ...string) *tailRun {
 	t.Helper()
-	r := &tailRun{stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan int, 1)}
+	r := &tailRun{stdout: &logtest.Buffer{}, stderr: &logtest.Buffer{}, done: make(chan int, 1)}
 	getenv := func(k string) string { return env[k] }
 	go func() { r.done <- run(append([]string{"events", "tail"}, args...), getenv, r.stdout, r.stderr) }()
 	return r
 }
 
 // waitFor waits until the tail has printed want on stderr (which) or stdout.
-func (r *tailRun) waitFor(t *testing.T, buf *syncBuffer, want string) {
+func (r *tailRun) waitFor(t *testing.T, buf *logtest.Buffer, want string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(buf.String(), want) {
