@@ -36,7 +36,7 @@ func (h *recordHandlers) events(c *gin.Context) {
 	}
 	p := principalOf(c)
 	list, err := h.store.ListEvents(c.Request.Context(), store.EventFilter{OrgID: p.OrgID, Apps: appsFor(p, auth.ActionRead),
-		OrderID: c.Query("orderId"), AfterID: c.Query("after"), Limit: pg.Limit + 1})
+		WalletIDs: p.ResourceIDs, OrderID: c.Query("orderId"), AfterID: c.Query("after"), Limit: pg.Limit + 1})
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return
@@ -74,7 +74,7 @@ func (h *recordHandlers) auditLogs(c *gin.Context) {
 		return
 	}
 	p := principalOf(c)
-	list, err := h.store.ListAudit(c.Request.Context(), p.OrgID, appsFor(p, auth.ActionRead), pg.After, pg.Limit+1)
+	list, err := h.store.ListAudit(c.Request.Context(), p.OrgID, appsFor(p, auth.ActionRead), p.ResourceIDs, pg.After, pg.Limit+1)
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return

@@ -1,9 +1,14 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/store"
 )
 
 func TestAPIKeyLifecycle(t *testing.T) {
@@ -57,5 +62,46 @@ func TestAPIKeyLifecycle(t *testing.T) {
 	// Issued secrets never reach the log.
 	if strings.Contains(f.logs.String(), created.Secret) {
 		t.Fatal("a secret appeared in the logs")
+	}
+}
+
+// A tk_ key limited to one wallet reads only that wallet's orders, and only their
+// approval items, events and audit records.
+func TestResourceRestrictedKeyReadsOnlyItsWallets(t *testing.T) {
+	f := newFixture(t)
+	pay := f.creds.Keys["pay"].SK
+	mine, theirs := f.creds.Wallets[0].ID, f.creds.Wallets[1].ID
+	r := f.post(t, "/api/v1/developer/api-keys", pay, `{"kind":"tk","actions":["read","approve"],"resourceIds":["`+mine+`"]}`)
+	var key keyResponse
+	if err := json.Unmarshal(r.body, &key); err != nil || r.status != 201 {
+		t.Fatalf("create %d %s", r.status, r.body)
+	}
+	orderFrom := func(wallet string) string {
+		o := decodeOrder(t, f.post(t, "/api/v1/payments", pay,
+			`{"walletId":"`+wallet+`","asset":"USDC","amount":"1","destination":{"address":"0x1111111111111111111111111111111111111111"}}`))
+		id := o["id"].(string)
+		item := &store.ApprovalItem{ID: ids.New(ids.ApprovalItem), OrgID: f.creds.OrgID, App: "pay", Domain: "payment", OrderID: id,
+			Status: "pending", RequiredApprovals: 1, Reason: "r", PayloadHash: "h", Summary: "{}", CreatedBy: "key_maker",
+			CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
+		if err := f.store.CreateApprovalItem(context.Background(), item); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	own, other := orderFrom(mine), orderFrom(theirs)
+
+	for _, path := range []string{"/api/v1/payments", "/api/v1/approvals", "/api/v1/events", "/api/v1/audit-logs"} {
+		r := f.do(t, "GET", path, key.Secret, nil)
+		if r.status != 200 || !strings.Contains(string(r.body), own) || strings.Contains(string(r.body), other) {
+			t.Errorf("%s: %d %s", path, r.status, r.body)
+		}
+		// The unrestricted key of the app sees both.
+		if r := f.do(t, "GET", path, pay, nil); !strings.Contains(string(r.body), other) {
+			t.Errorf("%s with the sk: %s", path, r.body)
+		}
+	}
+	f.do(t, "GET", "/api/v1/payments/"+other, key.Secret, nil).wantProblem(t, 404, CodeNotFound)
+	if r := f.do(t, "GET", "/api/v1/events?orderId="+other, key.Secret, nil); strings.Contains(string(r.body), other) {
+		t.Errorf("events of another wallet's order: %s", r.body)
 	}
 }

@@ -137,7 +137,7 @@ func (h *lifecycleHandlers) listApprovals(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	items, err := h.store.ListApprovalItems(ctx, store.ApprovalFilter{OrgID: p.OrgID, Apps: apps, Domain: domain,
+	items, err := h.store.ListApprovalItems(ctx, store.ApprovalFilter{OrgID: p.OrgID, Apps: apps, WalletIDs: p.ResourceIDs, Domain: domain,
 		Status: status, AfterID: pg.After, Limit: pg.Limit + 1})
 	if err != nil {
 		requestFailed(c, h.log, err)

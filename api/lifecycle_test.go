@@ -119,7 +119,7 @@ func TestApprovalDecisionsAreGuarded(t *testing.T) {
 		fw.approvals[2].Outcome != "rejected" || fw.approvals[2].Decision != "REJECT" {
 		t.Fatalf("signals %+v", fw.approvals)
 	}
-	audit, _ := f.store.ListAudit(ctx, f.creds.OrgID, []string{"pay"}, "", 10)
+	audit, _ := f.store.ListAudit(ctx, f.creds.OrgID, []string{"pay"}, nil, "", 10)
 	decisions := 0
 	for _, a := range audit {
 		if strings.HasPrefix(a.Action, "approval.") {

@@ -65,7 +65,7 @@ func TestPolicyReadWriteAndDryRun(t *testing.T) {
 	if e.Allowed || len(e.Violations) != 1 || e.Violations[0].Rule != "maxOrderUsd" || e.Quorum != 1 || e.PolicyVersion != 2 {
 		t.Fatalf("after the change: %s", r.body)
 	}
-	audit, _ := f.store.ListAudit(t.Context(), f.creds.OrgID, []string{"pay"}, "", 10)
+	audit, _ := f.store.ListAudit(t.Context(), f.creds.OrgID, []string{"pay"}, nil, "", 10)
 	if len(audit) != 1 || audit[0].Action != "policy.updated" {
 		t.Fatalf("audit %+v", audit)
 	}

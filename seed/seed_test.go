@@ -659,7 +659,7 @@ func TestSeededPolicies(t *testing.T) {
 // seededCount counts the organization.seeded audit records of an org: one per seeding.
 func seededCount(t *testing.T, s *store.Store, orgID string) int {
 	t.Helper()
-	logs, err := s.ListAudit(context.Background(), orgID, auth.Apps, "", 100)
+	logs, err := s.ListAudit(context.Background(), orgID, auth.Apps, nil, "", 100)
 	if err != nil {
 		t.Fatal(err)
 	}

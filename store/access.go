@@ -112,9 +112,13 @@ func (s *Store) AppendAudit(ctx context.Context, a *AuditLog) error {
 	return s.with(ctx).Create(a).Error
 }
 
-// ListAudit lists an organisation's audit records of the given apps, newest first, after a cursor id.
-func (s *Store) ListAudit(ctx context.Context, orgID string, apps []string, beforeID string, limit int) ([]AuditLog, error) {
+// ListAudit lists an organisation's audit records of the given apps, newest first, after a
+// cursor id. With walletIDs, only records about orders from those wallets are listed.
+func (s *Store) ListAudit(ctx context.Context, orgID string, apps, walletIDs []string, beforeID string, limit int) ([]AuditLog, error) {
 	q := s.with(ctx).Where("org_id = ? AND app IN ?", orgID, apps)
+	if len(walletIDs) > 0 {
+		q = q.Where("resource_type = ? AND resource_id IN (?)", "order", s.ordersOfWallets(ctx, walletIDs))
+	}
 	if beforeID != "" {
 		q = q.Where("id < ?", beforeID)
 	}

@@ -160,17 +160,22 @@ func (s *Store) DecisionsOf(ctx context.Context, itemIDs []string) (map[string][
 
 // ApprovalFilter selects approval items.
 type ApprovalFilter struct {
-	OrgID   string
-	Apps    []string
-	Domain  string
-	Status  string
-	AfterID string
-	Limit   int
+	OrgID string
+	Apps  []string
+	// WalletIDs, when set, keeps only items of orders from these wallets.
+	WalletIDs []string
+	Domain    string
+	Status    string
+	AfterID   string
+	Limit     int
 }
 
 // ListApprovalItems pages through items, newest first.
 func (s *Store) ListApprovalItems(ctx context.Context, f ApprovalFilter) ([]ApprovalItem, error) {
 	q := s.with(ctx).Where("org_id = ? AND app IN ?", f.OrgID, f.Apps)
+	if len(f.WalletIDs) > 0 {
+		q = q.Where("order_id IN (?)", s.ordersOfWallets(ctx, f.WalletIDs))
+	}
 	if f.Domain != "" {
 		q = q.Where("domain = ?", f.Domain)
 	}

@@ -294,6 +294,12 @@ func (s *Store) lockOrder(ctx context.Context, id string) (*Order, []OrderLeg, e
 	return s.orderWithLegs(ctx, s.forUpdate(ctx).Where("id = ?", id))
 }
 
+// ordersOfWallets is a subquery of the ids of orders from these wallets: how a
+// resource-restricted key's lists are narrowed.
+func (s *Store) ordersOfWallets(ctx context.Context, walletIDs []string) *gorm.DB {
+	return s.with(ctx).Model(&Order{}).Select("id").Where("wallet_id IN ?", walletIDs)
+}
+
 // Order returns an order by id, with its legs.
 func (s *Store) Order(ctx context.Context, id string) (*Order, []OrderLeg, error) {
 	return s.orderWithLegs(ctx, s.with(ctx).Where("id = ?", id))
@@ -362,17 +368,22 @@ func (s *Store) ListOrders(ctx context.Context, f OrderFilter) ([]Order, error) 
 
 // EventFilter selects stored events of an organisation's apps.
 type EventFilter struct {
-	OrgID   string
-	Apps    []string
-	OrderID string
-	AfterID string
-	Limit   int
+	OrgID string
+	Apps  []string
+	// WalletIDs, when set, keeps only events of orders from these wallets.
+	WalletIDs []string
+	OrderID   string
+	AfterID   string
+	Limit     int
 }
 
 // ListEvents pages through stored events oldest first, after an event id. One order's
 // events come in sequence order (ids are minted by several processes, sequences are not).
 func (s *Store) ListEvents(ctx context.Context, f EventFilter) ([]Event, error) {
 	q := s.with(ctx).Where("org_id = ? AND app IN ?", f.OrgID, f.Apps)
+	if len(f.WalletIDs) > 0 {
+		q = q.Where("order_id IN (?)", s.ordersOfWallets(ctx, f.WalletIDs))
+	}
 	order := "id"
 	if f.OrderID != "" {
 		q = q.Where("order_id = ?", f.OrderID)

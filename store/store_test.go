@@ -284,7 +284,7 @@ func TestAuditListIsScoped(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		got, err := s.ListAudit(ctx, org, []string{"pay"}, "", 10)
+		got, err := s.ListAudit(ctx, org, []string{"pay"}, nil, "", 10)
 		if err != nil {
 			t.Fatal(err)
 		}
