@@ -1,6 +1,7 @@
-// Package client is a small Go client of the treasury API for integrators. It follows the
-// live channel (SPEC 4): Subscribe holds one connection, Follow reconnects the way the
-// close codes ask, and Tail prints what arrives (treasury events tail).
+// Package client is a small Go client of the treasury API for integrators. New and Do
+// call the REST API with a key or OAuth client credentials (rest.go). For the live
+// channel, Subscribe holds one connection, Follow reconnects the way the close codes ask,
+// and Tail prints what arrives (treasury events tail).
 package client
 
 import (

@@ -1,0 +1,229 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+const (
+	restKey      = "sk_restkeyrestkeyrestkeyrestkey0000"
+	oauthID      = "oac_0001"
+	oauthSecret  = "ocs_secret+with/odd=chars"
+	accessToken1 = "oat_first_access_token"
+	accessToken2 = "oat_second_access_token"
+)
+
+func newRESTClient(t *testing.T, h http.HandlerFunc, opts ...Option) *Client {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	// The suffix is accepted, as the dev bundle prints the API address with it.
+	c, err := New(srv.URL+"/api/v1/", opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestDoSendsJSONWithTheKeyAndIdempotencyKey(t *testing.T) {
+	c := newRESTClient(t, func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		switch {
+		case r.Method != "POST" || r.URL.Path != "/api/v1/payments" || r.URL.Query().Get("x") != "1":
+			t.Errorf("request %s %s", r.Method, r.URL)
+		case r.Header.Get("Authorization") != "Bearer "+restKey:
+			t.Error("the key was not sent as a bearer token")
+		case r.Header.Get("Content-Type") != "application/json" || string(body) != `{"amount":"20000.50"}`:
+			t.Errorf("body %q of type %q", body, r.Header.Get("Content-Type"))
+		case r.Header.Get("Idempotency-Key") != "run-1:create":
+			t.Errorf("Idempotency-Key %q", r.Header.Get("Idempotency-Key"))
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"id":"ord_1","status":"draft"}`))
+	}, WithToken(restKey))
+	var out struct{ ID, Status string }
+	err := c.Do(context.Background(), "POST", "/payments?x=1", map[string]string{"amount": "20000.50"}, &out,
+		WithIdempotencyKey("run-1:create"))
+	if err != nil || out.ID != "ord_1" || out.Status != "draft" {
+		t.Fatalf("%v %+v", err, out)
+	}
+}
+
+func TestDoWithoutBodySendsNoContentType(t *testing.T) {
+	c := newRESTClient(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 || r.Header.Get("Content-Type") != "" || r.Header.Get("Idempotency-Key") != "" {
+			t.Errorf("length %d, type %q", r.ContentLength, r.Header.Get("Content-Type"))
+		}
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = w.Write([]byte(`{"ignored":true}`))
+	}, WithToken(restKey))
+	if err := c.Do(context.Background(), "POST", "payments/ord_1/submit", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNonSuccessIsAProblem(t *testing.T) {
+	c := newRESTClient(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/gateway" {
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = w.Write([]byte("<html>proxy error</html>"))
+			return
+		}
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.Header().Set("X-Correlation-Id", "corr-1")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		_, _ = w.Write([]byte(`{"type":"…/errors/policy_violation","title":"Policy violation","status":422,
+			"code":"policy_violation","detail":"The policy refused this order.",
+			"errors":[{"field":"amount","message":"must be positive"}],
+			"violations":[{"rule":"destinationWhitelist","message":"0x3 is not whitelisted"}]}`))
+	}, WithToken(restKey))
+
+	err := c.Do(context.Background(), "POST", "/payments/ord_1/submit", nil, nil)
+	var p *Problem
+	if !errors.As(err, &p) {
+		t.Fatalf("%T %v", err, err)
+	}
+	if p.Status != 422 || p.Code != "policy_violation" || p.CorrelationID != "corr-1" || len(p.Errors) != 1 ||
+		len(p.Violations) != 1 || p.Violations[0].Rule != "destinationWhitelist" || p.Temporary() {
+		t.Fatalf("%+v", p)
+	}
+	want := "HTTP 422 policy_violation: The policy refused this order.; amount must be positive; " +
+		"destinationWhitelist: 0x3 is not whitelisted (correlation id corr-1)"
+	if err.Error() != want {
+		t.Fatalf("got  %s\nwant %s", err, want)
+	}
+
+	err = c.Do(context.Background(), "GET", "/gateway", nil, nil)
+	if !errors.As(err, &p) || p.Status != 502 || p.Detail != "Bad Gateway" || !p.Temporary() {
+		t.Fatalf("%v", err)
+	}
+	if strings.Contains(err.Error(), restKey) {
+		t.Fatal("the error quotes the key")
+	}
+}
+
+// tokenServer is an API whose token endpoint issues accessToken1, then accessToken2.
+type tokenServer struct {
+	t       *testing.T
+	fetches atomic.Int32
+	refuse  bool
+}
+
+func (s *tokenServer) serve(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/api/v1/oauth/token" {
+		if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer oat_") {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]string{"token": strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")})
+		return
+	}
+	id, secret, ok := r.BasicAuth()
+	_ = r.ParseForm()
+	if !ok || id != oauthID || secret != "ocs_secret%2Bwith%2Fodd%3Dchars" || r.PostForm.Get("grant_type") != "client_credentials" ||
+		r.PostForm.Get("scope") != "pay:read pay:write" || r.PostForm.Has("client_secret") {
+		s.t.Errorf("token request: basic %v %q, form %v", ok, id, r.PostForm)
+	}
+	if s.refuse {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"error":"invalid_client","error_description":"unknown client or wrong secret"}`))
+		return
+	}
+	token := accessToken1
+	if s.fetches.Add(1) > 1 {
+		token = accessToken2
+	}
+	// Slow enough that concurrent callers overlap with the fetch.
+	time.Sleep(20 * time.Millisecond)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"access_token":"` + token + `","token_type":"Bearer","expires_in":900,"scope":"pay:read pay:write"}`))
+}
+
+func TestClientCredentialsCacheTheTokenAndRenewItBeforeItExpires(t *testing.T) {
+	ts := &tokenServer{t: t}
+	c := newRESTClient(t, ts.serve, WithClientCredentials(oauthID, oauthSecret, "pay:read pay:write"))
+	var elapsed atomic.Int64
+	start := time.Now()
+	c.oauth.now = func() time.Time { return start.Add(time.Duration(elapsed.Load())) }
+
+	used := func() string {
+		var out struct{ Token string }
+		if err := c.Do(context.Background(), "GET", "/whoami", nil, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out.Token
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if got := used(); got != accessToken1 {
+				t.Errorf("token %q", got)
+			}
+		})
+	}
+	wg.Wait()
+	if n := ts.fetches.Load(); n != 1 {
+		t.Fatalf("%d token fetches for concurrent first calls, want 1", n)
+	}
+	// Valid 900 s: reused until one minute before the end, then renewed.
+	elapsed.Store(int64(839 * time.Second))
+	if got := used(); got != accessToken1 || ts.fetches.Load() != 1 {
+		t.Fatalf("token %q after %d fetches", got, ts.fetches.Load())
+	}
+	elapsed.Store(int64(840 * time.Second))
+	if got := used(); got != accessToken2 || ts.fetches.Load() != 2 {
+		t.Fatalf("token %q after %d fetches", got, ts.fetches.Load())
+	}
+}
+
+func TestTokenRefusalIsAProblemWithoutTheSecret(t *testing.T) {
+	ts := &tokenServer{t: t, refuse: true}
+	c := newRESTClient(t, ts.serve, WithClientCredentials(oauthID, oauthSecret, "pay:read pay:write"))
+	err := c.Do(context.Background(), "GET", "/whoami", nil, nil)
+	var p *Problem
+	if !errors.As(err, &p) || p.Status != 401 || p.Code != "invalid_client" || p.Detail != "unknown client or wrong secret" {
+		t.Fatalf("%T %v", err, err)
+	}
+	if strings.Contains(err.Error(), "ocs_") {
+		t.Fatal("the error quotes the secret")
+	}
+}
+
+func TestNetworkErrorsQuoteNoCredential(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	base := srv.URL
+	srv.Close()
+	for _, opt := range []Option{WithToken(restKey), WithClientCredentials(oauthID, oauthSecret, "")} {
+		c, err := New(base, opt, WithHTTPClient(&http.Client{Timeout: time.Second}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.Do(context.Background(), "GET", "/treasury/portfolio", nil, nil)
+		if err == nil || strings.Contains(err.Error(), restKey) || strings.Contains(err.Error(), "ocs_") {
+			t.Fatalf("%v", err)
+		}
+	}
+}
+
+func TestNewRefusesABadURLOrNoCredential(t *testing.T) {
+	for _, base := range []string{"", "127.0.0.1:8080", "ftp://host", "http://"} {
+		if _, err := New(base, WithToken(restKey)); err == nil {
+			t.Errorf("%q accepted", base)
+		}
+	}
+	if _, err := New("http://127.0.0.1:8080"); err == nil {
+		t.Error("no credential accepted")
+	}
+}

@@ -1,0 +1,215 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// exampleProcess is one example program started by the test. Its output may be read
+// once done is closed.
+type exampleProcess struct {
+	name           string
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+	done           chan struct{}
+	err            error
+}
+
+func (p *exampleProcess) exitCode() int {
+	var exit *exec.ExitError
+	if errors.As(p.err, &exit) {
+		return exit.ExitCode()
+	}
+	if p.err != nil {
+		return -1
+	}
+	return 0
+}
+
+// report is what a failure message shows of a process: its output, which by design
+// holds no secret.
+func (p *exampleProcess) report() string {
+	return p.name + ": " + p.errText() + "\nstdout:\n" + p.stdout.String() + "stderr:\n" + p.stderr.String()
+}
+
+func (p *exampleProcess) errText() string {
+	if p.err == nil {
+		return "exit 0"
+	}
+	return p.err.Error()
+}
+
+// buildExamples compiles the example programs the way their README says, into one
+// directory, and returns it.
+func buildExamples(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
+		"./examples/payout-job", "./examples/approvals-bot", "./examples/dashboard")
+	build.Dir = ".." // the module root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the examples: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// startExample runs an example with its credential in the environment (as its README
+// suggests: out of the process list) and nothing else of the test's TREASURY_ variables.
+func startExample(t *testing.T, dir, name string, secrets map[string]string, args ...string) *exampleProcess {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	p := &exampleProcess{name: name, done: make(chan struct{})}
+	p.cmd = exec.CommandContext(ctx, filepath.Join(dir, name), args...)
+	p.cmd.WaitDelay = 5 * time.Second
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TREASURY_") {
+			p.cmd.Env = append(p.cmd.Env, kv)
+		}
+	}
+	for k, v := range secrets {
+		p.cmd.Env = append(p.cmd.Env, k+"="+v)
+	}
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		cancel()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-p.done
+	})
+	return p
+}
+
+func (p *exampleProcess) wait(t *testing.T, limit time.Duration) {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(limit):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		t.Fatalf("%s did not end within %s\n%s", p.name, limit, p.report())
+	}
+}
+
+// TestExamplesRunWithLeastPrivilege runs the three example integrations as an integrator
+// would, each with the narrowest credential SPEC section 1 names, through one payment
+// that needs an approval, and checks that each credential is refused beyond its job.
+func TestExamplesRunWithLeastPrivilege(t *testing.T) {
+	bins := buildExamples(t)
+	b := startBundle(t, t.TempDir(), "")
+	defer func() { _ = b.Shutdown() }()
+	api := b.APIURL + "/api/v1"
+	pay, treasury := b.Credentials.Keys["pay"], b.Credentials.Keys["treasury"]
+	const to = "0x2222222222222222222222222222222222222222"
+
+	// The payout job's OAuth client: read and write on pay, nothing else.
+	r := send(t, "POST", api+"/developer/oauth-clients", pay.SK, `{"scopes":"pay:read pay:write","label":"payout job"}`)
+	clientID, _ := r.body["clientId"].(string)
+	clientSecret, _ := r.body["clientSecret"].(string)
+	if r.status != http.StatusCreated || clientID == "" || clientSecret == "" {
+		t.Fatalf("create the OAuth client: HTTP %d", r.status) // the body holds the secret
+	}
+
+	// 20,000 USD: the seeded policy asks for one approval from 10,000 USD.
+	job := startExample(t, bins, "payout-job",
+		map[string]string{"TREASURY_CLIENT_ID": clientID, "TREASURY_CLIENT_SECRET": clientSecret},
+		"--url", b.APIURL, "--wallet", b.Credentials.Wallets[0].ID, "--amount", "20000", "--to", to, "--timeout", "90s")
+
+	var itemID string
+	for deadline := time.Now().Add(30 * time.Second); itemID == ""; {
+		r := call(t, "GET", api+"/approvals?status=pending", pay.Approve)
+		if items, _ := r.body["data"].([]any); r.status == http.StatusOK && len(items) == 1 {
+			itemID, _ = items[0].(map[string]any)["id"].(string)
+			break
+		}
+		select {
+		case <-job.done:
+			t.Fatalf("the payout job ended before its approval was pending\n%s", job.report())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pending approval after 30 s: HTTP %d %s\n", r.status, r.raw)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	bot := startExample(t, bins, "approvals-bot", map[string]string{"TREASURY_TOKEN": pay.Approve},
+		"--url", b.APIURL, "--once", "--approve-up-to", "50000")
+	bot.wait(t, 30*time.Second)
+	if bot.exitCode() != 0 || !strings.Contains(bot.stdout.String(), itemID) ||
+		!strings.Contains(bot.stdout.String(), "APPROVE: item now approved") {
+		t.Fatalf("the approvals bot did not approve %s\n%s", itemID, bot.report())
+	}
+
+	job.wait(t, 60*time.Second)
+	if job.exitCode() != 0 || !regexp.MustCompile(`^0x[0-9a-f]{64}\n$`).MatchString(job.stdout.String()) {
+		t.Fatalf("the payout job did not end confirmed with a transaction hash\n%s", job.report())
+	}
+	t.Logf("payout job: confirmed, tx %s", strings.TrimSpace(job.stdout.String()))
+
+	// The balance falls only at the next balance sync, so any total will do.
+	dash := startExample(t, bins, "dashboard", map[string]string{"TREASURY_TOKEN": treasury.Read}, "--url", b.APIURL)
+	dash.wait(t, 30*time.Second)
+	out := dash.stdout.String()
+	if dash.exitCode() != 0 || !regexp.MustCompile(`(?m)^Total +[0-9]+\.[0-9]{2} USD +5 wallets`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^Positions \([1-9][0-9]*\)$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^Audit log \(newest [1-9][0-9]*\)$`).MatchString(out) ||
+		!regexp.MustCompile(`approval\.approve +approval_item `+itemID).MatchString(out) {
+		t.Fatalf("the dashboard lacks the total, the positions or the audit entries\n%s", dash.report())
+	}
+
+	// Least privilege: each credential is refused what its program does not do.
+	denied := func(what string, r reply) {
+		t.Helper()
+		if r.status != http.StatusForbidden || r.body["code"] != "permission_denied" {
+			t.Errorf("%s: HTTP %d %s, want 403 permission_denied", what, r.status, r.raw)
+		}
+	}
+	denied("the bot's approve key creating a payment", send(t, "POST", api+"/payments", pay.Approve,
+		`{"walletId":"`+b.Credentials.Wallets[0].ID+`","asset":"USDC","amount":"1","destination":{"address":"`+to+`"}}`))
+	denied("the dashboard's read key listing payments", call(t, "GET", api+"/payments", treasury.Read))
+	denied("the payout job's OAuth token deciding an approval", send(t, "POST", api+"/approvals/payment/"+itemID+"/decide",
+		oauthToken(t, api, clientID, clientSecret), `{"decision":"APPROVE"}`))
+}
+
+// oauthToken fetches an access token for the client, as the payout job does.
+func oauthToken(t *testing.T, api, id, secret string) string {
+	t.Helper()
+	form := url.Values{"grant_type": {"client_credentials"}, "scope": {"pay:read pay:write"}}
+	req, err := http.NewRequest("POST", api+"/oauth/token", strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(url.QueryEscape(id), url.QueryEscape(secret))
+	res, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&tok); err != nil || res.StatusCode != http.StatusOK || tok.AccessToken == "" {
+		t.Fatalf("OAuth token: HTTP %d", res.StatusCode) // the body would hold the token
+	}
+	return tok.AccessToken
+}

@@ -1,0 +1,208 @@
+// Command approvals-bot records maker-checker decisions by a fixed rule: pending approval
+// items of one app worth at most --approve-up-to USD are approved, the others rejected.
+//
+// Its key needs only the approve action on that app: it can neither create, submit nor
+// sign an order, so a leaked bot key cannot move funds on its own.
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/opentreasury/treasury/client"
+)
+
+// domains maps each app with orders to the domain its approval items carry.
+var domains = map[string]string{"pay": "payment", "trade": "trade", "earn": "earn", "borrow": "borrow"}
+
+type item struct {
+	ID                string `json:"id"`
+	Domain            string `json:"domain"`
+	OrderID           string `json:"orderId"`
+	Status            string `json:"status"`
+	RequiredApprovals int    `json:"requiredApprovals"`
+	Reason            string `json:"reason"`
+	Order             struct {
+		AmountUSD string `json:"amountUsd"`
+		Chain     string `json:"chain"`
+		Details   struct {
+			Asset       string `json:"asset"`
+			Amount      string `json:"amount"`
+			Destination struct {
+				Address string `json:"address"`
+			} `json:"destination"`
+		} `json:"details"`
+	} `json:"order"`
+	ExpiresAt string `json:"expiresAt"`
+}
+
+type bot struct {
+	c      *client.Client
+	domain string
+	limit  decimal.Decimal
+	out    io.Writer
+	// handled are the items already decided (or skipped) while still pending, e.g.
+	// waiting for a second approver: deciding again would change nothing.
+	handled map[string]bool
+}
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("approvals-bot", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		baseURL  = fs.String("url", cmp.Or(os.Getenv("TREASURY_URL"), "http://127.0.0.1:8080"), "where the API answers ($TREASURY_URL)")
+		token    = fs.String("token", "", "a tk_ key with only the approve action on --app (default $TREASURY_TOKEN)")
+		app      = fs.String("app", "pay", "the app whose approvals to decide: pay, trade, earn or borrow")
+		upTo     = fs.String("approve-up-to", "", "approve items worth at most this many USD (a decimal string); reject the rest")
+		once     = fs.Bool("once", false, "decide what is pending now, then exit")
+		interval = fs.Duration("interval", 2*time.Second, "how often to look for pending items")
+	)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	usage := func(msg string) int {
+		fmt.Fprintln(stderr, "approvals-bot:", msg)
+		return 2
+	}
+	*token = strings.TrimSpace(cmp.Or(*token, os.Getenv("TREASURY_TOKEN")))
+	if *token == "" {
+		return usage("--token (or $TREASURY_TOKEN) is required")
+	}
+	domain, ok := domains[*app]
+	if !ok {
+		return usage("--app must be pay, trade, earn or borrow")
+	}
+	limit, err := decimal.NewFromString(strings.TrimSpace(*upTo))
+	if err != nil || limit.IsNegative() {
+		return usage("--approve-up-to must be a non-negative decimal number of USD, e.g. 50000")
+	}
+	if *interval <= 0 {
+		return usage("--interval must be positive")
+	}
+	c, err := client.New(*baseURL, client.WithToken(*token))
+	if err != nil {
+		return usage(err.Error())
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	b := &bot{c: c, domain: domain, limit: limit, out: stdout, handled: map[string]bool{}}
+	for {
+		n, err := b.sweep(ctx)
+		var p *client.Problem
+		switch {
+		case ctx.Err() != nil:
+			return 0
+		case err != nil && (*once || (errors.As(err, &p) && !p.Temporary())):
+			// A refused key or a bad request will be refused again: stop rather than spin.
+			fmt.Fprintln(stderr, "approvals-bot:", err)
+			return 1
+		case err != nil:
+			fmt.Fprintln(stderr, "approvals-bot:", err, "(trying again)")
+		}
+		if *once {
+			if n == 0 {
+				fmt.Fprintln(stdout, "no pending approval items")
+			}
+			return 0
+		}
+		select {
+		case <-ctx.Done():
+			return 0
+		case <-time.After(*interval):
+		}
+	}
+}
+
+// sweep reads every pending item first, then decides them: deciding while paging would
+// not skip any (the cursor is an id), but a listing taken at one moment is easier to read.
+func (b *bot) sweep(ctx context.Context) (int, error) {
+	var pending []item
+	cursor := ""
+	for {
+		q := url.Values{"status": {"pending"}, "domain": {b.domain}, "limit": {"100"}}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		var page struct {
+			Data       []item  `json:"data"`
+			NextCursor *string `json:"nextCursor"`
+		}
+		if err := b.c.Do(ctx, "GET", "/approvals?"+q.Encode(), nil, &page); err != nil {
+			return 0, fmt.Errorf("list pending approvals: %w", err)
+		}
+		pending = append(pending, page.Data...)
+		if page.NextCursor == nil {
+			break
+		}
+		cursor = *page.NextCursor
+	}
+	still := map[string]bool{}
+	for _, it := range pending {
+		still[it.ID] = true
+		if b.handled[it.ID] {
+			continue
+		}
+		if err := b.decide(ctx, it); err != nil {
+			return 0, err
+		}
+		b.handled[it.ID] = true
+	}
+	// Forget the items that are no longer pending, so the set stays small.
+	for id := range b.handled {
+		if !still[id] {
+			delete(b.handled, id)
+		}
+	}
+	return len(pending), nil
+}
+
+func (b *bot) decide(ctx context.Context, it item) error {
+	d := it.Order.Details
+	fmt.Fprintf(b.out, "%s  %s  %s  %s USD  %s %s to %s  (%s)\n", it.ID, it.Domain, it.OrderID,
+		cmp.Or(it.Order.AmountUSD, "?"), d.Amount, d.Asset, cmp.Or(d.Destination.Address, "-"), it.Reason)
+	worth, err := decimal.NewFromString(it.Order.AmountUSD)
+	if err != nil {
+		// Without a value the rule cannot apply; a person should look at it.
+		fmt.Fprintf(b.out, "  skipped: no USD value to compare\n")
+		return nil
+	}
+	decision, comment := "APPROVE", fmt.Sprintf("approvals-bot: %s USD is at most %s USD", worth.StringFixedBank(2), b.limit)
+	if worth.GreaterThan(b.limit) {
+		decision, comment = "REJECT", fmt.Sprintf("approvals-bot: %s USD is over %s USD", worth.StringFixedBank(2), b.limit)
+	}
+	// No Idempotency-Key: deciding is safe to repeat by itself (the same decision again
+	// answers 202 as the first did), and a key shared by two bots would clash.
+	var answer item
+	err = b.c.Do(ctx, "POST", "/approvals/"+url.PathEscape(it.Domain)+"/"+url.PathEscape(it.ID)+"/decide",
+		map[string]string{"decision": decision, "comment": comment}, &answer)
+	var p *client.Problem
+	switch {
+	case err == nil:
+		fmt.Fprintf(b.out, "  %s: item now %s\n", decision, answer.Status)
+	case errors.As(err, &p) && p.Status == http.StatusConflict && p.Code == "conflict":
+		// Decided by someone else or expired since it was listed: nothing left to do.
+		fmt.Fprintf(b.out, "  not decided: %s\n", p.Detail)
+	case errors.As(err, &p) && (p.Code == "maker_checker_violation" || p.Status == http.StatusNotFound):
+		// Not this bot's to decide (it created the order, or cannot reach its wallet).
+		fmt.Fprintf(b.out, "  not decided: %s\n", p.Detail)
+	default:
+		return fmt.Errorf("decide %s: %w", it.ID, err)
+	}
+	return nil
+}
