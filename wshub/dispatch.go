@@ -185,7 +185,9 @@ type delivery struct {
 }
 
 func (h *Hub) delivered(d *delivery) {
-	if d.recorded.CompareAndSwap(false, true) {
+	// A plain load first: thousands of writers would otherwise bounce the line between
+	// cores with a locked compare-and-swap each.
+	if !d.recorded.Load() && d.recorded.CompareAndSwap(false, true) {
 		h.recorder.Add(store.WebSocketDelivery{ConfigID: d.configID, EventID: d.eventID, Event: d.event, SentAt: time.Now().UTC()})
 	}
 }

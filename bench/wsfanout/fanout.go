@@ -295,6 +295,8 @@ func run(b *bundle, p params) (string, error) {
 	var postTook []time.Duration
 	var postErr error
 	postFailures := 0
+	serverCPUBefore, _ := b.cpuTime()
+	ownCPUBefore := ownCPUTime()
 	ticker := time.NewTicker(p.interval)
 	for i := range p.events {
 		if i > 0 {
@@ -330,6 +332,9 @@ func run(b *bundle, p params) (string, error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	serverCPUAfter, _ := b.cpuTime()
+	serverCPU := (serverCPUAfter - serverCPUBefore) / time.Duration(p.events)
+	ownCPU := (ownCPUTime() - ownCPUBefore) / time.Duration(p.events)
 
 	// The server closed these before we began closing: read now, before closeAll.
 	serverClosed := map[string]int{}
@@ -410,6 +415,8 @@ func run(b *bundle, p params) (string, error) {
 	}
 	fmt.Fprintf(&line, "; latency p50 %v p99 %v max %v", percentile(latencies, .5).Round(time.Millisecond),
 		percentile(latencies, .99).Round(time.Millisecond), percentile(latencies, 1).Round(time.Millisecond))
+	// Where the machine's time went while the events were sent and delivered.
+	fmt.Fprintf(&line, "; CPU per event: server %v, load generator %v", serverCPU.Round(time.Millisecond), ownCPU.Round(time.Millisecond))
 	if postFailures > 0 {
 		fmt.Fprintf(&line, "; %d POSTs failed, first: %v", postFailures, postErr)
 	}

@@ -132,6 +132,35 @@ func (b *bundle) vmRSS() (int64, error) {
 	return 0, errors.New("no VmRSS in /proc status")
 }
 
+// cpuTime reads the CPU time (user + system) the bundle has used, from /proc/<pid>/stat.
+func (b *bundle) cpuTime() (time.Duration, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", b.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces; the fields after its closing ")" do not.
+	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+	if len(fields) < 13 {
+		return 0, errors.New("short /proc stat")
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	const ticksPerSecond = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / ticksPerSecond, nil
+}
+
+// ownCPUTime is the CPU time this process (the load generator) has used.
+func ownCPUTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // openFDs counts the bundle's open file descriptors: each live connection holds one.
 func (b *bundle) openFDs() (int, error) {
 	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", b.cmd.Process.Pid))
