@@ -1,17 +1,23 @@
 package api
 
 import (
+	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/workflows"
 )
 
@@ -109,6 +115,34 @@ func TestAuthorisationMatrix(t *testing.T) {
 		}
 	}
 	tokens["other org pay sk"] = f.creds.OtherOrg.Keys["pay"]["sk"]
+	// OAuth access tokens: one per app and scope, as clients of the organisation get them.
+	for _, app := range auth.Apps {
+		for _, action := range auth.AllActions {
+			tokens["oauth "+app+":"+action] = matrixAccessToken(t, f, app, app+":"+action)
+		}
+	}
+	// Credentials that must be refused whatever the route: expired, revoked, or of a
+	// revoked client.
+	refused := map[string]string{}
+	expired, _ := auth.NewSecret(auth.KindAccessToken)
+	clientID := matrixClient(t, f, "pay", "pay:read")
+	err := f.store.CreateOAuthToken(context.Background(), &store.OAuthToken{TokenHash: auth.HashSecret(expired), ClientID: clientID,
+		OrgID: f.creds.OrgID, App: "pay", Actions: "read", Scope: "pay:read", CreatedAt: time.Now().Add(-time.Hour),
+		ExpiresAt: time.Now().Add(-time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused["expired oauth token"] = expired
+	var revokedKey keyResponse
+	_ = json.Unmarshal(f.post(t, "/api/v1/developer/api-keys", f.creds.Keys["pay"].SK, `{"kind":"sk"}`).body, &revokedKey)
+	f.do(t, "DELETE", "/api/v1/developer/api-keys/"+revokedKey.ID, f.creds.Keys["pay"].SK, nil)
+	refused["revoked sk"] = revokedKey.Secret
+	revokedClientToken := matrixAccessToken(t, f, "pay", "pay:write")
+	f.do(t, "DELETE", "/api/v1/developer/oauth-clients/"+lastMatrixClient, f.creds.Keys["pay"].SK, nil)
+	refused["token of a revoked oauth client"] = revokedClientToken
+	for name, token := range refused {
+		tokens[name] = token
+	}
 
 	seen := 0
 	for _, route := range engine.Routes() {
@@ -126,6 +160,10 @@ func TestAuthorisationMatrix(t *testing.T) {
 			h.ServeHTTP(rec, req)
 			got := rec.Code
 			p, _ := authn.Authenticate(req.Context(), token)
+			if _, ok := refused[name]; ok && !rule.public && (p != nil || got != 401) {
+				t.Errorf("%s with %s: want 401, got %d", key, name, got)
+				continue
+			}
 			switch {
 			case rule.public:
 				if got == 401 || got == 403 {
@@ -170,3 +208,35 @@ func httptestRequest(method, path string) *http.Request {
 }
 
 func httpRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
+
+// lastMatrixClient is the id of the client matrixAccessToken made last.
+var lastMatrixClient string
+
+// matrixClient registers an OAuth client of app with the scope and returns its id.
+func matrixClient(t *testing.T, f *fixture, app, scope string) string {
+	t.Helper()
+	secret, _ := auth.NewSecret("ocs")
+	id := ids.New(ids.OAuthClient)
+	err := f.store.CreateOAuthClient(context.Background(), &store.OAuthClient{ID: id, OrgID: f.creds.OrgID, App: app,
+		SecretHash: auth.HashSecret(secret), Scopes: scope, CreatedAt: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	matrixSecrets[id] = secret
+	return id
+}
+
+var matrixSecrets = map[string]string{}
+
+// matrixAccessToken gets a token with exactly scope through the token endpoint.
+func matrixAccessToken(t *testing.T, f *fixture, app, scope string) string {
+	t.Helper()
+	id := matrixClient(t, f, app, scope)
+	lastMatrixClient = id
+	status, body, _ := f.token(t, url.Values{"grant_type": {"client_credentials"}}, id, matrixSecrets[id])
+	token, _ := body["access_token"].(string)
+	if status != 200 || token == "" {
+		t.Fatalf("token for %s: %d %v", scope, status, body)
+	}
+	return token
+}
