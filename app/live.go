@@ -77,11 +77,19 @@ func newRequestLogWriter(s *store.Store, log *slog.Logger) *batch.Writer[store.R
 	})
 }
 
-// Shutdown closes every live connection with 1001 (waiting up to ctx for them), then
-// stops the bus. Call it before draining the HTTP server, which ignores hijacked
-// connections.
-func (l *Live) Shutdown(ctx context.Context) {
-	l.Hub.Shutdown(ctx)
+// CloseConnections closes every live connection with 1001, waiting up to ctx for them.
+// Call it before draining the HTTP server, which ignores hijacked connections.
+func (l *Live) CloseConnections(ctx context.Context) { l.Hub.Shutdown(ctx) }
+
+// Stop ends the background work: the bus stops listening and the request log writes
+// what it holds.
+func (l *Live) Stop() {
 	l.cancel()
 	l.wg.Wait()
+}
+
+// Shutdown is CloseConnections then Stop.
+func (l *Live) Shutdown(ctx context.Context) {
+	l.CloseConnections(ctx)
+	l.Stop()
 }

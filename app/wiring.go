@@ -150,8 +150,7 @@ func NewWorker(s *store.Store, ch chain.Adapter, tc client.Client, log *slog.Log
 	}, sdkworker.Options{WorkerStopTimeout: stopTimeout})
 }
 
-// ServeHTTP serves srv on ln until ctx ends, then closes the live connections and drains
-// it (see Drain).
+// ServeHTTP serves srv on ln until ctx ends, then stops serving (see StopServing).
 func ServeHTTP(ctx context.Context, srv *http.Server, ln net.Listener, live *Live, timeout time.Duration, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -160,27 +159,35 @@ func ServeHTTP(ctx context.Context, srv *http.Server, ln net.Listener, live *Liv
 		return err
 	case <-ctx.Done():
 	}
-	CloseLive(live, timeout)
-	Drain(srv, timeout, log)
+	StopServing(srv, live, timeout, log)
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
 }
 
-// CloseLive closes the live connections (1001) within timeout.
-func CloseLive(live *Live, timeout time.Duration) {
+// StopServing ends an API process's serving within one timeout. Live connections are
+// closed (1001) first, since http.Server.Shutdown does not track hijacked connections;
+// then in-flight requests drain; then the background work stops, so that the drained
+// requests' log rows are still written. Either srv or live may be nil.
+func StopServing(srv *http.Server, live *Live, timeout time.Duration, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	live.Shutdown(ctx)
+	if live != nil {
+		live.CloseConnections(ctx)
+	}
+	if srv != nil {
+		drain(ctx, srv, timeout, log)
+	}
+	if live != nil {
+		live.Stop()
+	}
 }
 
-// Drain stops srv accepting and waits up to timeout for in-flight requests; requests still
+// drain stops srv accepting and waits until ctx ends for in-flight requests; requests still
 // running then are cut off (their contexts cancelled) so that what they use can be closed.
 // Cutting them off is the expected end of a bounded shutdown, not a failure.
-func Drain(srv *http.Server, timeout time.Duration, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
+func drain(ctx context.Context, srv *http.Server, timeout time.Duration, log *slog.Logger) {
 	if err := srv.Shutdown(ctx); err != nil {
 		log.Warn("requests still running after the shutdown timeout were cut off", "timeout", timeout.String())
 		_ = srv.Close()

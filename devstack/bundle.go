@@ -236,13 +236,11 @@ func (b *Bundle) stop() error {
 	if b.temporal != nil {
 		b.temporal.Quiet()
 	}
-	if b.live != nil {
-		// Before the drain: http.Server.Shutdown does not wait for hijacked connections.
-		app.CloseLive(b.live, b.opts.ShutdownTimeout)
+	if b.http != nil || b.live != nil {
+		app.StopServing(b.http, b.live, b.opts.ShutdownTimeout, b.log)
 		b.live = nil
 	}
 	if b.http != nil {
-		app.Drain(b.http, b.opts.ShutdownTimeout, b.log)
 		<-b.serveDone
 		if b.serveErr != nil && !errors.Is(b.serveErr, http.ErrServerClosed) {
 			errs = append(errs, b.serveErr)

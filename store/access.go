@@ -2,10 +2,13 @@ package store
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/opentreasury/treasury/ids"
 )
 
 // CreateOrganization inserts an organisation.
@@ -82,6 +85,21 @@ func (s *Store) OAuthClient(ctx context.Context, id string) (*OAuthClient, error
 		return nil, notFound(err)
 	}
 	return &c, nil
+}
+
+// CredentialRevoked reports whether an API key or OAuth client (by id) is revoked or gone.
+func (s *Store) CredentialRevoked(ctx context.Context, id string) (bool, error) {
+	var revoked []*time.Time
+	var err error
+	if strings.HasPrefix(id, ids.OAuthClient+"_") {
+		err = s.with(ctx).Model(&OAuthClient{}).Where("id = ?", id).Pluck("revoked_at", &revoked).Error
+	} else {
+		err = s.with(ctx).Model(&APIKey{}).Where("id = ?", id).Pluck("revoked_at", &revoked).Error
+	}
+	if err != nil {
+		return false, err
+	}
+	return len(revoked) == 0 || revoked[0] != nil, nil
 }
 
 // ListOAuthClients lists the OAuth clients of one app of an organisation, newest first.

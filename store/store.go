@@ -185,9 +185,14 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 	if !nested {
 		appended = new([]string)
 	}
+	before := len(*appended)
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		return fn(&Store{db: tx, dialect: s.dialect, databaseURL: s.databaseURL, committed: s.committed, appended: appended})
 	})
+	if err != nil {
+		// A nested transaction rolled back to its savepoint: its events never happened.
+		*appended = (*appended)[:before]
+	}
 	if err == nil && !nested && len(*appended) > 0 && s.committed != nil && *s.committed != nil {
 		(*s.committed)(*appended)
 	}

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -101,26 +103,41 @@ func (s *Store) DeleteWebSocketConfig(ctx context.Context, orgID, id string, at 
 }
 
 // RecordWebSocketDeliveries adds rows to delivery logs (a row already there, written by
-// another replica, is kept as it is) and trims each touched log to its newest rows.
+// another replica, is kept as it is) and trims each touched log to its newest rows. Rows
+// of deleted configs are dropped. Every replica takes its locks in (config, event) order,
+// so two replicas writing at once wait for each other instead of deadlocking.
 func (s *Store) RecordWebSocketDeliveries(ctx context.Context, rows []WebSocketDelivery) error {
 	if len(rows) == 0 {
 		return nil
 	}
+	rows = slices.Clone(rows)
+	slices.SortFunc(rows, func(a, b WebSocketDelivery) int {
+		return cmp.Or(cmp.Compare(a.ConfigID, b.ConfigID), cmp.Compare(a.EventID, b.EventID))
+	})
 	return s.Tx(ctx, func(tx *Store) error {
-		err := tx.with(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error
+		var live []string
+		configIDs := make([]string, 0, len(rows))
+		for _, r := range rows {
+			if len(configIDs) == 0 || configIDs[len(configIDs)-1] != r.ConfigID {
+				configIDs = append(configIDs, r.ConfigID)
+			}
+		}
+		err := tx.with(ctx).Model(&WebSocketConfig{}).Where("id IN ? AND deleted_at IS NULL", configIDs).Order("id").
+			Pluck("id", &live).Error
 		if err != nil {
 			return err
 		}
-		touched := map[string]bool{}
-		for _, r := range rows {
-			if touched[r.ConfigID] {
-				continue
-			}
-			touched[r.ConfigID] = true
-			keep := tx.with(ctx).Model(&WebSocketDelivery{}).Select("event_id").Where("config_id = ?", r.ConfigID).
+		rows = slices.DeleteFunc(rows, func(r WebSocketDelivery) bool { return !slices.Contains(live, r.ConfigID) })
+		if len(rows) == 0 {
+			return nil
+		}
+		if err := tx.with(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error; err != nil {
+			return err
+		}
+		for _, id := range live {
+			keep := tx.with(ctx).Model(&WebSocketDelivery{}).Select("event_id").Where("config_id = ?", id).
 				Order("sent_at DESC, event_id DESC").Limit(DeliveryLogSize)
-			err := tx.with(ctx).Where("config_id = ? AND event_id NOT IN (?)", r.ConfigID, keep).
-				Delete(&WebSocketDelivery{}).Error
+			err := tx.with(ctx).Where("config_id = ? AND event_id NOT IN (?)", id, keep).Delete(&WebSocketDelivery{}).Error
 			if err != nil {
 				return err
 			}

@@ -52,6 +52,9 @@ type conn struct {
 	closeOnce sync.Once
 	endOnce   sync.Once
 	closed    atomic.Bool
+	// closeWritten and peerClosed: our close frame is written, the client's is read.
+	// Whichever side sees both ends the connection at once.
+	closeWritten, peerClosed atomic.Bool
 }
 
 func newConn(h *Hub, ws *websocket.Conn, configID, credentialID string) *conn {
@@ -117,10 +120,14 @@ func (c *conn) readLoop() {
 		if err != nil {
 			var ce *websocket.CloseError
 			if errors.As(err, &ce) {
-				// The close handler queued our answer; give the writer a moment to send it.
-				select {
-				case <-c.done:
-				case <-time.After(closeGrace):
+				// The handshake is over once both close frames have passed. If ours is not
+				// written yet (the client closed first), give the writer a moment for it.
+				c.peerClosed.Store(true)
+				if !c.closeWritten.Load() {
+					select {
+					case <-c.done:
+					case <-time.After(closeGrace):
+					}
 				}
 			}
 			return
@@ -193,6 +200,10 @@ func (c *conn) writeLoop() {
 func (c *conn) writeClose(req closeRequest) {
 	msg := websocket.FormatCloseMessage(req.code, req.reason)
 	if err := c.ws.WriteControl(websocket.CloseMessage, msg, time.Now().Add(c.hub.opts.WriteTimeout)); err != nil {
+		return
+	}
+	c.closeWritten.Store(true)
+	if c.peerClosed.Load() {
 		return
 	}
 	select {

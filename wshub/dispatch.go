@@ -16,8 +16,11 @@ import (
 // maxBatch bounds how many notices the dispatcher takes up at once.
 const maxBatch = 512
 
-// resyncLimit bounds the events re-read after the bus lost its connection.
-const resyncLimit = 10000
+// resyncLimit is the page size of a re-read after the bus lost its connection.
+const resyncLimit = 1000
+
+// resyncMargin covers events stamped a little before the moment something was dropped.
+const resyncMargin = 10 * time.Second
 
 // dispatch takes notices off the bus one batch at a time: control messages first, then
 // the batch's events, read from the outbox by id, in the order they occurred.
@@ -41,6 +44,9 @@ func (h *Hub) dispatch(ctx context.Context) {
 		}
 		var eventIDs []string
 		var resync time.Time
+		if v := h.droppedSince.Swap(0); v != 0 {
+			resync = time.Unix(0, v)
+		}
 		for _, n := range batch {
 			switch {
 			case n.Control != nil:
@@ -57,16 +63,34 @@ func (h *Hub) dispatch(ctx context.Context) {
 				}
 			}
 		}
+		// A re-read goes first: it holds the older events, so an order's events still
+		// arrive in sequence; the notified ones it covers are then skipped as seen.
+		if !resync.IsZero() {
+			h.recheckAll(ctx)
+			h.resync(ctx, resync)
+		}
 		if len(eventIDs) > 0 {
 			h.deliverEvents(ctx, func(ctx context.Context) ([]store.Event, error) {
 				return h.opts.Store.EventsByID(ctx, eventIDs)
 			})
 		}
-		if !resync.IsZero() {
-			h.deliverEvents(ctx, func(ctx context.Context) ([]store.Event, error) {
-				return h.opts.Store.EventsSince(ctx, resync, resyncLimit)
-			})
+	}
+}
+
+// resync delivers the events that occurred since a moment and were not delivered yet,
+// a page at a time.
+func (h *Hub) resync(ctx context.Context, since time.Time) {
+	for ctx.Err() == nil {
+		var page []store.Event
+		h.deliverEvents(ctx, func(ctx context.Context) ([]store.Event, error) {
+			var err error
+			page, err = h.opts.Store.EventsSince(ctx, since, resyncLimit)
+			return page, err
+		})
+		if len(page) < resyncLimit || !page[len(page)-1].OccurredAt.After(since) {
+			return
 		}
+		since = page[len(page)-1].OccurredAt
 	}
 }
 

@@ -52,10 +52,13 @@ type Hub struct {
 	byCred  map[string]map[*conn]struct{}
 	stopped bool
 
-	inbox    chan events.Notice
-	seen     *recentSet
-	recorder *batch.Writer[store.WebSocketDelivery]
-	presence atomic.Bool // counts changed since the last presence write
+	inbox chan events.Notice
+	// droppedSince is when (unix ns, less a margin) the inbox first overflowed since
+	// the dispatcher last caught up; 0 when nothing was dropped.
+	droppedSince atomic.Int64
+	seen         *recentSet
+	recorder     *batch.Writer[store.WebSocketDelivery]
+	presence     atomic.Bool // counts changed since the last presence write
 
 	wg          sync.WaitGroup // the hub's own goroutines
 	connections sync.WaitGroup // reader and writer goroutines of every connection
@@ -110,11 +113,12 @@ func (h *Hub) Start(ctx context.Context) {
 		select {
 		case h.inbox <- n:
 		default:
-			// The dispatcher is far behind; rather than block the bus, re-read by time.
-			h.opts.Log.Warn("websocket hub inbox full; falling back to re-reading recent events")
-			select {
-			case h.inbox <- events.Notice{ResyncSince: time.Now().Add(-time.Minute)}:
-			default:
+			// The dispatcher is far behind. Rather than block the bus, remember the
+			// earliest moment something was dropped: the dispatcher re-reads events since
+			// then and re-checks every config and credential (control messages were lost too).
+			since := time.Now().Add(-resyncMargin).UnixNano()
+			if h.droppedSince.CompareAndSwap(0, since) {
+				h.opts.Log.Warn("websocket hub inbox full; events will be re-read from the outbox")
 			}
 		}
 	})
@@ -192,6 +196,7 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, cfg *store.WebSocket
 		"events": nonNil(cfg.EventList()), "scope": cfg.App})
 	c.ready, _ = websocket.NewPreparedMessage(websocket.TextMessage, ready)
 	if !h.register(c, cfg) {
+		_ = ws.WritePreparedMessage(c.ready)
 		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(events.CloseGoingAway, "server restarting"),
 			time.Now().Add(closeGrace))
 		_ = ws.Close()
@@ -203,9 +208,10 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, cfg *store.WebSocket
 		t := time.AfterFunc(time.Until(expiresAt), func() { c.close(events.CloseCredential, "token expired") })
 		go func() { <-c.done; t.Stop() }()
 	}
-	// A change of the config between the caller's read and the registration would have
-	// missed this connection: look once more, for this connection only.
+	// A change of the config, or a revocation, between the caller's checks and the
+	// registration would have missed this connection: look once more, for it only.
 	h.applyConfig(r.Context(), cfg.ID, []*conn{c})
+	h.checkCredential(r.Context(), credentialID, []*conn{c})
 	return nil
 }
 
@@ -326,6 +332,48 @@ func (h *Hub) applyConfig(ctx context.Context, id string, conns []*conn) {
 			lc.match = cfg.EventList()
 		}
 		h.mu.Unlock()
+	}
+}
+
+// checkCredential closes conns (4003) if their credential has been revoked meanwhile.
+func (h *Hub) checkCredential(ctx context.Context, id string, conns []*conn) {
+	if id == "" || len(conns) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	revoked, err := h.opts.Store.CredentialRevoked(ctx, id)
+	if err != nil {
+		h.opts.Log.Error("websocket credential unreadable", "credentialId", id, "error", err)
+		return
+	}
+	if revoked {
+		for _, c := range conns {
+			c.close(events.CloseCredential, "credential revoked")
+		}
+	}
+}
+
+// recheckAll applies the stored state of every live config and credential, after
+// control messages may have been lost (the bus reconnected, or the inbox overflowed).
+func (h *Hub) recheckAll(ctx context.Context) {
+	h.mu.RLock()
+	configIDs := make([]string, 0, len(h.configs))
+	for id := range h.configs {
+		configIDs = append(configIDs, id)
+	}
+	creds := make(map[string][]*conn, len(h.byCred))
+	for id, m := range h.byCred {
+		for c := range m {
+			creds[id] = append(creds[id], c)
+		}
+	}
+	h.mu.RUnlock()
+	for _, id := range configIDs {
+		h.refreshConfig(ctx, id)
+	}
+	for id, conns := range creds {
+		h.checkCredential(ctx, id, conns)
 	}
 }
 
