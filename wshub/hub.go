@@ -122,8 +122,9 @@ func (h *Hub) Start(ctx context.Context) {
 			}
 		}
 	})
-	h.wg.Add(2)
+	h.wg.Add(3)
 	go func() { defer h.wg.Done(); h.dispatch(ctx) }()
+	go func() { defer h.wg.Done(); h.keepAlive(ctx) }()
 	go func() { defer h.wg.Done(); h.recorder.Run(ctx) }()
 	if h.opts.SharedPresence {
 		h.wg.Add(1)
@@ -166,6 +167,31 @@ func (h *Hub) Shutdown(ctx context.Context) {
 
 // socketSendBuffer is the kernel send buffer asked for each connection (Linux doubles it).
 const socketSendBuffer = 32 << 10
+
+// pingFrame is queued to every connection each ping interval.
+var pingFrame = &outgoing{ping: true}
+
+// keepAlive queues a protocol ping to every connection each ping interval: one ticker
+// for the hub rather than one per connection. A connection whose queue is full is too
+// slow and is closed, as for any frame.
+func (h *Hub) keepAlive(ctx context.Context) {
+	tick := time.NewTicker(h.opts.PingInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		h.mu.RLock()
+		for _, lc := range h.configs {
+			for c := range lc.conns {
+				c.enqueue(pingFrame)
+			}
+		}
+		h.mu.RUnlock()
+	}
+}
 
 // ErrStopped means the hub is shutting down and takes no new connections.
 var ErrStopped = errors.New("wshub: shutting down")
