@@ -172,7 +172,8 @@ func main() {
 	clientList := flag.String("clients", "1000,10000", "client counts to measure, comma separated")
 	events := flag.Int("events", 50, "events sent per client count")
 	interval := flag.Duration("interval", 200*time.Millisecond, "gap between events")
-	extra := flag.String("dev-args", "--rate-limit 100000 --rate-burst 100000", "flags for treasury-dev, space separated (the default lifts the per-key rate limit: one key opens every connection)")
+	extra := flag.String("dev-args", "--rate-limit 100000 --rate-burst 100000 --balance-sync-interval 1h",
+		"flags for treasury-dev, space separated (the default lifts the per-key rate limit, since one key opens every connection, and keeps the minutely balance-sync workflow out of the measurement)")
 	dialConcurrency := flag.Int("dial-concurrency", 200, "WebSocket handshakes in flight at once")
 	flag.Parse()
 
