@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -57,18 +58,22 @@ func keyJSON(k *store.APIKey) keyResponse {
 }
 
 // list answers GET /developer/api-keys: the app's keys, never their secrets.
-func (h *keyHandlers) list(c *gin.Context) {
+func (h *keyHandlers) list(c *gin.Context) { listOfOwnApp(c, h.log, h.store.ListAPIKeys, keyJSON) }
+
+// listOfOwnApp answers with every record of the caller's app that fetch returns, each
+// rendered for the API.
+func listOfOwnApp[R, T any](c *gin.Context, log *slog.Logger, fetch func(ctx context.Context, orgID, app string) ([]R, error), render func(*R) T) {
 	p := principalOf(c)
-	keys, err := h.store.ListAPIKeys(c.Request.Context(), p.OrgID, p.App)
+	rows, err := fetch(c.Request.Context(), p.OrgID, p.App)
 	if err != nil {
-		requestFailed(c, h.log, err)
+		requestFailed(c, log, err)
 		return
 	}
-	out := make([]keyResponse, len(keys))
-	for i := range keys {
-		out[i] = keyJSON(&keys[i])
+	out := make([]T, len(rows))
+	for i := range rows {
+		out[i] = render(&rows[i])
 	}
-	c.JSON(http.StatusOK, listResponse[keyResponse]{Data: out})
+	c.JSON(http.StatusOK, listResponse[T]{Data: out})
 }
 
 // create answers POST /developer/api-keys {kind, actions?, resourceIds?, label?}: the new
@@ -120,20 +125,13 @@ func (h *keyHandlers) create(c *gin.Context) {
 	k := &store.APIKey{ID: ids.New(ids.APIKey), OrgID: p.OrgID, App: p.App, Kind: req.Kind,
 		Actions: auth.FormatActions(req.Actions), ResourceIDs: auth.FormatActions(req.ResourceIDs), Label: req.Label,
 		SecretHash: auth.HashSecret(secret), SecretHint: auth.Hint(secret), CreatedAt: now}
-	err = h.store.Tx(c.Request.Context(), func(tx *store.Store) error {
-		if err := tx.CreateAPIKey(c.Request.Context(), k); err != nil {
-			return err
-		}
-		return auditDeveloperAction(c, tx, "api_key.created", "api_key", k.ID, map[string]any{"kind": k.Kind})
-	})
-	if err != nil {
-		requestFailed(c, h.log, err)
+	if !writeAudited(c, h.store, h.log, func(tx *store.Store) error { return tx.CreateAPIKey(c.Request.Context(), k) },
+		"api_key.created", "api_key", k.ID, map[string]any{"kind": k.Kind}) {
 		return
 	}
 	out := keyJSON(k)
 	out.Secret = secret
-	c.Header("Cache-Control", "no-store")
-	c.JSON(http.StatusCreated, out)
+	replyWithSecret(c, out)
 }
 
 // revoke answers DELETE /developer/api-keys/{id}: the key stops working at once.
@@ -154,17 +152,27 @@ func (h *keyHandlers) revoke(c *gin.Context) {
 		return
 	}
 	now := time.Now().UTC()
-	err = h.store.Tx(ctx, func(tx *store.Store) error {
-		if err := tx.RevokeAPIKey(ctx, p.OrgID, k.ID, now); err != nil && !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-		return auditDeveloperAction(c, tx, "api_key.revoked", "api_key", k.ID, map[string]any{})
-	})
-	if err != nil {
-		requestFailed(c, h.log, err)
+	revoked := writeAudited(c, h.store, h.log, func(tx *store.Store) error {
+		return ignoreNotFound(tx.RevokeAPIKey(ctx, p.OrgID, k.ID, now))
+	}, "api_key.revoked", "api_key", k.ID, map[string]any{})
+	if !revoked {
 		return
 	}
 	k.RevokedAt = &now
 	announce(c, h.bus, h.log, events.Control{Kind: events.ControlCredentialRevoked, OrgID: p.OrgID, CredentialID: k.ID})
 	c.JSON(http.StatusOK, keyJSON(k))
+}
+
+// replyWithSecret answers 201 with a new credential whose secret this answer alone holds.
+func replyWithSecret(c *gin.Context, out any) {
+	c.Header("Cache-Control", "no-store")
+	c.JSON(http.StatusCreated, out)
+}
+
+// ignoreNotFound: revoking what a concurrent request revoked first is not an error.
+func ignoreNotFound(err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	return err
 }

@@ -46,17 +46,7 @@ func oauthClientJSON(oc *store.OAuthClient) oauthClientResponse {
 
 // list answers GET /developer/oauth-clients.
 func (h *oauthClientHandlers) list(c *gin.Context) {
-	p := principalOf(c)
-	list, err := h.store.ListOAuthClients(c.Request.Context(), p.OrgID, p.App)
-	if err != nil {
-		requestFailed(c, h.log, err)
-		return
-	}
-	out := make([]oauthClientResponse, len(list))
-	for i := range list {
-		out[i] = oauthClientJSON(&list[i])
-	}
-	c.JSON(http.StatusOK, listResponse[oauthClientResponse]{Data: out})
+	listOfOwnApp(c, h.log, h.store.ListOAuthClients, oauthClientJSON)
 }
 
 // create answers POST /developer/oauth-clients {scopes, label?}: scopes are
@@ -97,20 +87,13 @@ func (h *oauthClientHandlers) create(c *gin.Context) {
 	}
 	oc := &store.OAuthClient{ID: ids.New(ids.OAuthClient), OrgID: p.OrgID, App: p.App, SecretHash: auth.HashSecret(secret),
 		Scopes: strings.Join(slices.Compact(scopes), " "), Label: req.Label, CreatedAt: time.Now().UTC()}
-	err = h.store.Tx(c.Request.Context(), func(tx *store.Store) error {
-		if err := tx.CreateOAuthClient(c.Request.Context(), oc); err != nil {
-			return err
-		}
-		return auditDeveloperAction(c, tx, "oauth_client.created", "oauth_client", oc.ID, map[string]any{"scopes": oc.Scopes})
-	})
-	if err != nil {
-		requestFailed(c, h.log, err)
+	if !writeAudited(c, h.store, h.log, func(tx *store.Store) error { return tx.CreateOAuthClient(c.Request.Context(), oc) },
+		"oauth_client.created", "oauth_client", oc.ID, map[string]any{"scopes": oc.Scopes}) {
 		return
 	}
 	out := oauthClientJSON(oc)
 	out.ClientSecret = secret
-	c.Header("Cache-Control", "no-store")
-	c.JSON(http.StatusCreated, out)
+	replyWithSecret(c, out)
 }
 
 // revoke answers DELETE /developer/oauth-clients/{id}: the client and every access token
@@ -130,14 +113,10 @@ func (h *oauthClientHandlers) revoke(c *gin.Context) {
 	}
 	if oc.RevokedAt == nil {
 		now := time.Now().UTC()
-		err = h.store.Tx(ctx, func(tx *store.Store) error {
-			if err := tx.RevokeOAuthClient(ctx, p.OrgID, oc.ID, now); err != nil && !errors.Is(err, store.ErrNotFound) {
-				return err
-			}
-			return auditDeveloperAction(c, tx, "oauth_client.revoked", "oauth_client", oc.ID, map[string]any{})
-		})
-		if err != nil {
-			requestFailed(c, h.log, err)
+		revoked := writeAudited(c, h.store, h.log, func(tx *store.Store) error {
+			return ignoreNotFound(tx.RevokeOAuthClient(ctx, p.OrgID, oc.ID, now))
+		}, "oauth_client.revoked", "oauth_client", oc.ID, map[string]any{})
+		if !revoked {
 			return
 		}
 		oc.RevokedAt = &now

@@ -149,17 +149,29 @@ func (h *websocketHandlers) create(c *gin.Context) {
 	ctx := c.Request.Context()
 	cfg := &store.WebSocketConfig{ID: ids.New(ids.WebSocketConfig), OrgID: p.OrgID, App: p.App,
 		Events: strings.Join(entries, ","), Enabled: true, CreatedAt: h.now().UTC()}
-	err = h.store.Tx(ctx, func(tx *store.Store) error {
-		if err := tx.CreateWebSocketConfig(ctx, cfg); err != nil {
-			return err
-		}
-		return auditDeveloperAction(c, tx, "websocket_config.created", "websocket_config", cfg.ID, map[string]any{"events": entries})
-	})
-	if err != nil {
-		requestFailed(c, h.log, err)
+	created := writeAudited(c, h.store, h.log, func(tx *store.Store) error { return tx.CreateWebSocketConfig(ctx, cfg) },
+		"websocket_config.created", "websocket_config", cfg.ID, map[string]any{"events": entries})
+	if !created {
 		return
 	}
 	h.reply(c, http.StatusCreated, cfg)
+}
+
+// writeAudited runs write and the change's audit record in one transaction, answering an
+// error itself; it reports whether the handler may go on.
+func writeAudited(c *gin.Context, s *store.Store, log *slog.Logger, write func(tx *store.Store) error,
+	action, resourceType, id string, details map[string]any) bool {
+	err := s.Tx(c.Request.Context(), func(tx *store.Store) error {
+		if err := write(tx); err != nil {
+			return err
+		}
+		return auditDeveloperAction(c, tx, action, resourceType, id, details)
+	})
+	if err != nil {
+		requestFailed(c, log, err)
+		return false
+	}
+	return true
 }
 
 // auditDeveloperAction records a change the caller made to its own app's developer
@@ -191,14 +203,10 @@ func (h *websocketHandlers) update(c *gin.Context) {
 	}
 	ctx := c.Request.Context()
 	if cfg.Enabled != *req.Enabled {
-		err := h.store.Tx(ctx, func(tx *store.Store) error {
-			if err := tx.SetWebSocketConfigEnabled(ctx, cfg.OrgID, cfg.ID, *req.Enabled); err != nil {
-				return err
-			}
-			return auditDeveloperAction(c, tx, "websocket_config.updated", "websocket_config", cfg.ID, map[string]any{"enabled": *req.Enabled})
-		})
-		if err != nil {
-			requestFailed(c, h.log, err)
+		updated := writeAudited(c, h.store, h.log, func(tx *store.Store) error {
+			return tx.SetWebSocketConfigEnabled(ctx, cfg.OrgID, cfg.ID, *req.Enabled)
+		}, "websocket_config.updated", "websocket_config", cfg.ID, map[string]any{"enabled": *req.Enabled})
+		if !updated {
 			return
 		}
 		cfg.Enabled = *req.Enabled
