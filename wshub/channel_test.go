@@ -129,8 +129,9 @@ type client struct {
 	ws     *websocket.Conn
 	frames chan map[string]any
 	// closeCode is set once the connection ends: the server's close code, or -1.
-	closed    chan struct{}
-	closeCode int
+	closed      chan struct{}
+	closeCode   int
+	closeReason string
 }
 
 func (r *replica) connect(t *testing.T, configID, token string) *client {
@@ -172,7 +173,7 @@ func (c *client) read() {
 		if err != nil {
 			var ce *websocket.CloseError
 			if errors.As(err, &ce) {
-				c.closeCode = ce.Code
+				c.closeCode, c.closeReason = ce.Code, ce.Text
 			}
 			return
 		}
@@ -432,10 +433,9 @@ func TestChannelCloseCodes(t *testing.T) {
 		cfg := r.createConfig(t, pay.SK, "*")
 		c := r.connect(t, cfg, r.accessToken(t, id, secret))
 		r.call(t, "DELETE", "/developer/oauth-clients/"+id, pay.SK, nil)
-		start := time.Now()
 		c.waitClosed(t, 4003)
-		if time.Since(start) > time.Second {
-			t.Fatal("closed by the expiry, not by the revocation")
+		if c.closeReason != "credential revoked" {
+			t.Fatalf("closed for %q, not by the revocation", c.closeReason)
 		}
 	})
 	t.Run("OAuth token expired 4003", func(t *testing.T) {
@@ -445,10 +445,9 @@ func TestChannelCloseCodes(t *testing.T) {
 		}
 		cfg := r.createConfig(t, pay.SK, "*")
 		c := r.connect(t, cfg, r.accessToken(t, out["clientId"].(string), out["clientSecret"].(string)))
-		start := time.Now()
 		c.waitClosed(t, 4003)
-		if time.Since(start) < time.Second {
-			t.Fatal("closed before the token expired")
+		if c.closeReason != "token expired" {
+			t.Fatalf("closed for %q, not by the expiry", c.closeReason)
 		}
 	})
 	t.Run("shutdown 1001", func(t *testing.T) {
@@ -464,7 +463,9 @@ func TestChannelCloseCodes(t *testing.T) {
 func TestChannelKeepalive(t *testing.T) {
 	s := storetest.NewSQLite(t)
 	creds := seedStore(t, s)
-	r := startReplica(t, s, app.LiveOptions{PingInterval: 100 * time.Millisecond, PongWait: 200 * time.Millisecond}, api.Config{})
+	// A pong wait well above the ping interval: a loaded CI machine may be slow to answer,
+	// and only the client that never answers must be dropped.
+	r := startReplica(t, s, app.LiveOptions{PingInterval: 100 * time.Millisecond, PongWait: time.Second}, api.Config{})
 	pay := creds.Keys["pay"]
 	cfg := r.createConfig(t, pay.SK, "*")
 
@@ -485,8 +486,9 @@ func TestChannelKeepalive(t *testing.T) {
 		t.Fatalf("the client answering pings was closed (%d)", alive.closeCode)
 	case <-time.After(500 * time.Millisecond):
 	}
-	if len(pings) < 3 {
-		t.Fatalf("%d pings in a second at a 100 ms interval", len(pings))
+	// By now a second and a half has passed at a 100 ms interval.
+	if len(pings) < 5 {
+		t.Fatalf("%d pings in 1.5 s at a 100 ms interval", len(pings))
 	}
 }
 
