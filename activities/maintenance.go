@@ -37,3 +37,8 @@ func (m *Maintenance) DeleteExpiredEvents(ctx context.Context) (int64, error) {
 func (m *Maintenance) DeleteExpiredOAuthTokens(ctx context.Context) (int64, error) {
 	return m.Store.DeleteExpiredOAuthTokens(ctx, m.now())
 }
+
+// DeleteExpiredRequestLogs removes request logs older than their retention.
+func (m *Maintenance) DeleteExpiredRequestLogs(ctx context.Context) (int64, error) {
+	return m.Store.DeleteRequestLogsBefore(ctx, m.now().Add(-store.RequestLogRetention))
+}

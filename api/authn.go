@@ -14,16 +14,16 @@ import (
 func authenticate(a *auth.Authenticator, log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		header := c.GetHeader("Authorization")
-		scheme, token, ok := strings.Cut(header, " ")
 		if header == "" {
 			fail(c, CodeUnauthenticated, "Send an API key as 'Authorization: Bearer <key>'.")
 			return
 		}
-		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		token := bearerToken(header)
+		if token == "" {
 			fail(c, CodeUnauthenticated, "The Authorization header must be 'Bearer <key>'.")
 			return
 		}
-		p, err := a.Authenticate(c.Request.Context(), strings.TrimSpace(token))
+		p, err := a.Authenticate(c.Request.Context(), token)
 		if errors.Is(err, auth.ErrUnauthenticated) {
 			fail(c, CodeUnauthenticated, "The token is unknown, revoked or expired.")
 			return
@@ -35,6 +35,15 @@ func authenticate(a *auth.Authenticator, log *slog.Logger) gin.HandlerFunc {
 		c.Set(principalContextKey, p)
 		c.Next()
 	}
+}
+
+// bearerToken returns the token of an "Authorization: Bearer <token>" header, or "".
+func bearerToken(header string) string {
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
 }
 
 // require lets the request through only when the principal holds action on app.

@@ -212,7 +212,7 @@ func (h *websocketHandlers) update(c *gin.Context) {
 		cfg.Enabled = *req.Enabled
 	}
 	// Announced even when nothing changed: a retry after a lost announcement repairs it.
-	h.announce(c, events.Control{Kind: events.ControlConfig, OrgID: cfg.OrgID, ConfigID: cfg.ID})
+	announce(c, h.bus, h.log, events.Control{Kind: events.ControlConfig, OrgID: cfg.OrgID, ConfigID: cfg.ID})
 	h.reply(c, http.StatusOK, cfg)
 }
 
@@ -237,7 +237,7 @@ func (h *websocketHandlers) remove(c *gin.Context) {
 		requestFailed(c, h.log, err)
 		return
 	}
-	h.announce(c, events.Control{Kind: events.ControlConfig, OrgID: cfg.OrgID, ConfigID: cfg.ID})
+	announce(c, h.bus, h.log, events.Control{Kind: events.ControlConfig, OrgID: cfg.OrgID, ConfigID: cfg.ID})
 	c.JSON(http.StatusOK, gin.H{"id": cfg.ID, "deleted": true})
 }
 
@@ -256,7 +256,7 @@ func (h *websocketHandlers) test(c *gin.Context) {
 	data := map[string]any{"id": ids.New(ids.Event), "event": events.WebSocketTest, "configId": cfg.ID, "app": cfg.App,
 		"correlationId": correlationID(c), "occurredAt": formatTime(now)}
 	raw, _ := json.Marshal(data)
-	if !h.announce(c, events.Control{Kind: events.ControlTest, OrgID: cfg.OrgID, ConfigID: cfg.ID, Event: raw}) {
+	if !announce(c, h.bus, h.log, events.Control{Kind: events.ControlTest, OrgID: cfg.OrgID, ConfigID: cfg.ID, Event: raw}) {
 		fail(c, CodeUnavailable, "The test event could not be sent; retry.")
 		return
 	}
@@ -265,10 +265,6 @@ func (h *websocketHandlers) test(c *gin.Context) {
 
 // announce tells every API process about a change. It reports false when the bus
 // could not take it (the change itself is stored).
-func (h *websocketHandlers) announce(c *gin.Context, ctl events.Control) bool {
-	return announce(c, h.bus, h.log, ctl)
-}
-
 func announce(c *gin.Context, bus events.Bus, log *slog.Logger, ctl events.Control) bool {
 	if bus == nil {
 		return false
@@ -290,9 +286,7 @@ func announce(c *gin.Context, bus events.Bus, log *slog.Logger, ctl events.Contr
 func (h *websocketHandlers) connect(c *gin.Context) {
 	token := c.Query("token")
 	if token == "" {
-		if scheme, t, ok := strings.Cut(c.GetHeader("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
-			token = strings.TrimSpace(t)
-		}
+		token = bearerToken(c.GetHeader("Authorization"))
 	}
 	if token == "" {
 		fail(c, CodeUnauthenticated, "Pass a key or access token as ?token=… (or 'Authorization: Bearer …').")

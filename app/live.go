@@ -59,22 +59,10 @@ func StartLive(s *store.Store, opts LiveOptions, log *slog.Logger) *Live {
 	return l
 }
 
-// newRequestLogWriter writes request logs in batches and, about once an hour, removes
-// those past their retention.
+// newRequestLogWriter writes request logs in batches; the hourly maintenance workflow
+// removes those past their retention.
 func newRequestLogWriter(s *store.Store, log *slog.Logger) *batch.Writer[store.RequestLog] {
-	var lastCleanup time.Time
-	return batch.New("request logs", 500*time.Millisecond, 10000, log, func(ctx context.Context, rows []store.RequestLog) error {
-		if err := s.AppendRequestLogs(ctx, rows); err != nil {
-			return err
-		}
-		if time.Since(lastCleanup) > time.Hour {
-			lastCleanup = time.Now()
-			if _, err := s.DeleteRequestLogsBefore(ctx, time.Now().Add(-store.RequestLogRetention)); err != nil {
-				log.Warn("old request logs not removed", "error", err)
-			}
-		}
-		return nil
-	})
+	return batch.New("request logs", 500*time.Millisecond, 10000, log, s.AppendRequestLogs)
 }
 
 // CloseConnections closes every live connection with 1001, waiting up to ctx for them.

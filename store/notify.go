@@ -35,7 +35,7 @@ func (s *Store) eventAppended(ctx context.Context, id string) error {
 	if s.dialect != migrations.Postgres {
 		return nil
 	}
-	return s.with(ctx).Exec("SELECT pg_notify(?, ?)", EventsChannel, id).Error
+	return s.Notify(ctx, EventsChannel, id)
 }
 
 // Notify sends payload on a channel to every listener of the database.

@@ -54,6 +54,7 @@ func New(c client.Client, acts Activities, opts sdkworker.Options) sdkworker.Wor
 	w.RegisterActivityWithOptions(acts.Maintenance.DeleteExpiredIdempotencyKeys, activity.RegisterOptions{Name: workflows.DeleteExpiredIdempotencyKeysActivity})
 	w.RegisterActivityWithOptions(acts.Maintenance.DeleteExpiredEvents, activity.RegisterOptions{Name: workflows.DeleteExpiredEventsActivity})
 	w.RegisterActivityWithOptions(acts.Maintenance.DeleteExpiredOAuthTokens, activity.RegisterOptions{Name: workflows.DeleteExpiredOAuthTokensActivity})
+	w.RegisterActivityWithOptions(acts.Maintenance.DeleteExpiredRequestLogs, activity.RegisterOptions{Name: workflows.DeleteExpiredRequestLogsActivity})
 	return w
 }
 

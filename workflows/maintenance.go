@@ -13,6 +13,7 @@ const (
 	DeleteExpiredIdempotencyKeysActivity = "DeleteExpiredIdempotencyKeys"
 	DeleteExpiredEventsActivity          = "DeleteExpiredEvents"
 	DeleteExpiredOAuthTokensActivity     = "DeleteExpiredOAuthTokens"
+	DeleteExpiredRequestLogsActivity     = "DeleteExpiredRequestLogs"
 	MaintenanceScheduleID                = "maintenance"
 )
 
@@ -21,7 +22,12 @@ type MaintenanceResult struct {
 	IdempotencyKeysDeleted int64
 	EventsDeleted          int64
 	OAuthTokensDeleted     int64
+	RequestLogsDeleted     int64
 }
+
+// requestLogRetentionChange marks the version of Maintenance that also removes old request
+// logs; runs recorded before it replay without that step.
+const requestLogRetentionChange = "request-log-retention"
 
 // Maintenance removes data past its retention. A Temporal Schedule runs it hourly.
 func Maintenance(ctx workflow.Context) (MaintenanceResult, error) {
@@ -36,6 +42,12 @@ func Maintenance(ctx workflow.Context) (MaintenanceResult, error) {
 	if err := workflow.ExecuteActivity(ctx, DeleteExpiredEventsActivity).Get(ctx, &res.EventsDeleted); err != nil {
 		return res, err
 	}
-	err := workflow.ExecuteActivity(ctx, DeleteExpiredOAuthTokensActivity).Get(ctx, &res.OAuthTokensDeleted)
+	if err := workflow.ExecuteActivity(ctx, DeleteExpiredOAuthTokensActivity).Get(ctx, &res.OAuthTokensDeleted); err != nil {
+		return res, err
+	}
+	if workflow.GetVersion(ctx, requestLogRetentionChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return res, nil
+	}
+	err := workflow.ExecuteActivity(ctx, DeleteExpiredRequestLogsActivity).Get(ctx, &res.RequestLogsDeleted)
 	return res, err
 }

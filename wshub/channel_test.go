@@ -261,6 +261,13 @@ func TestChannelDeliversMatchingEventsWithinAppAndOrg(t *testing.T) {
 		t.Fatalf("answer to ping: %v", f)
 	}
 
+	// A client frame over the 4 KiB read limit ends that connection (1009), no other.
+	big := r.connect(t, orders, pay.PK)
+	if err := big.ws.WriteMessage(websocket.TextMessage, []byte(`{"type":"ping","pad":"`+strings.Repeat("x", 5000)+`"}`)); err != nil {
+		t.Fatal(err)
+	}
+	big.waitClosed(t, websocket.CloseMessageTooBig)
+
 	// The page data: live connections and the delivery log (written in the background).
 	var page map[string]any
 	deadline := time.Now().Add(5 * time.Second)

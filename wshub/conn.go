@@ -56,7 +56,6 @@ type conn struct {
 
 	closeOnce sync.Once
 	endOnce   sync.Once
-	closed    atomic.Bool
 	// closeWritten and peerClosed: our close frame is written, the client's is read.
 	// Whichever side sees both ends the connection at once.
 	closeWritten, peerClosed atomic.Bool
@@ -70,7 +69,7 @@ func newConn(h *Hub, ws *websocket.Conn, configID, credentialID string) *conn {
 // enqueue hands a frame to the writer without ever waiting: a client whose queue is
 // full is too slow and is closed, so it never holds up the others.
 func (c *conn) enqueue(o *outgoing) {
-	if c.closed.Load() {
+	if c.closing() {
 		return
 	}
 	select {
@@ -80,11 +79,14 @@ func (c *conn) enqueue(o *outgoing) {
 	}
 }
 
+// closing reports whether the connection is being closed or has ended: it takes no
+// more frames.
+func (c *conn) closing() bool { return c.closeReq.Load() != nil || c.ended.Load() }
+
 // close asks the writer to send a close frame and end the connection. Only the first
 // request counts.
 func (c *conn) close(code int, reason string) {
 	c.closeOnce.Do(func() {
-		c.closed.Store(true)
 		c.closeReq.Store(&closeRequest{code: code, reason: reason})
 		c.wake()
 	})
@@ -93,7 +95,6 @@ func (c *conn) close(code int, reason string) {
 // end drops the connection and unregisters it. Safe to call more than once.
 func (c *conn) end() {
 	c.endOnce.Do(func() {
-		c.closed.Store(true)
 		c.ended.Store(true)
 		close(c.done)
 		c.wake()
@@ -186,7 +187,7 @@ func (c *conn) writeLoop() {
 			return
 		}
 		o := <-c.send
-		if o == wakeFrame || c.closed.Load() {
+		if o == wakeFrame || c.closing() {
 			continue
 		}
 		var err error

@@ -63,6 +63,11 @@ func (h *Hub) dispatch(ctx context.Context) {
 				}
 			}
 		}
+		// With no live connection on this replica there is nobody to deliver to: the
+		// outbox is not read at all, so an idle API process costs the order path nothing.
+		if h.idle() {
+			continue
+		}
 		// A re-read goes first: it holds the older events, so an order's events still
 		// arrive in sequence; the notified ones it covers are then skipped as seen.
 		if !resync.IsZero() {
@@ -75,6 +80,12 @@ func (h *Hub) dispatch(ctx context.Context) {
 			})
 		}
 	}
+}
+
+func (h *Hub) idle() bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.configs) == 0
 }
 
 // resync delivers the events that occurred since a moment and were not delivered yet,
@@ -224,7 +235,7 @@ const presenceFresh = 90 * time.Second
 func (h *Hub) reportPresence(ctx context.Context) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	var last time.Time
+	var last, lastSweep time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -252,8 +263,9 @@ func (h *Hub) reportPresence(ctx context.Context) {
 			continue
 		}
 		last = time.Now()
-		if time.Now().Minute()%10 == 0 {
-			_ = h.opts.Store.DeleteStalePresence(ctx, time.Now().Add(-10*presenceFresh))
+		if last.Sub(lastSweep) > 10*time.Minute {
+			lastSweep = last
+			_ = h.opts.Store.DeleteStalePresence(ctx, last.Add(-10*presenceFresh))
 		}
 	}
 }

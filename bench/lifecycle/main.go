@@ -9,21 +9,18 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/opentreasury/treasury/bench/devbundle"
 )
 
 type credentials struct {
@@ -162,14 +159,6 @@ func confirmations(c *client, app string, orders []submitted, timeout time.Durat
 	return confirmed, other, nil
 }
 
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(float64(len(sorted)-1) * p)
-	return sorted[i]
-}
-
 func main() {
 	devBin := flag.String("dev-bin", "bin/treasury-dev", "treasury-dev binary to start (ignored with -credentials)")
 	credsPath := flag.String("credentials", "", "credentials.json of a running bundle, instead of starting one")
@@ -187,13 +176,13 @@ func main() {
 	c := &client{http: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
 	path := *credsPath
 	if path == "" {
-		stop, p, err := startBundle(*devBin, strings.Fields(*extra))
+		b, err := devbundle.Start(*devBin, strings.Fields(*extra))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "start treasury-dev:", err)
 			os.Exit(1)
 		}
-		defer stop()
-		path = p
+		defer b.Stop()
+		path = b.CredentialsPath
 	}
 	raw, err := os.ReadFile(path)
 	if err == nil {
@@ -237,44 +226,10 @@ func main() {
 	fmt.Printf("scenario %s: %d orders submitted at once, %d confirmed, %d ended otherwise\n", *scenario, len(orders), len(confirmed), other)
 	if len(lat) > 0 {
 		fmt.Printf("throughput %.1f orders/s (first submit to last confirmation: %v)\n", float64(len(lat))/span.Seconds(), span.Round(time.Millisecond))
-		fmt.Printf("submit->confirmed p50 %v  p90 %v  p99 %v  max %v\n", percentile(lat, .50).Round(time.Millisecond),
-			percentile(lat, .90).Round(time.Millisecond), percentile(lat, .99).Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
+		fmt.Printf("submit->confirmed p50 %v  p90 %v  p99 %v  max %v\n", devbundle.Percentile(lat, .50).Round(time.Millisecond),
+			devbundle.Percentile(lat, .90).Round(time.Millisecond), devbundle.Percentile(lat, .99).Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
 	}
 	if err != nil || len(confirmed) != len(orders) {
 		os.Exit(1)
 	}
-}
-
-// startBundle runs treasury-dev on free ports in a temporary data directory and returns
-// how to stop it and where its credentials are.
-func startBundle(bin string, extra []string) (func(), string, error) {
-	dir, err := os.MkdirTemp("", "treasury-bench-")
-	if err != nil {
-		return nil, "", err
-	}
-	args := append([]string{"--data-dir", dir, "--http-addr", "127.0.0.1:0", "--temporal-port", "0", "--ui-port", "-1", "--log-level", "warn"}, extra...)
-	cmd := exec.Command(bin, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, "", err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, "", err
-	}
-	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGINT)
-		_ = cmd.Wait()
-		_ = os.RemoveAll(dir)
-	}
-	lines := bufio.NewScanner(stdout)
-	for lines.Scan() {
-		if strings.HasPrefix(lines.Text(), "Press Ctrl-C") {
-			go func() { _, _ = io.Copy(io.Discard, stdout) }()
-			return stop, filepath.Join(dir, "credentials.json"), nil
-		}
-	}
-	stop()
-	return nil, "", fmt.Errorf("treasury-dev ended before it was ready: %s", stderr.String())
 }

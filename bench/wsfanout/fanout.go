@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/opentreasury/treasury/bench/devbundle"
 )
 
 // params are one measurement's settings.
@@ -393,9 +395,9 @@ func run(b *bundle, p params) (string, error) {
 
 	// Details go to stderr; the result stays one line per client count.
 	fmt.Fprintf(os.Stderr, "clients %d: events sent over %v, POST p50 %v max %v; the last client to receive an event got it after p50 %v max %v",
-		p.clients, sendSpan.Round(time.Millisecond), percentile(postTook, .5).Round(time.Millisecond),
-		postTook[len(postTook)-1].Round(time.Millisecond), percentile(reachedAll, .5).Round(time.Millisecond),
-		percentile(reachedAll, 1).Round(time.Millisecond))
+		p.clients, sendSpan.Round(time.Millisecond), devbundle.Percentile(postTook, .5).Round(time.Millisecond),
+		postTook[len(postTook)-1].Round(time.Millisecond), devbundle.Percentile(reachedAll, .5).Round(time.Millisecond),
+		devbundle.Percentile(reachedAll, 1).Round(time.Millisecond))
 	if strays+foreign+overflow > 0 {
 		fmt.Fprintf(os.Stderr, "; unexpected event frames: %d of failed POSTs, %d not ours, %d past the record", strays, foreign, overflow)
 	}
@@ -413,19 +415,12 @@ func run(b *bundle, p params) (string, error) {
 		slices.Sort(codes)
 		fmt.Fprintf(&line, " [%s]", strings.Join(codes, ", "))
 	}
-	fmt.Fprintf(&line, "; latency p50 %v p99 %v max %v", percentile(latencies, .5).Round(time.Millisecond),
-		percentile(latencies, .99).Round(time.Millisecond), percentile(latencies, 1).Round(time.Millisecond))
+	fmt.Fprintf(&line, "; latency p50 %v p99 %v max %v", devbundle.Percentile(latencies, .5).Round(time.Millisecond),
+		devbundle.Percentile(latencies, .99).Round(time.Millisecond), devbundle.Percentile(latencies, 1).Round(time.Millisecond))
 	// Where the machine's time went while the events were sent and delivered.
 	fmt.Fprintf(&line, "; CPU per event: server %v, load generator %v", serverCPU.Round(time.Millisecond), ownCPU.Round(time.Millisecond))
 	if postFailures > 0 {
 		fmt.Fprintf(&line, "; %d POSTs failed, first: %v", postFailures, postErr)
 	}
 	return line.String(), nil
-}
-
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[int(float64(len(sorted)-1)*p)]
 }

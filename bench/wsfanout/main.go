@@ -10,8 +10,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -19,12 +17,12 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/opentreasury/treasury/bench/devbundle"
 )
 
 type credentials struct {
@@ -43,59 +41,27 @@ type credentials struct {
 
 // bundle is a treasury-dev child process and the API client that talks to it.
 type bundle struct {
-	cmd   *exec.Cmd
-	dir   string
+	*devbundle.Bundle
 	creds credentials
 	http  *http.Client
 }
 
-// startBundle runs treasury-dev on free ports in a temporary data directory and returns
-// once it serves, with its credentials read.
+// startBundle runs treasury-dev and reads its credentials.
 func startBundle(bin string, extra []string) (*bundle, error) {
-	dir, err := os.MkdirTemp("", "treasury-wsfanout-")
+	dev, err := devbundle.Start(bin, extra)
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"--data-dir", dir, "--http-addr", "127.0.0.1:0", "--temporal-port", "0", "--ui-port", "-1", "--log-level", "warn"}, extra...)
-	b := &bundle{cmd: exec.Command(bin, args...), dir: dir,
-		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}}
-	var stderr bytes.Buffer
-	b.cmd.Stderr = &stderr
-	stdout, err := b.cmd.StdoutPipe()
+	b := &bundle{Bundle: dev, http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}}
+	raw, err := os.ReadFile(dev.CredentialsPath)
+	if err == nil {
+		err = json.Unmarshal(raw, &b.creds)
+	}
 	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
+		dev.Stop()
+		return nil, fmt.Errorf("credentials: %w", err)
 	}
-	if err := b.cmd.Start(); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	lines := bufio.NewScanner(stdout)
-	for lines.Scan() {
-		if strings.HasPrefix(lines.Text(), "Press Ctrl-C") {
-			// The bundle blocks on a full stdout pipe if nobody drains it.
-			go func() { _, _ = io.Copy(io.Discard, stdout) }()
-			raw, err := os.ReadFile(filepath.Join(dir, "credentials.json"))
-			if err == nil {
-				err = json.Unmarshal(raw, &b.creds)
-			}
-			if err != nil {
-				b.stop()
-				return nil, fmt.Errorf("credentials: %w", err)
-			}
-			return b, nil
-		}
-	}
-	b.stop()
-	return nil, fmt.Errorf("treasury-dev ended before it was ready: %s", stderr.String())
-}
-
-// stop interrupts the bundle as Ctrl-C would, so it closes its WebSocket connections
-// and Temporal cleanly, and removes its data.
-func (b *bundle) stop() {
-	_ = b.cmd.Process.Signal(syscall.SIGINT)
-	_ = b.cmd.Wait()
-	_ = os.RemoveAll(b.dir)
+	return b, nil
 }
 
 // do sends an API request as the pay app and returns the status and body.
@@ -120,7 +86,7 @@ func (b *bundle) do(method, path, correlationID, body string) (int, []byte, erro
 
 // vmRSS reads the resident memory of the bundle, in KiB.
 func (b *bundle) vmRSS() (int64, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", b.cmd.Process.Pid))
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", b.Cmd.Process.Pid))
 	if err != nil {
 		return 0, err
 	}
@@ -134,7 +100,7 @@ func (b *bundle) vmRSS() (int64, error) {
 
 // cpuTime reads the CPU time (user + system) the bundle has used, from /proc/<pid>/stat.
 func (b *bundle) cpuTime() (time.Duration, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", b.cmd.Process.Pid))
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", b.Cmd.Process.Pid))
 	if err != nil {
 		return 0, err
 	}
@@ -163,7 +129,7 @@ func ownCPUTime() time.Duration {
 
 // openFDs counts the bundle's open file descriptors: each live connection holds one.
 func (b *bundle) openFDs() (int, error) {
-	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", b.cmd.Process.Pid))
+	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", b.Cmd.Process.Pid))
 	return len(entries), err
 }
 
@@ -224,6 +190,6 @@ func measure(devBin string, extra []string, p params) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer b.stop()
+	defer b.Stop()
 	return run(b, p)
 }
