@@ -42,3 +42,8 @@ func (m *Maintenance) DeleteExpiredOAuthTokens(ctx context.Context) (int64, erro
 func (m *Maintenance) DeleteExpiredRequestLogs(ctx context.Context) (int64, error) {
 	return m.Store.DeleteRequestLogsBefore(ctx, m.now().Add(-store.RequestLogRetention))
 }
+
+// DeleteExpiredSessions removes console sessions past their expiry.
+func (m *Maintenance) DeleteExpiredSessions(ctx context.Context) (int64, error) {
+	return m.Store.DeleteExpiredSessions(ctx, m.now())
+}

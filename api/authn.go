@@ -10,22 +10,33 @@ import (
 	"github.com/opentreasury/treasury/auth"
 )
 
-// authenticate resolves the bearer token into a principal, or answers 401.
+// authenticate resolves the bearer token, or else the session cookie, into a principal,
+// or answers 401. A write made with a session must carry the session's CSRF token.
 func authenticate(a *auth.Authenticator, log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		header := c.GetHeader("Authorization")
-		if header == "" {
-			fail(c, CodeUnauthenticated, "Send an API key as 'Authorization: Bearer <key>'.")
+		var p *auth.Principal
+		var err error
+		switch session, _ := c.Cookie(SessionCookie); {
+		case header != "":
+			token := bearerToken(header)
+			if token == "" {
+				fail(c, CodeUnauthenticated, "The Authorization header must be 'Bearer <key>'.")
+				return
+			}
+			p, err = a.Authenticate(c.Request.Context(), token)
+		case session != "":
+			p, err = a.AuthenticateSession(c.Request.Context(), session)
+			if err == nil && !isSafeMethod(c.Request.Method) && !auth.CSRFTokenMatches(session, c.GetHeader(CSRFHeader)) {
+				fail(c, CodePermissionDenied, "A write made with a session needs the session's CSRF token in the "+CSRFHeader+" header.")
+				return
+			}
+		default:
+			fail(c, CodeUnauthenticated, "Send an API key as 'Authorization: Bearer <key>', or sign in at POST /api/v1/sessions.")
 			return
 		}
-		token := bearerToken(header)
-		if token == "" {
-			fail(c, CodeUnauthenticated, "The Authorization header must be 'Bearer <key>'.")
-			return
-		}
-		p, err := a.Authenticate(c.Request.Context(), token)
 		if errors.Is(err, auth.ErrUnauthenticated) {
-			fail(c, CodeUnauthenticated, "The token is unknown, revoked or expired.")
+			fail(c, CodeUnauthenticated, "The token or session is unknown, revoked or expired.")
 			return
 		}
 		if err != nil {
@@ -46,7 +57,8 @@ func bearerToken(header string) string {
 	return strings.TrimSpace(token)
 }
 
-// require lets the request through only when the principal holds action on app.
+// require lets the request through only when the principal holds action on app, and
+// narrows a person to that app for the handler.
 func require(app, action string) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		p := principalOf(c)
@@ -56,6 +68,47 @@ func require(app, action string) gin.HandlerFunc {
 		}
 		if !p.Can(app, action) {
 			fail(c, CodePermissionDenied, "This credential does not have the '"+action+"' action on the '"+app+"' app.")
+			return
+		}
+		c.Set(principalContextKey, p.InApp(app))
+		c.Next()
+	}
+}
+
+// appQueryKey marks a request whose ?app= the scope check has consumed.
+const appQueryKey = "treasury.appQuery"
+
+// requireOwn is the check of routes about one app's own resources (the developer surface):
+// a key or token acts in its own app; a person names the app with ?app=. A key may name
+// its own app too, and only that one.
+func requireOwn(action string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		p := principalOf(c)
+		app, named := c.GetQuery("app")
+		switch {
+		case named && !auth.IsApp(app):
+			validationFailed(c, []FieldError{{Field: "app", Message: "must be one of " + strings.Join(auth.Apps, ", ")}})
+			return
+		case p.Kind == auth.KindUser && !named:
+			validationFailed(c, []FieldError{{Field: "app", Message: "is required when signed in as a person, e.g. ?app=pay"}})
+			return
+		case p.Kind != auth.KindUser && named && app != p.App:
+			fail(c, CodePermissionDenied, "This credential belongs to the '"+p.App+"' app, not '"+app+"'.")
+			return
+		case p.Kind != auth.KindUser:
+			app = p.App
+		}
+		c.Set(appQueryKey, named)
+		require(app, action)(c)
+	}
+}
+
+// requireAnyApp lets through a principal holding one of actions on at least one app (or
+// treasury read, which sees every app); the handler lists across those apps.
+func requireAnyApp(actions ...string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if len(appsFor(principalOf(c), actions...)) == 0 {
+			fail(c, CodePermissionDenied, "This credential may not read this.")
 			return
 		}
 		c.Next()

@@ -33,6 +33,10 @@ type access struct {
 	notFoundOK bool
 	// channel: the WebSocket upgrade, open to sk_, pk_ and OAuth tokens of any app.
 	channel bool
+	// session: routes about the caller's own session, open to any signed-in person.
+	session bool
+	// owner: besides the rule above, only the organisation's owner, signed in.
+	owner bool
 }
 
 // routeAccess is the authorisation table: every route of the API must have an entry.
@@ -41,6 +45,14 @@ var routeAccess = map[string]access{
 	"GET /healthz":                                {public: true},
 	"GET /readyz":                                 {public: true},
 	"POST /api/v1/oauth/token":                    {public: true},
+	"POST /api/v1/sessions":                       {public: true},
+	"GET /api/v1/session":                         {session: true},
+	"DELETE /api/v1/session":                      {session: true},
+	"POST /api/v1/session/password":               {session: true},
+	"GET /api/v1/developer/team":                  {app: "own", actions: []string{"developer"}},
+	"POST /api/v1/developer/team":                 {app: "own", actions: []string{"developer"}, owner: true},
+	"PATCH /api/v1/developer/team/:id":            {app: "own", actions: []string{"developer"}, owner: true, notFoundOK: true},
+	"DELETE /api/v1/developer/team/:id":           {app: "own", actions: []string{"developer"}, owner: true, notFoundOK: true},
 	"GET /api/v1/treasury/portfolio":              {app: "treasury", actions: []string{"read"}},
 	"GET /api/v1/treasury/wallets":                {app: "treasury", actions: []string{"read"}},
 	"GET /api/v1/treasury/positions":              {app: "treasury", actions: []string{"read"}},
@@ -68,8 +80,8 @@ var routeAccess = map[string]access{
 	// The channel: sk_ and pk_ keys and OAuth tokens of the config's app (wshub tests
 	// cover the 403 of another app or organisation with a real config).
 	"GET /api/v1/ws":         {channel: true, notFoundOK: true},
-	"GET /api/v1/events":     {app: "own", actions: []string{"read"}},
-	"GET /api/v1/audit-logs": {app: "own", actions: []string{"read"}},
+	"GET /api/v1/events":     {app: "any", actions: []string{"read"}},
+	"GET /api/v1/audit-logs": {app: "any", actions: []string{"read"}},
 }
 
 func init() {
@@ -82,7 +94,8 @@ func init() {
 	}
 }
 
-// allowed says whether a principal passes the route's check.
+// allowed says whether a principal passes the route's check. People name the app of
+// "own" routes with ?app=pay, the app the matrix requests them in.
 func (a access) allowed(p *auth.Principal) bool {
 	if p == nil {
 		return false
@@ -90,14 +103,96 @@ func (a access) allowed(p *auth.Principal) bool {
 	if a.channel {
 		return p.Kind == auth.KindSecret || p.Kind == auth.KindPublishable || p.Kind == auth.KindAccessToken
 	}
+	if a.session {
+		return p.Kind == auth.KindUser
+	}
+	if a.owner && p.Role != store.RoleOwner {
+		return false
+	}
+	holds := func(app string) bool {
+		return slices.ContainsFunc(a.actions, func(x string) bool { return p.Can(app, x) })
+	}
 	switch a.app {
 	case "own":
-		return slices.ContainsFunc(a.actions, func(x string) bool { return p.Can(p.App, x) })
+		if p.Kind == auth.KindUser {
+			return holds("pay")
+		}
+		return holds(p.App)
 	case "any":
-		return p.Can("treasury", "read") || slices.ContainsFunc(a.actions, func(x string) bool { return p.Can(p.App, x) })
+		return p.Can("treasury", "read") || slices.ContainsFunc(auth.Apps, holds)
 	default:
-		return slices.ContainsFunc(a.actions, func(x string) bool { return p.Can(a.app, x) })
+		return holds(a.app)
 	}
+}
+
+// credential is how a request proves who it is: a bearer token, or a session cookie with
+// (or, to forge a cross-site write, without) its CSRF token.
+type credential struct {
+	bearer  string
+	session string
+	noCSRF  bool
+}
+
+func (cr credential) principal(ctx context.Context, authn *auth.Authenticator) *auth.Principal {
+	var p *auth.Principal
+	if cr.session != "" {
+		p, _ = authn.AuthenticateSession(ctx, cr.session)
+	} else {
+		p, _ = authn.Authenticate(ctx, cr.bearer)
+	}
+	return p
+}
+
+func (cr credential) request(method, path string) *http.Request {
+	if cr.session != "" && strings.Contains(path, "/developer/") {
+		path += "?app=pay"
+	}
+	req := newRequest(method, path, cr.bearer)
+	if cr.session != "" {
+		req.AddCookie(&http.Cookie{Name: SessionCookie, Value: cr.session})
+		if !cr.noCSRF {
+			req.Header.Set(CSRFHeader, auth.CSRFToken(cr.session))
+		}
+	}
+	return req
+}
+
+// matrixSessionLike opens another session of the person signed in with token.
+func matrixSessionLike(t *testing.T, f *fixture, token string) string {
+	t.Helper()
+	_, u, err := f.store.SessionByHash(context.Background(), auth.HashSecret(token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, sess, _ := auth.NewSession(u, time.Now(), time.Hour)
+	if err := f.store.CreateSession(context.Background(), sess); err != nil {
+		t.Fatal(err)
+	}
+	return fresh
+}
+
+// matrixSession adds a person to org with grants and signs them in through the API.
+func matrixSession(t *testing.T, f *fixture, h http.Handler, org, role string, grants map[string]string) string {
+	t.Helper()
+	email := ids.New("usr") + "@example.com"
+	hash, _ := auth.HashPassword("matrix password 1")
+	var perms []store.MemberPermission
+	for app, actions := range grants {
+		perms = append(perms, store.MemberPermission{App: app, Actions: actions})
+	}
+	u := &store.User{ID: ids.New(ids.User), OrgID: org, Email: email, PasswordHash: hash, Role: role, CreatedAt: time.Now()}
+	if err := f.store.CreateUser(context.Background(), u, perms); err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest("POST", "/api/v1/sessions", strings.NewReader(`{"email":"`+email+`","password":"matrix password 1"}`))
+	req.RemoteAddr = ids.New("ip") + ":1"
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	cookies := rec.Result().Cookies()
+	if rec.Code != 201 || len(cookies) != 1 {
+		t.Fatalf("sign in: %d %s", rec.Code, rec.Body)
+	}
+	return cookies[0].Value
 }
 
 func TestAuthorisationMatrix(t *testing.T) {
@@ -107,23 +202,38 @@ func TestAuthorisationMatrix(t *testing.T) {
 	engine := h.(*gin.Engine)
 	authn := auth.NewAuthenticator(f.store)
 
-	tokens := map[string]string{"none": "", "malformed": "not-a-token", "unknown": "sk_unknownunknownunknownunknownunknownunk"}
+	creds := map[string]credential{"none": {}, "malformed": {bearer: "not-a-token"},
+		"unknown": {bearer: "sk_unknownunknownunknownunknownunknownunk"}}
 	for app, k := range f.creds.Keys {
-		tokens[app+" sk"], tokens[app+" pk"], tokens[app+" read"] = k.SK, k.PK, k.Read
+		creds[app+" sk"], creds[app+" pk"], creds[app+" read"] = credential{bearer: k.SK}, credential{bearer: k.PK}, credential{bearer: k.Read}
 		if k.Approve != "" {
-			tokens[app+" approve"], tokens[app+" sign"] = k.Approve, k.Sign
+			creds[app+" approve"], creds[app+" sign"] = credential{bearer: k.Approve}, credential{bearer: k.Sign}
 		}
 	}
-	tokens["other org pay sk"] = f.creds.OtherOrg.Keys["pay"]["sk"]
+	creds["other org pay sk"] = credential{bearer: f.creds.OtherOrg.Keys["pay"]["sk"]}
 	// OAuth access tokens: one per app and scope, as clients of the organisation get them.
 	for _, app := range auth.Apps {
 		for _, action := range auth.AllActions {
-			tokens["oauth "+app+":"+action] = matrixAccessToken(t, f, app, app+":"+action)
+			creds["oauth "+app+":"+action] = credential{bearer: matrixAccessToken(t, f, app, app+":"+action)}
 		}
 	}
+	// People, signed in: the owner, members with a grant each, one with none, and the
+	// owner of another organisation.
+	org := f.creds.OrgID
+	creds["owner session"] = credential{session: f.signIn(t, f.creds.Owner.Email, f.creds.Owner.Password).token}
+	for _, g := range []struct{ app, actions string }{{"pay", "read,approve"}, {"pay", "write"}, {"pay", "sign"}, {"pay", "developer"},
+		{"trade", "read,write,approve,sign,developer"}, {"treasury", "read"}} {
+		creds["member "+g.app+":"+g.actions] = credential{session: matrixSession(t, f, h, org, store.RoleMember, map[string]string{g.app: g.actions})}
+	}
+	creds["member without permissions"] = credential{session: matrixSession(t, f, h, org, store.RoleMember, nil)}
+	creds["other org owner session"] = credential{session: matrixSession(t, f, h, f.creds.OtherOrg.OrgID, store.RoleOwner, nil)}
+	// A forged cross-site request carries the owner's cookie but cannot know the CSRF token.
+	forged := creds["owner session"]
+	forged.noCSRF = true
+
 	// Credentials that must be refused whatever the route: expired, revoked, or of a
-	// revoked client.
-	refused := map[string]string{}
+	// revoked client; a signed-out or expired session.
+	refused := map[string]credential{}
 	expired, _ := auth.NewSecret(auth.KindAccessToken)
 	clientID := matrixClient(t, f, "pay", "pay:read")
 	err := f.store.CreateOAuthToken(context.Background(), &store.OAuthToken{TokenHash: auth.HashSecret(expired), ClientID: clientID,
@@ -132,16 +242,26 @@ func TestAuthorisationMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	refused["expired oauth token"] = expired
+	refused["expired oauth token"] = credential{bearer: expired}
 	var revokedKey keyResponse
 	_ = json.Unmarshal(f.post(t, "/api/v1/developer/api-keys", f.creds.Keys["pay"].SK, `{"kind":"sk"}`).body, &revokedKey)
 	f.do(t, "DELETE", "/api/v1/developer/api-keys/"+revokedKey.ID, f.creds.Keys["pay"].SK, nil)
-	refused["revoked sk"] = revokedKey.Secret
+	refused["revoked sk"] = credential{bearer: revokedKey.Secret}
 	revokedClientToken := matrixAccessToken(t, f, "pay", "pay:write")
 	f.do(t, "DELETE", "/api/v1/developer/oauth-clients/"+lastMatrixClient, f.creds.Keys["pay"].SK, nil)
-	refused["token of a revoked oauth client"] = revokedClientToken
-	for name, token := range refused {
-		tokens[name] = token
+	refused["token of a revoked oauth client"] = credential{bearer: revokedClientToken}
+	signedOut := f.signIn(t, f.creds.Owner.Email, f.creds.Owner.Password)
+	f.as(t, signedOut, "DELETE", "/api/v1/session", "")
+	refused["signed-out session"] = credential{session: signedOut.token}
+	ownerUser, _ := f.store.UserByEmail(context.Background(), f.creds.Owner.Email)
+	expiredSession, sess, _ := auth.NewSession(ownerUser, time.Now().Add(-13*time.Hour), 12*time.Hour)
+	if err := f.store.CreateSession(context.Background(), sess); err != nil {
+		t.Fatal(err)
+	}
+	refused["expired session"] = credential{session: expiredSession}
+	refused["session token as a bearer token"] = credential{bearer: creds["owner session"].session}
+	for name, cr := range refused {
+		creds[name] = cr
 	}
 
 	seen := 0
@@ -154,13 +274,22 @@ func TestAuthorisationMatrix(t *testing.T) {
 		}
 		seen++
 		path := strings.NewReplacer(":app", "pay", ":domain", "payment", ":id", "nothing_here").Replace(route.Path)
-		for name, token := range tokens {
-			req := newRequest(route.Method, path, token)
+		for name, cr := range creds {
+			_, isRefused := refused[name]
+			if key == "DELETE /api/v1/session" && cr.session != "" && !isRefused {
+				// Signing out ends the session: sign out a fresh one of the same person.
+				cr.session = matrixSessionLike(t, f, cr.session)
+			}
+			req := cr.request(route.Method, path)
+			p := cr.principal(req.Context(), authn)
+			if rule.channel && cr.session != "" {
+				// The channel takes a token in its URL, never a session cookie.
+				p = nil
+			}
 			rec := httpRecorder()
 			h.ServeHTTP(rec, req)
 			got := rec.Code
-			p, _ := authn.Authenticate(req.Context(), token)
-			if _, ok := refused[name]; ok && !rule.public && (p != nil || got != 401) {
+			if isRefused && !rule.public && (p != nil || got != 401) {
 				t.Errorf("%s with %s: want 401, got %d", key, name, got)
 				continue
 			}
@@ -181,6 +310,13 @@ func TestAuthorisationMatrix(t *testing.T) {
 				if got != 403 && !(rule.notFoundOK && got == 404) {
 					t.Errorf("%s with %s: want 403, got %d", key, name, got)
 				}
+			}
+		}
+		if !rule.public {
+			rec := httpRecorder()
+			h.ServeHTTP(rec, forged.request(route.Method, path))
+			if want := route.Method == "GET" && !rule.channel; want != (rec.Code != 401 && rec.Code != 403) {
+				t.Errorf("%s with the owner's cookie and no CSRF token: %d", key, rec.Code)
 			}
 		}
 	}

@@ -11,17 +11,6 @@ import (
 	"github.com/opentreasury/treasury/store"
 )
 
-// requireOwn lets through a principal holding action on its own app: the routes that
-// are about "the caller's app" rather than one named in the path.
-func requireOwn(action string) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		require(principalOf(c).App, action)(c)
-	}
-}
-
-// requireRead lets through a principal with read on its own app.
-func requireRead() gin.HandlerFunc { return requireOwn(auth.ActionRead) }
-
 type recordHandlers struct {
 	store *store.Store
 	log   *slog.Logger

@@ -113,7 +113,11 @@ func (m *idempotency) handle(c *gin.Context) {
 			}
 		}
 		encoded, _ := json.Marshal(headers)
-		err = m.store.CompleteIdempotencyKey(ctx, rec.OrgID, rec.Key, rec.CreatedAt, status, string(encoded), capture.body.Bytes())
+		body := capture.body.Bytes()
+		if kept, ok := c.Get(keptBodyKey); ok {
+			body = kept.([]byte)
+		}
+		err = m.store.CompleteIdempotencyKey(ctx, rec.OrgID, rec.Key, rec.CreatedAt, status, string(encoded), body)
 	}
 	if err != nil {
 		m.log.Error("idempotency record not updated", "correlationId", correlationID(c), "error", err.Error())

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -131,7 +132,7 @@ func (h *keyHandlers) create(c *gin.Context) {
 	}
 	out := keyJSON(k)
 	out.Secret = secret
-	replyWithSecret(c, out)
+	replyWithSecret(c, out, "secret")
 }
 
 // revoke answers DELETE /developer/api-keys/{id}: the key stops working at once.
@@ -164,10 +165,30 @@ func (h *keyHandlers) revoke(c *gin.Context) {
 }
 
 // replyWithSecret answers 201 with a new credential whose secret this answer alone holds.
-func replyWithSecret(c *gin.Context, out any) {
+// A replay of the request (Idempotency-Key) answers the same record without the secret
+// fields: the secret was shown once and is never stored in the clear, not even for replay.
+func replyWithSecret(c *gin.Context, out any, secretFields ...string) {
 	c.Header("Cache-Control", "no-store")
 	c.JSON(http.StatusCreated, out)
+	var kept map[string]any
+	b, err := json.Marshal(out)
+	if err == nil {
+		err = json.Unmarshal(b, &kept)
+	}
+	for _, f := range secretFields {
+		delete(kept, f)
+	}
+	if err == nil {
+		b, err = json.Marshal(kept)
+	}
+	if err != nil {
+		b = []byte(`{}`)
+	}
+	c.Set(keptBodyKey, b)
 }
+
+// keptBodyKey holds the body an idempotency record keeps in place of the one sent.
+const keptBodyKey = "treasury.keptBody"
 
 // ignoreNotFound: revoking what a concurrent request revoked first is not an error.
 func ignoreNotFound(err error) error {

@@ -105,3 +105,39 @@ func TestResourceRestrictedKeyReadsOnlyItsWallets(t *testing.T) {
 		t.Errorf("events of another wallet's order: %s", r.body)
 	}
 }
+
+// A create that issues a secret, retried with its Idempotency-Key, answers the same record
+// without the secret: it is shown once and kept nowhere in the clear, replay included.
+func TestReplayedCreatesNeverHoldTheSecret(t *testing.T) {
+	f, owner := newPeopleFixture(t)
+	pay := f.creds.Keys["pay"].SK
+	for _, c := range []struct {
+		path, body, secretField string
+	}{
+		{"/api/v1/developer/api-keys", `{"kind":"sk"}`, "secret"},
+		{"/api/v1/developer/oauth-clients", `{"scopes":"pay:read"}`, "clientSecret"},
+		{"/api/v1/developer/team?app=pay", `{"email":"replay@example.com","actions":["read"]}`, "password"},
+	} {
+		send := func() response {
+			if strings.Contains(c.path, "/team") {
+				return f.do(t, "POST", c.path, "", strings.NewReader(c.body), "Cookie", SessionCookie+"="+owner.token,
+					CSRFHeader, owner.csrf, "Idempotency-Key", "replay-"+c.secretField)
+			}
+			return f.post(t, c.path, pay, c.body, "Idempotency-Key", "replay-"+c.secretField)
+		}
+		first, again := send(), send()
+		var a, b map[string]any
+		_ = json.Unmarshal(first.body, &a)
+		_ = json.Unmarshal(again.body, &b)
+		secret, _ := a[c.secretField].(string)
+		if first.status != 201 || secret == "" || again.status != 201 || again.header.Get("Idempotent-Replayed") != "true" ||
+			b["id"] != a["id"] || b[c.secretField] != nil {
+			t.Fatalf("%s: first %d %s, replay %d %s", c.path, first.status, first.body, again.status, again.body)
+		}
+		held, err := f.store.ClaimIdempotencyKey(context.Background(), &store.IdempotencyRecord{OrgID: f.creds.OrgID,
+			Key: "replay-" + c.secretField, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}, time.Now().Add(-time.Hour))
+		if err == nil || held == nil || len(held.ResponseBody) == 0 || strings.Contains(string(held.ResponseBody), secret) {
+			t.Fatalf("%s: the stored answer %v %v", c.path, held, err)
+		}
+	}
+}

@@ -61,7 +61,7 @@ func (h *orderHandlers) submit(c *gin.Context) {
 		return
 	}
 	auditOrLog(ctx, h.store, h.log, &store.AuditLog{ID: ids.New(ids.AuditLog), OrgID: p.OrgID,
-		App: h.domain.App, ActorType: "key", ActorID: p.ID, Action: h.domain.Name + ".submitted", ResourceType: "order",
+		App: h.domain.App, ActorType: p.ActorType(), ActorID: p.ID, Action: h.domain.Name + ".submitted", ResourceType: "order",
 		ResourceID: o.ID, CorrelationID: correlationID(c), Details: "{}", CreatedAt: time.Now().UTC()})
 	if !decision.Allowed {
 		prob := NewProblem(CodePolicyViolation, "The policy of the "+h.domain.App+" app refused this order; it is now rejected.")
@@ -105,15 +105,16 @@ func approvalJSON(it *store.ApprovalItem, ds []store.ApprovalDecision) map[strin
 
 // appsFor are the apps whose approval items or signing requests a principal may see.
 func appsFor(p *auth.Principal, actions ...string) []string {
-	if p.App == "treasury" && p.Can("treasury", auth.ActionRead) {
+	if p.Can("treasury", auth.ActionRead) {
 		return auth.Apps
 	}
-	for _, a := range actions {
-		if p.Can(p.App, a) {
-			return []string{p.App}
+	var out []string
+	for _, app := range p.Apps() {
+		if slices.ContainsFunc(actions, func(a string) bool { return p.Can(app, a) }) {
+			out = append(out, app)
 		}
 	}
-	return nil
+	return out
 }
 
 // listApprovals answers GET /approvals.
@@ -224,7 +225,7 @@ func (h *lifecycleHandlers) decide(c *gin.Context) {
 	now := time.Now().UTC()
 	decision := &store.ApprovalDecision{ItemID: item.ID, DecidedBy: p.ID, Decision: req.Decision, Comment: req.Comment,
 		CorrelationID: correlationID(c), DecidedAt: now}
-	audit := &store.AuditLog{ID: ids.New(ids.AuditLog), OrgID: p.OrgID, App: app, ActorType: "key", ActorID: p.ID,
+	audit := &store.AuditLog{ID: ids.New(ids.AuditLog), OrgID: p.OrgID, App: app, ActorType: p.ActorType(), ActorID: p.ID,
 		Action: "approval." + strings.ToLower(req.Decision), ResourceType: "approval_item", ResourceID: item.ID,
 		CorrelationID: correlationID(c), Details: "{}", CreatedAt: now}
 	decided, err := h.store.RecordApprovalDecision(ctx, p.OrgID, decision, audit)
@@ -408,7 +409,7 @@ func (h *lifecycleHandlers) sign(c *gin.Context) {
 		return
 	}
 	auditOrLog(c.Request.Context(), h.store, h.log, &store.AuditLog{ID: ids.New(ids.AuditLog), OrgID: p.OrgID,
-		App: r.App, ActorType: "key", ActorID: p.ID, Action: "signature.submitted", ResourceType: "signing_request",
+		App: r.App, ActorType: p.ActorType(), ActorID: p.ID, Action: "signature.submitted", ResourceType: "signing_request",
 		ResourceID: r.ID, CorrelationID: correlationID(c), Details: "{}", CreatedAt: time.Now().UTC()})
 	c.JSON(http.StatusAccepted, signingJSON(r))
 }

@@ -93,7 +93,7 @@ func (h *oauthClientHandlers) create(c *gin.Context) {
 	}
 	out := oauthClientJSON(oc)
 	out.ClientSecret = secret
-	replyWithSecret(c, out)
+	replyWithSecret(c, out, "clientSecret")
 }
 
 // revoke answers DELETE /developer/oauth-clients/{id}: the client and every access token

@@ -205,7 +205,7 @@ func (h *orderHandlers) create(c *gin.Context) {
 	for i, l := range legNames {
 		legs[i] = store.OrderLeg{Position: i, Leg: l, Status: "pending"}
 	}
-	audit := &store.AuditLog{ID: ids.New(ids.AuditLog), OrgID: p.OrgID, App: h.domain.App, ActorType: "key",
+	audit := &store.AuditLog{ID: ids.New(ids.AuditLog), OrgID: p.OrgID, App: h.domain.App, ActorType: p.ActorType(),
 		ActorID: p.ID, Action: h.domain.Name + ".created", ResourceType: "order", ResourceID: id,
 		CorrelationID: correlationID(c), Details: string(detailsJSON), CreatedAt: now}
 	created := store.EventSpec{Name: "Order.Created", Fields: map[string]any{

@@ -66,7 +66,7 @@ func encodeCursor(key string) *string {
 func rejectUnknownQuery(c *gin.Context, allowed []string, errs *[]FieldError) {
 	keys := make([]string, 0)
 	for k := range c.Request.URL.Query() {
-		if !slices.Contains(allowed, k) {
+		if !slices.Contains(allowed, k) && !(k == "app" && c.GetBool(appQueryKey)) {
 			keys = append(keys, k)
 		}
 	}

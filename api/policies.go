@@ -40,6 +40,7 @@ func policyApp(c *gin.Context, actions ...string) (string, bool) {
 	p := principalOf(c)
 	for _, a := range actions {
 		if p.Can(app, a) {
+			c.Set(principalContextKey, p.InApp(app))
 			return app, true
 		}
 	}
@@ -99,7 +100,7 @@ func (h *policyHandlers) put(c *gin.Context) {
 			return err
 		}
 		return tx.AppendAudit(c.Request.Context(), &store.AuditLog{ID: ids.New(ids.AuditLog), OrgID: pr.OrgID, App: app,
-			ActorType: "key", ActorID: pr.ID, Action: "policy.updated", ResourceType: "policy", ResourceID: app,
+			ActorType: pr.ActorType(), ActorID: pr.ID, Action: "policy.updated", ResourceType: "policy", ResourceID: app,
 			CorrelationID: correlationID(c), Details: doc, CreatedAt: now})
 	})
 	if err != nil {

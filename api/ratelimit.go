@@ -74,9 +74,14 @@ func (l *rateLimiter) middleware() gin.HandlerFunc {
 			c.Next()
 			return
 		}
-		seconds := strconv.Itoa(max(1, int(math.Ceil(wait.Seconds()))))
+		seconds := retryAfter(wait)
 		c.Header("RateLimit-Reset", seconds)
 		c.Header("Retry-After", seconds)
 		fail(c, CodeRateLimited, "Too many requests for this credential; retry after "+seconds+" s.")
 	}
+}
+
+// retryAfter is a wait in whole seconds, at least one, for Retry-After.
+func retryAfter(wait time.Duration) string {
+	return strconv.Itoa(max(1, int(math.Ceil(wait.Seconds()))))
 }

@@ -24,8 +24,8 @@ func withRequestLog(sink RequestLogSink) gin.HandlerFunc {
 		start := time.Now()
 		c.Next()
 		p := principalOf(c)
-		if sink == nil || p == nil {
-			return
+		if sink == nil || p == nil || p.App == "" {
+			return // a person's request across apps belongs to none
 		}
 		sink.Add(store.RequestLog{ID: ids.New("req"), OrgID: p.OrgID, App: p.App, Method: c.Request.Method,
 			Path: c.Request.URL.Path, Status: c.Writer.Status(), LatencyMs: float64(time.Since(start).Microseconds()) / 1000,

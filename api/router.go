@@ -40,6 +40,8 @@ type Config struct {
 	RateBurst int
 	// OAuthTokenTTL is the lifetime of an access token (15 minutes when zero).
 	OAuthTokenTTL time.Duration
+	// SessionTTL is how long a person stays signed in (12 hours when zero).
+	SessionTTL time.Duration
 	// IdempotencyRetention is how long a write's response is kept for replay (24 h default).
 	IdempotencyRetention time.Duration
 	// Bus tells every API process about config changes and revoked credentials.
@@ -84,6 +86,12 @@ func NewRouter(cfg Config) http.Handler {
 
 	authenticator := auth.NewAuthenticator(cfg.Store)
 	authn := authenticate(authenticator, log)
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = 12 * time.Hour
+	}
+	sh := &sessionHandlers{store: cfg.Store, log: log, authn: authenticator, ttl: cfg.SessionTTL, now: time.Now,
+		attempts: newRateLimiter(10.0/60, 10)}
+	r.POST("/api/v1/sessions", sh.signIn)
 	idem := &idempotency{store: cfg.Store, log: log, retention: cfg.IdempotencyRetention,
 		lease: max(2*cfg.RequestTimeout, time.Minute), now: time.Now}
 	if cfg.RateLimit <= 0 {
@@ -99,6 +107,10 @@ func NewRouter(cfg Config) http.Handler {
 	// a WebSocket), so it sits outside the bearer-authenticated group.
 	r.GET("/api/v1/ws", wsh.connect)
 	v1 := r.Group("/api/v1", authn, withRequestLog(cfg.RequestLogs), limiter.middleware(), idem.handle)
+
+	v1.GET("/session", sh.current)
+	v1.DELETE("/session", sh.signOut)
+	v1.POST("/session/password", sh.changePassword)
 
 	ph := &portfolioHandlers{store: cfg.Store, log: log}
 	treasuryRead := require("treasury", auth.ActionRead)
@@ -129,6 +141,12 @@ func NewRouter(cfg Config) http.Handler {
 	v1.POST("/developer/oauth-clients", dev, och.create)
 	v1.DELETE("/developer/oauth-clients/:id", dev, och.revoke)
 
+	th := &teamHandlers{store: cfg.Store, log: log}
+	v1.GET("/developer/team", dev, th.list)
+	v1.POST("/developer/team", dev, requireOwner(), th.add)
+	v1.PATCH("/developer/team/:id", dev, requireOwner(), th.update)
+	v1.DELETE("/developer/team/:id", dev, requireOwner(), th.remove)
+
 	rlh := &requestLogHandlers{store: cfg.Store, log: log}
 	v1.GET("/developer/logs", dev, rlh.list)
 
@@ -140,8 +158,8 @@ func NewRouter(cfg Config) http.Handler {
 	v1.POST("/developer/websockets/:id/test", dev, wsh.test)
 
 	rh := &recordHandlers{store: cfg.Store, log: log}
-	v1.GET("/events", requireRead(), rh.events)
-	v1.GET("/audit-logs", requireRead(), rh.auditLogs)
+	v1.GET("/events", requireAnyApp(auth.ActionRead), rh.events)
+	v1.GET("/audit-logs", requireAnyApp(auth.ActionRead), rh.auditLogs)
 
 	for _, d := range orders.Domains {
 		oh := &orderHandlers{store: cfg.Store, log: log, domain: d, workflows: cfg.Workflows}

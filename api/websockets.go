@@ -180,7 +180,7 @@ func auditDeveloperAction(c *gin.Context, tx *store.Store, action, resourceType,
 	p := principalOf(c)
 	d, _ := json.Marshal(details)
 	return tx.AppendAudit(c.Request.Context(), &store.AuditLog{ID: ids.New(ids.AuditLog), OrgID: p.OrgID, App: p.App,
-		ActorType: "key", ActorID: p.ID, Action: action, ResourceType: resourceType, ResourceID: id,
+		ActorType: p.ActorType(), ActorID: p.ID, Action: action, ResourceType: resourceType, ResourceID: id,
 		CorrelationID: correlationID(c), Details: string(d), CreatedAt: time.Now().UTC()})
 }
 

@@ -30,6 +30,7 @@ type Config struct {
 	RateLimit            float64
 	RateBurst            int
 	OAuthTokenTTL        time.Duration
+	SessionTTL           time.Duration
 	WSPingInterval       time.Duration
 	LogLevel             slog.Level
 }
@@ -56,6 +57,7 @@ var EnvVars = []envVar{
 	{"BALANCE_SYNC_INTERVAL", "1m", "how often the Temporal Schedule refreshes wallet balances"},
 	{"IDEMPOTENCY_RETENTION", "24h", "how long the response to a write with an Idempotency-Key is kept for replay"},
 	{"OAUTH_TOKEN_TTL", "15m", "lifetime of an OAuth access token"},
+	{"SESSION_TTL", "12h", "how long a person stays signed in"},
 	{"RATE_LIMIT", "50", "requests per second per credential, per API replica"},
 	{"RATE_BURST", "100", "burst of requests per credential, per API replica"},
 	{"WS_PING_INTERVAL", "25s", "how often the WebSocket channel pings each client (a pong must follow within 10 s)"},
@@ -141,6 +143,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		RateLimit:            number("RATE_LIMIT"),
 		RateBurst:            int(number("RATE_BURST")),
 		OAuthTokenTTL:        duration("OAUTH_TOKEN_TTL"),
+		SessionTTL:           duration("SESSION_TTL"),
 		WSPingInterval:       duration("WS_PING_INTERVAL"),
 	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(get("LOG_LEVEL"))); err != nil {

@@ -29,6 +29,7 @@ func TestConfigFromEnvDefaults(t *testing.T) {
 		RateLimit:            50,
 		RateBurst:            100,
 		OAuthTokenTTL:        15 * time.Minute,
+		SessionTTL:           12 * time.Hour,
 		WSPingInterval:       25 * time.Second,
 		LogLevel:             slog.LevelInfo,
 	}
@@ -76,6 +77,7 @@ func TestConfigFromEnvValues(t *testing.T) {
 		"RATE_LIMIT":            "10.5",
 		"RATE_BURST":            "20",
 		"OAUTH_TOKEN_TTL":       "5m",
+		"SESSION_TTL":           "30m",
 		"WS_PING_INTERVAL":      "5s",
 		"LOG_LEVEL":             "debug",
 	}))
@@ -100,6 +102,7 @@ func TestConfigFromEnvValues(t *testing.T) {
 		RateLimit:            10.5,
 		RateBurst:            20,
 		OAuthTokenTTL:        5 * time.Minute,
+		SessionTTL:           30 * time.Minute,
 		WSPingInterval:       5 * time.Second,
 		LogLevel:             slog.LevelDebug,
 	}

@@ -129,6 +129,7 @@ func NewAPIHandler(cfg Config, s *store.Store, tc client.Client, live *Live, log
 		RateLimit:            cfg.RateLimit,
 		RateBurst:            cfg.RateBurst,
 		OAuthTokenTTL:        cfg.OAuthTokenTTL,
+		SessionTTL:           cfg.SessionTTL,
 		Workflows:            TemporalOrders{Client: tc},
 		Readiness: []api.ReadinessCheck{
 			{Name: "database", Check: s.Ping},

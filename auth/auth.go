@@ -35,6 +35,11 @@ const (
 	KindPublishable = "pk" // WebSocket connections only
 	// KindAccessToken prefixes OAuth access tokens (client credentials).
 	KindAccessToken = "at"
+	// KindSession prefixes a person's console session token, which travels only in the
+	// session cookie, never as a bearer token.
+	KindSession = "ses"
+	// KindUser is the principal kind of a signed-in person.
+	KindUser = "user"
 )
 
 // IsApp reports whether name is a known app.
@@ -75,7 +80,7 @@ func Hint(secret string) string {
 
 // KindOf returns the kind prefix of a presented token, or "" when it has none we issue.
 func KindOf(token string) string {
-	for _, k := range []string{KindSecret, KindResource, KindPublishable, KindAccessToken} {
+	for _, k := range []string{KindSecret, KindResource, KindPublishable, KindAccessToken, KindSession} {
 		if strings.HasPrefix(token, k+"_") && len(token) > len(k)+1 {
 			return k
 		}

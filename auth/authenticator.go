@@ -42,7 +42,8 @@ func NewAuthenticator(keys KeyStore) *Authenticator {
 // token is ErrUnauthenticated; other errors mean the store could not be asked.
 func (a *Authenticator) Authenticate(ctx context.Context, token string) (*Principal, error) {
 	kind := KindOf(token)
-	if kind == "" || len(token) > 512 {
+	// A session token is good only in its cookie, where the CSRF check guards it.
+	if kind == "" || kind == KindSession || len(token) > 512 {
 		return nil, ErrUnauthenticated
 	}
 	hash := HashSecret(token)

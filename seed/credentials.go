@@ -144,11 +144,11 @@ func newCredentials(urls URLs) (*Credentials, SignerKeys, error) {
 }
 
 func randomPassword(errp *error) string {
-	buf := make([]byte, 18)
-	if _, err := rand.Read(buf); err != nil && *errp == nil {
+	pw, err := auth.NewPassword()
+	if err != nil && *errp == nil {
 		*errp = err
 	}
-	return base64.RawURLEncoding.EncodeToString(buf)
+	return pw
 }
 
 // walletSeed returns the private seed of a seeded wallet, from wherever it is kept.

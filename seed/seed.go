@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/chain"
@@ -179,7 +178,7 @@ func populate(ctx context.Context, tx *store.Store, c *Credentials, signer Signe
 }
 
 func seedOwner(ctx context.Context, tx *store.Store, c *Credentials, now time.Time) error {
-	hash, err := bcrypt.GenerateFromPassword([]byte(c.Owner.Password), bcrypt.DefaultCost)
+	hash, err := auth.HashPassword(c.Owner.Password)
 	if err != nil {
 		return err
 	}
@@ -188,7 +187,7 @@ func seedOwner(ctx context.Context, tx *store.Store, c *Credentials, now time.Ti
 		perms = append(perms, store.MemberPermission{App: app, Actions: auth.FormatActions(auth.AllActions)})
 	}
 	return tx.CreateUser(ctx, &store.User{ID: ids.New(ids.User), OrgID: c.OrgID, Email: c.Owner.Email,
-		PasswordHash: string(hash), Role: "owner", CreatedAt: now}, perms)
+		PasswordHash: string(hash), Role: store.RoleOwner, CreatedAt: now}, perms)
 }
 
 func createKey(ctx context.Context, tx *store.Store, org, app, secret, label, actions string, now time.Time) error {

@@ -55,6 +55,7 @@ func New(c client.Client, acts Activities, opts sdkworker.Options) sdkworker.Wor
 	w.RegisterActivityWithOptions(acts.Maintenance.DeleteExpiredEvents, activity.RegisterOptions{Name: workflows.DeleteExpiredEventsActivity})
 	w.RegisterActivityWithOptions(acts.Maintenance.DeleteExpiredOAuthTokens, activity.RegisterOptions{Name: workflows.DeleteExpiredOAuthTokensActivity})
 	w.RegisterActivityWithOptions(acts.Maintenance.DeleteExpiredRequestLogs, activity.RegisterOptions{Name: workflows.DeleteExpiredRequestLogsActivity})
+	w.RegisterActivityWithOptions(acts.Maintenance.DeleteExpiredSessions, activity.RegisterOptions{Name: workflows.DeleteExpiredSessionsActivity})
 	return w
 }
 

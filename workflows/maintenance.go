@@ -14,6 +14,7 @@ const (
 	DeleteExpiredEventsActivity          = "DeleteExpiredEvents"
 	DeleteExpiredOAuthTokensActivity     = "DeleteExpiredOAuthTokens"
 	DeleteExpiredRequestLogsActivity     = "DeleteExpiredRequestLogs"
+	DeleteExpiredSessionsActivity        = "DeleteExpiredSessions"
 	MaintenanceScheduleID                = "maintenance"
 )
 
@@ -23,11 +24,15 @@ type MaintenanceResult struct {
 	EventsDeleted          int64
 	OAuthTokensDeleted     int64
 	RequestLogsDeleted     int64
+	SessionsDeleted        int64
 }
 
 // requestLogRetentionChange marks the version of Maintenance that also removes old request
 // logs; runs recorded before it replay without that step.
 const requestLogRetentionChange = "request-log-retention"
+
+// sessionRetentionChange marks the version that also removes expired console sessions.
+const sessionRetentionChange = "session-retention"
 
 // Maintenance removes data past its retention. A Temporal Schedule runs it hourly.
 func Maintenance(ctx workflow.Context) (MaintenanceResult, error) {
@@ -48,6 +53,12 @@ func Maintenance(ctx workflow.Context) (MaintenanceResult, error) {
 	if workflow.GetVersion(ctx, requestLogRetentionChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return res, nil
 	}
-	err := workflow.ExecuteActivity(ctx, DeleteExpiredRequestLogsActivity).Get(ctx, &res.RequestLogsDeleted)
+	if err := workflow.ExecuteActivity(ctx, DeleteExpiredRequestLogsActivity).Get(ctx, &res.RequestLogsDeleted); err != nil {
+		return res, err
+	}
+	if workflow.GetVersion(ctx, sessionRetentionChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return res, nil
+	}
+	err := workflow.ExecuteActivity(ctx, DeleteExpiredSessionsActivity).Get(ctx, &res.SessionsDeleted)
 	return res, err
 }

@@ -1,6 +1,8 @@
 package wshub_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -39,6 +41,26 @@ func TestSecretsNeverReachTheLogs(t *testing.T) {
 	seeded := creds.OAuthClients["trade"]
 	secrets = append(secrets, clientSecret, access, seeded.ClientSecret, r.accessToken(t, seeded.ClientID, seeded.ClientSecret))
 
+	// People: sign-in (right and wrong), a member added with an initial password, sessions
+	// and their CSRF tokens used rightly and wrongly, a changed password.
+	owner := signIn(t, r.srv.URL, creds.Owner.Email, creds.Owner.Password)
+	signIn(t, r.srv.URL, creds.Owner.Email, creds.Owner.Password+"x")
+	_, added := sessionCall(t, r.srv.URL, owner, "POST", "/developer/team?app=pay", `{"email":"m@example.com","actions":["read"]}`)
+	memberPassword, _ := added["password"].(string)
+	member := signIn(t, r.srv.URL, "m@example.com", memberPassword)
+	sessionCall(t, r.srv.URL, member, "GET", "/payments", "")
+	sessionCall(t, r.srv.URL, member, "POST", "/payments", `{}`)
+	forged := member
+	forged.csrf = owner.csrf
+	sessionCall(t, r.srv.URL, forged, "POST", "/payments", `{}`)
+	newPassword := "a changed password for m"
+	sessionCall(t, r.srv.URL, member, "POST", "/session/password", `{"currentPassword":"`+memberPassword+`","newPassword":"`+newPassword+`"}`)
+	signIn(t, r.srv.URL, "m@example.com", memberPassword)
+	secrets = append(secrets, owner.token, owner.csrf, memberPassword, member.token, member.csrf, newPassword)
+	if memberPassword == "" || member.token == "" {
+		t.Fatal("the member was not added and signed in; the test proves nothing of people")
+	}
+
 	cfg := r.createConfig(t, pay.SK, "*")
 	for _, secret := range secrets {
 		if secret == "" {
@@ -75,4 +97,43 @@ func TestSecretsNeverReachTheLogs(t *testing.T) {
 			t.Errorf("a secret starting %q is in the logs", secret[:4])
 		}
 	}
+}
+
+type session struct{ token, csrf string }
+
+// signIn signs a person in over HTTP; a refused sign-in gives an empty session.
+func signIn(t *testing.T, base, email, password string) session {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"email": email, "password": password})
+	res, err := http.Post(base+"/api/v1/sessions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(res.Body).Decode(&out)
+	for _, c := range res.Cookies() {
+		if c.Name == api.SessionCookie {
+			csrf, _ := out["csrfToken"].(string)
+			return session{token: c.Value, csrf: csrf}
+		}
+	}
+	return session{}
+}
+
+// sessionCall makes a request as a browser would with the session.
+func sessionCall(t *testing.T, base string, s session, method, path, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, base+"/api/v1"+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.AddCookie(&http.Cookie{Name: api.SessionCookie, Value: s.token})
+	req.Header.Set(api.CSRFHeader, s.csrf)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(res.Body).Decode(&out)
+	return res.StatusCode, out
 }

@@ -1,0 +1,268 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/workflows"
+)
+
+// signedIn is a person's session as a browser holds it: the cookie and the CSRF token.
+type signedIn struct {
+	token, csrf, userID string
+}
+
+// signIn signs a person in and checks the cookie is one a browser keeps to itself.
+func (f *fixture) signIn(t *testing.T, email, password string) signedIn {
+	t.Helper()
+	r := f.do(t, "POST", "/api/v1/sessions", "", strings.NewReader(`{"email":"`+email+`","password":"`+password+`"}`))
+	if r.status != 201 || r.header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("sign in %s: %d %s", email, r.status, r.body)
+	}
+	cookies := (&http.Response{Header: r.header}).Cookies()
+	if len(cookies) != 1 || cookies[0].Name != SessionCookie || !cookies[0].HttpOnly || !cookies[0].Secure ||
+		cookies[0].SameSite != http.SameSiteStrictMode || cookies[0].Path != "/" || cookies[0].MaxAge <= 0 {
+		t.Fatalf("session cookie %+v", cookies)
+	}
+	var body sessionResponse
+	if err := json.Unmarshal(r.body, &body); err != nil || body.CSRFToken == "" || body.User.Email != strings.ToLower(email) {
+		t.Fatalf("sign-in answer %s", r.body)
+	}
+	if strings.Contains(string(r.body), cookies[0].Value) {
+		t.Fatal("the session token is in the body, where scripts can read it")
+	}
+	return signedIn{token: cookies[0].Value, csrf: body.CSRFToken, userID: body.User.ID}
+}
+
+// as makes a request with the session; writes carry the CSRF token.
+func (f *fixture) as(t *testing.T, s signedIn, method, target, body string) response {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	return f.do(t, method, target, "", rd, "Cookie", SessionCookie+"="+s.token, CSRFHeader, s.csrf)
+}
+
+func newPeopleFixture(t *testing.T) (*fixture, signedIn) {
+	t.Helper()
+	f := newFixture(t)
+	f.handler = NewRouter(Config{Store: f.store, Log: slog.New(slog.NewJSONHandler(f.logs, nil)),
+		Workflows: &fakeWorkflows{decision: workflows.PolicyDecision{Allowed: true}}})
+	return f, f.signIn(t, f.creds.Owner.Email, f.creds.Owner.Password)
+}
+
+func TestSignInAndSessions(t *testing.T) {
+	f, owner := newPeopleFixture(t)
+	wrong := f.do(t, "POST", "/api/v1/sessions", "", strings.NewReader(`{"email":"owner@example.com","password":"not the password"}`))
+	wrong.wantProblem(t, 401, CodeUnauthenticated)
+	unknown := f.do(t, "POST", "/api/v1/sessions", "", strings.NewReader(`{"email":"nobody@example.com","password":"not the password"}`))
+	unknown.wantProblem(t, 401, CodeUnauthenticated)
+	if wrong.problem.Detail != unknown.problem.Detail {
+		t.Fatalf("an unknown address is told apart from a wrong password: %q / %q", unknown.problem.Detail, wrong.problem.Detail)
+	}
+	f.do(t, "POST", "/api/v1/sessions", "", strings.NewReader(`{"email":"","password":""}`)).wantProblem(t, 422, CodeValidationFailed)
+	f.do(t, "POST", "/api/v1/sessions", "", strings.NewReader(`{"email":"a@b.c","password":"x","remember":true}`)).wantProblem(t, 422, CodeValidationFailed)
+	// Addresses are matched whatever their case.
+	f.signIn(t, "Owner@Example.com", f.creds.Owner.Password)
+
+	r := f.as(t, owner, "GET", "/api/v1/session", "")
+	var me sessionResponse
+	if err := json.Unmarshal(r.body, &me); err != nil || r.status != 200 || me.User.Role != "owner" || me.CSRFToken != owner.csrf ||
+		len(me.Permissions) != len(auth.Apps) || len(me.Permissions["borrow"]) != len(auth.AllActions) {
+		t.Fatalf("session %d %s", r.status, r.body)
+	}
+	if r := f.as(t, owner, "GET", "/api/v1/treasury/portfolio", ""); r.status != 200 {
+		t.Fatalf("owner reads the portfolio: %d %s", r.status, r.body)
+	}
+
+	// A write with the cookie alone is what a forged cross-site request looks like.
+	payment := `{"walletId":"` + f.creds.Wallets[0].ID + `","asset":"USDC","amount":"10","destination":{"address":"0x1111111111111111111111111111111111111111"}}`
+	cookieOnly := []string{"Cookie", SessionCookie + "=" + owner.token}
+	f.do(t, "POST", "/api/v1/payments", "", strings.NewReader(payment), cookieOnly...).wantProblem(t, 403, CodePermissionDenied)
+	f.do(t, "POST", "/api/v1/payments", "", strings.NewReader(payment), append(cookieOnly, CSRFHeader, auth.CSRFToken("ses_other"))...).
+		wantProblem(t, 403, CodePermissionDenied)
+	created := f.as(t, owner, "POST", "/api/v1/payments", payment)
+	if created.status != 201 || decodeOrder(t, created)["app"] != "pay" {
+		t.Fatalf("owner creates a payment: %d %s", created.status, created.body)
+	}
+	// The session token is no bearer token, and a key's requests have no session.
+	f.do(t, "GET", "/api/v1/session", owner.token, nil).wantProblem(t, 401, CodeUnauthenticated)
+	f.do(t, "GET", "/api/v1/session", f.creds.Keys["pay"].SK, nil).wantProblem(t, 403, CodePermissionDenied)
+	// With both, the Authorization header decides.
+	if r := f.do(t, "GET", "/api/v1/trade-orders", f.creds.Keys["pay"].SK, nil, cookieOnly...); r.status != 403 {
+		t.Fatalf("a pay key with an owner's cookie reads trade orders: %d", r.status)
+	}
+
+	// The audit log names the person.
+	audit, _ := f.store.ListAudit(context.Background(), f.creds.OrgID, []string{"pay"}, nil, "", 5)
+	if len(audit) == 0 || audit[0].ActorType != "user" || audit[0].ActorID != owner.userID {
+		t.Fatalf("audit %+v", audit)
+	}
+
+	// Signing out ends that session only.
+	second := f.signIn(t, f.creds.Owner.Email, f.creds.Owner.Password)
+	out := f.as(t, owner, "DELETE", "/api/v1/session", "")
+	if out.status != 204 || !strings.Contains(out.header.Get("Set-Cookie"), "Max-Age=0") {
+		t.Fatalf("sign out %d %v", out.status, out.header)
+	}
+	f.as(t, owner, "GET", "/api/v1/session", "").wantProblem(t, 401, CodeUnauthenticated)
+	if r := f.as(t, second, "GET", "/api/v1/session", ""); r.status != 200 {
+		t.Fatalf("the other session ended too: %d", r.status)
+	}
+
+	// An expired session is refused.
+	token, sess, _ := auth.NewSession(&store.User{ID: owner.userID, OrgID: f.creds.OrgID}, time.Now().Add(-2*time.Hour), time.Hour)
+	if err := f.store.CreateSession(context.Background(), sess); err != nil {
+		t.Fatal(err)
+	}
+	f.as(t, signedIn{token: token, csrf: auth.CSRFToken(token)}, "GET", "/api/v1/session", "").wantProblem(t, 401, CodeUnauthenticated)
+}
+
+func TestSignInAttemptsAreLimited(t *testing.T) {
+	f, _ := newPeopleFixture(t)
+	var last response
+	for range 11 {
+		last = f.do(t, "POST", "/api/v1/sessions", "", strings.NewReader(`{"email":"owner@example.com","password":"guess guess guess"}`))
+	}
+	last.wantProblem(t, 429, CodeRateLimited)
+	if last.header.Get("Retry-After") == "" {
+		t.Fatal("no Retry-After")
+	}
+	// Even the right password waits: the address is being guessed at.
+	f.do(t, "POST", "/api/v1/sessions", "", strings.NewReader(`{"email":"owner@example.com","password":"`+f.creds.Owner.Password+`"}`)).
+		wantProblem(t, 429, CodeRateLimited)
+}
+
+// The owner grants a member per-app permissions on the app's team page; the member's
+// sessions follow every change at once, and maker-checker binds the person.
+func TestTeamAndMemberPermissions(t *testing.T) {
+	f, owner := newPeopleFixture(t)
+	added := f.as(t, owner, "POST", "/api/v1/developer/team?app=pay", `{"email":"Approver@Example.com","actions":["read","approve","read"]}`)
+	var member memberResponse
+	if err := json.Unmarshal(added.body, &member); err != nil || added.status != 201 || added.header.Get("Cache-Control") != "no-store" ||
+		member.Email != "approver@example.com" || member.Role != "member" || len(member.Password) < auth.MinPasswordLength ||
+		strings.Join(member.Actions, ",") != "approve,read" || member.App != "pay" {
+		t.Fatalf("add member %d %s", added.status, added.body)
+	}
+	f.as(t, owner, "POST", "/api/v1/developer/team?app=pay", `{"email":"approver@example.com","actions":["read"]}`).wantProblem(t, 409, CodeConflict)
+	f.as(t, owner, "POST", "/api/v1/developer/team?app=pay", `{"email":"not an address","actions":["fly"]}`).wantProblem(t, 422, CodeValidationFailed)
+	f.as(t, owner, "POST", "/api/v1/developer/team", `{"email":"x@example.com","actions":["read"]}`).wantProblem(t, 422, CodeValidationFailed)
+	f.as(t, owner, "POST", "/api/v1/developer/team?app=bank", `{"email":"x@example.com","actions":["read"]}`).wantProblem(t, 422, CodeValidationFailed)
+
+	team := f.do(t, "GET", "/api/v1/developer/team", f.creds.Keys["pay"].SK, nil)
+	if team.status != 200 || !strings.Contains(string(team.body), `"email":"approver@example.com"`) ||
+		strings.Contains(string(team.body), member.Password) || !strings.Contains(string(team.body), `"role":"owner"`) {
+		t.Fatalf("team %d %s", team.status, team.body)
+	}
+	// Keys read the team but never change it: only the owner grants.
+	f.post(t, "/api/v1/developer/team", f.creds.Keys["pay"].SK, `{"email":"y@example.com","actions":["developer"]}`).wantProblem(t, 403, CodePermissionDenied)
+	f.do(t, "GET", "/api/v1/developer/team?app=trade", f.creds.Keys["pay"].SK, nil).wantProblem(t, 403, CodePermissionDenied)
+	if r := f.do(t, "GET", "/api/v1/developer/team?app=pay", f.creds.Keys["pay"].SK, nil); r.status != 200 {
+		t.Fatalf("a key naming its own app: %d", r.status)
+	}
+
+	m := f.signIn(t, "approver@example.com", member.Password)
+	if r := f.as(t, m, "GET", "/api/v1/payments", ""); r.status != 200 {
+		t.Fatalf("member lists payments: %d %s", r.status, r.body)
+	}
+	payment := `{"walletId":"` + f.creds.Wallets[0].ID + `","asset":"USDC","amount":"10","destination":{"address":"0x1111111111111111111111111111111111111111"}}`
+	f.as(t, m, "POST", "/api/v1/payments", payment).wantProblem(t, 403, CodePermissionDenied)
+	f.as(t, m, "GET", "/api/v1/trade-orders", "").wantProblem(t, 403, CodePermissionDenied)
+	f.as(t, m, "GET", "/api/v1/treasury/portfolio", "").wantProblem(t, 403, CodePermissionDenied)
+	f.as(t, m, "GET", "/api/v1/developer/api-keys?app=pay", "").wantProblem(t, 403, CodePermissionDenied)
+	f.as(t, m, "PATCH", "/api/v1/developer/team/"+m.userID+"?app=pay", `{"actions":["developer"]}`).wantProblem(t, 403, CodePermissionDenied)
+
+	// Maker-checker binds people: the owner made the order, so the owner may not decide
+	// it, whichever session they use; the member may.
+	order := decodeOrder(t, f.as(t, owner, "POST", "/api/v1/payments", payment))["id"].(string)
+	item := &store.ApprovalItem{ID: "apr_people", OrgID: f.creds.OrgID, App: "pay", Domain: "payment", OrderID: order, Status: "pending",
+		RequiredApprovals: 1, Reason: "r", PayloadHash: "h", Summary: "{}", CreatedBy: owner.userID,
+		CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
+	if err := f.store.CreateApprovalItem(context.Background(), item); err != nil {
+		t.Fatal(err)
+	}
+	decide := "/api/v1/approvals/payment/apr_people/decide"
+	f.as(t, f.signIn(t, f.creds.Owner.Email, f.creds.Owner.Password), "POST", decide, `{"decision":"APPROVE"}`).wantProblem(t, 403, CodeMakerChecker)
+	if r := f.as(t, m, "GET", "/api/v1/approvals?status=pending", ""); !strings.Contains(string(r.body), "apr_people") {
+		t.Fatalf("the member's approvals %s", r.body)
+	}
+	if r := f.as(t, m, "POST", decide, `{"decision":"APPROVE"}`); r.status != 202 || !strings.Contains(string(r.body), `"decidedBy":"`+m.userID+`"`) {
+		t.Fatalf("member approves: %d %s", r.status, r.body)
+	}
+
+	// The owner grants write and developer: the member's open session has them at once.
+	r := f.as(t, owner, "PATCH", "/api/v1/developer/team/"+m.userID+"?app=pay", `{"actions":["read","write","developer"]}`)
+	if r.status != 200 || !strings.Contains(string(r.body), `"actions":["developer","read","write"]`) {
+		t.Fatalf("grant %d %s", r.status, r.body)
+	}
+	if r := f.as(t, m, "POST", "/api/v1/payments", payment); r.status != 201 {
+		t.Fatalf("member creates after the grant: %d %s", r.status, r.body)
+	}
+	key := f.as(t, m, "POST", "/api/v1/developer/api-keys?app=pay", `{"kind":"tk","actions":["read"]}`)
+	if key.status != 201 || !strings.Contains(string(key.body), `"app":"pay"`) {
+		t.Fatalf("member with developer creates a key: %d %s", key.status, key.body)
+	}
+	f.as(t, m, "GET", "/api/v1/developer/api-keys", "").wantProblem(t, 422, CodeValidationFailed)
+	f.as(t, m, "GET", "/api/v1/developer/api-keys?app=trade", "").wantProblem(t, 403, CodePermissionDenied)
+	if r := f.as(t, m, "GET", "/api/v1/developer/team?app=pay", ""); r.status != 200 {
+		t.Fatalf("a member with developer reads the team: %d", r.status)
+	}
+	f.as(t, m, "POST", "/api/v1/developer/team?app=pay", `{"email":"z@example.com","actions":["read"]}`).wantProblem(t, 403, CodePermissionDenied)
+
+	// Removed from the app: nothing there any more, at once.
+	if r := f.as(t, owner, "DELETE", "/api/v1/developer/team/"+m.userID+"?app=pay", ""); r.status != 200 || !strings.Contains(string(r.body), `"actions":[]`) {
+		t.Fatalf("remove %d %s", r.status, r.body)
+	}
+	f.as(t, m, "GET", "/api/v1/payments", "").wantProblem(t, 403, CodePermissionDenied)
+	f.as(t, m, "GET", "/api/v1/events", "").wantProblem(t, 403, CodePermissionDenied)
+
+	// The owner's own permissions do not change; people of other organisations are not found.
+	f.as(t, owner, "PATCH", "/api/v1/developer/team/"+owner.userID+"?app=pay", `{"actions":[]}`).wantProblem(t, 409, CodeConflict)
+	stranger := &store.User{ID: "usr_stranger", OrgID: f.creds.OtherOrg.OrgID, Email: "s@other.example", PasswordHash: "x",
+		Role: store.RoleMember, CreatedAt: time.Now()}
+	if err := f.store.CreateUser(context.Background(), stranger, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.as(t, owner, "PATCH", "/api/v1/developer/team/usr_stranger?app=pay", `{"actions":["read"]}`).wantProblem(t, 404, CodeNotFound)
+	if r := f.as(t, owner, "GET", "/api/v1/developer/team?app=pay", ""); strings.Contains(string(r.body), "usr_stranger") {
+		t.Fatal("another organisation's person is listed")
+	}
+	audit, _ := f.store.ListAudit(context.Background(), f.creds.OrgID, []string{"pay"}, nil, "", 50)
+	var changes []string
+	for _, a := range audit {
+		if strings.HasPrefix(a.Action, "member.") {
+			changes = append(changes, a.Action)
+		}
+	}
+	if strings.Join(changes, ",") != "member.removed,member.permissions_changed,member.added" {
+		t.Fatalf("audited team changes %v", changes)
+	}
+}
+
+func TestChangingThePasswordEndsOtherSessions(t *testing.T) {
+	f, owner := newPeopleFixture(t)
+	other := f.signIn(t, f.creds.Owner.Email, f.creds.Owner.Password)
+	f.as(t, owner, "POST", "/api/v1/session/password", `{"currentPassword":"wrong wrong wrong","newPassword":"a new long password"}`).
+		wantProblem(t, 422, CodeValidationFailed)
+	f.as(t, owner, "POST", "/api/v1/session/password", `{"currentPassword":"`+f.creds.Owner.Password+`","newPassword":"short"}`).
+		wantProblem(t, 422, CodeValidationFailed)
+	if r := f.as(t, owner, "POST", "/api/v1/session/password", `{"currentPassword":"`+f.creds.Owner.Password+`","newPassword":"a new long password"}`); r.status != 204 {
+		t.Fatalf("change %d %s", r.status, r.body)
+	}
+	if r := f.as(t, owner, "GET", "/api/v1/session", ""); r.status != 200 {
+		t.Fatalf("the session that changed it ended: %d", r.status)
+	}
+	f.as(t, other, "GET", "/api/v1/session", "").wantProblem(t, 401, CodeUnauthenticated)
+	f.do(t, "POST", "/api/v1/sessions", "", strings.NewReader(`{"email":"owner@example.com","password":"`+f.creds.Owner.Password+`"}`)).
+		wantProblem(t, 401, CodeUnauthenticated)
+	f.signIn(t, f.creds.Owner.Email, "a new long password")
+}

@@ -1,0 +1,212 @@
+package api
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/store"
+)
+
+// SessionCookie carries a person's session token. It is HttpOnly (no script reads it),
+// Secure (browsers treat http://127.0.0.1 and localhost as secure, so the dev bundle works)
+// and SameSite=Strict (no other site makes the browser send it).
+const SessionCookie = "treasury_session"
+
+// CSRFHeader carries the session's anti-forgery token on every write made with a session.
+const CSRFHeader = "X-CSRF-Token"
+
+type sessionHandlers struct {
+	store *store.Store
+	log   *slog.Logger
+	authn *auth.Authenticator
+	ttl   time.Duration
+	now   func() time.Time
+	// attempts bounds sign-in attempts per address and per client IP: with at least twelve
+	// characters a password cannot be guessed at ten tries a minute.
+	attempts *rateLimiter
+}
+
+type sessionUser struct {
+	ID    string `json:"id"`
+	Email string `json:"email"`
+	Role  string `json:"role"`
+	OrgID string `json:"orgId"`
+}
+
+type sessionResponse struct {
+	User        sessionUser         `json:"user"`
+	Permissions map[string][]string `json:"permissions"`
+	CSRFToken   string              `json:"csrfToken"`
+	ExpiresAt   string              `json:"expiresAt"`
+}
+
+func sessionJSON(u *store.User, p *auth.Principal, token string) sessionResponse {
+	perms := map[string][]string{}
+	for _, app := range p.Apps() {
+		perms[app] = p.Grants[app]
+	}
+	return sessionResponse{User: sessionUser{ID: u.ID, Email: u.Email, Role: u.Role, OrgID: u.OrgID}, Permissions: perms,
+		CSRFToken: auth.CSRFToken(token), ExpiresAt: formatTime(p.ExpiresAt)}
+}
+
+// signIn answers POST /sessions {email, password}: 201 with the session cookie and the
+// CSRF token, or one 401 for an unknown address and a wrong password alike.
+func (h *sessionHandlers) signIn(c *gin.Context) {
+	var req struct {
+		Email    string `json:"email"`
+		Password string `json:"password"`
+	}
+	if !bindStrict(c, &req, "email", "password") {
+		return
+	}
+	email := strings.ToLower(strings.TrimSpace(req.Email))
+	var errs []FieldError
+	if email == "" {
+		errs = append(errs, FieldError{Field: "email", Message: "is required"})
+	}
+	if req.Password == "" {
+		errs = append(errs, FieldError{Field: "password", Message: "is required"})
+	}
+	if len(errs) > 0 {
+		validationFailed(c, errs)
+		return
+	}
+	for _, key := range []string{"ip:" + c.ClientIP(), "email:" + email} {
+		if ok, _, wait := h.attempts.take(key); !ok {
+			seconds := retryAfter(wait)
+			c.Header("Retry-After", seconds)
+			fail(c, CodeRateLimited, "Too many sign-in attempts; retry after "+seconds+" s.")
+			return
+		}
+	}
+	ctx := c.Request.Context()
+	u, err := h.store.UserByEmail(ctx, email)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		requestFailed(c, h.log, err)
+		return
+	}
+	stored := ""
+	if u != nil {
+		stored = u.PasswordHash
+	}
+	if !auth.PasswordMatches(req.Password, stored) {
+		h.log.InfoContext(ctx, "sign-in refused", "correlationId", correlationID(c))
+		fail(c, CodeUnauthenticated, "The email address or the password is wrong.")
+		return
+	}
+	token, sess, err := auth.NewSession(u, h.now(), h.ttl)
+	if err == nil {
+		err = h.store.CreateSession(ctx, sess)
+	}
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	p, err := h.authn.AuthenticateSession(ctx, token)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	h.log.InfoContext(ctx, "signed in", "userId", u.ID, "orgId", u.OrgID, "correlationId", correlationID(c))
+	http.SetCookie(c.Writer, &http.Cookie{Name: SessionCookie, Value: token, Path: "/", Expires: sess.ExpiresAt,
+		MaxAge: int(h.ttl.Seconds()), Secure: true, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	replyWithSecret(c, sessionJSON(u, p, token), "csrfToken")
+}
+
+// current answers GET /session: who is signed in, their permissions and the CSRF token.
+func (h *sessionHandlers) current(c *gin.Context) {
+	p, token, ok := sessionOf(c)
+	if !ok {
+		return
+	}
+	u, err := h.store.UserInOrg(c.Request.Context(), p.OrgID, p.ID)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	c.Header("Cache-Control", "no-store")
+	c.JSON(http.StatusOK, sessionJSON(u, p, token))
+}
+
+// signOut answers DELETE /session: the session ends at once, on every replica.
+func (h *sessionHandlers) signOut(c *gin.Context) {
+	p, _, ok := sessionOf(c)
+	if !ok {
+		return
+	}
+	if err := h.store.RevokeSession(c.Request.Context(), p.Session, h.now()); err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	http.SetCookie(c.Writer, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
+		Secure: true, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	c.Status(http.StatusNoContent)
+}
+
+// changePassword answers POST /session/password {currentPassword, newPassword}: the
+// person's other sessions end.
+func (h *sessionHandlers) changePassword(c *gin.Context) {
+	var req struct {
+		CurrentPassword string `json:"currentPassword"`
+		NewPassword     string `json:"newPassword"`
+	}
+	if !bindStrict(c, &req, "currentPassword", "newPassword") {
+		return
+	}
+	p, _, ok := sessionOf(c)
+	if !ok {
+		return
+	}
+	ctx := c.Request.Context()
+	u, err := h.store.UserInOrg(ctx, p.OrgID, p.ID)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	if ok, _, wait := h.attempts.take("password:" + u.ID); !ok {
+		seconds := retryAfter(wait)
+		c.Header("Retry-After", seconds)
+		fail(c, CodeRateLimited, "Too many attempts; retry after "+seconds+" s.")
+		return
+	}
+	if !auth.PasswordMatches(req.CurrentPassword, u.PasswordHash) {
+		validationFailed(c, []FieldError{{Field: "currentPassword", Message: "is not the current password"}})
+		return
+	}
+	hash, err := auth.HashPassword(req.NewPassword)
+	if errors.Is(err, auth.ErrWeakPassword) {
+		validationFailed(c, []FieldError{{Field: "newPassword", Message: "needs 12 to 72 bytes"}})
+		return
+	}
+	if err == nil {
+		err = h.store.SetPassword(ctx, u.ID, hash, p.Session, h.now())
+	}
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+// sessionOf is the signed-in person of a request and their session token; a request made
+// with a key or token has no session (403).
+func sessionOf(c *gin.Context) (*auth.Principal, string, bool) {
+	p := principalOf(c)
+	token, err := c.Cookie(SessionCookie)
+	if p.Kind != auth.KindUser || err != nil {
+		fail(c, CodePermissionDenied, "This request is not made with a session; sign in at POST /api/v1/sessions.")
+		return nil, "", false
+	}
+	return p, token, true
+}
+
+// isSafeMethod: reads, which need no CSRF token.
+func isSafeMethod(method string) bool {
+	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
+}

@@ -1,0 +1,125 @@
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/opentreasury/treasury/store"
+)
+
+// Password rules: bcrypt reads at most 72 bytes, so a longer password would be silently
+// cut; twelve characters keep online guessing hopeless under the sign-in rate limit.
+const (
+	MinPasswordLength = 12
+	MaxPasswordBytes  = 72
+)
+
+// ErrWeakPassword is a new password outside the rules above.
+var ErrWeakPassword = fmt.Errorf("auth: a password needs %d to %d bytes", MinPasswordLength, MaxPasswordBytes)
+
+// HashPassword is how a person's password is kept at rest (bcrypt, its default cost).
+func HashPassword(password string) (string, error) {
+	if len(password) < MinPasswordLength || len(password) > MaxPasswordBytes {
+		return "", ErrWeakPassword
+	}
+	h, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	return string(h), err
+}
+
+// unknownUserHash is compared against when no user has the address, so that an unknown
+// address costs as long to refuse as a wrong password.
+var unknownUserHash, _ = bcrypt.GenerateFromPassword([]byte("no user has this address"), bcrypt.DefaultCost)
+
+// PasswordMatches checks a password against a stored hash; an empty hash (no such user)
+// still spends a bcrypt comparison and fails.
+func PasswordMatches(password, storedHash string) bool {
+	if storedHash == "" {
+		_ = bcrypt.CompareHashAndPassword(unknownUserHash, []byte(password))
+		return false
+	}
+	return bcrypt.CompareHashAndPassword([]byte(storedHash), []byte(password)) == nil
+}
+
+// CSRFToken is the anti-forgery token of a session: derived from the session token, so
+// it needs no storage, and unguessable without the cookie, which scripts of other sites
+// can neither read nor make the browser send (SameSite=Strict).
+func CSRFToken(sessionToken string) string {
+	sum := sha256.Sum256([]byte("treasury csrf\x00" + sessionToken))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// CSRFTokenMatches compares a presented anti-forgery token in constant time.
+func CSRFTokenMatches(sessionToken, presented string) bool {
+	return subtle.ConstantTimeCompare([]byte(CSRFToken(sessionToken)), []byte(presented)) == 1
+}
+
+// SessionStore is what the authenticator reads of sessions and people.
+type SessionStore interface {
+	SessionByHash(ctx context.Context, hash string) (*store.Session, *store.User, error)
+	MemberPermissions(ctx context.Context, userID string) ([]store.MemberPermission, error)
+}
+
+// AuthenticateSession checks a session cookie's token and returns the person it signs in,
+// with their permissions as they are now: a change the owner makes applies to the next
+// request, on every replica.
+func (a *Authenticator) AuthenticateSession(ctx context.Context, token string) (*Principal, error) {
+	sessions, ok := a.keys.(SessionStore)
+	if !ok || KindOf(token) != KindSession || len(token) > 512 {
+		return nil, ErrUnauthenticated
+	}
+	hash := HashSecret(token)
+	sess, u, err := sessions.SessionByHash(ctx, hash)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrUnauthenticated
+	}
+	if err != nil {
+		return nil, fmt.Errorf("auth: look up session: %w", err)
+	}
+	if !SecretMatches(token, sess.TokenHash) || sess.RevokedAt != nil || !a.now().Before(sess.ExpiresAt) {
+		return nil, ErrUnauthenticated
+	}
+	grants := map[string][]string{}
+	if u.Role == store.RoleOwner {
+		for _, app := range Apps {
+			grants[app] = append([]string(nil), AllActions...)
+		}
+	} else {
+		perms, err := sessions.MemberPermissions(ctx, u.ID)
+		if err != nil {
+			return nil, fmt.Errorf("auth: read permissions: %w", err)
+		}
+		for _, perm := range perms {
+			grants[perm.App] = ParseActions(perm.Actions)
+		}
+	}
+	return &Principal{OrgID: u.OrgID, Kind: KindUser, ID: u.ID, Role: u.Role, Grants: grants,
+		ExpiresAt: sess.ExpiresAt, Session: hash}, nil
+}
+
+// NewSession issues a session token for a person, valid for ttl.
+func NewSession(u *store.User, now time.Time, ttl time.Duration) (token string, sess *store.Session, err error) {
+	token, err = NewSecret(KindSession)
+	if err != nil {
+		return "", nil, err
+	}
+	return token, &store.Session{TokenHash: HashSecret(token), UserID: u.ID, OrgID: u.OrgID, CreatedAt: now.UTC(),
+		ExpiresAt: now.Add(ttl).UTC()}, nil
+}
+
+// NewPassword returns a random initial password (144 bits, 24 characters), shown once to
+// whoever creates the account.
+func NewPassword() (string, error) {
+	buf := make([]byte, 18)
+	if _, err := rand.Read(buf); err != nil {
+		return "", fmt.Errorf("auth: random: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(buf), nil
+}

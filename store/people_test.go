@@ -1,0 +1,82 @@
+package store_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/store/storetest"
+)
+
+func TestPeopleAndSessions(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		for _, org := range []string{"org_1", "org_2"} {
+			if err := s.CreateOrganization(ctx, &store.Organization{ID: org, Name: org, CreatedAt: now}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		owner := &store.User{ID: "usr_owner", OrgID: "org_1", Email: "o@example.com", PasswordHash: "h0", Role: store.RoleOwner, CreatedAt: now}
+		if err := s.CreateUser(ctx, owner, nil); err != nil {
+			t.Fatal(err)
+		}
+		m := &store.User{ID: "usr_m", OrgID: "org_1", Email: "m@example.com", PasswordHash: "h1", Role: store.RoleMember, CreatedAt: now.Add(time.Second)}
+		if err := s.AddMember(ctx, m, store.MemberPermission{App: "pay", Actions: "read"}); err != nil {
+			t.Fatal(err)
+		}
+		again := &store.User{ID: "usr_again", OrgID: "org_2", Email: "m@example.com", PasswordHash: "h", Role: store.RoleMember, CreatedAt: now}
+		if err := s.AddMember(ctx, again, store.MemberPermission{App: "pay", Actions: "read"}); !errors.Is(err, store.ErrEmailTaken) {
+			t.Fatalf("a second account for one address: %v", err)
+		}
+		if err := s.SetMemberPermission(ctx, store.MemberPermission{UserID: "usr_m", App: "pay", Actions: "approve,read"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetMemberPermission(ctx, store.MemberPermission{UserID: "usr_m", App: "trade", Actions: "read"}); err != nil {
+			t.Fatal(err)
+		}
+		list, err := s.ListMembers(ctx, "org_1", "pay")
+		if err != nil || len(list) != 2 || list[0].ID != "usr_owner" || list[0].Actions != "" || list[1].Actions != "approve,read" {
+			t.Fatalf("members %+v %v", list, err)
+		}
+		if err := s.SetMemberPermission(ctx, store.MemberPermission{UserID: "usr_m", App: "pay"}); err != nil {
+			t.Fatal(err)
+		}
+		perms, _ := s.MemberPermissions(ctx, "usr_m")
+		if len(perms) != 1 || perms[0].App != "trade" {
+			t.Fatalf("after removal from pay: %+v", perms)
+		}
+		if _, err := s.UserInOrg(ctx, "org_2", "usr_m"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("a person of another organisation: %v", err)
+		}
+
+		for _, sess := range []store.Session{
+			{TokenHash: "a", UserID: "usr_m", OrgID: "org_1", CreatedAt: now, ExpiresAt: now.Add(time.Hour)},
+			{TokenHash: "b", UserID: "usr_m", OrgID: "org_1", CreatedAt: now, ExpiresAt: now.Add(time.Hour)},
+			{TokenHash: "old", UserID: "usr_m", OrgID: "org_1", CreatedAt: now.Add(-2 * time.Hour), ExpiresAt: now.Add(-time.Hour)},
+		} {
+			if err := s.CreateSession(ctx, &sess); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.SetPassword(ctx, "usr_m", "h2", "a", now); err != nil {
+			t.Fatal(err)
+		}
+		a, u, err := s.SessionByHash(ctx, "a")
+		if err != nil || a.RevokedAt != nil || u.PasswordHash != "h2" || u.Email != "m@example.com" {
+			t.Fatalf("the session that changed the password: %+v %+v %v", a, u, err)
+		}
+		if b, _, _ := s.SessionByHash(ctx, "b"); b == nil || b.RevokedAt == nil {
+			t.Fatal("another session survived the password change")
+		}
+		if err := s.RevokeSession(ctx, "a", now); err != nil {
+			t.Fatal(err)
+		}
+		if a, _, _ := s.SessionByHash(ctx, "a"); a.RevokedAt == nil {
+			t.Fatal("signed out, not revoked")
+		}
+		if n, err := s.DeleteExpiredSessions(ctx, now); err != nil || n != 1 {
+			t.Fatalf("expired sessions deleted: %d %v", n, err)
+		}
+	})
+}
