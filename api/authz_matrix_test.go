@@ -186,6 +186,7 @@ func matrixSession(t *testing.T, f *fixture, h http.Handler, org, role string, g
 	}
 	req := httptest.NewRequest("POST", "/api/v1/sessions", strings.NewReader(`{"email":"`+email+`","password":"matrix password 1"}`))
 	req.RemoteAddr = ids.New("ip") + ":1"
+	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	cookies := rec.Result().Cookies()

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -37,6 +38,8 @@ type keyResponse struct {
 	CreatedAt   string   `json:"createdAt"`
 	LastUsedAt  *string  `json:"lastUsedAt"`
 	RevokedAt   *string  `json:"revokedAt"`
+	// CreatedBy is the person who created the key; null when a key created it.
+	CreatedBy *string `json:"createdBy"`
 	// Secret is present only in the answer to the create, once.
 	Secret string `json:"secret,omitempty"`
 }
@@ -55,7 +58,33 @@ func keyJSON(k *store.APIKey) keyResponse {
 	}
 	return keyResponse{ID: k.ID, App: k.App, Kind: k.Kind, Actions: actions, ResourceIDs: resources, Label: k.Label,
 		Hint: k.SecretHint, CreatedAt: formatTime(k.CreatedAt), LastUsedAt: formatTimePtr(k.LastUsedAt),
-		RevokedAt: formatTimePtr(k.RevokedAt)}
+		RevokedAt: formatTimePtr(k.RevokedAt), CreatedBy: nullable(k.CreatedBy)}
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// handsOutOnlyWhatItHolds answers 403 when a new credential would carry an action its
+// creator does not hold on the app: a member granted developer must not mint themselves
+// approve, nor an sk_ key, which holds every action.
+func handsOutOnlyWhatItHolds(c *gin.Context, actions []string) bool {
+	p := principalOf(c)
+	var missing []string
+	for _, a := range actions {
+		if !p.Can(p.App, a) && !slices.Contains(missing, a) {
+			missing = append(missing, a)
+		}
+	}
+	if len(missing) == 0 {
+		return true
+	}
+	fail(c, CodePermissionDenied, "A credential cannot hand out actions its creator does not hold on the '"+p.App+"' app: "+
+		strings.Join(missing, ", ")+".")
+	return false
 }
 
 // list answers GET /developer/api-keys: the app's keys, never their secrets.
@@ -116,6 +145,13 @@ func (h *keyHandlers) create(c *gin.Context) {
 	}
 	slices.Sort(req.Actions)
 	req.Actions = slices.Compact(req.Actions)
+	granted := req.Actions
+	if req.Kind == auth.KindSecret {
+		granted = auth.AllActions
+	}
+	if !handsOutOnlyWhatItHolds(c, granted) {
+		return
+	}
 	secret, err := auth.NewSecret(req.Kind)
 	if err != nil {
 		requestFailed(c, h.log, err)
@@ -125,7 +161,7 @@ func (h *keyHandlers) create(c *gin.Context) {
 	now := time.Now().UTC()
 	k := &store.APIKey{ID: ids.New(ids.APIKey), OrgID: p.OrgID, App: p.App, Kind: req.Kind,
 		Actions: auth.FormatActions(req.Actions), ResourceIDs: auth.FormatActions(req.ResourceIDs), Label: req.Label,
-		SecretHash: auth.HashSecret(secret), SecretHint: auth.Hint(secret), CreatedAt: now}
+		SecretHash: auth.HashSecret(secret), SecretHint: auth.Hint(secret), CreatedAt: now, CreatedBy: p.Person}
 	if !writeAudited(c, h.store, h.log, func(tx *store.Store) error { return tx.CreateAPIKey(c.Request.Context(), k) },
 		"api_key.created", "api_key", k.ID, map[string]any{"kind": k.Kind}) {
 		return

@@ -184,6 +184,8 @@ func (h *lifecycleHandlers) decide(c *gin.Context) {
 		fail(c, CodePermissionDenied, "Deciding needs the 'approve' action on the '"+app+"' app.")
 		return
 	}
+	p = p.InApp(app)
+	c.Set(principalContextKey, p)
 	var req struct {
 		Decision string `json:"decision"`
 		Comment  string `json:"comment"`
@@ -214,7 +216,7 @@ func (h *lifecycleHandlers) decide(c *gin.Context) {
 		requestFailed(c, h.log, err)
 		return
 	}
-	if order.CreatedBy == p.ID {
+	if order.CreatedBy == p.Actor() {
 		fail(c, CodeMakerChecker, "The creator of an order may not decide it; another approver must.")
 		return
 	}
@@ -223,7 +225,7 @@ func (h *lifecycleHandlers) decide(c *gin.Context) {
 		return
 	}
 	now := time.Now().UTC()
-	decision := &store.ApprovalDecision{ItemID: item.ID, DecidedBy: p.ID, Decision: req.Decision, Comment: req.Comment,
+	decision := &store.ApprovalDecision{ItemID: item.ID, DecidedBy: p.Actor(), Decision: req.Decision, Comment: req.Comment,
 		CorrelationID: correlationID(c), DecidedAt: now}
 	audit := &store.AuditLog{ID: ids.New(ids.AuditLog), OrgID: p.OrgID, App: app, ActorType: p.ActorType(), ActorID: p.ID,
 		Action: "approval." + strings.ToLower(req.Decision), ResourceType: "approval_item", ResourceID: item.ID,
@@ -244,7 +246,7 @@ func (h *lifecycleHandlers) decide(c *gin.Context) {
 		requestFailed(c, h.log, err)
 		return
 	}
-	signal := workflows.ApprovalDecision{ItemID: item.ID, DecidedBy: p.ID, Decision: decision.Decision,
+	signal := workflows.ApprovalDecision{ItemID: item.ID, DecidedBy: p.Actor(), Decision: decision.Decision,
 		Outcome: decided.Status, CorrelationID: decision.CorrelationID}
 	if err := h.signalApproval(ctx, item.OrderID, signal); err != nil {
 		// The decision is stored: the workflow also finds it in the store when its wait
@@ -367,6 +369,7 @@ func (h *lifecycleHandlers) signingRequestOf(c *gin.Context, actions ...string) 
 		requestFailed(c, h.log, err)
 		return nil, false
 	}
+	c.Set(principalContextKey, p.InApp(r.App))
 	return r, true
 }
 

@@ -35,13 +35,15 @@ type oauthClientResponse struct {
 	Label     string  `json:"label"`
 	CreatedAt string  `json:"createdAt"`
 	RevokedAt *string `json:"revokedAt"`
+	// CreatedBy is the person who created the client; null when a key created it.
+	CreatedBy *string `json:"createdBy"`
 	// ClientSecret is present only in the answer to the create, once.
 	ClientSecret string `json:"clientSecret,omitempty"`
 }
 
 func oauthClientJSON(oc *store.OAuthClient) oauthClientResponse {
 	return oauthClientResponse{ID: oc.ID, ClientID: oc.ID, App: oc.App, Scopes: oc.Scopes, Label: oc.Label,
-		CreatedAt: formatTime(oc.CreatedAt), RevokedAt: formatTimePtr(oc.RevokedAt)}
+		CreatedAt: formatTime(oc.CreatedAt), RevokedAt: formatTimePtr(oc.RevokedAt), CreatedBy: nullable(oc.CreatedBy)}
 }
 
 // list answers GET /developer/oauth-clients.
@@ -80,13 +82,20 @@ func (h *oauthClientHandlers) create(c *gin.Context) {
 		return
 	}
 	slices.Sort(scopes)
+	actions := make([]string, len(scopes))
+	for i, s := range scopes {
+		_, actions[i], _ = strings.Cut(s, ":")
+	}
+	if !handsOutOnlyWhatItHolds(c, actions) {
+		return
+	}
 	secret, err := auth.NewSecret(oauthClientSecretKind)
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return
 	}
 	oc := &store.OAuthClient{ID: ids.New(ids.OAuthClient), OrgID: p.OrgID, App: p.App, SecretHash: auth.HashSecret(secret),
-		Scopes: strings.Join(slices.Compact(scopes), " "), Label: req.Label, CreatedAt: time.Now().UTC()}
+		Scopes: strings.Join(slices.Compact(scopes), " "), Label: req.Label, CreatedAt: time.Now().UTC(), CreatedBy: p.Person}
 	if !writeAudited(c, h.store, h.log, func(tx *store.Store) error { return tx.CreateOAuthClient(c.Request.Context(), oc) },
 		"oauth_client.created", "oauth_client", oc.ID, map[string]any{"scopes": oc.Scopes}) {
 		return

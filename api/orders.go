@@ -198,7 +198,7 @@ func (h *orderHandlers) create(c *gin.Context) {
 	o := &store.Order{
 		ID: id, OrgID: p.OrgID, App: h.domain.App, Domain: h.domain.Name, Status: orders.StatusDraft,
 		WalletID: wallet.ID, Chain: wallet.Chain, Details: string(detailsJSON), PayloadHash: hash,
-		AmountUSD: v.amountUSD, CreatedBy: p.ID, CorrelationID: correlationID(c),
+		AmountUSD: v.amountUSD, CreatedBy: p.Actor(), CorrelationID: correlationID(c),
 		WorkflowID: "order-" + id, CreatedAt: now, UpdatedAt: now,
 	}
 	legs := make([]store.OrderLeg, len(legNames))

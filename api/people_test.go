@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ type signedIn struct {
 // signIn signs a person in and checks the cookie is one a browser keeps to itself.
 func (f *fixture) signIn(t *testing.T, email, password string) signedIn {
 	t.Helper()
-	r := f.do(t, "POST", "/api/v1/sessions", "", strings.NewReader(`{"email":"`+email+`","password":"`+password+`"}`))
+	r := f.trySignIn(t, "192.0.2.1:1234", email, password)
 	if r.status != 201 || r.header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("sign in %s: %d %s", email, r.status, r.body)
 	}
@@ -40,6 +41,23 @@ func (f *fixture) signIn(t *testing.T, email, password string) signedIn {
 		t.Fatal("the session token is in the body, where scripts can read it")
 	}
 	return signedIn{token: cookies[0].Value, csrf: body.CSRFToken, userID: body.User.ID}
+}
+
+// trySignIn sends a sign-in from a client address, as a browser's fetch would.
+func (f *fixture) trySignIn(t *testing.T, from, email, password string, headers ...string) response {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"email": email, "password": password})
+	req := httptest.NewRequest("POST", "/api/v1/sessions", strings.NewReader(string(body)))
+	req.RemoteAddr = from
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	rec := httptest.NewRecorder()
+	f.handler.ServeHTTP(rec, req)
+	r := response{status: rec.Code, header: rec.Header(), body: rec.Body.Bytes()}
+	_ = json.Unmarshal(r.body, &r.problem)
+	return r
 }
 
 // as makes a request with the session; writes carry the CSRF token.
@@ -62,15 +80,21 @@ func newPeopleFixture(t *testing.T) (*fixture, signedIn) {
 
 func TestSignInAndSessions(t *testing.T) {
 	f, owner := newPeopleFixture(t)
-	wrong := f.do(t, "POST", "/api/v1/sessions", "", strings.NewReader(`{"email":"owner@example.com","password":"not the password"}`))
+	wrong := f.trySignIn(t, "192.0.2.1:1", "owner@example.com", "not the password")
 	wrong.wantProblem(t, 401, CodeUnauthenticated)
-	unknown := f.do(t, "POST", "/api/v1/sessions", "", strings.NewReader(`{"email":"nobody@example.com","password":"not the password"}`))
+	unknown := f.trySignIn(t, "192.0.2.1:1", "nobody@example.com", "not the password")
 	unknown.wantProblem(t, 401, CodeUnauthenticated)
 	if wrong.problem.Detail != unknown.problem.Detail {
 		t.Fatalf("an unknown address is told apart from a wrong password: %q / %q", unknown.problem.Detail, wrong.problem.Detail)
 	}
-	f.do(t, "POST", "/api/v1/sessions", "", strings.NewReader(`{"email":"","password":""}`)).wantProblem(t, 422, CodeValidationFailed)
-	f.do(t, "POST", "/api/v1/sessions", "", strings.NewReader(`{"email":"a@b.c","password":"x","remember":true}`)).wantProblem(t, 422, CodeValidationFailed)
+	f.trySignIn(t, "192.0.2.1:1", "", "").wantProblem(t, 422, CodeValidationFailed)
+	f.do(t, "POST", "/api/v1/sessions", "", strings.NewReader(`{"email":"a@b.c","password":"x","remember":true}`),
+		"Content-Type", "application/json").wantProblem(t, 422, CodeValidationFailed)
+	// Login CSRF: a cross-site form cannot send JSON, and a browser names a cross-site request.
+	good := `{"email":"owner@example.com","password":"` + f.creds.Owner.Password + `"}`
+	f.do(t, "POST", "/api/v1/sessions", "", strings.NewReader(good), "Content-Type", "text/plain").wantProblem(t, 422, CodeValidationFailed)
+	f.trySignIn(t, "192.0.2.1:1", f.creds.Owner.Email, f.creds.Owner.Password, "Sec-Fetch-Site", "cross-site").
+		wantProblem(t, 403, CodePermissionDenied)
 	// Addresses are matched whatever their case.
 	f.signIn(t, "Owner@Example.com", f.creds.Owner.Password)
 
@@ -127,19 +151,29 @@ func TestSignInAndSessions(t *testing.T) {
 	f.as(t, signedIn{token: token, csrf: auth.CSRFToken(token)}, "GET", "/api/v1/session", "").wantProblem(t, 401, CodeUnauthenticated)
 }
 
-func TestSignInAttemptsAreLimited(t *testing.T) {
+func TestFailedSignInsAreLimited(t *testing.T) {
 	f, _ := newPeopleFixture(t)
-	var last response
-	for range 11 {
-		last = f.do(t, "POST", "/api/v1/sessions", "", strings.NewReader(`{"email":"owner@example.com","password":"guess guess guess"}`))
+	for range 10 {
+		f.trySignIn(t, "198.51.100.1:1", "owner@example.com", "guess guess guess").wantProblem(t, 401, CodeUnauthenticated)
 	}
-	last.wantProblem(t, 429, CodeRateLimited)
-	if last.header.Get("Retry-After") == "" {
+	// The address is being guessed at: from anywhere, even with the right password, it waits.
+	limited := f.trySignIn(t, "198.51.100.2:1", "owner@example.com", f.creds.Owner.Password)
+	limited.wantProblem(t, 429, CodeRateLimited)
+	if limited.header.Get("Retry-After") == "" {
 		t.Fatal("no Retry-After")
 	}
-	// Even the right password waits: the address is being guessed at.
-	f.do(t, "POST", "/api/v1/sessions", "", strings.NewReader(`{"email":"owner@example.com","password":"`+f.creds.Owner.Password+`"}`)).
-		wantProblem(t, 429, CodeRateLimited)
+	// The guessing client waits for any address; another client and address do not.
+	f.trySignIn(t, "198.51.100.1:1", "someone@example.com", "guess guess guess").wantProblem(t, 429, CodeRateLimited)
+	f.trySignIn(t, "198.51.100.3:1", "someone@example.com", "guess guess guess").wantProblem(t, 401, CodeUnauthenticated)
+
+	// Behind a trusted balancer, X-Forwarded-For names the client: clients do not share
+	// the balancer's limit.
+	f.handler = NewRouter(Config{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), TrustedProxies: []string{"10.0.0.1"}})
+	for range 10 {
+		f.trySignIn(t, "10.0.0.1:1", "a@example.com", "guess guess guess", "X-Forwarded-For", "203.0.113.1")
+	}
+	f.trySignIn(t, "10.0.0.1:1", "b@example.com", "guess guess guess", "X-Forwarded-For", "203.0.113.1").wantProblem(t, 429, CodeRateLimited)
+	f.signIn(t, f.creds.Owner.Email, f.creds.Owner.Password)
 }
 
 // The owner grants a member per-app permissions on the app's team page; the member's
@@ -248,21 +282,80 @@ func TestTeamAndMemberPermissions(t *testing.T) {
 	}
 }
 
-func TestChangingThePasswordEndsOtherSessions(t *testing.T) {
+func TestChangingThePasswordEndsEverySession(t *testing.T) {
 	f, owner := newPeopleFixture(t)
 	other := f.signIn(t, f.creds.Owner.Email, f.creds.Owner.Password)
 	f.as(t, owner, "POST", "/api/v1/session/password", `{"currentPassword":"wrong wrong wrong","newPassword":"a new long password"}`).
 		wantProblem(t, 422, CodeValidationFailed)
 	f.as(t, owner, "POST", "/api/v1/session/password", `{"currentPassword":"`+f.creds.Owner.Password+`","newPassword":"short"}`).
 		wantProblem(t, 422, CodeValidationFailed)
-	if r := f.as(t, owner, "POST", "/api/v1/session/password", `{"currentPassword":"`+f.creds.Owner.Password+`","newPassword":"a new long password"}`); r.status != 204 {
+	r := f.as(t, owner, "POST", "/api/v1/session/password", `{"currentPassword":"`+f.creds.Owner.Password+`","newPassword":"a new long password"}`)
+	cookies := (&http.Response{Header: r.header}).Cookies()
+	var fresh sessionResponse
+	if err := json.Unmarshal(r.body, &fresh); err != nil || r.status != 200 || len(cookies) != 1 || cookies[0].Value == owner.token || fresh.CSRFToken == owner.csrf {
 		t.Fatalf("change %d %s", r.status, r.body)
 	}
-	if r := f.as(t, owner, "GET", "/api/v1/session", ""); r.status != 200 {
-		t.Fatalf("the session that changed it ended: %d", r.status)
-	}
+	f.as(t, owner, "GET", "/api/v1/session", "").wantProblem(t, 401, CodeUnauthenticated)
 	f.as(t, other, "GET", "/api/v1/session", "").wantProblem(t, 401, CodeUnauthenticated)
-	f.do(t, "POST", "/api/v1/sessions", "", strings.NewReader(`{"email":"owner@example.com","password":"`+f.creds.Owner.Password+`"}`)).
-		wantProblem(t, 401, CodeUnauthenticated)
+	if r := f.as(t, signedIn{token: cookies[0].Value, csrf: fresh.CSRFToken}, "GET", "/api/v1/session", ""); r.status != 200 {
+		t.Fatalf("the replacing session: %d", r.status)
+	}
+	f.trySignIn(t, "192.0.2.1:1", f.creds.Owner.Email, f.creds.Owner.Password).wantProblem(t, 401, CodeUnauthenticated)
 	f.signIn(t, f.creds.Owner.Email, "a new long password")
+
+	// A sign-in that checked the old password just before the change gets no session.
+	u, _ := f.store.UserByEmail(context.Background(), f.creds.Owner.Email)
+	token, sess, _ := auth.NewSession(u, u.PasswordChangedAt.Add(-time.Millisecond), time.Hour)
+	if err := f.store.CreateSession(context.Background(), sess); err != nil {
+		t.Fatal(err)
+	}
+	f.as(t, signedIn{token: token, csrf: auth.CSRFToken(token)}, "GET", "/api/v1/session", "").wantProblem(t, 401, CodeUnauthenticated)
+}
+
+// A credential never carries more than its creator holds, and what a person does through
+// a key they made is still theirs for maker-checker.
+func TestPeopleHandOutOnlyWhatTheyHold(t *testing.T) {
+	f, owner := newPeopleFixture(t)
+	added := f.as(t, owner, "POST", "/api/v1/developer/team?app=pay", `{"email":"dev@example.com","actions":["developer","write","approve"]}`)
+	var member memberResponse
+	_ = json.Unmarshal(added.body, &member)
+	m := f.signIn(t, "dev@example.com", member.Password)
+
+	f.as(t, m, "POST", "/api/v1/developer/api-keys?app=pay", `{"kind":"sk"}`).wantProblem(t, 403, CodePermissionDenied)
+	f.as(t, m, "POST", "/api/v1/developer/api-keys?app=pay", `{"kind":"tk","actions":["approve","sign"]}`).wantProblem(t, 403, CodePermissionDenied)
+	f.as(t, m, "POST", "/api/v1/developer/oauth-clients?app=pay", `{"scopes":"pay:read"}`).wantProblem(t, 403, CodePermissionDenied)
+	if r := f.as(t, m, "POST", "/api/v1/developer/oauth-clients?app=pay", `{"scopes":"pay:write"}`); r.status != 201 ||
+		!strings.Contains(string(r.body), `"createdBy":"`+m.userID+`"`) {
+		t.Fatalf("a client within the member's grants: %d %s", r.status, r.body)
+	}
+	r := f.as(t, m, "POST", "/api/v1/developer/api-keys?app=pay", `{"kind":"tk","actions":["approve"]}`)
+	var key keyResponse
+	if err := json.Unmarshal(r.body, &key); err != nil || r.status != 201 || key.CreatedBy == nil || *key.CreatedBy != m.userID {
+		t.Fatalf("a key within the member's grants: %d %s", r.status, r.body)
+	}
+	// A key may not mint what it does not hold either: a tk key with developer alone
+	// cannot mint an sk key.
+	devOnly := f.post(t, "/api/v1/developer/api-keys", f.creds.Keys["pay"].SK, `{"kind":"tk","actions":["developer"]}`)
+	var dk keyResponse
+	_ = json.Unmarshal(devOnly.body, &dk)
+	f.post(t, "/api/v1/developer/api-keys", dk.Secret, `{"kind":"sk"}`).wantProblem(t, 403, CodePermissionDenied)
+	if r := f.post(t, "/api/v1/developer/api-keys", dk.Secret, `{"kind":"pk"}`); r.status != 201 {
+		t.Fatalf("a developer key mints a pk key (no actions): %d %s", r.status, r.body)
+	}
+
+	payment := `{"walletId":"` + f.creds.Wallets[0].ID + `","asset":"USDC","amount":"10","destination":{"address":"0x1111111111111111111111111111111111111111"}}`
+	order := decodeOrder(t, f.as(t, m, "POST", "/api/v1/payments", payment))
+	if order["createdBy"] != m.userID {
+		t.Fatalf("createdBy %v", order["createdBy"])
+	}
+	item := &store.ApprovalItem{ID: "apr_minted", OrgID: f.creds.OrgID, App: "pay", Domain: "payment", OrderID: order["id"].(string),
+		Status: "pending", RequiredApprovals: 1, Reason: "r", PayloadHash: "h", Summary: "{}", CreatedBy: m.userID,
+		CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
+	if err := f.store.CreateApprovalItem(context.Background(), item); err != nil {
+		t.Fatal(err)
+	}
+	f.post(t, "/api/v1/approvals/payment/apr_minted/decide", key.Secret, `{"decision":"APPROVE"}`).wantProblem(t, 403, CodeMakerChecker)
+	if r := f.post(t, "/api/v1/approvals/payment/apr_minted/decide", f.creds.Keys["pay"].Approve, `{"decision":"APPROVE"}`); r.status != 202 {
+		t.Fatalf("another approver: %d %s", r.status, r.body)
+	}
 }

@@ -60,6 +60,22 @@ func (l *rateLimiter) take(key string) (ok bool, remaining int, wait time.Durati
 	return false, 0, wait
 }
 
+// exhausted reports, without spending anything, whether key's bucket is empty and how
+// long until it holds a token again.
+func (l *rateLimiter) exhausted(key string) (bool, time.Duration) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, found := l.buckets[key]
+	if !found || b.limiter.TokensAt(now) >= 1 {
+		return false, 0
+	}
+	r := b.limiter.ReserveN(now, 1)
+	wait := r.DelayFrom(now)
+	r.CancelAt(now)
+	return true, wait
+}
+
 // middleware answers 429 rate_limited once a credential's bucket is empty, and tells every
 // caller its budget in RateLimit-* headers.
 func (l *rateLimiter) middleware() gin.HandlerFunc {

@@ -42,6 +42,9 @@ type Config struct {
 	OAuthTokenTTL time.Duration
 	// SessionTTL is how long a person stays signed in (12 hours when zero).
 	SessionTTL time.Duration
+	// TrustedProxies are the addresses or CIDRs of the load balancers whose
+	// X-Forwarded-For names the client; none when empty.
+	TrustedProxies []string
 	// IdempotencyRetention is how long a write's response is kept for replay (24 h default).
 	IdempotencyRetention time.Duration
 	// Bus tells every API process about config changes and revoked credentials.
@@ -61,8 +64,12 @@ func NewRouter(cfg Config) http.Handler {
 	}
 	log := cfg.Log
 	r := gin.New()
-	// X-Forwarded-For is not trusted: clientIp in the logs is the peer's address.
-	_ = r.SetTrustedProxies(nil)
+	// X-Forwarded-For is believed only from the configured proxies (none by default):
+	// clientIp in the logs and the sign-in limit per address depend on it.
+	if err := r.SetTrustedProxies(cfg.TrustedProxies); err != nil {
+		log.Error("trusted proxies ignored", "error", err.Error())
+		_ = r.SetTrustedProxies(nil)
+	}
 	r.ContextWithFallback = true
 	r.HandleMethodNotAllowed = false
 	r.RedirectTrailingSlash = false
@@ -90,7 +97,7 @@ func NewRouter(cfg Config) http.Handler {
 		cfg.SessionTTL = 12 * time.Hour
 	}
 	sh := &sessionHandlers{store: cfg.Store, log: log, authn: authenticator, ttl: cfg.SessionTTL, now: time.Now,
-		attempts: newRateLimiter(10.0/60, 10)}
+		failures: newRateLimiter(10.0/60, 10)}
 	r.POST("/api/v1/sessions", sh.signIn)
 	idem := &idempotency{store: cfg.Store, log: log, retention: cfg.IdempotencyRetention,
 		lease: max(2*cfg.RequestTimeout, time.Minute), now: time.Now}
@@ -110,7 +117,9 @@ func NewRouter(cfg Config) http.Handler {
 
 	v1.GET("/session", sh.current)
 	v1.DELETE("/session", sh.signOut)
-	v1.POST("/session/password", sh.changePassword)
+	// Not under Idempotency-Key: a kept request's fingerprint would be a fast hash of the
+	// passwords in its body. A repeat is refused anyway (the current password has changed).
+	r.POST("/api/v1/session/password", authn, withRequestLog(cfg.RequestLogs), limiter.middleware(), sh.changePassword)
 
 	ph := &portfolioHandlers{store: cfg.Store, log: log}
 	treasuryRead := require("treasury", auth.ActionRead)

@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -27,9 +28,11 @@ type sessionHandlers struct {
 	authn *auth.Authenticator
 	ttl   time.Duration
 	now   func() time.Time
-	// attempts bounds sign-in attempts per address and per client IP: with at least twelve
-	// characters a password cannot be guessed at ten tries a minute.
-	attempts *rateLimiter
+	// failures bounds failed sign-ins per address and per client IP (ten a minute in each
+	// API process): a password of twelve characters or more cannot be guessed at that rate.
+	// Only failures count, so a flood of wrong guesses does not lock out a person who
+	// knows their password for longer than the flood lasts.
+	failures *rateLimiter
 }
 
 type sessionUser struct {
@@ -58,6 +61,16 @@ func sessionJSON(u *store.User, p *auth.Principal, token string) sessionResponse
 // signIn answers POST /sessions {email, password}: 201 with the session cookie and the
 // CSRF token, or one 401 for an unknown address and a wrong password alike.
 func (h *sessionHandlers) signIn(c *gin.Context) {
+	// Login CSRF: a form on another site could sign the browser in to the attacker's
+	// account. Forms cannot send application/json, and browsers name cross-site requests.
+	if c.GetHeader("Sec-Fetch-Site") == "cross-site" {
+		fail(c, CodePermissionDenied, "Sign in from the console's own origin.")
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type")); err != nil || mt != "application/json" {
+		validationFailed(c, []FieldError{{Field: "Content-Type", Message: "must be application/json"}})
+		return
+	}
 	var req struct {
 		Email    string `json:"email"`
 		Password string `json:"password"`
@@ -77,15 +90,18 @@ func (h *sessionHandlers) signIn(c *gin.Context) {
 		validationFailed(c, errs)
 		return
 	}
-	for _, key := range []string{"ip:" + c.ClientIP(), "email:" + email} {
-		if ok, _, wait := h.attempts.take(key); !ok {
+	limits := []string{"ip:" + c.ClientIP(), "email:" + email}
+	for _, key := range limits {
+		if empty, wait := h.failures.exhausted(key); empty {
 			seconds := retryAfter(wait)
 			c.Header("Retry-After", seconds)
-			fail(c, CodeRateLimited, "Too many sign-in attempts; retry after "+seconds+" s.")
+			fail(c, CodeRateLimited, "Too many failed sign-ins; retry after "+seconds+" s.")
 			return
 		}
 	}
 	ctx := c.Request.Context()
+	// The moment the stored hash is read: a password changed after it ends the session.
+	checkedAt := h.now()
 	u, err := h.store.UserByEmail(ctx, email)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		requestFailed(c, h.log, err)
@@ -96,11 +112,21 @@ func (h *sessionHandlers) signIn(c *gin.Context) {
 		stored = u.PasswordHash
 	}
 	if !auth.PasswordMatches(req.Password, stored) {
+		for _, key := range limits {
+			h.failures.take(key)
+		}
 		h.log.InfoContext(ctx, "sign-in refused", "correlationId", correlationID(c))
 		fail(c, CodeUnauthenticated, "The email address or the password is wrong.")
 		return
 	}
-	token, sess, err := auth.NewSession(u, h.now(), h.ttl)
+	h.startSession(c, u, checkedAt, http.StatusCreated)
+}
+
+// startSession opens a session for a person whose password was checked at checkedAt and
+// answers with it: the cookie, and the CSRF token in the body.
+func (h *sessionHandlers) startSession(c *gin.Context, u *store.User, checkedAt time.Time, status int) {
+	ctx := c.Request.Context()
+	token, sess, err := auth.NewSession(u, checkedAt, h.ttl)
 	if err == nil {
 		err = h.store.CreateSession(ctx, sess)
 	}
@@ -109,14 +135,19 @@ func (h *sessionHandlers) signIn(c *gin.Context) {
 		return
 	}
 	p, err := h.authn.AuthenticateSession(ctx, token)
+	if errors.Is(err, auth.ErrUnauthenticated) {
+		fail(c, CodeUnauthenticated, "The password changed while signing in; sign in again.")
+		return
+	}
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return
 	}
-	h.log.InfoContext(ctx, "signed in", "userId", u.ID, "orgId", u.OrgID, "correlationId", correlationID(c))
+	h.log.InfoContext(ctx, "session started", "userId", u.ID, "orgId", u.OrgID, "correlationId", correlationID(c))
 	http.SetCookie(c.Writer, &http.Cookie{Name: SessionCookie, Value: token, Path: "/", Expires: sess.ExpiresAt,
 		MaxAge: int(h.ttl.Seconds()), Secure: true, HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	replyWithSecret(c, sessionJSON(u, p, token), "csrfToken")
+	c.Header("Cache-Control", "no-store")
+	c.JSON(status, sessionJSON(u, p, token))
 }
 
 // current answers GET /session: who is signed in, their permissions and the CSRF token.
@@ -149,8 +180,9 @@ func (h *sessionHandlers) signOut(c *gin.Context) {
 	c.Status(http.StatusNoContent)
 }
 
-// changePassword answers POST /session/password {currentPassword, newPassword}: the
-// person's other sessions end.
+// changePassword answers POST /session/password {currentPassword, newPassword}: every
+// session of the person ends, and this request's is replaced by a new one (a new cookie
+// and CSRF token in the answer).
 func (h *sessionHandlers) changePassword(c *gin.Context) {
 	var req struct {
 		CurrentPassword string `json:"currentPassword"`
@@ -169,13 +201,15 @@ func (h *sessionHandlers) changePassword(c *gin.Context) {
 		requestFailed(c, h.log, err)
 		return
 	}
-	if ok, _, wait := h.attempts.take("password:" + u.ID); !ok {
+	key := "password:" + u.ID
+	if empty, wait := h.failures.exhausted(key); empty {
 		seconds := retryAfter(wait)
 		c.Header("Retry-After", seconds)
-		fail(c, CodeRateLimited, "Too many attempts; retry after "+seconds+" s.")
+		fail(c, CodeRateLimited, "Too many wrong passwords; retry after "+seconds+" s.")
 		return
 	}
 	if !auth.PasswordMatches(req.CurrentPassword, u.PasswordHash) {
+		h.failures.take(key)
 		validationFailed(c, []FieldError{{Field: "currentPassword", Message: "is not the current password"}})
 		return
 	}
@@ -184,14 +218,16 @@ func (h *sessionHandlers) changePassword(c *gin.Context) {
 		validationFailed(c, []FieldError{{Field: "newPassword", Message: "needs 12 to 72 bytes"}})
 		return
 	}
+	changedAt := h.now()
 	if err == nil {
-		err = h.store.SetPassword(ctx, u.ID, hash, p.Session, h.now())
+		err = h.store.SetPassword(ctx, u.ID, hash, changedAt)
 	}
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return
 	}
-	c.Status(http.StatusNoContent)
+	// Every session has ended, this one too: it is replaced by a new one.
+	h.startSession(c, u, changedAt, http.StatusOK)
 }
 
 // sessionOf is the signed-in person of a request and their session token; a request made

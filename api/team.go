@@ -59,6 +59,11 @@ func requireOwner() gin.HandlerFunc {
 // list answers GET /developer/team: every person of the organisation with their actions
 // on the app (none yet for some).
 func (h *teamHandlers) list(c *gin.Context) {
+	var errs []FieldError
+	if rejectUnknownQuery(c, nil, &errs); len(errs) > 0 {
+		validationFailed(c, errs)
+		return
+	}
 	p := principalOf(c)
 	rows, err := h.store.ListMembers(c.Request.Context(), p.OrgID, p.App)
 	if err != nil {

@@ -5,6 +5,7 @@ package app
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -31,8 +32,11 @@ type Config struct {
 	RateBurst            int
 	OAuthTokenTTL        time.Duration
 	SessionTTL           time.Duration
-	WSPingInterval       time.Duration
-	LogLevel             slog.Level
+	// TrustedProxies is a comma-separated list of the addresses or CIDRs of the load
+	// balancers whose X-Forwarded-For names the client.
+	TrustedProxies string
+	WSPingInterval time.Duration
+	LogLevel       slog.Level
 }
 
 // envVar documents one environment variable the service reads.
@@ -58,6 +62,7 @@ var EnvVars = []envVar{
 	{"IDEMPOTENCY_RETENTION", "24h", "how long the response to a write with an Idempotency-Key is kept for replay"},
 	{"OAUTH_TOKEN_TTL", "15m", "lifetime of an OAuth access token"},
 	{"SESSION_TTL", "12h", "how long a person stays signed in"},
+	{"TRUSTED_PROXIES", "", "comma-separated addresses or CIDRs of load balancers whose X-Forwarded-For is believed"},
 	{"RATE_LIMIT", "50", "requests per second per credential, per API replica"},
 	{"RATE_BURST", "100", "burst of requests per credential, per API replica"},
 	{"WS_PING_INTERVAL", "25s", "how often the WebSocket channel pings each client (a pong must follow within 10 s)"},
@@ -144,10 +149,16 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		RateBurst:            int(number("RATE_BURST")),
 		OAuthTokenTTL:        duration("OAUTH_TOKEN_TTL"),
 		SessionTTL:           duration("SESSION_TTL"),
+		TrustedProxies:       get("TRUSTED_PROXIES"),
 		WSPingInterval:       duration("WS_PING_INTERVAL"),
 	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(get("LOG_LEVEL"))); err != nil {
 		errs = append(errs, "LOG_LEVEL: one of debug, info, warn, error")
+	}
+	for _, p := range cfg.TrustedProxyList() {
+		if _, _, err := net.ParseCIDR(p); err != nil && net.ParseIP(p) == nil {
+			errs = append(errs, "TRUSTED_PROXIES: "+p+" is not an address or a CIDR")
+		}
 	}
 	if (cfg.TemporalTLSCertFile == "") != (cfg.TemporalTLSKeyFile == "") {
 		errs = append(errs, "TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY: set both or neither")
@@ -161,4 +172,15 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 // NewLogger returns the service's structured JSON logger on stderr.
 func NewLogger(level slog.Level) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// TrustedProxyList is TrustedProxies as a list.
+func (c Config) TrustedProxyList() []string {
+	var out []string
+	for _, p := range strings.Split(c.TrustedProxies, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -78,6 +78,7 @@ func TestConfigFromEnvValues(t *testing.T) {
 		"RATE_BURST":            "20",
 		"OAUTH_TOKEN_TTL":       "5m",
 		"SESSION_TTL":           "30m",
+		"TRUSTED_PROXIES":       "10.0.0.0/8, 192.0.2.7",
 		"WS_PING_INTERVAL":      "5s",
 		"LOG_LEVEL":             "debug",
 	}))
@@ -103,6 +104,7 @@ func TestConfigFromEnvValues(t *testing.T) {
 		RateBurst:            20,
 		OAuthTokenTTL:        5 * time.Minute,
 		SessionTTL:           30 * time.Minute,
+		TrustedProxies:       "10.0.0.0/8, 192.0.2.7",
 		WSPingInterval:       5 * time.Second,
 		LogLevel:             slog.LevelDebug,
 	}
@@ -126,6 +128,7 @@ func TestConfigFromEnvErrors(t *testing.T) {
 		{"migrate maybe", map[string]string{"MIGRATE_ON_START": "maybe"}, []string{"MIGRATE_ON_START"}},
 		{"tls yes", map[string]string{"TEMPORAL_TLS": "yes"}, []string{"TEMPORAL_TLS"}},
 		{"log level loud", map[string]string{"LOG_LEVEL": "loud"}, []string{"LOG_LEVEL"}},
+		{"proxy not an address", map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8,balancer"}, []string{"TRUSTED_PROXIES"}},
 		{"cert without key", map[string]string{"TEMPORAL_TLS_CERT": "/c.pem"}, []string{"TEMPORAL_TLS_CERT", "TEMPORAL_TLS_KEY"}},
 		{"key without cert", map[string]string{"TEMPORAL_TLS_KEY": "/k.pem"}, []string{"TEMPORAL_TLS_CERT", "TEMPORAL_TLS_KEY"}},
 		{"cert with blank key", map[string]string{"TEMPORAL_TLS_CERT": "/c.pem", "TEMPORAL_TLS_KEY": "  "}, []string{"TEMPORAL_TLS_KEY"}},

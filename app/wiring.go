@@ -130,6 +130,7 @@ func NewAPIHandler(cfg Config, s *store.Store, tc client.Client, live *Live, log
 		RateBurst:            cfg.RateBurst,
 		OAuthTokenTTL:        cfg.OAuthTokenTTL,
 		SessionTTL:           cfg.SessionTTL,
+		TrustedProxies:       cfg.TrustedProxyList(),
 		Workflows:            TemporalOrders{Client: tc},
 		Readiness: []api.ReadinessCheck{
 			{Name: "database", Check: s.Ping},

@@ -65,7 +65,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (*Princi
 		// Best effort: a failed write of lastUsedAt must not fail the request.
 		_ = a.keys.TouchAPIKey(ctx, k.ID, now)
 	}
-	p := &Principal{OrgID: k.OrgID, App: k.App, Kind: k.Kind, ID: k.ID}
+	p := &Principal{OrgID: k.OrgID, App: k.App, Kind: k.Kind, ID: k.ID, Person: k.CreatedBy}
 	switch k.Kind {
 	case KindSecret:
 		p.Actions = append([]string(nil), AllActions...)
@@ -95,5 +95,5 @@ func (a *Authenticator) accessToken(ctx context.Context, token, hash string) (*P
 		return nil, ErrUnauthenticated
 	}
 	return &Principal{OrgID: t.OrgID, App: t.App, Kind: KindAccessToken, ID: t.ClientID, Actions: ParseActions(t.Actions),
-		ExpiresAt: t.ExpiresAt}, nil
+		ExpiresAt: t.ExpiresAt, Person: client.CreatedBy}, nil
 }

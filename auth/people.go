@@ -83,7 +83,8 @@ func (a *Authenticator) AuthenticateSession(ctx context.Context, token string) (
 	if err != nil {
 		return nil, fmt.Errorf("auth: look up session: %w", err)
 	}
-	if !SecretMatches(token, sess.TokenHash) || sess.RevokedAt != nil || !a.now().Before(sess.ExpiresAt) {
+	if !SecretMatches(token, sess.TokenHash) || sess.RevokedAt != nil || !a.now().Before(sess.ExpiresAt) ||
+		(u.PasswordChangedAt != nil && sess.CreatedAt.Before(*u.PasswordChangedAt)) {
 		return nil, ErrUnauthenticated
 	}
 	grants := map[string][]string{}
@@ -100,11 +101,13 @@ func (a *Authenticator) AuthenticateSession(ctx context.Context, token string) (
 			grants[perm.App] = ParseActions(perm.Actions)
 		}
 	}
-	return &Principal{OrgID: u.OrgID, Kind: KindUser, ID: u.ID, Role: u.Role, Grants: grants,
+	return &Principal{OrgID: u.OrgID, Kind: KindUser, ID: u.ID, Person: u.ID, Role: u.Role, Grants: grants,
 		ExpiresAt: sess.ExpiresAt, Session: hash}, nil
 }
 
-// NewSession issues a session token for a person, valid for ttl.
+// NewSession issues a session token for a person, valid for ttl from now. Pass as now the
+// moment the password was checked against the stored hash: a password changed after it
+// ends the session.
 func NewSession(u *store.User, now time.Time, ttl time.Duration) (token string, sess *store.Session, err error) {
 	token, err = NewSecret(KindSession)
 	if err != nil {

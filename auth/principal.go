@@ -29,6 +29,19 @@ type Principal struct {
 	Grants map[string][]string
 	// Session is the hash of a person's session token, for signing out.
 	Session string
+	// Person is the person behind the request: the one signed in, or the one who created
+	// the key or OAuth client used; "" for credentials no person created.
+	Person string
+}
+
+// Actor is who maker-checker binds: the person behind the request when there is one (so a
+// person cannot approve, through a key they made, an order they created), else the
+// credential.
+func (p *Principal) Actor() string {
+	if p.Person != "" {
+		return p.Person
+	}
+	return p.ID
 }
 
 // Can reports whether the principal may perform action on app. A credential of one app

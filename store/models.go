@@ -23,6 +23,8 @@ type User struct {
 	PasswordHash string
 	Role         string
 	CreatedAt    time.Time
+	// PasswordChangedAt ends the sessions signed in before it.
+	PasswordChangedAt *time.Time
 }
 
 func (User) TableName() string { return "users" }
@@ -50,6 +52,8 @@ type APIKey struct {
 	CreatedAt   time.Time
 	LastUsedAt  *time.Time
 	RevokedAt   *time.Time
+	// CreatedBy is the person (usr_…) who created the key, or "".
+	CreatedBy string
 }
 
 func (APIKey) TableName() string { return "api_keys" }
@@ -64,6 +68,8 @@ type OAuthClient struct {
 	Label      string
 	CreatedAt  time.Time
 	RevokedAt  *time.Time
+	// CreatedBy is the person (usr_…) who created the client, or "".
+	CreatedBy string
 }
 
 func (OAuthClient) TableName() string { return "oauth_clients" }

@@ -87,15 +87,16 @@ func (s *Store) SetMemberPermission(ctx context.Context, perm MemberPermission) 
 	}).Create(&perm).Error
 }
 
-// SetPassword replaces a person's password hash and ends their other sessions, so a
-// changed password locks out whoever knew the old one.
-func (s *Store) SetPassword(ctx context.Context, userID, hash, keepSessionHash string, at time.Time) error {
+// SetPassword replaces a person's password hash and ends every session signed in before
+// at, so a changed password locks out whoever knew the old one.
+func (s *Store) SetPassword(ctx context.Context, userID, hash string, at time.Time) error {
 	return s.with(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Model(&User{}).Where("id = ?", userID).Update("password_hash", hash).Error; err != nil {
+		err := tx.Model(&User{}).Where("id = ?", userID).
+			Updates(map[string]any{"password_hash": hash, "password_changed_at": at.UTC()}).Error
+		if err != nil {
 			return err
 		}
-		return tx.Model(&Session{}).Where("user_id = ? AND token_hash <> ? AND revoked_at IS NULL", userID, keepSessionHash).
-			Update("revoked_at", at.UTC()).Error
+		return tx.Model(&Session{}).Where("user_id = ? AND revoked_at IS NULL", userID).Update("revoked_at", at.UTC()).Error
 	})
 }
 
