@@ -505,7 +505,7 @@ func TestChannelEvictsASlowClientWhileAFastOneKeepsUp(t *testing.T) {
 	creds := seedStore(t, s)
 	// A long write timeout: the slow client below stops reading for a while and must
 	// then find the close frame behind its backlog.
-	r := startReplica(t, s, app.LiveOptions{SendQueue: 32, WriteTimeout: 30 * time.Second}, api.Config{})
+	r := startReplica(t, s, app.LiveOptions{WriteTimeout: 30 * time.Second}, api.Config{})
 	pay := creds.Keys["pay"]
 	cfg := r.createConfig(t, pay.SK, "*")
 	fast := r.connect(t, cfg, pay.PK)
