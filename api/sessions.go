@@ -92,10 +92,7 @@ func (h *sessionHandlers) signIn(c *gin.Context) {
 	}
 	limits := []string{"ip:" + c.ClientIP(), "email:" + email}
 	for _, key := range limits {
-		if empty, wait := h.failures.exhausted(key); empty {
-			seconds := retryAfter(wait)
-			c.Header("Retry-After", seconds)
-			fail(c, CodeRateLimited, "Too many failed sign-ins; retry after "+seconds+" s.")
+		if h.tooManyFailures(c, key, "Too many failed sign-ins") {
 			return
 		}
 	}
@@ -202,10 +199,7 @@ func (h *sessionHandlers) changePassword(c *gin.Context) {
 		return
 	}
 	key := "password:" + u.ID
-	if empty, wait := h.failures.exhausted(key); empty {
-		seconds := retryAfter(wait)
-		c.Header("Retry-After", seconds)
-		fail(c, CodeRateLimited, "Too many wrong passwords; retry after "+seconds+" s.")
+	if h.tooManyFailures(c, key, "Too many wrong passwords") {
 		return
 	}
 	if !auth.PasswordMatches(req.CurrentPassword, u.PasswordHash) {
@@ -228,6 +222,17 @@ func (h *sessionHandlers) changePassword(c *gin.Context) {
 	}
 	// Every session has ended, this one too: it is replaced by a new one.
 	h.startSession(c, u, changedAt, http.StatusOK)
+}
+
+// tooManyFailures answers 429 when key has used up its failed attempts.
+func (h *sessionHandlers) tooManyFailures(c *gin.Context, key, what string) bool {
+	empty, wait := h.failures.exhausted(key)
+	if empty {
+		seconds := retryAfter(wait)
+		c.Header("Retry-After", seconds)
+		fail(c, CodeRateLimited, what+"; retry after "+seconds+" s.")
+	}
+	return empty
 }
 
 // sessionOf is the signed-in person of a request and their session token; a request made

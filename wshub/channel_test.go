@@ -83,6 +83,12 @@ func (r *replica) call(t testing.TB, method, path, token string, body any) (int,
 	}
 	req, _ := http.NewRequest(method, r.srv.URL+"/api/v1"+path, rd)
 	req.Header.Set("Authorization", "Bearer "+token)
+	return doJSON(t, req)
+}
+
+// doJSON sends a JSON request and decodes the JSON answer.
+func doJSON(t testing.TB, req *http.Request) (int, map[string]any) {
+	t.Helper()
 	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

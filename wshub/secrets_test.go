@@ -125,15 +125,7 @@ func signIn(t *testing.T, base, email, password string) session {
 func sessionCall(t *testing.T, base string, s session, method, path, body string) (int, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest(method, base+"/api/v1"+path, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
 	req.AddCookie(&http.Cookie{Name: api.SessionCookie, Value: s.token})
 	req.Header.Set(api.CSRFHeader, s.csrf)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var out map[string]any
-	_ = json.NewDecoder(res.Body).Decode(&out)
-	return res.StatusCode, out
+	return doJSON(t, req)
 }
