@@ -153,6 +153,10 @@ func TestSignInAndSessions(t *testing.T) {
 
 func TestFailedSignInsAreLimited(t *testing.T) {
 	f, _ := newPeopleFixture(t)
+	// The clock stands still: a slow machine's bcrypt must not refill the buckets.
+	stopped := time.Now()
+	clock := func() time.Time { return stopped }
+	f.handler = NewRouter(Config{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clock})
 	for range 10 {
 		f.trySignIn(t, "198.51.100.1:1", "owner@example.com", "guess guess guess").wantProblem(t, 401, CodeUnauthenticated)
 	}
@@ -168,7 +172,8 @@ func TestFailedSignInsAreLimited(t *testing.T) {
 
 	// Behind a trusted balancer, X-Forwarded-For names the client: clients do not share
 	// the balancer's limit.
-	f.handler = NewRouter(Config{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), TrustedProxies: []string{"10.0.0.1"}})
+	f.handler = NewRouter(Config{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), TrustedProxies: []string{"10.0.0.1"},
+		Now: clock})
 	for range 10 {
 		f.trySignIn(t, "10.0.0.1:1", "a@example.com", "guess guess guess", "X-Forwarded-For", "203.0.113.1")
 	}

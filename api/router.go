@@ -45,6 +45,8 @@ type Config struct {
 	// TrustedProxies are the addresses or CIDRs of the load balancers whose
 	// X-Forwarded-For names the client; none when empty.
 	TrustedProxies []string
+	// Now is the clock of sign-ins and their limits (time.Now when nil); tests stop it.
+	Now func() time.Time
 	// IdempotencyRetention is how long a write's response is kept for replay (24 h default).
 	IdempotencyRetention time.Duration
 	// Bus tells every API process about config changes and revoked credentials.
@@ -96,8 +98,12 @@ func NewRouter(cfg Config) http.Handler {
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = 12 * time.Hour
 	}
-	sh := &sessionHandlers{store: cfg.Store, log: log, authn: authenticator, ttl: cfg.SessionTTL, now: time.Now,
-		failures: newRateLimiter(10.0/60, 10)}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	failures := newRateLimiter(10.0/60, 10)
+	failures.now = cfg.Now
+	sh := &sessionHandlers{store: cfg.Store, log: log, authn: authenticator, ttl: cfg.SessionTTL, now: cfg.Now, failures: failures}
 	r.POST("/api/v1/sessions", sh.signIn)
 	idem := &idempotency{store: cfg.Store, log: log, retention: cfg.IdempotencyRetention,
 		lease: max(2*cfg.RequestTimeout, time.Minute), now: time.Now}
