@@ -68,10 +68,13 @@ func nullable(s string) *string {
 	return &s
 }
 
-// handsOutOnlyWhatItHolds answers 403 when a new credential would carry an action its
-// creator does not hold on the app: a member granted developer must not mint themselves
-// approve, nor an sk_ key, which holds every action.
-func handsOutOnlyWhatItHolds(c *gin.Context, actions []string) bool {
+// handsOutOnlyWhatItHolds answers 403 when a new credential would reach more than its
+// creator: an action the creator does not hold on the app (a member granted developer must
+// not mint themselves approve, nor an sk_ key, which holds every action), or, from a
+// credential restricted to resource ids, anything beyond them. resourceIDs are the new
+// credential's; none means every wallet of the organisation, which is all an sk_ or pk_ key
+// or an OAuth client can reach, so a restricted creator can make only tk_ keys.
+func handsOutOnlyWhatItHolds(c *gin.Context, actions, resourceIDs []string) bool {
 	p := principalOf(c)
 	var missing []string
 	for _, a := range actions {
@@ -79,12 +82,50 @@ func handsOutOnlyWhatItHolds(c *gin.Context, actions []string) bool {
 			missing = append(missing, a)
 		}
 	}
-	if len(missing) == 0 {
+	if len(missing) > 0 {
+		fail(c, CodePermissionDenied, "A credential cannot hand out actions its creator does not hold on the '"+p.App+"' app: "+
+			strings.Join(missing, ", ")+".")
+		return false
+	}
+	if len(p.ResourceIDs) == 0 {
 		return true
 	}
-	fail(c, CodePermissionDenied, "A credential cannot hand out actions its creator does not hold on the '"+p.App+"' app: "+
-		strings.Join(missing, ", ")+".")
-	return false
+	if len(resourceIDs) == 0 {
+		fail(c, CodePermissionDenied, "A credential restricted to resource ids can create only tk keys restricted to some of its own resourceIds.")
+		return false
+	}
+	var beyond []string
+	for _, id := range resourceIDs {
+		if !p.CanReach(id) {
+			beyond = append(beyond, id)
+		}
+	}
+	if len(beyond) > 0 {
+		fail(c, CodePermissionDenied, "A credential cannot hand out resources its creator cannot reach: "+strings.Join(beyond, ", ")+".")
+		return false
+	}
+	return true
+}
+
+// maxResourceIDs bounds a key's resourceIds, each of which is looked up at creation.
+const maxResourceIDs = 100
+
+// unknownWallets lists the ids among walletIDs that are not wallets of the organisation.
+func (h *keyHandlers) unknownWallets(ctx context.Context, orgID string, walletIDs []string) ([]string, error) {
+	if len(walletIDs) == 0 {
+		return nil, nil
+	}
+	found, err := h.store.ListWallets(ctx, orgID, "", len(walletIDs), walletIDs...)
+	if err != nil {
+		return nil, err
+	}
+	var unknown []string
+	for _, id := range walletIDs {
+		if !slices.ContainsFunc(found, func(w store.Wallet) bool { return w.ID == id }) {
+			unknown = append(unknown, id)
+		}
+	}
+	return unknown, nil
 }
 
 // list answers GET /developer/api-keys: the app's keys, never their secrets.
@@ -133,6 +174,9 @@ func (h *keyHandlers) create(c *gin.Context) {
 				errs = append(errs, FieldError{Field: "actions", Message: a + " is not an action (read, write, approve, sign, developer)"})
 			}
 		}
+		if len(req.ResourceIDs) > maxResourceIDs {
+			errs = append(errs, FieldError{Field: "resourceIds", Message: "must hold at most 100 wallet ids"})
+		}
 	default:
 		errs = append(errs, FieldError{Field: "kind", Message: "must be sk, tk or pk"})
 	}
@@ -145,11 +189,28 @@ func (h *keyHandlers) create(c *gin.Context) {
 	}
 	slices.Sort(req.Actions)
 	req.Actions = slices.Compact(req.Actions)
+	slices.Sort(req.ResourceIDs)
+	req.ResourceIDs = slices.Compact(req.ResourceIDs)
 	granted := req.Actions
 	if req.Kind == auth.KindSecret {
 		granted = auth.AllActions
 	}
-	if !handsOutOnlyWhatItHolds(c, granted) {
+	// Authorised before the wallets are looked up, so that a restricted key cannot learn
+	// which ids beyond its own are wallets.
+	if !handsOutOnlyWhatItHolds(c, granted, req.ResourceIDs) {
+		return
+	}
+	p := principalOf(c)
+	unknown, err := h.unknownWallets(c.Request.Context(), p.OrgID, req.ResourceIDs)
+	if err != nil {
+		requestFailed(c, h.log, err)
+		return
+	}
+	for _, id := range unknown {
+		errs = append(errs, FieldError{Field: "resourceIds", Message: id + " is not a wallet of this organisation"})
+	}
+	if len(errs) > 0 {
+		validationFailed(c, errs)
 		return
 	}
 	secret, err := auth.NewSecret(req.Kind)
@@ -157,7 +218,6 @@ func (h *keyHandlers) create(c *gin.Context) {
 		requestFailed(c, h.log, err)
 		return
 	}
-	p := principalOf(c)
 	now := time.Now().UTC()
 	k := &store.APIKey{ID: ids.New(ids.APIKey), OrgID: p.OrgID, App: p.App, Kind: req.Kind,
 		Actions: auth.FormatActions(req.Actions), ResourceIDs: auth.FormatActions(req.ResourceIDs), Label: req.Label,

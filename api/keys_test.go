@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +104,54 @@ func TestResourceRestrictedKeyReadsOnlyItsWallets(t *testing.T) {
 	f.do(t, "GET", "/api/v1/payments/"+other, key.Secret, nil).wantProblem(t, 404, CodeNotFound)
 	if r := f.do(t, "GET", "/api/v1/events?orderId="+other, key.Secret, nil); strings.Contains(string(r.body), other) {
 		t.Errorf("events of another wallet's order: %s", r.body)
+	}
+}
+
+// A tk_ key restricted to wallets, even holding developer, hands out only tk_ keys on some
+// of its own wallets: never an unrestricted key, an sk_ or pk_ key, nor an OAuth client.
+func TestResourceRestrictedKeyHandsOutOnlyItsWallets(t *testing.T) {
+	f := newFixture(t)
+	pay := f.creds.Keys["pay"].SK
+	mine, theirs := f.creds.Wallets[0].ID, f.creds.Wallets[1].ID
+	r := f.post(t, "/api/v1/developer/api-keys", pay, `{"kind":"tk","actions":["read","developer"],"resourceIds":["`+mine+`"]}`)
+	var restricted keyResponse
+	if err := json.Unmarshal(r.body, &restricted); err != nil || r.status != 201 {
+		t.Fatalf("create %d %s", r.status, r.body)
+	}
+	for _, body := range []string{
+		`{"kind":"tk","actions":["read"]}`,
+		`{"kind":"tk","actions":["read"],"resourceIds":[]}`,
+		`{"kind":"tk","actions":["read"],"resourceIds":["` + theirs + `"]}`,
+		`{"kind":"tk","actions":["read"],"resourceIds":["` + mine + `","` + theirs + `"]}`,
+		`{"kind":"tk","actions":["read"],"resourceIds":["wal_nothing_here"]}`,
+		`{"kind":"sk"}`,
+		`{"kind":"pk"}`,
+	} {
+		f.post(t, "/api/v1/developer/api-keys", restricted.Secret, body).wantProblem(t, 403, CodePermissionDenied)
+	}
+	f.post(t, "/api/v1/developer/oauth-clients", restricted.Secret, `{"scopes":"pay:read"}`).wantProblem(t, 403, CodePermissionDenied)
+
+	r = f.post(t, "/api/v1/developer/api-keys", restricted.Secret, `{"kind":"tk","actions":["read"],"resourceIds":["`+mine+`","`+mine+`"]}`)
+	var narrower keyResponse
+	if err := json.Unmarshal(r.body, &narrower); err != nil || r.status != 201 || !slices.Equal(narrower.ResourceIDs, []string{mine}) {
+		t.Fatalf("a tk key on its own wallet: %d %s", r.status, r.body)
+	}
+}
+
+// resourceIds name wallets of the caller's organisation, and nothing else.
+func TestKeyResourceIDsAreWalletsOfTheOrganisation(t *testing.T) {
+	f := newFixture(t)
+	ws, err := f.store.ListWallets(context.Background(), f.creds.OtherOrg.OrgID, "", 1)
+	if err != nil || len(ws) != 1 {
+		t.Fatalf("the other organisation's wallet: %v %v", ws, err)
+	}
+	for _, id := range []string{"wal_nothing_here", ws[0].ID, ""} {
+		r := f.post(t, "/api/v1/developer/api-keys", f.creds.Keys["pay"].SK,
+			`{"kind":"tk","actions":["read"],"resourceIds":["`+f.creds.Wallets[0].ID+`","`+id+`"]}`)
+		r.wantProblem(t, 422, CodeValidationFailed)
+		if len(r.problem.Errors) != 1 || r.problem.Errors[0].Field != "resourceIds" || !strings.Contains(r.problem.Errors[0].Message, id+" is not a wallet") {
+			t.Fatalf("%q: %s", id, r.body)
+		}
 	}
 }
 

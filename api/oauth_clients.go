@@ -86,7 +86,8 @@ func (h *oauthClientHandlers) create(c *gin.Context) {
 	for i, s := range scopes {
 		_, actions[i], _ = strings.Cut(s, ":")
 	}
-	if !handsOutOnlyWhatItHolds(c, actions) {
+	// A client reaches every wallet of the app: a creator restricted to some is refused.
+	if !handsOutOnlyWhatItHolds(c, actions, nil) {
 		return
 	}
 	secret, err := auth.NewSecret(oauthClientSecretKind)

@@ -236,9 +236,7 @@ func (s *Store) ListSigningRequests(ctx context.Context, f SigningFilter) ([]Sig
 	if f.OrgID != "" {
 		q = q.Where("org_id = ? AND app IN ?", f.OrgID, f.Apps)
 	}
-	if len(f.WalletIDs) > 0 {
-		q = q.Where("wallet_id IN ?", f.WalletIDs)
-	}
+	q = inWallets(q, "wallet_id", f.WalletIDs)
 	if f.Status != "" {
 		q = q.Where("status = ?", f.Status)
 	}

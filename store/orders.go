@@ -294,6 +294,16 @@ func (s *Store) lockOrder(ctx context.Context, id string) (*Order, []OrderLeg, e
 	return s.orderWithLegs(ctx, s.forUpdate(ctx).Where("id = ?", id))
 }
 
+// inWallets narrows q to the rows whose column names one of walletIDs, and leaves it as it
+// is when there are none: a resource-restricted key's lists hold only its wallets' rows,
+// an unrestricted credential's every row.
+func inWallets(q *gorm.DB, column string, walletIDs []string) *gorm.DB {
+	if len(walletIDs) == 0 {
+		return q
+	}
+	return q.Where(column+" IN ?", walletIDs)
+}
+
 // ordersOfWallets is a subquery of the ids of orders from these wallets: how a
 // resource-restricted key's lists are narrowed.
 func (s *Store) ordersOfWallets(ctx context.Context, walletIDs []string) *gorm.DB {

@@ -25,9 +25,10 @@ func (s *Store) Wallet(ctx context.Context, orgID, id string) (*Wallet, error) {
 	return &w, nil
 }
 
-// ListWallets pages through an organisation's wallets in id order.
-func (s *Store) ListWallets(ctx context.Context, orgID, afterID string, limit int) ([]Wallet, error) {
-	q := s.with(ctx).Where("org_id = ?", orgID)
+// ListWallets pages through an organisation's wallets in id order; only, when given,
+// keeps just those wallets.
+func (s *Store) ListWallets(ctx context.Context, orgID, afterID string, limit int, only ...string) ([]Wallet, error) {
+	q := inWallets(s.with(ctx).Where("org_id = ?", orgID), "id", only)
 	if afterID != "" {
 		q = q.Where("id > ?", afterID)
 	}
