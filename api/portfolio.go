@@ -79,7 +79,8 @@ func (h *portfolioHandlers) priced(ctx context.Context, positions []store.Positi
 	return value(positions, prices), nil
 }
 
-// portfolio answers GET /treasury/portfolio: wallets × balances × prices of the caller's org.
+// portfolio answers GET /treasury/portfolio: wallets × balances × prices of the caller's org,
+// or of its wallets for a key restricted to some.
 func (h *portfolioHandlers) portfolio(c *gin.Context) {
 	var errs []FieldError
 	rejectUnknownQuery(c, nil, &errs)
@@ -88,8 +89,8 @@ func (h *portfolioHandlers) portfolio(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	org := principalOf(c).OrgID
-	positions, err := h.store.ListPositions(ctx, org, nil, 0)
+	p := principalOf(c)
+	positions, err := h.store.ListPositions(ctx, p.OrgID, nil, 0, p.ResourceIDs...)
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return
@@ -99,20 +100,20 @@ func (h *portfolioHandlers) portfolio(c *gin.Context) {
 		requestFailed(c, h.log, err)
 		return
 	}
-	count, err := h.store.CountWallets(ctx, org)
+	count, err := h.store.CountWallets(ctx, p.OrgID, p.ResourceIDs...)
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return
 	}
-	synced, err := h.store.LastWalletSync(ctx, org)
+	synced, err := h.store.LastWalletSync(ctx, p.OrgID, p.ResourceIDs...)
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return
 	}
 	chains := make([]string, 0, len(v.byChain))
-	for _, p := range positions {
-		if _, seen := v.byChain[strings.ToLower(p.Chain)]; !seen {
-			v.byChain[strings.ToLower(p.Chain)] = decimal.Zero
+	for _, pos := range positions {
+		if _, seen := v.byChain[strings.ToLower(pos.Chain)]; !seen {
+			v.byChain[strings.ToLower(pos.Chain)] = decimal.Zero
 		}
 	}
 	for ch := range v.byChain {
@@ -143,7 +144,8 @@ type walletResponse struct {
 	CreatedAt string  `json:"createdAt"`
 }
 
-// wallets answers GET /treasury/wallets, a page of the org's wallets with their USD value.
+// wallets answers GET /treasury/wallets, a page of the org's wallets (a restricted key's
+// own) with their USD value.
 func (h *portfolioHandlers) wallets(c *gin.Context) {
 	pg, errs := listParams(c, "limit", "cursor")
 	if len(errs) > 0 {
@@ -151,8 +153,8 @@ func (h *portfolioHandlers) wallets(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	org := principalOf(c).OrgID
-	ws, err := h.store.ListWallets(ctx, org, pg.After, pg.Limit+1)
+	p := principalOf(c)
+	ws, err := h.store.ListWallets(ctx, p.OrgID, pg.After, pg.Limit+1, p.ResourceIDs...)
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return
@@ -162,7 +164,7 @@ func (h *portfolioHandlers) wallets(c *gin.Context) {
 	for i, w := range ws {
 		walletIDs[i] = w.ID
 	}
-	positions, err := h.store.PositionsOfWallets(ctx, org, walletIDs)
+	positions, err := h.store.PositionsOfWallets(ctx, p.OrgID, walletIDs)
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return
@@ -173,9 +175,9 @@ func (h *portfolioHandlers) wallets(c *gin.Context) {
 		return
 	}
 	perWallet := map[string]decimal.Decimal{}
-	for i, p := range positions {
+	for i, pos := range positions {
 		if v.each[i] != nil {
-			perWallet[p.WalletID] = perWallet[p.WalletID].Add(*v.each[i])
+			perWallet[pos.WalletID] = perWallet[pos.WalletID].Add(*v.each[i])
 		}
 	}
 	out := make([]walletResponse, len(ws))
@@ -205,7 +207,8 @@ type positionResponse struct {
 // positionCursorSep cannot occur in a wallet id or an asset symbol.
 const positionCursorSep = "|"
 
-// positions answers GET /treasury/positions, a page of (wallet, asset) holdings.
+// positions answers GET /treasury/positions, a page of (wallet, asset) holdings of the org's
+// wallets (a restricted key's own).
 func (h *portfolioHandlers) positions(c *gin.Context) {
 	pg, errs := listParams(c, "limit", "cursor")
 	var after *store.PositionKey
@@ -221,7 +224,8 @@ func (h *portfolioHandlers) positions(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	ps, err := h.store.ListPositions(ctx, principalOf(c).OrgID, after, pg.Limit+1)
+	p := principalOf(c)
+	ps, err := h.store.ListPositions(ctx, p.OrgID, after, pg.Limit+1, p.ResourceIDs...)
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return
@@ -233,14 +237,14 @@ func (h *portfolioHandlers) positions(c *gin.Context) {
 		return
 	}
 	out := make([]positionResponse, len(ps))
-	for i, p := range ps {
+	for i, pos := range ps {
 		var worth *string
 		if v.each[i] != nil {
 			s := usd(*v.each[i])
 			worth = &s
 		}
-		out[i] = positionResponse{WalletID: p.WalletID, Chain: p.Chain, Asset: p.Asset,
-			Amount: p.Amount.String(), USDValue: worth, SyncedAt: formatTime(p.SyncedAt)}
+		out[i] = positionResponse{WalletID: pos.WalletID, Chain: pos.Chain, Asset: pos.Asset,
+			Amount: pos.Amount.String(), USDValue: worth, SyncedAt: formatTime(pos.SyncedAt)}
 	}
 	var cursor *string
 	if more {

@@ -37,10 +37,10 @@ func (s *Store) ListWallets(ctx context.Context, orgID, afterID string, limit in
 	return out, err
 }
 
-// CountWallets counts an organisation's wallets.
-func (s *Store) CountWallets(ctx context.Context, orgID string) (int64, error) {
+// CountWallets counts an organisation's wallets; only, when given, counts just those.
+func (s *Store) CountWallets(ctx context.Context, orgID string, only ...string) (int64, error) {
 	var n int64
-	err := s.with(ctx).Model(&Wallet{}).Where("org_id = ?", orgID).Count(&n).Error
+	err := inWallets(s.with(ctx).Model(&Wallet{}).Where("org_id = ?", orgID), "id", only).Count(&n).Error
 	return n, err
 }
 
@@ -78,9 +78,10 @@ type PositionKey struct {
 }
 
 // ListPositions returns an organisation's balances ordered by wallet and asset, after a key
-// when one is given, at most limit of them (0: all).
-func (s *Store) ListPositions(ctx context.Context, orgID string, after *PositionKey, limit int) ([]Position, error) {
-	q := s.positions(ctx).Where("w.org_id = ?", orgID)
+// when one is given, at most limit of them (0: all); only, when given, keeps just those
+// wallets' balances.
+func (s *Store) ListPositions(ctx context.Context, orgID string, after *PositionKey, limit int, only ...string) ([]Position, error) {
+	q := inWallets(s.positions(ctx).Where("w.org_id = ?", orgID), "b.wallet_id", only)
 	if after != nil {
 		q = q.Where("(b.wallet_id > ? OR (b.wallet_id = ? AND b.asset > ?))", after.WalletID, after.WalletID, after.Asset)
 	}
@@ -109,11 +110,11 @@ func (s *Store) positions(ctx context.Context) *gorm.DB {
 		Joins("JOIN wallets AS w ON w.id = b.wallet_id")
 }
 
-// LastWalletSync returns the most recent balance sync among an organisation's wallets,
-// nil when none has been synced.
-func (s *Store) LastWalletSync(ctx context.Context, orgID string) (*time.Time, error) {
+// LastWalletSync returns the most recent balance sync among an organisation's wallets (only
+// those of only, when given), nil when none has been synced.
+func (s *Store) LastWalletSync(ctx context.Context, orgID string, only ...string) (*time.Time, error) {
 	var w Wallet
-	err := s.with(ctx).Select("synced_at").Where("org_id = ? AND synced_at IS NOT NULL", orgID).
+	err := inWallets(s.with(ctx).Select("synced_at").Where("org_id = ? AND synced_at IS NOT NULL", orgID), "id", only).
 		Order("synced_at DESC").Limit(1).Take(&w).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, nil

@@ -214,6 +214,37 @@ func TestWalletsAreScopedToTheirOrganisation(t *testing.T) {
 	})
 }
 
+// A resource-restricted key's wallet lists, counts, positions and sync time cover its wallets
+// only, and never another organisation's even when named.
+func TestWalletListsNarrowToTheGivenWallets(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		org, other := mustOrg(t, s), mustOrg(t, s)
+		mine, rest, theirs := mustWallet(t, s, org, "solana"), mustWallet(t, s, org, "ethereum"), mustWallet(t, s, other, "solana")
+		first := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+		for i, w := range []*store.Wallet{mine, rest, theirs} {
+			if err := s.ReplaceBalances(ctx, w.ID, map[string]decimal.Decimal{"SOL": dec("1")}, first.Add(time.Duration(i)*time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		only := []string{mine.ID, theirs.ID}
+		if list, err := s.ListWallets(ctx, org, "", 50, only...); err != nil || len(list) != 1 || list[0].ID != mine.ID {
+			t.Fatalf("list: %v %v", list, err)
+		}
+		if n, err := s.CountWallets(ctx, org, only...); err != nil || n != 1 {
+			t.Fatalf("count: %d %v", n, err)
+		}
+		if ps, err := s.ListPositions(ctx, org, nil, 0, only...); err != nil || len(ps) != 1 || ps[0].WalletID != mine.ID {
+			t.Fatalf("positions: %v %v", ps, err)
+		}
+		if last, err := s.LastWalletSync(ctx, org, only...); err != nil || last == nil || !last.Equal(first) {
+			t.Fatalf("last sync: %v %v", last, err)
+		}
+		if n, err := s.CountWallets(ctx, org); err != nil || n != 2 {
+			t.Fatalf("unnarrowed count: %d %v", n, err)
+		}
+	})
+}
+
 func TestDevchainCreditIsExact(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		for _, amt := range []string{"0.1", "0.2", "1000000000000000000000.3"} {
