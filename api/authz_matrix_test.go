@@ -131,6 +131,8 @@ type credential struct {
 	bearer  string
 	session string
 	noCSRF  bool
+	// app is what a person names in ?app= on /developer/ routes; pay when empty.
+	app string
 }
 
 func (cr credential) principal(ctx context.Context, authn *auth.Authenticator) *auth.Principal {
@@ -144,10 +146,19 @@ func (cr credential) principal(ctx context.Context, authn *auth.Authenticator) *
 }
 
 func (cr credential) request(method, path string) *http.Request {
+	return cr.requestWith(method, path, "{}")
+}
+
+// requestWith sends body with any method but GET.
+func (cr credential) requestWith(method, path, body string) *http.Request {
 	if cr.session != "" && strings.Contains(path, "/developer/") {
-		path += "?app=pay"
+		app := cr.app
+		if app == "" {
+			app = "pay"
+		}
+		path += "?app=" + app
 	}
-	req := newRequest(method, path, cr.bearer)
+	req := newRequest(method, path, cr.bearer, body)
 	if cr.session != "" {
 		req.AddCookie(&http.Cookie{Name: SessionCookie, Value: cr.session})
 		if !cr.noCSRF {
@@ -164,6 +175,12 @@ func matrixSessionLike(t *testing.T, f *fixture, token string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return sessionFor(t, f, u)
+}
+
+// sessionFor opens a session of u as signing in would, without the password's slow hash.
+func sessionFor(t *testing.T, f *fixture, u *store.User) string {
+	t.Helper()
 	fresh, sess, _ := auth.NewSession(u, time.Now(), time.Hour)
 	if err := f.store.CreateSession(context.Background(), sess); err != nil {
 		t.Fatal(err)
@@ -171,20 +188,27 @@ func matrixSessionLike(t *testing.T, f *fixture, token string) string {
 	return fresh
 }
 
-// matrixSession adds a person to org with grants and signs them in through the API.
-func matrixSession(t *testing.T, f *fixture, h http.Handler, org, role string, grants map[string]string) string {
+// matrixPerson adds a person to org with grants and passwordHash.
+func matrixPerson(t *testing.T, f *fixture, org, role string, grants map[string]string, passwordHash string) *store.User {
 	t.Helper()
-	email := ids.New("usr") + "@example.com"
-	hash, _ := auth.HashPassword("matrix password 1")
 	var perms []store.MemberPermission
 	for app, actions := range grants {
 		perms = append(perms, store.MemberPermission{App: app, Actions: actions})
 	}
-	u := &store.User{ID: ids.New(ids.User), OrgID: org, Email: email, PasswordHash: hash, Role: role, CreatedAt: time.Now()}
+	u := &store.User{ID: ids.New(ids.User), OrgID: org, Email: ids.New("usr") + "@example.com", PasswordHash: passwordHash, Role: role,
+		CreatedAt: time.Now()}
 	if err := f.store.CreateUser(context.Background(), u, perms); err != nil {
 		t.Fatal(err)
 	}
-	req := httptest.NewRequest("POST", "/api/v1/sessions", strings.NewReader(`{"email":"`+email+`","password":"matrix password 1"}`))
+	return u
+}
+
+// matrixSession adds a person to org with grants and signs them in through the API.
+func matrixSession(t *testing.T, f *fixture, h http.Handler, org, role string, grants map[string]string) string {
+	t.Helper()
+	hash, _ := auth.HashPassword("matrix password 1")
+	u := matrixPerson(t, f, org, role, grants, hash)
+	req := httptest.NewRequest("POST", "/api/v1/sessions", strings.NewReader(`{"email":"`+u.Email+`","password":"matrix password 1"}`))
 	req.RemoteAddr = ids.New("ip") + ":1"
 	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
@@ -196,11 +220,53 @@ func matrixSession(t *testing.T, f *fixture, h http.Handler, org, role string, g
 	return cookies[0].Value
 }
 
+// walkedRoute is a route of the API with its entry in a test's table.
+type walkedRoute[E any] struct {
+	method, path, key string
+	entry             E
+}
+
+// routesIn lists the routes of the API that need an entry in table (those whose path
+// needs says so), each with its entry. A route without one fails t, and so does an entry
+// naming no route: a new route cannot slip past a test that walks the API from a table.
+func routesIn[E any](t *testing.T, engine *gin.Engine, table map[string]E, needs func(path string) bool) []walkedRoute[E] {
+	t.Helper()
+	var out []walkedRoute[E]
+	for _, route := range engine.Routes() {
+		if !needs(route.Path) {
+			continue
+		}
+		key := route.Method + " " + route.Path
+		entry, ok := table[key]
+		if !ok {
+			t.Errorf("route %s has no entry in the table", key)
+			continue
+		}
+		out = append(out, walkedRoute[E]{method: route.Method, path: route.Path, key: key, entry: entry})
+	}
+	if len(out) != len(table) {
+		t.Errorf("the table has %d entries for %d routes: remove the stale ones", len(table), len(out))
+	}
+	return out
+}
+
+// concretePath fills a route's parameters: the pay app, the payment domain, and id.
+func concretePath(path, id string) string {
+	return strings.NewReplacer(":app", "pay", ":domain", "payment", ":id", id).Replace(path)
+}
+
+// unlimitedRouter serves f's store with Temporal faked (every submit allowed) and no rate
+// limit in the way of a test that makes many requests; f's requests go to it.
+func unlimitedRouter(f *fixture) *gin.Engine {
+	f.handler = NewRouter(Config{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Workflows: &fakeWorkflows{decision: workflows.PolicyDecision{Allowed: true}}, RateBurst: 1 << 20, RateLimit: 1 << 20})
+	return f.handler.(*gin.Engine)
+}
+
 func TestAuthorisationMatrix(t *testing.T) {
 	f := newFixture(t)
-	h := NewRouter(Config{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Workflows: &fakeWorkflows{decision: workflows.PolicyDecision{Allowed: true}}, RateBurst: 1 << 20, RateLimit: 1 << 20})
-	engine := h.(*gin.Engine)
+	engine := unlimitedRouter(f)
+	h := f.handler
 	authn := auth.NewAuthenticator(f.store)
 
 	creds := map[string]credential{"none": {}, "malformed": {bearer: "not-a-token"},
@@ -265,23 +331,16 @@ func TestAuthorisationMatrix(t *testing.T) {
 		creds[name] = cr
 	}
 
-	seen := 0
-	for _, route := range engine.Routes() {
-		key := route.Method + " " + route.Path
-		rule, ok := routeAccess[key]
-		if !ok {
-			t.Errorf("route %s has no entry in the authorisation table", key)
-			continue
-		}
-		seen++
-		path := strings.NewReplacer(":app", "pay", ":domain", "payment", ":id", "nothing_here").Replace(route.Path)
+	for _, route := range routesIn(t, engine, routeAccess, func(string) bool { return true }) {
+		key, rule := route.key, route.entry
+		path := concretePath(route.path, "nothing_here")
 		for name, cr := range creds {
 			_, isRefused := refused[name]
 			if key == "DELETE /api/v1/session" && cr.session != "" && !isRefused {
 				// Signing out ends the session: sign out a fresh one of the same person.
 				cr.session = matrixSessionLike(t, f, cr.session)
 			}
-			req := cr.request(route.Method, path)
+			req := cr.request(route.method, path)
 			p := cr.principal(req.Context(), authn)
 			if rule.channel && cr.session != "" {
 				// The channel takes a token in its URL, never a session cookie.
@@ -315,31 +374,28 @@ func TestAuthorisationMatrix(t *testing.T) {
 		}
 		if !rule.public {
 			rec := httpRecorder()
-			h.ServeHTTP(rec, forged.request(route.Method, path))
-			if want := route.Method == "GET" && !rule.channel; want != (rec.Code != 401 && rec.Code != 403) {
+			h.ServeHTTP(rec, forged.request(route.method, path))
+			if want := route.method == "GET" && !rule.channel; want != (rec.Code != 401 && rec.Code != 403) {
 				t.Errorf("%s with the owner's cookie and no CSRF token: %d", key, rec.Code)
 			}
 		}
 	}
-	if seen != len(routeAccess) {
-		t.Errorf("the table has %d entries for %d routes: remove the stale ones", len(routeAccess), seen)
-	}
 }
 
-func newRequest(method, path, token string) *http.Request {
-	req := httptestRequest(method, path)
+func newRequest(method, path, token, body string) *http.Request {
+	req := httptestRequest(method, path, body)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	return req
 }
 
-func httptestRequest(method, path string) *http.Request {
-	body := io.Reader(nil)
+func httptestRequest(method, path, body string) *http.Request {
+	rd := io.Reader(nil)
 	if method != "GET" {
-		body = strings.NewReader("{}")
+		rd = strings.NewReader(body)
 	}
-	req := httptest.NewRequest(method, path, body)
+	req := httptest.NewRequest(method, path, rd)
 	req.Header.Set("Content-Type", "application/json")
 	return req
 }

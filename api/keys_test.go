@@ -12,6 +12,17 @@ import (
 	"github.com/opentreasury/treasury/store"
 )
 
+// newKey creates a key with the creator's secret, and fails t unless it is created.
+func (f *fixture) newKey(t *testing.T, creator, body string) keyResponse {
+	t.Helper()
+	r := f.post(t, "/api/v1/developer/api-keys", creator, body)
+	var k keyResponse
+	if err := json.Unmarshal(r.body, &k); err != nil || r.status != 201 {
+		t.Fatalf("create key %s: %d %s", body, r.status, r.body)
+	}
+	return k
+}
+
 func TestAPIKeyLifecycle(t *testing.T) {
 	f := newFixture(t)
 	dev := f.creds.Keys["trade"].SK
@@ -72,11 +83,7 @@ func TestResourceRestrictedKeyReadsOnlyItsWallets(t *testing.T) {
 	f := newFixture(t)
 	pay := f.creds.Keys["pay"].SK
 	mine, theirs := f.creds.Wallets[0].ID, f.creds.Wallets[1].ID
-	r := f.post(t, "/api/v1/developer/api-keys", pay, `{"kind":"tk","actions":["read","approve"],"resourceIds":["`+mine+`"]}`)
-	var key keyResponse
-	if err := json.Unmarshal(r.body, &key); err != nil || r.status != 201 {
-		t.Fatalf("create %d %s", r.status, r.body)
-	}
+	key := f.newKey(t, pay, `{"kind":"tk","actions":["read","approve"],"resourceIds":["`+mine+`"]}`)
 	orderFrom := func(wallet string) string {
 		o := decodeOrder(t, f.post(t, "/api/v1/payments", pay,
 			`{"walletId":"`+wallet+`","asset":"USDC","amount":"1","destination":{"address":"0x1111111111111111111111111111111111111111"}}`))
@@ -113,11 +120,7 @@ func TestResourceRestrictedKeyHandsOutOnlyItsWallets(t *testing.T) {
 	f := newFixture(t)
 	pay := f.creds.Keys["pay"].SK
 	mine, theirs := f.creds.Wallets[0].ID, f.creds.Wallets[1].ID
-	r := f.post(t, "/api/v1/developer/api-keys", pay, `{"kind":"tk","actions":["read","developer"],"resourceIds":["`+mine+`"]}`)
-	var restricted keyResponse
-	if err := json.Unmarshal(r.body, &restricted); err != nil || r.status != 201 {
-		t.Fatalf("create %d %s", r.status, r.body)
-	}
+	restricted := f.newKey(t, pay, `{"kind":"tk","actions":["read","developer"],"resourceIds":["`+mine+`"]}`)
 	for _, body := range []string{
 		`{"kind":"tk","actions":["read"]}`,
 		`{"kind":"tk","actions":["read"],"resourceIds":[]}`,
@@ -131,10 +134,8 @@ func TestResourceRestrictedKeyHandsOutOnlyItsWallets(t *testing.T) {
 	}
 	f.post(t, "/api/v1/developer/oauth-clients", restricted.Secret, `{"scopes":"pay:read"}`).wantProblem(t, 403, CodePermissionDenied)
 
-	r = f.post(t, "/api/v1/developer/api-keys", restricted.Secret, `{"kind":"tk","actions":["read"],"resourceIds":["`+mine+`","`+mine+`"]}`)
-	var narrower keyResponse
-	if err := json.Unmarshal(r.body, &narrower); err != nil || r.status != 201 || !slices.Equal(narrower.ResourceIDs, []string{mine}) {
-		t.Fatalf("a tk key on its own wallet: %d %s", r.status, r.body)
+	if narrower := f.newKey(t, restricted.Secret, `{"kind":"tk","actions":["read"],"resourceIds":["`+mine+`","`+mine+`"]}`); !slices.Equal(narrower.ResourceIDs, []string{mine}) {
+		t.Fatalf("a tk key on its own wallet: %+v", narrower)
 	}
 }
 

@@ -83,12 +83,7 @@ func TestResourceRestrictedKeySeesOnlyItsWalletsOnTreasury(t *testing.T) {
 	// polygon: 1.3M + 1.05M.
 	mine := []string{f.creds.Wallets[2].ID, f.creds.Wallets[3].ID}
 	slices.Sort(mine)
-	r := f.post(t, "/api/v1/developer/api-keys", f.creds.Keys["treasury"].SK,
-		`{"kind":"tk","actions":["read"],"resourceIds":["`+mine[0]+`","`+mine[1]+`"]}`)
-	var key keyResponse
-	if err := json.Unmarshal(r.body, &key); err != nil || r.status != 201 {
-		t.Fatalf("create %d %s", r.status, r.body)
-	}
+	key := f.newKey(t, f.creds.Keys["treasury"].SK, `{"kind":"tk","actions":["read"],"resourceIds":["`+mine[0]+`","`+mine[1]+`"]}`)
 
 	var p portfolioResponse
 	if err := json.Unmarshal(f.do(t, "GET", "/api/v1/treasury/portfolio", key.Secret, nil).body, &p); err != nil {
