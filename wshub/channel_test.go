@@ -119,6 +119,14 @@ func (r *replica) createPayment(t *testing.T, creds *seed.Credentials, token str
 	return out["id"].(string)
 }
 
+// sendTestEvent sends websocket.test to a config's connections.
+func (r *replica) sendTestEvent(t testing.TB, configID, token string) {
+	t.Helper()
+	if status, out := r.call(t, "POST", "/developer/websockets/"+configID+"/test", token, nil); status != 202 {
+		t.Fatalf("test event: %d %v", status, out)
+	}
+}
+
 func (r *replica) wsURL(configID, token string) string {
 	q := url.Values{}
 	if configID != "" {
@@ -273,6 +281,12 @@ func TestChannelDeliversMatchingEventsWithinAppAndOrg(t *testing.T) {
 		t.Fatal(err)
 	}
 	big.waitClosed(t, websocket.CloseMessageTooBig)
+	// So does a malformed one (1002): here a frame without the mask every client frame has.
+	malformed := r.connect(t, orders, pay.PK)
+	if _, err := malformed.ws.NetConn().Write([]byte{0x81, 0x02, 'h', 'i'}); err != nil {
+		t.Fatal(err)
+	}
+	malformed.waitClosed(t, websocket.CloseProtocolError)
 
 	// The page data: live connections and the delivery log (written in the background).
 	var page map[string]any
@@ -326,6 +340,25 @@ func TestChannelTestEventReachesEveryConnectionOfItsConfig(t *testing.T) {
 		}
 	}
 	bystander.quiet(t, 300*time.Millisecond)
+}
+
+// A write that had to wait for the socket (connection.ready always does) runs under the
+// write timeout; the frames written straight into the socket afterwards must not inherit
+// that deadline once it has passed.
+func TestChannelKeepsWritingLongAfterTheWriteTimeout(t *testing.T) {
+	s := storetest.NewSQLite(t)
+	creds := seedStore(t, s)
+	r := startReplica(t, s, app.LiveOptions{WriteTimeout: 100 * time.Millisecond}, api.Config{})
+	pay := creds.Keys["pay"]
+	cfg := r.createConfig(t, pay.SK, "order.confirmed")
+	c := r.connect(t, cfg, pay.PK)
+	for i := range 3 {
+		time.Sleep(300 * time.Millisecond)
+		r.sendTestEvent(t, cfg, pay.SK)
+		if f := c.next(t); f["event"] != "websocket.test" {
+			t.Fatalf("frame %d: %v", i, f)
+		}
+	}
 }
 
 func TestChannelRefusesBeforeTheUpgrade(t *testing.T) {
@@ -549,9 +582,7 @@ func TestChannelEvictsASlowClientWhileAFastOneKeepsUp(t *testing.T) {
 		done <- got
 	}()
 	for i := 0; i < n; i++ {
-		if status, _ := r.call(t, "POST", "/developer/websockets/"+cfg+"/test", pay.SK, nil); status != 202 {
-			t.Fatalf("test event %d: %d", i, status)
-		}
+		r.sendTestEvent(t, cfg, pay.SK)
 	}
 	if got := <-done; got != n {
 		t.Fatalf("the fast client received %d of %d events", got, n)

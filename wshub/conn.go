@@ -1,10 +1,13 @@
 package wshub
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -15,89 +18,250 @@ import (
 // maxClientFrame bounds what a client may send: its messages are small JSON pings.
 const maxClientFrame = 4096
 
-// closeGrace is how long the writer waits for the client to answer a close frame
-// before it drops the connection.
+// closeGrace is how long the connection waits for the client to answer a close frame
+// before it drops it.
 const closeGrace = time.Second
 
-// outgoing is one frame for the writer.
-type outgoing struct {
-	msg *websocket.PreparedMessage
-	// delivery is set for event frames: the first connection to write it records it
-	// in the config's delivery log.
+// frame is one server frame as it goes on the wire, built once and shared by every
+// connection it is sent to. Server frames are never masked (RFC 6455 §5.1), so the bytes
+// are the same for all of them.
+type frame struct {
+	wire []byte
+	// delivery is set for event frames: the first connection to write it records it in
+	// the config's delivery log.
 	delivery *delivery
-	// pong answers a client's protocol ping with its payload.
-	pong    bool
-	payload []byte
-	// ping is the keepalive protocol ping.
-	ping bool
 }
+
+// newFrame frames a whole message of one opcode (RFC 6455 §5.2).
+func newFrame(opcode byte, payload []byte) *frame {
+	var head [10]byte
+	head[0] = 0x80 | opcode // FIN: every message is one frame
+	n := 2
+	switch l := len(payload); {
+	case l < 126:
+		head[1] = byte(l)
+	case l <= 0xffff:
+		head[1] = 126
+		binary.BigEndian.PutUint16(head[2:], uint16(l))
+		n = 4
+	default:
+		head[1] = 127
+		binary.BigEndian.PutUint64(head[2:], uint64(l))
+		n = 10
+	}
+	wire := make([]byte, 0, n+len(payload))
+	return &frame{wire: append(append(wire, head[:n]...), payload...)}
+}
+
+func textFrame(payload []byte) *frame { return newFrame(websocket.TextMessage, payload) }
+
+func closeFrame(code int, reason string) *frame {
+	return newFrame(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason))
+}
+
+// pingFrame is the keepalive protocol ping, queued to every connection each interval.
+var pingFrame = newFrame(websocket.PingMessage, nil)
 
 type closeRequest struct {
 	code   int
 	reason string
 }
 
-// conn is one live client. Its reader goroutine only reads and its writer goroutine is
-// the only one that writes; the hub talks to the writer through send, and asks it to close
-// through closeReq (and a wake-up frame on send).
+// conn is one live client. Its reader goroutine only reads. Frames are written without a
+// goroutine of the connection's own: whoever offers a frame (the dispatcher, the keepalive
+// ticker, the reader answering a ping) writes it straight into the socket with one
+// non-blocking call. Only when the socket is full does a flusher goroutine take over: it
+// waits for room, under a write timeout, and writes what queued up meanwhile, in order.
+// At 10,000 connections this saves a goroutine wake-up per frame, the larger part of a
+// fan-out's user time, and a goroutine stack per idle connection.
 type conn struct {
-	hub          *Hub
+	hub *Hub
+	// ws reads; it cannot write (see libraryConn). out is the connection every frame is
+	// written to, and raw its socket for non-blocking writes: nil when out is not plain
+	// TCP, and every write then goes through the flusher.
 	ws           *websocket.Conn
+	out          net.Conn
+	raw          syscall.RawConn
 	configID     string
 	credentialID string
+	// writeNow, with wbuf, wn and werr (guarded by mu), is the non-blocking write.
+	writeNow func(fd uintptr) bool
+	wbuf     []byte
+	wn       int
+	werr     error
 
-	// ready is the connection.ready frame, always the first one written.
-	ready *websocket.PreparedMessage
-	send  chan *outgoing
-	// closeReq, once set, has the writer send this close frame next and end.
-	closeReq atomic.Pointer[closeRequest]
-	ended    atomic.Bool
-	done     chan struct{}
+	mu sync.Mutex
+	// flushing: a flusher goroutine owns the socket; new frames join backlog. head goes
+	// before anything else, a close frame included: connection.ready, or the unwritten
+	// tail of a frame the socket took only part of.
+	flushing bool
+	head     []byte
+	headOf   *frame
+	backlog  []*frame
+	// closeReq, once set, has the flusher finish a partly written frame, send this
+	// close frame and end the connection; nothing else is written after it.
+	closeReq *closeRequest
+	// broken: a write failed; the connection is being ended.
+	broken bool
 
-	closeOnce sync.Once
-	endOnce   sync.Once
+	ended   atomic.Bool
+	done    chan struct{}
+	endOnce sync.Once
 	// closeWritten and peerClosed: our close frame is written, the client's is read.
 	// Whichever side sees both ends the connection at once.
 	closeWritten, peerClosed atomic.Bool
 }
 
-func newConn(h *Hub, ws *websocket.Conn, configID, credentialID string) *conn {
-	return &conn{hub: h, ws: ws, configID: configID, credentialID: credentialID,
-		send: make(chan *outgoing, h.opts.SendQueue), done: make(chan struct{})}
+func newConn(h *Hub, ws *websocket.Conn, out net.Conn, configID, credentialID string) *conn {
+	c := &conn{hub: h, ws: ws, out: out, configID: configID, credentialID: credentialID, done: make(chan struct{})}
+	// Only a plain TCP socket is written to directly: under TLS the bytes must go through
+	// the TLS layer.
+	if tcp, ok := out.(*net.TCPConn); ok {
+		c.raw, _ = tcp.SyscallConn()
+		c.writeNow = c.writeNowFn
+	}
+	return c
 }
 
-// enqueue hands a frame to the writer without ever waiting: a client whose queue is
-// full is too slow and is closed, so it never holds up the others.
-func (c *conn) enqueue(o *outgoing) {
-	if c.closing() {
+// offer writes a frame now if the socket takes it, and never waits: a frame that does not
+// fit waits in the backlog for the flusher, and a client whose backlog is full is too slow
+// and is closed, so it never holds up the others.
+func (c *conn) offer(f *frame) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closeReq != nil || c.broken || c.ended.Load() {
 		return
 	}
-	select {
-	case c.send <- o:
+	if c.flushing {
+		if len(c.backlog) >= c.hub.opts.SendQueue {
+			c.requestCloseLocked(events.CloseTooSlow, "too slow")
+			return
+		}
+		c.backlog = append(c.backlog, f)
+		return
+	}
+	n, err := c.tryWrite(f.wire)
+	switch {
+	case err == nil && n == len(f.wire):
+		c.hub.delivered(f.delivery)
+	case err != nil && !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.EINTR):
+		// Ending takes the hub's lock, which the caller may hold: another goroutine does
+		// it, counted like the connection's others.
+		c.broken = true
+		c.hub.connections.Add(1)
+		go func() { defer c.hub.connections.Done(); c.end() }()
 	default:
-		c.close(events.CloseTooSlow, "too slow")
+		c.head, c.headOf = f.wire[n:], f
+		c.startFlusherLocked()
 	}
 }
 
-// closing reports whether the connection is being closed or has ended: it takes no
-// more frames.
-func (c *conn) closing() bool { return c.closeReq.Load() != nil || c.ended.Load() }
+// tryWrite makes one non-blocking write. Call with c.mu held.
+func (c *conn) tryWrite(b []byte) (int, error) {
+	if c.raw == nil {
+		return 0, syscall.EAGAIN
+	}
+	c.wbuf = b
+	defer func() { c.wbuf = nil }()
+	if err := c.raw.Write(c.writeNow); err != nil {
+		return 0, err
+	}
+	if c.werr != nil {
+		return 0, c.werr
+	}
+	return c.wn, nil
+}
 
-// close asks the writer to send a close frame and end the connection. Only the first
-// request counts.
+// writeNowFn is tryWrite's system call, bound once per connection so that a write
+// allocates nothing.
+func (c *conn) writeNowFn(fd uintptr) bool {
+	c.wn, c.werr = syscall.Write(int(fd), c.wbuf)
+	return true
+}
+
+func (c *conn) startFlusherLocked() {
+	if c.flushing {
+		return
+	}
+	c.flushing = true
+	// Counted before end() can run (it takes c.mu), so Shutdown's wait covers it.
+	c.hub.connections.Add(1)
+	go func() { defer c.hub.connections.Done(); c.flush() }()
+}
+
+// flush owns the socket until it has written everything that queued up: first the head,
+// then a close frame if one is asked for, else the backlog.
+func (c *conn) flush() {
+	for {
+		c.mu.Lock()
+		if c.ended.Load() {
+			c.mu.Unlock()
+			return
+		}
+		var (
+			wire []byte
+			f    *frame
+		)
+		switch {
+		case c.head != nil:
+			wire, f = c.head, c.headOf
+			c.head, c.headOf = nil, nil
+		case c.closeReq != nil:
+			// A close request goes before the backlog: a client evicted as too slow must
+			// not be fed the backlog first.
+			req := *c.closeReq
+			c.mu.Unlock()
+			c.writeClose(req)
+			c.end()
+			return
+		case len(c.backlog) > 0:
+			f = c.backlog[0]
+			wire = f.wire
+			c.backlog[0] = nil
+			if c.backlog = c.backlog[1:]; len(c.backlog) == 0 {
+				c.backlog = nil
+			}
+		default:
+			// The socket is the offerers' again: their non-blocking writes must not find
+			// this write timeout, long past by then.
+			_ = c.out.SetWriteDeadline(time.Time{})
+			c.flushing = false
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		_ = c.out.SetWriteDeadline(time.Now().Add(c.hub.opts.WriteTimeout))
+		if _, err := c.out.Write(wire); err != nil {
+			c.end()
+			return
+		}
+		c.hub.delivered(f.delivery)
+	}
+}
+
+// close asks for a close frame and the end of the connection. Only the first request
+// counts.
 func (c *conn) close(code int, reason string) {
-	c.closeOnce.Do(func() {
-		c.closeReq.Store(&closeRequest{code: code, reason: reason})
-		c.wake()
-	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.requestCloseLocked(code, reason)
+}
+
+func (c *conn) requestCloseLocked(code int, reason string) {
+	if c.closeReq != nil || c.broken || c.ended.Load() {
+		return
+	}
+	c.closeReq = &closeRequest{code: code, reason: reason}
+	c.startFlusherLocked()
 }
 
 // end drops the connection and unregisters it. Safe to call more than once.
 func (c *conn) end() {
 	c.endOnce.Do(func() {
+		c.mu.Lock()
 		c.ended.Store(true)
+		c.mu.Unlock()
 		close(c.done)
-		c.wake()
 		_ = c.ws.Close()
 		c.hub.unregister(c)
 	})
@@ -114,7 +278,7 @@ func (c *conn) readLoop() {
 		return c.ws.SetReadDeadline(time.Now().Add(wait))
 	})
 	c.ws.SetPingHandler(func(data string) error {
-		c.enqueue(&outgoing{pong: true, payload: []byte(data)})
+		c.offer(newFrame(websocket.PongMessage, []byte(data)))
 		return nil
 	})
 	c.ws.SetCloseHandler(func(code int, _ string) error {
@@ -127,17 +291,23 @@ func (c *conn) readLoop() {
 	for {
 		kind, data, err := c.ws.ReadMessage()
 		if err != nil {
-			var ce *websocket.CloseError
-			if errors.As(err, &ce) {
+			var (
+				ce *websocket.CloseError
+				ne net.Error
+			)
+			switch {
+			case errors.As(err, &ce):
 				// The handshake is over once both close frames have passed. If ours is not
-				// written yet (the client closed first), give the writer a moment for it.
+				// written yet (the client closed first), give the flusher a moment for it.
 				c.peerClosed.Store(true)
 				if !c.closeWritten.Load() {
-					select {
-					case <-c.done:
-					case <-time.After(closeGrace):
-					}
+					c.awaitEnd()
 				}
+			case errors.Is(err, websocket.ErrReadLimit):
+				c.refuse(websocket.CloseMessageTooBig, "")
+			case !errors.As(err, &ne):
+				// Not the network: the library found the client's frames malformed.
+				c.refuse(websocket.CloseProtocolError, "protocol error")
 			}
 			return
 		}
@@ -148,64 +318,24 @@ func (c *conn) readLoop() {
 			Type string `json:"type"`
 		}
 		if json.Unmarshal(data, &msg) == nil && msg.Type == "ping" {
-			c.enqueue(&outgoing{msg: c.hub.pongFrame})
+			c.offer(c.hub.pongFrame)
 		}
 	}
 }
 
-// wakeFrame carries nothing: it wakes an idle writer to look at closeReq and ended.
-var wakeFrame = &outgoing{}
+// refuse closes the connection of a client that broke the protocol, with the close frame
+// the WebSocket library would have sent. Nothing more is read, so no answer is awaited.
+func (c *conn) refuse(code int, reason string) {
+	c.peerClosed.Store(true)
+	c.close(code, reason)
+	c.awaitEnd()
+}
 
-// wake nudges the writer. When the queue is full the writer is busy, and it looks at its
-// flags before it takes the next frame.
-func (c *conn) wake() {
+// awaitEnd gives the flusher a moment to write the close frame and end the connection.
+func (c *conn) awaitEnd() {
 	select {
-	case c.send <- wakeFrame:
-	default:
-	}
-}
-
-// writeLoop is the only writer: frames from the queue (keepalive pings included), then
-// the close frame when asked. It waits on one channel only: it runs once per frame per
-// connection, which at 10,000 connections is most of a fan-out's user time.
-func (c *conn) writeLoop() {
-	defer c.end()
-	timeout := c.hub.opts.WriteTimeout
-	_ = c.ws.SetWriteDeadline(time.Now().Add(timeout))
-	if err := c.ws.WritePreparedMessage(c.ready); err != nil {
-		return
-	}
-	c.ready = nil
-	for {
-		if c.ended.Load() {
-			return
-		}
-		// A close request goes before queued frames: a client evicted as too slow must
-		// not be fed the backlog first.
-		if req := c.closeReq.Load(); req != nil {
-			c.writeClose(*req)
-			return
-		}
-		o := <-c.send
-		if o == wakeFrame || c.closing() {
-			continue
-		}
-		var err error
-		switch {
-		case o.ping:
-			err = c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(timeout))
-		case o.pong:
-			err = c.ws.WriteControl(websocket.PongMessage, o.payload, time.Now().Add(timeout))
-		default:
-			_ = c.ws.SetWriteDeadline(time.Now().Add(timeout))
-			err = c.ws.WritePreparedMessage(o.msg)
-		}
-		if err != nil {
-			return
-		}
-		if o.delivery != nil {
-			c.hub.delivered(o.delivery)
-		}
+	case <-c.done:
+	case <-time.After(closeGrace):
 	}
 }
 
@@ -213,16 +343,12 @@ func (c *conn) writeLoop() {
 // reader then ends the connection). The frame queues behind what the socket still holds,
 // so a slow client gets the write timeout to read up to it.
 func (c *conn) writeClose(req closeRequest) {
-	msg := websocket.FormatCloseMessage(req.code, req.reason)
-	if err := c.ws.WriteControl(websocket.CloseMessage, msg, time.Now().Add(c.hub.opts.WriteTimeout)); err != nil {
+	_ = c.out.SetWriteDeadline(time.Now().Add(c.hub.opts.WriteTimeout))
+	if _, err := c.out.Write(closeFrame(req.code, req.reason).wire); err != nil {
 		return
 	}
 	c.closeWritten.Store(true)
-	if c.peerClosed.Load() {
-		return
-	}
-	select {
-	case <-c.done:
-	case <-time.After(closeGrace):
+	if !c.peerClosed.Load() {
+		c.awaitEnd()
 	}
 }

@@ -3,11 +3,10 @@ package wshub
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/gorilla/websocket"
 
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/store"
@@ -137,32 +136,87 @@ func (h *Hub) deliverEvents(ctx context.Context, read func(context.Context) ([]s
 	}
 }
 
-// fanOut queues an event to every matching connection: configs of the event's
+// fanOut offers an event to every matching connection: configs of the event's
 // organisation and app whose entries select it.
 func (h *Hub) fanOut(ev *store.Event) {
-	var msg *websocket.PreparedMessage
+	var (
+		to   []offerTo
+		wire []byte
+	)
 	h.mu.RLock()
-	defer h.mu.RUnlock()
 	for _, lc := range h.configs {
 		if lc.cfg.OrgID != ev.OrgID || lc.cfg.App != ev.App || !lc.cfg.Enabled || !events.Matches(lc.match, ev.Event) {
 			continue
 		}
-		if msg == nil {
+		if wire == nil {
 			var err error
-			msg, err = eventFrame(ev.Event, store.FormatTime(ev.OccurredAt), json.RawMessage(ev.Data))
-			if err != nil {
+			if wire, err = eventFrame(ev.Event, store.FormatTime(ev.OccurredAt), json.RawMessage(ev.Data)); err != nil {
+				h.mu.RUnlock()
 				h.opts.Log.Error("websocket hub: event frame", "eventId", ev.ID, "error", err)
 				return
 			}
 		}
-		o := &outgoing{msg: msg, delivery: &delivery{configID: lc.cfg.ID, eventID: ev.ID, event: ev.Event}}
-		for c := range lc.conns {
-			c.enqueue(o)
+		f := &frame{wire: wire, delivery: &delivery{configID: lc.cfg.ID, eventID: ev.ID, event: ev.Event}}
+		for _, c := range lc.list() {
+			to = append(to, offerTo{c, f})
 		}
 	}
+	h.mu.RUnlock()
+	offerAll(to)
 }
 
-func eventFrame(name, at string, data json.RawMessage) (*websocket.PreparedMessage, error) {
+// offerTo is one frame for one connection.
+type offerTo struct {
+	c *conn
+	f *frame
+}
+
+// offerAll makes every offer, on one goroutine per core, since each offer is a system
+// call. The offers are taken a chunk at a time, so that a goroutine held up (by the other
+// processes on its core) leaves more of the work to the others. It returns once every
+// offer is made, so that the dispatcher's next frame reaches each connection after these.
+func offerAll(to []offerTo) {
+	const chunk = 128
+	workers := min(runtime.GOMAXPROCS(0), (len(to)+chunk-1)/chunk)
+	if workers <= 1 {
+		for _, o := range to {
+			o.c.offer(o.f)
+		}
+		return
+	}
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	work := func() {
+		for {
+			start := int(next.Add(chunk)) - chunk
+			if start >= len(to) {
+				return
+			}
+			for _, o := range to[start:min(start+chunk, len(to))] {
+				o.c.offer(o.f)
+			}
+		}
+	}
+	for range workers - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+}
+
+// offerEach offers one frame to every connection of a list.
+func offerEach(conns []*conn, f *frame) {
+	to := make([]offerTo, len(conns))
+	for i, c := range conns {
+		to[i] = offerTo{c, f}
+	}
+	offerAll(to)
+}
+
+// eventFrame encodes an event frame once for every connection it goes to.
+func eventFrame(name, at string, data json.RawMessage) ([]byte, error) {
 	b, err := json.Marshal(struct {
 		Type  string          `json:"type"`
 		Event string          `json:"event"`
@@ -172,7 +226,7 @@ func eventFrame(name, at string, data json.RawMessage) (*websocket.PreparedMessa
 	if err != nil {
 		return nil, err
 	}
-	return websocket.NewPreparedMessage(websocket.TextMessage, b)
+	return textFrame(b).wire, nil
 }
 
 // control applies a control message from the bus.
@@ -198,18 +252,18 @@ func (h *Hub) sendTest(c *events.Control) {
 		h.opts.Log.Error("websocket hub: unreadable test event", "configId", c.ConfigID)
 		return
 	}
-	msg, err := eventFrame(events.WebSocketTest, head.OccurredAt, c.Event)
+	wire, err := eventFrame(events.WebSocketTest, head.OccurredAt, c.Event)
 	if err != nil {
 		return
 	}
-	o := &outgoing{msg: msg, delivery: &delivery{configID: c.ConfigID, eventID: head.ID, event: events.WebSocketTest}}
+	f := &frame{wire: wire, delivery: &delivery{configID: c.ConfigID, eventID: head.ID, event: events.WebSocketTest}}
 	h.mu.RLock()
-	defer h.mu.RUnlock()
+	var conns []*conn
 	if lc := h.configs[c.ConfigID]; lc != nil && lc.cfg.OrgID == c.OrgID {
-		for conn := range lc.conns {
-			conn.enqueue(o)
-		}
+		conns = lc.list()
 	}
+	h.mu.RUnlock()
+	offerEach(conns, f)
 }
 
 // delivery is one event on its way to the connections of one config; the first
@@ -220,6 +274,9 @@ type delivery struct {
 }
 
 func (h *Hub) delivered(d *delivery) {
+	if d == nil {
+		return
+	}
 	// A plain load first: thousands of writers would otherwise bounce the line between
 	// cores with a locked compare-and-swap each.
 	if !d.recorded.Load() && d.recorded.CompareAndSwap(false, true) {

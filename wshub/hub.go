@@ -32,8 +32,8 @@ type Options struct {
 	PingInterval, PongWait time.Duration
 	// WriteTimeout bounds one frame's write [10 s].
 	WriteTimeout time.Duration
-	// SendQueue is the frames a connection may have waiting before it is closed as too
-	// slow [32].
+	// SendQueue is the frames a connection may have waiting behind a full socket before
+	// it is closed as too slow [32].
 	SendQueue int
 	// SharedPresence writes this replica's connection counts to the store so that every
 	// replica reports every replica's connections (several API processes).
@@ -45,7 +45,7 @@ type Hub struct {
 	opts      Options
 	replicaID string
 	upgrader  websocket.Upgrader
-	pongFrame *websocket.PreparedMessage
+	pongFrame *frame
 
 	mu      sync.RWMutex
 	configs map[string]*liveConfig
@@ -61,7 +61,7 @@ type Hub struct {
 	presence     atomic.Bool // counts changed since the last presence write
 
 	wg          sync.WaitGroup // the hub's own goroutines
-	connections sync.WaitGroup // reader and writer goroutines of every connection
+	connections sync.WaitGroup // reader and flusher goroutines of every connection
 	unsubscribe func()
 	cancel      context.CancelFunc
 }
@@ -71,6 +71,24 @@ type liveConfig struct {
 	cfg   store.WebSocketConfig
 	match []string
 	conns map[*conn]struct{}
+	// snapshot lists conns; built on demand and dropped when they change, so a fan-out
+	// reads a slice instead of walking the map, and writes outside the hub's lock.
+	snapshot atomic.Pointer[[]*conn]
+}
+
+// list returns the config's connections. The slice is never modified: callers may keep
+// it after they release the hub's lock. Call with h.mu held (read or write); two readers
+// may both build it after a change, and either copy is right.
+func (lc *liveConfig) list() []*conn {
+	if s := lc.snapshot.Load(); s != nil {
+		return *s
+	}
+	s := make([]*conn, 0, len(lc.conns))
+	for c := range lc.conns {
+		s = append(s, c)
+	}
+	lc.snapshot.Store(&s)
+	return s
 }
 
 // New builds a hub; Start subscribes it to the bus.
@@ -87,14 +105,14 @@ func New(opts Options) *Hub {
 	if opts.SendQueue <= 0 {
 		opts.SendQueue = 32
 	}
-	pong, _ := websocket.NewPreparedMessage(websocket.TextMessage, []byte(`{"type":"pong"}`))
-	h := &Hub{opts: opts, replicaID: ids.New("rep"), pongFrame: pong,
+	h := &Hub{opts: opts, replicaID: ids.New("rep"), pongFrame: textFrame([]byte(`{"type":"pong"}`)),
 		configs: map[string]*liveConfig{}, byCred: map[string]map[*conn]struct{}{},
 		inbox: make(chan events.Notice, 4096), seen: newRecentSet(20000)}
 	h.upgrader = websocket.Upgrader{
 		HandshakeTimeout: 10 * time.Second,
 		// Client frames are small: a small read buffer of its own instead of the 4 KiB one
-		// of the HTTP server, and write buffers borrowed from a pool only while writing.
+		// of the HTTP server. The library writes only close frames (frames go out
+		// already encoded), from a pooled buffer.
 		ReadBufferSize:  512,
 		WriteBufferPool: &sync.Pool{},
 		// Any origin: the channel authenticates by the token in its URL, never by cookies,
@@ -168,11 +186,8 @@ func (h *Hub) Shutdown(ctx context.Context) {
 // socketSendBuffer is the kernel send buffer asked for each connection (Linux doubles it).
 const socketSendBuffer = 32 << 10
 
-// pingFrame is queued to every connection each ping interval.
-var pingFrame = &outgoing{ping: true}
-
-// keepAlive queues a protocol ping to every connection each ping interval: one ticker
-// for the hub rather than one per connection. A connection whose queue is full is too
+// keepAlive offers a protocol ping to every connection each ping interval: one ticker
+// for the hub rather than one per connection. A connection whose backlog is full is too
 // slow and is closed, as for any frame.
 func (h *Hub) keepAlive(ctx context.Context) {
 	tick := time.NewTicker(h.opts.PingInterval)
@@ -184,12 +199,12 @@ func (h *Hub) keepAlive(ctx context.Context) {
 		case <-tick.C:
 		}
 		h.mu.RLock()
+		var all []*conn
 		for _, lc := range h.configs {
-			for c := range lc.conns {
-				c.enqueue(pingFrame)
-			}
+			all = append(all, lc.list()...)
 		}
 		h.mu.RUnlock()
+		offerEach(all, pingFrame)
 	}
 }
 
@@ -208,27 +223,33 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, cfg *store.WebSocket
 	if stopped {
 		return ErrStopped
 	}
-	ws, err := h.upgrader.Upgrade(w, r, header)
+	hj := &hijacker{ResponseWriter: w}
+	ws, err := h.upgrader.Upgrade(hj, r, header)
 	if err != nil {
 		return err // the upgrader has answered the client
 	}
-	if tcp, ok := ws.NetConn().(*net.TCPConn); ok {
+	out := hj.conn.Conn
+	hj.conn.upgraded.Store(true)
+	if tcp, ok := out.(*net.TCPConn); ok {
 		// A small kernel send buffer bounds the memory a stalled client holds and lets the
-		// queue notice it soon; the event stream needs little throughput.
+		// backlog notice it soon; the event stream needs little throughput.
 		_ = tcp.SetWriteBuffer(socketSendBuffer)
 	}
-	c := newConn(h, ws, cfg.ID, credentialID)
+	c := newConn(h, ws, out, cfg.ID, credentialID)
 	ready, _ := json.Marshal(map[string]any{"type": "connection.ready", "configId": cfg.ID,
 		"events": nonNil(cfg.EventList()), "scope": cfg.App})
-	c.ready, _ = websocket.NewPreparedMessage(websocket.TextMessage, ready)
+	// connection.ready is always the first frame, even before a close: a flusher writes
+	// it, and frames offered meanwhile wait behind it.
+	readyFrame := textFrame(ready)
+	c.flushing, c.head, c.headOf = true, readyFrame.wire, readyFrame
 	if !h.register(c, cfg) {
-		_ = ws.WritePreparedMessage(c.ready)
-		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(events.CloseGoingAway, "server restarting"),
-			time.Now().Add(closeGrace))
+		bye := closeFrame(events.CloseGoingAway, "server restarting")
+		_ = out.SetWriteDeadline(time.Now().Add(closeGrace))
+		_, _ = out.Write(append(readyFrame.wire[:len(readyFrame.wire):len(readyFrame.wire)], bye.wire...))
 		_ = ws.Close()
 		return ErrStopped
 	}
-	go func() { defer h.connections.Done(); c.writeLoop() }()
+	go func() { defer h.connections.Done(); c.flush() }()
 	go func() { defer h.connections.Done(); c.readLoop() }()
 	if !expiresAt.IsZero() {
 		t := time.AfterFunc(time.Until(expiresAt), func() { c.close(events.CloseCredential, "token expired") })
@@ -248,7 +269,8 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// register adds a connection, and counts its two goroutines, unless the hub is stopping.
+// register adds a connection, and counts its reader and first flusher, unless the hub is
+// stopping.
 func (h *Hub) register(c *conn, cfg *store.WebSocketConfig) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -262,6 +284,7 @@ func (h *Hub) register(c *conn, cfg *store.WebSocketConfig) bool {
 		h.configs[cfg.ID] = lc
 	}
 	lc.conns[c] = struct{}{}
+	lc.snapshot.Store(nil)
 	if c.credentialID != "" {
 		if h.byCred[c.credentialID] == nil {
 			h.byCred[c.credentialID] = map[*conn]struct{}{}
@@ -277,6 +300,7 @@ func (h *Hub) unregister(c *conn) {
 	defer h.mu.Unlock()
 	if lc := h.configs[c.configID]; lc != nil {
 		delete(lc.conns, c)
+		lc.snapshot.Store(nil)
 		if len(lc.conns) == 0 {
 			delete(h.configs, c.configID)
 		}
@@ -317,15 +341,10 @@ func (h *Hub) LiveConnections(ctx context.Context, configIDs []string) map[strin
 func (h *Hub) connsOf(configID string) []*conn {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	lc := h.configs[configID]
-	if lc == nil {
-		return nil
+	if lc := h.configs[configID]; lc != nil {
+		return lc.list()
 	}
-	out := make([]*conn, 0, len(lc.conns))
-	for c := range lc.conns {
-		out = append(out, c)
-	}
-	return out
+	return nil
 }
 
 // refreshConfig applies the stored state of a config to its live connections: closed

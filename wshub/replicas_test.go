@@ -101,9 +101,7 @@ func TestReplicasOnPostgresShareOneStream(t *testing.T) {
 	}
 
 	// A test sent through B reaches A's client; a disable through B closes both.
-	if status, _ := b.call(t, "POST", "/developer/websockets/"+cfg+"/test", pay.SK, nil); status != 202 {
-		t.Fatal("test event refused")
-	}
+	b.sendTestEvent(t, cfg, pay.SK)
 	for _, c := range []*client{onA, onB} {
 		if f := c.next(t); f["event"] != "websocket.test" {
 			t.Fatalf("frame %v", f)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -25,6 +25,9 @@ type params struct {
 	clients, events int
 	interval        time.Duration
 	dialConcurrency int
+	// receivers is how many epoll loops read the clients' sockets.
+	receivers int
+	poll      time.Duration
 }
 
 const (
@@ -38,87 +41,6 @@ const (
 type receipt struct {
 	event int32
 	at    time.Duration
-}
-
-// wsClient is one connection. Its reader goroutine is the only writer of recv; n
-// publishes how many receipts are valid, so the main goroutine can follow progress with
-// an atomic load instead of a lock per frame.
-type wsClient struct {
-	conn *websocket.Conn
-	recv []receipt
-	n    atomic.Int32
-	// overflow counts event frames past recv's capacity; foreign counts event frames
-	// whose correlation id is not one of this run's.
-	overflow, foreign atomic.Int32
-	done              chan struct{}
-	err               error // why the reader ended; read only after done is closed
-}
-
-// read records every event frame until the connection ends. The load generator shares
-// the server's cores, so a frame is not decoded: the correlation id is picked out of the
-// bytes, and one buffer is reused for every frame.
-func (c *wsClient) read(base time.Time, prefix string, events int) {
-	defer close(c.done)
-	var buf bytes.Buffer
-	for {
-		_, r, err := c.conn.NextReader()
-		if err == nil {
-			buf.Reset()
-			_, err = buf.ReadFrom(r)
-		}
-		// Taken before looking at the frame: the latency is the server's and the network's.
-		at := time.Since(base)
-		if err != nil {
-			c.err = err
-			return
-		}
-		msg := buf.Bytes()
-		if !bytes.HasPrefix(msg, eventFramePrefix) {
-			continue
-		}
-		id, ok := correlationID(msg)
-		i, err := strconv.Atoi(strings.TrimPrefix(id, prefix))
-		if !ok || !strings.HasPrefix(id, prefix) || err != nil || i < 0 || i >= events {
-			c.foreign.Add(1)
-			continue
-		}
-		k := int(c.n.Load())
-		if k == len(c.recv) {
-			c.overflow.Add(1)
-			continue
-		}
-		c.recv[k] = receipt{event: int32(i), at: at}
-		c.n.Store(int32(k + 1))
-	}
-}
-
-// eventFramePrefix starts every event frame (the server writes type first).
-var eventFramePrefix = []byte(`{"type":"event"`)
-
-var correlationKey = []byte(`"correlationId":"`)
-
-// correlationID returns the value of the first correlationId field in a frame.
-func correlationID(frame []byte) (string, bool) {
-	i := bytes.Index(frame, correlationKey)
-	if i < 0 {
-		return "", false
-	}
-	rest := frame[i+len(correlationKey):]
-	j := bytes.IndexByte(rest, '"')
-	if j < 0 {
-		return "", false
-	}
-	return string(rest[:j]), true
-}
-
-// ended reports whether the reader has stopped, without waiting.
-func (c *wsClient) ended() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
 }
 
 // dial opens one connection and waits for connection.ready.
@@ -197,13 +119,12 @@ func connectAll(n, dialConcurrency int, target, configID string) ([]*websocket.C
 	return conns, nil
 }
 
-// closeAll says goodbye to every connection, gives the server a moment to answer, then
-// drops them and waits for every reader to end.
-func closeAll(clients []*wsClient) {
-	bye := websocket.FormatCloseMessage(websocket.CloseNormalClosure, "")
+// closeAll says goodbye to every connection still open, gives the server a moment to
+// answer, then stops the receivers and closes the sockets.
+func closeAll(clients []*wsClient, stopReceivers func()) {
 	for _, c := range clients {
 		if !c.ended() {
-			_ = c.conn.WriteControl(websocket.CloseMessage, bye, time.Now().Add(time.Second))
+			_ = writeClientFrame(c.fd, websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
 		}
 	}
 	deadline := time.After(3 * time.Second)
@@ -213,9 +134,9 @@ func closeAll(clients []*wsClient) {
 		case <-deadline:
 		}
 	}
+	stopReceivers()
 	for _, c := range clients {
-		c.conn.Close()
-		<-c.done
+		_ = syscall.Close(c.fd)
 	}
 }
 
@@ -266,15 +187,31 @@ func run(b *bundle, p params) (string, error) {
 	// its event by parsing, without a shared map.
 	base := time.Now()
 	prefix := fmt.Sprintf("wsfanout-%d-%d-", p.clients, base.UnixNano())
-	clients := make([]*wsClient, len(conns))
+	clients := make([]*wsClient, 0, len(conns))
 	for i, conn := range conns {
+		fd, err := detach(conn)
+		if err != nil {
+			for _, c := range conns[i:] {
+				c.Close()
+			}
+			for _, c := range clients {
+				_ = syscall.Close(c.fd)
+			}
+			return "", fmt.Errorf("taking over a socket: %w", err)
+		}
 		// Twice the events leaves room to see duplicates without allocating per frame.
-		c := &wsClient{conn: conn, recv: make([]receipt, 2*p.events), done: make(chan struct{})}
-		clients[i] = c
-		go c.read(base, prefix, p.events)
+		clients = append(clients, &wsClient{fd: fd, recv: make([]receipt, 2*p.events), done: make(chan struct{})})
 	}
-	// closeAll is idempotent: this covers the early returns, the call below the normal path.
-	defer closeAll(clients)
+	stopReceivers, err := startReceivers(p.receivers, p.poll, clients, base, prefix, p.events)
+	if err != nil {
+		for _, c := range clients {
+			_ = syscall.Close(c.fd)
+		}
+		return "", err
+	}
+	var closeOnce sync.Once
+	// Covers the early returns; the normal path closes before it reads the results.
+	defer closeOnce.Do(func() { closeAll(clients, stopReceivers) })
 
 	time.Sleep(connSettle)
 	rssAfter, err := b.vmRSS()
@@ -346,14 +283,13 @@ func run(b *bundle, p params) (string, error) {
 			continue
 		}
 		closedCount++
-		var ce *websocket.CloseError
-		if errors.As(c.err, &ce) {
-			serverClosed[strconv.Itoa(ce.Code)]++
+		if c.closeCode != 0 {
+			serverClosed[strconv.Itoa(c.closeCode)]++
 		} else {
 			serverClosed["no close frame ("+c.err.Error()+")"]++
 		}
 	}
-	closeAll(clients)
+	closeOnce.Do(func() { closeAll(clients, stopReceivers) })
 
 	var (
 		latencies              []time.Duration
@@ -394,10 +330,10 @@ func run(b *bundle, p params) (string, error) {
 	slices.Sort(reachedAll)
 
 	// Details go to stderr; the result stays one line per client count.
-	fmt.Fprintf(os.Stderr, "clients %d: events sent over %v, POST p50 %v max %v; the last client to receive an event got it after p50 %v max %v",
+	fmt.Fprintf(os.Stderr, "clients %d: events sent over %v, POST p50 %v max %v; the last client to receive an event got it after p50 %v p90 %v max %v",
 		p.clients, sendSpan.Round(time.Millisecond), devbundle.Percentile(postTook, .5).Round(time.Millisecond),
 		postTook[len(postTook)-1].Round(time.Millisecond), devbundle.Percentile(reachedAll, .5).Round(time.Millisecond),
-		devbundle.Percentile(reachedAll, 1).Round(time.Millisecond))
+		devbundle.Percentile(reachedAll, .9).Round(time.Millisecond), devbundle.Percentile(reachedAll, 1).Round(time.Millisecond))
 	if strays+foreign+overflow > 0 {
 		fmt.Fprintf(os.Stderr, "; unexpected event frames: %d of failed POSTs, %d not ours, %d past the record", strays, foreign, overflow)
 	}

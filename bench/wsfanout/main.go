@@ -4,6 +4,10 @@
 //
 //	go run ./bench/wsfanout -dev-bin bin/treasury-dev -clients 1000,10000 -events 50
 //
+// The clients' sockets are read by a few epoll loops rather than a goroutine each (see
+// receiver.go): the load generator shares the server's cores and should take as little
+// of them as it can.
+//
 // Each client count gets its own treasury-dev, started on free ports in a fresh data
 // directory: memory the previous run's connections freed would otherwise be reused and
 // understate the next run's cost per connection.
@@ -17,6 +21,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -141,6 +146,9 @@ func main() {
 	extra := flag.String("dev-args", "--rate-limit 100000 --rate-burst 100000 --balance-sync-interval 1h",
 		"flags for treasury-dev, space separated (the default lifts the per-key rate limit, since one key opens every connection, and keeps the minutely balance-sync workflow out of the measurement)")
 	dialConcurrency := flag.Int("dial-concurrency", 200, "WebSocket handshakes in flight at once")
+	receivers := flag.Int("receivers", runtime.NumCPU(), "epoll loops reading the clients' sockets")
+	poll := flag.Duration("poll", 500*time.Microsecond,
+		"how long a receiver with no socket ready sleeps before it looks again; 0 waits in epoll_wait instead, and has the server's writes wake the receivers")
 	flag.Parse()
 
 	if *devBin == "" {
@@ -156,8 +164,8 @@ func main() {
 		}
 		counts = append(counts, n)
 	}
-	if *events <= 0 || *dialConcurrency <= 0 {
-		fmt.Fprintln(os.Stderr, "wsfanout: -events and -dial-concurrency must be positive")
+	if *events <= 0 || *dialConcurrency <= 0 || *receivers <= 0 {
+		fmt.Fprintln(os.Stderr, "wsfanout: -events, -dial-concurrency and -receivers must be positive")
 		os.Exit(2)
 	}
 
@@ -165,11 +173,16 @@ func main() {
 	_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim)
 	fmt.Printf("wsfanout: a fresh treasury-dev per client count; RLIMIT_NOFILE of this process: soft %d, hard %d\n", lim.Cur, lim.Max)
 	fmt.Println("note: the load generator (this process) runs on the same machine as the server and shares its cores")
+	if *poll > 0 {
+		fmt.Printf("note: %d receivers read every socket through epoll, looking again every %v when none is ready (up to that much is added to a latency)\n", *receivers, *poll)
+	} else {
+		fmt.Printf("note: %d receivers read every socket through epoll, waking when one is ready (the wake-ups cost the server's writes)\n", *receivers)
+	}
 	fmt.Println("note: latency is POST start -> frame read by the client: an upper bound on commit -> client, as it includes the HTTP request that commits the event")
 
 	failed := false
 	for _, n := range counts {
-		p := params{clients: n, events: *events, interval: *interval, dialConcurrency: *dialConcurrency}
+		p := params{clients: n, events: *events, interval: *interval, dialConcurrency: *dialConcurrency, receivers: *receivers, poll: *poll}
 		res, err := measure(*devBin, strings.Fields(*extra), p)
 		if err != nil {
 			fmt.Printf("clients %d: FAILED: %v\n", n, err)
