@@ -89,17 +89,18 @@ func (s *Store) OAuthClient(ctx context.Context, id string) (*OAuthClient, error
 
 // CredentialRevoked reports whether an API key or OAuth client (by id) is revoked or gone.
 func (s *Store) CredentialRevoked(ctx context.Context, id string) (bool, error) {
-	var revoked []*time.Time
-	var err error
+	var model any = &APIKey{}
 	if strings.HasPrefix(id, ids.OAuthClient+"_") {
-		err = s.with(ctx).Model(&OAuthClient{}).Where("id = ?", id).Pluck("revoked_at", &revoked).Error
-	} else {
-		err = s.with(ctx).Model(&APIKey{}).Where("id = ?", id).Pluck("revoked_at", &revoked).Error
+		model = &OAuthClient{}
 	}
-	if err != nil {
+	// A count, not the column: gorm's Pluck of a nullable time into []*time.Time failed
+	// now and then under concurrent connections ("storing driver.Value type <nil> into
+	// type *time.Time"), and the check was skipped.
+	var live int64
+	if err := s.with(ctx).Model(model).Where("id = ? AND revoked_at IS NULL", id).Count(&live).Error; err != nil {
 		return false, err
 	}
-	return len(revoked) == 0 || revoked[0] != nil, nil
+	return live == 0, nil
 }
 
 // ListOAuthClients lists the OAuth clients of one app of an organisation, newest first.

@@ -69,6 +69,12 @@ func TestAPIKeyLookupRevokeAndTouch(t *testing.T) {
 		if err := s.TouchAPIKey(ctx, k.ID, used); err != nil {
 			t.Fatal(err)
 		}
+		if revoked, err := s.CredentialRevoked(ctx, k.ID); err != nil || revoked {
+			t.Fatalf("a live key: revoked %v, %v", revoked, err)
+		}
+		if revoked, err := s.CredentialRevoked(ctx, ids.New(ids.APIKey)); err != nil || !revoked {
+			t.Fatalf("an unknown key counts as revoked: revoked %v, %v", revoked, err)
+		}
 		if err := s.RevokeAPIKey(ctx, "org_other", k.ID, time.Now()); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("revoking another org's key must be not found, got %v", err)
 		}
@@ -84,6 +90,9 @@ func TestAPIKeyLookupRevokeAndTouch(t *testing.T) {
 		}
 		if got.RevokedAt == nil || got.LastUsedAt == nil || !got.LastUsedAt.Equal(used) {
 			t.Fatalf("revokedAt/lastUsedAt not kept: %+v", got)
+		}
+		if revoked, err := s.CredentialRevoked(ctx, k.ID); err != nil || !revoked {
+			t.Fatalf("a revoked key: revoked %v, %v", revoked, err)
 		}
 	})
 }

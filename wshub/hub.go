@@ -57,6 +57,7 @@ type Hub struct {
 	// the dispatcher last caught up; 0 when nothing was dropped.
 	droppedSince atomic.Int64
 	seen         *recentSet
+	fanOutList   []offerTo // the dispatcher's, reused by every fanOut
 	recorder     *batch.Writer[store.WebSocketDelivery]
 	presence     atomic.Bool // counts changed since the last presence write
 
