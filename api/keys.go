@@ -128,23 +128,32 @@ func (h *keyHandlers) unknownWallets(ctx context.Context, orgID string, walletID
 	return unknown, nil
 }
 
-// list answers GET /developer/api-keys: the app's keys, never their secrets.
-func (h *keyHandlers) list(c *gin.Context) { listOfOwnApp(c, h.log, h.store.ListAPIKeys, keyJSON) }
+// list answers GET /developer/api-keys: the app's keys, newest first, never their secrets.
+func (h *keyHandlers) list(c *gin.Context) {
+	listOfOwnApp(c, h.log, h.store.ListAPIKeys, func(k *store.APIKey) string { return k.ID }, keyJSON)
+}
 
-// listOfOwnApp answers with every record of the caller's app that fetch returns, each
-// rendered for the API.
-func listOfOwnApp[R, T any](c *gin.Context, log *slog.Logger, fetch func(ctx context.Context, orgID, app string) ([]R, error), render func(*R) T) {
+// listOfOwnApp answers a page of the records of the caller's app that fetch returns,
+// newest first (by id), each rendered for the API.
+func listOfOwnApp[R, T any](c *gin.Context, log *slog.Logger, fetch func(ctx context.Context, orgID, app string) ([]R, error),
+	id func(*R) string, render func(*R) T) {
+	pg, errs := listParams(c, "limit", "cursor")
+	if len(errs) > 0 {
+		validationFailed(c, errs)
+		return
+	}
 	p := principalOf(c)
 	rows, err := fetch(c.Request.Context(), p.OrgID, p.App)
 	if err != nil {
 		requestFailed(c, log, err)
 		return
 	}
+	rows, next := pageInMemory(rows, pg, true, id)
 	out := make([]T, len(rows))
 	for i := range rows {
 		out[i] = render(&rows[i])
 	}
-	c.JSON(http.StatusOK, listResponse[T]{Data: out})
+	c.JSON(http.StatusOK, listResponse[T]{Data: out, NextCursor: next})
 }
 
 // create answers POST /developer/api-keys {kind, actions?, resourceIds?, label?}: the new
@@ -235,13 +244,8 @@ func (h *keyHandlers) create(c *gin.Context) {
 func (h *keyHandlers) revoke(c *gin.Context) {
 	p := principalOf(c)
 	ctx := c.Request.Context()
-	k, err := h.store.APIKey(ctx, p.OrgID, c.Param("id"))
-	if errors.Is(err, store.ErrNotFound) || (err == nil && k.App != p.App) {
-		fail(c, CodeNotFound, "No API key with this id.")
-		return
-	}
-	if err != nil {
-		requestFailed(c, h.log, err)
+	k, ok := h.keyOfApp(c)
+	if !ok {
 		return
 	}
 	if k.RevokedAt != nil {
@@ -258,6 +262,21 @@ func (h *keyHandlers) revoke(c *gin.Context) {
 	k.RevokedAt = &now
 	announce(c, h.bus, h.log, events.Control{Kind: events.ControlCredentialRevoked, OrgID: p.OrgID, CredentialID: k.ID})
 	c.JSON(http.StatusOK, keyJSON(k))
+}
+
+// get answers GET /developer/api-keys/{id}: one key of the caller's app, never its secret.
+func (h *keyHandlers) get(c *gin.Context) {
+	if k, ok := h.keyOfApp(c); ok {
+		c.JSON(http.StatusOK, keyJSON(k))
+	}
+}
+
+// keyOfApp finds the key in the path among the caller's app's, or answers 404 (another
+// app's or organisation's key is as unknown as a missing one).
+func (h *keyHandlers) keyOfApp(c *gin.Context) (*store.APIKey, bool) {
+	p := principalOf(c)
+	k, err := h.store.APIKey(c.Request.Context(), p.OrgID, c.Param("id"))
+	return ofOwnApp(c, h.log, "API key", k, err, func(k *store.APIKey) bool { return k.App == p.App })
 }
 
 // replyWithSecret answers 201 with a new credential whose secret this answer alone holds.

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -46,9 +45,9 @@ func oauthClientJSON(oc *store.OAuthClient) oauthClientResponse {
 		CreatedAt: formatTime(oc.CreatedAt), RevokedAt: formatTimePtr(oc.RevokedAt), CreatedBy: nullable(oc.CreatedBy)}
 }
 
-// list answers GET /developer/oauth-clients.
+// list answers GET /developer/oauth-clients: newest first, never a secret.
 func (h *oauthClientHandlers) list(c *gin.Context) {
-	listOfOwnApp(c, h.log, h.store.ListOAuthClients, oauthClientJSON)
+	listOfOwnApp(c, h.log, h.store.ListOAuthClients, func(oc *store.OAuthClient) string { return oc.ID }, oauthClientJSON)
 }
 
 // create answers POST /developer/oauth-clients {scopes, label?}: scopes are
@@ -112,13 +111,8 @@ func (h *oauthClientHandlers) create(c *gin.Context) {
 func (h *oauthClientHandlers) revoke(c *gin.Context) {
 	p := principalOf(c)
 	ctx := c.Request.Context()
-	oc, err := h.store.OAuthClient(ctx, c.Param("id"))
-	if errors.Is(err, store.ErrNotFound) || (err == nil && (oc.OrgID != p.OrgID || oc.App != p.App)) {
-		fail(c, CodeNotFound, "No OAuth client with this id.")
-		return
-	}
-	if err != nil {
-		requestFailed(c, h.log, err)
+	oc, ok := h.clientOfApp(c)
+	if !ok {
 		return
 	}
 	if oc.RevokedAt == nil {
@@ -134,4 +128,19 @@ func (h *oauthClientHandlers) revoke(c *gin.Context) {
 	// Announced on a repeated revoke too: a retry repairs a lost announcement.
 	announce(c, h.bus, h.log, events.Control{Kind: events.ControlCredentialRevoked, OrgID: p.OrgID, CredentialID: oc.ID})
 	c.JSON(http.StatusOK, oauthClientJSON(oc))
+}
+
+// get answers GET /developer/oauth-clients/{id}: one client of the caller's app, never its
+// secret.
+func (h *oauthClientHandlers) get(c *gin.Context) {
+	if oc, ok := h.clientOfApp(c); ok {
+		c.JSON(http.StatusOK, oauthClientJSON(oc))
+	}
+}
+
+// clientOfApp finds the OAuth client in the path among the caller's app's, or answers 404.
+func (h *oauthClientHandlers) clientOfApp(c *gin.Context) (*store.OAuthClient, bool) {
+	p := principalOf(c)
+	oc, err := h.store.OAuthClient(c.Request.Context(), c.Param("id"))
+	return ofOwnApp(c, h.log, "OAuth client", oc, err, func(oc *store.OAuthClient) bool { return oc.OrgID == p.OrgID && oc.App == p.App })
 }

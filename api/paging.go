@@ -89,3 +89,26 @@ func listParams(c *gin.Context, allowed ...string) (page, []FieldError) {
 	rejectUnknownQuery(c, allowed, &errs)
 	return parsePage(c, &errs), errs
 }
+
+// pageInMemory takes one page of a list read whole, in its order. The developer lists
+// (an app's keys, OAuth clients, WebSocket configs, its people) are short, so they are read
+// whole and paged here, with the same limit and cursor as every list. key gives an item's
+// place in the order, ascending or descending; the cursor is the key of the last item shown,
+// so a page still follows on when that item has gone meanwhile.
+func pageInMemory[T any](items []T, pg page, descending bool, key func(*T) string) ([]T, *string) {
+	start := 0
+	if pg.After != "" {
+		start = len(items)
+		for i := range items {
+			if k := key(&items[i]); (descending && k < pg.After) || (!descending && k > pg.After) {
+				start = i
+				break
+			}
+		}
+	}
+	shown, more := trimPage(items[start:], pg.Limit)
+	if !more {
+		return shown, nil
+	}
+	return shown, encodeCursor(key(&shown[len(shown)-1]))
+}

@@ -149,11 +149,13 @@ func NewRouter(cfg Config) http.Handler {
 	dev := requireOwn(auth.ActionDeveloper)
 	v1.GET("/developer/api-keys", dev, kh.list)
 	v1.POST("/developer/api-keys", dev, kh.create)
+	v1.GET("/developer/api-keys/:id", dev, kh.get)
 	v1.DELETE("/developer/api-keys/:id", dev, kh.revoke)
 
 	och := &oauthClientHandlers{store: cfg.Store, log: log, bus: cfg.Bus}
 	v1.GET("/developer/oauth-clients", dev, och.list)
 	v1.POST("/developer/oauth-clients", dev, och.create)
+	v1.GET("/developer/oauth-clients/:id", dev, och.get)
 	v1.DELETE("/developer/oauth-clients/:id", dev, och.revoke)
 
 	th := &teamHandlers{store: cfg.Store, log: log}

@@ -59,8 +59,8 @@ func requireOwner() gin.HandlerFunc {
 // list answers GET /developer/team: every person of the organisation with their actions
 // on the app (none yet for some).
 func (h *teamHandlers) list(c *gin.Context) {
-	var errs []FieldError
-	if rejectUnknownQuery(c, nil, &errs); len(errs) > 0 {
+	pg, errs := listParams(c, "limit", "cursor")
+	if len(errs) > 0 {
 		validationFailed(c, errs)
 		return
 	}
@@ -70,11 +70,15 @@ func (h *teamHandlers) list(c *gin.Context) {
 		requestFailed(c, h.log, err)
 		return
 	}
+	// In the store's order: oldest first (the owner), ties by id.
+	rows, next := pageInMemory(rows, pg, false, func(m *store.Member) string {
+		return store.FormatTime(m.User.CreatedAt) + "/" + m.User.ID
+	})
 	out := make([]memberResponse, len(rows))
 	for i := range rows {
 		out[i] = memberJSON(&rows[i].User, p.App, rows[i].Actions)
 	}
-	c.JSON(http.StatusOK, listResponse[memberResponse]{Data: out})
+	c.JSON(http.StatusOK, listResponse[memberResponse]{Data: out, NextCursor: next})
 }
 
 // readActions validates a permission list: known actions, sorted, each once.

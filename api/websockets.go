@@ -85,18 +85,24 @@ func (h *websocketHandlers) page(ctx context.Context, configs []store.WebSocketC
 
 // list answers GET /developer/websockets.
 func (h *websocketHandlers) list(c *gin.Context) {
+	pg, errs := listParams(c, "limit", "cursor")
+	if len(errs) > 0 {
+		validationFailed(c, errs)
+		return
+	}
 	p := principalOf(c)
 	configs, err := h.store.ListWebSocketConfigs(c.Request.Context(), p.OrgID, p.App)
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return
 	}
+	configs, next := pageInMemory(configs, pg, false, func(cfg *store.WebSocketConfig) string { return cfg.ID })
 	out, err := h.page(c.Request.Context(), configs)
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return
 	}
-	c.JSON(http.StatusOK, listResponse[websocketConfigJSON]{Data: out})
+	c.JSON(http.StatusOK, listResponse[websocketConfigJSON]{Data: out, NextCursor: next})
 }
 
 // get answers GET /developer/websockets/{id}.
@@ -121,15 +127,22 @@ func (h *websocketHandlers) reply(c *gin.Context, status int, cfg *store.WebSock
 func (h *websocketHandlers) configOfApp(c *gin.Context) (*store.WebSocketConfig, bool) {
 	p := principalOf(c)
 	cfg, err := h.store.WebSocketConfig(c.Request.Context(), p.OrgID, c.Param("id"))
-	if errors.Is(err, store.ErrNotFound) || (err == nil && cfg.App != p.App) {
-		fail(c, CodeNotFound, "No WebSocket config with this id.")
+	return ofOwnApp(c, h.log, "WebSocket config", cfg, err, func(cfg *store.WebSocketConfig) bool { return cfg.App == p.App })
+}
+
+// ofOwnApp passes on a record looked up by the id in the path, or answers: 404 when it is
+// missing or not the caller's (another app's or organisation's record is as unknown as a
+// missing one), 500 or 503 when the lookup failed.
+func ofOwnApp[R any](c *gin.Context, log *slog.Logger, what string, rec *R, err error, mine func(*R) bool) (*R, bool) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !mine(rec)) {
+		fail(c, CodeNotFound, "No "+what+" with this id.")
 		return nil, false
 	}
 	if err != nil {
-		requestFailed(c, h.log, err)
+		requestFailed(c, log, err)
 		return nil, false
 	}
-	return cfg, true
+	return rec, true
 }
 
 // create answers POST /developer/websockets {events}.
