@@ -24,7 +24,7 @@ type Live struct {
 }
 
 // LiveOptions tune the WebSocket channel; zero values take wshub's defaults (ping every
-// 25 s, pong within 10 s, 10 s per write, 32 queued frames per connection).
+// 25 s, pong within 10 s, 10 s per write, a backlog of 32 frames per connection).
 type LiveOptions struct {
 	PingInterval, PongWait, WriteTimeout time.Duration
 	SendQueue                            int

@@ -59,7 +59,7 @@ func closeFrame(code int, reason string) *frame {
 	return newFrame(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason))
 }
 
-// pingFrame is the keepalive protocol ping, queued to every connection each interval.
+// pingFrame is the keepalive protocol ping, offered to every connection each interval.
 var pingFrame = newFrame(websocket.PingMessage, nil)
 
 type closeRequest struct {

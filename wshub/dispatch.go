@@ -278,8 +278,8 @@ func (h *Hub) delivered(d *delivery) {
 	if d == nil {
 		return
 	}
-	// A plain load first: thousands of writers would otherwise bounce the line between
-	// cores with a locked compare-and-swap each.
+	// A plain load first: the fan-out's goroutines would otherwise bounce the line between
+	// cores with a locked compare-and-swap for every connection.
 	if !d.recorded.Load() && d.recorded.CompareAndSwap(false, true) {
 		h.recorder.Add(store.WebSocketDelivery{ConfigID: d.configID, EventID: d.eventID, Event: d.event, SentAt: time.Now().UTC()})
 	}

@@ -1,6 +1,7 @@
 // Package wshub is the live WebSocket channel of SPEC 4: it holds the connections of this
-// API process, matches committed events against their configs, fans frames out through a
-// bounded queue per connection, keeps connections alive, and records the delivery log.
+// API process, matches committed events against their configs, writes each frame straight
+// into every matching socket (with a bounded backlog behind a full one), keeps connections
+// alive, and records the delivery log.
 package wshub
 
 import (
