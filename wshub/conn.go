@@ -32,8 +32,11 @@ type frame struct {
 	delivery *delivery
 }
 
-// newFrame frames a whole message of one opcode (RFC 6455 §5.2).
-func newFrame(opcode byte, payload []byte) *frame {
+// newFrame frames a whole message of one opcode.
+func newFrame(opcode byte, payload []byte) *frame { return &frame{wire: encodeFrame(opcode, payload)} }
+
+// encodeFrame puts a whole message of one opcode on the wire (RFC 6455 §5.2).
+func encodeFrame(opcode byte, payload []byte) []byte {
 	var head [10]byte
 	head[0] = 0x80 | opcode // FIN: every message is one frame
 	n := 2
@@ -50,7 +53,7 @@ func newFrame(opcode byte, payload []byte) *frame {
 		n = 10
 	}
 	wire := make([]byte, 0, n+len(payload))
-	return &frame{wire: append(append(wire, head[:n]...), payload...)}
+	return append(append(wire, head[:n]...), payload...)
 }
 
 func textFrame(payload []byte) *frame { return newFrame(websocket.TextMessage, payload) }

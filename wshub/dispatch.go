@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/store"
 )
@@ -227,7 +229,7 @@ func eventFrame(name, at string, data json.RawMessage) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return textFrame(b).wire, nil
+	return encodeFrame(websocket.TextMessage, b), nil
 }
 
 // control applies a control message from the bus.

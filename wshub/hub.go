@@ -113,8 +113,8 @@ func New(opts Options) *Hub {
 	h.upgrader = websocket.Upgrader{
 		HandshakeTimeout: 10 * time.Second,
 		// Client frames are small: a small read buffer of its own instead of the 4 KiB one
-		// of the HTTP server. The library writes only close frames (frames go out
-		// already encoded), from a pooled buffer.
+		// of the HTTP server. The library writes nothing after the handshake (see
+		// libraryConn), so with a pool it holds no write buffer either.
 		ReadBufferSize:  512,
 		WriteBufferPool: &sync.Pool{},
 		// Any origin: the channel authenticates by the token in its URL, never by cookies,
@@ -245,9 +245,8 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, cfg *store.WebSocket
 	readyFrame := textFrame(ready)
 	c.flushing, c.head, c.headOf = true, readyFrame.wire, readyFrame
 	if !h.register(c, cfg) {
-		bye := closeFrame(events.CloseGoingAway, "server restarting")
 		_ = out.SetWriteDeadline(time.Now().Add(closeGrace))
-		_, _ = out.Write(append(readyFrame.wire[:len(readyFrame.wire):len(readyFrame.wire)], bye.wire...))
+		_, _ = (&net.Buffers{readyFrame.wire, closeFrame(events.CloseGoingAway, "server restarting").wire}).WriteTo(out)
 		_ = ws.Close()
 		return ErrStopped
 	}

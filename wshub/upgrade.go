@@ -40,13 +40,6 @@ func (l *libraryConn) SetWriteDeadline(t time.Time) error {
 	return l.Conn.SetWriteDeadline(t)
 }
 
-func (l *libraryConn) SetDeadline(t time.Time) error {
-	if l.upgraded.Load() {
-		return l.Conn.SetReadDeadline(t)
-	}
-	return l.Conn.SetDeadline(t)
-}
-
 // hijacker hands the library a libraryConn when it takes over the HTTP connection.
 type hijacker struct {
 	http.ResponseWriter
@@ -61,6 +54,3 @@ func (h *hijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	h.conn = &libraryConn{Conn: c}
 	return h.conn, brw, nil
 }
-
-// Unwrap lets http.ResponseController reach the writer's other features.
-func (h *hijacker) Unwrap() http.ResponseWriter { return h.ResponseWriter }

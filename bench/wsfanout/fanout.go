@@ -135,6 +135,10 @@ func closeAll(clients []*wsClient, stopReceivers func()) {
 		}
 	}
 	stopReceivers()
+	closeSockets(clients)
+}
+
+func closeSockets(clients []*wsClient) {
 	for _, c := range clients {
 		_ = syscall.Close(c.fd)
 	}
@@ -194,9 +198,7 @@ func run(b *bundle, p params) (string, error) {
 			for _, c := range conns[i:] {
 				c.Close()
 			}
-			for _, c := range clients {
-				_ = syscall.Close(c.fd)
-			}
+			closeSockets(clients)
 			return "", fmt.Errorf("taking over a socket: %w", err)
 		}
 		// Twice the events leaves room to see duplicates without allocating per frame.
@@ -204,9 +206,7 @@ func run(b *bundle, p params) (string, error) {
 	}
 	stopReceivers, err := startReceivers(p.receivers, p.poll, clients, base, prefix, p.events)
 	if err != nil {
-		for _, c := range clients {
-			_ = syscall.Close(c.fd)
-		}
+		closeSockets(clients)
 		return "", err
 	}
 	var closeOnce sync.Once

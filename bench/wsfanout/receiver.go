@@ -79,10 +79,11 @@ func detach(ws *websocket.Conn) (int, error) {
 	return fd, nil
 }
 
-// receiver reads the frames of its share of the clients.
+// receiver reads the frames of its share of the clients. Its epoll events carry the
+// client's index in clients.
 type receiver struct {
 	epfd    int
-	clients map[int32]*wsClient
+	clients []*wsClient
 	base    time.Time
 	prefix  []byte
 	events  int
@@ -109,16 +110,15 @@ func startReceivers(n int, poll time.Duration, clients []*wsClient, base time.Ti
 			stop()
 			return nil, err
 		}
-		r := &receiver{epfd: epfd, clients: map[int32]*wsClient{}, base: base, prefix: []byte(prefix), events: events, poll: poll}
+		r := &receiver{epfd: epfd, clients: clients, base: base, prefix: []byte(prefix), events: events, poll: poll}
 		started = append(started, r)
 		for j := i; j < len(clients); j += n {
 			c := clients[j]
-			ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(c.fd)}
+			ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(j)}
 			if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
 				stop()
 				return nil, fmt.Errorf("epoll_ctl: %w", err)
 			}
-			r.clients[int32(c.fd)] = c
 		}
 	}
 	for _, r := range started {
@@ -153,7 +153,7 @@ func (r *receiver) run(quit <-chan struct{}) {
 		}
 		for _, ev := range ready[:n] {
 			c := r.clients[ev.Fd]
-			if c == nil || c.ended() {
+			if c.ended() {
 				continue
 			}
 			k, err := syscall.Read(c.fd, buf)
