@@ -539,6 +539,63 @@ func TestChannelKeepalive(t *testing.T) {
 	}
 }
 
+func TestChannelSpreadsKeepalivePingsOverTheInterval(t *testing.T) {
+	s := storetest.NewSQLite(t)
+	creds := seedStore(t, s)
+	const interval = time.Second
+	r := startReplica(t, s, app.LiveOptions{PingInterval: interval, PongWait: 5 * time.Second}, api.Config{})
+	pay := creds.Keys["pay"]
+	cfg := r.createConfig(t, pay.SK, "*")
+
+	type ping struct {
+		client int
+		at     time.Time
+	}
+	// As many connections as the hub has ping slots, so that together they hold every one.
+	const clients = 50
+	pings := make(chan ping, 1000)
+	for i := range clients {
+		r.connectWith(t, cfg, pay.PK, func(ws *websocket.Conn) {
+			ws.SetPingHandler(func(data string) error {
+				pings <- ping{i, time.Now()}
+				return ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
+			})
+		})
+	}
+	start := time.Now()
+	time.Sleep(3*interval + interval/2)
+
+	first := map[int]time.Time{}
+	count := map[int]int{}
+	for len(pings) > 0 {
+		p := <-pings
+		count[p.client]++
+		if _, ok := first[p.client]; !ok {
+			first[p.client] = p.at
+		}
+	}
+	// Every connection is pinged every interval: three or four times in three and a half.
+	for i := range clients {
+		if count[i] < 3 {
+			t.Errorf("client %d got %d pings in %v at a %v interval", i, count[i], time.Since(start).Round(time.Millisecond), interval)
+		}
+	}
+	// And not all at once: the first pings cover most of an interval. (Ticks can only be
+	// late or dropped, never closer together, so a slow machine spreads them further.)
+	var earliest, latest time.Time
+	for _, at := range first {
+		if earliest.IsZero() || at.Before(earliest) {
+			earliest = at
+		}
+		if at.After(latest) {
+			latest = at
+		}
+	}
+	if spread := latest.Sub(earliest); spread < interval/2 {
+		t.Errorf("the first pings of %d connections came within %v of each other; want them spread over the %v interval", clients, spread, interval)
+	}
+}
+
 func TestChannelEvictsASlowClientWhileAFastOneKeepsUp(t *testing.T) {
 	s := storetest.NewSQLite(t)
 	creds := seedStore(t, s)

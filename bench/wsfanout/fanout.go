@@ -28,6 +28,8 @@ type params struct {
 	// receivers is how many epoll loops read the clients' sockets.
 	receivers int
 	poll      time.Duration
+	// perEvent prints each event's latency to its last client.
+	perEvent bool
 }
 
 const (
@@ -325,6 +327,14 @@ func run(b *bundle, p params) (string, error) {
 	for i, ok := range created {
 		if ok {
 			reachedAll = append(reachedAll, lastClient[i])
+		}
+	}
+	if p.perEvent {
+		// In the order sent: a slow stretch shows up as neighbours, not as one tail.
+		for i, ok := range created {
+			if ok {
+				fmt.Fprintf(os.Stderr, "clients %d: event %d, sent at +%v, reached the last client after %v\n", p.clients, i, sent[i].Round(time.Millisecond), lastClient[i].Round(time.Millisecond))
+			}
 		}
 	}
 	slices.Sort(reachedAll)

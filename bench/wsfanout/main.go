@@ -149,6 +149,7 @@ func main() {
 	receivers := flag.Int("receivers", runtime.NumCPU(), "epoll loops reading the clients' sockets")
 	poll := flag.Duration("poll", 500*time.Microsecond,
 		"how long a receiver with no socket ready sleeps before it looks again; 0 waits in epoll_wait instead, and has the server's writes wake the receivers")
+	perEvent := flag.Bool("per-event", false, "print, on stderr, how long each event took to reach its last client")
 	flag.Parse()
 
 	if *devBin == "" {
@@ -182,7 +183,7 @@ func main() {
 
 	failed := false
 	for _, n := range counts {
-		p := params{clients: n, events: *events, interval: *interval, dialConcurrency: *dialConcurrency, receivers: *receivers, poll: *poll}
+		p := params{clients: n, events: *events, interval: *interval, dialConcurrency: *dialConcurrency, receivers: *receivers, poll: *poll, perEvent: *perEvent}
 		res, err := measure(*devBin, strings.Fields(*extra), p)
 		if err != nil {
 			fmt.Printf("clients %d: FAILED: %v\n", n, err)
