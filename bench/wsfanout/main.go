@@ -132,6 +132,34 @@ func ownCPUTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// machineBusy is the CPU time every core of the machine has spent on anything but idling,
+// from /proc/stat: it also counts the kernel's work that no process is charged for, such
+// as network receive processing run by ksoftirqd.
+func machineBusy() (time.Duration, error) {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 6 || fields[0] != "cpu" {
+		return 0, errors.New("no cpu line in /proc/stat")
+	}
+	var busy int64
+	for i, f := range fields[1:] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		busy += n
+	}
+	const ticksPerSecond = 100 // USER_HZ on Linux
+	return time.Duration(busy) * time.Second / ticksPerSecond, nil
+}
+
 // openFDs counts the bundle's open file descriptors: each live connection holds one.
 func (b *bundle) openFDs() (int, error) {
 	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", b.Cmd.Process.Pid))

@@ -90,10 +90,13 @@ type receiver struct {
 	// poll, when set, is how long the receiver sleeps when no socket is ready, instead
 	// of blocking in epoll_wait until one is.
 	poll time.Duration
+	// stamps holds, for each event, its occurredAt (Unix ns) as the first frame of it
+	// to arrive on any receiver says; 0 until then.
+	stamps []atomic.Int64
 }
 
 // startReceivers spreads clients over n receivers and starts them; stop ends them.
-func startReceivers(n int, poll time.Duration, clients []*wsClient, base time.Time, prefix string, events int) (stop func(), err error) {
+func startReceivers(n int, poll time.Duration, clients []*wsClient, base time.Time, prefix string, stamps []atomic.Int64) (stop func(), err error) {
 	quit := make(chan struct{})
 	var wg sync.WaitGroup
 	var started []*receiver
@@ -110,7 +113,7 @@ func startReceivers(n int, poll time.Duration, clients []*wsClient, base time.Ti
 			stop()
 			return nil, err
 		}
-		r := &receiver{epfd: epfd, clients: clients, base: base, prefix: []byte(prefix), events: events, poll: poll}
+		r := &receiver{epfd: epfd, clients: clients, base: base, prefix: []byte(prefix), events: len(stamps), poll: poll, stamps: stamps}
 		started = append(started, r)
 		for j := i; j < len(clients); j += n {
 			c := clients[j]
@@ -220,6 +223,11 @@ func (r *receiver) record(c *wsClient, msg []byte, at time.Duration) {
 		c.foreign.Add(1)
 		return
 	}
+	if r.stamps[i].Load() == 0 {
+		if t, ok := occurredAt(msg); ok {
+			r.stamps[i].CompareAndSwap(0, t.UnixNano())
+		}
+	}
 	k := int(c.n.Load())
 	if k == len(c.recv) {
 		c.overflow.Add(1)
@@ -240,6 +248,25 @@ func (r *receiver) end(c *wsClient, closeCode int, err error) {
 var eventFramePrefix = []byte(`{"type":"event"`)
 
 var correlationKey = []byte(`"correlationId":"`)
+
+// atKey is the event frame's occurredAt, which follows type and event (SPEC 4).
+var atKey = []byte(`"at":"`)
+
+// occurredAt reads the moment an event frame says its event occurred: stamped in the
+// transaction that commits the event, to the millisecond.
+func occurredAt(frame []byte) (time.Time, bool) {
+	i := bytes.Index(frame, atKey)
+	if i < 0 {
+		return time.Time{}, false
+	}
+	rest := frame[i+len(atKey):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(rest[:j]))
+	return t, err == nil
+}
 
 // eventIndex finds which of this run's events a frame carries, from its correlation id
 // (the run's prefix and the event's index), without allocating.
