@@ -90,6 +90,10 @@ type conn struct {
 	credentialID string
 	// pingSlot is the tick of the ping interval on which the keepalive pings it.
 	pingSlot uint32
+	// fd is the socket's descriptor for the fan-out's send ring, -1 when raw is nil. It
+	// stays open while mu is held and the connection has not ended: end marks it ended
+	// under mu before it closes the socket.
+	fd int32
 	// writeNow, with wbuf, wn and werr (guarded by mu), is the non-blocking write.
 	writeNow func(fd uintptr) bool
 	wbuf     []byte
@@ -119,12 +123,15 @@ type conn struct {
 }
 
 func newConn(h *Hub, ws *websocket.Conn, out net.Conn, configID, credentialID string) *conn {
-	c := &conn{hub: h, ws: ws, out: out, configID: configID, credentialID: credentialID, done: make(chan struct{})}
+	c := &conn{hub: h, ws: ws, out: out, configID: configID, credentialID: credentialID, fd: -1, done: make(chan struct{})}
 	// Only a plain TCP socket is written to directly: under TLS the bytes must go through
 	// the TLS layer.
 	if tcp, ok := out.(*net.TCPConn); ok {
-		c.raw, _ = tcp.SyscallConn()
-		c.writeNow = c.writeNowFn
+		if raw, err := tcp.SyscallConn(); err == nil {
+			c.raw = raw
+			c.writeNow = c.writeNowFn
+			_ = raw.Control(func(fd uintptr) { c.fd = int32(fd) })
+		}
 	}
 	return c
 }
@@ -135,18 +142,39 @@ func newConn(h *Hub, ws *websocket.Conn, out net.Conn, configID, credentialID st
 func (c *conn) offer(f *frame) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.admitLocked(f) {
+		c.writeLocked(f)
+	}
+}
+
+// admitLocked reports whether a frame is to be written into the socket now. If not, it
+// joined the backlog behind the flusher, or was dropped: the connection is closing, or
+// its full backlog has just closed it as too slow. Call with c.mu held.
+func (c *conn) admitLocked(f *frame) bool {
 	if c.closeReq != nil || c.broken || c.ended.Load() {
-		return
+		return false
 	}
 	if c.flushing {
 		if len(c.backlog) >= c.hub.opts.SendQueue {
 			c.requestCloseLocked(events.CloseTooSlow, "too slow")
-			return
+			return false
 		}
 		c.backlog = append(c.backlog, f)
-		return
+		return false
 	}
+	return true
+}
+
+// writeLocked makes one non-blocking write of an admitted frame. Call with c.mu held.
+func (c *conn) writeLocked(f *frame) {
 	n, err := c.tryWrite(f.wire)
+	c.wroteLocked(f, n, err)
+}
+
+// wroteLocked acts on the outcome of a non-blocking write of an admitted frame, n bytes
+// written or err: the frame is delivered, or the connection is broken, or the flusher
+// takes over with the rest. Call with c.mu held.
+func (c *conn) wroteLocked(f *frame, n int, err error) {
 	switch {
 	case err == nil && n == len(f.wire):
 		c.hub.delivered(f.delivery)

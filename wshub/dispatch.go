@@ -165,7 +165,7 @@ func (h *Hub) fanOut(ev *store.Event) {
 		}
 	}
 	h.mu.RUnlock()
-	offerAll(to)
+	h.offerAll(to)
 }
 
 // offerTo is one frame for one connection.
@@ -175,33 +175,37 @@ type offerTo struct {
 }
 
 // offerAll makes every offer, on one goroutine per core, since each offer is a system
-// call. The offers are taken a chunk at a time, so that a goroutine held up (by the other
-// processes on its core) leaves more of the work to the others. It returns once every
-// offer is made, so that the dispatcher's next frame reaches each connection after these.
-func offerAll(to []offerTo) {
-	const chunk = 128
-	workers := min(runtime.GOMAXPROCS(0), (len(to)+chunk-1)/chunk)
-	if workers <= 1 {
-		for _, o := range to {
-			o.c.offer(o.f)
-		}
+// call's worth of the kernel's work. The offers are taken sendChunk at a time, each chunk
+// written with one submission of a send ring where the kernel has them, so that a
+// goroutine held up (by the other processes on its core) leaves more of the work to the
+// others. It returns once every offer is made, so that the dispatcher's next frame
+// reaches each connection after these.
+func (h *Hub) offerAll(to []offerTo) {
+	if len(to) == 0 {
 		return
 	}
-	var (
-		next atomic.Int64
-		wg   sync.WaitGroup
-	)
+	workers := min(runtime.GOMAXPROCS(0), (len(to)+sendChunk-1)/sendChunk)
+	var next atomic.Int64
 	work := func() {
+		ring := h.rings.get()
+		defer func() { h.rings.put(ring) }()
 		for {
-			start := int(next.Add(chunk)) - chunk
+			start := int(next.Add(sendChunk)) - sendChunk
 			if start >= len(to) {
 				return
 			}
-			for _, o := range to[start:min(start+chunk, len(to))] {
-				o.c.offer(o.f)
+			chunk := to[start:min(start+sendChunk, len(to))]
+			if ring == nil {
+				for _, o := range chunk {
+					o.c.offer(o.f)
+				}
+			} else if !offerChunk(ring, chunk) {
+				h.rings.discard(ring)
+				ring = nil
 			}
 		}
 	}
+	var wg sync.WaitGroup
 	for range workers - 1 {
 		wg.Go(work)
 	}
@@ -210,12 +214,12 @@ func offerAll(to []offerTo) {
 }
 
 // offerEach offers one frame to every connection of a list.
-func offerEach(conns []*conn, f *frame) {
+func (h *Hub) offerEach(conns []*conn, f *frame) {
 	to := make([]offerTo, len(conns))
 	for i, c := range conns {
 		to[i] = offerTo{c, f}
 	}
-	offerAll(to)
+	h.offerAll(to)
 }
 
 // eventFrame encodes an event frame once for every connection it goes to.
@@ -266,7 +270,7 @@ func (h *Hub) sendTest(c *events.Control) {
 		conns = lc.list()
 	}
 	h.mu.RUnlock()
-	offerEach(conns, f)
+	h.offerEach(conns, f)
 }
 
 // delivery is one event on its way to the connections of one config; the first

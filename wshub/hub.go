@@ -60,6 +60,7 @@ type Hub struct {
 	seen         *recentSet
 	fanOutList   []offerTo // the dispatcher's, reused by every fanOut
 	recorder     *batch.Writer[store.WebSocketDelivery]
+	rings        *sendRings
 	presence     atomic.Bool // counts changed since the last presence write
 	nextPingSlot atomic.Uint32
 
@@ -122,6 +123,7 @@ func New(opts Options) *Hub {
 		// so a page of another origin gains nothing it does not already hold.
 		CheckOrigin: func(*http.Request) bool { return true },
 	}
+	h.rings = &sendRings{log: opts.Log}
 	// Delivery-log rows are written in batches, off the connections' path.
 	h.recorder = batch.New("websocket delivery log", 100*time.Millisecond, 1000, opts.Log, opts.Store.RecordWebSocketDeliveries)
 	return h
@@ -184,6 +186,7 @@ func (h *Hub) Shutdown(ctx context.Context) {
 		h.cancel()
 	}
 	h.wg.Wait()
+	h.rings.closeAll()
 }
 
 // socketSendBuffer is the kernel send buffer asked for each connection (Linux doubles it).
@@ -222,7 +225,7 @@ func (h *Hub) keepAlive(ctx context.Context) {
 			}
 		}
 		h.mu.RUnlock()
-		offerEach(due, pingFrame)
+		h.offerEach(due, pingFrame)
 		clear(due)
 	}
 }

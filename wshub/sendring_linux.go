@@ -1,0 +1,189 @@
+package wshub
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+)
+
+// A sendRing writes a chunk of frames, each into its own socket, with one system call:
+// a small io_uring (Linux 5.4 and later) whose every entry is a non-blocking send. A
+// fan-out makes one send per connection, and on virtual machines a system call's entry
+// and exit can cost more than the send itself, so this is most of what one frame costs
+// the server that is not the kernel's TCP work.
+//
+// Where io_uring is missing or refused (a kernel before 5.11, kernel.io_uring_disabled,
+// a container's seccomp profile), newSendRing fails and the hub writes each frame with
+// its own system call.
+type sendRing struct {
+	fd      int
+	ringMem []byte
+	sqeMem  []byte
+
+	sqHead, sqTail *uint32
+	sqMask         uint32
+	sqes           []ioUringSQE
+	cqHead, cqTail *uint32
+	cqMask         uint32
+	cqes           []ioUringCQE
+
+	// batch is the fan-out's scratch for one chunk, kept with the ring so that a chunk
+	// allocates nothing.
+	batch sendBatch
+}
+
+// Linux's io_uring ABI (include/uapi/linux/io_uring.h).
+const (
+	sysIOUringSetup = 425
+	sysIOUringEnter = 426
+
+	ioUringOffSQRing = 0
+	ioUringOffSQEs   = 0x10000000
+
+	ioUringFeatSingleMmap = 1 << 0
+	ioUringFeatExtArg     = 1 << 8 // Linux 5.11
+	ioUringEnterGetEvents = 1 << 0
+	ioUringOpSend         = 26
+
+	msgDontWait = 0x40
+	msgNoSignal = 0x4000
+)
+
+type ioUringParams struct {
+	sqEntries, cqEntries, flags, sqThreadCPU, sqThreadIdle, features, wqFd uint32
+	resv                                                                   [3]uint32
+	sqOff                                                                  struct {
+		head, tail, ringMask, ringEntries, flags, dropped, array, resv1 uint32
+		userAddr                                                        uint64
+	}
+	cqOff struct {
+		head, tail, ringMask, ringEntries, overflow, cqes, flags, resv1 uint32
+		userAddr                                                        uint64
+	}
+}
+
+type ioUringSQE struct {
+	opcode, flags         uint8
+	ioprio                uint16
+	fd                    int32
+	off, addr             uint64
+	len, msgFlags         uint32
+	userData              uint64
+	bufIndex, personality uint16
+	spliceFdIn            int32
+	addr3, _              uint64
+}
+
+type ioUringCQE struct {
+	userData uint64
+	res      int32
+	flags    uint32
+}
+
+// The kernel's sizes; a mismatch fails the build.
+var (
+	_ [120 - unsafe.Sizeof(ioUringParams{})]byte
+	_ [unsafe.Sizeof(ioUringParams{}) - 120]byte
+	_ [64 - unsafe.Sizeof(ioUringSQE{})]byte
+	_ [unsafe.Sizeof(ioUringSQE{}) - 64]byte
+	_ [16 - unsafe.Sizeof(ioUringCQE{})]byte
+	_ [unsafe.Sizeof(ioUringCQE{}) - 16]byte
+)
+
+// newSendRing sets up a ring of sendChunk entries.
+func newSendRing() (*sendRing, error) {
+	var p ioUringParams
+	fd, _, errno := syscall.RawSyscall(sysIOUringSetup, sendChunk, uintptr(unsafe.Pointer(&p)), 0)
+	if errno != 0 {
+		return nil, fmt.Errorf("io_uring_setup: %w", errno)
+	}
+	r := &sendRing{fd: int(fd)}
+	// 5.11 and later: sends exist (5.6), rings share one mapping (5.4), and a send with
+	// MSG_DONTWAIT that finds the socket full completes with EAGAIN rather than waiting.
+	if p.features&ioUringFeatSingleMmap == 0 || p.features&ioUringFeatExtArg == 0 || p.sqEntries < sendChunk {
+		r.close()
+		return nil, errors.New("io_uring: kernel older than 5.11")
+	}
+	size := max(int(p.sqOff.array+p.sqEntries*4), int(p.cqOff.cqes+p.cqEntries*uint32(unsafe.Sizeof(ioUringCQE{}))))
+	var err error
+	if r.ringMem, err = syscall.Mmap(r.fd, ioUringOffSQRing, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED|syscall.MAP_POPULATE); err != nil {
+		r.close()
+		return nil, fmt.Errorf("io_uring rings: %w", err)
+	}
+	if r.sqeMem, err = syscall.Mmap(r.fd, ioUringOffSQEs, int(p.sqEntries)*int(unsafe.Sizeof(ioUringSQE{})), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED|syscall.MAP_POPULATE); err != nil {
+		r.close()
+		return nil, fmt.Errorf("io_uring entries: %w", err)
+	}
+	base := unsafe.Pointer(unsafe.SliceData(r.ringMem))
+	r.sqHead = (*uint32)(unsafe.Add(base, p.sqOff.head))
+	r.sqTail = (*uint32)(unsafe.Add(base, p.sqOff.tail))
+	r.sqMask = *(*uint32)(unsafe.Add(base, p.sqOff.ringMask))
+	r.cqHead = (*uint32)(unsafe.Add(base, p.cqOff.head))
+	r.cqTail = (*uint32)(unsafe.Add(base, p.cqOff.tail))
+	r.cqMask = *(*uint32)(unsafe.Add(base, p.cqOff.ringMask))
+	r.cqes = unsafe.Slice((*ioUringCQE)(unsafe.Add(base, p.cqOff.cqes)), p.cqEntries)
+	r.sqes = unsafe.Slice((*ioUringSQE)(unsafe.Pointer(unsafe.SliceData(r.sqeMem))), p.sqEntries)
+	// Entry i of the submission array always names SQE i: the ring is filled in order.
+	array := unsafe.Slice((*uint32)(unsafe.Add(base, p.sqOff.array)), p.sqEntries)
+	for i := range array {
+		array[i] = uint32(i)
+	}
+	return r, nil
+}
+
+func (r *sendRing) close() {
+	if r.sqeMem != nil {
+		_ = syscall.Munmap(r.sqeMem)
+	}
+	if r.ringMem != nil {
+		_ = syscall.Munmap(r.ringMem)
+	}
+	_ = syscall.Close(r.fd)
+}
+
+// errSendRing means the ring failed in a way that leaves some sends' outcome unknown;
+// the ring must not be used again.
+var errSendRing = errors.New("io_uring send ring failed")
+
+// send writes bufs[i] into socket fds[i] without waiting, for every i (at most
+// sendChunk), and sets res[i] to the bytes written or to minus the errno. It returns once
+// every send has completed: the kernel holds none of the buffers afterwards. On
+// errSendRing, res[i] is unknownSend for each send whose outcome is not known.
+func (r *sendRing) send(fds []int32, bufs [][]byte, res []int32) error {
+	n := uint32(len(fds))
+	tail := atomic.LoadUint32(r.sqTail)
+	for i := range n {
+		b := bufs[i]
+		r.sqes[(tail+i)&r.sqMask] = ioUringSQE{
+			opcode: ioUringOpSend, fd: fds[i],
+			addr: uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))), len: uint32(len(b)),
+			msgFlags: msgDontWait | msgNoSignal, userData: uint64(i),
+		}
+		res[i] = unknownSend
+	}
+	atomic.StoreUint32(r.sqTail, tail+n)
+
+	var done uint32
+	for done < n {
+		unsubmitted := tail + n - atomic.LoadUint32(r.sqHead)
+		_, _, errno := syscall.Syscall6(sysIOUringEnter, uintptr(r.fd), uintptr(unsubmitted), uintptr(n-done), ioUringEnterGetEvents, 0, 0)
+		head, cqTail := atomic.LoadUint32(r.cqHead), atomic.LoadUint32(r.cqTail)
+		for ; head != cqTail; head++ {
+			cqe := &r.cqes[head&r.cqMask]
+			if cqe.userData < uint64(n) {
+				res[cqe.userData] = cqe.res
+				done++
+			}
+		}
+		atomic.StoreUint32(r.cqHead, head)
+		if errno != 0 && errno != syscall.EINTR {
+			return fmt.Errorf("%w: io_uring_enter: %v", errSendRing, errno)
+		}
+	}
+	// Until here the kernel may read the buffers.
+	runtime.KeepAlive(bufs)
+	return nil
+}
