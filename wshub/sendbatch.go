@@ -1,6 +1,7 @@
 package wshub
 
 import (
+	"errors"
 	"log/slog"
 	"sync"
 	"syscall"
@@ -57,14 +58,21 @@ func offerChunk(r *sendRing, chunk []offerTo) bool {
 	}
 	for i := range n {
 		c, f, res := b.conns[i], b.frames[i], b.res[i]
-		switch {
+		switch errno := syscall.Errno(-res); {
 		case res >= 0:
 			c.wroteLocked(f, int(res), nil)
+		case res == notSubmitted:
+			c.writeLocked(f)
 		case res == unknownSend:
 			// Whether the socket took any of the frame is unknown: the stream cannot go on.
 			c.wroteLocked(f, 0, syscall.EIO)
+		case errno == syscall.EAGAIN || errno == syscall.EINTR || socketError(errno):
+			c.wroteLocked(f, 0, errno)
 		default:
-			c.wroteLocked(f, 0, syscall.Errno(-res))
+			// The ring refused the send, not the socket: write it the plain way, and
+			// give the ring up.
+			c.writeLocked(f)
+			ok = false
 		}
 		c.mu.Unlock()
 		b.conns[i], b.frames[i], b.bufs[i] = nil, nil, nil
@@ -76,8 +84,15 @@ func offerChunk(r *sendRing, chunk []offerTo) bool {
 	return ok
 }
 
-// unknownSend marks a send whose outcome the ring could not report.
-const unknownSend = int32(-1 << 31)
+// Results of a send that the ring could not make: notSubmitted never reached the kernel;
+// unknownSend did, and what became of it is not known.
+const (
+	notSubmitted = int32(-1 << 31)
+	unknownSend  = notSubmitted + 1
+)
+
+// errRingUnsupported: no send ring will ever work in this process.
+var errRingUnsupported = errors.New("io_uring sends unsupported")
 
 // sendRings lends send rings to the fan-out's goroutines, making them as needed. If the
 // kernel refuses one, or one fails, no ring is lent again: every frame is then written
@@ -88,6 +103,7 @@ type sendRings struct {
 	mu       sync.Mutex
 	free     []*sendRing
 	disabled bool
+	warned   bool
 }
 
 func (p *sendRings) get() *sendRing {
@@ -102,12 +118,19 @@ func (p *sendRings) get() *sendRing {
 		return r
 	}
 	r, err := newSendRing()
-	if err != nil {
+	switch {
+	case err == nil:
+		return r
+	case errors.Is(err, errRingUnsupported):
 		p.disabled = true
 		p.log.Info("websocket hub: frames are written one system call each", "reason", err)
-		return nil
+	case !p.warned:
+		// Out of descriptors or locked memory, say: this fan-out writes frame by frame,
+		// and a later one tries again.
+		p.warned = true
+		p.log.Warn("websocket hub: no send ring for now; frames are written one system call each until one can be made", "error", err)
 	}
-	return r
+	return nil
 }
 
 func (p *sendRings) put(r *sendRing) {
@@ -129,15 +152,21 @@ func (p *sendRings) discard(r *sendRing) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.disabled {
-		p.disabled = true
-		p.log.Error("websocket hub: io_uring send failed; frames are now written one system call each")
+		p.log.Error("websocket hub: an io_uring send failed; frames are now written one system call each")
 	}
+	p.disable()
 }
 
 // closeAll closes the idle rings and lends no more.
 func (p *sendRings) closeAll() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.disable()
+}
+
+// disable stops lending rings and closes the idle ones; a lent ring is closed when it
+// is put back. Call with p.mu held.
+func (p *sendRings) disable() {
 	p.disabled = true
 	for _, r := range p.free {
 		r.close()

@@ -144,6 +144,13 @@ func TestSendRingReportsABrokenSocket(t *testing.T) {
 	}
 }
 
+// testHub is a hub with what the fan-out needs and nothing else.
+func testHub(t *testing.T) *Hub {
+	h := &Hub{opts: Options{SendQueue: 32, WriteTimeout: 10 * time.Second}, rings: &sendRings{log: discardLog()}}
+	t.Cleanup(h.rings.closeAll)
+	return h
+}
+
 // testConns makes hub connections over real sockets, for the fan-out's own tests; the
 // WebSocket reader side is not needed.
 func testConns(t *testing.T, h *Hub, n int) ([]*conn, []*net.TCPConn) {
@@ -158,7 +165,7 @@ func testConns(t *testing.T, h *Hub, n int) ([]*conn, []*net.TCPConn) {
 func TestOfferAllWritesEveryFrameInOrder(t *testing.T) {
 	for _, ring := range []bool{true, false} {
 		t.Run(fmt.Sprintf("ring=%v", ring), func(t *testing.T) {
-			h := &Hub{opts: Options{SendQueue: 32}, rings: &sendRings{log: discardLog()}}
+			h := testHub(t)
 			if ring {
 				newRingOrSkip(t) // skips where the kernel has none
 			} else {
@@ -183,15 +190,13 @@ func TestOfferAllWritesEveryFrameInOrder(t *testing.T) {
 					}
 				}
 			}
-			h.rings.closeAll()
 		})
 	}
 }
 
 func TestOfferChunkLeavesABusyConnectionForAfterTheSubmission(t *testing.T) {
 	r := newRingOrSkip(t)
-	h := &Hub{opts: Options{SendQueue: 32}, rings: &sendRings{log: discardLog()}}
-	conns, clients := testConns(t, h, 3)
+	conns, clients := testConns(t, testHub(t), 3)
 	f := textFrame([]byte(`{"type":"event"}`))
 	chunk := []offerTo{{conns[0], f}, {conns[1], f}, {conns[2], f}}
 
@@ -220,3 +225,67 @@ func TestOfferChunkLeavesABusyConnectionForAfterTheSubmission(t *testing.T) {
 }
 
 func discardLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestOfferChunkHandsAPartlyWrittenFrameToTheFlusher(t *testing.T) {
+	r := newRingOrSkip(t)
+	conns, clients := testConns(t, testHub(t), 1)
+	c, client := conns[0], clients[0]
+	_ = c.out.(*net.TCPConn).SetWriteBuffer(4096)
+
+	// Frames far larger than the sockets' buffers: the ring writes part of the first,
+	// the flusher the rest, and the others queue behind it.
+	var want []byte
+	for i := range 4 {
+		f := textFrame(bytes.Repeat([]byte{byte('a' + i)}, 1<<20))
+		want = append(want, f.wire...)
+		if !offerChunk(r, []offerTo{{c, f}}) {
+			t.Fatal("the ring failed")
+		}
+	}
+	c.mu.Lock()
+	flushing, queued := c.flushing, len(c.backlog)
+	c.mu.Unlock()
+	if !flushing || queued != 3 {
+		t.Fatalf("after a partial write: flushing %v with %d queued, want the flusher with 3", flushing, queued)
+	}
+	if got := readExactly(t, client, len(want)); !bytes.Equal(got, want) {
+		t.Fatal("the bytes read are not the four frames in order")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.mu.Lock()
+		flushing = c.flushing
+		c.mu.Unlock()
+		if !flushing {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the flusher did not hand the socket back")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestOfferChunkWritesTheFrameItselfWhenTheRingRefusesTheSend(t *testing.T) {
+	r := newRingOrSkip(t)
+	conns, clients := testConns(t, testHub(t), 1)
+	// The ring is pointed at a pipe, where a send fails with ENOTSOCK: a refusal by the
+	// ring's operation, not the client's socket, which must not cost the client.
+	var pipe [2]int
+	if err := syscall.Pipe2(pipe[:], syscall.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(pipe[0])
+	defer syscall.Close(pipe[1])
+	conns[0].fd = int32(pipe[1])
+	f := textFrame([]byte(`{"type":"event"}`))
+	if offerChunk(r, []offerTo{{conns[0], f}}) {
+		t.Fatal("offerChunk reported the ring fine after it refused a send")
+	}
+	if got := readExactly(t, clients[0], len(f.wire)); !bytes.Equal(got, f.wire) {
+		t.Fatalf("read %q", got)
+	}
+	if conns[0].broken || conns[0].ended.Load() {
+		t.Fatal("the connection was ended for the ring's failure")
+	}
+}

@@ -142,15 +142,14 @@ func machineBusy() (time.Duration, error) {
 	}
 	line, _, _ := strings.Cut(string(raw), "\n")
 	fields := strings.Fields(line)
-	if len(fields) < 6 || fields[0] != "cpu" {
+	if len(fields) < 8 || fields[0] != "cpu" {
 		return 0, errors.New("no cpu line in /proc/stat")
 	}
+	// user, nice, system, irq, softirq: not idle or iowait, nor steal (another guest's
+	// time) or guest (already in user).
 	var busy int64
-	for i, f := range fields[1:] {
-		if i == 3 || i == 4 { // idle, iowait
-			continue
-		}
-		n, err := strconv.ParseInt(f, 10, 64)
+	for _, i := range []int{1, 2, 3, 6, 7} {
+		n, err := strconv.ParseInt(fields[i], 10, 64)
 		if err != nil {
 			return 0, err
 		}
