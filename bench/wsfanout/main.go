@@ -206,7 +206,7 @@ func main() {
 	} else {
 		fmt.Printf("note: %d receivers read every socket through epoll, waking when one is ready (the wake-ups cost the server's writes)\n", *receivers)
 	}
-	fmt.Println("note: latency is POST start -> frame read by the client: an upper bound on commit -> client, as it includes the HTTP request that commits the event")
+	fmt.Println("note: commit-to-client runs from the event's occurredAt (stamped in its transaction, to the ms) to the frame read by the client; POST-start-to-client also counts the HTTP request")
 
 	failed := false
 	for _, n := range counts {
