@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -287,5 +288,33 @@ func TestOfferChunkWritesTheFrameItselfWhenTheRingRefusesTheSend(t *testing.T) {
 	}
 	if conns[0].broken || conns[0].ended.Load() {
 		t.Fatal("the connection was ended for the ring's failure")
+	}
+}
+
+func TestTwoFanOutsOverTheSameConnectionsDeliverBoth(t *testing.T) {
+	newRingOrSkip(t)
+	h := testHub(t)
+	// As the event dispatcher and the keepalive pinger do: two fan-outs at once over the
+	// same connections, each taking locks the other may hold.
+	conns, clients := testConns(t, h, 2*sendChunk+7)
+	event := textFrame([]byte(`{"type":"event"}`))
+	ping := textFrame([]byte(`{"type":"ping!"}`)) // the same length: either order reads the same way
+	var wg sync.WaitGroup
+	for _, f := range []*frame{event, ping} {
+		wg.Go(func() {
+			for range 20 {
+				h.offerEach(conns, f)
+			}
+		})
+	}
+	wg.Wait()
+	for i, cl := range clients {
+		counts := map[string]int{}
+		for range 40 {
+			counts[string(readExactly(t, cl, len(event.wire)))]++
+		}
+		if counts[string(event.wire)] != 20 || counts[string(ping.wire)] != 20 {
+			t.Fatalf("connection %d read %d events and %d pings, want 20 of each", i, counts[string(event.wire)], counts[string(ping.wire)])
+		}
 	}
 }
