@@ -74,31 +74,25 @@ type closeRequest struct {
 // conn is one live client. Its reader goroutine only reads. Frames are written without a
 // goroutine of the connection's own: whoever offers a frame (the dispatcher, the keepalive
 // ticker, the reader answering a ping) writes it straight into the socket with one
-// non-blocking call. Only when the socket is full does a flusher goroutine take over: it
+// non-blocking call, or, in a fan-out, one send of a batch (see offerChunk). Only when the socket is full does a flusher goroutine take over: it
 // waits for room, under a write timeout, and writes what queued up meanwhile, in order.
 // At 10,000 connections this saves a goroutine wake-up per frame, the larger part of a
 // fan-out's user time, and a goroutine stack per idle connection.
 type conn struct {
 	hub *Hub
-	// ws reads; it cannot write (see libraryConn). out is the connection every frame is
-	// written to, and raw its socket for non-blocking writes: nil when out is not plain
-	// TCP, and every write then goes through the flusher.
+	// ws reads; it cannot write (see libraryConn). out is the connection the flusher
+	// writes to.
 	ws           *websocket.Conn
 	out          net.Conn
-	raw          syscall.RawConn
 	configID     string
 	credentialID string
 	// pingSlot is the tick of the ping interval on which the keepalive pings it.
 	pingSlot uint32
-	// fd is the socket's descriptor for the fan-out's send ring, -1 when raw is nil. It
-	// stays open while mu is held and the connection has not ended: end marks it ended
-	// under mu before it closes the socket.
+	// fd is the socket's descriptor for non-blocking writes (one at a time, or through the
+	// send ring); -1 when out is not plain TCP, and every write then goes through the
+	// flusher. It stays open while mu is held and the connection has not ended: end marks
+	// it ended under mu before it closes the socket.
 	fd int32
-	// writeNow, with wbuf, wn and werr (guarded by mu), is the non-blocking write.
-	writeNow func(fd uintptr) bool
-	wbuf     []byte
-	wn       int
-	werr     error
 
 	mu sync.Mutex
 	// flushing: a flusher goroutine owns the socket; new frames join backlog. head goes
@@ -128,8 +122,6 @@ func newConn(h *Hub, ws *websocket.Conn, out net.Conn, configID, credentialID st
 	// the TLS layer.
 	if tcp, ok := out.(*net.TCPConn); ok {
 		if raw, err := tcp.SyscallConn(); err == nil {
-			c.raw = raw
-			c.writeNow = c.writeNowFn
 			_ = raw.Control(func(fd uintptr) { c.fd = int32(fd) })
 		}
 	}
@@ -190,42 +182,23 @@ func (c *conn) wroteLocked(f *frame, n int, err error) {
 	}
 }
 
-// tryWrite makes one non-blocking write. Call with c.mu held.
-func (c *conn) tryWrite(b []byte) (int, error) {
-	if c.raw == nil {
-		return 0, syscall.EAGAIN
-	}
-	c.wbuf = b
-	defer func() { c.wbuf = nil }()
-	if err := c.raw.Write(c.writeNow); err != nil {
-		return 0, err
-	}
-	if c.werr != nil {
-		return 0, c.werr
-	}
-	return c.wn, nil
-}
-
-// writeNowFn is tryWrite's system call, bound once per connection so that a write
-// allocates nothing.
+// tryWrite makes one non-blocking write. Call with c.mu held: that keeps the socket open
+// (see fd).
 //
 // It is a raw system call: the socket is non-blocking, so the call never waits, and
 // telling the scheduler about it (as syscall.Write does) only costs. Measured at 10,000
 // connections, a P left in a system call that long is taken back by the runtime's
 // monitor and handed to another thread, and the fan-out's goroutine then waits for a P
 // of its own: a context switch per frame, and the monitor polling every 20 µs.
-func (c *conn) writeNowFn(fd uintptr) bool {
-	if len(c.wbuf) == 0 {
-		c.wn, c.werr = 0, nil
-		return true
+func (c *conn) tryWrite(b []byte) (int, error) {
+	if c.fd < 0 {
+		return 0, syscall.EAGAIN
 	}
-	n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(c.wbuf))), uintptr(len(c.wbuf)))
+	n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(c.fd), uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)))
 	if errno != 0 {
-		c.wn, c.werr = 0, errno
-		return true
+		return 0, errno
 	}
-	c.wn, c.werr = int(n), nil
-	return true
+	return int(n), nil
 }
 
 func (c *conn) startFlusherLocked() {

@@ -30,6 +30,9 @@ type sendRing struct {
 	cqMask         uint32
 	cqes           []ioUringCQE
 
+	// op is the operation of every entry: a send (tests set another to see the ring
+	// refuse it).
+	op uint8
 	// waitArg and waitTimeout bound a submission's wait; inflight holds the buffers of
 	// the sends under way.
 	waitArg     ioUringGeteventsArg
@@ -112,7 +115,7 @@ func newSendRing() (*sendRing, error) {
 	default:
 		return nil, fmt.Errorf("io_uring_setup: %w", errno)
 	}
-	r := &sendRing{fd: int(fd)}
+	r := &sendRing{fd: int(fd), op: ioUringOpSend}
 	// 5.11 and later: sends exist (5.6), rings share one mapping (5.4), a send with
 	// MSG_DONTWAIT that finds the socket full completes with EAGAIN rather than waiting,
 	// and a wait can have a time limit.
@@ -222,7 +225,7 @@ func (r *sendRing) send(fds []int32, bufs [][]byte, res []int32) error {
 	for i := range n {
 		b := bufs[i]
 		r.sqes[(tail+i)&r.sqMask] = ioUringSQE{
-			opcode: ioUringOpSend, fd: fds[i],
+			opcode: r.op, fd: fds[i],
 			addr: uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))), len: uint32(len(b)),
 			msgFlags: msgDontWait | msgNoSignal, userData: uint64(i),
 		}
