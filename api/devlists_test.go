@@ -16,15 +16,15 @@ func TestDeveloperListsPage(t *testing.T) {
 	dev := f.creds.Keys["trade"].SK
 	for range 3 {
 		f.newKey(t, dev, `{"kind":"tk","actions":["read"]}`)
-		if r := f.post(t, "/api/v1/developer/oauth-clients", dev, `{"scopes":"trade:read"}`); r.status != 201 {
+		if r := f.post(t, "/developer/oauth-clients", dev, `{"scopes":"trade:read"}`); r.status != 201 {
 			t.Fatalf("oauth client: %d %s", r.status, r.body)
 		}
-		if r := f.post(t, "/api/v1/developer/websockets", dev, `{"events":["*"]}`); r.status != 201 {
+		if r := f.post(t, "/developer/websockets", dev, `{"events":["*"]}`); r.status != 201 {
 			t.Fatalf("websocket config: %d %s", r.status, r.body)
 		}
 	}
-	for _, path := range []string{"/api/v1/developer/api-keys", "/api/v1/developer/oauth-clients",
-		"/api/v1/developer/websockets", "/api/v1/developer/team"} {
+	for _, path := range []string{"/developer/api-keys", "/developer/oauth-clients",
+		"/developer/websockets", "/developer/team"} {
 		t.Run(path, func(t *testing.T) {
 			list := func(query string) ([]string, *string) {
 				t.Helper()
@@ -76,7 +76,7 @@ func TestDeveloperRecordsReadAlone(t *testing.T) {
 	f := newFixture(t)
 	dev := f.creds.Keys["trade"].SK
 	key := f.newKey(t, dev, `{"kind":"tk","actions":["read"]}`)
-	r := f.post(t, "/api/v1/developer/oauth-clients", dev, `{"scopes":"trade:read"}`)
+	r := f.post(t, "/developer/oauth-clients", dev, `{"scopes":"trade:read"}`)
 	var client struct {
 		ID     string `json:"id"`
 		Secret string `json:"clientSecret"`
@@ -85,8 +85,8 @@ func TestDeveloperRecordsReadAlone(t *testing.T) {
 		t.Fatalf("oauth client: %d %s", r.status, r.body)
 	}
 	for _, rec := range []struct{ path, id, secret string }{
-		{"/api/v1/developer/api-keys/", key.ID, key.Secret},
-		{"/api/v1/developer/oauth-clients/", client.ID, client.Secret},
+		{"/developer/api-keys/", key.ID, key.Secret},
+		{"/developer/oauth-clients/", client.ID, client.Secret},
 	} {
 		got := f.do(t, "GET", rec.path+rec.id, dev, nil)
 		var out struct {
@@ -101,4 +101,33 @@ func TestDeveloperRecordsReadAlone(t *testing.T) {
 		f.do(t, "GET", rec.path+rec.id, f.creds.Keys["pay"].SK, nil).wantProblem(t, 404, CodeNotFound)
 		f.do(t, "GET", rec.path+"nothing_here", dev, nil).wantProblem(t, 404, CodeNotFound)
 	}
+}
+
+// The developer surface answers at the root, /developer/… (SPEC 6), behind the same
+// middleware as /api/v1: correlation ids, problems, rate-limit budgets, idempotent
+// replays. /api/v1/developer/… is an alias served by the same routes.
+func TestDeveloperSurfaceAtTheRoot(t *testing.T) {
+	f := newFixture(t)
+	dev := f.creds.Keys["pay"].SK
+	created := f.post(t, "/developer/websockets", dev, `{"events":["order.*"]}`, "Idempotency-Key", "root-1", "X-Correlation-Id", "root-corr")
+	if created.status != 201 || created.header.Get("X-Correlation-Id") != "root-corr" || created.header.Get("RateLimit-Limit") == "" {
+		t.Fatalf("POST /developer/websockets: %d %v %s", created.status, created.header, created.body)
+	}
+	var cfg struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(created.body, &cfg)
+	replay := f.post(t, "/developer/websockets", dev, `{"events":["order.*"]}`, "Idempotency-Key", "root-1")
+	if replay.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(replay.body, created.body) {
+		t.Fatalf("replay: %d %v %s", replay.status, replay.header, replay.body)
+	}
+	root := f.do(t, "GET", "/developer/websockets/"+cfg.ID, dev, nil)
+	alias := f.do(t, "GET", "/api/v1/developer/websockets/"+cfg.ID, dev, nil)
+	if root.status != 200 || alias.status != 200 || !bytes.Equal(root.body, alias.body) {
+		t.Fatalf("root %d %s, alias %d %s", root.status, root.body, alias.status, alias.body)
+	}
+	f.do(t, "GET", "/developer/websockets", "", nil).wantProblem(t, 401, CodeUnauthenticated)
+	f.do(t, "GET", "/developer/websockets", f.creds.Keys["pay"].Read, nil).wantProblem(t, 403, CodePermissionDenied)
+	f.do(t, "GET", "/developer/websockets/wsc_nothing", dev, nil).wantProblem(t, 404, CodeNotFound)
+	f.do(t, "GET", "/developer/nothing-here", dev, nil).wantProblem(t, 404, CodeNotFound)
 }

@@ -31,19 +31,19 @@ var (
 // isolationTable lists every route that takes an id (and the channel, whose config id is in
 // its query). A route added without an entry fails TestDataIsolation.
 var isolationTable = map[string]isolationTarget{
-	"PATCH /api/v1/developer/team/:id":            member,
-	"DELETE /api/v1/developer/team/:id":           member,
+	"PATCH /developer/team/:id":                   member,
+	"DELETE /developer/team/:id":                  member,
 	"POST /api/v1/approvals/:domain/:id/decide":   {resources: []string{"approval item"}, body: `{"decision":"APPROVE"}`},
 	"GET /api/v1/signing-requests/:id":            signingRequest,
 	"POST /api/v1/signing-requests/:id/signature": signingRequest,
-	"GET /api/v1/developer/api-keys/:id":          {resources: []string{"api key"}},
-	"DELETE /api/v1/developer/api-keys/:id":       {resources: []string{"api key"}},
-	"GET /api/v1/developer/oauth-clients/:id":     {resources: []string{"oauth client"}},
-	"DELETE /api/v1/developer/oauth-clients/:id":  {resources: []string{"oauth client"}},
-	"GET /api/v1/developer/websockets/:id":        wsConfig,
-	"PATCH /api/v1/developer/websockets/:id":      {resources: []string{"websocket config"}, body: `{"enabled":false}`},
-	"DELETE /api/v1/developer/websockets/:id":     wsConfig,
-	"POST /api/v1/developer/websockets/:id/test":  wsConfig,
+	"GET /developer/api-keys/:id":                 {resources: []string{"api key"}},
+	"DELETE /developer/api-keys/:id":              {resources: []string{"api key"}},
+	"GET /developer/oauth-clients/:id":            {resources: []string{"oauth client"}},
+	"DELETE /developer/oauth-clients/:id":         {resources: []string{"oauth client"}},
+	"GET /developer/websockets/:id":               wsConfig,
+	"PATCH /developer/websockets/:id":             {resources: []string{"websocket config"}, body: `{"enabled":false}`},
+	"DELETE /developer/websockets/:id":            wsConfig,
+	"POST /developer/websockets/:id/test":         wsConfig,
 	"GET /api/v1/ws":                              wsConfig,
 }
 
@@ -100,16 +100,16 @@ func TestDataIsolation(t *testing.T) {
 		t.Fatal(err)
 	}
 	a["approval item"], a["signing request"] = item.ID, sig.ID
-	a["api key"] = created(f.post(t, "/api/v1/developer/api-keys", pay, `{"kind":"tk","actions":["read"]}`))
-	a["oauth client"] = created(f.post(t, "/api/v1/developer/oauth-clients", pay, `{"scopes":"pay:read"}`))
-	a["websocket config"] = created(f.post(t, "/api/v1/developer/websockets", pay, `{"events":["order.*"]}`))
+	a["api key"] = created(f.post(t, "/developer/api-keys", pay, `{"kind":"tk","actions":["read"]}`))
+	a["oauth client"] = created(f.post(t, "/developer/oauth-clients", pay, `{"scopes":"pay:read"}`))
+	a["websocket config"] = created(f.post(t, "/developer/websockets", pay, `{"events":["order.*"]}`))
 	ownerUser, err := f.store.UserByEmail(ctx, f.creds.Owner.Email)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ownerSession := sessionFor(t, f, ownerUser)
 	owner := signedIn{token: ownerSession, csrf: auth.CSRFToken(ownerSession)}
-	a["member"] = created(f.as(t, owner, "POST", "/api/v1/developer/team?app=pay", `{"email":"isolated@example.com","actions":["read"]}`))
+	a["member"] = created(f.as(t, owner, "POST", "/developer/team?app=pay", `{"email":"isolated@example.com","actions":["read"]}`))
 	// People belong to the organisation, not to an app: the team page of every app of org A
 	// lists them.
 	orgWide := map[string]bool{"member": true}
@@ -217,7 +217,7 @@ func TestDataIsolation(t *testing.T) {
 func isolationToken(t *testing.T, f *fixture, secret, app string) string {
 	t.Helper()
 	var client oauthClientResponse
-	r := f.post(t, "/api/v1/developer/oauth-clients", secret, `{"scopes":"`+app+`:read `+app+`:write `+app+`:approve `+app+`:sign `+app+`:developer"}`)
+	r := f.post(t, "/developer/oauth-clients", secret, `{"scopes":"`+app+`:read `+app+`:write `+app+`:approve `+app+`:sign `+app+`:developer"}`)
 	if err := json.Unmarshal(r.body, &client); err != nil || r.status != 201 {
 		t.Fatalf("client: %d %s", r.status, r.body)
 	}

@@ -15,7 +15,7 @@ import (
 // newKey creates a key with the creator's secret, and fails t unless it is created.
 func (f *fixture) newKey(t *testing.T, creator, body string) keyResponse {
 	t.Helper()
-	r := f.post(t, "/api/v1/developer/api-keys", creator, body)
+	r := f.post(t, "/developer/api-keys", creator, body)
 	var k keyResponse
 	if err := json.Unmarshal(r.body, &k); err != nil || r.status != 201 {
 		t.Fatalf("create key %s: %d %s", body, r.status, r.body)
@@ -26,7 +26,7 @@ func (f *fixture) newKey(t *testing.T, creator, body string) keyResponse {
 func TestAPIKeyLifecycle(t *testing.T) {
 	f := newFixture(t)
 	dev := f.creds.Keys["trade"].SK
-	r := f.post(t, "/api/v1/developer/api-keys", dev, `{"kind":"tk","actions":["read","read"],"label":"dashboard"}`)
+	r := f.post(t, "/developer/api-keys", dev, `{"kind":"tk","actions":["read","read"],"label":"dashboard"}`)
 	if r.status != 201 || r.header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("create %d %s", r.status, r.body)
 	}
@@ -42,33 +42,33 @@ func TestAPIKeyLifecycle(t *testing.T) {
 		t.Fatalf("using the new key: %d", r.status)
 	}
 	f.post(t, "/api/v1/trade-orders", created.Secret, `{}`).wantProblem(t, 403, CodePermissionDenied)
-	f.do(t, "GET", "/api/v1/developer/api-keys", created.Secret, nil).wantProblem(t, 403, CodePermissionDenied)
+	f.do(t, "GET", "/developer/api-keys", created.Secret, nil).wantProblem(t, 403, CodePermissionDenied)
 
 	// The secret is shown once: the list has the hint only.
-	list := f.do(t, "GET", "/api/v1/developer/api-keys", dev, nil)
+	list := f.do(t, "GET", "/developer/api-keys", dev, nil)
 	if strings.Contains(string(list.body), created.Secret) || !strings.Contains(string(list.body), created.ID) {
 		t.Fatalf("list %s", list.body)
 	}
 	// Another app's developer sees none of it and cannot revoke it.
-	if other := f.do(t, "GET", "/api/v1/developer/api-keys", f.creds.Keys["pay"].SK, nil); strings.Contains(string(other.body), created.ID) {
+	if other := f.do(t, "GET", "/developer/api-keys", f.creds.Keys["pay"].SK, nil); strings.Contains(string(other.body), created.ID) {
 		t.Fatal("another app lists this key")
 	}
-	f.do(t, "DELETE", "/api/v1/developer/api-keys/"+created.ID, f.creds.Keys["pay"].SK, nil).wantProblem(t, 404, CodeNotFound)
-	f.do(t, "DELETE", "/api/v1/developer/api-keys/"+created.ID, f.creds.OtherOrg.Keys["pay"]["sk"], nil).wantProblem(t, 404, CodeNotFound)
+	f.do(t, "DELETE", "/developer/api-keys/"+created.ID, f.creds.Keys["pay"].SK, nil).wantProblem(t, 404, CodeNotFound)
+	f.do(t, "DELETE", "/developer/api-keys/"+created.ID, f.creds.OtherOrg.Keys["pay"]["sk"], nil).wantProblem(t, 404, CodeNotFound)
 
 	// Revoked: refused at once.
-	if r := f.do(t, "DELETE", "/api/v1/developer/api-keys/"+created.ID, dev, nil); r.status != 200 || !strings.Contains(string(r.body), `"revokedAt":"`) {
+	if r := f.do(t, "DELETE", "/developer/api-keys/"+created.ID, dev, nil); r.status != 200 || !strings.Contains(string(r.body), `"revokedAt":"`) {
 		t.Fatalf("revoke %d %s", r.status, r.body)
 	}
 	f.do(t, "GET", "/api/v1/trade-orders", created.Secret, nil).wantProblem(t, 401, CodeUnauthenticated)
-	if r := f.do(t, "DELETE", "/api/v1/developer/api-keys/"+created.ID, dev, nil); r.status != 200 {
+	if r := f.do(t, "DELETE", "/developer/api-keys/"+created.ID, dev, nil); r.status != 200 {
 		t.Fatalf("revoking twice is fine: %d", r.status)
 	}
 
 	for _, bad := range []string{`{"kind":"xk"}`, `{"kind":"tk"}`, `{"kind":"tk","actions":["fly"]}`, `{"kind":"sk","actions":["read"]}`, `{"kind":"pk","Label":"x"}`} {
-		f.post(t, "/api/v1/developer/api-keys", dev, bad).wantProblem(t, 422, CodeValidationFailed)
+		f.post(t, "/developer/api-keys", dev, bad).wantProblem(t, 422, CodeValidationFailed)
 	}
-	if r := f.post(t, "/api/v1/developer/api-keys", dev, `{"kind":"pk"}`); r.status != 201 {
+	if r := f.post(t, "/developer/api-keys", dev, `{"kind":"pk"}`); r.status != 201 {
 		t.Fatalf("pk %d %s", r.status, r.body)
 	}
 	// Issued secrets never reach the log.
@@ -130,9 +130,9 @@ func TestResourceRestrictedKeyHandsOutOnlyItsWallets(t *testing.T) {
 		`{"kind":"sk"}`,
 		`{"kind":"pk"}`,
 	} {
-		f.post(t, "/api/v1/developer/api-keys", restricted.Secret, body).wantProblem(t, 403, CodePermissionDenied)
+		f.post(t, "/developer/api-keys", restricted.Secret, body).wantProblem(t, 403, CodePermissionDenied)
 	}
-	f.post(t, "/api/v1/developer/oauth-clients", restricted.Secret, `{"scopes":"pay:read"}`).wantProblem(t, 403, CodePermissionDenied)
+	f.post(t, "/developer/oauth-clients", restricted.Secret, `{"scopes":"pay:read"}`).wantProblem(t, 403, CodePermissionDenied)
 
 	if narrower := f.newKey(t, restricted.Secret, `{"kind":"tk","actions":["read"],"resourceIds":["`+mine+`","`+mine+`"]}`); !slices.Equal(narrower.ResourceIDs, []string{mine}) {
 		t.Fatalf("a tk key on its own wallet: %+v", narrower)
@@ -147,7 +147,7 @@ func TestKeyResourceIDsAreWalletsOfTheOrganisation(t *testing.T) {
 		t.Fatalf("the other organisation's wallet: %v %v", ws, err)
 	}
 	for _, id := range []string{"wal_nothing_here", ws[0].ID, ""} {
-		r := f.post(t, "/api/v1/developer/api-keys", f.creds.Keys["pay"].SK,
+		r := f.post(t, "/developer/api-keys", f.creds.Keys["pay"].SK,
 			`{"kind":"tk","actions":["read"],"resourceIds":["`+f.creds.Wallets[0].ID+`","`+id+`"]}`)
 		r.wantProblem(t, 422, CodeValidationFailed)
 		if len(r.problem.Errors) != 1 || r.problem.Errors[0].Field != "resourceIds" || !strings.Contains(r.problem.Errors[0].Message, id+" is not a wallet") {
@@ -164,9 +164,9 @@ func TestReplayedCreatesNeverHoldTheSecret(t *testing.T) {
 	for _, c := range []struct {
 		path, body, secretField string
 	}{
-		{"/api/v1/developer/api-keys", `{"kind":"sk"}`, "secret"},
-		{"/api/v1/developer/oauth-clients", `{"scopes":"pay:read"}`, "clientSecret"},
-		{"/api/v1/developer/team?app=pay", `{"email":"replay@example.com","actions":["read"]}`, "password"},
+		{"/developer/api-keys", `{"kind":"sk"}`, "secret"},
+		{"/developer/oauth-clients", `{"scopes":"pay:read"}`, "clientSecret"},
+		{"/developer/team?app=pay", `{"email":"replay@example.com","actions":["read"]}`, "password"},
 	} {
 		send := func() response {
 			if strings.Contains(c.path, "/team") {

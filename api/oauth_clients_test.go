@@ -13,7 +13,7 @@ import (
 func TestOAuthClientLifecycle(t *testing.T) {
 	f := newFixture(t)
 	dev := f.creds.Keys["pay"].SK
-	r := f.post(t, "/api/v1/developer/oauth-clients", dev, `{"scopes":"pay:write pay:read","label":"payout job"}`)
+	r := f.post(t, "/developer/oauth-clients", dev, `{"scopes":"pay:write pay:read","label":"payout job"}`)
 	if r.status != 201 || r.header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("create %d %s", r.status, r.body)
 	}
@@ -34,23 +34,23 @@ func TestOAuthClientLifecycle(t *testing.T) {
 	if r := f.do(t, "GET", "/api/v1/payments", access, nil); r.status != 200 {
 		t.Fatalf("list payments with the token: %d", r.status)
 	}
-	f.do(t, "GET", "/api/v1/developer/oauth-clients", access, nil).wantProblem(t, 403, CodePermissionDenied)
+	f.do(t, "GET", "/developer/oauth-clients", access, nil).wantProblem(t, 403, CodePermissionDenied)
 	f.do(t, "GET", "/api/v1/treasury/portfolio", access, nil).wantProblem(t, 403, CodePermissionDenied)
 	f.do(t, "GET", "/api/v1/trade-orders", access, nil).wantProblem(t, 403, CodePermissionDenied)
 
 	// The secret is shown once; other apps and organisations see nothing.
-	if list := f.do(t, "GET", "/api/v1/developer/oauth-clients", dev, nil); strings.Contains(string(list.body), created.ClientSecret) ||
+	if list := f.do(t, "GET", "/developer/oauth-clients", dev, nil); strings.Contains(string(list.body), created.ClientSecret) ||
 		!strings.Contains(string(list.body), created.ID) {
 		t.Fatalf("list %s", list.body)
 	}
-	if other := f.do(t, "GET", "/api/v1/developer/oauth-clients", f.creds.Keys["trade"].SK, nil); strings.Contains(string(other.body), created.ID) {
+	if other := f.do(t, "GET", "/developer/oauth-clients", f.creds.Keys["trade"].SK, nil); strings.Contains(string(other.body), created.ID) {
 		t.Fatal("another app lists this client")
 	}
-	f.do(t, "DELETE", "/api/v1/developer/oauth-clients/"+created.ID, f.creds.Keys["trade"].SK, nil).wantProblem(t, 404, CodeNotFound)
-	f.do(t, "DELETE", "/api/v1/developer/oauth-clients/"+created.ID, f.creds.OtherOrg.Keys["pay"]["sk"], nil).wantProblem(t, 404, CodeNotFound)
+	f.do(t, "DELETE", "/developer/oauth-clients/"+created.ID, f.creds.Keys["trade"].SK, nil).wantProblem(t, 404, CodeNotFound)
+	f.do(t, "DELETE", "/developer/oauth-clients/"+created.ID, f.creds.OtherOrg.Keys["pay"]["sk"], nil).wantProblem(t, 404, CodeNotFound)
 
 	// Revoked: its tokens fail at once, and it can get no new one.
-	if r := f.do(t, "DELETE", "/api/v1/developer/oauth-clients/"+created.ID, dev, nil); r.status != 200 || !strings.Contains(string(r.body), `"revokedAt":"`) {
+	if r := f.do(t, "DELETE", "/developer/oauth-clients/"+created.ID, dev, nil); r.status != 200 || !strings.Contains(string(r.body), `"revokedAt":"`) {
 		t.Fatalf("revoke %d %s", r.status, r.body)
 	}
 	f.do(t, "GET", "/api/v1/payments", access, nil).wantProblem(t, 401, CodeUnauthenticated)
@@ -59,9 +59,9 @@ func TestOAuthClientLifecycle(t *testing.T) {
 	}
 
 	for _, bad := range []string{`{"scopes":""}`, `{"scopes":"trade:read"}`, `{"scopes":"pay:fly"}`, `{"scopes":"pay"}`, `{"scope":"pay:read"}`} {
-		f.post(t, "/api/v1/developer/oauth-clients", dev, bad).wantProblem(t, 422, CodeValidationFailed)
+		f.post(t, "/developer/oauth-clients", dev, bad).wantProblem(t, 422, CodeValidationFailed)
 	}
-	f.post(t, "/api/v1/developer/oauth-clients", f.creds.Keys["pay"].Read, `{"scopes":"pay:read"}`).wantProblem(t, 403, CodePermissionDenied)
+	f.post(t, "/developer/oauth-clients", f.creds.Keys["pay"].Read, `{"scopes":"pay:read"}`).wantProblem(t, 403, CodePermissionDenied)
 	for _, secret := range []string{created.ClientSecret, access} {
 		if strings.Contains(f.logs.String(), secret) {
 			t.Fatal("a secret appeared in the logs")

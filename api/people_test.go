@@ -185,27 +185,27 @@ func TestFailedSignInsAreLimited(t *testing.T) {
 // sessions follow every change at once, and maker-checker binds the person.
 func TestTeamAndMemberPermissions(t *testing.T) {
 	f, owner := newPeopleFixture(t)
-	added := f.as(t, owner, "POST", "/api/v1/developer/team?app=pay", `{"email":"Approver@Example.com","actions":["read","approve","read"]}`)
+	added := f.as(t, owner, "POST", "/developer/team?app=pay", `{"email":"Approver@Example.com","actions":["read","approve","read"]}`)
 	var member memberResponse
 	if err := json.Unmarshal(added.body, &member); err != nil || added.status != 201 || added.header.Get("Cache-Control") != "no-store" ||
 		member.Email != "approver@example.com" || member.Role != "member" || len(member.Password) < auth.MinPasswordLength ||
 		strings.Join(member.Actions, ",") != "approve,read" || member.App != "pay" {
 		t.Fatalf("add member %d %s", added.status, added.body)
 	}
-	f.as(t, owner, "POST", "/api/v1/developer/team?app=pay", `{"email":"approver@example.com","actions":["read"]}`).wantProblem(t, 409, CodeConflict)
-	f.as(t, owner, "POST", "/api/v1/developer/team?app=pay", `{"email":"not an address","actions":["fly"]}`).wantProblem(t, 422, CodeValidationFailed)
-	f.as(t, owner, "POST", "/api/v1/developer/team", `{"email":"x@example.com","actions":["read"]}`).wantProblem(t, 422, CodeValidationFailed)
-	f.as(t, owner, "POST", "/api/v1/developer/team?app=bank", `{"email":"x@example.com","actions":["read"]}`).wantProblem(t, 422, CodeValidationFailed)
+	f.as(t, owner, "POST", "/developer/team?app=pay", `{"email":"approver@example.com","actions":["read"]}`).wantProblem(t, 409, CodeConflict)
+	f.as(t, owner, "POST", "/developer/team?app=pay", `{"email":"not an address","actions":["fly"]}`).wantProblem(t, 422, CodeValidationFailed)
+	f.as(t, owner, "POST", "/developer/team", `{"email":"x@example.com","actions":["read"]}`).wantProblem(t, 422, CodeValidationFailed)
+	f.as(t, owner, "POST", "/developer/team?app=bank", `{"email":"x@example.com","actions":["read"]}`).wantProblem(t, 422, CodeValidationFailed)
 
-	team := f.do(t, "GET", "/api/v1/developer/team", f.creds.Keys["pay"].SK, nil)
+	team := f.do(t, "GET", "/developer/team", f.creds.Keys["pay"].SK, nil)
 	if team.status != 200 || !strings.Contains(string(team.body), `"email":"approver@example.com"`) ||
 		strings.Contains(string(team.body), member.Password) || !strings.Contains(string(team.body), `"role":"owner"`) {
 		t.Fatalf("team %d %s", team.status, team.body)
 	}
 	// Keys read the team but never change it: only the owner grants.
-	f.post(t, "/api/v1/developer/team", f.creds.Keys["pay"].SK, `{"email":"y@example.com","actions":["developer"]}`).wantProblem(t, 403, CodePermissionDenied)
-	f.do(t, "GET", "/api/v1/developer/team?app=trade", f.creds.Keys["pay"].SK, nil).wantProblem(t, 403, CodePermissionDenied)
-	if r := f.do(t, "GET", "/api/v1/developer/team?app=pay", f.creds.Keys["pay"].SK, nil); r.status != 200 {
+	f.post(t, "/developer/team", f.creds.Keys["pay"].SK, `{"email":"y@example.com","actions":["developer"]}`).wantProblem(t, 403, CodePermissionDenied)
+	f.do(t, "GET", "/developer/team?app=trade", f.creds.Keys["pay"].SK, nil).wantProblem(t, 403, CodePermissionDenied)
+	if r := f.do(t, "GET", "/developer/team?app=pay", f.creds.Keys["pay"].SK, nil); r.status != 200 {
 		t.Fatalf("a key naming its own app: %d", r.status)
 	}
 
@@ -217,8 +217,8 @@ func TestTeamAndMemberPermissions(t *testing.T) {
 	f.as(t, m, "POST", "/api/v1/payments", payment).wantProblem(t, 403, CodePermissionDenied)
 	f.as(t, m, "GET", "/api/v1/trade-orders", "").wantProblem(t, 403, CodePermissionDenied)
 	f.as(t, m, "GET", "/api/v1/treasury/portfolio", "").wantProblem(t, 403, CodePermissionDenied)
-	f.as(t, m, "GET", "/api/v1/developer/api-keys?app=pay", "").wantProblem(t, 403, CodePermissionDenied)
-	f.as(t, m, "PATCH", "/api/v1/developer/team/"+m.userID+"?app=pay", `{"actions":["developer"]}`).wantProblem(t, 403, CodePermissionDenied)
+	f.as(t, m, "GET", "/developer/api-keys?app=pay", "").wantProblem(t, 403, CodePermissionDenied)
+	f.as(t, m, "PATCH", "/developer/team/"+m.userID+"?app=pay", `{"actions":["developer"]}`).wantProblem(t, 403, CodePermissionDenied)
 
 	// Maker-checker binds people: the owner made the order, so the owner may not decide
 	// it, whichever session they use; the member may.
@@ -239,40 +239,40 @@ func TestTeamAndMemberPermissions(t *testing.T) {
 	}
 
 	// The owner grants write and developer: the member's open session has them at once.
-	r := f.as(t, owner, "PATCH", "/api/v1/developer/team/"+m.userID+"?app=pay", `{"actions":["read","write","developer"]}`)
+	r := f.as(t, owner, "PATCH", "/developer/team/"+m.userID+"?app=pay", `{"actions":["read","write","developer"]}`)
 	if r.status != 200 || !strings.Contains(string(r.body), `"actions":["developer","read","write"]`) {
 		t.Fatalf("grant %d %s", r.status, r.body)
 	}
 	if r := f.as(t, m, "POST", "/api/v1/payments", payment); r.status != 201 {
 		t.Fatalf("member creates after the grant: %d %s", r.status, r.body)
 	}
-	key := f.as(t, m, "POST", "/api/v1/developer/api-keys?app=pay", `{"kind":"tk","actions":["read"]}`)
+	key := f.as(t, m, "POST", "/developer/api-keys?app=pay", `{"kind":"tk","actions":["read"]}`)
 	if key.status != 201 || !strings.Contains(string(key.body), `"app":"pay"`) {
 		t.Fatalf("member with developer creates a key: %d %s", key.status, key.body)
 	}
-	f.as(t, m, "GET", "/api/v1/developer/api-keys", "").wantProblem(t, 422, CodeValidationFailed)
-	f.as(t, m, "GET", "/api/v1/developer/api-keys?app=trade", "").wantProblem(t, 403, CodePermissionDenied)
-	if r := f.as(t, m, "GET", "/api/v1/developer/team?app=pay", ""); r.status != 200 {
+	f.as(t, m, "GET", "/developer/api-keys", "").wantProblem(t, 422, CodeValidationFailed)
+	f.as(t, m, "GET", "/developer/api-keys?app=trade", "").wantProblem(t, 403, CodePermissionDenied)
+	if r := f.as(t, m, "GET", "/developer/team?app=pay", ""); r.status != 200 {
 		t.Fatalf("a member with developer reads the team: %d", r.status)
 	}
-	f.as(t, m, "POST", "/api/v1/developer/team?app=pay", `{"email":"z@example.com","actions":["read"]}`).wantProblem(t, 403, CodePermissionDenied)
+	f.as(t, m, "POST", "/developer/team?app=pay", `{"email":"z@example.com","actions":["read"]}`).wantProblem(t, 403, CodePermissionDenied)
 
 	// Removed from the app: nothing there any more, at once.
-	if r := f.as(t, owner, "DELETE", "/api/v1/developer/team/"+m.userID+"?app=pay", ""); r.status != 200 || !strings.Contains(string(r.body), `"actions":[]`) {
+	if r := f.as(t, owner, "DELETE", "/developer/team/"+m.userID+"?app=pay", ""); r.status != 200 || !strings.Contains(string(r.body), `"actions":[]`) {
 		t.Fatalf("remove %d %s", r.status, r.body)
 	}
 	f.as(t, m, "GET", "/api/v1/payments", "").wantProblem(t, 403, CodePermissionDenied)
 	f.as(t, m, "GET", "/api/v1/events", "").wantProblem(t, 403, CodePermissionDenied)
 
 	// The owner's own permissions do not change; people of other organisations are not found.
-	f.as(t, owner, "PATCH", "/api/v1/developer/team/"+owner.userID+"?app=pay", `{"actions":[]}`).wantProblem(t, 409, CodeConflict)
+	f.as(t, owner, "PATCH", "/developer/team/"+owner.userID+"?app=pay", `{"actions":[]}`).wantProblem(t, 409, CodeConflict)
 	stranger := &store.User{ID: "usr_stranger", OrgID: f.creds.OtherOrg.OrgID, Email: "s@other.example", PasswordHash: "x",
 		Role: store.RoleMember, CreatedAt: time.Now()}
 	if err := f.store.CreateUser(context.Background(), stranger, nil); err != nil {
 		t.Fatal(err)
 	}
-	f.as(t, owner, "PATCH", "/api/v1/developer/team/usr_stranger?app=pay", `{"actions":["read"]}`).wantProblem(t, 404, CodeNotFound)
-	if r := f.as(t, owner, "GET", "/api/v1/developer/team?app=pay", ""); strings.Contains(string(r.body), "usr_stranger") {
+	f.as(t, owner, "PATCH", "/developer/team/usr_stranger?app=pay", `{"actions":["read"]}`).wantProblem(t, 404, CodeNotFound)
+	if r := f.as(t, owner, "GET", "/developer/team?app=pay", ""); strings.Contains(string(r.body), "usr_stranger") {
 		t.Fatal("another organisation's person is listed")
 	}
 	audit, _ := f.store.ListAudit(context.Background(), f.creds.OrgID, []string{"pay"}, nil, "", 50)
@@ -321,30 +321,30 @@ func TestChangingThePasswordEndsEverySession(t *testing.T) {
 // a key they made is still theirs for maker-checker.
 func TestPeopleHandOutOnlyWhatTheyHold(t *testing.T) {
 	f, owner := newPeopleFixture(t)
-	added := f.as(t, owner, "POST", "/api/v1/developer/team?app=pay", `{"email":"dev@example.com","actions":["developer","write","approve"]}`)
+	added := f.as(t, owner, "POST", "/developer/team?app=pay", `{"email":"dev@example.com","actions":["developer","write","approve"]}`)
 	var member memberResponse
 	_ = json.Unmarshal(added.body, &member)
 	m := f.signIn(t, "dev@example.com", member.Password)
 
-	f.as(t, m, "POST", "/api/v1/developer/api-keys?app=pay", `{"kind":"sk"}`).wantProblem(t, 403, CodePermissionDenied)
-	f.as(t, m, "POST", "/api/v1/developer/api-keys?app=pay", `{"kind":"tk","actions":["approve","sign"]}`).wantProblem(t, 403, CodePermissionDenied)
-	f.as(t, m, "POST", "/api/v1/developer/oauth-clients?app=pay", `{"scopes":"pay:read"}`).wantProblem(t, 403, CodePermissionDenied)
-	if r := f.as(t, m, "POST", "/api/v1/developer/oauth-clients?app=pay", `{"scopes":"pay:write"}`); r.status != 201 ||
+	f.as(t, m, "POST", "/developer/api-keys?app=pay", `{"kind":"sk"}`).wantProblem(t, 403, CodePermissionDenied)
+	f.as(t, m, "POST", "/developer/api-keys?app=pay", `{"kind":"tk","actions":["approve","sign"]}`).wantProblem(t, 403, CodePermissionDenied)
+	f.as(t, m, "POST", "/developer/oauth-clients?app=pay", `{"scopes":"pay:read"}`).wantProblem(t, 403, CodePermissionDenied)
+	if r := f.as(t, m, "POST", "/developer/oauth-clients?app=pay", `{"scopes":"pay:write"}`); r.status != 201 ||
 		!strings.Contains(string(r.body), `"createdBy":"`+m.userID+`"`) {
 		t.Fatalf("a client within the member's grants: %d %s", r.status, r.body)
 	}
-	r := f.as(t, m, "POST", "/api/v1/developer/api-keys?app=pay", `{"kind":"tk","actions":["approve"]}`)
+	r := f.as(t, m, "POST", "/developer/api-keys?app=pay", `{"kind":"tk","actions":["approve"]}`)
 	var key keyResponse
 	if err := json.Unmarshal(r.body, &key); err != nil || r.status != 201 || key.CreatedBy == nil || *key.CreatedBy != m.userID {
 		t.Fatalf("a key within the member's grants: %d %s", r.status, r.body)
 	}
 	// A key may not mint what it does not hold either: a tk key with developer alone
 	// cannot mint an sk key.
-	devOnly := f.post(t, "/api/v1/developer/api-keys", f.creds.Keys["pay"].SK, `{"kind":"tk","actions":["developer"]}`)
+	devOnly := f.post(t, "/developer/api-keys", f.creds.Keys["pay"].SK, `{"kind":"tk","actions":["developer"]}`)
 	var dk keyResponse
 	_ = json.Unmarshal(devOnly.body, &dk)
-	f.post(t, "/api/v1/developer/api-keys", dk.Secret, `{"kind":"sk"}`).wantProblem(t, 403, CodePermissionDenied)
-	if r := f.post(t, "/api/v1/developer/api-keys", dk.Secret, `{"kind":"pk"}`); r.status != 201 {
+	f.post(t, "/developer/api-keys", dk.Secret, `{"kind":"sk"}`).wantProblem(t, 403, CodePermissionDenied)
+	if r := f.post(t, "/developer/api-keys", dk.Secret, `{"kind":"pk"}`); r.status != 201 {
 		t.Fatalf("a developer key mints a pk key (no actions): %d %s", r.status, r.body)
 	}
 

@@ -38,7 +38,7 @@ func TestRequestLogs(t *testing.T) {
 		case <-flushed:
 		case <-time.After(100 * time.Millisecond):
 		}
-		r = f.do(t, "GET", "/api/v1/developer/logs?limit=2", pay.SK, nil)
+		r = f.do(t, "GET", "/developer/logs?limit=2", pay.SK, nil)
 		if err := json.Unmarshal(r.body, &page); err != nil || r.status != 200 {
 			t.Fatalf("%d %s", r.status, r.body)
 		}
@@ -50,7 +50,7 @@ func TestRequestLogs(t *testing.T) {
 		t.Fatalf("want the pay app's 2 requests, got %+v", page.Data)
 	}
 	// Newest first; the log's own reads come after these two, so skip them.
-	r = f.do(t, "GET", "/api/v1/developer/logs", pay.SK, nil)
+	r = f.do(t, "GET", "/developer/logs", pay.SK, nil)
 	_ = json.Unmarshal(r.body, &page)
 	var mine []requestLogResponse
 	for _, row := range page.Data {
@@ -73,10 +73,10 @@ func TestRequestLogs(t *testing.T) {
 		t.Fatalf("a token or a query in the logs: %s", r.body)
 	}
 	// Paging and another app's view.
-	if r := f.do(t, "GET", "/api/v1/developer/logs?limit=1", pay.SK, nil); !strings.Contains(string(r.body), `"nextCursor":"`) {
+	if r := f.do(t, "GET", "/developer/logs?limit=1", pay.SK, nil); !strings.Contains(string(r.body), `"nextCursor":"`) {
 		t.Fatalf("page of one: %s", r.body)
 	}
-	if r := f.do(t, "GET", "/api/v1/developer/logs", trade.SK, nil); strings.Contains(string(r.body), "/api/v1/payments") {
+	if r := f.do(t, "GET", "/developer/logs", trade.SK, nil); strings.Contains(string(r.body), "/api/v1/payments") {
 		t.Fatalf("the trade app sees pay requests: %s", r.body)
 	}
 }

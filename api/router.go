@@ -119,7 +119,8 @@ func NewRouter(cfg Config) http.Handler {
 	// The channel authenticates by the token in its URL (browsers cannot set headers on
 	// a WebSocket), so it sits outside the bearer-authenticated group.
 	r.GET("/api/v1/ws", wsh.connect)
-	v1 := r.Group("/api/v1", authn, withRequestLog(cfg.RequestLogs), limiter.middleware(), idem.handle)
+	authenticated := []gin.HandlerFunc{authn, withRequestLog(cfg.RequestLogs), limiter.middleware(), idem.handle}
+	v1 := r.Group("/api/v1", authenticated...)
 
 	v1.GET("/session", sh.current)
 	v1.DELETE("/session", sh.signOut)
@@ -145,34 +146,18 @@ func NewRouter(cfg Config) http.Handler {
 	v1.GET("/signing-requests/:id", lh.getSigning)
 	v1.POST("/signing-requests/:id/signature", lh.sign)
 
-	kh := &keyHandlers{store: cfg.Store, log: log, bus: cfg.Bus}
-	dev := requireOwn(auth.ActionDeveloper)
-	v1.GET("/developer/api-keys", dev, kh.list)
-	v1.POST("/developer/api-keys", dev, kh.create)
-	v1.GET("/developer/api-keys/:id", dev, kh.get)
-	v1.DELETE("/developer/api-keys/:id", dev, kh.revoke)
-
-	och := &oauthClientHandlers{store: cfg.Store, log: log, bus: cfg.Bus}
-	v1.GET("/developer/oauth-clients", dev, och.list)
-	v1.POST("/developer/oauth-clients", dev, och.create)
-	v1.GET("/developer/oauth-clients/:id", dev, och.get)
-	v1.DELETE("/developer/oauth-clients/:id", dev, och.revoke)
-
-	th := &teamHandlers{store: cfg.Store, log: log}
-	v1.GET("/developer/team", dev, th.list)
-	v1.POST("/developer/team", dev, requireOwner(), th.add)
-	v1.PATCH("/developer/team/:id", dev, requireOwner(), th.update)
-	v1.DELETE("/developer/team/:id", dev, requireOwner(), th.remove)
-
-	rlh := &requestLogHandlers{store: cfg.Store, log: log}
-	v1.GET("/developer/logs", dev, rlh.list)
-
-	v1.GET("/developer/websockets", dev, wsh.list)
-	v1.POST("/developer/websockets", dev, wsh.create)
-	v1.GET("/developer/websockets/:id", dev, wsh.get)
-	v1.PATCH("/developer/websockets/:id", dev, wsh.update)
-	v1.DELETE("/developer/websockets/:id", dev, wsh.remove)
-	v1.POST("/developer/websockets/:id/test", dev, wsh.test)
+	dh := developerHandlers{
+		keys:         &keyHandlers{store: cfg.Store, log: log, bus: cfg.Bus},
+		oauthClients: &oauthClientHandlers{store: cfg.Store, log: log, bus: cfg.Bus},
+		team:         &teamHandlers{store: cfg.Store, log: log},
+		requestLogs:  &requestLogHandlers{store: cfg.Store, log: log},
+		websockets:   wsh,
+	}
+	// The developer surface sits at the root, /developer/… (SPEC 6). It also answers under
+	// /api/v1/developer/…, where it was first served, so that v1 stays additive: one route
+	// table, registered on both groups, behind the same middleware.
+	dh.register(r.Group("/developer", authenticated...))
+	dh.register(v1.Group("/developer"))
 
 	rh := &recordHandlers{store: cfg.Store, log: log}
 	v1.GET("/events", requireAnyApp(auth.ActionRead), rh.events)
@@ -225,4 +210,42 @@ func NewServer(addr string, h http.Handler) *http.Server {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 	}
+}
+
+// developerHandlers serve the developer surface: an app's keys, OAuth clients, team,
+// request logs and WebSocket configs.
+type developerHandlers struct {
+	keys         *keyHandlers
+	oauthClients *oauthClientHandlers
+	team         *teamHandlers
+	requestLogs  *requestLogHandlers
+	websockets   *websocketHandlers
+}
+
+// register adds the developer routes to g, a group whose path ends in /developer.
+func (d developerHandlers) register(g *gin.RouterGroup) {
+	dev := requireOwn(auth.ActionDeveloper)
+	g.GET("/api-keys", dev, d.keys.list)
+	g.POST("/api-keys", dev, d.keys.create)
+	g.GET("/api-keys/:id", dev, d.keys.get)
+	g.DELETE("/api-keys/:id", dev, d.keys.revoke)
+
+	g.GET("/oauth-clients", dev, d.oauthClients.list)
+	g.POST("/oauth-clients", dev, d.oauthClients.create)
+	g.GET("/oauth-clients/:id", dev, d.oauthClients.get)
+	g.DELETE("/oauth-clients/:id", dev, d.oauthClients.revoke)
+
+	g.GET("/team", dev, d.team.list)
+	g.POST("/team", dev, requireOwner(), d.team.add)
+	g.PATCH("/team/:id", dev, requireOwner(), d.team.update)
+	g.DELETE("/team/:id", dev, requireOwner(), d.team.remove)
+
+	g.GET("/logs", dev, d.requestLogs.list)
+
+	g.GET("/websockets", dev, d.websockets.list)
+	g.POST("/websockets", dev, d.websockets.create)
+	g.GET("/websockets/:id", dev, d.websockets.get)
+	g.PATCH("/websockets/:id", dev, d.websockets.update)
+	g.DELETE("/websockets/:id", dev, d.websockets.remove)
+	g.POST("/websockets/:id/test", dev, d.websockets.test)
 }

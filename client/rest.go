@@ -71,8 +71,9 @@ func WithIdempotencyKey(key string) CallOption {
 	return func(r *http.Request) { r.Header.Set("Idempotency-Key", key) }
 }
 
-// Do sends body (if not nil) as JSON to path, relative to /api/v1 and with its query
-// string, and decodes a 2xx answer into out (if not nil). Any other answer is a *Problem.
+// Do sends body (if not nil) as JSON to path, with its query string, and decodes a 2xx
+// answer into out (if not nil). Any other answer is a *Problem. path is relative to
+// /api/v1, except the developer surface's (/developer/…), which sits at the root.
 func (c *Client) Do(ctx context.Context, method, path string, body, out any, opts ...CallOption) error {
 	var payload []byte
 	if body != nil {
@@ -88,8 +89,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any, opt
 			return err
 		}
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+"/api/v1/"+strings.TrimPrefix(path, "/"),
-		bytes.NewReader(payload))
+	req, err := http.NewRequestWithContext(ctx, method, c.url(path), bytes.NewReader(payload))
 	if err != nil {
 		return fmt.Errorf("client: %s %s: %w", method, path, err)
 	}
@@ -101,6 +101,15 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any, opt
 		o(req)
 	}
 	return c.roundTrip(req, method+" "+path, out)
+}
+
+// url is where path is served.
+func (c *Client) url(path string) string {
+	path = "/" + strings.TrimPrefix(path, "/")
+	if strings.HasPrefix(path, "/developer/") {
+		return c.base + path
+	}
+	return c.base + "/api/v1" + path
 }
 
 // roundTrip sends req and decodes a 2xx JSON answer into out, or returns the problem.

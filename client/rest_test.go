@@ -34,6 +34,25 @@ func newRESTClient(t *testing.T, h http.HandlerFunc, opts ...Option) *Client {
 	return c
 }
 
+// The developer surface sits at the root, every other route under /api/v1.
+func TestDoRoutesTheDeveloperSurfaceToTheRoot(t *testing.T) {
+	var paths []string
+	c := newRESTClient(t, func(w http.ResponseWriter, r *http.Request) {
+		paths = append(paths, r.URL.RequestURI())
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{}`))
+	}, WithToken(restKey))
+	for _, p := range []string{"/developer/websockets?limit=1", "developer/api-keys", "/payments", "/developers"} {
+		if err := c.Do(context.Background(), "GET", p, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"/developer/websockets?limit=1", "/developer/api-keys", "/api/v1/payments", "/api/v1/developers"}
+	if strings.Join(paths, " ") != strings.Join(want, " ") {
+		t.Fatalf("paths %v, want %v", paths, want)
+	}
+}
+
 func TestDoSendsJSONWithTheKeyAndIdempotencyKey(t *testing.T) {
 	c := newRESTClient(t, func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)

@@ -121,7 +121,7 @@ func TestExamplesRunWithLeastPrivilege(t *testing.T) {
 	const to = "0x2222222222222222222222222222222222222222"
 
 	// The payout job's OAuth client: read and write on pay, nothing else.
-	r := send(t, "POST", api+"/developer/oauth-clients", pay.SK, `{"scopes":"pay:read pay:write","label":"payout job"}`)
+	r := send(t, "POST", b.APIURL+"/developer/oauth-clients", pay.SK, `{"scopes":"pay:read pay:write","label":"payout job"}`)
 	clientID, _ := r.body["clientId"].(string)
 	clientSecret, _ := r.body["clientSecret"].(string)
 	if r.status != http.StatusCreated || clientID == "" || clientSecret == "" {

@@ -242,6 +242,44 @@ func TestEveryDomainReachesConfirmed(t *testing.T) {
 			}
 		})
 	}
+
+	// The seeded trade policy denies WBTC/USDC both ways: the trade is created, its submit
+	// answers 422 naming the rule, and it ends rejected by policy.
+	trade := b.Credentials.Keys["trade"]
+	for _, pair := range [][2]string{{"WBTC", "USDC"}, {"USDC", "WBTC"}} {
+		t.Run("denied pair "+pair[0]+" to "+pair[1], func(t *testing.T) {
+			r := send(t, "POST", api+"/trade-orders", trade.SK, fmt.Sprintf(
+				`{"walletId":%q,"sellAsset":%q,"buyAsset":%q,"sellAmount":"0.05","maxSlippageBps":50}`, wallet, pair[0], pair[1]))
+			if r.status != 201 {
+				t.Fatalf("create %d %s", r.status, r.raw)
+			}
+			id := r.body["id"].(string)
+			r = send(t, "POST", api+"/trade-orders/"+id+"/submit", trade.SK, "{}")
+			violations, _ := r.body["violations"].([]any)
+			if r.status != 422 || r.body["code"] != "policy_violation" || len(violations) != 1 ||
+				violations[0].(map[string]any)["rule"] != "deniedPairs" {
+				t.Fatalf("submit %d %s", r.status, r.raw)
+			}
+			o := waitStatus(t, api+"/trade-orders/"+id, trade.Read, "rejected")
+			if o["rejection"].(map[string]any)["reason"] != "policy" {
+				t.Fatalf("rejection %v", o["rejection"])
+			}
+		})
+	}
+
+	// The developer surface is at the root, as the seed lists it: an sk_ key reads the
+	// WebSockets page's data at GET {base_url}/developer/websockets.
+	t.Run("developer surface at the root", func(t *testing.T) {
+		pay := b.Credentials.Keys["pay"]
+		if r := send(t, "POST", b.APIURL+"/developer/websockets", pay.SK, `{"events":["order.*"]}`); r.status != 201 {
+			t.Fatalf("create config %d %s", r.status, r.raw)
+		}
+		r := call(t, "GET", b.APIURL+"/developer/websockets", pay.SK)
+		data, _ := r.body["data"].([]any)
+		if r.status != 200 || len(data) == 0 || data[0].(map[string]any)["deliveryLog"] == nil {
+			t.Fatalf("GET /developer/websockets: %d %s", r.status, r.raw)
+		}
+	})
 }
 
 func TestConcurrentSubmitsWithOneKeyStartOneWorkflow(t *testing.T) {

@@ -128,7 +128,7 @@ func TestLiveEventsReachEveryAPIProcessOnPostgres(t *testing.T) {
 	}
 
 	pay := b.Credentials.Keys["pay"]
-	r := send(t, "POST", b.APIURL+"/api/v1/developer/websockets", pay.SK, `{"events":["*"]}`)
+	r := send(t, "POST", b.APIURL+"/developer/websockets", pay.SK, `{"events":["*"]}`)
 	if r.status != 201 {
 		t.Fatalf("config %d %s", r.status, r.raw)
 	}

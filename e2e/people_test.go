@@ -64,7 +64,7 @@ func TestPeopleApproveWhatOthersCreate(t *testing.T) {
 	api := b.APIURL + "/api/v1"
 	owner := signInAs(t, api, b.Credentials.Owner.Email, b.Credentials.Owner.Password)
 
-	r := owner.do(t, "POST", api+"/developer/team?app=pay", `{"email":"approver@example.com","actions":["read","approve"]}`)
+	r := owner.do(t, "POST", b.APIURL+"/developer/team?app=pay", `{"email":"approver@example.com","actions":["read","approve"]}`)
 	password, _ := r.body["password"].(string)
 	if r.status != http.StatusCreated || password == "" {
 		t.Fatalf("add the approver: HTTP %d", r.status) // the body holds a password

@@ -234,7 +234,7 @@ func seedPolicy(ctx context.Context, tx *store.Store, org, app string, now time.
 			"0x" + strings.Repeat("1", 40), "0x" + strings.Repeat("2", 40), chain.RevertAddress,
 		}
 	case "trade":
-		rules.DeniedPairs = [][2]string{{"WBTC", "SOL"}}
+		rules.DeniedPairs = [][2]string{{"WBTC", "USDC"}}
 	case "earn", "borrow":
 		rules.AllowedProtocols = []string{"aave", "compound"}
 	}

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 	"golang.org/x/crypto/bcrypt"
@@ -633,7 +634,7 @@ func TestSeededPolicies(t *testing.T) {
 					"0x000000000000000000000000000000000000dEaD",
 				}
 			case "trade":
-				wantDenied = [][2]string{{"WBTC", "SOL"}}
+				wantDenied = [][2]string{{"WBTC", "USDC"}}
 			case "earn", "borrow":
 				wantProtocols = []string{"aave", "compound"}
 			}
@@ -864,5 +865,24 @@ func TestLoadSignerKeysMissingAndBad(t *testing.T) {
 	}
 	if _, err := LoadSignerKeys(dir); err == nil {
 		t.Fatal("LoadSignerKeys accepted a key that is not a 32-byte seed")
+	}
+}
+
+// A data directory seeded before keeps the policies it holds: a rerun of a newer seed
+// (here, one that denies another pair) never overwrites what is stored.
+func TestEnsureKeepsTheStoredPolicies(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.NewSQLite(t)
+	dir := t.TempDir()
+	first := ensure(t, s, dir, testURLs)
+	older := `{"deniedPairs":[["WBTC","SOL"]]}`
+	if err := s.PutPolicy(ctx, &store.Policy{OrgID: first.OrgID, App: "trade", Document: older, UpdatedBy: "an older seed",
+		UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	ensure(t, s, dir, testURLs)
+	p, err := s.Policy(ctx, first.OrgID, "trade")
+	if err != nil || p.Document != older || p.UpdatedBy != "an older seed" {
+		t.Fatalf("after a rerun the trade policy is %+v (%v), want the stored one kept", p, err)
 	}
 }

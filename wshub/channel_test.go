@@ -81,7 +81,7 @@ func (r *replica) call(t testing.TB, method, path, token string, body any) (int,
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
-	req, _ := http.NewRequest(method, r.srv.URL+"/api/v1"+path, rd)
+	req, _ := http.NewRequest(method, r.srv.URL+path, rd)
 	req.Header.Set("Authorization", "Bearer "+token)
 	return doJSON(t, req)
 }
@@ -111,7 +111,7 @@ func (r *replica) createConfig(t testing.TB, token string, entries ...string) st
 
 func (r *replica) createPayment(t *testing.T, creds *seed.Credentials, token string) string {
 	t.Helper()
-	status, out := r.call(t, "POST", "/payments", token, map[string]any{"walletId": creds.Wallets[0].ID, "asset": "USDC",
+	status, out := r.call(t, "POST", "/api/v1/payments", token, map[string]any{"walletId": creds.Wallets[0].ID, "asset": "USDC",
 		"amount": "1.50", "destination": map[string]any{"address": "0x1111111111111111111111111111111111111111"}})
 	if status != 201 {
 		t.Fatalf("create payment: %d %v", status, out)

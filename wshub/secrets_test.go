@@ -48,13 +48,13 @@ func TestSecretsNeverReachTheLogs(t *testing.T) {
 	_, added := sessionCall(t, r.srv.URL, owner, "POST", "/developer/team?app=pay", `{"email":"m@example.com","actions":["read"]}`)
 	memberPassword, _ := added["password"].(string)
 	member := signIn(t, r.srv.URL, "m@example.com", memberPassword)
-	sessionCall(t, r.srv.URL, member, "GET", "/payments", "")
-	sessionCall(t, r.srv.URL, member, "POST", "/payments", `{}`)
+	sessionCall(t, r.srv.URL, member, "GET", "/api/v1/payments", "")
+	sessionCall(t, r.srv.URL, member, "POST", "/api/v1/payments", `{}`)
 	forged := member
 	forged.csrf = owner.csrf
-	sessionCall(t, r.srv.URL, forged, "POST", "/payments", `{}`)
+	sessionCall(t, r.srv.URL, forged, "POST", "/api/v1/payments", `{}`)
 	newPassword := "a changed password for m"
-	sessionCall(t, r.srv.URL, member, "POST", "/session/password", `{"currentPassword":"`+memberPassword+`","newPassword":"`+newPassword+`"}`)
+	sessionCall(t, r.srv.URL, member, "POST", "/api/v1/session/password", `{"currentPassword":"`+memberPassword+`","newPassword":"`+newPassword+`"}`)
 	signIn(t, r.srv.URL, "m@example.com", memberPassword)
 	secrets = append(secrets, owner.token, owner.csrf, memberPassword, member.token, member.csrf, newPassword)
 	if memberPassword == "" || member.token == "" {
@@ -67,9 +67,9 @@ func TestSecretsNeverReachTheLogs(t *testing.T) {
 			continue
 		}
 		// REST: a route it may use, one it may not, a malformed header, a secret in the query.
-		r.call(t, "GET", "/payments", secret, nil)
-		r.call(t, "GET", "/treasury/portfolio", secret, nil)
-		r.call(t, "GET", "/payments?token="+url.QueryEscape(secret)+"&limit=1", secret+"x", nil)
+		r.call(t, "GET", "/api/v1/payments", secret, nil)
+		r.call(t, "GET", "/api/v1/treasury/portfolio", secret, nil)
+		r.call(t, "GET", "/api/v1/payments?token="+url.QueryEscape(secret)+"&limit=1", secret+"x", nil)
 		req, _ := http.NewRequest("GET", r.srv.URL+"/api/v1/payments", nil)
 		req.Header.Set("Authorization", "Token "+secret)
 		if res, err := http.DefaultClient.Do(req); err == nil {
@@ -86,7 +86,7 @@ func TestSecretsNeverReachTheLogs(t *testing.T) {
 	}
 	// Revocation paths log too.
 	r.call(t, "DELETE", "/developer/oauth-clients/"+clientID, pay.SK, nil)
-	r.call(t, "GET", "/payments", access, nil)
+	r.call(t, "GET", "/api/v1/payments", access, nil)
 
 	logs := r.logs.String()
 	if !strings.Contains(logs, "/api/v1/payments") || !strings.Contains(logs, "REDACTED") {
@@ -124,7 +124,7 @@ func signIn(t *testing.T, base, email, password string) session {
 // sessionCall makes a request as a browser would with the session.
 func sessionCall(t *testing.T, base string, s session, method, path, body string) (int, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequest(method, base+"/api/v1"+path, strings.NewReader(body))
+	req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
 	req.AddCookie(&http.Cookie{Name: api.SessionCookie, Value: s.token})
 	req.Header.Set(api.CSRFHeader, s.csrf)
 	return doJSON(t, req)

@@ -252,7 +252,7 @@ func run(b *bundle, p params) (string, error) {
 			<-ticker.C
 		}
 		sent[i] = time.Since(base)
-		status, raw, err := b.do("POST", "/payments", prefix+strconv.Itoa(i), body)
+		status, raw, err := b.do("POST", "/api/v1/payments", prefix+strconv.Itoa(i), body)
 		postTook = append(postTook, time.Since(base)-sent[i])
 		if err != nil || status != 201 {
 			postFailures++

@@ -71,7 +71,7 @@ func startBundle(bin string, extra []string) (*bundle, error) {
 
 // do sends an API request as the pay app and returns the status and body.
 func (b *bundle) do(method, path, correlationID, body string) (int, []byte, error) {
-	req, err := http.NewRequest(method, b.creds.BaseURL+"/api/v1"+path, strings.NewReader(body))
+	req, err := http.NewRequest(method, b.creds.BaseURL+path, strings.NewReader(body))
 	if err != nil {
 		return 0, nil, err
 	}

@@ -133,7 +133,7 @@ func runTail(ctx context.Context, _ app.Config, proc process) error {
 	}
 	switch {
 	case tailFlags.config == "":
-		return errors.New("--config is required: the id of a WebSocket config (POST /api/v1/developer/websockets)")
+		return errors.New("--config is required: the id of a WebSocket config (POST /developer/websockets)")
 	case token == "":
 		return errors.New("--token is required (or set TREASURY_TOKEN): an sk_ or pk_ key of the config's app")
 	}

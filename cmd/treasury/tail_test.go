@@ -55,7 +55,7 @@ func (a *liveAPI) call(t *testing.T, method, path, token string, body any) (int,
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
-	req, _ := http.NewRequest(method, a.url+"/api/v1"+path, rd)
+	req, _ := http.NewRequest(method, a.url+path, rd)
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	res, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
@@ -172,7 +172,7 @@ func TestTailUntilStopsAtThatEvent(t *testing.T) {
 	r.connected(t)
 	a.sendTest(t, cfg)
 	r.waitFor(t, r.stdout, "websocket.test")
-	status, order := a.call(t, "POST", "/payments", pay.SK, map[string]any{"walletId": a.creds.Wallets[0].ID, "asset": "USDC",
+	status, order := a.call(t, "POST", "/api/v1/payments", pay.SK, map[string]any{"walletId": a.creds.Wallets[0].ID, "asset": "USDC",
 		"amount": "1.50", "destination": map[string]any{"address": "0x1111111111111111111111111111111111111111"}})
 	if status != 201 {
 		t.Fatalf("create payment: %d %v", status, order)
