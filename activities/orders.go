@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/policy"
@@ -53,74 +54,34 @@ func (a *Orders) apply(ctx context.Context, ch store.OrderChange) (*store.StepRe
 	return res, err
 }
 
-// legLabel is the leg a leg event of this order carries ("" for single-leg orders).
-func (a *Orders) legLabel(ctx context.Context, in workflows.LegInput) (string, error) {
-	_, legs, err := a.Store.Order(ctx, in.OrderID)
-	if err != nil {
-		return "", err
-	}
-	if in.Position >= len(legs) {
-		return "", temporal.NewNonRetryableApplicationError("no such leg", workflows.ErrTypeInvalidState, nil)
-	}
-	return legName(legs, in.Position), nil
-}
-
-// legName is the leg an event carries: only multi-leg orders name it (SPEC 3.7).
-func legName(legs []store.OrderLeg, pos int) string {
-	if len(legs) > 1 && pos < len(legs) {
-		return legs[pos].Leg
-	}
-	return ""
-}
-
 // MarkSubmitted moves a draft into the pipeline and emits Order.Submitted.
 func (a *Orders) MarkSubmitted(ctx context.Context, in workflows.StepInput) error {
 	now := a.now()
 	_, err := a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: "submitted", From: []string{orders.StatusDraft},
 		To: orders.StatusSubmitted, Reason: "submitted", CorrelationID: in.CorrelationID, At: now,
 		Mutate: func(o *store.Order, _ []store.OrderLeg) { o.SubmittedAt = &now },
-		Event:  &store.EventSpec{Name: "Order.Submitted"}})
+		Event:  &store.EventSpec{Name: events.OrderSubmitted}})
 	return err
 }
 
 // EvaluatePolicy decides the order against its app's policy as it stands now, and records
-// whether approval is needed. It is the one place policy is evaluated for an order.
+// whether approval is needed. It is the one place policy is evaluated for an order, inside
+// the step's transaction with the order locked.
 func (a *Orders) EvaluatePolicy(ctx context.Context, in workflows.StepInput) (workflows.PolicyDecision, error) {
-	o, _, err := a.Store.Order(ctx, in.OrderID)
-	if err != nil {
-		return workflows.PolicyDecision{}, err
-	}
-	input, err := orderInput(o)
-	if err != nil {
-		return workflows.PolicyDecision{}, temporal.NewNonRetryableApplicationError(err.Error(), "CorruptOrder", err)
-	}
-	rules := policy.Rules{}
-	if p, err := a.Store.Policy(ctx, o.OrgID, o.App); err == nil {
-		if rules, err = policy.Parse([]byte(p.Document)); err != nil {
-			return workflows.PolicyDecision{}, err
-		}
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return workflows.PolicyDecision{}, err
-	}
-	now := a.now()
-	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
-	spent, err := a.Store.WalletVolumeSince(ctx, o.WalletID, day, o.ID)
-	if err != nil {
-		return workflows.PolicyDecision{}, err
-	}
-	e := rules.Evaluate(input.PolicyOrder(o.AmountUSD), spent)
-	d := workflows.PolicyDecision{Allowed: e.Allowed(), ApprovalRequired: e.ApprovalRequired, Quorum: e.Quorum}
-	for _, v := range e.Violations() {
-		d.Violations = append(d.Violations, workflows.Violation{Rule: v.Rule, Message: v.Message})
-	}
-	encoded, err := json.Marshal(d)
-	if err != nil {
-		return workflows.PolicyDecision{}, err
-	}
-	res, err := a.apply(ctx, store.OrderChange{OrderID: o.ID, Step: "policy-evaluated", CorrelationID: in.CorrelationID,
-		Mutate: func(o *store.Order, _ []store.OrderLeg) {
+	var d workflows.PolicyDecision
+	res, err := a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: "policy-evaluated", CorrelationID: in.CorrelationID,
+		Also: func(tx *store.Store, o *store.Order, _ []store.OrderLeg) error {
+			var err error
+			if d, err = a.decide(ctx, tx, o); err != nil {
+				return err
+			}
+			encoded, err := json.Marshal(d)
+			if err != nil {
+				return err
+			}
 			doc := string(encoded)
 			o.ApprovalRequired, o.ApprovalQuorum, o.PolicyDecision = d.ApprovalRequired, d.Quorum, &doc
+			return nil
 		}})
 	if err != nil {
 		return workflows.PolicyDecision{}, err
@@ -133,6 +94,34 @@ func (a *Orders) EvaluatePolicy(ctx context.Context, in workflows.StepInput) (wo
 			return workflows.PolicyDecision{}, err
 		}
 		return first, nil
+	}
+	return d, nil
+}
+
+// decide evaluates an order against its app's policy and the wallet's volume of the day.
+func (a *Orders) decide(ctx context.Context, tx *store.Store, o *store.Order) (workflows.PolicyDecision, error) {
+	input, err := orderInput(o)
+	if err != nil {
+		return workflows.PolicyDecision{}, temporal.NewNonRetryableApplicationError(err.Error(), "CorruptOrder", err)
+	}
+	rules := policy.Rules{}
+	if p, err := tx.Policy(ctx, o.OrgID, o.App); err == nil {
+		if rules, err = policy.Parse([]byte(p.Document)); err != nil {
+			return workflows.PolicyDecision{}, err
+		}
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return workflows.PolicyDecision{}, err
+	}
+	now := a.now()
+	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	spent, err := tx.WalletVolumeSince(ctx, o.WalletID, day, o.ID)
+	if err != nil {
+		return workflows.PolicyDecision{}, err
+	}
+	e := rules.Evaluate(input.PolicyOrder(o.AmountUSD), spent)
+	d := workflows.PolicyDecision{Allowed: e.Allowed(), ApprovalRequired: e.ApprovalRequired, Quorum: e.Quorum}
+	for _, v := range e.Violations() {
+		d.Violations = append(d.Violations, policy.Violation{Rule: v.Rule, Message: v.Message})
 	}
 	return d, nil
 }
@@ -162,15 +151,11 @@ func (a *Orders) RequestApproval(ctx context.Context, in workflows.ApprovalReque
 		From: []string{orders.StatusSubmitted}, To: orders.StatusPendingApproval,
 		Reason: fmt.Sprintf("needs %d approval(s)", in.Quorum), CorrelationID: in.CorrelationID,
 		Mutate: func(o *store.Order, _ []store.OrderLeg) { o.ApprovalItemID = &itemID },
-		Also: func(tx *store.Store) error {
-			o, _, err := tx.Order(ctx, in.OrderID)
-			if err != nil {
-				return err
-			}
+		Also: func(tx *store.Store, o *store.Order, _ []store.OrderLeg) error {
 			summary, _ := json.Marshal(map[string]any{"amountUsd": o.AmountUSD.StringFixedBank(2), "walletId": o.WalletID,
 				"chain": o.Chain, "details": json.RawMessage(o.Details)})
 			return tx.CreateApprovalItem(ctx, &store.ApprovalItem{ID: itemID, OrgID: o.OrgID, App: o.App, Domain: o.Domain,
-				OrderID: o.ID, Status: "pending", RequiredApprovals: in.Quorum,
+				OrderID: o.ID, Status: orders.ItemPending, RequiredApprovals: in.Quorum,
 				Reason:      fmt.Sprintf("orders worth %s USD need %d approval(s)", o.AmountUSD.StringFixedBank(2), in.Quorum),
 				PayloadHash: o.PayloadHash, Summary: string(summary), CreatedBy: o.CreatedBy,
 				CreatedAt: a.now(), ExpiresAt: in.ExpiresAt})
@@ -185,14 +170,10 @@ func (a *Orders) RequestApproval(ctx context.Context, in workflows.ApprovalReque
 func (a *Orders) MarkApproved(ctx context.Context, in workflows.ApprovalRequest) error {
 	_, err := a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: "approved", From: []string{orders.StatusPendingApproval},
 		To: orders.StatusApproved, Reason: "quorum reached", CorrelationID: in.CorrelationID,
-		Also: func(tx *store.Store) error {
-			o, _, err := tx.Order(ctx, in.OrderID)
-			if err != nil {
-				return err
-			}
-			return tx.SetApprovalItemStatus(ctx, *o.ApprovalItemID, "approved", a.now())
+		Also: func(tx *store.Store, o *store.Order, _ []store.OrderLeg) error {
+			return tx.SetApprovalItemStatus(ctx, *o.ApprovalItemID, orders.ItemApproved, a.now())
 		},
-		Event: &store.EventSpec{Name: "Order.Approved", Fields: map[string]any{"quorum": in.Quorum}}})
+		Event: &store.EventSpec{Name: events.OrderApproved, Fields: map[string]any{"quorum": in.Quorum}}})
 	return err
 }
 
@@ -203,7 +184,7 @@ func (a *Orders) ApprovalOutcome(ctx context.Context, in workflows.ApprovalReque
 		return workflows.ApprovalOutcome{}, err
 	}
 	if o.ApprovalItemID == nil {
-		return workflows.ApprovalOutcome{Status: "pending"}, nil
+		return workflows.ApprovalOutcome{Status: orders.ItemPending}, nil
 	}
 	it, ds, err := a.Store.ApprovalItem(ctx, o.OrgID, *o.ApprovalItemID)
 	if err != nil {
@@ -211,10 +192,10 @@ func (a *Orders) ApprovalOutcome(ctx context.Context, in workflows.ApprovalReque
 	}
 	out := workflows.ApprovalOutcome{Status: it.Status}
 	for _, d := range ds {
-		if d.Decision == "REJECT" && out.RejectedBy == "" {
+		if d.Decision == orders.Reject && out.RejectedBy == "" {
 			out.RejectedBy = d.DecidedBy
 		}
-		if (it.Status == "rejected" && d.Decision == "REJECT") || (it.Status == "approved" && d.Decision == "APPROVE") {
+		if (it.Status == orders.ItemRejected && d.Decision == orders.Reject) || (it.Status == orders.ItemApproved && d.Decision == orders.Approve) {
 			out.CorrelationID = d.CorrelationID
 		}
 	}
@@ -243,17 +224,17 @@ func (a *Orders) RejectOrder(ctx context.Context, in workflows.RejectInput) erro
 			reason, d := in.Reason, string(detailJSON)
 			o.RejectionReason, o.RejectionDetail, o.CompletedAt = &reason, &d, &now
 		},
-		Also: func(tx *store.Store) error {
+		Also: func(tx *store.Store, _ *store.Order, _ []store.OrderLeg) error {
 			if in.ItemID == "" {
 				return nil
 			}
-			status := "rejected"
-			if in.Reason == "expired" {
-				status = "expired"
+			status := orders.ItemRejected
+			if in.Reason == orders.RejectedExpired {
+				status = orders.ItemExpired
 			}
 			return tx.SetApprovalItemStatus(ctx, in.ItemID, status, now)
 		},
-		Event: &store.EventSpec{Name: "Order.Rejected", Fields: fields}})
+		Event: &store.EventSpec{Name: events.OrderRejected, Fields: fields}})
 	return err
 }
 
@@ -285,23 +266,15 @@ func unsignedTx(o *store.Order, legs []store.OrderLeg, pos int, from string) (st
 
 // RequestSignature creates the leg's signing request and emits Wallet.SigningRequested.
 func (a *Orders) RequestSignature(ctx context.Context, in workflows.LegInput) (workflows.SigningRequestRef, error) {
-	leg, err := a.legLabel(ctx, in)
-	if err != nil {
-		return workflows.SigningRequestRef{}, err
-	}
 	reqID := ids.New(ids.SigningRequest)
 	var created *store.SigningRequest
 	res, err := a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: fmt.Sprintf("leg-%d-signing-requested", in.Position),
 		From: []string{orders.StatusSubmitted, orders.StatusApproved, orders.StatusBroadcast}, To: orders.StatusPendingSignature,
 		Reason: "signature requested for " + in.Leg, CorrelationID: in.CorrelationID,
 		Mutate: func(o *store.Order, legs []store.OrderLeg) {
-			legs[in.Position].SigningRequestID, legs[in.Position].Status = &reqID, "pending_signature"
+			legs[in.Position].SigningRequestID, legs[in.Position].Status = &reqID, orders.StatusPendingSignature
 		},
-		Also: func(tx *store.Store) error {
-			o, legs, err := tx.Order(ctx, in.OrderID)
-			if err != nil {
-				return err
-			}
+		Also: func(tx *store.Store, o *store.Order, legs []store.OrderLeg) error {
 			w, err := tx.Wallet(ctx, o.OrgID, o.WalletID)
 			if err != nil {
 				return err
@@ -312,10 +285,10 @@ func (a *Orders) RequestSignature(ctx context.Context, in workflows.LegInput) (w
 			}
 			created, err = tx.CreateSigningRequest(ctx, &store.SigningRequest{ID: reqID, OrgID: o.OrgID, App: o.App,
 				Domain: o.Domain, OrderID: o.ID, Position: in.Position, Leg: in.Leg, WalletID: o.WalletID, Chain: o.Chain,
-				UnsignedTx: body, Digest: digest, Status: "pending", CreatedAt: a.now(), ExpiresAt: in.ExpiresAt})
+				UnsignedTx: body, Digest: digest, Status: orders.SigningPending, CreatedAt: a.now(), ExpiresAt: in.ExpiresAt})
 			return err
 		},
-		Event: &store.EventSpec{Name: "Wallet.SigningRequested", Leg: leg, Fields: map[string]any{
+		Event: &store.EventSpec{Name: events.WalletSigningRequested, Leg: &in.Position, Fields: map[string]any{
 			"signingRequestId": reqID, "expiresAt": store.FormatTime(in.ExpiresAt)}}})
 	if err != nil {
 		return workflows.SigningRequestRef{}, err
@@ -333,20 +306,16 @@ func (a *Orders) RequestSignature(ctx context.Context, in workflows.LegInput) (w
 
 // RecordSignature stores the verified signature and emits Wallet.TransactionSigned.
 func (a *Orders) RecordSignature(ctx context.Context, in workflows.LegInput) error {
-	leg, err := a.legLabel(ctx, in)
-	if err != nil {
-		return err
-	}
 	now := a.now()
 	sig := in.Signature
-	_, err = a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: fmt.Sprintf("leg-%d-signed", in.Position),
+	_, err := a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: fmt.Sprintf("leg-%d-signed", in.Position),
 		From: []string{orders.StatusPendingSignature}, To: orders.StatusSigned, Reason: in.Leg + " signed",
 		CorrelationID: in.CorrelationID, At: now,
-		Mutate: func(_ *store.Order, legs []store.OrderLeg) { legs[in.Position].Status = "signed" },
-		Also: func(tx *store.Store) error {
-			return tx.SetSigningRequestStatus(ctx, in.SigningRequestID, "signed", &sig, now)
+		Mutate: func(_ *store.Order, legs []store.OrderLeg) { legs[in.Position].Status = orders.StatusSigned },
+		Also: func(tx *store.Store, _ *store.Order, _ []store.OrderLeg) error {
+			return tx.SetSigningRequestStatus(ctx, in.SigningRequestID, orders.SigningSigned, &sig, now)
 		},
-		Event: &store.EventSpec{Name: "Wallet.TransactionSigned", Leg: leg, Fields: map[string]any{"signingRequestId": in.SigningRequestID}}})
+		Event: &store.EventSpec{Name: events.WalletTransactionSigned, Leg: &in.Position, Fields: map[string]any{"signingRequestId": in.SigningRequestID}}})
 	return err
 }
 
@@ -388,9 +357,9 @@ func (a *Orders) BroadcastLeg(ctx context.Context, in workflows.LegInput) (strin
 	_, err = a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: fmt.Sprintf("leg-%d-broadcast", in.Position),
 		From: []string{orders.StatusSigned}, To: orders.StatusBroadcast, Reason: in.Leg + " broadcast", CorrelationID: in.CorrelationID,
 		Mutate: func(_ *store.Order, legs []store.OrderLeg) {
-			legs[in.Position].TxHash, legs[in.Position].Status = &hash, "broadcast"
+			legs[in.Position].TxHash, legs[in.Position].Status = &hash, orders.StatusBroadcast
 		},
-		Event: &store.EventSpec{Name: "Order.Broadcast", Leg: legName(legs, in.Position), Fields: map[string]any{"txHash": hash}}})
+		Event: &store.EventSpec{Name: events.OrderBroadcast, Leg: &in.Position, Fields: map[string]any{"txHash": hash}}})
 	return hash, err
 }
 
@@ -415,7 +384,7 @@ func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows
 			return workflows.LegStatus{}, err
 		}
 		if st.State != chain.TxPending || time.Now().After(deadline) {
-			return workflows.LegStatus{State: string(st.State), Reason: st.Reason}, nil
+			return workflows.LegStatus{State: st.State, Reason: st.Reason}, nil
 		}
 		activity.RecordHeartbeat(ctx, st.Confirmations)
 		select {
@@ -430,24 +399,20 @@ func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows
 func (a *Orders) ConfirmLeg(ctx context.Context, in workflows.LegInput) error {
 	now := a.now()
 	ch := store.OrderChange{OrderID: in.OrderID, Step: fmt.Sprintf("leg-%d-confirmed", in.Position),
-		From: []string{orders.StatusBroadcast}, CorrelationID: in.CorrelationID, At: now,
-		Mutate: func(o *store.Order, legs []store.OrderLeg) {
-			legs[in.Position].Status = "confirmed"
-			if in.Last {
-				o.CompletedAt = &now
-			}
-		}}
+		From: []string{orders.StatusBroadcast}, CorrelationID: in.CorrelationID, At: now}
+	fields := map[string]any{}
 	if in.Last {
-		_, legs, err := a.Store.Order(ctx, in.OrderID)
-		if err != nil {
-			return err
-		}
 		ch.Step, ch.To, ch.Reason = "confirmed", orders.StatusConfirmed, "confirmed"
-		fields := map[string]any{}
+		ch.Event = &store.EventSpec{Name: events.OrderConfirmed, Leg: &in.Position, Fields: fields}
+	}
+	ch.Mutate = func(o *store.Order, legs []store.OrderLeg) {
+		legs[in.Position].Status = orders.StatusConfirmed
 		if h := legs[in.Position].TxHash; h != nil {
 			fields["txHash"] = *h
 		}
-		ch.Event = &store.EventSpec{Name: "Order.Confirmed", Leg: legName(legs, in.Position), Fields: fields}
+		if in.Last {
+			o.CompletedAt = &now
+		}
 	}
 	_, err := a.apply(ctx, ch)
 	return err
@@ -456,25 +421,21 @@ func (a *Orders) ConfirmLeg(ctx context.Context, in workflows.LegInput) error {
 // FailOrder ends the order failed (signing_expired, tx_reverted) and emits Order.Failed.
 func (a *Orders) FailOrder(ctx context.Context, in workflows.FailInput) error {
 	now := a.now()
-	_, legs, err := a.Store.Order(ctx, in.OrderID)
-	if err != nil {
-		return err
-	}
-	_, err = a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: "failed", To: orders.StatusFailed,
+	_, err := a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: "failed", To: orders.StatusFailed,
 		From:   []string{orders.StatusPendingSignature, orders.StatusSigned, orders.StatusBroadcast},
 		Reason: in.Code, CorrelationID: in.CorrelationID, At: now,
 		Mutate: func(o *store.Order, legs []store.OrderLeg) {
 			code, msg := in.Code, in.Message
 			o.FailureCode, o.FailureMessage, o.CompletedAt = &code, &msg, &now
-			legs[in.Position].Status = "failed"
+			legs[in.Position].Status = orders.StatusFailed
 		},
-		Also: func(tx *store.Store) error {
+		Also: func(tx *store.Store, _ *store.Order, _ []store.OrderLeg) error {
 			if in.SigningRequestID == "" {
 				return nil
 			}
-			return tx.SetSigningRequestStatus(ctx, in.SigningRequestID, "expired", nil, now)
+			return tx.SetSigningRequestStatus(ctx, in.SigningRequestID, orders.SigningExpired, nil, now)
 		},
-		Event: &store.EventSpec{Name: "Order.Failed", Leg: legName(legs, in.Position),
+		Event: &store.EventSpec{Name: events.OrderFailed, Leg: &in.Position,
 			Fields: map[string]any{"failure": map[string]any{"code": in.Code, "message": in.Message}}}})
 	return err
 }

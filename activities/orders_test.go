@@ -17,7 +17,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/chain/devchain"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/seed"
@@ -46,7 +46,7 @@ func newLifecycle(t *testing.T, s *store.Store) *lifecycle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev := chain.NewDevchain(s)
+	dev := devchain.New(s)
 	dev.BlockTime = 0
 	w, err := s.Wallet(context.Background(), creds.OrgID, creds.Wallets[0].ID)
 	if err != nil {
@@ -230,7 +230,7 @@ func TestLifecycleWithApprovalRevertAndTwoLegs(t *testing.T) {
 		t.Fatalf("approval item %+v %v", item, err)
 	}
 
-	dead, legs := l.draft(t, "payment", `{"walletId":"`+l.wallet.ID+`","asset":"USDC","amount":"5","destination":{"address":"`+chain.RevertAddress+`"}}`)
+	dead, legs := l.draft(t, "payment", `{"walletId":"`+l.wallet.ID+`","asset":"USDC","amount":"5","destination":{"address":"`+devchain.RevertAddress+`"}}`)
 	if st := l.run(t, dead, legs); st.Status != "failed" {
 		t.Fatalf("reverted payment: %+v", st)
 	}

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/chain/devchain"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
@@ -39,7 +40,7 @@ func TestSyncWalletBalances(t *testing.T) {
 	if err := s.CreateOrganization(ctx, &store.Organization{ID: org, Name: "Acme", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	dev := chain.NewDevchain(s)
+	dev := devchain.New(s)
 	var refs []workflows.WalletRef
 	for i, addr := range []string{"0xaaa", "0xbbb", "0xccc"} {
 		w := &store.Wallet{ID: ids.New(ids.Wallet), OrgID: org, Chain: "ethereum", Address: addr, PublicKey: "k", CreatedAt: time.Now()}

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/orders"
 )
 
 // authenticate resolves the bearer token, or else the session cookie, into a principal,
@@ -87,10 +88,10 @@ func requireOwn(action string) gin.HandlerFunc {
 		app, named := c.GetQuery("app")
 		switch {
 		case named && !auth.IsApp(app):
-			validationFailed(c, []FieldError{{Field: "app", Message: "must be one of " + strings.Join(auth.Apps, ", ")}})
+			validationFailed(c, []orders.FieldError{{Field: "app", Message: "must be one of " + strings.Join(auth.Apps, ", ")}})
 			return
 		case p.Kind == auth.KindUser && !named:
-			validationFailed(c, []FieldError{{Field: "app", Message: "is required when signed in as a person, e.g. ?app=pay"}})
+			validationFailed(c, []orders.FieldError{{Field: "app", Message: "is required when signed in as a person, e.g. ?app=pay"}})
 			return
 		case p.Kind != auth.KindUser && named && app != p.App:
 			fail(c, CodePermissionDenied, "This credential belongs to the '"+p.App+"' app, not '"+app+"'.")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
 )
 
@@ -59,7 +60,7 @@ func (m *idempotency) handle(c *gin.Context) {
 		return
 	}
 	if !validIdempotencyKey(key) {
-		validationFailed(c, []FieldError{{Field: idempotencyHeader, Message: "must be 1 to 255 printable ASCII characters"}})
+		validationFailed(c, []orders.FieldError{{Field: idempotencyHeader, Message: "must be 1 to 255 printable ASCII characters"}})
 		return
 	}
 	body, err := io.ReadAll(c.Request.Body)

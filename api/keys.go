@@ -15,6 +15,7 @@ import (
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
 )
 
@@ -168,29 +169,29 @@ func (h *keyHandlers) create(c *gin.Context) {
 	if !bindStrict(c, &req, "kind", "actions", "resourceIds", "label") {
 		return
 	}
-	var errs []FieldError
+	var errs []orders.FieldError
 	switch req.Kind {
 	case auth.KindSecret, auth.KindPublishable:
 		if len(req.Actions) > 0 || len(req.ResourceIDs) > 0 {
-			errs = append(errs, FieldError{Field: "actions", Message: "only tk keys take actions and resourceIds"})
+			errs = append(errs, orders.FieldError{Field: "actions", Message: "only tk keys take actions and resourceIds"})
 		}
 	case auth.KindResource:
 		if len(req.Actions) == 0 {
-			errs = append(errs, FieldError{Field: "actions", Message: "a tk key needs at least one action"})
+			errs = append(errs, orders.FieldError{Field: "actions", Message: "a tk key needs at least one action"})
 		}
 		for _, a := range req.Actions {
 			if !auth.IsAction(a) {
-				errs = append(errs, FieldError{Field: "actions", Message: a + " is not an action (read, write, approve, sign, developer)"})
+				errs = append(errs, orders.FieldError{Field: "actions", Message: a + " is not an action (read, write, approve, sign, developer)"})
 			}
 		}
 		if len(req.ResourceIDs) > maxResourceIDs {
-			errs = append(errs, FieldError{Field: "resourceIds", Message: "must hold at most 100 wallet ids"})
+			errs = append(errs, orders.FieldError{Field: "resourceIds", Message: "must hold at most 100 wallet ids"})
 		}
 	default:
-		errs = append(errs, FieldError{Field: "kind", Message: "must be sk, tk or pk"})
+		errs = append(errs, orders.FieldError{Field: "kind", Message: "must be sk, tk or pk"})
 	}
 	if len(req.Label) > 100 {
-		errs = append(errs, FieldError{Field: "label", Message: "must be at most 100 characters"})
+		errs = append(errs, orders.FieldError{Field: "label", Message: "must be at most 100 characters"})
 	}
 	if len(errs) > 0 {
 		validationFailed(c, errs)
@@ -216,7 +217,7 @@ func (h *keyHandlers) create(c *gin.Context) {
 		return
 	}
 	for _, id := range unknown {
-		errs = append(errs, FieldError{Field: "resourceIds", Message: id + " is not a wallet of this organisation"})
+		errs = append(errs, orders.FieldError{Field: "resourceIds", Message: id + " is not a wallet of this organisation"})
 	}
 	if len(errs) > 0 {
 		validationFailed(c, errs)

@@ -65,9 +65,7 @@ func (h *orderHandlers) submit(c *gin.Context) {
 		ResourceID: o.ID, CorrelationID: correlationID(c), Details: "{}", CreatedAt: time.Now().UTC()})
 	if !decision.Allowed {
 		prob := NewProblem(CodePolicyViolation, "The policy of the "+h.domain.App+" app refused this order; it is now rejected.")
-		for _, v := range decision.Violations {
-			prob.Violations = append(prob.Violations, Violation{Rule: v.Rule, Message: v.Message})
-		}
+		prob.Violations = decision.Violations
 		abortProblem(c, prob)
 		return
 	}
@@ -121,11 +119,11 @@ func appsFor(p *auth.Principal, actions ...string) []string {
 func (h *lifecycleHandlers) listApprovals(c *gin.Context) {
 	pg, errs := listParams(c, "domain", "status", "limit", "cursor")
 	status, domain := c.Query("status"), c.Query("domain")
-	if status != "" && !slices.Contains([]string{"pending", "approved", "rejected", "expired"}, status) {
-		errs = append(errs, FieldError{Field: "status", Message: "must be pending, approved, rejected or expired"})
+	if status != "" && !slices.Contains(orders.ItemStatuses, status) {
+		errs = append(errs, orders.FieldError{Field: "status", Message: "must be pending, approved, rejected or expired"})
 	}
 	if domain != "" && !slices.ContainsFunc(orders.Domains, func(d orders.DomainInfo) bool { return d.Name == domain }) {
-		errs = append(errs, FieldError{Field: "domain", Message: "must be payment, trade, earn or borrow"})
+		errs = append(errs, orders.FieldError{Field: "domain", Message: "must be payment, trade, earn or borrow"})
 	}
 	if len(errs) > 0 {
 		validationFailed(c, errs)
@@ -193,12 +191,12 @@ func (h *lifecycleHandlers) decide(c *gin.Context) {
 	if !bindStrict(c, &req, "decision", "comment") {
 		return
 	}
-	if req.Decision != "APPROVE" && req.Decision != "REJECT" {
-		validationFailed(c, []FieldError{{Field: "decision", Message: "must be APPROVE or REJECT"}})
+	if req.Decision != orders.Approve && req.Decision != orders.Reject {
+		validationFailed(c, []orders.FieldError{{Field: "decision", Message: "must be APPROVE or REJECT"}})
 		return
 	}
 	if len(req.Comment) > 1000 {
-		validationFailed(c, []FieldError{{Field: "comment", Message: "must be at most 1000 characters"}})
+		validationFailed(c, []orders.FieldError{{Field: "comment", Message: "must be at most 1000 characters"}})
 		return
 	}
 	ctx := c.Request.Context()
@@ -295,23 +293,23 @@ func bindStrict(c *gin.Context, into any, allowed ...string) bool {
 }
 
 // strictJSON decodes a JSON object whose field names must be among allowed, exactly.
-func strictJSON(body []byte, into any, allowed ...string) []FieldError {
+func strictJSON(body []byte, into any, allowed ...string) []orders.FieldError {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
-		return []FieldError{{Field: "body", Message: "must be one JSON object"}}
+		return []orders.FieldError{{Field: "body", Message: "must be one JSON object"}}
 	}
-	var errs []FieldError
+	var errs []orders.FieldError
 	for k := range raw {
 		if !slices.Contains(allowed, k) {
-			errs = append(errs, FieldError{Field: k, Message: "is not a field of this request"})
+			errs = append(errs, orders.FieldError{Field: k, Message: "is not a field of this request"})
 		}
 	}
 	if len(errs) > 0 {
-		slices.SortFunc(errs, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
+		slices.SortFunc(errs, func(a, b orders.FieldError) int { return strings.Compare(a.Field, b.Field) })
 		return errs
 	}
 	if err := json.Unmarshal(body, into); err != nil {
-		return []FieldError{{Field: "body", Message: "has a field of the wrong type"}}
+		return []orders.FieldError{{Field: "body", Message: "has a field of the wrong type"}}
 	}
 	return nil
 }
@@ -326,8 +324,8 @@ func signingJSON(r *store.SigningRequest) map[string]any {
 func (h *lifecycleHandlers) listSigning(c *gin.Context) {
 	pg, errs := listParams(c, "status", "limit", "cursor")
 	status := c.Query("status")
-	if status != "" && !slices.Contains([]string{"pending", "signed", "expired"}, status) {
-		errs = append(errs, FieldError{Field: "status", Message: "must be pending, signed or expired"})
+	if status != "" && !slices.Contains(orders.SigningStatuses, status) {
+		errs = append(errs, orders.FieldError{Field: "status", Message: "must be pending, signed or expired"})
 	}
 	if len(errs) > 0 {
 		validationFailed(c, errs)
@@ -427,7 +425,7 @@ var (
 // against its wallet's public key and signals it to the order's workflow. The API's
 // handler and the dev bundle's signer both come through here.
 func SubmitSignature(ctx context.Context, s *store.Store, wf OrderWorkflows, r *store.SigningRequest, signatureB64, correlation string) error {
-	if r.Status != "pending" || !time.Now().Before(r.ExpiresAt) {
+	if r.Status != orders.SigningPending || !time.Now().Before(r.ExpiresAt) {
 		return ErrNotPending
 	}
 	sig, err := base64.StdEncoding.DecodeString(signatureB64)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opentreasury/treasury/policy"
 	"github.com/opentreasury/treasury/seed"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/workflows"
@@ -56,7 +57,7 @@ func newLifecycleFixture(t *testing.T) (*fixture, *fakeWorkflows, string) {
 
 func TestSubmitAnswers(t *testing.T) {
 	f, fw, id := newLifecycleFixture(t)
-	fw.decision = workflows.PolicyDecision{Violations: []workflows.Violation{{Rule: "maxOrderUsd", Message: "too much"}}}
+	fw.decision = workflows.PolicyDecision{Violations: []policy.Violation{{Rule: "maxOrderUsd", Message: "too much"}}}
 	r := f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}")
 	r.wantProblem(t, 422, CodePolicyViolation)
 	if len(r.problem.Violations) != 1 || r.problem.Violations[0].Rule != "maxOrderUsd" {

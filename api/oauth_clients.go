@@ -12,6 +12,7 @@ import (
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
 )
 
@@ -62,19 +63,19 @@ func (h *oauthClientHandlers) create(c *gin.Context) {
 	}
 	p := principalOf(c)
 	scopes := strings.Fields(req.Scopes)
-	var errs []FieldError
+	var errs []orders.FieldError
 	if len(scopes) == 0 {
-		errs = append(errs, FieldError{Field: "scopes", Message: "needs at least one scope, e.g. \"" + p.App + ":read\""})
+		errs = append(errs, orders.FieldError{Field: "scopes", Message: "needs at least one scope, e.g. \"" + p.App + ":read\""})
 	}
 	for _, s := range scopes {
 		app, action, _ := strings.Cut(s, ":")
 		if app != p.App || !auth.IsAction(action) {
-			errs = append(errs, FieldError{Field: "scopes", Message: s + " is not a scope of this app (" + p.App +
+			errs = append(errs, orders.FieldError{Field: "scopes", Message: s + " is not a scope of this app (" + p.App +
 				":read, :write, :approve, :sign or :developer)"})
 		}
 	}
 	if len(req.Label) > 100 {
-		errs = append(errs, FieldError{Field: "label", Message: "must be at most 100 characters"})
+		errs = append(errs, orders.FieldError{Field: "label", Message: "must be at most 100 characters"})
 	}
 	if len(errs) > 0 {
 		validationFailed(c, errs)

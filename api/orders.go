@@ -12,9 +12,11 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/shopspring/decimal"
 
+	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/workflows"
 )
 
 type orderHandlers struct {
@@ -115,14 +117,6 @@ func readBody(c *gin.Context) ([]byte, bool) {
 	return body, true
 }
 
-func toFieldErrors(errs []orders.FieldError) []FieldError {
-	out := make([]FieldError, len(errs))
-	for i, e := range errs {
-		out[i] = FieldError{Field: e.Field, Message: e.Message}
-	}
-	return out
-}
-
 // validOrder is an order body that passed every check, with what it refers to.
 type validOrder struct {
 	in        *orders.Input
@@ -140,14 +134,14 @@ func readOrder(c *gin.Context, s *store.Store, log *slog.Logger, domain string) 
 	}
 	in, errs := orders.Parse(domain, body)
 	if len(errs) > 0 {
-		validationFailed(c, toFieldErrors(errs))
+		validationFailed(c, errs)
 		return nil, false
 	}
 	ctx := c.Request.Context()
 	p := principalOf(c)
 	wallet, err := s.Wallet(ctx, p.OrgID, in.WalletID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && !p.CanReach(in.WalletID)) {
-		validationFailed(c, []FieldError{{Field: "walletId", Message: "is not a wallet of your organisation"}})
+		validationFailed(c, []orders.FieldError{{Field: "walletId", Message: "is not a wallet of your organisation"}})
 		return nil, false
 	}
 	if err != nil {
@@ -155,7 +149,7 @@ func readOrder(c *gin.Context, s *store.Store, log *slog.Logger, domain string) 
 		return nil, false
 	}
 	if errs := in.Check(wallet.Chain); len(errs) > 0 {
-		validationFailed(c, toFieldErrors(errs))
+		validationFailed(c, errs)
 		return nil, false
 	}
 	prices, err := s.Prices(ctx)
@@ -166,7 +160,7 @@ func readOrder(c *gin.Context, s *store.Store, log *slog.Logger, domain string) 
 	asset, amount := in.Valued()
 	price, ok := prices[asset]
 	if !ok {
-		validationFailed(c, []FieldError{{Field: "asset", Message: asset + " has no USD price"}})
+		validationFailed(c, []orders.FieldError{{Field: "asset", Message: asset + " has no USD price"}})
 		return nil, false
 	}
 	return &validOrder{in: in, wallet: wallet, amountUSD: amount.Mul(price)}, true
@@ -199,16 +193,16 @@ func (h *orderHandlers) create(c *gin.Context) {
 		ID: id, OrgID: p.OrgID, App: h.domain.App, Domain: h.domain.Name, Status: orders.StatusDraft,
 		WalletID: wallet.ID, Chain: wallet.Chain, Details: string(detailsJSON), PayloadHash: hash,
 		AmountUSD: v.amountUSD, CreatedBy: p.Actor(), CorrelationID: correlationID(c),
-		WorkflowID: "order-" + id, CreatedAt: now, UpdatedAt: now,
+		WorkflowID: workflows.OrderWorkflowID(id), CreatedAt: now, UpdatedAt: now,
 	}
 	legs := make([]store.OrderLeg, len(legNames))
 	for i, l := range legNames {
-		legs[i] = store.OrderLeg{Position: i, Leg: l, Status: "pending"}
+		legs[i] = store.OrderLeg{Position: i, Leg: l, Status: orders.LegPending}
 	}
 	audit := &store.AuditLog{ID: ids.New(ids.AuditLog), OrgID: p.OrgID, App: h.domain.App, ActorType: p.ActorType(),
 		ActorID: p.ID, Action: h.domain.Name + ".created", ResourceType: "order", ResourceID: id,
 		CorrelationID: correlationID(c), Details: string(detailsJSON), CreatedAt: now}
-	created := store.EventSpec{Name: "Order.Created", Fields: map[string]any{
+	created := store.EventSpec{Name: events.OrderCreated, Fields: map[string]any{
 		"walletId": wallet.ID, "chain": wallet.Chain, "amountUsd": usd(o.AmountUSD), "createdBy": p.ID,
 	}}
 	if _, err := h.store.CreateOrder(ctx, o, legs, created, audit); err != nil {
@@ -284,13 +278,13 @@ func (h *orderHandlers) list(c *gin.Context) {
 	pg, errs := listParams(c, "limit", "cursor", "status", "createdAfter")
 	status := c.Query("status")
 	if status != "" && !slices.Contains(orders.Statuses, status) {
-		errs = append(errs, FieldError{Field: "status", Message: "is not an order status"})
+		errs = append(errs, orders.FieldError{Field: "status", Message: "is not an order status"})
 	}
 	var after *time.Time
 	if raw := c.Query("createdAfter"); raw != "" {
 		t, err := time.Parse(time.RFC3339Nano, raw)
 		if err != nil {
-			errs = append(errs, FieldError{Field: "createdAfter", Message: "must be an ISO 8601 timestamp such as 2026-11-22T01:24:34.123Z"})
+			errs = append(errs, orders.FieldError{Field: "createdAfter", Message: "must be an ISO 8601 timestamp such as 2026-11-22T01:24:34.123Z"})
 		}
 		after = &t
 	}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/opentreasury/treasury/orders"
 )
 
 const (
@@ -26,12 +28,12 @@ type listResponse[T any] struct {
 }
 
 // parsePage reads limit (1–200, default 50) and the opaque cursor; it collects field errors.
-func parsePage(c *gin.Context, errs *[]FieldError) page {
+func parsePage(c *gin.Context, errs *[]orders.FieldError) page {
 	p := page{Limit: defaultPageSize}
 	if raw, ok := c.GetQuery("limit"); ok {
 		n, err := strconv.Atoi(raw)
 		if err != nil || n < 1 || n > maxPageSize {
-			*errs = append(*errs, FieldError{Field: "limit", Message: "must be an integer from 1 to 200"})
+			*errs = append(*errs, orders.FieldError{Field: "limit", Message: "must be an integer from 1 to 200"})
 		} else {
 			p.Limit = n
 		}
@@ -39,7 +41,7 @@ func parsePage(c *gin.Context, errs *[]FieldError) page {
 	if raw := c.Query("cursor"); raw != "" {
 		b, err := base64.RawURLEncoding.DecodeString(raw)
 		if err != nil || len(b) == 0 {
-			*errs = append(*errs, FieldError{Field: "cursor", Message: "is not a cursor returned by this list"})
+			*errs = append(*errs, orders.FieldError{Field: "cursor", Message: "is not a cursor returned by this list"})
 		} else {
 			p.After = string(b)
 		}
@@ -63,7 +65,7 @@ func encodeCursor(key string) *string {
 }
 
 // rejectUnknownQuery collects an error for every query parameter the route does not take.
-func rejectUnknownQuery(c *gin.Context, allowed []string, errs *[]FieldError) {
+func rejectUnknownQuery(c *gin.Context, allowed []string, errs *[]orders.FieldError) {
 	keys := make([]string, 0)
 	for k := range c.Request.URL.Query() {
 		if !slices.Contains(allowed, k) && !(k == "app" && c.GetBool(appQueryKey)) {
@@ -72,11 +74,11 @@ func rejectUnknownQuery(c *gin.Context, allowed []string, errs *[]FieldError) {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		*errs = append(*errs, FieldError{Field: k, Message: "is not a parameter of this endpoint"})
+		*errs = append(*errs, orders.FieldError{Field: k, Message: "is not a parameter of this endpoint"})
 	}
 }
 
-func validationFailed(c *gin.Context, errs []FieldError) {
+func validationFailed(c *gin.Context, errs []orders.FieldError) {
 	p := NewProblem(CodeValidationFailed, "The request has invalid fields; see errors.")
 	p.Errors = errs
 	abortProblem(c, p)
@@ -84,8 +86,8 @@ func validationFailed(c *gin.Context, errs []FieldError) {
 
 // listParams reads a list's query: the page, and an error for every parameter the route
 // does not take. Callers add their own checks to errs before answering.
-func listParams(c *gin.Context, allowed ...string) (page, []FieldError) {
-	var errs []FieldError
+func listParams(c *gin.Context, allowed ...string) (page, []orders.FieldError) {
+	var errs []orders.FieldError
 	rejectUnknownQuery(c, allowed, &errs)
 	return parsePage(c, &errs), errs
 }

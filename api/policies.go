@@ -84,7 +84,7 @@ func (h *policyHandlers) put(c *gin.Context) {
 	}
 	rules, err := policy.Parse(body)
 	if err != nil {
-		validationFailed(c, []FieldError{{Field: "body", Message: err.Error()}})
+		validationFailed(c, []orders.FieldError{{Field: "body", Message: err.Error()}})
 		return
 	}
 	doc, err := rules.Document()

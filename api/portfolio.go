@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/shopspring/decimal"
 
+	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
 )
 
@@ -82,7 +83,7 @@ func (h *portfolioHandlers) priced(ctx context.Context, positions []store.Positi
 // portfolio answers GET /treasury/portfolio: wallets × balances × prices of the caller's org,
 // or of its wallets for a key restricted to some.
 func (h *portfolioHandlers) portfolio(c *gin.Context) {
-	var errs []FieldError
+	var errs []orders.FieldError
 	rejectUnknownQuery(c, nil, &errs)
 	if len(errs) > 0 {
 		validationFailed(c, errs)
@@ -215,7 +216,7 @@ func (h *portfolioHandlers) positions(c *gin.Context) {
 	if pg.After != "" {
 		w, a, ok := strings.Cut(pg.After, positionCursorSep)
 		if !ok {
-			errs = append(errs, FieldError{Field: "cursor", Message: "is not a cursor returned by this list"})
+			errs = append(errs, orders.FieldError{Field: "cursor", Message: "is not a cursor returned by this list"})
 		}
 		after = &store.PositionKey{WalletID: w, Asset: a}
 	}

@@ -4,6 +4,9 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/opentreasury/treasury/orders"
+	"github.com/opentreasury/treasury/policy"
 )
 
 // Error codes of SPEC section 2; each maps to one HTTP status.
@@ -65,28 +68,16 @@ var codeTitle = map[string]string{
 	CodeUnavailable:          "Service unavailable",
 }
 
-// FieldError names one invalid field of a request.
-type FieldError struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
-
-// Violation is one broken policy rule.
-type Violation struct {
-	Rule    string `json:"rule"`
-	Message string `json:"message"`
-}
-
 // Problem is an RFC 9457 problem document.
 type Problem struct {
-	Type          string       `json:"type"`
-	Title         string       `json:"title"`
-	Status        int          `json:"status"`
-	Code          string       `json:"code"`
-	Detail        string       `json:"detail,omitempty"`
-	CorrelationID string       `json:"correlationId"`
-	Errors        []FieldError `json:"errors,omitempty"`
-	Violations    []Violation  `json:"violations,omitempty"`
+	Type          string              `json:"type"`
+	Title         string              `json:"title"`
+	Status        int                 `json:"status"`
+	Code          string              `json:"code"`
+	Detail        string              `json:"detail,omitempty"`
+	CorrelationID string              `json:"correlationId"`
+	Errors        []orders.FieldError `json:"errors,omitempty"`
+	Violations    []policy.Violation  `json:"violations,omitempty"`
 }
 
 // NewProblem builds the problem for a code, with a human detail.

@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
 )
 
@@ -68,7 +69,7 @@ func (h *sessionHandlers) signIn(c *gin.Context) {
 		return
 	}
 	if mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type")); err != nil || mt != "application/json" {
-		validationFailed(c, []FieldError{{Field: "Content-Type", Message: "must be application/json"}})
+		validationFailed(c, []orders.FieldError{{Field: "Content-Type", Message: "must be application/json"}})
 		return
 	}
 	var req struct {
@@ -79,12 +80,12 @@ func (h *sessionHandlers) signIn(c *gin.Context) {
 		return
 	}
 	email := strings.ToLower(strings.TrimSpace(req.Email))
-	var errs []FieldError
+	var errs []orders.FieldError
 	if email == "" {
-		errs = append(errs, FieldError{Field: "email", Message: "is required"})
+		errs = append(errs, orders.FieldError{Field: "email", Message: "is required"})
 	}
 	if req.Password == "" {
-		errs = append(errs, FieldError{Field: "password", Message: "is required"})
+		errs = append(errs, orders.FieldError{Field: "password", Message: "is required"})
 	}
 	if len(errs) > 0 {
 		validationFailed(c, errs)
@@ -204,12 +205,12 @@ func (h *sessionHandlers) changePassword(c *gin.Context) {
 	}
 	if !auth.PasswordMatches(req.CurrentPassword, u.PasswordHash) {
 		h.failures.take(key)
-		validationFailed(c, []FieldError{{Field: "currentPassword", Message: "is not the current password"}})
+		validationFailed(c, []orders.FieldError{{Field: "currentPassword", Message: "is not the current password"}})
 		return
 	}
 	hash, err := auth.HashPassword(req.NewPassword)
 	if errors.Is(err, auth.ErrWeakPassword) {
-		validationFailed(c, []FieldError{{Field: "newPassword", Message: "needs 12 to 72 bytes"}})
+		validationFailed(c, []orders.FieldError{{Field: "newPassword", Message: "needs 12 to 72 bytes"}})
 		return
 	}
 	changedAt := h.now()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
 )
 
@@ -82,11 +83,11 @@ func (h *teamHandlers) list(c *gin.Context) {
 }
 
 // readActions validates a permission list: known actions, sorted, each once.
-func readActions(actions []string) ([]string, []FieldError) {
-	var errs []FieldError
+func readActions(actions []string) ([]string, []orders.FieldError) {
+	var errs []orders.FieldError
 	for _, a := range actions {
 		if !auth.IsAction(a) {
-			errs = append(errs, FieldError{Field: "actions", Message: a + " is not an action (read, write, approve, sign, developer)"})
+			errs = append(errs, orders.FieldError{Field: "actions", Message: a + " is not an action (read, write, approve, sign, developer)"})
 		}
 	}
 	out := slices.Clone(actions)
@@ -107,10 +108,10 @@ func (h *teamHandlers) add(c *gin.Context) {
 	email := strings.ToLower(strings.TrimSpace(req.Email))
 	actions, errs := readActions(req.Actions)
 	if addr, err := mail.ParseAddress(email); err != nil || addr.Address != email || len(email) > 254 {
-		errs = append(errs, FieldError{Field: "email", Message: "must be an e-mail address"})
+		errs = append(errs, orders.FieldError{Field: "email", Message: "must be an e-mail address"})
 	}
 	if len(actions) == 0 {
-		errs = append(errs, FieldError{Field: "actions", Message: "needs at least one action on this app"})
+		errs = append(errs, orders.FieldError{Field: "actions", Message: "needs at least one action on this app"})
 	}
 	if len(errs) > 0 {
 		validationFailed(c, errs)
@@ -158,7 +159,7 @@ func (h *teamHandlers) update(c *gin.Context) {
 		return
 	}
 	if req.Actions == nil {
-		validationFailed(c, []FieldError{{Field: "actions", Message: "is required ([] removes every action)"}})
+		validationFailed(c, []orders.FieldError{{Field: "actions", Message: "is required ([] removes every action)"}})
 		return
 	}
 	actions, errs := readActions(*req.Actions)

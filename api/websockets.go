@@ -14,6 +14,7 @@ import (
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
 )
 
@@ -155,7 +156,7 @@ func (h *websocketHandlers) create(c *gin.Context) {
 	}
 	entries, err := events.NormalizeEntries(req.Events)
 	if err != nil {
-		validationFailed(c, []FieldError{{Field: "events", Message: err.Error()}})
+		validationFailed(c, []orders.FieldError{{Field: "events", Message: err.Error()}})
 		return
 	}
 	p := principalOf(c)
@@ -207,7 +208,7 @@ func (h *websocketHandlers) update(c *gin.Context) {
 		return
 	}
 	if req.Enabled == nil {
-		validationFailed(c, []FieldError{{Field: "enabled", Message: "is required (true or false)"}})
+		validationFailed(c, []orders.FieldError{{Field: "enabled", Message: "is required (true or false)"}})
 		return
 	}
 	cfg, ok := h.configOfApp(c)
@@ -328,7 +329,7 @@ func (h *websocketHandlers) connect(c *gin.Context) {
 	}
 	id := c.Query("id")
 	if id == "" {
-		validationFailed(c, []FieldError{{Field: "id", Message: "is required: the WebSocket config id (wsc_…)"}})
+		validationFailed(c, []orders.FieldError{{Field: "id", Message: "is required: the WebSocket config id (wsc_…)"}})
 		return
 	}
 	cfg, err := h.store.WebSocketConfigByID(ctx, id)

@@ -8,15 +8,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/workflows"
-)
-
-// Search attribute keys set on order workflows for operators.
-var (
-	orderDomainKey   = temporal.NewSearchAttributeKeyKeyword("OrderDomain")
-	orgIDKey         = temporal.NewSearchAttributeKeyKeyword("OrgId")
-	correlationIDKey = temporal.NewSearchAttributeKeyKeyword("CorrelationId")
 )
 
 // TemporalOrders starts and signals order workflows on a Temporal client.
@@ -33,8 +27,8 @@ func (t TemporalOrders) Submit(ctx context.Context, o *store.Order, legs []strin
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			orderDomainKey.ValueSet(o.Domain), workflows.OrderStatusKey.ValueSet("submitted"),
-			orgIDKey.ValueSet(o.OrgID), correlationIDKey.ValueSet(correlationID)),
+			workflows.OrderDomainKey.ValueSet(o.Domain), workflows.OrderStatusKey.ValueSet(orders.StatusSubmitted),
+			workflows.OrgIDKey.ValueSet(o.OrgID), workflows.CorrelationIDKey.ValueSet(correlationID)),
 		Memo:          map[string]any{"correlationId": correlationID, "orderId": o.ID},
 		StaticSummary: fmt.Sprintf("%s %s worth %s USD from %s", o.Domain, o.ID, o.AmountUSD.StringFixedBank(2), o.WalletID),
 	}, workflows.OrderWorkflow, workflows.OrderInput{OrderID: o.ID, CorrelationID: correlationID, Legs: legs})
@@ -57,10 +51,10 @@ func (t TemporalOrders) Submit(ctx context.Context, o *store.Order, legs []strin
 
 // SignalApproval delivers a recorded approval decision.
 func (t TemporalOrders) SignalApproval(ctx context.Context, orderID string, d workflows.ApprovalDecision) error {
-	return t.Client.SignalWorkflow(ctx, "order-"+orderID, "", workflows.SignalApprovalDecision, d)
+	return t.Client.SignalWorkflow(ctx, workflows.OrderWorkflowID(orderID), "", workflows.SignalApprovalDecision, d)
 }
 
 // SignalSignature delivers a verified signature.
 func (t TemporalOrders) SignalSignature(ctx context.Context, orderID string, s workflows.Signature) error {
-	return t.Client.SignalWorkflow(ctx, "order-"+orderID, "", workflows.SignalSignature, s)
+	return t.Client.SignalWorkflow(ctx, workflows.OrderWorkflowID(orderID), "", workflows.SignalSignature, s)
 }

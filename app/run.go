@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/opentreasury/treasury/api"
-	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/chain/devchain"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/worker"
 	"github.com/opentreasury/treasury/workflows"
@@ -60,7 +60,7 @@ func RunWorker(ctx context.Context, cfg Config) error {
 		return err
 	}
 	// Only the simulated chain exists so far; a real adapter plugs in here.
-	w := NewWorker(s, chain.NewDevchain(s), tc, log, cfg.ShutdownTimeout)
+	w := NewWorker(s, devchain.New(s), tc, log, cfg.ShutdownTimeout)
 	log.Info("worker polling", "taskQueue", workflows.TaskQueue, "namespace", cfg.TemporalNamespace)
 	// Run returns on the interrupt, or on a fatal worker error, which ends the process.
 	interrupt := make(chan any)

@@ -21,15 +21,17 @@ import (
 	"github.com/opentreasury/treasury/chain"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/worker"
+	"github.com/opentreasury/treasury/workflows"
 )
 
-// SearchAttributes are the custom search attributes the order workflows set, so that
-// operators can find orders in the Temporal UI.
-var SearchAttributes = map[string]enumspb.IndexedValueType{
-	"OrderDomain":   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-	"OrderStatus":   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-	"OrgId":         enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-	"CorrelationId": enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+// SearchAttributeTypes are the custom search attributes the order workflows set, by name,
+// as a namespace registers them.
+func SearchAttributeTypes() map[string]enumspb.IndexedValueType {
+	out := make(map[string]enumspb.IndexedValueType, len(workflows.SearchAttributes))
+	for _, k := range workflows.SearchAttributes {
+		out[k.GetName()] = k.GetValueType()
+	}
+	return out
 }
 
 // OpenStore connects to the configured database and, unless disabled, migrates it.
@@ -99,7 +101,7 @@ func RegisterSearchAttributes(ctx context.Context, c client.Client, namespace st
 		return fmt.Errorf("list search attributes: %w", err)
 	}
 	missing := map[string]enumspb.IndexedValueType{}
-	for name, typ := range SearchAttributes {
+	for name, typ := range SearchAttributeTypes() {
 		if _, ok := have.GetCustomAttributes()[name]; !ok {
 			missing[name] = typ
 		}

@@ -1,5 +1,5 @@
-// Package chain is the boundary to blockchains: the Adapter interface the workers use,
-// and Devchain, a simulated chain for development and tests.
+// Package chain is the boundary to blockchains: the Adapter interface the workers use.
+// A real chain integration implements it; devchain is the simulated one.
 package chain
 
 import (

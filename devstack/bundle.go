@@ -17,7 +17,7 @@ import (
 
 	"github.com/opentreasury/treasury/api"
 	"github.com/opentreasury/treasury/app"
-	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/chain/devchain"
 	"github.com/opentreasury/treasury/seed"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/worker"
@@ -137,7 +137,7 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 		Port:             opts.TemporalPort,
 		UIPort:           opts.UIPort,
 		Namespace:        b.Namespace,
-		SearchAttributes: app.SearchAttributes,
+		SearchAttributes: app.SearchAttributeTypes(),
 		HistoryShards:    opts.HistoryShards,
 		LogLevel:         opts.TemporalLogLevel,
 		Log:              log,
@@ -164,7 +164,7 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 	if err := worker.EnsureSchedules(ctx, b.client, opts.BalanceSyncInterval); err != nil {
 		return nil, err
 	}
-	dev := chain.NewDevchain(b.store)
+	dev := devchain.New(b.store)
 	if opts.BlockTime > 0 {
 		dev.BlockTime = opts.BlockTime
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/api"
+	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
 )
 
@@ -39,7 +40,7 @@ func (d *devSigner) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		pending, err := d.store.ListSigningRequests(ctx, store.SigningFilter{WalletIDs: walletIDs, Status: "pending", Limit: 100})
+		pending, err := d.store.ListSigningRequests(ctx, store.SigningFilter{WalletIDs: walletIDs, Status: orders.SigningPending, Limit: 100})
 		if err != nil {
 			if ctx.Err() == nil {
 				d.log.Warn("dev signer could not list signing requests", "error", err.Error())

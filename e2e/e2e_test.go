@@ -236,7 +236,7 @@ func TestDevBundle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for name, typ := range app.SearchAttributes {
+		for name, typ := range app.SearchAttributeTypes() {
 			if got, ok := resp.GetCustomAttributes()[name]; !ok || got != typ {
 				t.Fatalf("search attribute %s: %v (present %v)", name, got, ok)
 			}

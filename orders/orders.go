@@ -60,6 +60,44 @@ const (
 var Statuses = []string{StatusDraft, StatusSubmitted, StatusPendingApproval, StatusApproved, StatusPendingSignature,
 	StatusSigned, StatusBroadcast, StatusConfirmed, StatusFailed, StatusRejected}
 
+// LegPending is a leg's status until its signing request is made; from then on a leg takes
+// the order's status names (pending_signature, signed, broadcast, confirmed, failed).
+const LegPending = "pending"
+
+// Why an order ended rejected.
+const (
+	RejectedByPolicy   = "policy"
+	RejectedByApprover = "approver"
+	RejectedExpired    = "expired"
+)
+
+// Statuses of an approval item (SPEC 3.3).
+const (
+	ItemPending  = "pending"
+	ItemApproved = "approved"
+	ItemRejected = "rejected"
+	ItemExpired  = "expired"
+)
+
+// ItemStatuses lists every approval item status, for validating filters.
+var ItemStatuses = []string{ItemPending, ItemApproved, ItemRejected, ItemExpired}
+
+// The decisions an approver records.
+const (
+	Approve = "APPROVE"
+	Reject  = "REJECT"
+)
+
+// Statuses of a signing request (SPEC 3.5).
+const (
+	SigningPending = "pending"
+	SigningSigned  = "signed"
+	SigningExpired = "expired"
+)
+
+// SigningStatuses lists every signing request status, for validating filters.
+var SigningStatuses = []string{SigningPending, SigningSigned, SigningExpired}
+
 // ChainAssets are the assets each supported chain carries; the first is the native one.
 var ChainAssets = map[string][]string{
 	"ethereum": {"ETH", "USDC", "WBTC"},

@@ -38,6 +38,12 @@ type Check struct {
 	Message string `json:"message"`
 }
 
+// Violation is a rule an order breaks, as a refused submit reports it.
+type Violation struct {
+	Rule    string `json:"rule"`
+	Message string `json:"message"`
+}
+
 // Evaluation is the policy's decision on an order.
 type Evaluation struct {
 	// Checks lists every rule that applies to the order, passed or not.

@@ -13,7 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/auth"
-	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/chain/devchain"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/policy"
 	"github.com/opentreasury/treasury/store"
@@ -231,7 +231,7 @@ func seedPolicy(ctx context.Context, tx *store.Store, org, app string, now time.
 	switch app {
 	case "pay":
 		rules.DestinationWhitelist = []string{
-			"0x" + strings.Repeat("1", 40), "0x" + strings.Repeat("2", 40), chain.RevertAddress,
+			"0x" + strings.Repeat("1", 40), "0x" + strings.Repeat("2", 40), devchain.RevertAddress,
 		}
 	case "trade":
 		rules.DeniedPairs = [][2]string{{"WBTC", "USDC"}}

@@ -23,7 +23,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/opentreasury/treasury/auth"
-	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/chain/devchain"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/policy"
 	"github.com/opentreasury/treasury/store"
@@ -652,8 +652,8 @@ func TestSeededPolicies(t *testing.T) {
 			}
 		})
 	}
-	if chain.RevertAddress != "0x000000000000000000000000000000000000dEaD" {
-		t.Errorf("chain.RevertAddress = %s, not the address SPEC 3.6 documents", chain.RevertAddress)
+	if devchain.RevertAddress != "0x000000000000000000000000000000000000dEaD" {
+		t.Errorf("devchain.RevertAddress = %s, not the address SPEC 3.6 documents", devchain.RevertAddress)
 	}
 }
 

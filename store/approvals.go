@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"gorm.io/gorm/clause"
+
+	"github.com/opentreasury/treasury/orders"
 )
 
 // ApprovalItem is an order waiting for approvers.
@@ -79,7 +81,7 @@ func (s *Store) CreateApprovalItem(ctx context.Context, it *ApprovalItem) error 
 // already closed keeps its outcome.
 func (s *Store) SetApprovalItemStatus(ctx context.Context, id, status string, at time.Time) error {
 	at = at.UTC()
-	return s.with(ctx).Model(&ApprovalItem{}).Where("id = ? AND status = ?", id, "pending").
+	return s.with(ctx).Model(&ApprovalItem{}).Where("id = ? AND status = ?", id, orders.ItemPending).
 		Updates(map[string]any{"status": status, "decided_at": at}).Error
 }
 
@@ -98,7 +100,7 @@ func (s *Store) RecordApprovalDecision(ctx context.Context, orgID string, d *App
 			*d = mine
 			return ErrAlreadyDecided
 		}
-		if it.Status != "pending" || !d.DecidedAt.Before(it.ExpiresAt) {
+		if it.Status != orders.ItemPending || !d.DecidedAt.Before(it.ExpiresAt) {
 			return ErrItemClosed
 		}
 		d.DecidedAt = d.DecidedAt.UTC()
@@ -106,16 +108,16 @@ func (s *Store) RecordApprovalDecision(ctx context.Context, orgID string, d *App
 			return err
 		}
 		var approvals int64
-		if err := tx.with(ctx).Model(&ApprovalDecision{}).Where("item_id = ? AND decision = ?", it.ID, "APPROVE").Count(&approvals).Error; err != nil {
+		if err := tx.with(ctx).Model(&ApprovalDecision{}).Where("item_id = ? AND decision = ?", it.ID, orders.Approve).Count(&approvals).Error; err != nil {
 			return err
 		}
 		switch {
-		case d.Decision == "REJECT":
-			it.Status = "rejected"
+		case d.Decision == orders.Reject:
+			it.Status = orders.ItemRejected
 		case approvals >= int64(it.RequiredApprovals):
-			it.Status = "approved"
+			it.Status = orders.ItemApproved
 		}
-		if it.Status != "pending" {
+		if it.Status != orders.ItemPending {
 			it.DecidedAt = &d.DecidedAt
 			if err := tx.SetApprovalItemStatus(ctx, it.ID, it.Status, d.DecidedAt); err != nil {
 				return err
@@ -217,7 +219,7 @@ func (s *Store) SetSigningRequestStatus(ctx context.Context, id, status string, 
 	if signature != nil {
 		updates["signature"], updates["signed_at"] = *signature, at.UTC()
 	}
-	return s.with(ctx).Model(&SigningRequest{}).Where("id = ? AND status = ?", id, "pending").Updates(updates).Error
+	return s.with(ctx).Model(&SigningRequest{}).Where("id = ? AND status = ?", id, orders.SigningPending).Updates(updates).Error
 }
 
 // SigningFilter selects signing requests.

@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/orders"
 )
 
 // Order is a payment, trade, earn or borrow order.
@@ -103,8 +104,11 @@ var ErrTransition = errors.New("store: order is not in a status this step applie
 // EventSpec describes the event a step emits.
 type EventSpec struct {
 	Name string
-	Leg  string
-	// Fields are added to the event data beside the standard ones.
+	// Leg marks a leg event with the position of its leg. The event names the leg, from the
+	// locked order, when the order has more than one (SPEC 3.7).
+	Leg *int
+	// Fields are added to the event data beside the standard ones. Mutate may add to them
+	// from the locked order.
 	Fields map[string]any
 }
 
@@ -118,10 +122,11 @@ type OrderChange struct {
 	// To is the new status; empty leaves it.
 	To     string
 	Reason string
-	// Mutate changes other fields of the order and its legs before they are saved.
+	// Mutate changes other fields of the locked order and its legs before they are saved.
 	Mutate func(o *Order, legs []OrderLeg)
-	// Also writes other rows that belong to the step, in the same transaction.
-	Also          func(tx *Store) error
+	// Also writes other rows that belong to the step, in the same transaction, given the
+	// locked order and legs (after Mutate, which it may change further).
+	Also          func(tx *Store, o *Order, legs []OrderLeg) error
 	Event         *EventSpec
 	CorrelationID string
 	At            time.Time
@@ -219,7 +224,7 @@ func (s *Store) applyStep(ctx context.Context, ch OrderChange, initial bool) (*S
 		ch.Mutate(o, legs)
 	}
 	if ch.Also != nil {
-		if err := ch.Also(s); err != nil {
+		if err := ch.Also(s, o, legs); err != nil {
 			return nil, err
 		}
 	}
@@ -234,7 +239,7 @@ func (s *Store) applyStep(ctx context.Context, ch OrderChange, initial bool) (*S
 	res := &StepResult{Applied: true, Order: o, Legs: legs}
 	if ch.Event != nil {
 		o.EventSequence++
-		ev, err := newEvent(o, ch, at)
+		ev, err := newEvent(o, legs, ch, at)
 		if err != nil {
 			return nil, err
 		}
@@ -260,10 +265,12 @@ func (s *Store) applyStep(ctx context.Context, ch OrderChange, initial bool) (*S
 }
 
 // newEvent builds the event of a step: the standard fields of SPEC 3.7, then the step's own.
-func newEvent(o *Order, ch OrderChange, at time.Time) (*Event, error) {
+func newEvent(o *Order, legs []OrderLeg, ch OrderChange, at time.Time) (*Event, error) {
 	ev := &Event{ID: ids.New(ids.Event), OrgID: o.OrgID, App: o.App, Domain: o.Domain, OrderID: o.ID,
-		Sequence: o.EventSequence, Event: ch.Event.Name, Leg: ch.Event.Leg, Step: ch.Step,
-		CorrelationID: ch.CorrelationID, OccurredAt: at}
+		Sequence: o.EventSequence, Event: ch.Event.Name, Step: ch.Step, CorrelationID: ch.CorrelationID, OccurredAt: at}
+	if pos := ch.Event.Leg; pos != nil && len(legs) > 1 && *pos < len(legs) {
+		ev.Leg = legs[*pos].Leg
+	}
 	data := map[string]any{}
 	for k, v := range ch.Event.Fields {
 		data[k] = v
@@ -435,7 +442,7 @@ func (s *Store) OrderEvents(ctx context.Context, orderID string) ([]Event, error
 func (s *Store) WalletVolumeSince(ctx context.Context, walletID string, since time.Time, excludeOrderID string) (decimal.Decimal, error) {
 	var amounts []decimal.Decimal
 	err := s.with(ctx).Model(&Order{}).
-		Where("wallet_id = ? AND submitted_at >= ? AND status NOT IN ? AND id <> ?", walletID, since.UTC(), []string{"rejected", "failed"}, excludeOrderID).
+		Where("wallet_id = ? AND submitted_at >= ? AND status NOT IN ? AND id <> ?", walletID, since.UTC(), []string{orders.StatusRejected, orders.StatusFailed}, excludeOrderID).
 		Pluck("amount_usd", &amounts).Error
 	total := decimal.Zero
 	for _, a := range amounts {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,13 +103,20 @@ func TestOrderStepsAreAppliedOnce(t *testing.T) {
 func TestOrderStepMutatesLegs(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		o := mustDraft(t, s, mustOrg(t, s), "APPROVE", "SWAP")
+		swapLeg := 1
+		var alsoSaw string
 		res, err := s.ApplyOrderStep(ctx, store.OrderChange{OrderID: o.ID, Step: "leg-1-broadcast", To: "broadcast",
 			Mutate: func(o *store.Order, legs []store.OrderLeg) {
 				hash := "0xabc"
 				legs[1].TxHash, legs[1].Status = &hash, "broadcast"
 				o.AmountUSD = decimal.RequireFromString("123.45")
 			},
-			Event: &store.EventSpec{Name: "Order.Broadcast", Leg: "SWAP", Fields: map[string]any{"txHash": "0xabc"}}, CorrelationID: "c"})
+			// Also is handed the locked order and legs, as Mutate left them.
+			Also: func(_ *store.Store, o *store.Order, legs []store.OrderLeg) error {
+				alsoSaw = o.ID + " " + o.AmountUSD.String() + " " + *legs[1].TxHash
+				return nil
+			},
+			Event: &store.EventSpec{Name: "Order.Broadcast", Leg: &swapLeg, Fields: map[string]any{"txHash": "0xabc"}}, CorrelationID: "c"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,6 +134,17 @@ func TestOrderStepMutatesLegs(t *testing.T) {
 		_ = json.Unmarshal([]byte(res.Event.Data), &data)
 		if data["leg"] != "SWAP" || res.Event.Leg != "SWAP" || data["txHash"] != "0xabc" {
 			t.Fatalf("leg event %s", res.Event.Data)
+		}
+		if alsoSaw != o.ID+" 123.45 0xabc" {
+			t.Fatalf("Also saw %q", alsoSaw)
+		}
+		// A single-leg order's leg events name no leg.
+		single := mustDraft(t, s, mustOrg(t, s), "TRANSFER")
+		first := 0
+		res, err = s.ApplyOrderStep(ctx, store.OrderChange{OrderID: single.ID, Step: "leg-0-broadcast",
+			Event: &store.EventSpec{Name: "Order.Broadcast", Leg: &first}, CorrelationID: "c"})
+		if err != nil || res.Event.Leg != "" || strings.Contains(res.Event.Data, `"leg"`) {
+			t.Fatalf("single-leg event %+v %v", res.Event, err)
 		}
 		if _, _, err := s.OrderInApp(ctx, o.OrgID, "trade", o.ID); !errors.Is(err, store.ErrNotFound) {
 			t.Fatal("an order is not visible from another app")

@@ -7,6 +7,10 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/orders"
+	"github.com/opentreasury/treasury/policy"
 )
 
 // The order workflow, its message names and its activities.
@@ -46,16 +50,10 @@ type OrderInput struct {
 	ConfirmTimeout time.Duration
 }
 
-// Violation is a broken policy rule.
-type Violation struct {
-	Rule    string `json:"rule"`
-	Message string `json:"message"`
-}
-
 // PolicyDecision is the policy's answer on a submitted order.
 type PolicyDecision struct {
 	Allowed          bool
-	Violations       []Violation
+	Violations       []policy.Violation
 	ApprovalRequired bool
 	Quorum           int
 }
@@ -104,7 +102,7 @@ type RejectInput struct {
 	CorrelationID string
 	Reason        string // policy, approver, expired
 	ItemID        string
-	Violations    []Violation
+	Violations    []policy.Violation
 	DecidedBy     string
 }
 
@@ -129,7 +127,7 @@ type SigningRequestRef struct {
 
 // LegStatus is a broadcast leg's chain state: pending, confirmed or failed.
 type LegStatus struct {
-	State  string
+	State  chain.TxState
 	Reason string
 }
 
@@ -184,7 +182,7 @@ type orderRun struct {
 // writes the order and its event in one transaction, keyed by step, so retries never emit
 // twice. Decisions and signatures arrive as signals; waits are durable timers.
 func OrderLifecycle(ctx workflow.Context, in OrderInput) (OrderState, error) {
-	r := &orderRun{in: in, state: OrderState{Status: "submitted"}, approvers: map[string]bool{}, signatures: map[string]Signature{}}
+	r := &orderRun{in: in, state: OrderState{Status: orders.StatusSubmitted}, approvers: map[string]bool{}, signatures: map[string]Signature{}}
 	if err := r.setup(ctx); err != nil {
 		return r.state, err
 	}
@@ -212,7 +210,7 @@ func (r *orderRun) setup(ctx workflow.Context) error {
 		// A refusal is answered once the order's rejection is stored, so that the 422 and
 		// a GET right after it agree.
 		if err := workflow.Await(ctx, func() bool {
-			return r.finished || (r.decided && (r.state.Decision.Allowed || r.state.Status == "rejected"))
+			return r.finished || (r.decided && (r.state.Decision.Allowed || r.state.Status == orders.StatusRejected))
 		}); err != nil {
 			return PolicyDecision{}, err
 		}
@@ -251,14 +249,14 @@ func (r *orderRun) onDecision(d ApprovalDecision) {
 		r.approvers[d.DecidedBy] = true
 		r.state.Approvals = append(r.state.Approvals, d)
 	}
-	if r.outcome == "approved" || r.outcome == "rejected" {
+	if r.outcome == orders.ItemApproved || r.outcome == orders.ItemRejected {
 		return
 	}
 	switch d.Outcome {
-	case "approved":
-		r.outcome, r.approvedIn = "approved", d.CorrelationID
-	case "rejected":
-		r.outcome, r.rejectedBy, r.rejectedIn = "rejected", d.DecidedBy, d.CorrelationID
+	case orders.ItemApproved:
+		r.outcome, r.approvedIn = orders.ItemApproved, d.CorrelationID
+	case orders.ItemRejected:
+		r.outcome, r.rejectedBy, r.rejectedIn = orders.ItemRejected, d.DecidedBy, d.CorrelationID
 	}
 }
 
@@ -304,7 +302,7 @@ func (r *orderRun) run(ctx workflow.Context) error {
 	}
 	r.state.Decision, r.decided = &decision, true
 	if !decision.Allowed {
-		return r.reject(ctx, RejectInput{Reason: "policy", Violations: decision.Violations})
+		return r.reject(ctx, RejectInput{Reason: orders.RejectedByPolicy, Violations: decision.Violations})
 	}
 	if decision.ApprovalRequired {
 		done, err := r.approve(ctx, decision.Quorum)
@@ -319,7 +317,7 @@ func (r *orderRun) run(ctx workflow.Context) error {
 			return err
 		}
 	}
-	r.setStatus(ctx, "confirmed")
+	r.setStatus(ctx, orders.StatusConfirmed)
 	return nil
 }
 
@@ -331,8 +329,8 @@ func (r *orderRun) approve(ctx workflow.Context, quorum int) (done bool, err err
 		CorrelationID: r.in.CorrelationID, Quorum: quorum, ExpiresAt: expires}).Get(ctx, &r.state.ItemID); err != nil {
 		return true, err
 	}
-	r.setStatus(ctx, "pending_approval")
-	reached, err := workflow.AwaitWithTimeout(ctx, r.in.ApprovalTimeout, func() bool { return r.outcome != "" && r.outcome != "pending" })
+	r.setStatus(ctx, orders.StatusPendingApproval)
+	reached, err := workflow.AwaitWithTimeout(ctx, r.in.ApprovalTimeout, func() bool { return r.outcome != "" && r.outcome != orders.ItemPending })
 	if err != nil {
 		return true, err
 	}
@@ -344,25 +342,25 @@ func (r *orderRun) approve(ctx workflow.Context, quorum int) (done bool, err err
 			return true, err
 		}
 		switch o.Status {
-		case "approved":
-			r.outcome, r.approvedIn = "approved", o.CorrelationID
-		case "rejected":
-			r.outcome, r.rejectedBy, r.rejectedIn = "rejected", o.RejectedBy, o.CorrelationID
+		case orders.ItemApproved:
+			r.outcome, r.approvedIn = orders.ItemApproved, o.CorrelationID
+		case orders.ItemRejected:
+			r.outcome, r.rejectedBy, r.rejectedIn = orders.ItemRejected, o.RejectedBy, o.CorrelationID
 		}
 	}
 	switch r.outcome {
-	case "rejected":
-		return true, r.reject(ctx, RejectInput{Reason: "approver", ItemID: r.state.ItemID, DecidedBy: r.rejectedBy,
+	case orders.ItemRejected:
+		return true, r.reject(ctx, RejectInput{Reason: orders.RejectedByApprover, ItemID: r.state.ItemID, DecidedBy: r.rejectedBy,
 			CorrelationID: r.rejectedIn})
-	case "approved":
+	case orders.ItemApproved:
 	default:
-		return true, r.reject(ctx, RejectInput{Reason: "expired", ItemID: r.state.ItemID})
+		return true, r.reject(ctx, RejectInput{Reason: orders.RejectedExpired, ItemID: r.state.ItemID})
 	}
 	if err := workflow.ExecuteLocalActivity(lctx, MarkApprovedActivity, ApprovalRequest{OrderID: r.in.OrderID,
 		CorrelationID: or(r.approvedIn, r.in.CorrelationID), Quorum: quorum}).Get(ctx, nil); err != nil {
 		return true, err
 	}
-	r.setStatus(ctx, "approved")
+	r.setStatus(ctx, orders.StatusApproved)
 	return false, nil
 }
 
@@ -371,7 +369,7 @@ func (r *orderRun) reject(ctx workflow.Context, in RejectInput) error {
 	if err := workflow.ExecuteLocalActivity(localCtx(ctx), RejectOrderActivity, in).Get(ctx, nil); err != nil {
 		return err
 	}
-	r.setStatus(ctx, "rejected")
+	r.setStatus(ctx, orders.StatusRejected)
 	return nil
 }
 
@@ -380,7 +378,7 @@ func (r *orderRun) fail(ctx workflow.Context, in FailInput) error {
 	if err := workflow.ExecuteLocalActivity(localCtx(ctx), FailOrderActivity, in).Get(ctx, nil); err != nil {
 		return err
 	}
-	r.setStatus(ctx, "failed")
+	r.setStatus(ctx, orders.StatusFailed)
 	return nil
 }
 
@@ -393,7 +391,7 @@ func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err er
 	if err := workflow.ExecuteLocalActivity(lctx, RequestSignatureActivity, leg).Get(ctx, &req); err != nil {
 		return true, err
 	}
-	r.setStatus(ctx, "pending_signature")
+	r.setStatus(ctx, orders.StatusPendingSignature)
 	r.state.Requests = append(r.state.Requests, req.ID)
 	signed, err := workflow.AwaitWithTimeout(ctx, r.in.SigningTimeout, func() bool {
 		_, ok := r.signatures[req.ID]
@@ -412,11 +410,11 @@ func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err er
 	if err := workflow.ExecuteLocalActivity(lctx, RecordSignatureActivity, record).Get(ctx, nil); err != nil {
 		return true, err
 	}
-	r.setStatus(ctx, "signed")
+	r.setStatus(ctx, orders.StatusSigned)
 	if err := workflow.ExecuteActivity(actx, BroadcastLegActivity, leg).Get(ctx, &leg.TxHash); err != nil {
 		return true, err
 	}
-	r.setStatus(ctx, "broadcast")
+	r.setStatus(ctx, orders.StatusBroadcast)
 	// CheckLeg waits on the chain itself (up to LegWait, heartbeating), so a confirmation
 	// costs one activity, not a timer and an activity per block.
 	wctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
@@ -431,9 +429,9 @@ func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err er
 			return true, err
 		}
 		switch st.State {
-		case "confirmed":
+		case chain.TxConfirmed:
 			return false, workflow.ExecuteLocalActivity(lctx, ConfirmLegActivity, leg).Get(ctx, nil)
-		case "failed":
+		case chain.TxFailed:
 			return true, r.fail(ctx, FailInput{Code: "tx_reverted", Message: st.Reason, Position: leg.Position, Leg: leg.Leg})
 		}
 		if workflow.Now(ctx).Sub(broadcastAt) >= r.in.ConfirmTimeout {
@@ -447,8 +445,20 @@ func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err er
 	}
 }
 
-// OrderStatusKey is the search attribute operators filter orders by in the Temporal UI.
-var OrderStatusKey = temporal.NewSearchAttributeKeyKeyword("OrderStatus")
+// OrderWorkflowID is the id of an order's workflow (SPEC 7): one workflow per order, so a
+// repeated submit joins the one that runs.
+func OrderWorkflowID(orderID string) string { return "order-" + orderID }
+
+// The search attributes of order workflows, for operators in the Temporal UI (lists come
+// from the store; visibility is eventually consistent).
+var (
+	OrderDomainKey   = temporal.NewSearchAttributeKeyKeyword("OrderDomain")
+	OrderStatusKey   = temporal.NewSearchAttributeKeyKeyword("OrderStatus")
+	OrgIDKey         = temporal.NewSearchAttributeKeyKeyword("OrgId")
+	CorrelationIDKey = temporal.NewSearchAttributeKeyKeyword("CorrelationId")
+	// SearchAttributes are registered on the namespace at start-up.
+	SearchAttributes = []temporal.SearchAttributeKey{OrderDomainKey, OrderStatusKey, OrgIDKey, CorrelationIDKey}
+)
 
 // setStatus keeps the query state and the OrderStatus search attribute in step. The store
 // is the source of truth; this is what an operator sees in the Temporal UI.

@@ -10,6 +10,9 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/policy"
 )
 
 // fakeOrder stands in for the order activities: it records which ran, in order, and
@@ -58,7 +61,7 @@ func (f *fakeOrder) register(env *testsuite.TestWorkflowEnvironment) {
 		defer f.mu.Unlock()
 		i := min(f.checks, len(f.chain)-1)
 		f.checks++
-		return LegStatus{State: f.chain[i], Reason: "reverted"}, nil
+		return LegStatus{State: chain.TxState(f.chain[i]), Reason: "reverted"}, nil
 	}, CheckLegActivity)
 	reg(func(_ context.Context, in LegInput) error {
 		f.record("leg-confirmed:" + in.Leg)
@@ -143,7 +146,7 @@ func TestOrderLifecyclePaths(t *testing.T) {
 			script:    func(env *testsuite.TestWorkflowEnvironment) { sign(env, 80*time.Hour, "sig_TRANSFER") },
 			want:      "submitted policy approval-requested asked-store approved sign-requested:TRANSFER signed:TRANSFER broadcast:TRANSFER leg-confirmed:TRANSFER",
 			endStatus: "confirmed"},
-		{name: "policy violation", legs: []string{"TRANSFER"}, decision: PolicyDecision{Violations: []Violation{{Rule: "maxOrderUsd"}}}, chain: []string{"confirmed"},
+		{name: "policy violation", legs: []string{"TRANSFER"}, decision: PolicyDecision{Violations: []policy.Violation{{Rule: "maxOrderUsd"}}}, chain: []string{"confirmed"},
 			script: func(*testsuite.TestWorkflowEnvironment) {},
 			want:   "submitted policy rejected:policy", endStatus: "rejected"},
 		{name: "signing expires", legs: []string{"TRANSFER"}, decision: allowed, chain: []string{"confirmed"},
@@ -199,7 +202,7 @@ func TestPolicyDecisionUpdateAnswersWithTheWorkflowsDecision(t *testing.T) {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(OrderLifecycle, workflow.RegisterOptions{Name: OrderWorkflow})
-	f := &fakeOrder{decision: PolicyDecision{Violations: []Violation{{Rule: "destinationWhitelist", Message: "no"}}}, chain: []string{"confirmed"}}
+	f := &fakeOrder{decision: PolicyDecision{Violations: []policy.Violation{{Rule: "destinationWhitelist", Message: "no"}}}, chain: []string{"confirmed"}}
 	f.register(env)
 	var got PolicyDecision
 	var updateErr error

@@ -1,4 +1,5 @@
-package chain
+// Package devchain is a simulated chain for development and tests, behind chain.Adapter.
+package devchain
 
 import (
 	"context"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/opentreasury/treasury/chain"
 	"github.com/opentreasury/treasury/store"
 )
 
@@ -18,36 +20,36 @@ import (
 // that integrators can exercise the failed path.
 const RevertAddress = "0x000000000000000000000000000000000000dEaD"
 
-// Devchain is a SIMULATED chain: no network, no consensus. Its ledger and transactions
+// Chain is a SIMULATED chain: no network, no consensus. Its ledger and transactions
 // live in the service's own database (tables devchain_accounts and devchain_transactions),
 // so a restart loses nothing. A transaction confirms BlockTime × Confirmations after its
 // broadcast; a TRANSFER then moves its amount between addresses, other leg kinds confirm
 // without moving balances. It exists so the whole lifecycle runs on a laptop and in tests;
 // replace it with a real Adapter for anything that moves real funds.
-type Devchain struct {
+type Chain struct {
 	store         *store.Store
 	BlockTime     time.Duration
 	Confirmations int
 	Now           func() time.Time
 }
 
-// DevchainChains are the chains the simulation knows.
-var DevchainChains = []string{"ethereum", "polygon", "solana"}
+// Chains are the chains the simulation knows.
+var Chains = []string{"ethereum", "polygon", "solana"}
 
-// NewDevchain returns the simulated chain over the store: 200 ms blocks, 1 confirmation.
-func NewDevchain(s *store.Store) *Devchain {
-	return &Devchain{store: s, BlockTime: 200 * time.Millisecond, Confirmations: 1, Now: time.Now}
+// New returns the simulated chain over the store: 200 ms blocks, 1 confirmation.
+func New(s *store.Store) *Chain {
+	return &Chain{store: s, BlockTime: 200 * time.Millisecond, Confirmations: 1, Now: time.Now}
 }
 
-func (d *Devchain) known(chainName string) error {
-	if !slices.Contains(DevchainChains, chainName) {
+func (d *Chain) known(chainName string) error {
+	if !slices.Contains(Chains, chainName) {
 		return fmt.Errorf("devchain: unknown chain %q", chainName)
 	}
 	return nil
 }
 
 // Balances reads an address's simulated balances.
-func (d *Devchain) Balances(ctx context.Context, chainName, address string) (map[string]decimal.Decimal, error) {
+func (d *Chain) Balances(ctx context.Context, chainName, address string) (map[string]decimal.Decimal, error) {
 	if err := d.known(chainName); err != nil {
 		return nil, err
 	}
@@ -55,7 +57,7 @@ func (d *Devchain) Balances(ctx context.Context, chainName, address string) (map
 }
 
 // Fund credits an address on the simulated chain, as a faucet would.
-func (d *Devchain) Fund(ctx context.Context, chainName, address, asset string, amount decimal.Decimal) error {
+func (d *Chain) Fund(ctx context.Context, chainName, address, asset string, amount decimal.Decimal) error {
 	if err := d.known(chainName); err != nil {
 		return err
 	}
@@ -67,7 +69,7 @@ func (d *Devchain) Fund(ctx context.Context, chainName, address, asset string, a
 
 // Broadcast records the transaction; its hash is derived from the signed payload, so the
 // same signed transaction always has the same hash.
-func (d *Devchain) Broadcast(ctx context.Context, tx SignedTx) (string, error) {
+func (d *Chain) Broadcast(ctx context.Context, tx chain.SignedTx) (string, error) {
 	if err := d.known(tx.Chain); err != nil {
 		return "", err
 	}
@@ -88,7 +90,7 @@ func (d *Devchain) Broadcast(ctx context.Context, tx SignedTx) (string, error) {
 }
 
 // Status settles the transaction if its time has come and reports it.
-func (d *Devchain) Status(ctx context.Context, chainName, hash string) (TxStatus, error) {
+func (d *Chain) Status(ctx context.Context, chainName, hash string) (chain.TxStatus, error) {
 	now := d.Now().UTC()
 	t, err := d.store.DevchainSettle(ctx, hash, now, func(t *store.DevchainTransaction) string {
 		if strings.EqualFold(t.ToAddress, RevertAddress) {
@@ -97,10 +99,10 @@ func (d *Devchain) Status(ctx context.Context, chainName, hash string) (TxStatus
 		return ""
 	})
 	if err != nil {
-		return TxStatus{}, err
+		return chain.TxStatus{}, err
 	}
 	if t.Chain != chainName {
-		return TxStatus{}, fmt.Errorf("devchain: %s is not a transaction on %s", hash, chainName)
+		return chain.TxStatus{}, fmt.Errorf("devchain: %s is not a transaction on %s", hash, chainName)
 	}
 	blocks := 0
 	if d.BlockTime > 0 {
@@ -108,10 +110,10 @@ func (d *Devchain) Status(ctx context.Context, chainName, hash string) (TxStatus
 	}
 	switch t.Status {
 	case store.DevchainConfirmed:
-		return TxStatus{State: TxConfirmed, Confirmations: max(blocks, d.Confirmations)}, nil
+		return chain.TxStatus{State: chain.TxConfirmed, Confirmations: max(blocks, d.Confirmations)}, nil
 	case store.DevchainFailed:
-		return TxStatus{State: TxFailed, Reason: t.Failure}, nil
+		return chain.TxStatus{State: chain.TxFailed, Reason: t.Failure}, nil
 	default:
-		return TxStatus{State: TxPending, Confirmations: min(blocks, max(d.Confirmations-1, 0))}, nil
+		return chain.TxStatus{State: chain.TxPending, Confirmations: min(blocks, max(d.Confirmations-1, 0))}, nil
 	}
 }

@@ -1,4 +1,4 @@
-package chain
+package devchain
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/opentreasury/treasury/chain"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
 )
@@ -19,11 +20,11 @@ func TestDevchainTransfersConfirmOnceAfterTheirBlocks(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		clk := &clock{t: time.Date(2026, 11, 22, 4, 0, 0, 0, time.UTC)}
-		d := &Devchain{store: s, BlockTime: 200 * time.Millisecond, Confirmations: 2, Now: clk.now}
+		d := &Chain{store: s, BlockTime: 200 * time.Millisecond, Confirmations: 2, Now: clk.now}
 		if err := d.Fund(ctx, "ethereum", "0xaaa", "USDC", decimal.NewFromInt(1000)); err != nil {
 			t.Fatal(err)
 		}
-		tx := SignedTx{Chain: "ethereum", Kind: "TRANSFER", From: "0xaaa", To: "0xbbb", Asset: "USDC",
+		tx := chain.SignedTx{Chain: "ethereum", Kind: "TRANSFER", From: "0xaaa", To: "0xbbb", Asset: "USDC",
 			Amount: decimal.RequireFromString("400.5"), Digest: "d1", Signature: []byte("sig")}
 		h1, err := d.Broadcast(ctx, tx)
 		if err != nil {
@@ -34,13 +35,13 @@ func TestDevchainTransfersConfirmOnceAfterTheirBlocks(t *testing.T) {
 			t.Fatalf("rebroadcast: %s %s %v", h1, h2, err)
 		}
 		st, err := d.Status(ctx, "ethereum", h1)
-		if err != nil || st.State != TxPending {
+		if err != nil || st.State != chain.TxPending {
 			t.Fatalf("before its blocks: %+v %v", st, err)
 		}
 		clk.t = clk.t.Add(400 * time.Millisecond)
 		for range 3 { // asking again never applies the transfer twice
 			st, err = d.Status(ctx, "ethereum", h1)
-			if err != nil || st.State != TxConfirmed || st.Confirmations < 2 {
+			if err != nil || st.State != chain.TxConfirmed || st.Confirmations < 2 {
 				t.Fatalf("after its blocks: %+v %v", st, err)
 			}
 		}
@@ -56,18 +57,18 @@ func TestDevchainFailures(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		clk := &clock{t: time.Date(2026, 11, 22, 4, 0, 0, 0, time.UTC)}
-		d := &Devchain{store: s, BlockTime: time.Second, Confirmations: 1, Now: clk.now}
+		d := &Chain{store: s, BlockTime: time.Second, Confirmations: 1, Now: clk.now}
 		if err := d.Fund(ctx, "ethereum", "0xaaa", "ETH", decimal.NewFromInt(1)); err != nil {
 			t.Fatal(err)
 		}
-		dead, _ := d.Broadcast(ctx, SignedTx{Chain: "ethereum", Kind: "TRANSFER", From: "0xaaa", To: "0x000000000000000000000000000000000000DEAD",
+		dead, _ := d.Broadcast(ctx, chain.SignedTx{Chain: "ethereum", Kind: "TRANSFER", From: "0xaaa", To: "0x000000000000000000000000000000000000DEAD",
 			Asset: "ETH", Amount: decimal.NewFromInt(1), Digest: "dead", Signature: []byte("s")})
-		broke, _ := d.Broadcast(ctx, SignedTx{Chain: "ethereum", Kind: "TRANSFER", From: "0xaaa", To: "0xbbb",
+		broke, _ := d.Broadcast(ctx, chain.SignedTx{Chain: "ethereum", Kind: "TRANSFER", From: "0xaaa", To: "0xbbb",
 			Asset: "ETH", Amount: decimal.NewFromInt(2), Digest: "broke", Signature: []byte("s")})
 		clk.t = clk.t.Add(time.Second)
 		for hash, want := range map[string]string{dead: "reverted", broke: "insufficient funds"} {
 			st, err := d.Status(ctx, "ethereum", hash)
-			if err != nil || st.State != TxFailed || len(st.Reason) < len(want) || st.Reason[:len(want)] != want {
+			if err != nil || st.State != chain.TxFailed || len(st.Reason) < len(want) || st.Reason[:len(want)] != want {
 				t.Fatalf("%s: %+v %v", want, st, err)
 			}
 		}
@@ -75,10 +76,10 @@ func TestDevchainFailures(t *testing.T) {
 		if !left["ETH"].Equal(decimal.NewFromInt(1)) {
 			t.Fatalf("failed transactions moved funds: %s", left["ETH"])
 		}
-		if _, err := d.Broadcast(ctx, SignedTx{Chain: "ethereum", Digest: "x"}); err == nil {
+		if _, err := d.Broadcast(ctx, chain.SignedTx{Chain: "ethereum", Digest: "x"}); err == nil {
 			t.Fatal("an unsigned transaction must be refused")
 		}
-		if _, err := d.Broadcast(ctx, SignedTx{Chain: "bitcoin", Digest: "x", Signature: []byte("s")}); err == nil {
+		if _, err := d.Broadcast(ctx, chain.SignedTx{Chain: "bitcoin", Digest: "x", Signature: []byte("s")}); err == nil {
 			t.Fatal("an unknown chain must be refused")
 		}
 	})
