@@ -289,7 +289,7 @@ func (a *Orders) RequestSignature(ctx context.Context, in workflows.LegInput) (w
 			return err
 		},
 		Event: &store.EventSpec{Name: events.WalletSigningRequested, Leg: &in.Position, Fields: map[string]any{
-			"signingRequestId": reqID, "expiresAt": store.FormatTime(in.ExpiresAt)}}})
+			"signingRequestId": reqID, "expiresAt": events.FormatTime(in.ExpiresAt)}}})
 	if err != nil {
 		return workflows.SigningRequestRef{}, err
 	}

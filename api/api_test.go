@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/logtest"
 	"github.com/opentreasury/treasury/seed"
 	"github.com/opentreasury/treasury/store"
@@ -232,7 +233,7 @@ func TestPortfolioShape(t *testing.T) {
 	if p.SyncedAt == nil {
 		t.Fatal("syncedAt missing")
 	}
-	if _, err := time.Parse(store.TimeLayout, *p.SyncedAt); err != nil || len(*p.SyncedAt) != len("2026-11-22T01:24:34.123Z") {
+	if _, err := time.Parse(events.TimeLayout, *p.SyncedAt); err != nil || len(*p.SyncedAt) != len("2026-11-22T01:24:34.123Z") {
 		t.Fatalf("syncedAt %q is not ISO 8601 UTC with milliseconds", *p.SyncedAt)
 	}
 }

@@ -11,11 +11,12 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/shopspring/decimal"
 
+	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
 )
 
-func formatTime(t time.Time) string { return store.FormatTime(t) }
+func formatTime(t time.Time) string { return events.FormatTime(t) }
 
 func formatTimePtr(t *time.Time) *string {
 	if t == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
@@ -73,7 +74,7 @@ func (h *teamHandlers) list(c *gin.Context) {
 	}
 	// In the store's order: oldest first (the owner), ties by id.
 	rows, next := pageInMemory(rows, pg, false, func(m *store.Member) string {
-		return store.FormatTime(m.User.CreatedAt) + "/" + m.User.ID
+		return events.FormatTime(m.User.CreatedAt) + "/" + m.User.ID
 	})
 	out := make([]memberResponse, len(rows))
 	for i := range rows {

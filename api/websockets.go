@@ -21,7 +21,7 @@ import (
 // LiveChannel is the WebSocket hub of this process, as the API uses it.
 type LiveChannel interface {
 	// Serve upgrades an authorised request and runs the connection.
-	Serve(w http.ResponseWriter, r *http.Request, cfg *store.WebSocketConfig, credentialID string, expiresAt time.Time, header http.Header) error
+	Serve(w http.ResponseWriter, r *http.Request, cfg events.Subscription, credentialID string, expiresAt time.Time, header http.Header) error
 	// LiveConnections counts each config's live connections.
 	LiveConnections(ctx context.Context, configIDs []string) map[string]int
 }
@@ -353,7 +353,7 @@ func (h *websocketHandlers) connect(c *gin.Context) {
 	header.Set(correlationHeader, correlationID(c))
 	// A disabled config's connection is upgraded and then closed with 4001, as if it had
 	// been disabled a moment later: the client handles one case, not two.
-	if err := h.live.Serve(c.Writer, c.Request, cfg, p.ID, p.ExpiresAt, header); err != nil {
+	if err := h.live.Serve(c.Writer, c.Request, cfg.Subscription(), p.ID, p.ExpiresAt, header); err != nil {
 		if !c.Writer.Written() {
 			fail(c, CodeUnavailable, "The server is restarting; reconnect.")
 			return

@@ -8,15 +8,15 @@ import (
 
 	"github.com/opentreasury/treasury/batch"
 	"github.com/opentreasury/treasury/events"
-	"github.com/opentreasury/treasury/migrations"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/wshub"
 )
 
-// Live is the background work of an API process: the event bus, the WebSocket hub, and
-// the writer of request logs.
+// Live is the background work of an API process: the event bus and its follower, the
+// WebSocket hub, and the writer of request logs.
 type Live struct {
 	Bus         events.Bus
+	Follower    *events.Follower
 	Hub         *wshub.Hub
 	RequestLogs *batch.Writer[store.RequestLog]
 	cancel      context.CancelFunc
@@ -30,33 +30,53 @@ type LiveOptions struct {
 	SendQueue                            int
 }
 
-// StartLive picks the bus for the store and starts the hub on it. On PostgreSQL the bus is
-// LISTEN/NOTIFY, so events committed by any worker process reach this API process; on
-// SQLite (one process) the store hands committed events to an in-process bus. Call it
-// right after opening the store, before anything writes events.
+// StartLive picks the bus for the store and starts the follower and the hub on it. On
+// PostgreSQL the bus is LISTEN/NOTIFY, so events committed by any worker process reach
+// this API process; on SQLite (one process) the store's commit hook alone feeds it. Call
+// it right after opening the store, before anything writes events.
 func StartLive(s *store.Store, opts LiveOptions, log *slog.Logger) *Live {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Live{cancel: cancel}
 	log = log.With("component", "live")
-	shared := s.Dialect() == migrations.Postgres
-	if shared {
-		s.OnListenError(func(err error) { log.Warn("event bus connection lost; reconnecting", "error", err) })
-		bus := events.NewPostgresBus(s, store.EventsChannel, store.ControlChannel, log)
-		l.Bus = bus
-		l.wg.Add(1)
-		go func() { defer l.wg.Done(); _ = bus.Run(ctx) }()
-	} else {
-		bus := events.NewLocalBus()
-		s.OnEventsCommitted(bus.Committed)
-		l.Bus = bus
-	}
-	l.Hub = wshub.New(wshub.Options{Store: s, Bus: l.Bus, Log: log, PingInterval: opts.PingInterval,
-		PongWait: opts.PongWait, WriteTimeout: opts.WriteTimeout, SendQueue: opts.SendQueue, SharedPresence: shared})
+	l.Bus = startBus(ctx, s, log, &l.wg)
+	l.Follower = events.NewFollower(l.Bus, s, log)
+	l.wg.Add(1)
+	go func() { defer l.wg.Done(); l.Follower.Run(ctx) }()
+	l.Hub = wshub.New(wshub.Options{Store: HubStore{s}, Events: l.Follower, Log: log, PingInterval: opts.PingInterval,
+		PongWait: opts.PongWait, WriteTimeout: opts.WriteTimeout, SendQueue: opts.SendQueue, SharedPresence: s.DatabaseURL() != ""})
 	l.Hub.Start(ctx)
 	l.RequestLogs = newRequestLogWriter(s, log)
 	l.wg.Add(1)
 	go func() { defer l.wg.Done(); l.RequestLogs.Run(ctx) }()
 	return l
+}
+
+// startBus hooks a bus to the store's commits: an in-process one on SQLite, LISTEN/NOTIFY
+// on PostgreSQL, listening until ctx ends.
+func startBus(ctx context.Context, s *store.Store, log *slog.Logger, wg *sync.WaitGroup) events.Bus {
+	databaseURL := s.DatabaseURL()
+	if databaseURL == "" {
+		bus := events.NewLocalBus()
+		s.OnEventsCommitted(bus.Committed)
+		return bus
+	}
+	bus := events.NewPostgresBus(databaseURL, s, log)
+	s.OnEventsCommitted(bus.Committed)
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = bus.Run(ctx) }()
+	return bus
+}
+
+// HubStore is the store as the WebSocket hub uses it.
+type HubStore struct{ *store.Store }
+
+// RecordDeliveries adds rows to the configs' delivery logs.
+func (s HubStore) RecordDeliveries(ctx context.Context, rows []wshub.Delivery) error {
+	out := make([]store.WebSocketDelivery, len(rows))
+	for i, r := range rows {
+		out[i] = store.WebSocketDelivery{ConfigID: r.ConfigID, EventID: r.EventID, Event: r.Event, SentAt: r.SentAt}
+	}
+	return s.RecordWebSocketDeliveries(ctx, out)
 }
 
 // newRequestLogWriter writes request logs in batches; the hourly maintenance workflow

@@ -1,5 +1,6 @@
-// Package events holds the event names of SPEC 3.7, the subscription rules of SPEC 3.8
-// and the bus that tells every API process about newly committed events.
+// Package events holds the event names of SPEC 3.7, the subscription rules of SPEC 3.8,
+// the bus that tells every process about newly committed events, and the follower that
+// reads them from the outbox for the subscribers of a process (the live channel, webhooks).
 package events
 
 import (

@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/orders"
 )
@@ -282,7 +283,7 @@ func newEvent(o *Order, legs []OrderLeg, ch OrderChange, at time.Time) (*Event, 
 	data["orderStatus"] = o.Status
 	data["sequence"] = ev.Sequence
 	data["correlationId"] = ev.CorrelationID
-	data["occurredAt"] = FormatTime(at)
+	data["occurredAt"] = events.FormatTime(at)
 	if ev.Leg != "" {
 		data["leg"] = ev.Leg
 	}

@@ -23,13 +23,6 @@ import (
 	"github.com/opentreasury/treasury/migrations"
 )
 
-// TimeLayout is the one timestamp form of the API, events included: ISO 8601 UTC with
-// milliseconds.
-const TimeLayout = "2006-01-02T15:04:05.000Z"
-
-// FormatTime renders a time in TimeLayout.
-func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
-
 // ErrNotFound is returned when a row does not exist (or is not visible to the caller).
 var ErrNotFound = errors.New("store: not found")
 
@@ -42,8 +35,6 @@ type Store struct {
 	committed *func(eventIDs []string)
 	// appended collects, inside a transaction, the ids of the events it wrote.
 	appended *[]string
-	// onListenError is told why a listening connection was lost (logging).
-	onListenError func(error)
 }
 
 // Config selects the database: PostgreSQL when DatabaseURL is set, SQLite at SQLitePath otherwise.
@@ -118,6 +109,10 @@ func SQLiteDSN(path string) string {
 	q.Set("_time_format", "sqlite")
 	return "file:" + path + "?" + q.Encode()
 }
+
+// DatabaseURL is the PostgreSQL URL the store was opened with; "" on SQLite. The event
+// bus listens there on a connection of its own.
+func (s *Store) DatabaseURL() string { return s.databaseURL }
 
 // Dialect reports which database the store is on.
 func (s *Store) Dialect() migrations.Dialect { return s.dialect }
@@ -199,14 +194,11 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 	return err
 }
 
-// OnEventsCommitted sets the function told about the events of each committed
-// transaction: the in-process bus of a single-process deployment. (On PostgreSQL every
-// transaction also notifies the events channel itself, see eventAppended.) Set it before
-// the store is used.
+// OnEventsCommitted sets the function told the ids of the events of each committed
+// transaction, on either database: the bus of this process. (On PostgreSQL every
+// transaction also notifies other processes itself, see eventAppended.) Set it before the
+// store is used.
 func (s *Store) OnEventsCommitted(fn func(eventIDs []string)) { *s.committed = fn }
-
-// OnListenError sets the function told why Listen lost its connection.
-func (s *Store) OnListenError(fn func(error)) { s.onListenError = fn }
 
 func (s *Store) with(ctx context.Context) *gorm.DB { return s.db.WithContext(ctx) }
 

@@ -3,11 +3,14 @@ package store
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
 
 	"gorm.io/gorm/clause"
+
+	"github.com/opentreasury/treasury/events"
 )
 
 // WebSocketConfig says which events of an app a live connection receives.
@@ -29,6 +32,25 @@ func (c *WebSocketConfig) EventList() []string {
 		return nil
 	}
 	return strings.Split(c.Events, ",")
+}
+
+// Subscription is the config as the live channel matches events against it.
+func (c *WebSocketConfig) Subscription() events.Subscription {
+	return events.Subscription{ID: c.ID, OrgID: c.OrgID, App: c.App, Entries: c.EventList(), Enabled: c.Enabled}
+}
+
+// WebSocketSubscription returns a config's subscription, or nil when the config is
+// deleted or unknown.
+func (s *Store) WebSocketSubscription(ctx context.Context, id string) (*events.Subscription, error) {
+	c, err := s.WebSocketConfigByID(ctx, id)
+	if errors.Is(err, ErrNotFound) || (err == nil && c.DeletedAt != nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	sub := c.Subscription()
+	return &sub, nil
 }
 
 // WebSocketDelivery is one row of a config's delivery log.

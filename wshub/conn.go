@@ -72,7 +72,7 @@ type closeRequest struct {
 }
 
 // conn is one live client. Its reader goroutine only reads. Frames are written without a
-// goroutine of the connection's own: whoever offers a frame (the dispatcher, the keepalive
+// goroutine of the connection's own: whoever offers a frame (the event fan-out, the keepalive
 // ticker, the reader answering a ping) writes it straight into the socket with one
 // non-blocking call, or, in a fan-out, one send of a batch (see offerChunk). Only when the socket is full does a flusher goroutine take over: it
 // waits for room, under a write timeout, and writes what queued up meanwhile, in order.

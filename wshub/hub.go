@@ -20,14 +20,39 @@ import (
 	"github.com/opentreasury/treasury/batch"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
-	"github.com/opentreasury/treasury/store"
 )
+
+// Store is what the hub keeps in the database: the configs it serves, revocations, the
+// delivery log, and the connection counts replicas share.
+type Store interface {
+	// WebSocketSubscription returns a config, or nil when it is deleted or unknown.
+	WebSocketSubscription(ctx context.Context, configID string) (*events.Subscription, error)
+	// CredentialRevoked reports whether a key or OAuth client has been revoked.
+	CredentialRevoked(ctx context.Context, credentialID string) (bool, error)
+	// RecordDeliveries adds rows to the configs' delivery logs.
+	RecordDeliveries(ctx context.Context, rows []Delivery) error
+	// SetWebSocketPresence stores this replica's connection counts; WebSocketPresence sums
+	// the fresh counts of the other replicas; DeleteStalePresence forgets dead replicas.
+	SetWebSocketPresence(ctx context.Context, replicaID string, counts map[string]int, at time.Time) error
+	WebSocketPresence(ctx context.Context, configIDs []string, exceptReplica string, freshAfter time.Time) (map[string]int, error)
+	DeleteStalePresence(ctx context.Context, cutoff time.Time) error
+}
+
+// Delivery is one row of a config's delivery log: an event a frame carried to at least
+// one of its connections.
+type Delivery struct {
+	ConfigID string
+	EventID  string
+	Event    string
+	SentAt   time.Time
+}
 
 // Options configure a hub. Zero values take the defaults in brackets.
 type Options struct {
-	Store *store.Store
-	Bus   events.Bus
-	Log   *slog.Logger
+	Store Store
+	// Events hands the hub committed events and control messages.
+	Events *events.Follower
+	Log    *slog.Logger
 	// PingInterval is how often a protocol ping is sent [25 s]; PongWait how long the
 	// pong may take [10 s].
 	PingInterval, PongWait time.Duration
@@ -53,13 +78,8 @@ type Hub struct {
 	byCred  map[string]map[*conn]struct{}
 	stopped bool
 
-	inbox chan events.Notice
-	// droppedSince is when (unix ns, less a margin) the inbox first overflowed since
-	// the dispatcher last caught up; 0 when nothing was dropped.
-	droppedSince atomic.Int64
-	seen         *recentSet
-	fanOutList   []offerTo // the dispatcher's, reused by every fanOut
-	recorder     *batch.Writer[store.WebSocketDelivery]
+	fanOutList   []offerTo // the follower's, reused by every fanOut
+	recorder     *batch.Writer[Delivery]
 	rings        *sendRings
 	presence     atomic.Bool // counts changed since the last presence write
 	nextPingSlot atomic.Uint32
@@ -72,8 +92,7 @@ type Hub struct {
 
 // liveConfig is a config with live connections on this replica.
 type liveConfig struct {
-	cfg   store.WebSocketConfig
-	match []string
+	sub   events.Subscription
 	conns map[*conn]struct{}
 	// snapshot lists conns; built on demand and dropped when they change, so a fan-out
 	// reads a slice instead of walking the map, and writes outside the hub's lock.
@@ -95,7 +114,7 @@ func (lc *liveConfig) list() []*conn {
 	return s
 }
 
-// New builds a hub; Start subscribes it to the bus.
+// New builds a hub; Start subscribes it to the events.
 func New(opts Options) *Hub {
 	if opts.PingInterval <= 0 {
 		opts.PingInterval = 25 * time.Second
@@ -110,8 +129,7 @@ func New(opts Options) *Hub {
 		opts.SendQueue = 32
 	}
 	h := &Hub{opts: opts, replicaID: ids.New("rep"), pongFrame: textFrame([]byte(`{"type":"pong"}`)),
-		configs: map[string]*liveConfig{}, byCred: map[string]map[*conn]struct{}{},
-		inbox: make(chan events.Notice, 4096), seen: newRecentSet(20000)}
+		configs: map[string]*liveConfig{}, byCred: map[string]map[*conn]struct{}{}}
 	h.upgrader = websocket.Upgrader{
 		HandshakeTimeout: 10 * time.Second,
 		// Client frames are small: a small read buffer of its own instead of the 4 KiB one
@@ -125,28 +143,15 @@ func New(opts Options) *Hub {
 	}
 	h.rings = &sendRings{log: opts.Log}
 	// Delivery-log rows are written in batches, off the connections' path.
-	h.recorder = batch.New("websocket delivery log", 100*time.Millisecond, 1000, opts.Log, opts.Store.RecordWebSocketDeliveries)
+	h.recorder = batch.New("websocket delivery log", 100*time.Millisecond, 1000, opts.Log, opts.Store.RecordDeliveries)
 	return h
 }
 
-// Start subscribes the hub to the bus and starts its background work.
+// Start subscribes the hub to the events and starts its background work.
 func (h *Hub) Start(ctx context.Context) {
 	ctx, h.cancel = context.WithCancel(ctx)
-	h.unsubscribe = h.opts.Bus.Subscribe(func(n events.Notice) {
-		select {
-		case h.inbox <- n:
-		default:
-			// The dispatcher is far behind. Rather than block the bus, remember the
-			// earliest moment something was dropped: the dispatcher re-reads events since
-			// then and re-checks every config and credential (control messages were lost too).
-			since := time.Now().Add(-resyncMargin).UnixNano()
-			if h.droppedSince.CompareAndSwap(0, since) {
-				h.opts.Log.Warn("websocket hub inbox full; events will be re-read from the outbox")
-			}
-		}
-	})
-	h.wg.Add(3)
-	go func() { defer h.wg.Done(); h.dispatch(ctx) }()
+	h.unsubscribe = h.opts.Events.Subscribe(subscriber{h})
+	h.wg.Add(2)
 	go func() { defer h.wg.Done(); h.keepAlive(ctx) }()
 	go func() { defer h.wg.Done(); h.recorder.Run(ctx) }()
 	if h.opts.SharedPresence {
@@ -238,7 +243,7 @@ var ErrStopped = errors.New("wshub: shutting down")
 // to answer, so Serve checks nothing but the upgrade itself. credentialID is the key or
 // OAuth client that opened it (its revocation closes the connection with 4003), and a
 // non-zero expiresAt closes it (4003) when its token expires.
-func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, cfg *store.WebSocketConfig, credentialID string, expiresAt time.Time, header http.Header) error {
+func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, cfg events.Subscription, credentialID string, expiresAt time.Time, header http.Header) error {
 	h.mu.RLock()
 	stopped := h.stopped
 	h.mu.RUnlock()
@@ -260,7 +265,7 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, cfg *store.WebSocket
 	c := newConn(h, ws, out, cfg.ID, credentialID)
 	c.pingSlot = h.nextPingSlot.Add(1) % pingSlots
 	ready, _ := json.Marshal(map[string]any{"type": "connection.ready", "configId": cfg.ID,
-		"events": nonNil(cfg.EventList()), "scope": cfg.App})
+		"events": nonNil(cfg.Entries), "scope": cfg.App})
 	// connection.ready is always the first frame, even before a close: a flusher writes
 	// it, and frames offered meanwhile wait behind it.
 	readyFrame := textFrame(ready)
@@ -293,7 +298,7 @@ func nonNil(s []string) []string {
 
 // register adds a connection, and counts its reader and first flusher, unless the hub is
 // stopping.
-func (h *Hub) register(c *conn, cfg *store.WebSocketConfig) bool {
+func (h *Hub) register(c *conn, cfg events.Subscription) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stopped {
@@ -302,7 +307,7 @@ func (h *Hub) register(c *conn, cfg *store.WebSocketConfig) bool {
 	h.connections.Add(2)
 	lc := h.configs[cfg.ID]
 	if lc == nil {
-		lc = &liveConfig{cfg: *cfg, match: cfg.EventList(), conns: map[*conn]struct{}{}}
+		lc = &liveConfig{sub: cfg, conns: map[*conn]struct{}{}}
 		h.configs[cfg.ID] = lc
 	}
 	lc.conns[c] = struct{}{}
@@ -380,9 +385,9 @@ func (h *Hub) refreshConfig(ctx context.Context, id string) {
 func (h *Hub) applyConfig(ctx context.Context, id string, conns []*conn) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	cfg, err := h.opts.Store.WebSocketConfigByID(ctx, id)
+	cfg, err := h.opts.Store.WebSocketSubscription(ctx, id)
 	switch {
-	case errors.Is(err, store.ErrNotFound) || (err == nil && cfg.DeletedAt != nil):
+	case err == nil && cfg == nil:
 		for _, c := range conns {
 			c.close(events.CloseConfigDeleted, "config deleted")
 		}
@@ -395,8 +400,7 @@ func (h *Hub) applyConfig(ctx context.Context, id string, conns []*conn) {
 	default:
 		h.mu.Lock()
 		if lc := h.configs[id]; lc != nil {
-			lc.cfg = *cfg
-			lc.match = cfg.EventList()
+			lc.sub = *cfg
 		}
 		h.mu.Unlock()
 	}
@@ -422,7 +426,7 @@ func (h *Hub) checkCredential(ctx context.Context, id string, conns []*conn) {
 }
 
 // recheckAll applies the stored state of every live config and credential, after
-// control messages may have been lost (the bus reconnected, or the inbox overflowed).
+// control messages may have been lost (the bus reconnected, or the follower fell behind).
 func (h *Hub) recheckAll(ctx context.Context) {
 	h.mu.RLock()
 	configIDs := make([]string, 0, len(h.configs))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/api"
+	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/store/storetest"
 	"github.com/opentreasury/treasury/wshub"
@@ -58,8 +59,12 @@ func TestHubCatchesUpAfterLostNotices(t *testing.T) {
 	bus := &lossyBus{}
 	s.OnEventsCommitted(func(ids []string) { bus.deliver(events.Notice{EventIDs: ids}) })
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	hub := wshub.New(wshub.Options{Store: s, Bus: bus, Log: log})
-	hub.Start(context.Background())
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	follower := events.NewFollower(bus, s, log)
+	go follower.Run(ctx)
+	hub := wshub.New(wshub.Options{Store: app.HubStore{Store: s}, Events: follower, Log: log})
+	hub.Start(ctx)
 	srv := httptest.NewServer(api.NewRouter(api.Config{Store: s, Log: log, Bus: bus, Live: hub, RateLimit: 1e6, RateBurst: 1e6}))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/opentreasury/treasury/api"
 	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
 )
@@ -71,7 +72,7 @@ func TestReplicasOnPostgresShareOneStream(t *testing.T) {
 	}
 	defer admin.Close()
 	if _, err := admin.ExecContext(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
-		store.ListenerApplicationName); err != nil {
+		events.ListenerApplicationName); err != nil {
 		t.Fatal(err)
 	}
 	step("ws-test-approved", "Order.Approved")
@@ -126,7 +127,7 @@ func waitListening(t *testing.T, n int) {
 	for {
 		var got int
 		err := admin.QueryRow("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN%'",
-			store.ListenerApplicationName).Scan(&got)
+			events.ListenerApplicationName).Scan(&got)
 		if err == nil && got >= n {
 			return
 		}

@@ -11,155 +11,52 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/opentreasury/treasury/events"
-	"github.com/opentreasury/treasury/store"
 )
 
-// maxBatch bounds how many notices the dispatcher takes up at once.
-const maxBatch = 512
+// subscriber takes the follower's events and control messages for the hub.
+type subscriber struct{ h *Hub }
 
-// resyncLimit is the page size of a re-read after the bus lost its connection.
-const resyncLimit = 1000
+// Wants: with no live connection on this replica there is nobody to deliver to.
+func (s subscriber) Wants() bool {
+	s.h.mu.RLock()
+	defer s.h.mu.RUnlock()
+	return len(s.h.configs) > 0
+}
 
-// resyncMargin covers events stamped a little before the moment something was dropped.
-const resyncMargin = 10 * time.Second
-
-// dispatch takes notices off the bus one batch at a time: control messages first, then
-// the batch's events, read from the outbox by id, in the order they occurred.
-func (h *Hub) dispatch(ctx context.Context) {
-	for {
-		var first events.Notice
-		select {
-		case <-ctx.Done():
-			return
-		case first = <-h.inbox:
-		}
-		batch := []events.Notice{first}
-	more:
-		for len(batch) < maxBatch {
-			select {
-			case n := <-h.inbox:
-				batch = append(batch, n)
-			default:
-				break more
-			}
-		}
-		var eventIDs []string
-		var resync time.Time
-		if v := h.droppedSince.Swap(0); v != 0 {
-			resync = time.Unix(0, v)
-		}
-		for _, n := range batch {
-			switch {
-			case n.Control != nil:
-				h.control(ctx, n.Control)
-			case !n.ResyncSince.IsZero():
-				if resync.IsZero() || n.ResyncSince.Before(resync) {
-					resync = n.ResyncSince
-				}
-			default:
-				for _, id := range n.EventIDs {
-					if !h.seen.has(id) {
-						eventIDs = append(eventIDs, id)
-					}
-				}
-			}
-		}
-		// With no live connection on this replica there is nobody to deliver to: the
-		// outbox is not read at all, so an idle API process costs the order path nothing.
-		if h.idle() {
-			continue
-		}
-		// A re-read goes first: it holds the older events, so an order's events still
-		// arrive in sequence; the notified ones it covers are then skipped as seen.
-		if !resync.IsZero() {
-			h.recheckAll(ctx)
-			h.resync(ctx, resync)
-		}
-		if len(eventIDs) > 0 {
-			h.deliverEvents(ctx, func(ctx context.Context) ([]store.Event, error) {
-				return h.opts.Store.EventsByID(ctx, eventIDs)
-			})
-		}
+func (s subscriber) Events(_ context.Context, evs []events.Event) {
+	for i := range evs {
+		s.h.fanOut(&evs[i])
 	}
 }
 
-func (h *Hub) idle() bool {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	return len(h.configs) == 0
-}
+func (s subscriber) Control(ctx context.Context, c *events.Control) { s.h.control(ctx, c) }
 
-// resync delivers the events that occurred since a moment and were not delivered yet,
-// a page at a time.
-func (h *Hub) resync(ctx context.Context, since time.Time) {
-	for ctx.Err() == nil {
-		var page []store.Event
-		h.deliverEvents(ctx, func(ctx context.Context) ([]store.Event, error) {
-			var err error
-			page, err = h.opts.Store.EventsSince(ctx, since, resyncLimit)
-			return page, err
-		})
-		if len(page) < resyncLimit || !page[len(page)-1].OccurredAt.After(since) {
-			return
-		}
-		since = page[len(page)-1].OccurredAt
-	}
-}
-
-// deliverEvents reads events (retrying a database blip for a while) and fans out those
-// not delivered before.
-func (h *Hub) deliverEvents(ctx context.Context, read func(context.Context) ([]store.Event, error)) {
-	var (
-		list []store.Event
-		err  error
-	)
-	for attempt, wait := 0, 50*time.Millisecond; attempt < 8; attempt, wait = attempt+1, 2*wait {
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		list, err = read(rctx)
-		cancel()
-		if err == nil || ctx.Err() != nil {
-			break
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(wait):
-		}
-	}
-	if err != nil {
-		if ctx.Err() == nil {
-			h.opts.Log.Error("websocket hub: events unreadable; they are not delivered live", "error", err)
-		}
-		return
-	}
-	for i := range list {
-		if h.seen.add(list[i].ID) {
-			h.fanOut(&list[i])
-		}
-	}
-}
+// Resynced: control messages may have been lost with the notices, so every live config
+// and credential is read again.
+func (s subscriber) Resynced(ctx context.Context) { s.h.recheckAll(ctx) }
 
 // fanOut offers an event to every matching connection: configs of the event's
 // organisation and app whose entries select it.
-func (h *Hub) fanOut(ev *store.Event) {
-	// Only the dispatcher fans out, so one list serves every event: at 10,000
+func (h *Hub) fanOut(ev *events.Event) {
+	// Only the follower's goroutine fans out, so one list serves every event: at 10,000
 	// connections it would otherwise be 160 KB of garbage an event.
 	to := h.fanOutList[:0]
 	defer func() { clear(to); h.fanOutList = to[:0] }()
 	var wire []byte
 	h.mu.RLock()
 	for _, lc := range h.configs {
-		if lc.cfg.OrgID != ev.OrgID || lc.cfg.App != ev.App || !lc.cfg.Enabled || !events.Matches(lc.match, ev.Event) {
+		if !lc.sub.Wants(ev) {
 			continue
 		}
 		if wire == nil {
 			var err error
-			if wire, err = eventFrame(ev.Event, store.FormatTime(ev.OccurredAt), json.RawMessage(ev.Data)); err != nil {
+			if wire, err = eventFrame(ev.Name, events.FormatTime(ev.OccurredAt), ev.Data); err != nil {
 				h.mu.RUnlock()
 				h.opts.Log.Error("websocket hub: event frame", "eventId", ev.ID, "error", err)
 				return
 			}
 		}
-		f := &frame{wire: wire, delivery: &delivery{configID: lc.cfg.ID, eventID: ev.ID, event: ev.Event}}
+		f := &frame{wire: wire, delivery: &delivery{configID: lc.sub.ID, eventID: ev.ID, event: ev.Name}}
 		for _, c := range lc.list() {
 			to = append(to, offerTo{c, f})
 		}
@@ -178,7 +75,7 @@ type offerTo struct {
 // call's worth of the kernel's work. The offers are taken sendChunk at a time, each chunk
 // written with one submission of a send ring where the kernel has them, so that a
 // goroutine held up (by the other processes on its core) leaves more of the work to the
-// others. It returns once every offer is made, so that the dispatcher's next frame
+// others. It returns once every offer is made, so that the next event's frame
 // reaches each connection after these.
 func (h *Hub) offerAll(to []offerTo) {
 	if len(to) == 0 {
@@ -236,7 +133,7 @@ func eventFrame(name, at string, data json.RawMessage) ([]byte, error) {
 	return encodeFrame(websocket.TextMessage, b), nil
 }
 
-// control applies a control message from the bus.
+// control applies a control message from another process (or this one).
 func (h *Hub) control(ctx context.Context, c *events.Control) {
 	switch c.Kind {
 	case events.ControlConfig:
@@ -266,7 +163,7 @@ func (h *Hub) sendTest(c *events.Control) {
 	f := &frame{wire: wire, delivery: &delivery{configID: c.ConfigID, eventID: head.ID, event: events.WebSocketTest}}
 	h.mu.RLock()
 	var conns []*conn
-	if lc := h.configs[c.ConfigID]; lc != nil && lc.cfg.OrgID == c.OrgID {
+	if lc := h.configs[c.ConfigID]; lc != nil && lc.sub.OrgID == c.OrgID {
 		conns = lc.list()
 	}
 	h.mu.RUnlock()
@@ -287,7 +184,7 @@ func (h *Hub) delivered(d *delivery) {
 	// A plain load first: the fan-out's goroutines would otherwise bounce the line between
 	// cores with a locked compare-and-swap for every connection.
 	if !d.recorded.Load() && d.recorded.CompareAndSwap(false, true) {
-		h.recorder.Add(store.WebSocketDelivery{ConfigID: d.configID, EventID: d.eventID, Event: d.event, SentAt: time.Now().UTC()})
+		h.recorder.Add(Delivery{ConfigID: d.configID, EventID: d.eventID, Event: d.event, SentAt: time.Now().UTC()})
 	}
 }
 
@@ -332,40 +229,4 @@ func (h *Hub) reportPresence(ctx context.Context) {
 			_ = h.opts.Store.DeleteStalePresence(ctx, last.Add(-10*presenceFresh))
 		}
 	}
-}
-
-// recentSet remembers the last n event ids delivered, so that an event announced twice
-// (a notice and a re-read after a bus reconnection) reaches clients once.
-type recentSet struct {
-	mu   sync.Mutex
-	ids  map[string]struct{}
-	ring []string
-	next int
-}
-
-func newRecentSet(n int) *recentSet {
-	return &recentSet{ids: make(map[string]struct{}, n), ring: make([]string, n)}
-}
-
-func (s *recentSet) has(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.ids[id]
-	return ok
-}
-
-// add records id and reports whether it was new.
-func (s *recentSet) add(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.ids[id]; ok {
-		return false
-	}
-	if old := s.ring[s.next]; old != "" {
-		delete(s.ids, old)
-	}
-	s.ring[s.next] = id
-	s.next = (s.next + 1) % len(s.ring)
-	s.ids[id] = struct{}{}
-	return true
 }

@@ -1,0 +1,58 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// TimeLayout is the one timestamp form of the API, events included: ISO 8601 UTC with
+// milliseconds.
+const TimeLayout = "2006-01-02T15:04:05.000Z"
+
+// FormatTime renders a time in TimeLayout.
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
+
+// Event is one committed event of the outbox, as subscribers receive it.
+type Event struct {
+	ID      string
+	OrgID   string
+	App     string
+	Domain  string
+	OrderID string
+	// Name is the canonical event name (Order.Submitted, …).
+	Name string
+	// Leg names the leg of a leg event of a multi-leg order; "" otherwise.
+	Leg           string
+	Sequence      int
+	CorrelationID string
+	// Data is the event's JSON body (SPEC 3.7): the body of a webhook delivery and the
+	// data of a live frame.
+	Data       json.RawMessage
+	OccurredAt time.Time
+}
+
+// Outbox reads committed events back from the events table.
+type Outbox interface {
+	// EventsByID returns the events with these ids that exist, oldest first.
+	EventsByID(ctx context.Context, ids []string) ([]Event, error)
+	// EventsSince returns at most limit events that occurred at or after since, oldest first.
+	EventsSince(ctx context.Context, since time.Time, limit int) ([]Event, error)
+}
+
+// Subscription is a config that receives events: a WebSocket config or a webhook config.
+// Both follow one rule (SPEC 3.8).
+type Subscription struct {
+	ID    string
+	OrgID string
+	App   string
+	// Entries are the normalised entries (see NormalizeEntries).
+	Entries []string
+	Enabled bool
+}
+
+// Wants reports whether the subscription receives ev: it is enabled, of the event's
+// organisation and app, and one of its entries matches the event's name.
+func (s *Subscription) Wants(ev *Event) bool {
+	return s.Enabled && s.OrgID == ev.OrgID && s.App == ev.App && Matches(s.Entries, ev.Name)
+}
