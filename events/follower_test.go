@@ -63,7 +63,9 @@ type recorder struct {
 	seen  chan struct{}
 }
 
-func newRecorder(wants bool) *recorder { return &recorder{wants: wants, seen: make(chan struct{}, 100)} }
+func newRecorder(wants bool) *recorder {
+	return &recorder{wants: wants, seen: make(chan struct{}, 100)}
+}
 
 func (r *recorder) note(s string) {
 	r.mu.Lock()
