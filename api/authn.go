@@ -9,6 +9,7 @@ import (
 
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/orders"
+	"github.com/opentreasury/treasury/service"
 )
 
 // authenticate resolves the bearer token, or else the session cookie, into a principal,
@@ -104,11 +105,23 @@ func requireOwn(action string) gin.HandlerFunc {
 	}
 }
 
+// requireOwner lets through the organisation's owner, signed in (the service checks it
+// again; here it answers before the body is read).
+func requireOwner(log *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if err := service.Owner(caller(c)); err != nil {
+			failed(c, log, err)
+			return
+		}
+		c.Next()
+	}
+}
+
 // requireAnyApp lets through a principal holding one of actions on at least one app (or
 // treasury read, which sees every app); the handler lists across those apps.
 func requireAnyApp(actions ...string) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if len(appsFor(principalOf(c), actions...)) == 0 {
+		if len(service.AppsFor(principalOf(c), actions...)) == 0 {
 			fail(c, CodePermissionDenied, "This credential may not read this.")
 			return
 		}

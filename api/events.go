@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 )
 
@@ -24,7 +25,7 @@ func (h *recordHandlers) events(c *gin.Context) {
 		return
 	}
 	p := principalOf(c)
-	list, err := h.store.ListEvents(c.Request.Context(), store.EventFilter{OrgID: p.OrgID, Apps: appsFor(p, auth.ActionRead),
+	list, err := h.store.ListEvents(c.Request.Context(), store.EventFilter{OrgID: p.OrgID, Apps: service.AppsFor(p, auth.ActionRead),
 		WalletIDs: p.ResourceIDs, OrderID: c.Query("orderId"), AfterID: c.Query("after"), Limit: pg.Limit + 1})
 	if err != nil {
 		requestFailed(c, h.log, err)
@@ -63,7 +64,7 @@ func (h *recordHandlers) auditLogs(c *gin.Context) {
 		return
 	}
 	p := principalOf(c)
-	list, err := h.store.ListAudit(c.Request.Context(), p.OrgID, appsFor(p, auth.ActionRead), p.ResourceIDs, pg.After, pg.Limit+1)
+	list, err := h.store.ListAudit(c.Request.Context(), p.OrgID, service.AppsFor(p, auth.ActionRead), p.ResourceIDs, pg.After, pg.Limit+1)
 	if err != nil {
 		requestFailed(c, h.log, err)
 		return

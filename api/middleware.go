@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 )
 
@@ -146,7 +147,7 @@ func redactQuery(raw string) string {
 func unavailable(err error) bool {
 	var down *serviceerror.Unavailable
 	var slow *serviceerror.DeadlineExceeded
-	return store.Unavailable(err) || errors.Is(err, ErrWorkflowsUnavailable) ||
+	return store.Unavailable(err) || errors.Is(err, service.ErrWorkflowsUnavailable) ||
 		errors.As(err, &down) || errors.As(err, &slow)
 }
 

@@ -8,18 +8,13 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/orders"
+	"github.com/opentreasury/treasury/service"
 )
 
 const (
 	defaultPageSize = 50
 	maxPageSize     = 200
 )
-
-// page is a parsed limit and cursor.
-type page struct {
-	Limit int
-	After string
-}
 
 // listResponse is the envelope of every list (SPEC section 2).
 type listResponse[T any] struct {
@@ -28,8 +23,8 @@ type listResponse[T any] struct {
 }
 
 // parsePage reads limit (1–200, default 50) and the opaque cursor; it collects field errors.
-func parsePage(c *gin.Context, errs *[]orders.FieldError) page {
-	p := page{Limit: defaultPageSize}
+func parsePage(c *gin.Context, errs *[]orders.FieldError) service.Page {
+	p := service.Page{Limit: defaultPageSize}
 	if raw, ok := c.GetQuery("limit"); ok {
 		n, err := strconv.Atoi(raw)
 		if err != nil || n < 1 || n > maxPageSize {
@@ -86,31 +81,8 @@ func validationFailed(c *gin.Context, errs []orders.FieldError) {
 
 // listParams reads a list's query: the page, and an error for every parameter the route
 // does not take. Callers add their own checks to errs before answering.
-func listParams(c *gin.Context, allowed ...string) (page, []orders.FieldError) {
+func listParams(c *gin.Context, allowed ...string) (service.Page, []orders.FieldError) {
 	var errs []orders.FieldError
 	rejectUnknownQuery(c, allowed, &errs)
 	return parsePage(c, &errs), errs
-}
-
-// pageInMemory takes one page of a list read whole, in its order. The developer lists
-// (an app's keys, OAuth clients, WebSocket configs, its people) are short, so they are read
-// whole and paged here, with the same limit and cursor as every list. key gives an item's
-// place in the order, ascending or descending; the cursor is the key of the last item shown,
-// so a page still follows on when that item has gone meanwhile.
-func pageInMemory[T any](items []T, pg page, descending bool, key func(*T) string) ([]T, *string) {
-	start := 0
-	if pg.After != "" {
-		start = len(items)
-		for i := range items {
-			if k := key(&items[i]); (descending && k < pg.After) || (!descending && k > pg.After) {
-				start = i
-				break
-			}
-		}
-	}
-	shown, more := trimPage(items[start:], pg.Limit)
-	if !more {
-		return shown, nil
-	}
-	return shown, encodeCursor(key(&shown[len(shown)-1]))
 }

@@ -6,28 +6,13 @@ import (
 	"net/http"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/shopspring/decimal"
 
-	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
 )
-
-func formatTime(t time.Time) string { return events.FormatTime(t) }
-
-func formatTimePtr(t *time.Time) *string {
-	if t == nil {
-		return nil
-	}
-	s := formatTime(*t)
-	return &s
-}
-
-// usd renders a USD amount for display: rounded half-even to cents.
-func usd(d decimal.Decimal) string { return d.StringFixedBank(2) }
 
 // valuation is the exact (unrounded) USD value of a set of positions.
 type valuation struct {

@@ -1,12 +1,15 @@
 package api
 
 import (
+	"errors"
+	"log/slog"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/policy"
+	"github.com/opentreasury/treasury/service"
 )
 
 // Error codes of SPEC section 2; each maps to one HTTP status.
@@ -105,4 +108,29 @@ func abortProblem(c *gin.Context, p *Problem) {
 // fail answers with the problem of a code.
 func fail(c *gin.Context, code, detail string) {
 	abortProblem(c, NewProblem(code, detail))
+}
+
+// kindCodes are the problem codes of the service's refusals.
+var kindCodes = map[service.Kind]string{
+	service.NotFound:         CodeNotFound,
+	service.PermissionDenied: CodePermissionDenied,
+	service.MakerChecker:     CodeMakerChecker,
+	service.Conflict:         CodeConflict,
+	service.Invalid:          CodeValidationFailed,
+	service.PolicyViolation:  CodePolicyViolation,
+	service.InvalidSignature: CodeInvalidSignature,
+	service.Unavailable:      CodeUnavailable,
+}
+
+// failed answers for an error of the service: a refusal is its problem, with the fields or
+// rules at fault; anything else (the store, Temporal) goes through requestFailed.
+func failed(c *gin.Context, log *slog.Logger, err error) {
+	var e *service.Error
+	if !errors.As(err, &e) {
+		requestFailed(c, log, err)
+		return
+	}
+	p := NewProblem(kindCodes[e.Kind], e.Detail)
+	p.Errors, p.Violations = e.Fields, e.Violations
+	abortProblem(c, p)
 }

@@ -2,12 +2,12 @@ package api
 
 import (
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 )
 
@@ -34,8 +34,8 @@ func withRequestLog(sink RequestLogSink) gin.HandlerFunc {
 }
 
 type requestLogHandlers struct {
-	store *store.Store
-	log   *slog.Logger
+	svc *service.Service
+	log *slog.Logger
 }
 
 type requestLogResponse struct {
@@ -49,28 +49,12 @@ type requestLogResponse struct {
 	At            string  `json:"at"`
 }
 
+func requestLogJSON(r *store.RequestLog) requestLogResponse {
+	return requestLogResponse{ID: r.ID, Method: r.Method, Path: r.Path, Status: r.Status, LatencyMs: r.LatencyMs,
+		KeyID: r.KeyID, CorrelationID: r.CorrelationID, At: formatTime(r.At)}
+}
+
 // list answers GET /developer/logs: the app's recent requests, newest first.
 func (h *requestLogHandlers) list(c *gin.Context) {
-	pg, errs := listParams(c, "limit", "cursor")
-	if len(errs) > 0 {
-		validationFailed(c, errs)
-		return
-	}
-	p := principalOf(c)
-	rows, err := h.store.ListRequestLogs(c.Request.Context(), p.OrgID, p.App, pg.After, pg.Limit+1)
-	if err != nil {
-		requestFailed(c, h.log, err)
-		return
-	}
-	rows, more := trimPage(rows, pg.Limit)
-	out := make([]requestLogResponse, len(rows))
-	for i, r := range rows {
-		out[i] = requestLogResponse{ID: r.ID, Method: r.Method, Path: r.Path, Status: r.Status, LatencyMs: r.LatencyMs,
-			KeyID: r.KeyID, CorrelationID: r.CorrelationID, At: formatTime(r.At)}
-	}
-	var cursor *string
-	if more {
-		cursor = encodeCursor(rows[len(rows)-1].ID)
-	}
-	c.JSON(http.StatusOK, listResponse[requestLogResponse]{Data: out, NextCursor: cursor})
+	listPage(c, h.log, h.svc.ListRequestLogs, requestLogJSON)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/orders"
+	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 )
 
@@ -33,7 +34,7 @@ type Config struct {
 	Readiness      []ReadinessCheck
 	RequestTimeout time.Duration
 	// Workflows starts and signals order workflows; nil answers 503 on those routes.
-	Workflows OrderWorkflows
+	Workflows service.Workflows
 	// RateLimit and RateBurst are each credential's requests per second and burst
 	// (50 and 100 when zero).
 	RateLimit float64
@@ -114,8 +115,8 @@ func NewRouter(cfg Config) http.Handler {
 		cfg.RateBurst = 100
 	}
 	limiter := newRateLimiter(cfg.RateLimit, cfg.RateBurst)
-	wsh := &websocketHandlers{store: cfg.Store, log: log, bus: cfg.Bus, live: cfg.Live, authn: authenticator,
-		limit: limiter, now: time.Now}
+	svc := &service.Service{Store: cfg.Store, Workflows: cfg.Workflows, Bus: cfg.Bus, Live: cfg.Live, Log: log}
+	wsh := &websocketHandlers{svc: svc, store: cfg.Store, log: log, live: cfg.Live, authn: authenticator, limit: limiter}
 	// The channel authenticates by the token in its URL (browsers cannot set headers on
 	// a WebSocket), so it sits outside the bearer-authenticated group.
 	r.GET("/api/v1/ws", wsh.connect)
@@ -134,23 +135,25 @@ func NewRouter(cfg Config) http.Handler {
 	v1.GET("/treasury/wallets", treasuryRead, ph.wallets)
 	v1.GET("/treasury/positions", treasuryRead, ph.positions)
 
-	polh := &policyHandlers{store: cfg.Store, log: log, now: time.Now}
+	polh := &policyHandlers{svc: svc, log: log}
 	v1.GET("/policies/:app", polh.get)
 	v1.PUT("/policies/:app", polh.put)
 	v1.POST("/policies/:app/evaluate", polh.evaluate)
 
-	lh := &lifecycleHandlers{store: cfg.Store, log: log, workflows: cfg.Workflows}
-	v1.GET("/approvals", lh.listApprovals)
-	v1.POST("/approvals/:domain/:id/decide", lh.decide)
-	v1.GET("/signing-requests", lh.listSigning)
-	v1.GET("/signing-requests/:id", lh.getSigning)
-	v1.POST("/signing-requests/:id/signature", lh.sign)
+	ah := &approvalHandlers{svc: svc, log: log}
+	v1.GET("/approvals", ah.list)
+	v1.POST("/approvals/:domain/:id/decide", ah.decide)
+	sgh := &signingHandlers{svc: svc, log: log}
+	v1.GET("/signing-requests", sgh.list)
+	v1.GET("/signing-requests/:id", sgh.get)
+	v1.POST("/signing-requests/:id/signature", sgh.sign)
 
 	dh := developerHandlers{
-		keys:         &keyHandlers{store: cfg.Store, log: log, bus: cfg.Bus},
-		oauthClients: &oauthClientHandlers{store: cfg.Store, log: log, bus: cfg.Bus},
-		team:         &teamHandlers{store: cfg.Store, log: log},
-		requestLogs:  &requestLogHandlers{store: cfg.Store, log: log},
+		log:          log,
+		keys:         &keyHandlers{svc: svc, log: log},
+		oauthClients: &oauthClientHandlers{svc: svc, log: log},
+		team:         &teamHandlers{svc: svc, log: log},
+		requestLogs:  &requestLogHandlers{svc: svc, log: log},
 		websockets:   wsh,
 	}
 	// The developer surface sits at the root, /developer/… (SPEC 6). It also answers under
@@ -164,7 +167,7 @@ func NewRouter(cfg Config) http.Handler {
 	v1.GET("/audit-logs", requireAnyApp(auth.ActionRead), rh.auditLogs)
 
 	for _, d := range orders.Domains {
-		oh := &orderHandlers{store: cfg.Store, log: log, domain: d, workflows: cfg.Workflows}
+		oh := &orderHandlers{svc: svc, log: log, domain: d}
 		base := "/" + d.Collection
 		v1.POST(base, require(d.App, auth.ActionWrite), oh.create)
 		v1.POST(base+"/:id/submit", require(d.App, auth.ActionWrite), oh.submit)
@@ -199,22 +202,10 @@ func readiness(checks []ReadinessCheck) gin.HandlerFunc {
 	}
 }
 
-// NewServer wraps the handler in an http.Server with a timeout on every phase.
-func NewServer(addr string, h http.Handler) *http.Server {
-	return &http.Server{
-		Addr:              addr,
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-	}
-}
-
 // developerHandlers serve the developer surface: an app's keys, OAuth clients, team,
 // request logs and WebSocket configs.
 type developerHandlers struct {
+	log          *slog.Logger
 	keys         *keyHandlers
 	oauthClients *oauthClientHandlers
 	team         *teamHandlers
@@ -236,9 +227,9 @@ func (d developerHandlers) register(g *gin.RouterGroup) {
 	g.DELETE("/oauth-clients/:id", dev, d.oauthClients.revoke)
 
 	g.GET("/team", dev, d.team.list)
-	g.POST("/team", dev, requireOwner(), d.team.add)
-	g.PATCH("/team/:id", dev, requireOwner(), d.team.update)
-	g.DELETE("/team/:id", dev, requireOwner(), d.team.remove)
+	g.POST("/team", dev, requireOwner(d.log), d.team.add)
+	g.PATCH("/team/:id", dev, requireOwner(d.log), d.team.update)
+	g.DELETE("/team/:id", dev, requireOwner(d.log), d.team.remove)
 
 	g.GET("/logs", dev, d.requestLogs.list)
 

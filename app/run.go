@@ -8,7 +8,6 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/opentreasury/treasury/api"
 	"github.com/opentreasury/treasury/chain/devchain"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/worker"
@@ -42,7 +41,7 @@ func RunAPI(ctx context.Context, cfg Config) error {
 	}
 	live := StartLive(s, LiveOptions{PingInterval: cfg.WSPingInterval}, log)
 	log.Info("API listening", "addr", ln.Addr().String())
-	srv := api.NewServer(cfg.HTTPAddr, NewAPIHandler(cfg, s, tc, live, log))
+	srv := NewHTTPServer(cfg.HTTPAddr, NewAPIHandler(cfg, s, tc, live, log))
 	err = ServeHTTP(ctx, srv, ln, live, cfg.ShutdownTimeout, log)
 	log.Info("API stopped")
 	return err

@@ -197,3 +197,16 @@ func drain(ctx context.Context, srv *http.Server, timeout time.Duration, log *sl
 		_ = srv.Close()
 	}
 }
+
+// NewHTTPServer wraps the API's handler in an http.Server with a timeout on every phase.
+func NewHTTPServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+}

@@ -40,6 +40,10 @@ const (
 	KindSession = "ses"
 	// KindUser is the principal kind of a signed-in person.
 	KindUser = "user"
+	// KindDevice is the principal kind of a signing device inside the service (the dev
+	// bundle's signer): it signs the requests of the wallets whose keys it holds. No
+	// token authenticates as one.
+	KindDevice = "device"
 )
 
 // IsApp reports whether name is a known app.

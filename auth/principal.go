@@ -81,13 +81,15 @@ func (p *Principal) InApp(app string) *Principal {
 	return &n
 }
 
-// ActorType is how the audit log names the kind of actor: key, oauth_client or user.
+// ActorType is how the audit log names the kind of actor: key, oauth_client, user or device.
 func (p *Principal) ActorType() string {
 	switch p.Kind {
 	case KindUser:
 		return "user"
 	case KindAccessToken:
 		return "oauth_client"
+	case KindDevice:
+		return "device"
 	}
 	return "key"
 }

@@ -15,10 +15,10 @@ import (
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
-	"github.com/opentreasury/treasury/api"
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/chain/devchain"
 	"github.com/opentreasury/treasury/seed"
+	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/worker"
 )
@@ -184,13 +184,14 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 		}
 		signerCtx, cancel := context.WithCancel(context.Background())
 		b.stopSigner = cancel
-		signer := &devSigner{store: b.store, workflows: app.TemporalOrders{Client: b.client}, keys: keys,
+		svc := &service.Service{Store: b.store, Workflows: app.TemporalOrders{Client: b.client}, Log: log}
+		signer := &devSigner{store: b.store, svc: svc, keys: keys,
 			log: log.With("component", "dev-signer"), every: 100 * time.Millisecond, sent: map[string]bool{}}
 		b.signerDone = make(chan struct{})
 		go func() { defer close(b.signerDone); signer.run(signerCtx) }()
 	}
 
-	b.http = api.NewServer(ln.Addr().String(), app.NewAPIHandler(cfg, b.store, b.client, b.live, log))
+	b.http = app.NewHTTPServer(ln.Addr().String(), app.NewAPIHandler(cfg, b.store, b.client, b.live, log))
 	b.serveDone = make(chan struct{})
 	go func() {
 		b.serveErr = b.http.Serve(ln)

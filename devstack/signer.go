@@ -5,24 +5,29 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"log/slog"
 	"time"
 
-	"github.com/opentreasury/treasury/api"
+	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/orders"
+	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 )
 
+// devSignerID names the dev signer in the audit log and as the correlation id of what it
+// signs.
+const devSignerID = "dev-signer"
+
 // devSigner is the dev bundle's stand-in for a signing device: it holds the keys of the
-// autoSign wallets and signs their pending signing requests as they appear. It goes
-// through the same verification and signal as POST /signing-requests/{id}/signature.
+// autoSign wallets and signs their pending signing requests as they appear. It submits
+// through the same service operation as POST /signing-requests/{id}/signature, as a
+// device principal that may sign for its own wallets only.
 type devSigner struct {
-	store     *store.Store
-	workflows api.OrderWorkflows
-	keys      map[string]ed25519.PrivateKey
-	log       *slog.Logger
-	every     time.Duration
+	store *store.Store
+	svc   *service.Service
+	keys  map[string]ed25519.PrivateKey
+	log   *slog.Logger
+	every time.Duration
 	// sent remembers requests already signed, until the workflow records them.
 	sent map[string]bool
 }
@@ -57,8 +62,10 @@ func (d *devSigner) run(ctx context.Context) {
 				continue
 			}
 			sig := base64.StdEncoding.EncodeToString(ed25519.Sign(d.keys[r.WalletID], digest))
-			err = api.SubmitSignature(ctx, d.store, d.workflows, r, sig, "dev-signer")
-			if err != nil && !errors.Is(err, api.ErrNotPending) {
+			who := service.Caller{CorrelationID: devSignerID, Principal: &auth.Principal{OrgID: r.OrgID, App: r.App,
+				Kind: auth.KindDevice, ID: devSignerID, Actions: []string{auth.ActionSign}, ResourceIDs: walletIDs}}
+			_, err = d.svc.SubmitSignature(ctx, who, r.ID, sig)
+			if err != nil && service.KindOf(err) != service.Conflict {
 				d.log.Warn("dev signer could not sign", "signingRequestId", r.ID, "error", err.Error())
 				continue
 			}

@@ -1,0 +1,61 @@
+package api
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/opentreasury/treasury/service"
+)
+
+type approvalHandlers struct {
+	svc *service.Service
+	log *slog.Logger
+}
+
+func approvalJSON(a *service.Approval) map[string]any {
+	return map[string]any{"id": a.ID, "domain": a.Domain, "orderId": a.OrderID, "status": a.Status,
+		"requiredApprovals": a.RequiredApprovals, "decisions": decisionsJSON(a.Decisions), "reason": a.Reason,
+		"payloadHash": a.PayloadHash, "order": json.RawMessage(a.Summary), "createdAt": formatTime(a.CreatedAt),
+		"expiresAt": formatTime(a.ExpiresAt)}
+}
+
+// list answers GET /approvals.
+func (h *approvalHandlers) list(c *gin.Context) {
+	pg, errs := listParams(c, "domain", "status", "limit", "cursor")
+	if len(errs) > 0 {
+		validationFailed(c, errs)
+		return
+	}
+	list, next, err := h.svc.ListApprovals(c.Request.Context(), caller(c),
+		service.ApprovalFilter{Domain: c.Query("domain"), Status: c.Query("status"), Page: pg})
+	if err != nil {
+		failed(c, h.log, err)
+		return
+	}
+	writeList(c, list, next, approvalJSON)
+}
+
+// decide answers POST /approvals/{domain}/{id}/decide: the decision is recorded, then
+// signalled to the order's workflow, which counts it.
+func (h *approvalHandlers) decide(c *gin.Context) {
+	if d, ok := service.DomainNamed(c.Param("domain")); ok {
+		narrow(c, d.App)
+	}
+	var req struct {
+		Decision string `json:"decision"`
+		Comment  string `json:"comment"`
+	}
+	if !bindStrict(c, &req, "decision", "comment") {
+		return
+	}
+	a, err := h.svc.Decide(c.Request.Context(), caller(c), c.Param("domain"), c.Param("id"),
+		service.Decision{Decision: req.Decision, Comment: req.Comment})
+	if err != nil {
+		failed(c, h.log, err)
+		return
+	}
+	c.JSON(http.StatusAccepted, approvalJSON(a))
+}

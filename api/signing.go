@@ -1,0 +1,80 @@
+package api
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/opentreasury/treasury/service"
+	"github.com/opentreasury/treasury/store"
+)
+
+type signingHandlers struct {
+	svc *service.Service
+	log *slog.Logger
+}
+
+func signingJSON(r *store.SigningRequest) map[string]any {
+	return map[string]any{"id": r.ID, "orderId": r.OrderID, "domain": r.Domain, "leg": r.Leg, "walletId": r.WalletID,
+		"chain": r.Chain, "unsignedTx": r.UnsignedTx, "digest": r.Digest, "status": r.Status,
+		"createdAt": formatTime(r.CreatedAt), "expiresAt": formatTime(r.ExpiresAt), "signedAt": formatTimePtr(r.SignedAt)}
+}
+
+// list answers GET /signing-requests.
+func (h *signingHandlers) list(c *gin.Context) {
+	pg, errs := listParams(c, "status", "limit", "cursor")
+	if len(errs) > 0 {
+		validationFailed(c, errs)
+		return
+	}
+	list, next, err := h.svc.ListSigningRequests(c.Request.Context(), caller(c), service.SigningFilter{Status: c.Query("status"), Page: pg})
+	if err != nil {
+		failed(c, h.log, err)
+		return
+	}
+	writeList(c, list, next, signingJSON)
+}
+
+// request finds the signing request of the path among those the caller may see, and
+// narrows a person to its app; or it answers.
+func (h *signingHandlers) request(c *gin.Context) (*store.SigningRequest, bool) {
+	r, err := h.svc.SigningRequest(c.Request.Context(), caller(c), c.Param("id"))
+	if err != nil {
+		failed(c, h.log, err)
+		return nil, false
+	}
+	narrow(c, r.App)
+	return r, true
+}
+
+// get answers GET /signing-requests/{id}.
+func (h *signingHandlers) get(c *gin.Context) {
+	if r, ok := h.request(c); ok {
+		c.JSON(http.StatusOK, signingJSON(r))
+	}
+}
+
+// sign answers POST /signing-requests/{id}/signature: a signature that verifies against
+// the wallet's public key is signalled to the order's workflow (202); one that does not
+// is refused (422) and the request stays pending.
+func (h *signingHandlers) sign(c *gin.Context) {
+	// The service judges the caller as it came: narrowed to the request's app, a person
+	// who sees it through treasury read would no longer see it at all.
+	who := caller(c)
+	if _, ok := h.request(c); !ok {
+		return
+	}
+	var req struct {
+		Signature string `json:"signature"`
+	}
+	if !bindStrict(c, &req, "signature") {
+		return
+	}
+	r, err := h.svc.SubmitSignature(c.Request.Context(), who, c.Param("id"), req.Signature)
+	if err != nil {
+		failed(c, h.log, err)
+		return
+	}
+	c.JSON(http.StatusAccepted, signingJSON(r))
+}

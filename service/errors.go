@@ -1,0 +1,61 @@
+package service
+
+import (
+	"errors"
+
+	"github.com/opentreasury/treasury/orders"
+	"github.com/opentreasury/treasury/policy"
+)
+
+// Kind is why an operation refused: each maps to one answer of the API (SPEC 2).
+type Kind int
+
+const (
+	// NotFound: no such resource, or one the caller may not see (existence is never revealed).
+	NotFound Kind = iota + 1
+	// PermissionDenied: the caller lacks the app or the action.
+	PermissionDenied
+	// MakerChecker: the creator of an order tried to decide it.
+	MakerChecker
+	// Conflict: the resource's state does not allow it.
+	Conflict
+	// Invalid: the request has invalid fields (Fields names each).
+	Invalid
+	// PolicyViolation: the policy refused the order (Violations names the rules).
+	PolicyViolation
+	// InvalidSignature: the signature does not verify against the wallet's key.
+	InvalidSignature
+	// Unavailable: something the operation needs cannot act now; safe to retry.
+	Unavailable
+)
+
+// Error is a refusal the caller can act on, with a human detail.
+type Error struct {
+	Kind       Kind
+	Detail     string
+	Fields     []orders.FieldError
+	Violations []policy.Violation
+}
+
+func (e *Error) Error() string { return e.Detail }
+
+func refuse(kind Kind, detail string) *Error { return &Error{Kind: kind, Detail: detail} }
+
+// invalid is the refusal of a request with invalid fields.
+func invalid(fields ...orders.FieldError) *Error {
+	return &Error{Kind: Invalid, Detail: "The request has invalid fields; see errors.", Fields: fields}
+}
+
+// field names one invalid field.
+func field(name, message string) orders.FieldError {
+	return orders.FieldError{Field: name, Message: message}
+}
+
+// KindOf is the kind of a refusal, or 0 for any other error.
+func KindOf(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return 0
+}

@@ -1,0 +1,100 @@
+package service
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/orders"
+	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/workflows"
+)
+
+// SigningFilter narrows a list of signing requests.
+type SigningFilter struct {
+	Status string
+	Page
+}
+
+// ListSigningRequests pages through the signing requests the caller may see (SPEC 3.5).
+func (s *Service) ListSigningRequests(ctx context.Context, who Caller, f SigningFilter) (list []store.SigningRequest, next string, err error) {
+	if f.Status != "" && !slices.Contains(orders.SigningStatuses, f.Status) {
+		return nil, "", invalid(field("status", "must be pending, signed or expired"))
+	}
+	apps := AppsFor(who.Principal, auth.ActionRead, auth.ActionSign)
+	if apps == nil {
+		return nil, "", refuse(PermissionDenied, "Listing signing requests needs read or sign on the app.")
+	}
+	list, err = s.Store.ListSigningRequests(ctx, store.SigningFilter{OrgID: who.OrgID, Apps: apps,
+		WalletIDs: who.ResourceIDs, Status: f.Status, AfterID: f.After, Limit: f.Limit + 1})
+	if err != nil {
+		return nil, "", err
+	}
+	list, next = trim(list, f.Limit, func(r *store.SigningRequest) string { return r.ID })
+	return list, next, nil
+}
+
+// SigningRequest reads a signing request the caller may see: of an app it holds read or
+// sign on, for a wallet within its reach; any other is not found.
+func (s *Service) SigningRequest(ctx context.Context, who Caller, id string) (*store.SigningRequest, error) {
+	r, err := s.Store.SigningRequest(ctx, who.OrgID, id)
+	if errors.Is(err, store.ErrNotFound) ||
+		(err == nil && (!slices.Contains(AppsFor(who.Principal, auth.ActionRead, auth.ActionSign), r.App) || !who.CanReach(r.WalletID))) {
+		return nil, refuse(NotFound, "No signing request with this id.")
+	}
+	return r, err
+}
+
+// SubmitSignature verifies an ed25519 signature (base64) over a pending request's digest
+// against its wallet's public key and signals it to the order's workflow (SPEC 3.5). The
+// API's route and the dev bundle's signer both come through here.
+func (s *Service) SubmitSignature(ctx context.Context, who Caller, requestID, signatureB64 string) (*store.SigningRequest, error) {
+	r, err := s.SigningRequest(ctx, who, requestID)
+	if err != nil {
+		return nil, err
+	}
+	if !who.Can(r.App, auth.ActionSign) {
+		return nil, refuse(PermissionDenied, "Signing needs the 'sign' action on the '"+r.App+"' app.")
+	}
+	if r.Status != orders.SigningPending || !s.now().Before(r.ExpiresAt) {
+		return nil, refuse(Conflict, "This signing request is no longer pending (signed or expired).")
+	}
+	sig, err := base64.StdEncoding.DecodeString(signatureB64)
+	if err != nil || len(sig) != ed25519.SignatureSize {
+		return nil, badSignature()
+	}
+	w, err := s.Store.Wallet(ctx, r.OrgID, r.WalletID)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := base64.StdEncoding.DecodeString(w.PublicKey)
+	if err != nil || len(pub) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("wallet %s has no valid public key", w.ID)
+	}
+	digest, err := hex.DecodeString(r.Digest)
+	if err != nil {
+		return nil, fmt.Errorf("signing request %s has a bad digest", r.ID)
+	}
+	if !ed25519.Verify(pub, digest, sig) {
+		return nil, badSignature()
+	}
+	if s.Workflows == nil {
+		return nil, ErrWorkflowsUnavailable
+	}
+	err = s.Workflows.SignalSignature(ctx, r.OrderID, workflows.Signature{SigningRequestID: r.ID, Signature: signatureB64,
+		CorrelationID: who.CorrelationID})
+	if err != nil {
+		return nil, err
+	}
+	s.auditAfter(ctx, s.audit(who, r.App, "signature.submitted", "signing_request", r.ID, nil))
+	return r, nil
+}
+
+func badSignature() *Error {
+	return refuse(InvalidSignature, "The signature does not verify against the wallet's public key over the digest.")
+}
