@@ -7,41 +7,34 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 )
 
 type recordHandlers struct {
-	store *store.Store
-	log   *slog.Logger
+	svc *service.Service
+	log *slog.Logger
 }
 
 // events answers GET /events: stored events oldest first, for reconciliation after a gap.
+// Its cursor is the last event's id, which ?after= takes as it is.
 func (h *recordHandlers) events(c *gin.Context) {
 	pg, errs := listParams(c, "orderId", "after", "limit")
 	if len(errs) > 0 {
 		validationFailed(c, errs)
 		return
 	}
-	p := principalOf(c)
-	list, err := h.store.ListEvents(c.Request.Context(), store.EventFilter{OrgID: p.OrgID, Apps: service.AppsFor(p, auth.ActionRead),
-		WalletIDs: p.ResourceIDs, OrderID: c.Query("orderId"), AfterID: c.Query("after"), Limit: pg.Limit + 1})
+	list, next, err := h.svc.Events(c.Request.Context(), caller(c),
+		service.EventFilter{OrderID: c.Query("orderId"), After: c.Query("after"), Limit: pg.Limit})
 	if err != nil {
-		requestFailed(c, h.log, err)
+		failed(c, h.log, err)
 		return
 	}
-	list, more := trimPage(list, pg.Limit)
 	out := make([]json.RawMessage, len(list))
 	for i, ev := range list {
 		out[i] = json.RawMessage(ev.Data)
 	}
-	var cursor *string
-	if more {
-		last := list[len(list)-1].ID
-		cursor = &last
-	}
-	c.JSON(http.StatusOK, listResponse[json.RawMessage]{Data: out, NextCursor: cursor})
+	c.JSON(http.StatusOK, listResponse[json.RawMessage]{Data: out, NextCursor: nullable(next)})
 }
 
 type auditResponse struct {
@@ -56,33 +49,17 @@ type auditResponse struct {
 	CreatedAt     string          `json:"createdAt"`
 }
 
+func auditJSON(a *store.AuditLog) auditResponse {
+	details := json.RawMessage(a.Details)
+	if !json.Valid(details) {
+		details = json.RawMessage(`{}`)
+	}
+	return auditResponse{ID: a.ID, App: a.App, Actor: map[string]any{"type": a.ActorType, "id": a.ActorID},
+		Action: a.Action, ResourceType: a.ResourceType, ResourceID: a.ResourceID,
+		CorrelationID: a.CorrelationID, Details: details, CreatedAt: formatTime(a.CreatedAt)}
+}
+
 // auditLogs answers GET /audit-logs: newest first.
 func (h *recordHandlers) auditLogs(c *gin.Context) {
-	pg, errs := listParams(c, "limit", "cursor")
-	if len(errs) > 0 {
-		validationFailed(c, errs)
-		return
-	}
-	p := principalOf(c)
-	list, err := h.store.ListAudit(c.Request.Context(), p.OrgID, service.AppsFor(p, auth.ActionRead), p.ResourceIDs, pg.After, pg.Limit+1)
-	if err != nil {
-		requestFailed(c, h.log, err)
-		return
-	}
-	list, more := trimPage(list, pg.Limit)
-	out := make([]auditResponse, len(list))
-	for i, a := range list {
-		details := json.RawMessage(a.Details)
-		if !json.Valid(details) {
-			details = json.RawMessage(`{}`)
-		}
-		out[i] = auditResponse{ID: a.ID, App: a.App, Actor: map[string]any{"type": a.ActorType, "id": a.ActorID},
-			Action: a.Action, ResourceType: a.ResourceType, ResourceID: a.ResourceID,
-			CorrelationID: a.CorrelationID, Details: details, CreatedAt: formatTime(a.CreatedAt)}
-	}
-	var cursor *string
-	if more {
-		cursor = encodeCursor(list[len(list)-1].ID)
-	}
-	c.JSON(http.StatusOK, listResponse[auditResponse]{Data: out, NextCursor: cursor})
+	listPage(c, h.log, h.svc.AuditLogs, auditJSON)
 }

@@ -44,15 +44,6 @@ func parsePage(c *gin.Context, errs *[]orders.FieldError) service.Page {
 	return p
 }
 
-// trimPage takes a page fetched with one item more than the limit: the extra item only
-// says that another page exists, so the last page never comes back empty.
-func trimPage[T any](items []T, limit int) ([]T, bool) {
-	if len(items) > limit {
-		return items[:limit], true
-	}
-	return items, false
-}
-
 // encodeCursor makes the opaque cursor that continues after key.
 func encodeCursor(key string) *string {
 	s := base64.RawURLEncoding.EncodeToString([]byte(key))

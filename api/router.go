@@ -129,7 +129,7 @@ func NewRouter(cfg Config) http.Handler {
 	// passwords in its body. A repeat is refused anyway (the current password has changed).
 	r.POST("/api/v1/session/password", authn, withRequestLog(cfg.RequestLogs), limiter.middleware(), sh.changePassword)
 
-	ph := &portfolioHandlers{store: cfg.Store, log: log}
+	ph := &portfolioHandlers{svc: svc, log: log}
 	treasuryRead := require("treasury", auth.ActionRead)
 	v1.GET("/treasury/portfolio", treasuryRead, ph.portfolio)
 	v1.GET("/treasury/wallets", treasuryRead, ph.wallets)
@@ -162,7 +162,7 @@ func NewRouter(cfg Config) http.Handler {
 	dh.register(r.Group("/developer", authenticated...))
 	dh.register(v1.Group("/developer"))
 
-	rh := &recordHandlers{store: cfg.Store, log: log}
+	rh := &recordHandlers{svc: svc, log: log}
 	v1.GET("/events", requireAnyApp(auth.ActionRead), rh.events)
 	v1.GET("/audit-logs", requireAnyApp(auth.ActionRead), rh.auditLogs)
 
