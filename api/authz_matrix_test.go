@@ -318,7 +318,7 @@ func TestAuthorisationMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused["expired oauth token"] = credential{bearer: expired}
-	var revokedKey keyResponse
+	var revokedKey createdKey
 	_ = json.Unmarshal(f.post(t, "/developer/api-keys", f.creds.Keys["pay"].SK, `{"kind":"sk"}`).body, &revokedKey)
 	f.do(t, "DELETE", "/developer/api-keys/"+revokedKey.ID, f.creds.Keys["pay"].SK, nil)
 	refused["revoked sk"] = credential{bearer: revokedKey.Secret}

@@ -216,7 +216,7 @@ func TestDataIsolation(t *testing.T) {
 // sk_ (secret) registers through the API.
 func isolationToken(t *testing.T, f *fixture, secret, app string) string {
 	t.Helper()
-	var client oauthClientResponse
+	var client createdClient
 	r := f.post(t, "/developer/oauth-clients", secret, `{"scopes":"`+app+`:read `+app+`:write `+app+`:approve `+app+`:sign `+app+`:developer"}`)
 	if err := json.Unmarshal(r.body, &client); err != nil || r.status != 201 {
 		t.Fatalf("client: %d %s", r.status, r.body)

@@ -32,8 +32,6 @@ type keyResponse struct {
 	RevokedAt   *string  `json:"revokedAt"`
 	// CreatedBy is the person who created the key; null when a key created it.
 	CreatedBy *string `json:"createdBy"`
-	// Secret is present only in the answer to the create, once.
-	Secret string `json:"secret,omitempty"`
 }
 
 func keyJSON(k *store.APIKey) keyResponse {
@@ -85,15 +83,8 @@ func (h *keyHandlers) create(c *gin.Context) {
 	if !bindStrict(c, &req, "kind", "actions", "resourceIds", "label") {
 		return
 	}
-	k, secret, err := h.svc.CreateAPIKey(c.Request.Context(), caller(c),
-		service.KeyRequest{Kind: req.Kind, Actions: req.Actions, ResourceIDs: req.ResourceIDs, Label: req.Label})
-	if err != nil {
-		failed(c, h.log, err)
-		return
-	}
-	out := keyJSON(k)
-	out.Secret = secret
-	replyWithSecret(c, out, "secret")
+	createdWithSecret(c, h.log, keyJSON, "secret")(h.svc.CreateAPIKey(c.Request.Context(), caller(c),
+		service.KeyRequest{Kind: req.Kind, Actions: req.Actions, ResourceIDs: req.ResourceIDs, Label: req.Label}))
 }
 
 // revoke answers DELETE /developer/api-keys/{id}: the key stops working at once.

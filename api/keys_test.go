@@ -13,10 +13,10 @@ import (
 )
 
 // newKey creates a key with the creator's secret, and fails t unless it is created.
-func (f *fixture) newKey(t *testing.T, creator, body string) keyResponse {
+func (f *fixture) newKey(t *testing.T, creator, body string) createdKey {
 	t.Helper()
 	r := f.post(t, "/developer/api-keys", creator, body)
-	var k keyResponse
+	var k createdKey
 	if err := json.Unmarshal(r.body, &k); err != nil || r.status != 201 {
 		t.Fatalf("create key %s: %d %s", body, r.status, r.body)
 	}
@@ -30,7 +30,7 @@ func TestAPIKeyLifecycle(t *testing.T) {
 	if r.status != 201 || r.header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("create %d %s", r.status, r.body)
 	}
-	var created keyResponse
+	var created createdKey
 	if err := json.Unmarshal(r.body, &created); err != nil {
 		t.Fatal(err)
 	}
@@ -190,4 +190,21 @@ func TestReplayedCreatesNeverHoldTheSecret(t *testing.T) {
 			t.Fatalf("%s: the stored answer %v %v", c.path, held, err)
 		}
 	}
+}
+
+// createdKey and createdClient are the answers to a create: the record and, this once, its
+// secret.
+type createdKey struct {
+	keyResponse
+	Secret string `json:"secret"`
+}
+
+type createdClient struct {
+	oauthClientResponse
+	ClientSecret string `json:"clientSecret"`
+}
+
+type addedMember struct {
+	memberResponse
+	Password string `json:"password"`
 }

@@ -27,8 +27,6 @@ type oauthClientResponse struct {
 	RevokedAt *string `json:"revokedAt"`
 	// CreatedBy is the person who created the client; null when a key created it.
 	CreatedBy *string `json:"createdBy"`
-	// ClientSecret is present only in the answer to the create, once.
-	ClientSecret string `json:"clientSecret,omitempty"`
 }
 
 func oauthClientJSON(oc *store.OAuthClient) oauthClientResponse {
@@ -51,14 +49,7 @@ func (h *oauthClientHandlers) create(c *gin.Context) {
 	if !bindStrict(c, &req, "scopes", "label") {
 		return
 	}
-	oc, secret, err := h.svc.CreateOAuthClient(c.Request.Context(), caller(c), req.Scopes, req.Label)
-	if err != nil {
-		failed(c, h.log, err)
-		return
-	}
-	out := oauthClientJSON(oc)
-	out.ClientSecret = secret
-	replyWithSecret(c, out, "clientSecret")
+	createdWithSecret(c, h.log, oauthClientJSON, "clientSecret")(h.svc.CreateOAuthClient(c.Request.Context(), caller(c), req.Scopes, req.Label))
 }
 
 // revoke answers DELETE /developer/oauth-clients/{id}: the client and every access token

@@ -17,7 +17,7 @@ func TestOAuthClientLifecycle(t *testing.T) {
 	if r.status != 201 || r.header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("create %d %s", r.status, r.body)
 	}
-	var created oauthClientResponse
+	var created createdClient
 	if err := json.Unmarshal(r.body, &created); err != nil {
 		t.Fatal(err)
 	}

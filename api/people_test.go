@@ -186,7 +186,7 @@ func TestFailedSignInsAreLimited(t *testing.T) {
 func TestTeamAndMemberPermissions(t *testing.T) {
 	f, owner := newPeopleFixture(t)
 	added := f.as(t, owner, "POST", "/developer/team?app=pay", `{"email":"Approver@Example.com","actions":["read","approve","read"]}`)
-	var member memberResponse
+	var member addedMember
 	if err := json.Unmarshal(added.body, &member); err != nil || added.status != 201 || added.header.Get("Cache-Control") != "no-store" ||
 		member.Email != "approver@example.com" || member.Role != "member" || len(member.Password) < auth.MinPasswordLength ||
 		strings.Join(member.Actions, ",") != "approve,read" || member.App != "pay" {
@@ -322,7 +322,7 @@ func TestChangingThePasswordEndsEverySession(t *testing.T) {
 func TestPeopleHandOutOnlyWhatTheyHold(t *testing.T) {
 	f, owner := newPeopleFixture(t)
 	added := f.as(t, owner, "POST", "/developer/team?app=pay", `{"email":"dev@example.com","actions":["developer","write","approve"]}`)
-	var member memberResponse
+	var member addedMember
 	_ = json.Unmarshal(added.body, &member)
 	m := f.signIn(t, "dev@example.com", member.Password)
 
@@ -334,14 +334,14 @@ func TestPeopleHandOutOnlyWhatTheyHold(t *testing.T) {
 		t.Fatalf("a client within the member's grants: %d %s", r.status, r.body)
 	}
 	r := f.as(t, m, "POST", "/developer/api-keys?app=pay", `{"kind":"tk","actions":["approve"]}`)
-	var key keyResponse
+	var key createdKey
 	if err := json.Unmarshal(r.body, &key); err != nil || r.status != 201 || key.CreatedBy == nil || *key.CreatedBy != m.userID {
 		t.Fatalf("a key within the member's grants: %d %s", r.status, r.body)
 	}
 	// A key may not mint what it does not hold either: a tk key with developer alone
 	// cannot mint an sk key.
 	devOnly := f.post(t, "/developer/api-keys", f.creds.Keys["pay"].SK, `{"kind":"tk","actions":["developer"]}`)
-	var dk keyResponse
+	var dk createdKey
 	_ = json.Unmarshal(devOnly.body, &dk)
 	f.post(t, "/developer/api-keys", dk.Secret, `{"kind":"sk"}`).wantProblem(t, 403, CodePermissionDenied)
 	if r := f.post(t, "/developer/api-keys", dk.Secret, `{"kind":"pk"}`); r.status != 201 {

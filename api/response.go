@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -52,27 +53,30 @@ func writeList[R, T any](c *gin.Context, items []R, next string, render func(*R)
 	c.JSON(http.StatusOK, listResponse[T]{Data: out, NextCursor: cursor})
 }
 
-// replyWithSecret answers 201 with a new credential whose secret this answer alone holds.
-// A replay of the request (Idempotency-Key) answers the same record without the secret
-// fields: the secret was shown once and is never stored in the clear, not even for replay.
-func replyWithSecret(c *gin.Context, out any, secretFields ...string) {
-	c.Header("Cache-Control", "no-store")
-	c.JSON(http.StatusCreated, out)
-	var kept map[string]any
-	b, err := json.Marshal(out)
-	if err == nil {
-		err = json.Unmarshal(b, &kept)
+// createdWithSecret answers what a create of the service returned: 201 with the new
+// record rendered and, under secretField, the secret this answer alone holds. A replay of
+// the request (Idempotency-Key) answers the same record without the secret: it was shown
+// once and is never stored in the clear, not even for replay.
+func createdWithSecret[R, T any](c *gin.Context, log *slog.Logger, render func(*R) T, secretField string) func(*R, string, error) {
+	return func(rec *R, secret string, err error) {
+		if err != nil {
+			failed(c, log, err)
+			return
+		}
+		kept, err := json.Marshal(render(rec))
+		var out map[string]any
+		if err == nil {
+			err = json.Unmarshal(kept, &out)
+		}
+		if err != nil {
+			requestFailed(c, log, err)
+			return
+		}
+		out[secretField] = secret
+		c.Header("Cache-Control", "no-store")
+		c.JSON(http.StatusCreated, out)
+		c.Set(keptBodyKey, kept)
 	}
-	for _, f := range secretFields {
-		delete(kept, f)
-	}
-	if err == nil {
-		b, err = json.Marshal(kept)
-	}
-	if err != nil {
-		b = []byte(`{}`)
-	}
-	c.Set(keptBodyKey, b)
 }
 
 // keptBodyKey holds the body an idempotency record keeps in place of the one sent.

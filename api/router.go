@@ -213,18 +213,27 @@ type developerHandlers struct {
 	websockets   *websocketHandlers
 }
 
+// credentialHandlers serve one kind of credential: list, create (its secret shown once),
+// read one, revoke.
+type credentialHandlers interface {
+	list(c *gin.Context)
+	create(c *gin.Context)
+	get(c *gin.Context)
+	revoke(c *gin.Context)
+}
+
 // register adds the developer routes to g, a group whose path ends in /developer.
 func (d developerHandlers) register(g *gin.RouterGroup) {
 	dev := requireOwn(auth.ActionDeveloper)
-	g.GET("/api-keys", dev, d.keys.list)
-	g.POST("/api-keys", dev, d.keys.create)
-	g.GET("/api-keys/:id", dev, d.keys.get)
-	g.DELETE("/api-keys/:id", dev, d.keys.revoke)
-
-	g.GET("/oauth-clients", dev, d.oauthClients.list)
-	g.POST("/oauth-clients", dev, d.oauthClients.create)
-	g.GET("/oauth-clients/:id", dev, d.oauthClients.get)
-	g.DELETE("/oauth-clients/:id", dev, d.oauthClients.revoke)
+	for _, cr := range []struct {
+		path     string
+		handlers credentialHandlers
+	}{{"/api-keys", d.keys}, {"/oauth-clients", d.oauthClients}} {
+		g.GET(cr.path, dev, cr.handlers.list)
+		g.POST(cr.path, dev, cr.handlers.create)
+		g.GET(cr.path+"/:id", dev, cr.handlers.get)
+		g.DELETE(cr.path+"/:id", dev, cr.handlers.revoke)
+	}
 
 	g.GET("/team", dev, d.team.list)
 	g.POST("/team", dev, requireOwner(d.log), d.team.add)

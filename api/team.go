@@ -24,8 +24,6 @@ type memberResponse struct {
 	App       string   `json:"app"`
 	Actions   []string `json:"actions"`
 	CreatedAt string   `json:"createdAt"`
-	// Password is the initial password, present only in the answer that adds the person.
-	Password string `json:"password,omitempty"`
 }
 
 func memberJSON(m *service.Member) memberResponse {
@@ -48,14 +46,7 @@ func (h *teamHandlers) add(c *gin.Context) {
 	if !bindStrict(c, &req, "email", "actions") {
 		return
 	}
-	m, password, err := h.svc.AddMember(c.Request.Context(), caller(c), req.Email, req.Actions)
-	if err != nil {
-		failed(c, h.log, err)
-		return
-	}
-	out := memberJSON(m)
-	out.Password = password
-	replyWithSecret(c, out, "password")
+	createdWithSecret(c, h.log, memberJSON, "password")(h.svc.AddMember(c.Request.Context(), caller(c), req.Email, req.Actions))
 }
 
 // update answers PATCH /developer/team/{id} {actions}: the member's actions on the app,

@@ -13,19 +13,17 @@ const TimeLayout = "2006-01-02T15:04:05.000Z"
 // FormatTime renders a time in TimeLayout.
 func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
 
-// Event is one committed event of the outbox, as subscribers receive it.
+// Event is one committed event of the outbox, as subscribers receive it: what routes it
+// (its organisation, app and name) and its body. Everything else an integrator reads of
+// it (domain, leg, sequence, …) is in the body.
 type Event struct {
-	ID      string
-	OrgID   string
-	App     string
-	Domain  string
-	OrderID string
+	ID string
 	// Name is the canonical event name (Order.Submitted, …).
-	Name string
-	// Leg names the leg of a leg event of a multi-leg order; "" otherwise.
-	Leg           string
-	Sequence      int
-	CorrelationID string
+	Name  string
+	OrgID string
+	App   string
+	// OrderID and CorrelationID are the order it is about and the request that caused it.
+	OrderID, CorrelationID string
 	// Data is the event's JSON body (SPEC 3.7): the body of a webhook delivery and the
 	// data of a live frame.
 	Data       json.RawMessage

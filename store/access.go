@@ -138,12 +138,7 @@ func (s *Store) ListAudit(ctx context.Context, orgID string, apps, walletIDs []s
 	if len(walletIDs) > 0 {
 		q = q.Where("resource_type = ? AND resource_id IN (?)", "order", s.ordersOfWallets(ctx, walletIDs))
 	}
-	if beforeID != "" {
-		q = q.Where("id < ?", beforeID)
-	}
-	var out []AuditLog
-	err := q.Order("id DESC").Limit(limit).Find(&out).Error
-	return out, err
+	return page[AuditLog](q, beforeID, newestFirst, limit)
 }
 
 // PutPolicy replaces an app's policy document and bumps its version, in one statement so

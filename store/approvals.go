@@ -184,12 +184,7 @@ func (s *Store) ListApprovalItems(ctx context.Context, f ApprovalFilter) ([]Appr
 	if f.Status != "" {
 		q = q.Where("status = ?", f.Status)
 	}
-	if f.AfterID != "" {
-		q = q.Where("id < ?", f.AfterID)
-	}
-	var out []ApprovalItem
-	err := q.Order("id DESC").Limit(f.Limit).Find(&out).Error
-	return out, err
+	return page[ApprovalItem](q, f.AfterID, newestFirst, f.Limit)
 }
 
 // CreateSigningRequest inserts a signing request; creating it again (a retry) keeps the
@@ -242,10 +237,5 @@ func (s *Store) ListSigningRequests(ctx context.Context, f SigningFilter) ([]Sig
 	if f.Status != "" {
 		q = q.Where("status = ?", f.Status)
 	}
-	if f.AfterID != "" {
-		q = q.Where("id > ?", f.AfterID)
-	}
-	var out []SigningRequest
-	err := q.Order("id").Limit(f.Limit).Find(&out).Error
-	return out, err
+	return page[SigningRequest](q, f.AfterID, oldestFirst, f.Limit)
 }

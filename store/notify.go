@@ -37,8 +37,8 @@ func (s *Store) Notify(ctx context.Context, channel, payload string) error {
 
 // Record is the event as the outbox's followers receive it.
 func (e *Event) Record() events.Event {
-	return events.Event{ID: e.ID, OrgID: e.OrgID, App: e.App, Domain: e.Domain, OrderID: e.OrderID, Name: e.Event,
-		Leg: e.Leg, Sequence: e.Sequence, CorrelationID: e.CorrelationID, Data: json.RawMessage(e.Data), OccurredAt: e.OccurredAt}
+	return events.Event{ID: e.ID, Name: e.Event, OrgID: e.OrgID, App: e.App, OrderID: e.OrderID, CorrelationID: e.CorrelationID,
+		Data: json.RawMessage(e.Data), OccurredAt: e.OccurredAt}
 }
 
 func records(list []Event) []events.Event {

@@ -376,12 +376,7 @@ func (s *Store) ListOrders(ctx context.Context, f OrderFilter) ([]Order, error) 
 	if f.CreatedAfter != nil {
 		q = q.Where("created_at > ?", f.CreatedAfter.UTC())
 	}
-	if f.AfterID != "" {
-		q = q.Where("id < ?", f.AfterID)
-	}
-	var out []Order
-	err := q.Order("id DESC").Limit(f.Limit).Find(&out).Error
-	return out, err
+	return page[Order](q, f.AfterID, newestFirst, f.Limit)
 }
 
 // EventFilter selects stored events of an organisation's apps.

@@ -29,12 +29,7 @@ func (s *Store) Wallet(ctx context.Context, orgID, id string) (*Wallet, error) {
 // keeps just those wallets.
 func (s *Store) ListWallets(ctx context.Context, orgID, afterID string, limit int, only ...string) ([]Wallet, error) {
 	q := inWallets(s.with(ctx).Where("org_id = ?", orgID), "id", only)
-	if afterID != "" {
-		q = q.Where("id > ?", afterID)
-	}
-	var out []Wallet
-	err := q.Order("id").Limit(limit).Find(&out).Error
-	return out, err
+	return page[Wallet](q, afterID, oldestFirst, limit)
 }
 
 // CountWallets counts an organisation's wallets; only, when given, counts just those.

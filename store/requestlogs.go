@@ -34,13 +34,7 @@ func (s *Store) AppendRequestLogs(ctx context.Context, rows []RequestLog) error 
 
 // ListRequestLogs returns an app's request logs, newest first, before an id (paging).
 func (s *Store) ListRequestLogs(ctx context.Context, orgID, app, beforeID string, limit int) ([]RequestLog, error) {
-	q := s.with(ctx).Where("org_id = ? AND app = ?", orgID, app)
-	if beforeID != "" {
-		q = q.Where("id < ?", beforeID)
-	}
-	var out []RequestLog
-	err := q.Order("id DESC").Limit(limit).Find(&out).Error
-	return out, err
+	return page[RequestLog](s.with(ctx).Where("org_id = ? AND app = ?", orgID, app), beforeID, newestFirst, limit)
 }
 
 // DeleteRequestLogsBefore removes request logs older than cutoff.

@@ -212,6 +212,27 @@ func (s *Store) forUpdate(ctx context.Context) *gorm.DB {
 	return q
 }
 
+// Directions of an id-ordered page.
+const (
+	oldestFirst = false
+	newestFirst = true
+)
+
+// page finishes a list query ordered by id: the rows after the cursor id afterID (below it
+// when newestFirst), at most limit of them.
+func page[T any](q *gorm.DB, afterID string, newest bool, limit int) ([]T, error) {
+	order, after := "id", "id > ?"
+	if newest {
+		order, after = "id DESC", "id < ?"
+	}
+	if afterID != "" {
+		q = q.Where(after, afterID)
+	}
+	var out []T
+	err := q.Order(order).Limit(limit).Find(&out).Error
+	return out, err
+}
+
 func notFound(err error) error {
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return ErrNotFound

@@ -5,6 +5,7 @@ package devbundle
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/opentreasury/treasury/seed"
 )
 
 // Bundle is a treasury-dev child process on free ports with a data directory of its own.
@@ -21,6 +24,19 @@ type Bundle struct {
 	// CredentialsPath is the bundle's credentials.json.
 	CredentialsPath string
 	dir             string
+}
+
+// ReadCredentials reads a bundle's credentials.json.
+func ReadCredentials(path string) (*seed.Credentials, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c seed.Credentials
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &c, nil
 }
 
 // Start runs bin with extra flags and returns once it has printed its banner.

@@ -21,23 +21,12 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/bench/devbundle"
+	"github.com/opentreasury/treasury/seed"
 )
-
-type credentials struct {
-	Keys map[string]struct {
-		SK   string `json:"sk"`
-		Read string `json:"read"`
-	} `json:"keys"`
-	Wallets []struct {
-		ID       string `json:"id"`
-		Chain    string `json:"chain"`
-		AutoSign bool   `json:"autoSign"`
-	} `json:"wallets"`
-}
 
 type client struct {
 	api   string
-	creds credentials
+	creds *seed.Credentials
 	http  *http.Client
 }
 
@@ -184,19 +173,12 @@ func main() {
 		defer b.Stop()
 		path = b.CredentialsPath
 	}
-	raw, err := os.ReadFile(path)
-	if err == nil {
-		err = json.Unmarshal(raw, &c.creds)
-	}
-	var baseURL struct {
-		BaseURL string `json:"baseUrl"`
-	}
-	_ = json.Unmarshal(raw, &baseURL)
-	c.api = baseURL.BaseURL + "/api/v1"
-	if err != nil {
+	var err error
+	if c.creds, err = devbundle.ReadCredentials(path); err != nil {
 		fmt.Fprintln(os.Stderr, "credentials:", err)
 		os.Exit(1)
 	}
+	c.api = c.creds.BaseURL + "/api/v1"
 
 	orders, err := run(c, *n)
 	if err != nil {

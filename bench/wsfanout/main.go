@@ -14,7 +14,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,26 +27,13 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/bench/devbundle"
+	"github.com/opentreasury/treasury/seed"
 )
-
-type credentials struct {
-	BaseURL string `json:"baseUrl"`
-	WSURL   string `json:"wsUrl"`
-	Keys    map[string]struct {
-		SK string `json:"sk"`
-		PK string `json:"pk"`
-	} `json:"keys"`
-	Wallets []struct {
-		ID       string `json:"id"`
-		Chain    string `json:"chain"`
-		AutoSign bool   `json:"autoSign"`
-	} `json:"wallets"`
-}
 
 // bundle is a treasury-dev child process and the API client that talks to it.
 type bundle struct {
 	*devbundle.Bundle
-	creds credentials
+	creds *seed.Credentials
 	http  *http.Client
 }
 
@@ -58,11 +44,7 @@ func startBundle(bin string, extra []string) (*bundle, error) {
 		return nil, err
 	}
 	b := &bundle{Bundle: dev, http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}}
-	raw, err := os.ReadFile(dev.CredentialsPath)
-	if err == nil {
-		err = json.Unmarshal(raw, &b.creds)
-	}
-	if err != nil {
+	if b.creds, err = devbundle.ReadCredentials(dev.CredentialsPath); err != nil {
 		dev.Stop()
 		return nil, fmt.Errorf("credentials: %w", err)
 	}
