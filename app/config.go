@@ -36,7 +36,10 @@ type Config struct {
 	// balancers whose X-Forwarded-For names the client.
 	TrustedProxies string
 	WSPingInterval time.Duration
-	LogLevel       slog.Level
+	// WSSendRing lets the live channel batch its sends through io_uring where the kernel
+	// allows it.
+	WSSendRing bool
+	LogLevel   slog.Level
 }
 
 // envVar documents one environment variable the service reads.
@@ -66,6 +69,7 @@ var EnvVars = []envVar{
 	{"RATE_LIMIT", "50", "requests per second per credential, per API replica"},
 	{"RATE_BURST", "100", "burst of requests per credential, per API replica"},
 	{"WS_PING_INTERVAL", "25s", "how often the WebSocket channel pings each client (a pong must follow within 10 s)"},
+	{"WS_SEND_RING", "true", "batch the live channel's sends through io_uring where the kernel allows it; false writes each frame with its own system call"},
 	{"LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"TREASURY_TOKEN", "", "treasury signer: a key with the sign action; treasury events tail: a key of the config's app"},
 }
@@ -151,6 +155,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		SessionTTL:           duration("SESSION_TTL"),
 		TrustedProxies:       get("TRUSTED_PROXIES"),
 		WSPingInterval:       duration("WS_PING_INTERVAL"),
+		WSSendRing:           boolean("WS_SEND_RING"),
 	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(get("LOG_LEVEL"))); err != nil {
 		errs = append(errs, "LOG_LEVEL: one of debug, info, warn, error")

@@ -28,6 +28,8 @@ type Live struct {
 type LiveOptions struct {
 	PingInterval, PongWait, WriteTimeout time.Duration
 	SendQueue                            int
+	// NoSendRing writes every frame with its own system call, never through io_uring.
+	NoSendRing bool
 }
 
 // StartLive picks the bus for the store and starts the follower and the hub on it. On
@@ -43,7 +45,8 @@ func StartLive(s *store.Store, opts LiveOptions, log *slog.Logger) *Live {
 	l.wg.Add(1)
 	go func() { defer l.wg.Done(); l.Follower.Run(ctx) }()
 	l.Hub = wshub.New(wshub.Options{Store: HubStore{s}, Events: l.Follower, Log: log, PingInterval: opts.PingInterval,
-		PongWait: opts.PongWait, WriteTimeout: opts.WriteTimeout, SendQueue: opts.SendQueue, SharedPresence: s.DatabaseURL() != ""})
+		PongWait: opts.PongWait, WriteTimeout: opts.WriteTimeout, SendQueue: opts.SendQueue, SharedPresence: s.DatabaseURL() != "",
+		NoSendRing: opts.NoSendRing})
 	l.Hub.Start(ctx)
 	l.RequestLogs = newRequestLogWriter(s, log)
 	l.wg.Add(1)

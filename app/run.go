@@ -39,7 +39,7 @@ func RunAPI(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
-	live := StartLive(s, LiveOptions{PingInterval: cfg.WSPingInterval}, log)
+	live := StartLive(s, LiveOptions{PingInterval: cfg.WSPingInterval, NoSendRing: !cfg.WSSendRing}, log)
 	log.Info("API listening", "addr", ln.Addr().String())
 	srv := NewHTTPServer(cfg.HTTPAddr, NewAPIHandler(cfg, s, tc, live, log))
 	err = ServeHTTP(ctx, srv, ln, live, cfg.ShutdownTimeout, log)

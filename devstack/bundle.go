@@ -40,6 +40,8 @@ type Options struct {
 	RateBurst int
 	// WSPingInterval is how often WebSocket clients are pinged (25 s when zero).
 	WSPingInterval time.Duration
+	// NoWSSendRing writes every live frame with its own system call, never through io_uring.
+	NoWSSendRing bool
 	// DevSigner signs the autoSign wallets' signing requests in-process.
 	DevSigner bool
 	// BlockTime and Confirmations of the devchain (200 ms, 1 by default).
@@ -130,7 +132,7 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 	if b.store, err = app.OpenStore(ctx, cfg, log); err != nil {
 		return nil, err
 	}
-	b.live = app.StartLive(b.store, app.LiveOptions{PingInterval: opts.WSPingInterval}, log)
+	b.live = app.StartLive(b.store, app.LiveOptions{PingInterval: opts.WSPingInterval, NoSendRing: opts.NoWSSendRing}, log)
 
 	b.temporal, err = StartTemporal(ctx, TemporalConfig{
 		DataDir:          filepath.Join(opts.DataDir, "temporal"),

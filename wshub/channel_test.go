@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -41,6 +42,7 @@ func startReplica(t testing.TB, s *store.Store, opts app.LiveOptions, cfg api.Co
 	if log == nil {
 		log = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
+	opts.NoSendRing = opts.NoSendRing || os.Getenv(plainSendsEnv) != ""
 	live := app.StartLive(s, opts, log)
 	cfg.Store, cfg.Log, cfg.Bus, cfg.Live = s, log, live.Bus, live.Hub
 	if cfg.RateLimit == 0 {
@@ -658,5 +660,23 @@ func TestChannelEvictsASlowClientWhileAFastOneKeepsUp(t *testing.T) {
 	}
 	if code != 4008 {
 		t.Fatalf("the slow client ended with %d, want 4008", code)
+	}
+}
+
+// The send ring is a switch: off, the hub says so and writes every frame with a system
+// call of its own (the whole suite runs that way too, see TestMain); on, it says nothing
+// of the kind unless the kernel refuses the ring.
+func TestChannelSendRingIsASwitch(t *testing.T) {
+	s := storetest.NewSQLite(t)
+	off := startReplica(t, s, app.LiveOptions{NoSendRing: true}, api.Config{})
+	if !strings.Contains(off.logs.String(), "the send ring is switched off") {
+		t.Fatalf("the hub with the ring switched off did not say so:\n%s", off.logs)
+	}
+	if os.Getenv(plainSendsEnv) != "" {
+		return
+	}
+	on := startReplica(t, s, app.LiveOptions{}, api.Config{})
+	if strings.Contains(on.logs.String(), "the send ring is switched off") {
+		t.Fatalf("the hub with the ring on says it is off:\n%s", on.logs)
 	}
 }

@@ -1,7 +1,14 @@
 // Package wshub is the live WebSocket channel of SPEC 4: it holds the connections of this
-// API process, matches committed events against their configs, writes each frame straight
-// into every matching socket (with a bounded backlog behind a full one), keeps connections
-// alive, and records the delivery log.
+// API process, matches committed events (handed over by an events.Follower) against their
+// configs, writes each frame straight into every matching socket (with a bounded backlog
+// behind a full one), keeps connections alive, and records the delivery log.
+//
+// Read hub.go first (the hub, its connections and configs, keepalive), then fanout.go (how
+// one event reaches every matching socket) and conn.go (one connection: the direct write,
+// the backlog and flusher behind a full socket, the reader). sendbatch.go and
+// sendring_linux.go are an optional speed-up, 128 sends per io_uring submission, used where
+// the kernel allows it; Options.NoSendRing switches them off, and every frame then takes
+// conn.go's plain write. The suite runs both ways.
 package wshub
 
 import (
@@ -64,6 +71,10 @@ type Options struct {
 	// SharedPresence writes this replica's connection counts to the store so that every
 	// replica reports every replica's connections (several API processes).
 	SharedPresence bool
+	// NoSendRing writes every frame with a system call of its own, never through an
+	// io_uring send ring (see sendbatch.go). The ring is used where the kernel allows it
+	// unless this is set.
+	NoSendRing bool
 }
 
 // Hub holds the live connections of one API process.
@@ -141,7 +152,10 @@ func New(opts Options) *Hub {
 		// so a page of another origin gains nothing it does not already hold.
 		CheckOrigin: func(*http.Request) bool { return true },
 	}
-	h.rings = &sendRings{log: opts.Log}
+	h.rings = &sendRings{log: opts.Log, disabled: opts.NoSendRing}
+	if opts.NoSendRing {
+		opts.Log.Info("websocket hub: frames are written one system call each", "reason", "the send ring is switched off")
+	}
 	// Delivery-log rows are written in batches, off the connections' path.
 	h.recorder = batch.New("websocket delivery log", 100*time.Millisecond, 1000, opts.Log, opts.Store.RecordDeliveries)
 	return h

@@ -2,6 +2,7 @@ package wshub_test
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,12 +27,28 @@ const (
 	clientCountEnv = "WSHUB_BENCH_CLIENT_COUNT"
 )
 
+// plainSendsEnv set runs the suite with the send ring switched off.
+const plainSendsEnv = "WSHUB_PLAIN_SENDS"
+
+// TestMain runs the suite twice: as deployed, with sends batched through io_uring where
+// the kernel has it, and again with every frame written by a system call of its own
+// (NoSendRing). Both ways of writing must behave the same.
 func TestMain(m *testing.M) {
 	if url := os.Getenv(clientURLEnv); url != "" {
 		n, _ := strconv.Atoi(os.Getenv(clientCountEnv))
 		os.Exit(holdClients(url, n))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if code == 0 && os.Getenv(plainSendsEnv) == "" && flag.Lookup("test.bench").Value.String() == "" {
+		fmt.Println("wshub: the suite again, every frame written by a system call of its own (" + plainSendsEnv + "=1)")
+		cmd := exec.Command(os.Args[0], os.Args[1:]...)
+		cmd.Env = append(os.Environ(), plainSendsEnv+"=1")
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // holdClients opens n connections, waits for each one's connection.ready, says "ready"

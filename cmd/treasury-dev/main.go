@@ -36,6 +36,7 @@ func run(args []string) int {
 	rateLimit := fs.Float64("rate-limit", 50, "API requests per second per credential")
 	rateBurst := fs.Int("rate-burst", 100, "API request burst per credential")
 	wsPing := fs.Duration("ws-ping-interval", 25*time.Second, "how often WebSocket clients are pinged; a pong must follow within 10 s")
+	wsRing := fs.Bool("ws-send-ring", true, "batch the live channel's sends through io_uring where the kernel allows it; false writes each frame with its own system call")
 	temporalLogLevel := fs.String("temporal-log-level", "error", "log level of the embedded Temporal server")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: treasury-dev [flags]\n\nRuns the treasury dev bundle. DATABASE_URL, when set, puts the store on PostgreSQL.\n\nFlags:\n")
@@ -72,6 +73,7 @@ func run(args []string) int {
 		RateLimit:           *rateLimit,
 		RateBurst:           *rateBurst,
 		WSPingInterval:      *wsPing,
+		NoWSSendRing:        !*wsRing,
 		Log:                 log,
 	})
 	if err != nil {
