@@ -31,6 +31,7 @@ func TestConfigFromEnvDefaults(t *testing.T) {
 		OAuthTokenTTL:        15 * time.Minute,
 		SessionTTL:           12 * time.Hour,
 		WSPingInterval:       25 * time.Second,
+		WSSendRing:           true,
 		LogLevel:             slog.LevelInfo,
 	}
 	if cfg != want {
@@ -80,6 +81,7 @@ func TestConfigFromEnvValues(t *testing.T) {
 		"SESSION_TTL":           "30m",
 		"TRUSTED_PROXIES":       "10.0.0.0/8, 192.0.2.7",
 		"WS_PING_INTERVAL":      "5s",
+		"WS_SEND_RING":          "false",
 		"LOG_LEVEL":             "debug",
 	}))
 	if err != nil {
