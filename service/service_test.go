@@ -33,7 +33,9 @@ func (r *recorder) Submit(context.Context, *store.Order, []string, string) (work
 	return workflows.PolicyDecision{Allowed: true}, nil
 }
 
-func (r *recorder) SignalApproval(context.Context, string, workflows.ApprovalDecision) error { return nil }
+func (r *recorder) SignalApproval(context.Context, string, workflows.ApprovalDecision) error {
+	return nil
+}
 
 func (r *recorder) SignalSignature(_ context.Context, _ string, s workflows.Signature) error {
 	r.mu.Lock()
