@@ -35,6 +35,8 @@ const (
 	KindPublishable = "pk" // WebSocket connections only
 	// KindAccessToken prefixes OAuth access tokens (client credentials).
 	KindAccessToken = "at"
+	// KindClientSecret prefixes OAuth client secrets.
+	KindClientSecret = "ocs"
 	// KindSession prefixes a person's console session token, which travels only in the
 	// session cookie, never as a bearer token.
 	KindSession = "ses"

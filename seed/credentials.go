@@ -112,7 +112,7 @@ func newCredentials(urls URLs) (*Credentials, SignerKeys, error) {
 		Keys:           map[string]AppKeys{},
 		SecondApprover: map[string]string{},
 		OAuthClients: map[string]OAuthClient{
-			"trade": {ClientID: ids.New(ids.OAuthClient), ClientSecret: secret("ocs"), Scopes: "trade:read trade:write"},
+			"trade": {ClientID: ids.New(ids.OAuthClient), ClientSecret: secret(auth.KindClientSecret), Scopes: "trade:read trade:write"},
 		},
 		OtherOrg: OtherOrg{OrgID: ids.New(ids.Organization), Keys: map[string]map[string]string{"pay": {"sk": secret(auth.KindSecret)}}},
 	}

@@ -14,9 +14,6 @@ import (
 	"github.com/opentreasury/treasury/store"
 )
 
-// OAuthClientSecretKind prefixes client secrets ("ocs_…").
-const OAuthClientSecretKind = "ocs"
-
 // maxResourceIDs bounds a key's resourceIds, each of which is looked up at creation.
 const maxResourceIDs = 100
 
@@ -281,7 +278,7 @@ func (s *Service) CreateOAuthClient(ctx context.Context, who Caller, scopes, lab
 	if err := handsOutOnlyWhatItHolds(who, actions, nil); err != nil {
 		return nil, "", err
 	}
-	secret, err := auth.NewSecret(OAuthClientSecretKind)
+	secret, err := auth.NewSecret(auth.KindClientSecret)
 	if err != nil {
 		return nil, "", err
 	}
