@@ -19,6 +19,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/opentreasury/treasury/orders"
 )
 
 // Config is what the signer needs.
@@ -94,7 +96,7 @@ func Run(ctx context.Context, cfg Config) error {
 func pass(ctx context.Context, cfg Config, done map[string]bool) error {
 	cursor := ""
 	for {
-		q := url.Values{"status": {"pending"}, "limit": {"200"}}
+		q := url.Values{"status": {orders.SigningPending}, "limit": {"200"}}
 		if cursor != "" {
 			q.Set("cursor", cursor)
 		}

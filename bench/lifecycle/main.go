@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/bench/devbundle"
+	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/seed"
 )
 
@@ -134,10 +135,10 @@ func confirmations(c *client, app string, orders []submitted, timeout time.Durat
 				continue
 			}
 			switch ev["event"] {
-			case "Order.Confirmed":
+			case events.OrderConfirmed:
 				at, _ := time.Parse(time.RFC3339Nano, ev["occurredAt"].(string))
 				confirmed[id] = at
-			case "Order.Failed", "Order.Rejected":
+			case events.OrderFailed, events.OrderRejected:
 				other++
 			}
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/client"
+	"github.com/opentreasury/treasury/events"
 )
 
 // Exit statuses.
@@ -200,15 +201,15 @@ func reconcile(ctx context.Context, c *client.Client, orderID string, stdout io.
 				after = ev.ID
 				logf("%s  %-24s  %s", ev.OccurredAt, ev.Event, ev.OrderStatus)
 				switch ev.Event {
-				case "Order.Confirmed":
+				case events.OrderConfirmed:
 					fmt.Fprintln(stdout, ev.TxHash)
 					return exitConfirmed
-				case "Order.Failed":
+				case events.OrderFailed:
 					if ev.Failure != nil {
 						logf("%s failed: %s (%s)", orderID, ev.Failure.Code, ev.Failure.Message)
 					}
 					return exitFailed
-				case "Order.Rejected":
+				case events.OrderRejected:
 					logf("%s was rejected (%s)", orderID, ev.Reason)
 					return exitFailed
 				}
