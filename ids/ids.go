@@ -18,6 +18,8 @@ const (
 	APIKey          = "key"
 	WebSocketConfig = "wsc"
 	WebhookConfig   = "whk"
+	WebhookMessage  = "msg"
+	WebhookDelivery = "dlv"
 	OAuthClient     = "oac"
 	Organization    = "org"
 	User            = "usr"

@@ -250,6 +250,9 @@ func (s *Store) applyStep(ctx context.Context, ch OrderChange, initial bool) (*S
 		if err := s.eventAppended(ctx, ev.ID); err != nil {
 			return nil, err
 		}
+		if err := s.queueWebhooks(ctx, ev); err != nil {
+			return nil, err
+		}
 		res.Event = ev
 	}
 	o.UpdatedAt = at
