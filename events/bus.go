@@ -15,6 +15,9 @@ const (
 	ControlCredentialRevoked = "credential_revoked"
 	// ControlTest: deliver a websocket.test event to every connection of a config.
 	ControlTest = "test"
+	// ControlWebhooksQueued: webhook deliveries were queued outside an event's commit (a
+	// test message, a redelivery); the dispatchers look for them now.
+	ControlWebhooksQueued = "webhooks_queued"
 )
 
 // Control is a message that API processes send each other through the bus.

@@ -25,6 +25,13 @@ type Subscriber interface {
 	Resynced(ctx context.Context)
 }
 
+// Waker is a subscriber that only needs to know that events were committed, not which
+// ones: it is told without the outbox being read for it (the webhook dispatcher, whose
+// deliveries were queued in the events' own transactions).
+type Waker interface {
+	Committed()
+}
+
 // maxBatch bounds how many notices the follower takes up at once.
 const maxBatch = 512
 
@@ -141,8 +148,12 @@ func (f *Follower) handle(ctx context.Context, batch []Notice) {
 			}
 		}
 	}
+	committed := len(eventIDs) > 0 || !resync.IsZero()
 	var wanting []Subscriber
 	for _, s := range subs {
+		if w, ok := s.(Waker); ok && committed {
+			w.Committed()
+		}
 		if s.Wants() {
 			wanting = append(wanting, s)
 		}

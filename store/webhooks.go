@@ -246,22 +246,34 @@ func (s *Store) webhookAttempts(ctx context.Context, deliveryIDs []string) (map[
 }
 
 // LeaseWebhookDeliveries takes up to limit pending deliveries that are due at now, of
-// enabled configs, for the worker until the lease ends: no other worker takes them
-// meanwhile. On PostgreSQL several workers lease at once, each skipping the rows another
-// is taking (FOR UPDATE SKIP LOCKED); on SQLite writes take turns anyway.
-func (s *Store) LeaseWebhookDeliveries(ctx context.Context, worker string, now, until time.Time, limit int) ([]WebhookDelivery, error) {
-	lock := ""
+// enabled configs other than those in skip, for the worker until the lease ends: no other
+// worker takes them meanwhile. On PostgreSQL several workers lease at once, each skipping
+// the rows another is taking (FOR UPDATE SKIP LOCKED); on SQLite writes take turns anyway.
+func (s *Store) LeaseWebhookDeliveries(ctx context.Context, worker string, now, until time.Time, limit int, skip ...string) ([]WebhookDelivery, error) {
+	lock, skipped := "", ""
 	if s.dialect == migrations.Postgres {
 		lock = " FOR UPDATE OF d SKIP LOCKED"
 	}
+	args := []any{until.UTC(), worker, DeliveryPending, now.UTC(), now.UTC()}
+	if len(skip) > 0 {
+		skipped = " AND d.config_id NOT IN ?"
+		args = append(args, skip)
+	}
+	args = append(args, limit)
 	var out []WebhookDelivery
 	err := s.with(ctx).Raw(`UPDATE webhook_deliveries SET lease_until = ?, leased_by = ?
 WHERE id IN (
   SELECT d.id FROM webhook_deliveries d JOIN webhook_configs c ON c.id = d.config_id
-  WHERE d.status = ? AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?) AND c.enabled
+  WHERE d.status = ? AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?) AND c.enabled`+skipped+`
   ORDER BY d.next_attempt_at LIMIT ?`+lock+`)
-RETURNING *`, until.UTC(), worker, DeliveryPending, now.UTC(), now.UTC(), limit).Scan(&out).Error
+RETURNING *`, args...).Scan(&out).Error
 	return out, err
+}
+
+// ReleaseWebhookLeases gives back the leases a worker holds on pending deliveries.
+func (s *Store) ReleaseWebhookLeases(ctx context.Context, worker string) error {
+	return s.with(ctx).Model(&WebhookDelivery{}).Where("leased_by = ? AND status = ?", worker, DeliveryPending).
+		Updates(map[string]any{"lease_until": nil, "leased_by": nil}).Error
 }
 
 // NextWebhookDue is when the earliest pending delivery of an enabled config that no

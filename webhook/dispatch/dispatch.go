@@ -1,0 +1,400 @@
+// Package dispatch delivers webhook messages: it leases the deliveries that are due from
+// the store, sends each from a bounded pool of senders (a few at a time per endpoint),
+// signs them, records every attempt, and schedules the retries. Any number of worker
+// processes may run one against the same database: a lease keeps a delivery to one of
+// them, and one that dies mid-send leaves it to be sent again once its lease ends.
+//
+// Read dispatch.go first (the loop and a send), then schedule.go (when to try again) and
+// guard.go (where webhooks may be sent).
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+	"unicode/utf8"
+
+	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/webhook"
+)
+
+// Options configure a dispatcher. Zero values take the defaults in brackets.
+type Options struct {
+	Store *store.Store
+	// Box opens the configs' sealed secrets.
+	Box *webhook.Box
+	Log *slog.Logger
+	// Guard says where webhooks may be sent.
+	Guard Guard
+	// Senders bounds the sends in flight [64]; PerEndpoint bounds them per config [16].
+	Senders, PerEndpoint int
+	// Timeout bounds one send [10 s].
+	Timeout time.Duration
+	// Lease is how long a leased delivery is this worker's alone [60 s]: longer than a
+	// delivery can wait for a sender plus a send.
+	Lease time.Duration
+	// Poll is how often the store is asked for due deliveries when nothing wakes the
+	// dispatcher [1 s].
+	Poll time.Duration
+	// Schedule is when to try again [the Svix schedule, at scale 1].
+	Schedule Schedule
+	// Now is the clock [time.Now].
+	Now func() time.Time
+}
+
+// maxResponseRead is how much of a receiver's answer is read; responseKept how much of it
+// is recorded with the attempt.
+const (
+	maxResponseRead = 64 << 10
+	responseKept    = 2 << 10
+)
+
+// disabledReason is what the owner sees on a config the dispatcher disabled.
+const disabledReason = "every delivery to this URL has failed for 5 days; fix the endpoint and enable the webhook again"
+
+// Dispatcher delivers the webhook messages of one worker process.
+type Dispatcher struct {
+	opts   Options
+	worker string
+	client *http.Client
+	wake   chan struct{}
+}
+
+// New builds a dispatcher; Run starts it.
+func New(opts Options) *Dispatcher {
+	if opts.Senders <= 0 {
+		opts.Senders = 64
+	}
+	if opts.PerEndpoint <= 0 {
+		opts.PerEndpoint = 16
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	if opts.Lease <= 0 {
+		opts.Lease = time.Minute
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = time.Second
+	}
+	if opts.Schedule.Scale <= 0 {
+		opts.Schedule.Scale = 1
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	transport := &http.Transport{
+		// No proxy: a proxy would dial the address the guard never saw.
+		Proxy:                 nil,
+		DialContext:           opts.Guard.DialContext,
+		MaxIdleConnsPerHost:   opts.PerEndpoint,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   opts.Timeout,
+		ResponseHeaderTimeout: opts.Timeout,
+	}
+	return &Dispatcher{opts: opts, worker: ids.New("wkr"), wake: make(chan struct{}, 1),
+		client: &http.Client{Transport: transport, Timeout: opts.Timeout,
+			// A redirect is an answer like any other non-2xx: it is not followed.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// Wake makes the dispatcher look for due deliveries now.
+func (d *Dispatcher) Wake() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Subscriber wakes the dispatcher when events are committed (each may have queued
+// deliveries) and when another process queued a test message or a redelivery.
+func (d *Dispatcher) Subscriber() events.Subscriber { return subscriber{d} }
+
+type subscriber struct{ d *Dispatcher }
+
+// Wants: the dispatcher reads no events; it is woken (Committed) and leases deliveries.
+func (s subscriber) Wants() bool                            { return false }
+func (s subscriber) Events(context.Context, []events.Event) {}
+func (s subscriber) Resynced(context.Context)               { s.d.Wake() }
+func (s subscriber) Committed()                             { s.d.Wake() }
+func (s subscriber) Control(_ context.Context, c *events.Control) {
+	if c.Kind == events.ControlWebhooksQueued {
+		s.d.Wake()
+	}
+}
+
+// job is one leased delivery on its way.
+type job struct {
+	delivery store.WebhookDelivery
+	config   *store.WebhookConfig
+}
+
+// Run delivers until ctx ends: lease what is due and fits the free senders, send, record.
+// Sends cut short by the end of ctx record nothing: their leases are given back, and
+// another worker (or this one, restarted) sends them again.
+func (d *Dispatcher) Run(ctx context.Context) {
+	done := make(chan result, d.opts.Senders)
+	outcomes := make(chan store.AttemptOutcome, d.opts.Senders)
+	recorded := make(chan struct{})
+	go func() { defer close(recorded); d.record(outcomes) }()
+	defer func() {
+		close(outcomes)
+		<-recorded
+		d.release()
+	}()
+
+	inFlight := 0
+	perConfig := map[string]int{}
+	waiting := map[string][]job{}
+	start := func(j job) {
+		inFlight++
+		perConfig[j.config.ID]++
+		go func() { done <- d.send(ctx, j) }()
+	}
+	finish := func(r result) {
+		if !r.abandoned {
+			outcomes <- r.outcome
+		}
+		inFlight--
+		id := r.outcome.ConfigID
+		perConfig[id]--
+		if q := waiting[id]; len(q) > 0 && ctx.Err() == nil {
+			waiting[id] = q[1:]
+			start(q[0])
+		} else if perConfig[id] == 0 {
+			delete(perConfig, id)
+			delete(waiting, id)
+		}
+	}
+	held := func() int {
+		n := inFlight
+		for _, q := range waiting {
+			n += len(q)
+		}
+		return n
+	}
+	for {
+		if free := d.opts.Senders - held(); free > 0 {
+			// A config with as many sends as it may have is left out of the lease, so that
+			// a slow endpoint's backlog never takes the senders from the others.
+			var full []string
+			for id, n := range perConfig {
+				if n+len(waiting[id]) >= d.opts.PerEndpoint {
+					full = append(full, id)
+				}
+			}
+			for _, j := range d.lease(ctx, free, full) {
+				if perConfig[j.config.ID] < d.opts.PerEndpoint {
+					start(j)
+				} else {
+					waiting[j.config.ID] = append(waiting[j.config.ID], j)
+				}
+			}
+		}
+		timer := time.NewTimer(d.untilDue(ctx))
+		select {
+		case r := <-done:
+			finish(r)
+		case <-d.wake:
+		case <-timer.C:
+		case <-ctx.Done():
+			for inFlight > 0 {
+				finish(<-done)
+			}
+			timer.Stop()
+			return
+		}
+		timer.Stop()
+	}
+}
+
+// release gives back the leases this worker still holds: deliveries it leased and never
+// sent.
+func (d *Dispatcher) release() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := d.opts.Store.ReleaseWebhookLeases(ctx, d.worker); err != nil {
+		d.opts.Log.Warn("webhook leases not given back; they end by themselves", "error", err)
+	}
+}
+
+// untilDue is how long to wait before looking again: until the next delivery falls due,
+// at most Poll (another worker may queue or free one meanwhile).
+func (d *Dispatcher) untilDue(ctx context.Context) time.Duration {
+	now := d.opts.Now()
+	next, err := d.opts.Store.NextWebhookDue(ctx, now)
+	if err != nil || next == nil {
+		return d.opts.Poll
+	}
+	return min(max(next.Sub(now), time.Millisecond), d.opts.Poll)
+}
+
+// lease takes up to n due deliveries of configs other than skip, with their configs.
+func (d *Dispatcher) lease(ctx context.Context, n int, skip []string) []job {
+	now := d.opts.Now()
+	list, err := d.opts.Store.LeaseWebhookDeliveries(ctx, d.worker, now, now.Add(d.opts.Lease), n, skip...)
+	if err != nil || len(list) == 0 {
+		if err != nil && ctx.Err() == nil {
+			d.opts.Log.Warn("webhook deliveries could not be leased", "error", err)
+		}
+		return nil
+	}
+	configIDs := make([]string, 0, len(list))
+	for _, dl := range list {
+		configIDs = append(configIDs, dl.ConfigID)
+	}
+	configs, err := d.opts.Store.WebhookConfigsByID(ctx, configIDs)
+	if err != nil {
+		// The leases end by themselves; the deliveries are taken up again then.
+		d.opts.Log.Warn("webhook configs could not be read", "error", err)
+		return nil
+	}
+	jobs := make([]job, 0, len(list))
+	for _, dl := range list {
+		if cfg := configs[dl.ConfigID]; cfg != nil {
+			jobs = append(jobs, job{delivery: dl, config: cfg})
+		}
+	}
+	return jobs
+}
+
+// secrets are the secrets that sign a config's messages at now: its own, and the previous
+// one during a rotation.
+func (d *Dispatcher) secrets(cfg *store.WebhookConfig, now time.Time) ([]string, error) {
+	current, err := d.opts.Box.Open(cfg.Secret)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{current}
+	if cfg.PreviousSecret != nil && cfg.PreviousSecretUntil != nil && now.Before(*cfg.PreviousSecretUntil) {
+		if previous, err := d.opts.Box.Open(*cfg.PreviousSecret); err == nil {
+			out = append(out, previous)
+		}
+	}
+	return out, nil
+}
+
+// result is what became of a send: its outcome, or abandoned when the worker stopped
+// before it was known.
+type result struct {
+	outcome   store.AttemptOutcome
+	abandoned bool
+}
+
+// send makes one attempt of a delivery and says what became of it.
+func (d *Dispatcher) send(ctx context.Context, j job) result {
+	o := d.attempt(ctx, j)
+	return result{outcome: o, abandoned: ctx.Err() != nil && !o.Succeeded}
+}
+
+// attempt makes one attempt of a delivery.
+func (d *Dispatcher) attempt(ctx context.Context, j job) store.AttemptOutcome {
+	dl, cfg := j.delivery, j.config
+	now := d.opts.Now()
+	n := dl.Attempts + 1
+	outcome := store.AttemptOutcome{Worker: d.worker, ConfigID: cfg.ID,
+		Attempt: store.WebhookAttempt{DeliveryID: dl.ID, N: n, At: now}}
+	fail := func(msg string) store.AttemptOutcome {
+		outcome.Attempt.Error = &msg
+		outcome.NextAttemptAt = d.opts.Schedule.After(n, now)
+		return outcome
+	}
+	secrets, err := d.secrets(cfg, now)
+	if err != nil {
+		d.opts.Log.Error("webhook secret unreadable", "webhookId", cfg.ID, "error", err)
+		return fail("the service could not read this webhook's signing secret")
+	}
+	body := []byte(dl.Payload)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.URL, bytes.NewReader(body))
+	if err != nil {
+		return fail("the URL is not valid: " + err.Error())
+	}
+	if err := webhook.Headers(req.Header, secrets, dl.MessageID, dl.Event, dl.CorrelationID, now, body); err != nil {
+		return fail(err.Error())
+	}
+	req.Header.Set("User-Agent", "treasury-webhooks/1")
+	res, err := d.client.Do(req)
+	outcome.Attempt.LatencyMs = float64(d.opts.Now().Sub(now).Microseconds()) / 1000
+	if err != nil {
+		return fail(sendError(err))
+	}
+	answer, _ := io.ReadAll(io.LimitReader(res.Body, maxResponseRead))
+	_ = res.Body.Close()
+	code := res.StatusCode
+	outcome.Attempt.StatusCode = &code
+	if kept := keep(answer); kept != "" {
+		outcome.Attempt.Response = &kept
+	}
+	if code >= 200 && code <= 299 {
+		outcome.Succeeded = true
+		return outcome
+	}
+	outcome.NextAttemptAt = d.opts.Schedule.After(n, now)
+	return outcome
+}
+
+// sendError describes a failed send without the URL's query (it may carry a token).
+func sendError(err error) string {
+	var msg string
+	if ue, ok := err.(interface{ Unwrap() error }); ok && ue.Unwrap() != nil {
+		msg = ue.Unwrap().Error()
+	} else {
+		msg = err.Error()
+	}
+	if len(msg) > 300 {
+		msg = msg[:300]
+	}
+	return msg
+}
+
+// keep is the start of an answer as it is recorded: at most responseKept bytes, cut on a
+// character boundary.
+func keep(answer []byte) string {
+	if len(answer) > responseKept {
+		answer = answer[:responseKept]
+		for len(answer) > 0 && !utf8.Valid(answer) {
+			answer = answer[:len(answer)-1]
+		}
+	}
+	return string(answer)
+}
+
+// record writes outcomes in batches, retrying a database blip for a while; an outcome it
+// cannot write leaves its delivery to be sent again when the lease ends.
+func (d *Dispatcher) record(outcomes <-chan store.AttemptOutcome) {
+	for o := range outcomes {
+		batch := []store.AttemptOutcome{o}
+	more:
+		for len(batch) < 500 {
+			select {
+			case o, ok := <-outcomes:
+				if !ok {
+					break more
+				}
+				batch = append(batch, o)
+			default:
+				break more
+			}
+		}
+		disableBefore := d.opts.Now().Add(-d.opts.Schedule.scaled(failingWindow))
+		var err error
+		for attempt, wait := 0, 100*time.Millisecond; attempt < 6; attempt, wait = attempt+1, 2*wait {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err = d.opts.Store.RecordWebhookAttempts(ctx, batch, disableBefore, disabledReason)
+			cancel()
+			if err == nil {
+				break
+			}
+			time.Sleep(wait)
+		}
+		if err != nil {
+			d.opts.Log.Error("webhook attempts not recorded; their deliveries are sent again when their leases end",
+				"attempts", len(batch), "error", err)
+		}
+	}
+}
