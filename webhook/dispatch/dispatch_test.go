@@ -309,7 +309,9 @@ func TestRedirectsAreNotFollowedAndAnswersAreCut(t *testing.T) {
 // stubResolver answers every lookup with its addresses and remembers it was asked.
 type stubResolver struct{ addrs []netip.Addr }
 
-func (r stubResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) { return r.addrs, nil }
+func (r stubResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	return r.addrs, nil
+}
 
 // Outside the dev bundle no webhook goes to the service's own neighbourhood, whatever a
 // name resolves to, and no http URL is taken.
