@@ -23,8 +23,10 @@ import (
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/logtest"
 	"github.com/opentreasury/treasury/seed"
+	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/webhook"
 )
 
 type fixture struct {
@@ -33,6 +35,8 @@ type fixture struct {
 	handler http.Handler
 	logs    *logtest.Buffer
 	ready   *readyFlag
+	// webhooks are the router's webhook options, for tests that build another router.
+	webhooks service.WebhookOptions
 }
 
 type readyFlag struct {
@@ -57,8 +61,22 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	ready := &readyFlag{}
-	h := NewRouter(Config{Store: s, Log: log, Readiness: []ReadinessCheck{{Name: "database", Check: ready.check}}})
-	return &fixture{store: s, creds: creds, handler: h, logs: logs, ready: ready}
+	hooks := testWebhooks(t)
+	h := NewRouter(Config{Store: s, Log: log, Readiness: []ReadinessCheck{{Name: "database", Check: ready.check}}, Webhooks: hooks})
+	return &fixture{store: s, creds: creds, handler: h, logs: logs, ready: ready, webhooks: hooks}
+}
+
+// testWebhooks are the webhook options of a test router: a fresh sealing key, and the
+// production guard (https only, no private addresses).
+func testWebhooks(t *testing.T) service.WebhookOptions {
+	t.Helper()
+	k, _ := webhook.NewKey()
+	key, _ := webhook.ParseKey(k)
+	box, err := webhook.NewBox(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return service.WebhookOptions{Box: box}
 }
 
 type response struct {

@@ -42,43 +42,52 @@ type access struct {
 // routeAccess is the authorisation table: every route of the API must have an entry.
 // A route added without one fails TestAuthorisationMatrix.
 var routeAccess = map[string]access{
-	"GET /healthz":                                {public: true},
-	"GET /readyz":                                 {public: true},
-	"POST /api/v1/oauth/token":                    {public: true},
-	"POST /api/v1/sessions":                       {public: true},
-	"GET /api/v1/session":                         {session: true},
-	"DELETE /api/v1/session":                      {session: true},
-	"POST /api/v1/session/password":               {session: true},
-	"GET /developer/team":                         {app: "own", actions: []string{"developer"}},
-	"POST /developer/team":                        {app: "own", actions: []string{"developer"}, owner: true},
-	"PATCH /developer/team/:id":                   {app: "own", actions: []string{"developer"}, owner: true, notFoundOK: true},
-	"DELETE /developer/team/:id":                  {app: "own", actions: []string{"developer"}, owner: true, notFoundOK: true},
-	"GET /api/v1/treasury/portfolio":              {app: "treasury", actions: []string{"read"}},
-	"GET /api/v1/treasury/wallets":                {app: "treasury", actions: []string{"read"}},
-	"GET /api/v1/treasury/positions":              {app: "treasury", actions: []string{"read"}},
-	"GET /api/v1/policies/:app":                   {app: "pay", actions: []string{"developer"}},
-	"PUT /api/v1/policies/:app":                   {app: "pay", actions: []string{"developer"}},
-	"POST /api/v1/policies/:app/evaluate":         {app: "pay", actions: []string{"write", "developer"}},
-	"GET /api/v1/approvals":                       {app: "any", actions: []string{"read", "approve"}},
-	"POST /api/v1/approvals/:domain/:id/decide":   {app: "pay", actions: []string{"approve"}, notFoundOK: true},
-	"GET /api/v1/signing-requests":                {app: "any", actions: []string{"read", "sign"}},
-	"GET /api/v1/signing-requests/:id":            {app: "any", actions: []string{"read", "sign"}, notFoundOK: true},
-	"POST /api/v1/signing-requests/:id/signature": {app: "any", actions: []string{"read", "sign"}, notFoundOK: true},
-	"GET /developer/api-keys":                     {app: "own", actions: []string{"developer"}},
-	"POST /developer/api-keys":                    {app: "own", actions: []string{"developer"}},
-	"GET /developer/api-keys/:id":                 {app: "own", actions: []string{"developer"}, notFoundOK: true},
-	"DELETE /developer/api-keys/:id":              {app: "own", actions: []string{"developer"}, notFoundOK: true},
-	"GET /developer/logs":                         {app: "own", actions: []string{"developer"}},
-	"GET /developer/oauth-clients":                {app: "own", actions: []string{"developer"}},
-	"POST /developer/oauth-clients":               {app: "own", actions: []string{"developer"}},
-	"GET /developer/oauth-clients/:id":            {app: "own", actions: []string{"developer"}, notFoundOK: true},
-	"DELETE /developer/oauth-clients/:id":         {app: "own", actions: []string{"developer"}, notFoundOK: true},
-	"GET /developer/websockets":                   {app: "own", actions: []string{"developer"}},
-	"POST /developer/websockets":                  {app: "own", actions: []string{"developer"}},
-	"GET /developer/websockets/:id":               {app: "own", actions: []string{"developer"}, notFoundOK: true},
-	"PATCH /developer/websockets/:id":             {app: "own", actions: []string{"developer"}, notFoundOK: true},
-	"DELETE /developer/websockets/:id":            {app: "own", actions: []string{"developer"}, notFoundOK: true},
-	"POST /developer/websockets/:id/test":         {app: "own", actions: []string{"developer"}, notFoundOK: true},
+	"GET /healthz":                                                  {public: true},
+	"GET /readyz":                                                   {public: true},
+	"POST /api/v1/oauth/token":                                      {public: true},
+	"POST /api/v1/sessions":                                         {public: true},
+	"GET /api/v1/session":                                           {session: true},
+	"DELETE /api/v1/session":                                        {session: true},
+	"POST /api/v1/session/password":                                 {session: true},
+	"GET /developer/team":                                           {app: "own", actions: []string{"developer"}},
+	"POST /developer/team":                                          {app: "own", actions: []string{"developer"}, owner: true},
+	"PATCH /developer/team/:id":                                     {app: "own", actions: []string{"developer"}, owner: true, notFoundOK: true},
+	"DELETE /developer/team/:id":                                    {app: "own", actions: []string{"developer"}, owner: true, notFoundOK: true},
+	"GET /api/v1/treasury/portfolio":                                {app: "treasury", actions: []string{"read"}},
+	"GET /api/v1/treasury/wallets":                                  {app: "treasury", actions: []string{"read"}},
+	"GET /api/v1/treasury/positions":                                {app: "treasury", actions: []string{"read"}},
+	"GET /api/v1/policies/:app":                                     {app: "pay", actions: []string{"developer"}},
+	"PUT /api/v1/policies/:app":                                     {app: "pay", actions: []string{"developer"}},
+	"POST /api/v1/policies/:app/evaluate":                           {app: "pay", actions: []string{"write", "developer"}},
+	"GET /api/v1/approvals":                                         {app: "any", actions: []string{"read", "approve"}},
+	"POST /api/v1/approvals/:domain/:id/decide":                     {app: "pay", actions: []string{"approve"}, notFoundOK: true},
+	"GET /api/v1/signing-requests":                                  {app: "any", actions: []string{"read", "sign"}},
+	"GET /api/v1/signing-requests/:id":                              {app: "any", actions: []string{"read", "sign"}, notFoundOK: true},
+	"POST /api/v1/signing-requests/:id/signature":                   {app: "any", actions: []string{"read", "sign"}, notFoundOK: true},
+	"GET /developer/api-keys":                                       {app: "own", actions: []string{"developer"}},
+	"POST /developer/api-keys":                                      {app: "own", actions: []string{"developer"}},
+	"GET /developer/api-keys/:id":                                   {app: "own", actions: []string{"developer"}, notFoundOK: true},
+	"DELETE /developer/api-keys/:id":                                {app: "own", actions: []string{"developer"}, notFoundOK: true},
+	"GET /developer/logs":                                           {app: "own", actions: []string{"developer"}},
+	"GET /developer/oauth-clients":                                  {app: "own", actions: []string{"developer"}},
+	"POST /developer/oauth-clients":                                 {app: "own", actions: []string{"developer"}},
+	"GET /developer/oauth-clients/:id":                              {app: "own", actions: []string{"developer"}, notFoundOK: true},
+	"DELETE /developer/oauth-clients/:id":                           {app: "own", actions: []string{"developer"}, notFoundOK: true},
+	"GET /developer/websockets":                                     {app: "own", actions: []string{"developer"}},
+	"POST /developer/websockets":                                    {app: "own", actions: []string{"developer"}},
+	"GET /developer/websockets/:id":                                 {app: "own", actions: []string{"developer"}, notFoundOK: true},
+	"PATCH /developer/websockets/:id":                               {app: "own", actions: []string{"developer"}, notFoundOK: true},
+	"DELETE /developer/websockets/:id":                              {app: "own", actions: []string{"developer"}, notFoundOK: true},
+	"POST /developer/websockets/:id/test":                           {app: "own", actions: []string{"developer"}, notFoundOK: true},
+	"GET /developer/webhooks":                                       {app: "own", actions: []string{"developer"}},
+	"POST /developer/webhooks":                                      {app: "own", actions: []string{"developer"}},
+	"GET /developer/webhooks/:id":                                   {app: "own", actions: []string{"developer"}, notFoundOK: true},
+	"PATCH /developer/webhooks/:id":                                 {app: "own", actions: []string{"developer"}, notFoundOK: true},
+	"DELETE /developer/webhooks/:id":                                {app: "own", actions: []string{"developer"}, notFoundOK: true},
+	"POST /developer/webhooks/:id/rotate-secret":                    {app: "own", actions: []string{"developer"}, notFoundOK: true},
+	"POST /developer/webhooks/:id/test":                             {app: "own", actions: []string{"developer"}, notFoundOK: true},
+	"GET /developer/webhooks/:id/deliveries":                        {app: "own", actions: []string{"developer"}, notFoundOK: true},
+	"POST /developer/webhooks/:id/deliveries/:deliveryId/redeliver": {app: "own", actions: []string{"developer"}, notFoundOK: true},
 	// The channel: sk_ and pk_ keys and OAuth tokens of the config's app (wshub tests
 	// cover the 403 of another app or organisation with a real config).
 	"GET /api/v1/ws":         {channel: true, notFoundOK: true},
@@ -260,14 +269,15 @@ const developerAlias = "/api/v1/developer/"
 
 // concretePath fills a route's parameters: the pay app, the payment domain, and id.
 func concretePath(path, id string) string {
-	return strings.NewReplacer(":app", "pay", ":domain", "payment", ":id", id).Replace(path)
+	return strings.NewReplacer(":app", "pay", ":domain", "payment", ":deliveryId", "dlv_nothing", ":id", id).Replace(path)
 }
 
 // unlimitedRouter serves f's store with Temporal faked (every submit allowed) and no rate
 // limit in the way of a test that makes many requests; f's requests go to it.
 func unlimitedRouter(f *fixture) *gin.Engine {
 	f.handler = NewRouter(Config{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Workflows: &fakeWorkflows{decision: workflows.PolicyDecision{Allowed: true}}, RateBurst: 1 << 20, RateLimit: 1 << 20})
+		Workflows: &fakeWorkflows{decision: workflows.PolicyDecision{Allowed: true}}, RateBurst: 1 << 20, RateLimit: 1 << 20,
+		Webhooks: f.webhooks})
 	return f.handler.(*gin.Engine)
 }
 

@@ -24,6 +24,7 @@ type isolationTarget struct {
 var (
 	bothOrders     = isolationTarget{resources: []string{"draft order", "submitted order"}, body: `{}`}
 	wsConfig       = isolationTarget{resources: []string{"websocket config"}, body: `{}`}
+	webhookConfig  = isolationTarget{resources: []string{"webhook"}, body: `{}`}
 	member         = isolationTarget{resources: []string{"member"}, body: `{"actions":["read","approve"]}`}
 	signingRequest = isolationTarget{resources: []string{"signing request"}, body: `{"signature":"` + strings.Repeat("A", 86) + `=="}`}
 )
@@ -31,20 +32,27 @@ var (
 // isolationTable lists every route that takes an id (and the channel, whose config id is in
 // its query). A route added without an entry fails TestDataIsolation.
 var isolationTable = map[string]isolationTarget{
-	"PATCH /developer/team/:id":                   member,
-	"DELETE /developer/team/:id":                  member,
-	"POST /api/v1/approvals/:domain/:id/decide":   {resources: []string{"approval item"}, body: `{"decision":"APPROVE"}`},
-	"GET /api/v1/signing-requests/:id":            signingRequest,
-	"POST /api/v1/signing-requests/:id/signature": signingRequest,
-	"GET /developer/api-keys/:id":                 {resources: []string{"api key"}},
-	"DELETE /developer/api-keys/:id":              {resources: []string{"api key"}},
-	"GET /developer/oauth-clients/:id":            {resources: []string{"oauth client"}},
-	"DELETE /developer/oauth-clients/:id":         {resources: []string{"oauth client"}},
-	"GET /developer/websockets/:id":               wsConfig,
-	"PATCH /developer/websockets/:id":             {resources: []string{"websocket config"}, body: `{"enabled":false}`},
-	"DELETE /developer/websockets/:id":            wsConfig,
-	"POST /developer/websockets/:id/test":         wsConfig,
-	"GET /api/v1/ws":                              wsConfig,
+	"PATCH /developer/team/:id":                                     member,
+	"DELETE /developer/team/:id":                                    member,
+	"POST /api/v1/approvals/:domain/:id/decide":                     {resources: []string{"approval item"}, body: `{"decision":"APPROVE"}`},
+	"GET /api/v1/signing-requests/:id":                              signingRequest,
+	"POST /api/v1/signing-requests/:id/signature":                   signingRequest,
+	"GET /developer/api-keys/:id":                                   {resources: []string{"api key"}},
+	"DELETE /developer/api-keys/:id":                                {resources: []string{"api key"}},
+	"GET /developer/oauth-clients/:id":                              {resources: []string{"oauth client"}},
+	"DELETE /developer/oauth-clients/:id":                           {resources: []string{"oauth client"}},
+	"GET /developer/websockets/:id":                                 wsConfig,
+	"PATCH /developer/websockets/:id":                               {resources: []string{"websocket config"}, body: `{"enabled":false}`},
+	"DELETE /developer/websockets/:id":                              wsConfig,
+	"POST /developer/websockets/:id/test":                           wsConfig,
+	"GET /developer/webhooks/:id":                                   webhookConfig,
+	"PATCH /developer/webhooks/:id":                                 {resources: []string{"webhook"}, body: `{"enabled":false}`},
+	"DELETE /developer/webhooks/:id":                                webhookConfig,
+	"POST /developer/webhooks/:id/rotate-secret":                    webhookConfig,
+	"POST /developer/webhooks/:id/test":                             webhookConfig,
+	"GET /developer/webhooks/:id/deliveries":                        webhookConfig,
+	"POST /developer/webhooks/:id/deliveries/:deliveryId/redeliver": webhookConfig,
+	"GET /api/v1/ws":                                                wsConfig,
 }
 
 func init() {
@@ -103,6 +111,7 @@ func TestDataIsolation(t *testing.T) {
 	a["api key"] = created(f.post(t, "/developer/api-keys", pay, `{"kind":"tk","actions":["read"]}`))
 	a["oauth client"] = created(f.post(t, "/developer/oauth-clients", pay, `{"scopes":"pay:read"}`))
 	a["websocket config"] = created(f.post(t, "/developer/websockets", pay, `{"events":["order.*"]}`))
+	a["webhook"] = created(f.post(t, "/developer/webhooks", pay, `{"url":"https://hooks.example.com/treasury","events":["order.*"]}`))
 	ownerUser, err := f.store.UserByEmail(ctx, f.creds.Owner.Email)
 	if err != nil {
 		t.Fatal(err)

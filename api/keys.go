@@ -83,7 +83,7 @@ func (h *keyHandlers) create(c *gin.Context) {
 	if !bindStrict(c, &req, "kind", "actions", "resourceIds", "label") {
 		return
 	}
-	createdWithSecret(c, h.log, keyJSON, "secret")(h.svc.CreateAPIKey(c.Request.Context(), caller(c),
+	withSecret(c, h.log, http.StatusCreated, keyJSON, "secret")(h.svc.CreateAPIKey(c.Request.Context(), caller(c),
 		service.KeyRequest{Kind: req.Kind, Actions: req.Actions, ResourceIDs: req.ResourceIDs, Label: req.Label}))
 }
 

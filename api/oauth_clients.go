@@ -49,7 +49,7 @@ func (h *oauthClientHandlers) create(c *gin.Context) {
 	if !bindStrict(c, &req, "scopes", "label") {
 		return
 	}
-	createdWithSecret(c, h.log, oauthClientJSON, "clientSecret")(h.svc.CreateOAuthClient(c.Request.Context(), caller(c), req.Scopes, req.Label))
+	withSecret(c, h.log, http.StatusCreated, oauthClientJSON, "clientSecret")(h.svc.CreateOAuthClient(c.Request.Context(), caller(c), req.Scopes, req.Label))
 }
 
 // revoke answers DELETE /developer/oauth-clients/{id}: the client and every access token

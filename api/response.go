@@ -53,11 +53,11 @@ func writeList[R, T any](c *gin.Context, items []R, next string, render func(*R)
 	c.JSON(http.StatusOK, listResponse[T]{Data: out, NextCursor: cursor})
 }
 
-// createdWithSecret answers what a create of the service returned: 201 with the new
-// record rendered and, under secretField, the secret this answer alone holds. A replay of
-// the request (Idempotency-Key) answers the same record without the secret: it was shown
+// withSecret answers what the service returned with a new secret (a create, a rotation):
+// the record rendered and, under secretField, the secret this answer alone holds. A replay
+// of the request (Idempotency-Key) answers the same record without the secret: it was shown
 // once and is never stored in the clear, not even for replay.
-func createdWithSecret[R, T any](c *gin.Context, log *slog.Logger, render func(*R) T, secretField string) func(*R, string, error) {
+func withSecret[R, T any](c *gin.Context, log *slog.Logger, status int, render func(*R) T, secretField string) func(*R, string, error) {
 	return func(rec *R, secret string, err error) {
 		if err != nil {
 			failed(c, log, err)
@@ -74,7 +74,7 @@ func createdWithSecret[R, T any](c *gin.Context, log *slog.Logger, render func(*
 		}
 		out[secretField] = secret
 		c.Header("Cache-Control", "no-store")
-		c.JSON(http.StatusCreated, out)
+		c.JSON(status, out)
 		c.Set(keptBodyKey, kept)
 	}
 }

@@ -56,6 +56,8 @@ type Config struct {
 	Live LiveChannel
 	// RequestLogs takes a row per authenticated request for /developer/logs; nil keeps none.
 	RequestLogs RequestLogSink
+	// Webhooks seal webhook secrets and vet endpoint URLs.
+	Webhooks service.WebhookOptions
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -115,7 +117,7 @@ func NewRouter(cfg Config) http.Handler {
 		cfg.RateBurst = 100
 	}
 	limiter := newRateLimiter(cfg.RateLimit, cfg.RateBurst)
-	svc := &service.Service{Store: cfg.Store, Workflows: cfg.Workflows, Bus: cfg.Bus, Live: cfg.Live, Log: log}
+	svc := &service.Service{Store: cfg.Store, Workflows: cfg.Workflows, Bus: cfg.Bus, Live: cfg.Live, Webhooks: cfg.Webhooks, Log: log}
 	wsh := &websocketHandlers{svc: svc, store: cfg.Store, log: log, live: cfg.Live, authn: authenticator, limit: limiter}
 	// The channel authenticates by the token in its URL (browsers cannot set headers on
 	// a WebSocket), so it sits outside the bearer-authenticated group.
@@ -155,6 +157,7 @@ func NewRouter(cfg Config) http.Handler {
 		team:         &teamHandlers{svc: svc, log: log},
 		requestLogs:  &requestLogHandlers{svc: svc, log: log},
 		websockets:   wsh,
+		webhooks:     &webhookHandlers{svc: svc, log: log},
 	}
 	// The developer surface sits at the root, /developer/… (SPEC 6). It also answers under
 	// /api/v1/developer/…, where it was first served, so that v1 stays additive: one route
@@ -211,6 +214,7 @@ type developerHandlers struct {
 	team         *teamHandlers
 	requestLogs  *requestLogHandlers
 	websockets   *websocketHandlers
+	webhooks     *webhookHandlers
 }
 
 // credentialHandlers serve one kind of credential: list, create (its secret shown once),
@@ -248,4 +252,14 @@ func (d developerHandlers) register(g *gin.RouterGroup) {
 	g.PATCH("/websockets/:id", dev, d.websockets.update)
 	g.DELETE("/websockets/:id", dev, d.websockets.remove)
 	g.POST("/websockets/:id/test", dev, d.websockets.test)
+
+	g.GET("/webhooks", dev, d.webhooks.list)
+	g.POST("/webhooks", dev, d.webhooks.create)
+	g.GET("/webhooks/:id", dev, d.webhooks.get)
+	g.PATCH("/webhooks/:id", dev, d.webhooks.update)
+	g.DELETE("/webhooks/:id", dev, d.webhooks.remove)
+	g.POST("/webhooks/:id/rotate-secret", dev, d.webhooks.rotate)
+	g.POST("/webhooks/:id/test", dev, d.webhooks.test)
+	g.GET("/webhooks/:id/deliveries", dev, d.webhooks.deliveries)
+	g.POST("/webhooks/:id/deliveries/:deliveryId/redeliver", dev, d.webhooks.redeliver)
 }

@@ -46,7 +46,7 @@ func (h *teamHandlers) add(c *gin.Context) {
 	if !bindStrict(c, &req, "email", "actions") {
 		return
 	}
-	createdWithSecret(c, h.log, memberJSON, "password")(h.svc.AddMember(c.Request.Context(), caller(c), req.Email, req.Actions))
+	withSecret(c, h.log, http.StatusCreated, memberJSON, "password")(h.svc.AddMember(c.Request.Context(), caller(c), req.Email, req.Actions))
 }
 
 // update answers PATCH /developer/team/{id} {actions}: the member's actions on the app,

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/opentreasury/treasury/webhook"
 )
 
 // Config is the service configuration; the production binary reads it from the environment.
@@ -39,7 +41,15 @@ type Config struct {
 	// WSSendRing lets the live channel batch its sends through io_uring where the kernel
 	// allows it.
 	WSSendRing bool
-	LogLevel   slog.Level
+	// WebhookSecretKey seals webhook signing secrets at rest (base64 of 32 bytes); without
+	// it no webhook can be made or sent.
+	WebhookSecretKey string
+	// WebhookAllowHTTP and WebhookAllowLoopback let webhooks go to http URLs and to
+	// loopback addresses: for test rigs only.
+	WebhookAllowHTTP, WebhookAllowLoopback bool
+	// WebhookBackoffScale scales the retry schedule (1 in production).
+	WebhookBackoffScale float64
+	LogLevel            slog.Level
 }
 
 // envVar documents one environment variable the service reads.
@@ -70,6 +80,10 @@ var EnvVars = []envVar{
 	{"RATE_BURST", "100", "burst of requests per credential, per API replica"},
 	{"WS_PING_INTERVAL", "25s", "how often the WebSocket channel pings each client (a pong must follow within 10 s)"},
 	{"WS_SEND_RING", "true", "batch the live channel's sends through io_uring where the kernel allows it; false writes each frame with its own system call"},
+	{"WEBHOOK_SECRET_KEY", "", "base64 of 32 random bytes (openssl rand -base64 32) that seals webhook signing secrets at rest; the same on every api and worker; without it webhooks are refused"},
+	{"WEBHOOK_ALLOW_HTTP", "false", "let webhooks go to http URLs (test rigs only; https otherwise)"},
+	{"WEBHOOK_ALLOW_LOOPBACK", "false", "let webhooks go to loopback addresses (test rigs only)"},
+	{"WEBHOOK_BACKOFF_SCALE", "1", "multiplies the webhook retry schedule (5 s … 10 h) and the 5-day failing window; below 1 for tests"},
 	{"LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"TREASURY_TOKEN", "", "treasury signer: a key with the sign action; treasury events tail: a key of the config's app"},
 }
@@ -156,6 +170,10 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		TrustedProxies:       get("TRUSTED_PROXIES"),
 		WSPingInterval:       duration("WS_PING_INTERVAL"),
 		WSSendRing:           boolean("WS_SEND_RING"),
+		WebhookSecretKey:     get("WEBHOOK_SECRET_KEY"),
+		WebhookAllowHTTP:     boolean("WEBHOOK_ALLOW_HTTP"),
+		WebhookAllowLoopback: boolean("WEBHOOK_ALLOW_LOOPBACK"),
+		WebhookBackoffScale:  number("WEBHOOK_BACKOFF_SCALE"),
 	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(get("LOG_LEVEL"))); err != nil {
 		errs = append(errs, "LOG_LEVEL: one of debug, info, warn, error")
@@ -163,6 +181,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	for _, p := range cfg.TrustedProxyList() {
 		if _, _, err := net.ParseCIDR(p); err != nil && net.ParseIP(p) == nil {
 			errs = append(errs, "TRUSTED_PROXIES: "+p+" is not an address or a CIDR")
+		}
+	}
+	if cfg.WebhookSecretKey != "" {
+		if _, err := webhook.ParseKey(cfg.WebhookSecretKey); err != nil {
+			errs = append(errs, "WEBHOOK_SECRET_KEY: "+err.Error())
 		}
 	}
 	if (cfg.TemporalTLSCertFile == "") != (cfg.TemporalTLSKeyFile == "") {

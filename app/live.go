@@ -40,10 +40,7 @@ func StartLive(s *store.Store, opts LiveOptions, log *slog.Logger) *Live {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Live{cancel: cancel}
 	log = log.With("component", "live")
-	l.Bus = startBus(ctx, s, log, &l.wg)
-	l.Follower = events.NewFollower(l.Bus, s, log)
-	l.wg.Add(1)
-	go func() { defer l.wg.Done(); l.Follower.Run(ctx) }()
+	l.Bus, l.Follower = followEvents(ctx, s, log, &l.wg)
 	l.Hub = wshub.New(wshub.Options{Store: HubStore{s}, Events: l.Follower, Log: log, PingInterval: opts.PingInterval,
 		PongWait: opts.PongWait, WriteTimeout: opts.WriteTimeout, SendQueue: opts.SendQueue, SharedPresence: s.DatabaseURL() != "",
 		NoSendRing: opts.NoSendRing})
@@ -52,6 +49,15 @@ func StartLive(s *store.Store, opts LiveOptions, log *slog.Logger) *Live {
 	l.wg.Add(1)
 	go func() { defer l.wg.Done(); l.RequestLogs.Run(ctx) }()
 	return l
+}
+
+// followEvents starts a bus on the store's commits and a follower over it, until ctx ends.
+func followEvents(ctx context.Context, s *store.Store, log *slog.Logger, wg *sync.WaitGroup) (events.Bus, *events.Follower) {
+	bus := startBus(ctx, s, log, wg)
+	f := events.NewFollower(bus, s, log)
+	wg.Add(1)
+	go func() { defer wg.Done(); f.Run(ctx) }()
+	return bus, f
 }
 
 // startBus hooks a bus to the store's commits: an in-process one on SQLite, LISTEN/NOTIFY

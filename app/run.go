@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 
 	"go.temporal.io/sdk/client"
 
@@ -58,6 +59,16 @@ func RunWorker(ctx context.Context, cfg Config) error {
 	if err := worker.EnsureSchedules(ctx, tc, cfg.BalanceSyncInterval); err != nil {
 		return err
 	}
+	// The webhook dispatcher runs beside the activities, woken by committed events.
+	evCtx, stopEvents := context.WithCancel(context.Background())
+	var evWG sync.WaitGroup
+	_, follower := followEvents(evCtx, s, log, &evWG)
+	hooks := StartWebhooks(s, follower, cfg.WebhookOptions(), cfg.WebhookBackoffScale, log)
+	defer func() {
+		hooks.Stop()
+		stopEvents()
+		evWG.Wait()
+	}()
 	// Only the simulated chain exists so far; a real adapter plugs in here.
 	w := NewWorker(s, devchain.New(s), tc, log, cfg.ShutdownTimeout)
 	log.Info("worker polling", "taskQueue", workflows.TaskQueue, "namespace", cfg.TemporalNamespace)

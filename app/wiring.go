@@ -133,6 +133,7 @@ func NewAPIHandler(cfg Config, s *store.Store, tc client.Client, live *Live, log
 		OAuthTokenTTL:        cfg.OAuthTokenTTL,
 		SessionTTL:           cfg.SessionTTL,
 		TrustedProxies:       cfg.TrustedProxyList(),
+		Webhooks:             cfg.WebhookOptions(),
 		Workflows:            TemporalOrders{Client: tc},
 		Readiness: []api.ReadinessCheck{
 			{Name: "database", Check: s.Ping},

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -20,6 +21,7 @@ import (
 	"github.com/opentreasury/treasury/seed"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/webhook"
 	"github.com/opentreasury/treasury/worker"
 )
 
@@ -42,6 +44,11 @@ type Options struct {
 	WSPingInterval time.Duration
 	// NoWSSendRing writes every live frame with its own system call, never through io_uring.
 	NoWSSendRing bool
+	// WebhookBackoffScale scales the webhook retry schedule (1 when zero); below 1 makes
+	// retries come in seconds for tests and demos.
+	WebhookBackoffScale float64
+	// NoWebhookLoopback refuses webhooks to loopback addresses, as production does.
+	NoWebhookLoopback bool
 	// DevSigner signs the autoSign wallets' signing requests in-process.
 	DevSigner bool
 	// BlockTime and Confirmations of the devchain (200 ms, 1 by default).
@@ -72,6 +79,7 @@ type Bundle struct {
 	signerDone chan struct{}
 	http       *http.Server
 	live       *app.Live
+	webhooks   *app.Webhooks
 	// serveDone closes when the API server stops serving; serveErr says why.
 	serveDone chan struct{}
 	serveErr  error
@@ -129,6 +137,14 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 	if opts.DatabaseURL != "" {
 		cfg.SQLitePath = ""
 	}
+	// Webhooks: plain http to receivers on this machine is fine in development.
+	if cfg.WebhookSecretKey, err = webhookKey(opts.DataDir); err != nil {
+		return nil, err
+	}
+	cfg.WebhookAllowHTTP, cfg.WebhookAllowLoopback, cfg.WebhookBackoffScale = true, !opts.NoWebhookLoopback, opts.WebhookBackoffScale
+	if cfg.WebhookBackoffScale <= 0 {
+		cfg.WebhookBackoffScale = 1
+	}
 	if b.store, err = app.OpenStore(ctx, cfg, log); err != nil {
 		return nil, err
 	}
@@ -179,6 +195,8 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
 
+	b.webhooks = app.StartWebhooks(b.store, b.live.Follower, cfg.WebhookOptions(), cfg.WebhookBackoffScale, log)
+
 	if opts.DevSigner {
 		keys, err := seed.LoadSignerKeys(opts.DataDir)
 		if err != nil {
@@ -201,6 +219,24 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 	}()
 	b.listener = nil // owned by the server now
 	return b, nil
+}
+
+// webhookKeyFile holds the dev bundle's webhook sealing key, made on first start.
+const webhookKeyFile = "webhook-key"
+
+// webhookKey reads the data directory's webhook sealing key, making it the first time.
+func webhookKey(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, webhookKeyFile)
+	if b, err := os.ReadFile(path); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	key, err := webhook.NewKey()
+	if err != nil {
+		return "", err
+	}
+	return key, os.WriteFile(path, []byte(key+"\n"), 0o600)
 }
 
 // Banner is what treasury-dev prints once it is ready.
@@ -258,6 +294,10 @@ func (b *Bundle) stop() error {
 		b.stopSigner()
 		<-b.signerDone
 		b.stopSigner = nil
+	}
+	if b.webhooks != nil {
+		b.webhooks.Stop()
+		b.webhooks = nil
 	}
 	if b.worker != nil {
 		b.worker.Stop()

@@ -20,6 +20,7 @@ const (
 	OrderConfirmed            = "Order.Confirmed"
 	OrderFailed               = "Order.Failed"
 	WebSocketTest             = "websocket.test"
+	WebhookTest               = "webhook.test"
 	wildcardAll               = "*"
 	wildcardSuffix            = ".*"
 	maxEntryLength            = 100
@@ -28,7 +29,7 @@ const (
 
 // Names lists every event a subscription may name.
 var Names = []string{OrderCreated, OrderSubmitted, OrderApproved, OrderRejected, WalletSigningRequested,
-	WalletTransactionSigned, OrderBroadcast, OrderConfirmed, OrderFailed, WebSocketTest}
+	WalletTransactionSigned, OrderBroadcast, OrderConfirmed, OrderFailed, WebSocketTest, WebhookTest}
 
 // Canonical returns the canonical spelling of a known event name, matched case-insensitively.
 func Canonical(name string) (string, bool) {
@@ -41,7 +42,7 @@ func Canonical(name string) (string, bool) {
 }
 
 // ErrEntry explains why a subscription entry was refused.
-var ErrEntry = errors.New("must be a known event name, a prefix.* wildcard of one (order.*, wallet.*, websocket.*) or *")
+var ErrEntry = errors.New("must be a known event name, a prefix.* wildcard of one (order.*, wallet.*, websocket.*, webhook.*) or *")
 
 // NormalizeEntry checks one subscription entry and returns the form it is stored in:
 // lowercase.

@@ -48,7 +48,9 @@ type Service struct {
 	Bus events.Bus
 	// Live counts WebSocket connections; nil counts none.
 	Live LiveCounts
-	Log  *slog.Logger
+	// Webhooks seal signing secrets and vet endpoint URLs.
+	Webhooks WebhookOptions
+	Log      *slog.Logger
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }

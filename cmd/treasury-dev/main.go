@@ -37,6 +37,8 @@ func run(args []string) int {
 	rateBurst := fs.Int("rate-burst", 100, "API request burst per credential")
 	wsPing := fs.Duration("ws-ping-interval", 25*time.Second, "how often WebSocket clients are pinged; a pong must follow within 10 s")
 	wsRing := fs.Bool("ws-send-ring", true, "batch the live channel's sends through io_uring where the kernel allows it; false writes each frame with its own system call")
+	hookScale := fs.Float64("webhook-backoff-scale", 1, "multiplies the webhook retry schedule (5 s … 10 h); 0.001 makes retries come in milliseconds to seconds")
+	hookLoopback := fs.Bool("webhook-allow-loopback", true, "let webhooks go to loopback addresses (receivers on this machine); false refuses them as production does")
 	temporalLogLevel := fs.String("temporal-log-level", "error", "log level of the embedded Temporal server")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: treasury-dev [flags]\n\nRuns the treasury dev bundle. DATABASE_URL, when set, puts the store on PostgreSQL.\n\nFlags:\n")
@@ -74,6 +76,8 @@ func run(args []string) int {
 		RateBurst:           *rateBurst,
 		WSPingInterval:      *wsPing,
 		NoWSSendRing:        !*wsRing,
+		WebhookBackoffScale: *hookScale,
+		NoWebhookLoopback:   !*hookLoopback,
 		Log:                 log,
 	})
 	if err != nil {

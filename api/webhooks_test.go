@@ -1,0 +1,128 @@
+package api
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/opentreasury/treasury/webhook"
+)
+
+type createdWebhook struct {
+	webhookResponse
+	Secret string `json:"secret"`
+}
+
+type deliveryList struct {
+	Data       []deliveryResponse `json:"data"`
+	NextCursor *string            `json:"nextCursor"`
+}
+
+// The webhooks of an app: the secret shown once (and on a rotation), the same subscription
+// rules as WebSocket configs, URLs vetted, a test message and a redelivery of the same
+// message, and nothing of it reachable from another app.
+func TestWebhookConfigs(t *testing.T) {
+	f := newFixture(t)
+	dev := f.creds.Keys["pay"].SK
+	r := f.post(t, "/developer/webhooks", dev, `{"url":"https://hooks.example.com/treasury","events":["Order.*","order.submitted"],"description":"payouts"}`,
+		"Idempotency-Key", "hook-1")
+	var hook createdWebhook
+	if err := json.Unmarshal(r.body, &hook); err != nil || r.status != 201 || r.header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	if !strings.HasPrefix(hook.Secret, webhook.SecretPrefix) || !strings.HasPrefix(hook.ID, "whk_") || !hook.Enabled ||
+		strings.Join(hook.Events, ",") != "order.*,order.submitted" || hook.App != "pay" || hook.Description != "payouts" {
+		t.Fatalf("created %+v", hook)
+	}
+	if replay := f.post(t, "/developer/webhooks", dev, `{"url":"https://hooks.example.com/treasury","events":["Order.*","order.submitted"],"description":"payouts"}`,
+		"Idempotency-Key", "hook-1"); strings.Contains(string(replay.body), hook.Secret) || !strings.Contains(string(replay.body), hook.ID) {
+		t.Fatalf("the replay shows the secret again or another webhook: %s", replay.body)
+	}
+	for _, path := range []string{"/developer/webhooks", "/developer/webhooks/" + hook.ID} {
+		got := f.do(t, "GET", path, dev, nil)
+		if got.status != 200 || !strings.Contains(string(got.body), hook.ID) || strings.Contains(string(got.body), hook.Secret) {
+			t.Fatalf("GET %s: %d %s", path, got.status, got.body)
+		}
+	}
+
+	for _, bad := range []string{
+		`{"url":"http://hooks.example.com/x","events":["*"]}`,
+		`{"url":"https://10.0.0.7/x","events":["*"]}`,
+		`{"url":"https://[::1]/x","events":["*"]}`,
+		`{"url":"https://hooks.example.com/x","events":["order.nothing"]}`,
+		`{"url":"https://hooks.example.com/x","events":[]}`,
+		`{"url":"https://hooks.example.com/x","events":["*"],"secret":"whsec_mine"}`,
+	} {
+		f.post(t, "/developer/webhooks", dev, bad).wantProblem(t, 422, CodeValidationFailed)
+	}
+
+	patched := f.do(t, "PATCH", "/developer/webhooks/"+hook.ID, dev, strings.NewReader(`{"events":["*"],"enabled":false}`))
+	if patched.status != 200 || !strings.Contains(string(patched.body), `"events":["*"]`) || !strings.Contains(string(patched.body), `"enabled":false`) {
+		t.Fatalf("patch: %d %s", patched.status, patched.body)
+	}
+	f.post(t, "/developer/webhooks/"+hook.ID+"/test", dev, `{}`).wantProblem(t, 409, CodeConflict)
+	f.do(t, "PATCH", "/developer/webhooks/"+hook.ID, dev, strings.NewReader(`{"url":"ftp://x"}`)).wantProblem(t, 422, CodeValidationFailed)
+	f.do(t, "PATCH", "/developer/webhooks/"+hook.ID, dev, strings.NewReader(`{"enabled":true}`))
+
+	rotated := f.post(t, "/developer/webhooks/"+hook.ID+"/rotate-secret", dev, `{}`)
+	var rot createdWebhook
+	if err := json.Unmarshal(rotated.body, &rot); err != nil || rotated.status != 200 || rot.Secret == hook.Secret ||
+		!strings.HasPrefix(rot.Secret, webhook.SecretPrefix) || rot.PreviousSecretExpiresAt == nil {
+		t.Fatalf("rotate: %d %s", rotated.status, rotated.body)
+	}
+	if until, _ := time.Parse(time.RFC3339, *rot.PreviousSecretExpiresAt); time.Until(until) < 23*time.Hour || time.Until(until) > 25*time.Hour {
+		t.Fatalf("the old secret signs until %s", *rot.PreviousSecretExpiresAt)
+	}
+
+	sent := f.post(t, "/developer/webhooks/"+hook.ID+"/test", dev, `{}`)
+	var test deliveryResponse
+	if err := json.Unmarshal(sent.body, &test); err != nil || sent.status != 202 || test.Event != "webhook.test" ||
+		test.Status != "pending" || !strings.HasPrefix(test.MessageID, "msg_") || test.NextAttemptAt == nil {
+		t.Fatalf("test: %d %s", sent.status, sent.body)
+	}
+	again := f.post(t, "/developer/webhooks/"+hook.ID+"/deliveries/"+test.ID+"/redeliver", dev, `{}`)
+	var redelivery deliveryResponse
+	if err := json.Unmarshal(again.body, &redelivery); err != nil || again.status != 202 || redelivery.MessageID != test.MessageID ||
+		redelivery.ID == test.ID {
+		t.Fatalf("redeliver: %d %s", again.status, again.body)
+	}
+	var list deliveryList
+	if err := json.Unmarshal(f.do(t, "GET", "/developer/webhooks/"+hook.ID+"/deliveries?event=webhook.test&status=pending", dev, nil).body, &list); err != nil ||
+		len(list.Data) != 2 || list.Data[0].ID != redelivery.ID {
+		t.Fatalf("deliveries %+v %v", list, err)
+	}
+	f.do(t, "GET", "/developer/webhooks/"+hook.ID+"/deliveries?status=lost", dev, nil).wantProblem(t, 422, CodeValidationFailed)
+	f.do(t, "GET", "/developer/webhooks/"+hook.ID+"/deliveries?event=order.nothing", dev, nil).wantProblem(t, 422, CodeValidationFailed)
+	f.post(t, "/developer/webhooks/"+hook.ID+"/deliveries/dlv_nothing/redeliver", dev, `{}`).wantProblem(t, 404, CodeNotFound)
+
+	trade := f.creds.Keys["trade"].SK
+	f.do(t, "GET", "/developer/webhooks/"+hook.ID, trade, nil).wantProblem(t, 404, CodeNotFound)
+	f.post(t, "/developer/webhooks/"+hook.ID+"/test", trade, `{}`).wantProblem(t, 404, CodeNotFound)
+	if got := f.do(t, "GET", "/developer/webhooks", trade, nil); strings.Contains(string(got.body), hook.ID) {
+		t.Fatal("another app lists the webhook")
+	}
+
+	if r := f.do(t, "DELETE", "/developer/webhooks/"+hook.ID, dev, nil); r.status != 200 {
+		t.Fatalf("delete: %d %s", r.status, r.body)
+	}
+	f.do(t, "GET", "/developer/webhooks/"+hook.ID, dev, nil).wantProblem(t, 404, CodeNotFound)
+	f.do(t, "GET", "/developer/webhooks/"+hook.ID+"/deliveries", dev, nil).wantProblem(t, 404, CodeNotFound)
+	if strings.Contains(f.logs.String(), strings.TrimPrefix(hook.Secret, webhook.SecretPrefix)) ||
+		strings.Contains(f.logs.String(), strings.TrimPrefix(rot.Secret, webhook.SecretPrefix)) {
+		t.Fatal("a webhook secret reached the log")
+	}
+}
+
+// Without a sealing key the service cannot keep a secret: creating a webhook is 503, not a
+// webhook signed by nothing.
+func TestWebhooksNeedASealingKey(t *testing.T) {
+	f := newFixture(t)
+	f.handler = NewRouter(Config{Store: f.store, Log: quietLog()})
+	f.post(t, "/developer/webhooks", f.creds.Keys["pay"].SK, `{"url":"https://hooks.example.com/x","events":["*"]}`).
+		wantProblem(t, 503, CodeUnavailable)
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
