@@ -42,7 +42,7 @@ func dialLive(t *testing.T, apiBase, configID, token string) *liveClient {
 		t.Fatalf("dial %s: %v", apiBase, err)
 	}
 	t.Cleanup(func() { _ = ws.Close() })
-	c := &liveClient{ws: ws, frames: make(chan map[string]any, 100), closed: make(chan int, 1)}
+	c := &liveClient{ws: ws, frames: make(chan map[string]any, 1000), closed: make(chan int, 1)}
 	go func() {
 		for {
 			_, data, err := ws.ReadMessage()
