@@ -8,7 +8,7 @@ export CGO_ENABLED ?= 0
 # built once, without the race detector, to keep the build within reach of 2 cores.
 FAST_PKGS = $(shell $(GO) list ./... | grep -v -e '/e2e$$' -e '/devstack$$' -e '/cmd/treasury-dev$$')
 
-.PHONY: run build test test-unit test-e2e lint fmt bench bench-lifecycle bench-live
+.PHONY: run build test test-unit test-e2e lint fmt bench bench-lifecycle bench-live bench-webhooks
 
 ## run: build and start the dev bundle (embedded Temporal + UI, API, worker, demo org)
 run: $(BIN)/treasury-dev
@@ -35,12 +35,18 @@ test-unit:
 test-e2e: $(BIN)/treasury-dev $(BIN)/treasury
 	TREASURY_DEV_BIN=$(abspath $(BIN)/treasury-dev) TREASURY_BIN=$(abspath $(BIN)/treasury) $(GO) test -count=1 ./e2e/...
 
-## bench: lifecycle throughput and latency, then the live channel's fan-out latency and
-## memory per connection, on the dev bundle (figures in docs/benchmarks.md)
-bench: bench-lifecycle bench-live
+## bench: lifecycle throughput and latency, the live channel's fan-out latency and memory
+## per connection, and webhook delivery, on the dev bundle (figures in docs/benchmarks.md)
+bench: bench-lifecycle bench-live bench-webhooks
 
 bench-lifecycle: $(BIN)/treasury-dev
 	$(GO) run ./bench/lifecycle -dev-bin $(BIN)/treasury-dev -orders 200 -dev-args "--rate-limit 100000 --rate-burst 100000"
+
+# Webhooks: how fast the dispatcher drains a backlog (beside a bare client), and the
+# lifecycle with one webhook on every event beside the lifecycle without.
+bench-webhooks: $(BIN)/treasury-dev
+	$(GO) run ./bench/webhooks -deliveries 10000
+	$(GO) run ./bench/lifecycle -dev-bin $(BIN)/treasury-dev -orders 200 -webhooks 1 -rounds 3
 
 bench-live: $(BIN)/treasury-dev
 	$(GO) run ./bench/wsfanout -dev-bin $(BIN)/treasury-dev -clients 1000,10000 -events 50

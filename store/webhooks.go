@@ -310,14 +310,19 @@ type AttemptOutcome struct {
 func (s *Store) RecordWebhookAttempts(ctx context.Context, outcomes []AttemptOutcome, disableBefore time.Time, reason string) error {
 	return s.Tx(ctx, func(tx *Store) error {
 		db := tx.with(ctx)
+		attempts := make([]WebhookAttempt, 0, len(outcomes))
+		// The latest outcome of each config in the batch says whether its run of failures
+		// goes on; the earliest failure since its last success starts one.
+		succeeded, failedAt := map[string]bool{}, map[string]time.Time{}
 		for _, o := range outcomes {
 			a := o.Attempt
+			a.At = a.At.UTC()
 			updates := map[string]any{"attempts": a.N, "lease_until": nil, "leased_by": nil, "next_attempt_at": o.NextAttemptAt}
 			switch {
 			case o.Succeeded:
-				updates["status"], updates["completed_at"] = DeliverySucceeded, a.At.UTC()
+				updates["status"], updates["completed_at"] = DeliverySucceeded, a.At
 			case o.NextAttemptAt == nil:
-				updates["status"], updates["completed_at"] = DeliveryFailed, a.At.UTC()
+				updates["status"], updates["completed_at"] = DeliveryFailed, a.At
 			}
 			res := db.Model(&WebhookDelivery{}).Where("id = ? AND leased_by = ? AND status = ?", a.DeliveryID, o.Worker, DeliveryPending).
 				Updates(updates)
@@ -327,21 +332,32 @@ func (s *Store) RecordWebhookAttempts(ctx context.Context, outcomes []AttemptOut
 			if res.RowsAffected == 0 {
 				continue
 			}
-			a.At = a.At.UTC()
-			if err := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&a).Error; err != nil {
+			attempts = append(attempts, a)
+			succeeded[o.ConfigID] = o.Succeeded
+			if o.Succeeded {
+				delete(failedAt, o.ConfigID)
+			} else if at, ok := failedAt[o.ConfigID]; !ok || a.At.Before(at) {
+				failedAt[o.ConfigID] = a.At
+			}
+		}
+		if len(attempts) > 0 {
+			if err := db.Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(attempts, 200).Error; err != nil {
 				return err
 			}
-			cfg := db.Model(&WebhookConfig{}).Where("id = ?", o.ConfigID)
-			var err error
-			if o.Succeeded {
-				err = cfg.Where("failing_since IS NOT NULL").Update("failing_since", nil).Error
-			} else {
-				err = cfg.Where("failing_since IS NULL").Update("failing_since", a.At).Error
-				if err == nil {
-					err = db.Model(&WebhookConfig{}).Where("id = ? AND enabled AND failing_since < ?", o.ConfigID, disableBefore.UTC()).
-						Updates(map[string]any{"enabled": false, "disabled_reason": reason, "updated_at": a.At}).Error
+		}
+		for configID, ok := range succeeded {
+			cfg := db.Model(&WebhookConfig{}).Where("id = ?", configID)
+			if ok {
+				if err := cfg.Where("failing_since IS NOT NULL").Update("failing_since", nil).Error; err != nil {
+					return err
 				}
+				continue
 			}
+			if err := cfg.Where("failing_since IS NULL").Update("failing_since", failedAt[configID]).Error; err != nil {
+				return err
+			}
+			err := db.Model(&WebhookConfig{}).Where("id = ? AND enabled AND failing_since < ?", configID, disableBefore.UTC()).
+				Updates(map[string]any{"enabled": false, "disabled_reason": reason, "updated_at": failedAt[configID]}).Error
 			if err != nil {
 				return err
 			}

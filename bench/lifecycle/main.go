@@ -14,10 +14,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/opentreasury/treasury/bench/devbundle"
@@ -149,6 +151,107 @@ func confirmations(c *client, app string, orders []submitted, timeout time.Durat
 	return confirmed, other, nil
 }
 
+// result is one measured run.
+type result struct {
+	orders, confirmed, other int
+	span                     time.Duration
+	latencies                []time.Duration
+	// hooks are the webhook messages the receiver accepted during the run.
+	hooks int
+}
+
+func (r result) rate() float64 { return float64(len(r.latencies)) / r.span.Seconds() }
+
+func (r result) print(label string) {
+	fmt.Printf("%s: %d orders submitted at once, %d confirmed, %d ended otherwise\n", label, r.orders, r.confirmed, r.other)
+	if len(r.latencies) == 0 {
+		return
+	}
+	lat := r.latencies
+	fmt.Printf("%s: throughput %.1f orders/s (first submit to last confirmation: %v)\n", label, r.rate(), r.span.Round(time.Millisecond))
+	fmt.Printf("%s: submit->confirmed p50 %v  p90 %v  p99 %v  max %v\n", label, devbundle.Percentile(lat, .50).Round(time.Millisecond),
+		devbundle.Percentile(lat, .90).Round(time.Millisecond), devbundle.Percentile(lat, .99).Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
+}
+
+// hookCounter is a webhook receiver on loopback that answers 204 and counts.
+type hookCounter struct {
+	*httptest.Server
+	n atomic.Int64
+}
+
+func newHookCounter() *hookCounter {
+	h := &hookCounter{}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		h.n.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	return h
+}
+
+// measure runs a scenario on a bundle (started fresh unless credsPath names one), with
+// webhooks configs of the scenario's app on every event, all sent to one receiver.
+func measure(devBin, credsPath, extra, scenario string, n, webhooks int, timeout time.Duration) (result, error) {
+	c := &client{http: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
+	if credsPath == "" {
+		b, err := devbundle.Start(devBin, strings.Fields(extra))
+		if err != nil {
+			return result{}, fmt.Errorf("start treasury-dev: %w", err)
+		}
+		defer b.Stop()
+		credsPath = b.CredentialsPath
+	}
+	var err error
+	if c.creds, err = devbundle.ReadCredentials(credsPath); err != nil {
+		return result{}, fmt.Errorf("credentials: %w", err)
+	}
+	c.api = c.creds.BaseURL + "/api/v1"
+	app := map[string]string{"payments": "pay"}[scenario]
+	var hooks *hookCounter
+	if webhooks > 0 {
+		hooks = newHookCounter()
+		defer hooks.Close()
+		for range webhooks {
+			req, _ := http.NewRequest("POST", c.creds.BaseURL+"/developer/webhooks",
+				strings.NewReader(fmt.Sprintf(`{"url":%q,"events":["*"]}`, hooks.URL)))
+			req.Header.Set("Authorization", "Bearer "+c.creds.Keys[app].SK)
+			req.Header.Set("Content-Type", "application/json")
+			res, err := c.http.Do(req)
+			if err != nil || res.StatusCode != 201 {
+				return result{}, fmt.Errorf("webhook: %v %v", res, err)
+			}
+			res.Body.Close()
+		}
+	}
+	orders, err := scenarios[scenario](c, n)
+	if err != nil {
+		return result{}, err
+	}
+	confirmed, other, err := confirmations(c, app, orders, timeout)
+	r := result{orders: len(orders), confirmed: len(confirmed), other: other}
+	first, last := orders[0].sentAt, time.Time{}
+	for _, o := range orders {
+		if o.sentAt.Before(first) {
+			first = o.sentAt
+		}
+		if at, ok := confirmed[o.id]; ok {
+			r.latencies = append(r.latencies, at.Sub(o.sentAt))
+			if at.After(last) {
+				last = at
+			}
+		}
+	}
+	slices.Sort(r.latencies)
+	r.span = last.Sub(first)
+	if hooks != nil {
+		r.hooks = int(hooks.n.Load())
+	}
+	if err == nil && r.confirmed != r.orders {
+		err = fmt.Errorf("%d of %d orders confirmed", r.confirmed, r.orders)
+	}
+	return r, err
+}
+
 func main() {
 	devBin := flag.String("dev-bin", "bin/treasury-dev", "treasury-dev binary to start (ignored with -credentials)")
 	credsPath := flag.String("credentials", "", "credentials.json of a running bundle, instead of starting one")
@@ -156,63 +259,51 @@ func main() {
 	n := flag.Int("orders", 200, "orders submitted at once")
 	timeout := flag.Duration("timeout", 5*time.Minute, "give up after")
 	extra := flag.String("dev-args", "--rate-limit 100000 --rate-burst 100000", "flags for treasury-dev, space separated (the default lifts the per-key rate limit: one key drives the whole load)")
+	webhooks := flag.Int("webhooks", 0, "with N > 0, compare runs on fresh bundles without webhooks and with N webhooks of the app on every event (one local receiver)")
+	rounds := flag.Int("rounds", 3, "with -webhooks, how many times each kind runs, alternating")
 	flag.Parse()
 
-	run, ok := scenarios[*scenario]
-	if !ok {
+	if _, ok := scenarios[*scenario]; !ok {
 		fmt.Fprintf(os.Stderr, "unknown scenario %q\n", *scenario)
 		os.Exit(2)
 	}
-	c := &client{http: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
-	path := *credsPath
-	if path == "" {
-		b, err := devbundle.Start(*devBin, strings.Fields(*extra))
+	if *webhooks <= 0 {
+		r, err := measure(*devBin, *credsPath, *extra, *scenario, *n, 0, *timeout)
+		r.print("scenario " + *scenario)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "start treasury-dev:", err)
+			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		defer b.Stop()
-		path = b.CredentialsPath
+		return
 	}
-	var err error
-	if c.creds, err = devbundle.ReadCredentials(path); err != nil {
-		fmt.Fprintln(os.Stderr, "credentials:", err)
-		os.Exit(1)
-	}
-	c.api = c.creds.BaseURL + "/api/v1"
-
-	orders, err := run(c, *n)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	app := map[string]string{"payments": "pay"}[*scenario]
-	confirmed, other, err := confirmations(c, app, orders, *timeout)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	var lat []time.Duration
-	first, last := orders[0].sentAt, time.Time{}
-	for _, o := range orders {
-		if o.sentAt.Before(first) {
-			first = o.sentAt
-		}
-		if at, ok := confirmed[o.id]; ok {
-			lat = append(lat, at.Sub(o.sentAt))
-			if at.After(last) {
-				last = at
+	// Runs on this machine differ by 10 % and more from one to the next: the two kinds
+	// alternate, and the ratio is of their medians.
+	var bare, hooked []float64
+	label := fmt.Sprintf("with %d webhooks", *webhooks)
+	for round := range *rounds {
+		for _, w := range []int{0, *webhooks} {
+			r, err := measure(*devBin, *credsPath, *extra, *scenario, *n, w, *timeout)
+			name := fmt.Sprintf("round %d, without webhooks", round+1)
+			if w > 0 {
+				name = fmt.Sprintf("round %d, %s", round+1, label)
 			}
+			r.print(name)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			if w == 0 {
+				bare = append(bare, r.rate())
+				continue
+			}
+			hooked = append(hooked, r.rate())
+			// Each payment commits 6 events, each sent to every webhook. Messages may still
+			// be on their way when the last order is confirmed.
+			fmt.Printf("%s: the receiver accepted %d of %d webhook messages by the last confirmation\n", name, r.hooks, *n*6*w)
 		}
 	}
-	slices.Sort(lat)
-	span := last.Sub(first)
-	fmt.Printf("scenario %s: %d orders submitted at once, %d confirmed, %d ended otherwise\n", *scenario, len(orders), len(confirmed), other)
-	if len(lat) > 0 {
-		fmt.Printf("throughput %.1f orders/s (first submit to last confirmation: %v)\n", float64(len(lat))/span.Seconds(), span.Round(time.Millisecond))
-		fmt.Printf("submit->confirmed p50 %v  p90 %v  p99 %v  max %v\n", devbundle.Percentile(lat, .50).Round(time.Millisecond),
-			devbundle.Percentile(lat, .90).Round(time.Millisecond), devbundle.Percentile(lat, .99).Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
-	}
-	if err != nil || len(confirmed) != len(orders) {
-		os.Exit(1)
-	}
+	slices.Sort(bare)
+	slices.Sort(hooked)
+	mb, mh := bare[len(bare)/2], hooked[len(hooked)/2]
+	fmt.Printf("lifecycle %s / without, medians of %d alternating rounds: %.2f (orders/s %.1f / %.1f)\n", label, *rounds, mh/mb, mh, mb)
 }

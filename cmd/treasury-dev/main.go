@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -40,6 +41,7 @@ func run(args []string) int {
 	hookScale := fs.Float64("webhook-backoff-scale", 1, "multiplies the webhook retry schedule (5 s … 10 h); 0.001 makes retries come in milliseconds to seconds")
 	hookLoopback := fs.Bool("webhook-allow-loopback", true, "let webhooks go to loopback addresses (receivers on this machine); false refuses them as production does")
 	temporalLogLevel := fs.String("temporal-log-level", "error", "log level of the embedded Temporal server")
+	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile (pprof) of the whole process to this file, from ready to shutdown")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: treasury-dev [flags]\n\nRuns the treasury dev bundle. DATABASE_URL, when set, puts the store on PostgreSQL.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -87,6 +89,14 @@ func run(args []string) int {
 	log.Info("ready", "api", b.APIURL, "temporalUi", b.TemporalUIURL, "credentials", b.CredentialsPath,
 		"startupMs", time.Since(started).Milliseconds())
 	b.Banner(os.Stdout)
+	if *cpuProfile != "" {
+		stopProfile, err := profileCPU(*cpuProfile)
+		if err != nil {
+			log.Error("no CPU profile", "error", err.Error())
+		} else {
+			defer stopProfile()
+		}
+	}
 
 	code := 0
 	select {
@@ -104,4 +114,17 @@ func run(args []string) int {
 	}
 	log.Info("stopped", "shutdownMs", time.Since(stopping).Milliseconds())
 	return code
+}
+
+// profileCPU starts a CPU profile into path; the returned function ends it.
+func profileCPU(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); _ = f.Close() }, nil
 }

@@ -43,6 +43,11 @@ type Options struct {
 	Poll time.Duration
 	// Schedule is when to try again [the Svix schedule, at scale 1].
 	Schedule Schedule
+	// Settle is how long the dispatcher lets work gather before it writes [100 ms]: after a
+	// wake-up before it leases, after an outcome before it records. Each is a write
+	// transaction, and on SQLite every write takes the database's one lock, which the
+	// order steps need too.
+	Settle time.Duration
 	// Now is the clock [time.Now].
 	Now func() time.Time
 }
@@ -87,6 +92,9 @@ func New(opts Options) *Dispatcher {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Settle <= 0 {
+		opts.Settle = 100 * time.Millisecond
 	}
 	transport := &http.Transport{
 		// No proxy: a proxy would dial the address the guard never saw.
@@ -178,8 +186,17 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		}
 		return n
 	}
+	// When to lease. Every lease is a write, so the dispatcher does not lease for each
+	// commit it hears of: a wake-up plans a lease Settle later, gathering a burst of
+	// events into one. A lease that came back full says more is due: the next one follows
+	// as soon as a quarter of the senders are free.
+	batch := max(1, d.opts.Senders/4)
+	leaseAt := d.opts.Now()
+	more := false
 	for {
-		if free := d.opts.Senders - held(); free > 0 {
+		now := d.opts.Now()
+		free := d.opts.Senders - held()
+		if free > 0 && ((!leaseAt.IsZero() && !now.Before(leaseAt)) || (more && free >= batch)) {
 			// A config with as many sends as it may have is left out of the lease, so that
 			// a slow endpoint's backlog never takes the senders from the others.
 			var full []string
@@ -188,20 +205,37 @@ func (d *Dispatcher) Run(ctx context.Context) {
 					full = append(full, id)
 				}
 			}
-			for _, j := range d.lease(ctx, free, full) {
+			jobs := d.lease(ctx, free, full)
+			for _, j := range jobs {
 				if perConfig[j.config.ID] < d.opts.PerEndpoint {
 					start(j)
 				} else {
 					waiting[j.config.ID] = append(waiting[j.config.ID], j)
 				}
 			}
+			leaseAt, more = time.Time{}, len(jobs) == free
 		}
-		timer := time.NewTimer(d.untilDue(ctx))
+		var wait time.Duration
+		switch {
+		case !leaseAt.IsZero():
+			wait = max(leaseAt.Sub(now), 0)
+		case inFlight > 0 || more:
+			wait = d.opts.Poll
+		default:
+			wait = d.untilDue(ctx)
+		}
+		timer := time.NewTimer(wait)
 		select {
 		case r := <-done:
 			finish(r)
 		case <-d.wake:
+			if leaseAt.IsZero() {
+				leaseAt = d.opts.Now().Add(d.opts.Settle)
+			}
 		case <-timer.C:
+			if leaseAt.IsZero() {
+				leaseAt = d.opts.Now()
+			}
 		case <-ctx.Done():
 			for inFlight > 0 {
 				finish(<-done)
@@ -369,6 +403,7 @@ func keep(answer []byte) string {
 func (d *Dispatcher) record(outcomes <-chan store.AttemptOutcome) {
 	for o := range outcomes {
 		batch := []store.AttemptOutcome{o}
+		settled := time.After(d.opts.Settle)
 	more:
 		for len(batch) < 500 {
 			select {
@@ -377,7 +412,7 @@ func (d *Dispatcher) record(outcomes <-chan store.AttemptOutcome) {
 					break more
 				}
 				batch = append(batch, o)
-			default:
+			case <-settled:
 				break more
 			}
 		}
