@@ -366,3 +366,39 @@ func TestScheduleWaitsEachStep(t *testing.T) {
 		}
 	}
 }
+
+// While a secret is rotated, messages carry both signatures: a receiver still holding the
+// old secret verifies them, and so does one holding the new. After the overlap only the
+// new one signs.
+func TestARotatedSecretSignsBesideTheOldOne(t *testing.T) {
+	s := storetest.NewSQLite(t)
+	f := newFixture(t, s)
+	cfg, old := f.config(t, "")
+	fresh, _ := webhook.NewSecret()
+	oldReceiver := newReceiver(t, old, func(int) int { return http.StatusOK })
+	freshReceiver := newReceiver(t, fresh, func(int) int { return http.StatusOK })
+	rotate := func(url string, until time.Time) {
+		sealedFresh, _ := f.box.Seal(fresh)
+		sealedOld, _ := f.box.Seal(old)
+		cfg.URL, cfg.Secret, cfg.PreviousSecret, cfg.PreviousSecretUntil = url, sealedFresh, &sealedOld, &until
+		if err := s.SaveWebhookConfig(context.Background(), cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.start(t, Options{})
+	for _, r := range []*receiver{oldReceiver, freshReceiver} {
+		rotate(r.URL, time.Now().Add(time.Hour))
+		d := f.queue(t, cfg.ID, 1)[0]
+		waitFor(t, "the delivery", func() bool { return statusOf(t, s, cfg.ID)[d.ID].Status == store.DeliverySucceeded })
+		got, bad := r.requests()
+		if len(got) != 1 || len(bad) != 0 || len(strings.Fields(got[0].Get(webhook.HeaderSignature))) != 2 {
+			t.Fatalf("%d requests, %v unverified, signatures %q", len(got), bad, got[0].Get(webhook.HeaderSignature))
+		}
+	}
+	rotate(oldReceiver.URL, time.Now().Add(-time.Second))
+	d := f.queue(t, cfg.ID, 1)[0]
+	waitFor(t, "the attempt", func() bool { return statusOf(t, s, cfg.ID)[d.ID].Attempts == 1 })
+	if got, bad := oldReceiver.requests(); len(got) != 2 || len(bad) != 1 {
+		t.Fatalf("after the overlap the old secret still verifies: %d requests, %d unverified", len(got), len(bad))
+	}
+}
