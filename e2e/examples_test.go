@@ -176,6 +176,24 @@ func TestExamplesRunWithLeastPrivilege(t *testing.T) {
 		t.Fatalf("the dashboard lacks the total, the positions or the audit entries\n%s", dash.report())
 	}
 
+	// The payout job again, hearing of the outcome from a webhook of pay (made by a
+	// developer with the pay sk) instead of polling the events.
+	hookAddr := freeAddr(t)
+	r = send(t, "POST", b.APIURL+"/developer/webhooks", pay.SK, `{"url":"http://`+hookAddr+`/hooks","events":["order.*"]}`)
+	hookSecret, _ := r.body["secret"].(string)
+	if r.status != http.StatusCreated || hookSecret == "" {
+		t.Fatalf("create the webhook: HTTP %d", r.status)
+	}
+	hooked := startExample(t, bins, "payout-job",
+		map[string]string{"TREASURY_CLIENT_ID": clientID, "TREASURY_CLIENT_SECRET": clientSecret, "TREASURY_WEBHOOK_SECRET": hookSecret},
+		"--url", b.APIURL, "--wallet", b.Credentials.Wallets[0].ID, "--amount", "25", "--to", to, "--timeout", "60s",
+		"--webhook-listen", hookAddr)
+	hooked.wait(t, 60*time.Second)
+	if hooked.exitCode() != 0 || !regexp.MustCompile(`^0x[0-9a-f]{64}\n$`).MatchString(hooked.stdout.String()) ||
+		!strings.Contains(hooked.stderr.String(), "listening for webhook messages") {
+		t.Fatalf("the payout job on webhooks did not end confirmed\n%s", hooked.report())
+	}
+
 	// Least privilege: each credential is refused what its program does not do.
 	denied := func(what string, r reply) {
 		t.Helper()

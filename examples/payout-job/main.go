@@ -1,6 +1,8 @@
 // Command payout-job pays one payout and waits for its outcome: it creates a payment,
 // submits it and follows the order's stored events until Order.Confirmed (exit 0, the
-// transaction hash on stdout), Order.Failed or Order.Rejected (exit 1).
+// transaction hash on stdout), Order.Failed or Order.Rejected (exit 1). With
+// --webhook-listen it hears of the outcome from the pay app's webhook instead, and reads
+// the stored events once, for what happened before it listened.
 //
 // It needs only read and write on the pay app: approvals and the signature are other
 // people's (or devices') business, and the job merely waits for them.
@@ -11,14 +13,18 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -63,6 +69,7 @@ type order struct {
 // event is what the job reads of an event's data.
 type event struct {
 	ID          string `json:"id"`
+	OrderID     string `json:"orderId"`
 	Event       string `json:"event"`
 	OrderStatus string `json:"orderStatus"`
 	OccurredAt  string `json:"occurredAt"`
@@ -89,6 +96,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		ref      = fs.String("reference", "", "your own reference for the payment (optional)")
 		idemKey  = fs.String("idempotency-key", "", "the key of this payout; rerun with the same key to resume it\nwithout paying twice (default: a fresh one, printed)")
 		timeout  = fs.Duration("timeout", 2*time.Minute, "how long to wait for the outcome")
+		hookAddr = fs.String("webhook-listen", "", "hear of the outcome from webhook messages received on this address (host:port),\nwhere a webhook of the pay app sends; instead of polling the events")
+		hookKey  = fs.String("webhook-secret", "", "that webhook's signing secret, whsec_… (default $TREASURY_WEBHOOK_SECRET)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -102,6 +111,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	*token = strings.TrimSpace(cmp.Or(*token, os.Getenv("TREASURY_TOKEN")))
 	*clientID = strings.TrimSpace(cmp.Or(*clientID, os.Getenv("TREASURY_CLIENT_ID")))
 	*secret = strings.TrimSpace(cmp.Or(*secret, os.Getenv("TREASURY_CLIENT_SECRET")))
+	*hookKey = strings.TrimSpace(cmp.Or(*hookKey, os.Getenv("TREASURY_WEBHOOK_SECRET")))
+	if *hookAddr != "" && *hookKey == "" {
+		return usage("--webhook-secret (or $TREASURY_WEBHOOK_SECRET) is required with --webhook-listen")
+	}
 	var cred client.Option
 	switch {
 	case *clientID != "" && *token != "":
@@ -142,6 +155,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
 	logf("idempotency key %s (rerun with --idempotency-key %s to resume this payout)", *idemKey, *idemKey)
+	var messages <-chan event
+	if *hookAddr != "" {
+		// Listening before the payment exists: none of its messages can come too early.
+		if messages, err = receiveWebhooks(ctx, *hookAddr, *hookKey, logf); err != nil {
+			return usage(err.Error())
+		}
+	}
 
 	var o order
 	body := payment{WalletID: *wallet, Asset: *asset, Amount: *amount, Destination: destination{Address: *to}, Reference: *ref}
@@ -167,7 +187,30 @@ func run(args []string, stdout, stderr io.Writer) int {
 	default:
 		logf("submitted %s (%s)", o.ID, o.Status)
 	}
+	if messages != nil {
+		return reconcileFromWebhooks(ctx, c, o.ID, messages, stdout, logf)
+	}
 	return reconcile(ctx, c, o.ID, stdout, logf)
+}
+
+// outcome is the exit status an event of the order ends the job with; done is false for
+// an event that is not the order's last.
+func outcome(orderID string, ev event, stdout io.Writer, logf func(string, ...any)) (code int, done bool) {
+	logf("%s  %-24s  %s", ev.OccurredAt, ev.Event, ev.OrderStatus)
+	switch ev.Event {
+	case events.OrderConfirmed:
+		fmt.Fprintln(stdout, ev.TxHash)
+		return exitConfirmed, true
+	case events.OrderFailed:
+		if ev.Failure != nil {
+			logf("%s failed: %s (%s)", orderID, ev.Failure.Code, ev.Failure.Message)
+		}
+		return exitFailed, true
+	case events.OrderRejected:
+		logf("%s was rejected (%s)", orderID, ev.Reason)
+		return exitFailed, true
+	}
+	return 0, false
 }
 
 // reconcile follows the order's stored events from the first one, so that a rerun (or a
@@ -177,46 +220,12 @@ func reconcile(ctx context.Context, c *client.Client, orderID string, stdout io.
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
 	for {
-		for {
-			q := url.Values{"orderId": {orderID}, "limit": {"200"}}
-			if after != "" {
-				q.Set("after", after)
-			}
-			var page struct {
-				Data       []event `json:"data"`
-				NextCursor *string `json:"nextCursor"`
-			}
-			err := c.Do(ctx, "GET", "/events?"+q.Encode(), nil, &page)
-			if err != nil {
-				if ctx.Err() != nil {
-					break
-				}
-				if !temporary(err) {
-					return fail(ctx, logf, "read the events of "+orderID, err)
-				}
-				logf("events: %v; trying again", err)
-				break
-			}
-			for _, ev := range page.Data {
-				after = ev.ID
-				logf("%s  %-24s  %s", ev.OccurredAt, ev.Event, ev.OrderStatus)
-				switch ev.Event {
-				case events.OrderConfirmed:
-					fmt.Fprintln(stdout, ev.TxHash)
-					return exitConfirmed
-				case events.OrderFailed:
-					if ev.Failure != nil {
-						logf("%s failed: %s (%s)", orderID, ev.Failure.Code, ev.Failure.Message)
-					}
-					return exitFailed
-				case events.OrderRejected:
-					logf("%s was rejected (%s)", orderID, ev.Reason)
-					return exitFailed
-				}
-			}
-			if page.NextCursor == nil {
-				break
-			}
+		code, done, err := readEvents(ctx, c, orderID, &after, stdout, logf)
+		if done {
+			return code
+		}
+		if err != nil {
+			return fail(ctx, logf, "read the events of "+orderID, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -225,6 +234,113 @@ func reconcile(ctx context.Context, c *client.Client, orderID string, stdout io.
 		case <-tick.C:
 		}
 	}
+}
+
+// readEvents reads the order's stored events after *after, moving it on; done says an
+// event ended the job, with its exit status. A temporary error is logged and left for
+// the next read.
+func readEvents(ctx context.Context, c *client.Client, orderID string, after *string, stdout io.Writer, logf func(string, ...any)) (int, bool, error) {
+	for {
+		q := url.Values{"orderId": {orderID}, "limit": {"200"}}
+		if *after != "" {
+			q.Set("after", *after)
+		}
+		var page struct {
+			Data       []event `json:"data"`
+			NextCursor *string `json:"nextCursor"`
+		}
+		err := c.Do(ctx, "GET", "/events?"+q.Encode(), nil, &page)
+		if err != nil {
+			if ctx.Err() != nil || temporary(err) {
+				if ctx.Err() == nil {
+					logf("events: %v; trying again", err)
+				}
+				return 0, false, nil
+			}
+			return 0, false, err
+		}
+		for _, ev := range page.Data {
+			*after = ev.ID
+			if code, done := outcome(orderID, ev, stdout, logf); done {
+				return code, true, nil
+			}
+		}
+		if page.NextCursor == nil {
+			return 0, false, nil
+		}
+	}
+}
+
+// reconcileFromWebhooks reads the order's stored events once, for what happened before
+// the job listened (a rerun), then waits for its webhook messages.
+func reconcileFromWebhooks(ctx context.Context, c *client.Client, orderID string, messages <-chan event, stdout io.Writer,
+	logf func(string, ...any)) int {
+	after := ""
+	code, done, err := readEvents(ctx, c, orderID, &after, stdout, logf)
+	if done {
+		return code
+	}
+	if err != nil {
+		return fail(ctx, logf, "read the events of "+orderID, err)
+	}
+	for {
+		select {
+		case ev := <-messages:
+			if ev.OrderID != orderID {
+				continue
+			}
+			if code, done := outcome(orderID, ev, stdout, logf); done {
+				return code
+			}
+		case <-ctx.Done():
+			logf("no outcome for %s yet: %v; rerun with the same --idempotency-key to keep following it", orderID, context.Cause(ctx))
+			return exitUnknown
+		}
+	}
+}
+
+// receiveWebhooks serves the pay app's webhook on addr until ctx ends: each message is
+// verified against the secret, handed on once (a retried or redelivered message has the
+// same webhook-id), and answered 204.
+func receiveWebhooks(ctx context.Context, addr, secret string, logf func(string, ...any)) (<-chan event, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--webhook-listen %s: %w", addr, err)
+	}
+	out := make(chan event, 64)
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+			if err != nil || client.VerifyWebhook(secret, r.Header, body) != nil {
+				http.Error(w, "the signature does not verify", http.StatusUnauthorized)
+				return
+			}
+			mu.Lock()
+			first := !seen[r.Header.Get("webhook-id")]
+			seen[r.Header.Get("webhook-id")] = true
+			mu.Unlock()
+			var ev event
+			if first && json.Unmarshal(body, &ev) == nil {
+				select {
+				case out <- ev:
+				case <-r.Context().Done():
+					http.Error(w, "busy", http.StatusServiceUnavailable)
+					return
+				}
+			}
+			w.WriteHeader(http.StatusNoContent)
+		})}
+	go func() { _ = srv.Serve(ln) }()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	logf("listening for webhook messages on %s", ln.Addr())
+	return out, nil
 }
 
 // retried resends a write whose answer was lost or temporary (a network error, 429,
