@@ -120,6 +120,8 @@ var kindCodes = map[service.Kind]string{
 	service.PolicyViolation:  CodePolicyViolation,
 	service.InvalidSignature: CodeInvalidSignature,
 	service.Unavailable:      CodeUnavailable,
+	service.Unauthenticated:  CodeUnauthenticated,
+	service.RateLimited:      CodeRateLimited,
 }
 
 // failed answers for an error of the service: a refusal is its problem, with the fields or
@@ -130,7 +132,13 @@ func failed(c *gin.Context, log *slog.Logger, err error) {
 		requestFailed(c, log, err)
 		return
 	}
-	p := NewProblem(kindCodes[e.Kind], e.Detail)
+	detail := e.Detail
+	if e.Kind == service.RateLimited {
+		seconds := retryAfter(e.RetryAfter)
+		c.Header("Retry-After", seconds)
+		detail += "; retry after " + seconds + " s."
+	}
+	p := NewProblem(kindCodes[e.Kind], detail)
 	p.Errors, p.Violations = e.Fields, e.Violations
 	abortProblem(c, p)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/orders"
+	"github.com/opentreasury/treasury/ratelimit"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 )
@@ -104,9 +105,7 @@ func NewRouter(cfg Config) http.Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	failures := newRateLimiter(10.0/60, 10)
-	failures.now = cfg.Now
-	sh := &sessionHandlers{store: cfg.Store, log: log, authn: authenticator, ttl: cfg.SessionTTL, now: cfg.Now, failures: failures}
+	sh := &sessionHandlers{sessions: service.NewSessions(cfg.Store, authenticator, cfg.SessionTTL, cfg.Now, log), log: log}
 	r.POST("/api/v1/sessions", sh.signIn)
 	idem := &idempotency{store: cfg.Store, log: log, retention: cfg.IdempotencyRetention,
 		lease: max(2*cfg.RequestTimeout, time.Minute), now: time.Now}
@@ -116,20 +115,20 @@ func NewRouter(cfg Config) http.Handler {
 	if cfg.RateBurst <= 0 {
 		cfg.RateBurst = 100
 	}
-	limiter := newRateLimiter(cfg.RateLimit, cfg.RateBurst)
+	limiter := ratelimit.New(cfg.RateLimit, cfg.RateBurst)
 	svc := &service.Service{Store: cfg.Store, Workflows: cfg.Workflows, Bus: cfg.Bus, Live: cfg.Live, Webhooks: cfg.Webhooks, Log: log}
 	wsh := &websocketHandlers{svc: svc, store: cfg.Store, log: log, live: cfg.Live, authn: authenticator, limit: limiter}
 	// The channel authenticates by the token in its URL (browsers cannot set headers on
 	// a WebSocket), so it sits outside the bearer-authenticated group.
 	r.GET("/api/v1/ws", wsh.connect)
-	authenticated := []gin.HandlerFunc{authn, withRequestLog(cfg.RequestLogs), limiter.middleware(), idem.handle}
+	authenticated := []gin.HandlerFunc{authn, withRequestLog(cfg.RequestLogs), rateLimit(limiter), idem.handle}
 	v1 := r.Group("/api/v1", authenticated...)
 
 	v1.GET("/session", sh.current)
 	v1.DELETE("/session", sh.signOut)
 	// Not under Idempotency-Key: a kept request's fingerprint would be a fast hash of the
 	// passwords in its body. A repeat is refused anyway (the current password has changed).
-	r.POST("/api/v1/session/password", authn, withRequestLog(cfg.RequestLogs), limiter.middleware(), sh.changePassword)
+	r.POST("/api/v1/session/password", authn, withRequestLog(cfg.RequestLogs), rateLimit(limiter), sh.changePassword)
 
 	ph := &portfolioHandlers{svc: svc, log: log}
 	treasuryRead := require("treasury", auth.ActionRead)

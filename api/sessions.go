@@ -1,18 +1,16 @@
 package api
 
 import (
-	"errors"
 	"log/slog"
 	"mime"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/orders"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/service"
 )
 
 // SessionCookie carries a person's session token. It is HttpOnly (no script reads it),
@@ -24,16 +22,8 @@ const SessionCookie = "treasury_session"
 const CSRFHeader = "X-CSRF-Token"
 
 type sessionHandlers struct {
-	store *store.Store
-	log   *slog.Logger
-	authn *auth.Authenticator
-	ttl   time.Duration
-	now   func() time.Time
-	// failures bounds failed sign-ins per address and per client IP (ten a minute in each
-	// API process): a password of twelve characters or more cannot be guessed at that rate.
-	// Only failures count, so a flood of wrong guesses does not lock out a person who
-	// knows their password for longer than the flood lasts.
-	failures *rateLimiter
+	sessions *service.Sessions
+	log      *slog.Logger
 }
 
 type sessionUser struct {
@@ -50,13 +40,27 @@ type sessionResponse struct {
 	ExpiresAt   string              `json:"expiresAt"`
 }
 
-func sessionJSON(u *store.User, p *auth.Principal, token string) sessionResponse {
+func sessionJSON(s *service.Session) sessionResponse {
 	perms := map[string][]string{}
-	for _, app := range p.Apps() {
-		perms[app] = p.Grants[app]
+	for _, app := range s.Principal.Apps() {
+		perms[app] = s.Principal.Grants[app]
 	}
+	u := s.User
 	return sessionResponse{User: sessionUser{ID: u.ID, Email: u.Email, Role: u.Role, OrgID: u.OrgID}, Permissions: perms,
-		CSRFToken: auth.CSRFToken(token), ExpiresAt: formatTime(p.ExpiresAt)}
+		CSRFToken: s.CSRFToken(), ExpiresAt: formatTime(s.Principal.ExpiresAt)}
+}
+
+// SetSessionCookie gives the browser a session's cookie.
+func SetSessionCookie(w http.ResponseWriter, s *service.Session) {
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: s.Token, Path: "/", Expires: s.Principal.ExpiresAt,
+		MaxAge: max(1, int(time.Until(s.Principal.ExpiresAt).Seconds())), Secure: true, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode})
+}
+
+// ClearSessionCookie makes the browser forget its session cookie.
+func ClearSessionCookie(w http.ResponseWriter) {
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1, Secure: true, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode})
 }
 
 // signIn answers POST /sessions {email, password}: 201 with the session cookie and the
@@ -79,102 +83,48 @@ func (h *sessionHandlers) signIn(c *gin.Context) {
 	if !bindStrict(c, &req, "email", "password") {
 		return
 	}
-	email := strings.ToLower(strings.TrimSpace(req.Email))
-	var errs []orders.FieldError
-	if email == "" {
-		errs = append(errs, orders.FieldError{Field: "email", Message: "is required"})
-	}
-	if req.Password == "" {
-		errs = append(errs, orders.FieldError{Field: "password", Message: "is required"})
-	}
-	if len(errs) > 0 {
-		validationFailed(c, errs)
-		return
-	}
-	limits := []string{"ip:" + c.ClientIP(), "email:" + email}
-	for _, key := range limits {
-		if h.tooManyFailures(c, key, "Too many failed sign-ins") {
-			return
-		}
-	}
-	ctx := c.Request.Context()
-	// The moment the stored hash is read: a password changed after it ends the session.
-	checkedAt := h.now()
-	u, err := h.store.UserByEmail(ctx, email)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		requestFailed(c, h.log, err)
-		return
-	}
-	stored := ""
-	if u != nil {
-		stored = u.PasswordHash
-	}
-	if !auth.PasswordMatches(req.Password, stored) {
-		for _, key := range limits {
-			h.failures.take(key)
-		}
-		h.log.InfoContext(ctx, "sign-in refused", "correlationId", correlationID(c))
-		fail(c, CodeUnauthenticated, "The email address or the password is wrong.")
-		return
-	}
-	h.startSession(c, u, checkedAt, http.StatusCreated)
+	s, err := h.sessions.SignIn(c.Request.Context(), req.Email, req.Password, c.ClientIP(), correlationID(c))
+	h.answer(c, http.StatusCreated, s, err)
 }
 
-// startSession opens a session for a person whose password was checked at checkedAt and
-// answers with it: the cookie, and the CSRF token in the body.
-func (h *sessionHandlers) startSession(c *gin.Context, u *store.User, checkedAt time.Time, status int) {
-	ctx := c.Request.Context()
-	token, sess, err := auth.NewSession(u, checkedAt, h.ttl)
-	if err == nil {
-		err = h.store.CreateSession(ctx, sess)
-	}
+// answer gives the browser the session's cookie and answers with it.
+func (h *sessionHandlers) answer(c *gin.Context, status int, s *service.Session, err error) {
 	if err != nil {
-		requestFailed(c, h.log, err)
+		failed(c, h.log, err)
 		return
 	}
-	p, err := h.authn.AuthenticateSession(ctx, token)
-	if errors.Is(err, auth.ErrUnauthenticated) {
-		fail(c, CodeUnauthenticated, "The password changed while signing in; sign in again.")
-		return
-	}
-	if err != nil {
-		requestFailed(c, h.log, err)
-		return
-	}
-	h.log.InfoContext(ctx, "session started", "userId", u.ID, "orgId", u.OrgID, "correlationId", correlationID(c))
-	http.SetCookie(c.Writer, &http.Cookie{Name: SessionCookie, Value: token, Path: "/", Expires: sess.ExpiresAt,
-		MaxAge: int(h.ttl.Seconds()), Secure: true, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	SetSessionCookie(c.Writer, s)
 	c.Header("Cache-Control", "no-store")
-	c.JSON(status, sessionJSON(u, p, token))
+	c.JSON(status, sessionJSON(s))
 }
 
 // current answers GET /session: who is signed in, their permissions and the CSRF token.
 func (h *sessionHandlers) current(c *gin.Context) {
-	p, token, ok := sessionOf(c)
-	if !ok {
-		return
-	}
-	u, err := h.store.UserInOrg(c.Request.Context(), p.OrgID, p.ID)
+	token, _ := c.Cookie(SessionCookie)
+	s, err := h.sessions.Current(c.Request.Context(), h.session(c), token)
 	if err != nil {
-		requestFailed(c, h.log, err)
+		failed(c, h.log, err)
 		return
 	}
 	c.Header("Cache-Control", "no-store")
-	c.JSON(http.StatusOK, sessionJSON(u, p, token))
+	c.JSON(http.StatusOK, sessionJSON(s))
+}
+
+// session is the principal of a request made with a session cookie, nil otherwise.
+func (h *sessionHandlers) session(c *gin.Context) *auth.Principal {
+	if _, err := c.Cookie(SessionCookie); err != nil {
+		return nil
+	}
+	return principalOf(c)
 }
 
 // signOut answers DELETE /session: the session ends at once, on every replica.
 func (h *sessionHandlers) signOut(c *gin.Context) {
-	p, _, ok := sessionOf(c)
-	if !ok {
+	if err := h.sessions.SignOut(c.Request.Context(), h.session(c)); err != nil {
+		failed(c, h.log, err)
 		return
 	}
-	if err := h.store.RevokeSession(c.Request.Context(), p.Session, h.now()); err != nil {
-		requestFailed(c, h.log, err)
-		return
-	}
-	http.SetCookie(c.Writer, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
-		Secure: true, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	ClearSessionCookie(c.Writer)
 	c.Status(http.StatusNoContent)
 }
 
@@ -189,63 +139,8 @@ func (h *sessionHandlers) changePassword(c *gin.Context) {
 	if !bindStrict(c, &req, "currentPassword", "newPassword") {
 		return
 	}
-	p, _, ok := sessionOf(c)
-	if !ok {
-		return
-	}
-	ctx := c.Request.Context()
-	u, err := h.store.UserInOrg(ctx, p.OrgID, p.ID)
-	if err != nil {
-		requestFailed(c, h.log, err)
-		return
-	}
-	key := "password:" + u.ID
-	if h.tooManyFailures(c, key, "Too many wrong passwords") {
-		return
-	}
-	if !auth.PasswordMatches(req.CurrentPassword, u.PasswordHash) {
-		h.failures.take(key)
-		validationFailed(c, []orders.FieldError{{Field: "currentPassword", Message: "is not the current password"}})
-		return
-	}
-	hash, err := auth.HashPassword(req.NewPassword)
-	if errors.Is(err, auth.ErrWeakPassword) {
-		validationFailed(c, []orders.FieldError{{Field: "newPassword", Message: "needs 12 to 72 bytes"}})
-		return
-	}
-	changedAt := h.now()
-	if err == nil {
-		err = h.store.SetPassword(ctx, u.ID, hash, changedAt)
-	}
-	if err != nil {
-		requestFailed(c, h.log, err)
-		return
-	}
-	// Every session has ended, this one too: it is replaced by a new one.
-	h.startSession(c, u, changedAt, http.StatusOK)
-}
-
-// tooManyFailures answers 429 when key has used up its failed attempts.
-func (h *sessionHandlers) tooManyFailures(c *gin.Context, key, what string) bool {
-	empty, wait := h.failures.exhausted(key)
-	if empty {
-		seconds := retryAfter(wait)
-		c.Header("Retry-After", seconds)
-		fail(c, CodeRateLimited, what+"; retry after "+seconds+" s.")
-	}
-	return empty
-}
-
-// sessionOf is the signed-in person of a request and their session token; a request made
-// with a key or token has no session (403).
-func sessionOf(c *gin.Context) (*auth.Principal, string, bool) {
-	p := principalOf(c)
-	token, err := c.Cookie(SessionCookie)
-	if p.Kind != auth.KindUser || err != nil {
-		fail(c, CodePermissionDenied, "This request is not made with a session; sign in at POST /api/v1/sessions.")
-		return nil, "", false
-	}
-	return p, token, true
+	s, err := h.sessions.ChangePassword(c.Request.Context(), h.session(c), req.CurrentPassword, req.NewPassword, correlationID(c))
+	h.answer(c, http.StatusOK, s, err)
 }
 
 // isSafeMethod: reads, which need no CSRF token.

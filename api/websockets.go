@@ -12,6 +12,7 @@ import (
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/orders"
+	"github.com/opentreasury/treasury/ratelimit"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 )
@@ -31,7 +32,7 @@ type websocketHandlers struct {
 	log   *slog.Logger
 	live  LiveChannel
 	authn *auth.Authenticator
-	limit *rateLimiter
+	limit *ratelimit.Limiter
 }
 
 type deliveryJSON struct {
@@ -155,7 +156,7 @@ func (h *websocketHandlers) connect(c *gin.Context) {
 		return
 	}
 	c.Set(principalContextKey, p)
-	if h.limit.middleware()(c); c.IsAborted() {
+	if rateLimit(h.limit)(c); c.IsAborted() {
 		return
 	}
 	id := c.Query("id")

@@ -2,6 +2,7 @@ package service
 
 import (
 	"errors"
+	"time"
 
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/policy"
@@ -27,6 +28,10 @@ const (
 	InvalidSignature
 	// Unavailable: something the operation needs cannot act now; safe to retry.
 	Unavailable
+	// Unauthenticated: the credentials given (an e-mail and password) are wrong.
+	Unauthenticated
+	// RateLimited: too many attempts; RetryAfter says when to try again.
+	RateLimited
 )
 
 // Error is a refusal the caller can act on, with a human detail.
@@ -35,6 +40,8 @@ type Error struct {
 	Detail     string
 	Fields     []orders.FieldError
 	Violations []policy.Violation
+	// RetryAfter is how long a RateLimited caller should wait.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return e.Detail }
