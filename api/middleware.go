@@ -121,7 +121,7 @@ func withAccessLog(log *slog.Logger) gin.HandlerFunc {
 // its parameter is called.
 var loggableQueryParams = map[string]bool{
 	"limit": true, "cursor": true, "status": true, "domain": true, "createdAfter": true,
-	"orderId": true, "after": true, "id": true, "app": true,
+	"orderId": true, "after": true, "id": true, "app": true, "correlationId": true, "event": true,
 }
 
 // redactQuery renders a query for the log with every value not known to be harmless

@@ -2,11 +2,13 @@ package api
 
 import (
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 )
@@ -54,7 +56,26 @@ func requestLogJSON(r *store.RequestLog) requestLogResponse {
 		KeyID: r.KeyID, CorrelationID: r.CorrelationID, At: formatTime(r.At)}
 }
 
-// list answers GET /developer/logs: the app's recent requests, newest first.
+// list answers GET /developer/logs?correlationId=&status=: the app's recent requests,
+// newest first.
 func (h *requestLogHandlers) list(c *gin.Context) {
-	listPage(c, h.log, h.svc.ListRequestLogs, requestLogJSON)
+	pg, errs := listParams(c, "limit", "cursor", "correlationId", "status")
+	f := store.RequestLogFilter{CorrelationID: c.Query("correlationId")}
+	if raw := c.Query("status"); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil {
+			errs = append(errs, orders.FieldError{Field: "status", Message: "must be an HTTP status such as 404"})
+		}
+		f.Status = n
+	}
+	if len(errs) > 0 {
+		validationFailed(c, errs)
+		return
+	}
+	list, next, err := h.svc.ListRequestLogs(c.Request.Context(), caller(c), f, pg)
+	if err != nil {
+		failed(c, h.log, err)
+		return
+	}
+	writeList(c, list, next, requestLogJSON)
 }

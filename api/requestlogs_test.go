@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -72,6 +73,17 @@ func TestRequestLogs(t *testing.T) {
 	if strings.Contains(string(r.body), pay.SK) || strings.Contains(string(r.body), "limit=2") {
 		t.Fatalf("a token or a query in the logs: %s", r.body)
 	}
+	// Filters: one correlation id, one status.
+	for query, want := range map[string]string{"correlationId=logs-1": "200 logs-1", "status=422": "422 " + newest.CorrelationID} {
+		var got listResponse[requestLogResponse]
+		r := f.do(t, "GET", "/developer/logs?"+query, pay.SK, nil)
+		if err := json.Unmarshal(r.body, &got); err != nil || len(got.Data) != 1 ||
+			fmt.Sprint(got.Data[0].Status, " ", got.Data[0].CorrelationID) != want {
+			t.Fatalf("?%s: %d %s", query, r.status, r.body)
+		}
+	}
+	f.do(t, "GET", "/developer/logs?status=teapot", pay.SK, nil).wantProblem(t, 422, CodeValidationFailed)
+	f.do(t, "GET", "/developer/logs?status=1000", pay.SK, nil).wantProblem(t, 422, CodeValidationFailed)
 	// Paging and another app's view.
 	if r := f.do(t, "GET", "/developer/logs?limit=1", pay.SK, nil); !strings.Contains(string(r.body), `"nextCursor":"`) {
 		t.Fatalf("page of one: %s", r.body)

@@ -112,11 +112,14 @@ func (s *Service) EvaluatePolicy(ctx context.Context, who Caller, app string, bo
 }
 
 // ListRequestLogs pages through the caller's app's recent requests, newest first.
-func (s *Service) ListRequestLogs(ctx context.Context, who Caller, pg Page) ([]store.RequestLog, string, error) {
+func (s *Service) ListRequestLogs(ctx context.Context, who Caller, f store.RequestLogFilter, pg Page) ([]store.RequestLog, string, error) {
 	if err := developer(who); err != nil {
 		return nil, "", err
 	}
-	rows, err := s.Store.ListRequestLogs(ctx, who.OrgID, who.App, pg.After, pg.Limit+1)
+	if f.Status != 0 && (f.Status < 100 || f.Status > 599) {
+		return nil, "", invalid(field("status", "must be an HTTP status, 100 to 599"))
+	}
+	rows, err := s.Store.ListRequestLogs(ctx, who.OrgID, who.App, f, pg.After, pg.Limit+1)
 	if err != nil {
 		return nil, "", err
 	}

@@ -32,9 +32,23 @@ func (s *Store) AppendRequestLogs(ctx context.Context, rows []RequestLog) error 
 	return s.with(ctx).CreateInBatches(rows, 200).Error
 }
 
+// RequestLogFilter narrows an app's request logs: those of one correlation id, those with
+// one status; zero values keep every row.
+type RequestLogFilter struct {
+	CorrelationID string
+	Status        int
+}
+
 // ListRequestLogs returns an app's request logs, newest first, before an id (paging).
-func (s *Store) ListRequestLogs(ctx context.Context, orgID, app, beforeID string, limit int) ([]RequestLog, error) {
-	return page[RequestLog](s.with(ctx).Where("org_id = ? AND app = ?", orgID, app), beforeID, newestFirst, limit)
+func (s *Store) ListRequestLogs(ctx context.Context, orgID, app string, f RequestLogFilter, beforeID string, limit int) ([]RequestLog, error) {
+	q := s.with(ctx).Where("org_id = ? AND app = ?", orgID, app)
+	if f.CorrelationID != "" {
+		q = q.Where("correlation_id = ?", f.CorrelationID)
+	}
+	if f.Status != 0 {
+		q = q.Where("status = ?", f.Status)
+	}
+	return page[RequestLog](q, beforeID, newestFirst, limit)
 }
 
 // DeleteRequestLogsBefore removes request logs older than cutoff.

@@ -24,11 +24,11 @@ func TestRequestLogsRetentionAndPaging(t *testing.T) {
 		if err != nil || n != 1 {
 			t.Fatalf("deleted %d, %v", n, err)
 		}
-		list, err := s.ListRequestLogs(ctx, "org_1", "pay", "", 10)
+		list, err := s.ListRequestLogs(ctx, "org_1", "pay", store.RequestLogFilter{}, "", 10)
 		if err != nil || len(list) != 1 || list[0].ID != recent.ID {
 			t.Fatalf("pay logs %+v %v", list, err)
 		}
-		if list, _ := s.ListRequestLogs(ctx, "org_1", "pay", recent.ID, 10); len(list) != 0 {
+		if list, _ := s.ListRequestLogs(ctx, "org_1", "pay", store.RequestLogFilter{}, recent.ID, 10); len(list) != 0 {
 			t.Fatalf("page after the last: %+v", list)
 		}
 	})
