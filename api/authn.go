@@ -19,7 +19,7 @@ func authenticate(a *auth.Authenticator, log *slog.Logger) gin.HandlerFunc {
 		header := c.GetHeader("Authorization")
 		var p *auth.Principal
 		var err error
-		switch session, _ := c.Cookie(SessionCookie); {
+		switch session, _ := c.Cookie(auth.SessionCookie); {
 		case header != "":
 			token := bearerToken(header)
 			if token == "" {
@@ -29,8 +29,8 @@ func authenticate(a *auth.Authenticator, log *slog.Logger) gin.HandlerFunc {
 			p, err = a.Authenticate(c.Request.Context(), token)
 		case session != "":
 			p, err = a.AuthenticateSession(c.Request.Context(), session)
-			if err == nil && !isSafeMethod(c.Request.Method) && !auth.CSRFTokenMatches(session, c.GetHeader(CSRFHeader)) {
-				fail(c, CodePermissionDenied, "A write made with a session needs the session's CSRF token in the "+CSRFHeader+" header.")
+			if err == nil && !isSafeMethod(c.Request.Method) && !auth.CSRFTokenMatches(session, c.GetHeader(auth.CSRFHeader)) {
+				fail(c, CodePermissionDenied, "A write made with a session needs the session's CSRF token in the "+auth.CSRFHeader+" header.")
 				return
 			}
 		default:

@@ -171,9 +171,9 @@ func (cr credential) requestWith(method, path, body string) *http.Request {
 	}
 	req := newRequest(method, path, cr.bearer, body)
 	if cr.session != "" {
-		req.AddCookie(&http.Cookie{Name: SessionCookie, Value: cr.session})
+		req.AddCookie(&http.Cookie{Name: auth.SessionCookie, Value: cr.session})
 		if !cr.noCSRF {
-			req.Header.Set(CSRFHeader, auth.CSRFToken(cr.session))
+			req.Header.Set(auth.CSRFHeader, auth.CSRFToken(cr.session))
 		}
 	}
 	return req

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/store"
 )
@@ -170,8 +171,8 @@ func TestReplayedCreatesNeverHoldTheSecret(t *testing.T) {
 	} {
 		send := func() response {
 			if strings.Contains(c.path, "/team") {
-				return f.do(t, "POST", c.path, "", strings.NewReader(c.body), "Cookie", SessionCookie+"="+owner.token,
-					CSRFHeader, owner.csrf, "Idempotency-Key", "replay-"+c.secretField)
+				return f.do(t, "POST", c.path, "", strings.NewReader(c.body), "Cookie", auth.SessionCookie+"="+owner.token,
+					auth.CSRFHeader, owner.csrf, "Idempotency-Key", "replay-"+c.secretField)
 			}
 			return f.post(t, c.path, pay, c.body, "Idempotency-Key", "replay-"+c.secretField)
 		}

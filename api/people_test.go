@@ -29,7 +29,7 @@ func (f *fixture) signIn(t *testing.T, email, password string) signedIn {
 		t.Fatalf("sign in %s: %d %s", email, r.status, r.body)
 	}
 	cookies := (&http.Response{Header: r.header}).Cookies()
-	if len(cookies) != 1 || cookies[0].Name != SessionCookie || !cookies[0].HttpOnly || !cookies[0].Secure ||
+	if len(cookies) != 1 || cookies[0].Name != auth.SessionCookie || !cookies[0].HttpOnly || !cookies[0].Secure ||
 		cookies[0].SameSite != http.SameSiteStrictMode || cookies[0].Path != "/" || cookies[0].MaxAge <= 0 {
 		t.Fatalf("session cookie %+v", cookies)
 	}
@@ -67,7 +67,7 @@ func (f *fixture) as(t *testing.T, s signedIn, method, target, body string) resp
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	return f.do(t, method, target, "", rd, "Cookie", SessionCookie+"="+s.token, CSRFHeader, s.csrf)
+	return f.do(t, method, target, "", rd, "Cookie", auth.SessionCookie+"="+s.token, auth.CSRFHeader, s.csrf)
 }
 
 func newPeopleFixture(t *testing.T) (*fixture, signedIn) {
@@ -110,9 +110,9 @@ func TestSignInAndSessions(t *testing.T) {
 
 	// A write with the cookie alone is what a forged cross-site request looks like.
 	payment := `{"walletId":"` + f.creds.Wallets[0].ID + `","asset":"USDC","amount":"10","destination":{"address":"0x1111111111111111111111111111111111111111"}}`
-	cookieOnly := []string{"Cookie", SessionCookie + "=" + owner.token}
+	cookieOnly := []string{"Cookie", auth.SessionCookie + "=" + owner.token}
 	f.do(t, "POST", "/api/v1/payments", "", strings.NewReader(payment), cookieOnly...).wantProblem(t, 403, CodePermissionDenied)
-	f.do(t, "POST", "/api/v1/payments", "", strings.NewReader(payment), append(cookieOnly, CSRFHeader, auth.CSRFToken("ses_other"))...).
+	f.do(t, "POST", "/api/v1/payments", "", strings.NewReader(payment), append(cookieOnly, auth.CSRFHeader, auth.CSRFToken("ses_other"))...).
 		wantProblem(t, 403, CodePermissionDenied)
 	created := f.as(t, owner, "POST", "/api/v1/payments", payment)
 	if created.status != 201 || decodeOrder(t, created)["app"] != "pay" {

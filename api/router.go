@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/console"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/ratelimit"
@@ -59,6 +60,9 @@ type Config struct {
 	RequestLogs RequestLogSink
 	// Webhooks seal webhook secrets and vet endpoint URLs.
 	Webhooks service.WebhookOptions
+	// Console, when set, serves the people's pages under /console/, with the API's own
+	// service and sessions.
+	Console *console.Options
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -117,6 +121,9 @@ func NewRouter(cfg Config) http.Handler {
 	}
 	limiter := ratelimit.New(cfg.RateLimit, cfg.RateBurst)
 	svc := &service.Service{Store: cfg.Store, Workflows: cfg.Workflows, Bus: cfg.Bus, Live: cfg.Live, Webhooks: cfg.Webhooks, Log: log}
+	if cfg.Console != nil {
+		mountConsole(r, console.Config{Service: svc, Sessions: sh.sessions, Authn: authenticator, Log: log, Options: *cfg.Console})
+	}
 	wsh := &websocketHandlers{svc: svc, store: cfg.Store, log: log, live: cfg.Live, authn: authenticator, limit: limiter}
 	// The channel authenticates by the token in its URL (browsers cannot set headers on
 	// a WebSocket), so it sits outside the bearer-authenticated group.
@@ -261,4 +268,22 @@ func (d developerHandlers) register(g *gin.RouterGroup) {
 	g.POST("/webhooks/:id/test", dev, d.webhooks.test)
 	g.GET("/webhooks/:id/deliveries", dev, d.webhooks.deliveries)
 	g.POST("/webhooks/:id/deliveries/:deliveryId/redeliver", dev, d.webhooks.redeliver)
+}
+
+// mountConsole serves the console behind the API's middleware (correlation id, access log,
+// recovery, body limit, timeout). The console reads the correlation id from its request,
+// and the client's address, resolved behind the trusted proxies, from RemoteAddr.
+// Its pages are embedded in the binary: one that does not parse is a defect of the build,
+// which no configuration mends, hence the panic.
+func mountConsole(r *gin.Engine, cfg console.Config) {
+	pages, err := console.New(cfg)
+	if err != nil {
+		panic("console pages do not parse: " + err.Error())
+	}
+	r.GET("/console", func(c *gin.Context) { c.Redirect(http.StatusSeeOther, "/console/") })
+	r.Any("/console/*path", func(c *gin.Context) {
+		c.Request.Header.Set(correlationHeader, correlationID(c))
+		c.Request.RemoteAddr = c.ClientIP()
+		pages.ServeHTTP(c.Writer, c.Request)
+	})
 }

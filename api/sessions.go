@@ -13,14 +13,6 @@ import (
 	"github.com/opentreasury/treasury/service"
 )
 
-// SessionCookie carries a person's session token. It is HttpOnly (no script reads it),
-// Secure (browsers treat http://127.0.0.1 and localhost as secure, so the dev bundle works)
-// and SameSite=Strict (no other site makes the browser send it).
-const SessionCookie = "treasury_session"
-
-// CSRFHeader carries the session's anti-forgery token on every write made with a session.
-const CSRFHeader = "X-CSRF-Token"
-
 type sessionHandlers struct {
 	sessions *service.Sessions
 	log      *slog.Logger
@@ -52,14 +44,14 @@ func sessionJSON(s *service.Session) sessionResponse {
 
 // SetSessionCookie gives the browser a session's cookie.
 func SetSessionCookie(w http.ResponseWriter, s *service.Session) {
-	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: s.Token, Path: "/", Expires: s.Principal.ExpiresAt,
+	http.SetCookie(w, &http.Cookie{Name: auth.SessionCookie, Value: s.Token, Path: "/", Expires: s.Principal.ExpiresAt,
 		MaxAge: max(1, int(time.Until(s.Principal.ExpiresAt).Seconds())), Secure: true, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode})
 }
 
 // ClearSessionCookie makes the browser forget its session cookie.
 func ClearSessionCookie(w http.ResponseWriter) {
-	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1, Secure: true, HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: auth.SessionCookie, Value: "", Path: "/", MaxAge: -1, Secure: true, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode})
 }
 
@@ -100,7 +92,7 @@ func (h *sessionHandlers) answer(c *gin.Context, status int, s *service.Session,
 
 // current answers GET /session: who is signed in, their permissions and the CSRF token.
 func (h *sessionHandlers) current(c *gin.Context) {
-	token, _ := c.Cookie(SessionCookie)
+	token, _ := c.Cookie(auth.SessionCookie)
 	s, err := h.sessions.Current(c.Request.Context(), h.session(c), token)
 	if err != nil {
 		failed(c, h.log, err)
@@ -112,7 +104,7 @@ func (h *sessionHandlers) current(c *gin.Context) {
 
 // session is the principal of a request made with a session cookie, nil otherwise.
 func (h *sessionHandlers) session(c *gin.Context) *auth.Principal {
-	if _, err := c.Cookie(SessionCookie); err != nil {
+	if _, err := c.Cookie(auth.SessionCookie); err != nil {
 		return nil
 	}
 	return principalOf(c)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -49,7 +50,12 @@ type Config struct {
 	WebhookAllowHTTP, WebhookAllowLoopback bool
 	// WebhookBackoffScale scales the retry schedule (1 in production).
 	WebhookBackoffScale float64
-	LogLevel            slog.Level
+	// Console serves the web console under /console/ beside the API.
+	Console bool
+	// TemporalUIURL links the console's order pages to their workflows; empty leaves the
+	// links out.
+	TemporalUIURL string
+	LogLevel      slog.Level
 }
 
 // envVar documents one environment variable the service reads.
@@ -84,6 +90,8 @@ var EnvVars = []envVar{
 	{"WEBHOOK_ALLOW_HTTP", "false", "let webhooks go to http URLs (test rigs only; https otherwise)"},
 	{"WEBHOOK_ALLOW_LOOPBACK", "false", "let webhooks go to loopback addresses (test rigs only)"},
 	{"WEBHOOK_BACKOFF_SCALE", "1", "multiplies the webhook retry schedule (5 s … 10 h) and the 5-day failing window; below 1 for tests"},
+	{"CONSOLE", "true", "serve the web console for people under /console/ beside the API"},
+	{"TEMPORAL_UI_URL", "", "Temporal Web UI base URL (http://temporal-ui:8080) the console links each order's workflow to"},
 	{"LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"TREASURY_TOKEN", "", "treasury signer: a key with the sign action; treasury events tail: a key of the config's app"},
 }
@@ -174,6 +182,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		WebhookAllowHTTP:     boolean("WEBHOOK_ALLOW_HTTP"),
 		WebhookAllowLoopback: boolean("WEBHOOK_ALLOW_LOOPBACK"),
 		WebhookBackoffScale:  number("WEBHOOK_BACKOFF_SCALE"),
+		Console:              boolean("CONSOLE"),
+		TemporalUIURL:        get("TEMPORAL_UI_URL"),
 	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(get("LOG_LEVEL"))); err != nil {
 		errs = append(errs, "LOG_LEVEL: one of debug, info, warn, error")
@@ -187,6 +197,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		if _, err := webhook.ParseKey(cfg.WebhookSecretKey); err != nil {
 			errs = append(errs, "WEBHOOK_SECRET_KEY: "+err.Error())
 		}
+	}
+	if u, err := url.Parse(cfg.TemporalUIURL); cfg.TemporalUIURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		errs = append(errs, "TEMPORAL_UI_URL: not an http(s) URL")
 	}
 	if (cfg.TemporalTLSCertFile == "") != (cfg.TemporalTLSKeyFile == "") {
 		errs = append(errs, "TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY: set both or neither")

@@ -33,6 +33,7 @@ func TestConfigFromEnvDefaults(t *testing.T) {
 		WSPingInterval:       25 * time.Second,
 		WSSendRing:           true,
 		WebhookBackoffScale:  1,
+		Console:              true,
 		LogLevel:             slog.LevelInfo,
 	}
 	if cfg != want {
@@ -87,6 +88,8 @@ func TestConfigFromEnvValues(t *testing.T) {
 		"WEBHOOK_ALLOW_HTTP":     "true",
 		"WEBHOOK_ALLOW_LOOPBACK": "true",
 		"WEBHOOK_BACKOFF_SCALE":  "0.01",
+		"CONSOLE":                "false",
+		"TEMPORAL_UI_URL":        "https://temporal-ui.internal:8443",
 		"LOG_LEVEL":              "debug",
 	}))
 	if err != nil {
@@ -117,6 +120,7 @@ func TestConfigFromEnvValues(t *testing.T) {
 		WebhookAllowHTTP:     true,
 		WebhookAllowLoopback: true,
 		WebhookBackoffScale:  0.01,
+		TemporalUIURL:        "https://temporal-ui.internal:8443",
 		LogLevel:             slog.LevelDebug,
 	}
 	if cfg != want {
@@ -144,6 +148,8 @@ func TestConfigFromEnvErrors(t *testing.T) {
 		{"key without cert", map[string]string{"TEMPORAL_TLS_KEY": "/k.pem"}, []string{"TEMPORAL_TLS_CERT", "TEMPORAL_TLS_KEY"}},
 		{"webhook key too short", map[string]string{"WEBHOOK_SECRET_KEY": "c2hvcnQ="}, []string{"WEBHOOK_SECRET_KEY"}},
 		{"webhook scale", map[string]string{"WEBHOOK_BACKOFF_SCALE": "0"}, []string{"WEBHOOK_BACKOFF_SCALE"}},
+		{"console maybe", map[string]string{"CONSOLE": "maybe"}, []string{"CONSOLE"}},
+		{"temporal ui not a URL", map[string]string{"TEMPORAL_UI_URL": "temporal-ui:8080"}, []string{"TEMPORAL_UI_URL"}},
 		{"cert with blank key", map[string]string{"TEMPORAL_TLS_CERT": "/c.pem", "TEMPORAL_TLS_KEY": "  "}, []string{"TEMPORAL_TLS_KEY"}},
 		{"several at once", map[string]string{"REQUEST_TIMEOUT": "abc", "LOG_LEVEL": "loud", "MIGRATE_ON_START": "maybe"},
 			[]string{"REQUEST_TIMEOUT", "LOG_LEVEL", "MIGRATE_ON_START"}},

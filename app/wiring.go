@@ -19,6 +19,7 @@ import (
 	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/api"
 	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/console"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/worker"
 	"github.com/opentreasury/treasury/workflows"
@@ -120,7 +121,12 @@ func RegisterSearchAttributes(ctx context.Context, c client.Client, namespace st
 
 // NewAPIHandler builds the API's HTTP handler over the store, Temporal and the live channel.
 func NewAPIHandler(cfg Config, s *store.Store, tc client.Client, live *Live, log *slog.Logger) http.Handler {
+	var pages *console.Options
+	if cfg.Console {
+		pages = &console.Options{TemporalUIURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace}
+	}
 	return api.NewRouter(api.Config{
+		Console:              pages,
 		Bus:                  live.Bus,
 		Live:                 live.Hub,
 		RequestLogs:          live.RequestLogs,

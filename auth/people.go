@@ -48,6 +48,16 @@ func PasswordMatches(password, storedHash string) bool {
 	return bcrypt.CompareHashAndPassword([]byte(storedHash), []byte(password)) == nil
 }
 
+// SessionCookie carries a person's session token, for the API and the console alike. It is
+// HttpOnly (no script reads it), Secure (browsers treat http://127.0.0.1 and localhost as
+// secure, so the dev bundle works) and SameSite=Strict (no other site makes the browser
+// send it).
+const SessionCookie = "treasury_session"
+
+// CSRFHeader carries the session's anti-forgery token on every API write made with a
+// session; the console's forms carry it as the field csrf.
+const CSRFHeader = "X-CSRF-Token"
+
 // CSRFToken is the anti-forgery token of a session: derived from the session token, so
 // it needs no storage, and unguessable without the cookie, which scripts of other sites
 // can neither read nor make the browser send (SameSite=Strict).

@@ -133,6 +133,7 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 		OAuthTokenTTL:        15 * time.Minute,
 		ShutdownTimeout:      opts.ShutdownTimeout,
 		BalanceSyncInterval:  opts.BalanceSyncInterval,
+		Console:              true,
 	}
 	if opts.DatabaseURL != "" {
 		cfg.SQLitePath = ""
@@ -164,7 +165,7 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 		return nil, err
 	}
 	b.TemporalAddr, b.TemporalUIURL = b.temporal.FrontendAddr, b.temporal.UIURL
-	cfg.TemporalAddress = b.TemporalAddr
+	cfg.TemporalAddress, cfg.TemporalUIURL = b.TemporalAddr, b.TemporalUIURL
 
 	urls := seed.URLs{BaseURL: b.APIURL, WSURL: "ws://" + ln.Addr().String(), TemporalUIURL: b.TemporalUIURL}
 	if b.Credentials, err = seed.Ensure(ctx, b.store, opts.DataDir, urls, log); err != nil {
@@ -245,6 +246,9 @@ func (b *Bundle) Banner(w io.Writer) {
 	fmt.Fprintf(w, `
 treasury-dev is ready (development only: simulated chain, secrets in the clear)
 
+  Console       %s/console/
+    sign in as  %s
+    password    %s
   API           %s/api/v1
   Temporal UI   %s
   Temporal      %s (namespace %s)
@@ -257,7 +261,7 @@ treasury-dev is ready (development only: simulated chain, secrets in the clear)
   Try:  curl -H "Authorization: Bearer %s" %s/api/v1/treasury/portfolio
 
 Press Ctrl-C to stop.
-`, b.APIURL, b.TemporalUIURL, b.TemporalAddr, b.Namespace, b.CredentialsPath,
+`, b.APIURL, c.Owner.Email, c.Owner.Password, b.APIURL, b.TemporalUIURL, b.TemporalAddr, b.Namespace, b.CredentialsPath,
 		c.Keys["treasury"].SK, c.Keys["pay"].SK, c.Keys["pay"].Approve, c.Keys["treasury"].SK, b.APIURL)
 }
 

@@ -44,6 +44,15 @@ func DomainNamed(name string) (orders.DomainInfo, bool) {
 	return orders.Domains[i], true
 }
 
+// DomainOfApp is the order domain of an app (pay → payment, …); treasury has none.
+func DomainOfApp(app string) (orders.DomainInfo, bool) {
+	i := slices.IndexFunc(orders.Domains, func(d orders.DomainInfo) bool { return d.App == app })
+	if i < 0 {
+		return orders.DomainInfo{}, false
+	}
+	return orders.Domains[i], true
+}
+
 // ApprovalFilter narrows a list of approval items.
 type ApprovalFilter struct {
 	Domain, Status string

@@ -8,7 +8,6 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/auth"
-	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/policy"
 	"github.com/opentreasury/treasury/store"
 )
@@ -78,16 +77,11 @@ func (s *Service) EvaluatePolicy(ctx context.Context, who Caller, app string, bo
 	if err := policyApp(who, app, auth.ActionWrite, auth.ActionDeveloper); err != nil {
 		return nil, err
 	}
-	var domain string
-	for _, d := range orders.Domains {
-		if d.App == app {
-			domain = d.Name
-		}
-	}
-	if domain == "" {
+	domain, ok := DomainOfApp(app)
+	if !ok {
 		return nil, refuse(NotFound, "The "+app+" app has no orders to evaluate.")
 	}
-	v, err := s.readOrder(ctx, who, domain, body)
+	v, err := s.readOrder(ctx, who, domain.Name, body)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/opentreasury/treasury/api"
 	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/store/storetest"
 )
 
@@ -113,7 +114,7 @@ func signIn(t *testing.T, base, email, password string) session {
 	var out map[string]any
 	_ = json.NewDecoder(res.Body).Decode(&out)
 	for _, c := range res.Cookies() {
-		if c.Name == api.SessionCookie {
+		if c.Name == auth.SessionCookie {
 			csrf, _ := out["csrfToken"].(string)
 			return session{token: c.Value, csrf: csrf}
 		}
@@ -125,7 +126,7 @@ func signIn(t *testing.T, base, email, password string) session {
 func sessionCall(t *testing.T, base string, s session, method, path, body string) (int, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-	req.AddCookie(&http.Cookie{Name: api.SessionCookie, Value: s.token})
-	req.Header.Set(api.CSRFHeader, s.csrf)
+	req.AddCookie(&http.Cookie{Name: auth.SessionCookie, Value: s.token})
+	req.Header.Set(auth.CSRFHeader, s.csrf)
 	return doJSON(t, req)
 }

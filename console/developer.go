@@ -1,0 +1,321 @@
+package console
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/service"
+	"github.com/opentreasury/treasury/store"
+)
+
+func (c *console) developerRoutes() []route {
+	return []route{
+		{"GET /console/{app}/api-keys", "api-keys", c.keys},
+		{"POST /console/{app}/api-keys", "api-keys", c.createKey},
+		{"POST /console/{app}/api-keys/{id}/revoke", "api-keys", c.revokeKey},
+		{"GET /console/{app}/oauth-clients", "oauth-clients", c.clients},
+		{"POST /console/{app}/oauth-clients", "oauth-clients", c.createClient},
+		{"POST /console/{app}/oauth-clients/{id}/revoke", "oauth-clients", c.revokeClient},
+		{"GET /console/{app}/websockets", "websockets", c.websockets},
+		{"POST /console/{app}/websockets", "websockets", c.createWebSocket},
+		{"POST /console/{app}/websockets/{id}/enabled", "websockets", c.enableWebSocket},
+		{"POST /console/{app}/websockets/{id}/delete", "websockets", c.deleteWebSocket},
+		{"POST /console/{app}/websockets/{id}/test", "websockets", c.testWebSocket},
+		{"GET /console/{app}/webhooks", "webhooks", c.webhooks},
+		{"POST /console/{app}/webhooks", "webhooks", c.createWebhook},
+		{"GET /console/{app}/webhooks/{id}", "webhooks", c.webhook},
+		{"POST /console/{app}/webhooks/{id}", "webhooks", c.updateWebhook},
+		{"POST /console/{app}/webhooks/{id}/delete", "webhooks", c.deleteWebhook},
+		{"POST /console/{app}/webhooks/{id}/rotate", "webhooks", c.rotateWebhook},
+		{"POST /console/{app}/webhooks/{id}/test", "webhooks", c.testWebhook},
+		{"POST /console/{app}/webhooks/{id}/deliveries/{delivery}/redeliver", "webhooks", c.redeliver},
+		{"GET /console/{app}/team", "team", c.team},
+		{"POST /console/{app}/team", "team", c.invite},
+		{"POST /console/{app}/team/{id}", "team", c.setActions},
+		{"POST /console/{app}/team/{id}/remove", "team", c.removeMember},
+	}
+}
+
+// entries splits what a person typed as a list: commas, spaces or new lines.
+func entries(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' })
+}
+
+// secretShown is the page that shows a new secret, once.
+type secretShown struct {
+	What, Name, Secret, Back, Note string
+}
+
+func (c *console) showSecret(w http.ResponseWriter, r *http.Request, rq *request, s secretShown) {
+	rq.v.Title = "Copy the " + s.Name + " now"
+	c.render(w, r, rq, http.StatusCreated, "secret", s)
+}
+
+type keysPage struct {
+	Keys    []store.APIKey
+	Actions []string
+}
+
+func (c *console) keys(w http.ResponseWriter, r *http.Request, rq *request) {
+	rq.v.Title = "API keys"
+	list, _, err := c.Service.ListAPIKeys(r.Context(), rq.caller(r), service.Page{Limit: 200})
+	if err != nil {
+		c.failed(w, r, rq, err)
+		return
+	}
+	c.render(w, r, rq, http.StatusOK, "keys", keysPage{Keys: list, Actions: auth.AllActions})
+}
+
+// createKey makes a key and shows its secret, this once.
+func (c *console) createKey(w http.ResponseWriter, r *http.Request, rq *request) {
+	_ = r.ParseForm()
+	kind := r.PostFormValue("kind")
+	req := service.KeyRequest{Kind: kind, Label: strings.TrimSpace(r.PostFormValue("label"))}
+	if kind == auth.KindResource {
+		req.Actions = r.PostForm["actions"]
+		req.ResourceIDs = entries(r.PostFormValue("resourceIds"))
+	}
+	k, secret, err := c.Service.CreateAPIKey(r.Context(), rq.caller(r), req)
+	if err != nil {
+		c.back(w, r, "/console/"+rq.app+"/api-keys", err, "")
+		return
+	}
+	c.showSecret(w, r, rq, secretShown{What: "API key " + k.ID, Name: "secret", Secret: secret, Back: "/console/" + rq.app + "/api-keys",
+		Note: "It is stored hashed: nobody, us included, can show it again. Revoke the key and make another if it is lost."})
+}
+
+func (c *console) revokeKey(w http.ResponseWriter, r *http.Request, rq *request) {
+	k, err := c.Service.RevokeAPIKey(r.Context(), rq.caller(r), r.PathValue("id"))
+	done := ""
+	if err == nil {
+		done = "Key " + k.ID + " revoked: it stops working at once."
+	}
+	c.back(w, r, "/console/"+rq.app+"/api-keys", err, done)
+}
+
+type clientsPage struct {
+	Clients []store.OAuthClient
+	Actions []string
+}
+
+func (c *console) clients(w http.ResponseWriter, r *http.Request, rq *request) {
+	rq.v.Title = "OAuth clients"
+	list, _, err := c.Service.ListOAuthClients(r.Context(), rq.caller(r), service.Page{Limit: 200})
+	if err != nil {
+		c.failed(w, r, rq, err)
+		return
+	}
+	c.render(w, r, rq, http.StatusOK, "clients", clientsPage{Clients: list, Actions: auth.AllActions})
+}
+
+func (c *console) createClient(w http.ResponseWriter, r *http.Request, rq *request) {
+	_ = r.ParseForm()
+	scopes := make([]string, 0, len(r.PostForm["actions"]))
+	for _, a := range r.PostForm["actions"] {
+		scopes = append(scopes, rq.app+":"+a)
+	}
+	oc, secret, err := c.Service.CreateOAuthClient(r.Context(), rq.caller(r), strings.Join(scopes, " "), strings.TrimSpace(r.PostFormValue("label")))
+	if err != nil {
+		c.back(w, r, "/console/"+rq.app+"/oauth-clients", err, "")
+		return
+	}
+	c.showSecret(w, r, rq, secretShown{What: "OAuth client " + oc.ID + " (its client id)", Name: "client secret", Secret: secret,
+		Back: "/console/" + rq.app + "/oauth-clients", Note: "It is stored hashed: it cannot be shown again."})
+}
+
+func (c *console) revokeClient(w http.ResponseWriter, r *http.Request, rq *request) {
+	oc, err := c.Service.RevokeOAuthClient(r.Context(), rq.caller(r), r.PathValue("id"))
+	done := ""
+	if err == nil {
+		done = "OAuth client " + oc.ID + " revoked, with every token it was given."
+	}
+	c.back(w, r, "/console/"+rq.app+"/oauth-clients", err, done)
+}
+
+type websocketsPage struct {
+	Configs []service.WebSocketConfig
+	Names   []string
+}
+
+func (c *console) websockets(w http.ResponseWriter, r *http.Request, rq *request) {
+	rq.v.Title = "WebSockets"
+	list, _, err := c.Service.ListWebSocketConfigs(r.Context(), rq.caller(r), service.Page{Limit: 200})
+	if err != nil {
+		c.failed(w, r, rq, err)
+		return
+	}
+	c.render(w, r, rq, http.StatusOK, "websockets", websocketsPage{Configs: list, Names: events.Names})
+}
+
+func (c *console) createWebSocket(w http.ResponseWriter, r *http.Request, rq *request) {
+	cfg, err := c.Service.CreateWebSocketConfig(r.Context(), rq.caller(r), entries(r.PostFormValue("events")))
+	done := ""
+	if err == nil {
+		done = "Config " + cfg.ID + " created: connect to /api/v1/ws?id=" + cfg.ID + " with a pk_ key of the app."
+	}
+	c.back(w, r, "/console/"+rq.app+"/websockets", err, done)
+}
+
+func (c *console) enableWebSocket(w http.ResponseWriter, r *http.Request, rq *request) {
+	enabled := r.PostFormValue("enabled") == "true"
+	_, err := c.Service.SetWebSocketConfigEnabled(r.Context(), rq.caller(r), r.PathValue("id"), enabled)
+	done := "Config enabled."
+	if !enabled {
+		done = "Config disabled: its live connections were closed (4001)."
+	}
+	c.back(w, r, "/console/"+rq.app+"/websockets", err, done)
+}
+
+func (c *console) deleteWebSocket(w http.ResponseWriter, r *http.Request, rq *request) {
+	err := c.Service.DeleteWebSocketConfig(r.Context(), rq.caller(r), r.PathValue("id"))
+	c.back(w, r, "/console/"+rq.app+"/websockets", err, "Config deleted: its live connections were closed (4004).")
+}
+
+func (c *console) testWebSocket(w http.ResponseWriter, r *http.Request, rq *request) {
+	_, err := c.Service.TestWebSocketConfig(r.Context(), rq.caller(r), r.PathValue("id"))
+	c.back(w, r, "/console/"+rq.app+"/websockets", err, "Test event sent to every live connection of the config.")
+}
+
+type webhooksPage struct {
+	Webhooks []store.WebhookConfig
+}
+
+func (c *console) webhooks(w http.ResponseWriter, r *http.Request, rq *request) {
+	rq.v.Title = "Webhooks"
+	list, _, err := c.Service.ListWebhooks(r.Context(), rq.caller(r), service.Page{Limit: 200})
+	if err != nil {
+		c.failed(w, r, rq, err)
+		return
+	}
+	c.render(w, r, rq, http.StatusOK, "webhooks", webhooksPage{Webhooks: list})
+}
+
+func (c *console) createWebhook(w http.ResponseWriter, r *http.Request, rq *request) {
+	hook, secret, err := c.Service.CreateWebhook(r.Context(), rq.caller(r), strings.TrimSpace(r.PostFormValue("url")),
+		entries(r.PostFormValue("events")), strings.TrimSpace(r.PostFormValue("description")))
+	if err != nil {
+		c.back(w, r, "/console/"+rq.app+"/webhooks", err, "")
+		return
+	}
+	c.showSecret(w, r, rq, secretShown{What: "webhook " + hook.ID, Name: "signing secret", Secret: secret,
+		Back: "/console/" + rq.app + "/webhooks/" + hook.ID,
+		Note: "Your endpoint verifies every message with it (client.VerifyWebhook). It cannot be shown again; rotate it to get a new one."})
+}
+
+type webhookPage struct {
+	Webhook    *store.WebhookConfig
+	Deliveries []service.Delivery
+	Status     string
+	Next       string
+}
+
+func (c *console) webhook(w http.ResponseWriter, r *http.Request, rq *request) {
+	ctx, who := r.Context(), rq.caller(r)
+	hook, err := c.Service.GetWebhook(ctx, who, r.PathValue("id"))
+	if err != nil {
+		c.failed(w, r, rq, err)
+		return
+	}
+	rq.v.Title = "Webhook " + hook.ID
+	q := r.URL.Query()
+	list, next, err := c.Service.ListWebhookDeliveries(ctx, who, hook.ID, service.DeliveryFilter{Status: q.Get("status"),
+		Page: service.Page{After: q.Get("after"), Limit: pageSize}})
+	if err != nil {
+		c.failed(w, r, rq, err)
+		return
+	}
+	c.render(w, r, rq, http.StatusOK, "webhook", webhookPage{Webhook: hook, Deliveries: list, Status: q.Get("status"), Next: next})
+}
+
+func (c *console) updateWebhook(w http.ResponseWriter, r *http.Request, rq *request) {
+	ch := service.WebhookChange{}
+	if r.PostForm.Has("url") {
+		url, evs, desc := strings.TrimSpace(r.PostFormValue("url")), entries(r.PostFormValue("events")), strings.TrimSpace(r.PostFormValue("description"))
+		ch.URL, ch.Events, ch.Description = &url, &evs, &desc
+	}
+	if r.PostForm.Has("enabled") {
+		enabled := r.PostFormValue("enabled") == "true"
+		ch.Enabled = &enabled
+	}
+	id := r.PathValue("id")
+	_, err := c.Service.UpdateWebhook(r.Context(), rq.caller(r), id, ch)
+	c.back(w, r, "/console/"+rq.app+"/webhooks/"+id, err, "Webhook saved.")
+}
+
+func (c *console) deleteWebhook(w http.ResponseWriter, r *http.Request, rq *request) {
+	err := c.Service.DeleteWebhook(r.Context(), rq.caller(r), r.PathValue("id"))
+	c.back(w, r, "/console/"+rq.app+"/webhooks", err, "Webhook deleted, with its deliveries.")
+}
+
+func (c *console) rotateWebhook(w http.ResponseWriter, r *http.Request, rq *request) {
+	hook, secret, err := c.Service.RotateWebhookSecret(r.Context(), rq.caller(r), r.PathValue("id"))
+	if err != nil {
+		c.back(w, r, "/console/"+rq.app+"/webhooks/"+r.PathValue("id"), err, "")
+		return
+	}
+	c.showSecret(w, r, rq, secretShown{What: "webhook " + hook.ID, Name: "new signing secret", Secret: secret,
+		Back: "/console/" + rq.app + "/webhooks/" + hook.ID,
+		Note: "The old secret signs beside it for 24 hours: move your endpoint over before then."})
+}
+
+func (c *console) testWebhook(w http.ResponseWriter, r *http.Request, rq *request) {
+	id := r.PathValue("id")
+	_, err := c.Service.TestWebhook(r.Context(), rq.caller(r), id)
+	c.back(w, r, "/console/"+rq.app+"/webhooks/"+id, err, "A webhook.test message is on its way; its delivery is listed below.")
+}
+
+func (c *console) redeliver(w http.ResponseWriter, r *http.Request, rq *request) {
+	id := r.PathValue("id")
+	_, err := c.Service.Redeliver(r.Context(), rq.caller(r), id, r.PathValue("delivery"))
+	c.back(w, r, "/console/"+rq.app+"/webhooks/"+id, err, "Redelivery queued: the same message, with the same webhook-id.")
+}
+
+type teamPage struct {
+	Members []service.Member
+	Actions []string
+	CanEdit bool
+}
+
+func (c *console) team(w http.ResponseWriter, r *http.Request, rq *request) {
+	rq.v.Title = "Team & Permissions"
+	list, _, err := c.Service.ListTeam(r.Context(), rq.caller(r), service.Page{Limit: 200})
+	if err != nil {
+		c.failed(w, r, rq, err)
+		return
+	}
+	c.render(w, r, rq, http.StatusOK, "team", teamPage{Members: list, Actions: auth.AllActions,
+		CanEdit: service.Owner(rq.caller(r)) == nil})
+}
+
+// invite adds a member with actions on the app and shows their first password, once.
+func (c *console) invite(w http.ResponseWriter, r *http.Request, rq *request) {
+	_ = r.ParseForm()
+	m, password, err := c.Service.AddMember(r.Context(), rq.caller(r), r.PostFormValue("email"), r.PostForm["actions"])
+	if err != nil {
+		c.back(w, r, "/console/"+rq.app+"/team", err, "")
+		return
+	}
+	c.showSecret(w, r, rq, secretShown{What: m.Email, Name: "first password", Secret: password, Back: "/console/" + rq.app + "/team",
+		Note: "Give it to them by a channel you trust; they sign in with it and change it."})
+}
+
+func (c *console) setActions(w http.ResponseWriter, r *http.Request, rq *request) {
+	_ = r.ParseForm()
+	m, err := c.Service.SetMemberActions(r.Context(), rq.caller(r), r.PathValue("id"), r.PostForm["actions"])
+	done := ""
+	if err == nil {
+		done = m.Email + " now holds " + cmpOr(strings.Join(m.Actions, ", "), "nothing") + " on " + rq.app + "."
+	}
+	c.back(w, r, "/console/"+rq.app+"/team", err, done)
+}
+
+func (c *console) removeMember(w http.ResponseWriter, r *http.Request, rq *request) {
+	m, err := c.Service.RemoveMember(r.Context(), rq.caller(r), r.PathValue("id"))
+	done := ""
+	if err == nil {
+		done = m.Email + " holds nothing on " + rq.app + " any more."
+	}
+	c.back(w, r, "/console/"+rq.app+"/team", err, done)
+}
