@@ -68,6 +68,7 @@ func takesAnID(path string) bool { return strings.Contains(path, ":id") || path 
 // TestDataIsolation creates real resources in org A's pay app and proves that no
 // credential of another app of org A, nor of another organisation, reaches them: every
 // route that takes an id answers 403 or 404, and no list answers with one of their ids.
+// The people among them try the console's pages and forms too.
 // Treasury credentials are left out: treasury read spans every app of the organisation.
 func TestDataIsolation(t *testing.T) {
 	f := newFixture(t)
@@ -219,6 +220,16 @@ func TestDataIsolation(t *testing.T) {
 			t.Errorf("no list shows pay's own %s %s to pay's sk", res, id)
 		}
 	}
+
+	people := map[string]credential{}
+	for _, creds := range []map[string]credential{sameOrg, otherOrg} {
+		for name, cr := range creds {
+			if cr.session != "" {
+				people[name] = cr
+			}
+		}
+	}
+	consoleIsolation(t, f, a, orgWide, people, credential{session: ownerSession})
 }
 
 // isolationToken is an access token with every scope of app, from a client that the app's

@@ -122,7 +122,7 @@ func NewRouter(cfg Config) http.Handler {
 	limiter := ratelimit.New(cfg.RateLimit, cfg.RateBurst)
 	svc := &service.Service{Store: cfg.Store, Workflows: cfg.Workflows, Bus: cfg.Bus, Live: cfg.Live, Webhooks: cfg.Webhooks, Log: log}
 	if cfg.Console != nil {
-		mountConsole(r, console.Config{Service: svc, Sessions: sh.sessions, Authn: authenticator, Log: log, Options: *cfg.Console})
+		mountConsole(r, console.Config{Service: svc, Sessions: sh.sessions, Authn: authenticator, Log: log, Options: *cfg.Console}, limiter)
 	}
 	wsh := &websocketHandlers{svc: svc, store: cfg.Store, log: log, live: cfg.Live, authn: authenticator, limit: limiter}
 	// The channel authenticates by the token in its URL (browsers cannot set headers on
@@ -275,15 +275,24 @@ func (d developerHandlers) register(g *gin.RouterGroup) {
 // and the client's address, resolved behind the trusted proxies, from RemoteAddr.
 // Its pages are embedded in the binary: one that does not parse is a defect of the build,
 // which no configuration mends, hence the panic.
-func mountConsole(r *gin.Engine, cfg console.Config) {
+// Requests are limited per client address, with the API's rate and burst.
+func mountConsole(r *gin.Engine, cfg console.Config, limiter *ratelimit.Limiter) {
 	pages, err := console.New(cfg)
 	if err != nil {
 		panic("console pages do not parse: " + err.Error())
 	}
 	r.GET("/console", func(c *gin.Context) { c.Redirect(http.StatusSeeOther, "/console/") })
-	r.Any("/console/*path", func(c *gin.Context) {
+	serve := func(c *gin.Context) {
+		if ok, _, wait := limiter.Take("console " + c.ClientIP()); !ok {
+			c.Header("Retry-After", retryAfter(wait))
+			c.String(http.StatusTooManyRequests, "Too many requests from this address; retry after %s s.", retryAfter(wait))
+			return
+		}
 		c.Request.Header.Set(correlationHeader, correlationID(c))
 		c.Request.RemoteAddr = c.ClientIP()
 		pages.ServeHTTP(c.Writer, c.Request)
-	})
+	}
+	// Pages are read with GET and forms sent with POST; nothing else reaches the console.
+	r.GET("/console/*path", serve)
+	r.POST("/console/*path", serve)
 }

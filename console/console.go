@@ -107,6 +107,16 @@ func (c *console) routes() []route {
 	return append(append([]route{{"GET /console/{app}/{$}", "", c.appHome}}, c.orderRoutes()...), c.developerRoutes()...)
 }
 
+// Routes lists the console's routes, as "METHOD /console/{app}/…" patterns, for tests that
+// walk every page and form.
+func Routes() []string {
+	var out []string
+	for _, rt := range (&console{}).routes() {
+		out = append(out, rt.pattern)
+	}
+	return out
+}
+
 // inApp gives a request its app, as the {app} of its route.
 func inApp(app string, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -359,13 +369,19 @@ func message(err error) string {
 	return strings.Join(parts, " — ")
 }
 
-// failed renders a page's error: a refusal with its status, anything else as 500 (logged).
-func (c *console) failed(w http.ResponseWriter, r *http.Request, rq *request, err error) {
-	status := kindStatus[service.KindOf(err)]
-	if status == 0 {
-		status = http.StatusInternalServerError
-		c.Log.Error("console request failed", "path", r.URL.Path, "correlationId", correlationID(r), "error", err.Error())
+// statusOf is the HTTP status of an error: a refusal's, or 500 for anything else, which
+// is logged.
+func (c *console) statusOf(r *http.Request, err error) int {
+	if status := kindStatus[service.KindOf(err)]; status != 0 {
+		return status
 	}
+	c.Log.Error("console request failed", "path", r.URL.Path, "correlationId", correlationID(r), "error", err.Error())
+	return http.StatusInternalServerError
+}
+
+// failed renders a page's error.
+func (c *console) failed(w http.ResponseWriter, r *http.Request, rq *request, err error) {
+	status := c.statusOf(r, err)
 	c.render(w, r, rq, status, "error", errorPage{Title: http.StatusText(status), Message: message(err)})
 }
 
@@ -421,11 +437,7 @@ func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 	// RemoteAddr: the failed sign-ins of an address count once, whichever door they use.
 	s, err := c.Sessions.SignIn(r.Context(), email, r.PostFormValue("password"), r.RemoteAddr, correlationID(r))
 	if err != nil {
-		status := kindStatus[service.KindOf(err)]
-		if status == 0 {
-			status = http.StatusInternalServerError
-		}
-		c.render(w, r, &request{v: &view{Title: "Sign in"}}, status, "signin", signInPage{Email: email, Next: next, Error: message(err)})
+		c.render(w, r, &request{v: &view{Title: "Sign in"}}, c.statusOf(r, err), "signin", signInPage{Email: email, Next: next, Error: message(err)})
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: auth.SessionCookie, Value: s.Token, Path: "/", Expires: s.Principal.ExpiresAt,
@@ -459,17 +471,23 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// when renders a time (or a *time.Time) as the API does; nil as a dash.
-func when(t any) string {
+// when renders a time (or a *time.Time) as the API does, in a <time> element; nil as a
+// dash.
+func when(t any) template.HTML {
+	var at time.Time
 	switch v := t.(type) {
 	case time.Time:
-		return events.FormatTime(v)
+		at = v
 	case *time.Time:
-		if v != nil {
-			return events.FormatTime(*v)
+		if v == nil {
+			return "—"
 		}
+		at = *v
+	default:
+		return "—"
 	}
-	return "—"
+	s := events.FormatTime(at) // digits, dashes, colons, a dot, T and Z: nothing to escape
+	return template.HTML(`<time datetime="` + s + `">` + s + `</time>`)
 }
 
 func deref(s *string) string {

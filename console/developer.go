@@ -1,6 +1,7 @@
 package console
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -19,6 +20,7 @@ func (c *console) developerRoutes() []route {
 		{"POST /console/{app}/oauth-clients", "oauth-clients", c.createClient},
 		{"POST /console/{app}/oauth-clients/{id}/revoke", "oauth-clients", c.revokeClient},
 		{"GET /console/{app}/websockets", "websockets", c.websockets},
+		{"GET /console/{app}/websockets/live", "websockets", c.websocketsLive},
 		{"POST /console/{app}/websockets", "websockets", c.createWebSocket},
 		{"POST /console/{app}/websockets/{id}/enabled", "websockets", c.enableWebSocket},
 		{"POST /console/{app}/websockets/{id}/delete", "websockets", c.deleteWebSocket},
@@ -147,6 +149,40 @@ func (c *console) websockets(w http.ResponseWriter, r *http.Request, rq *request
 		return
 	}
 	c.render(w, r, rq, http.StatusOK, "websockets", websocketsPage{Configs: list, Names: events.Names})
+}
+
+// liveConfig is what the WebSockets page's script refreshes of a config.
+type liveConfig struct {
+	ID              string         `json:"id"`
+	LiveConnections int            `json:"liveConnections"`
+	DeliveryLog     []liveDelivery `json:"deliveryLog"`
+}
+
+type liveDelivery struct {
+	EventID string `json:"eventId"`
+	Event   string `json:"event"`
+	At      string `json:"at"`
+}
+
+// websocketsLive answers the WebSockets page's script: each config's live connections and
+// delivery log, as JSON. The page polls it, rather than the API, so that a page left open
+// does not fill the app's request log.
+func (c *console) websocketsLive(w http.ResponseWriter, r *http.Request, rq *request) {
+	list, _, err := c.Service.ListWebSocketConfigs(r.Context(), rq.caller(r), service.Page{Limit: 200})
+	if err != nil {
+		http.Error(w, message(err), c.statusOf(r, err))
+		return
+	}
+	out := make([]liveConfig, len(list))
+	for i, cfg := range list {
+		out[i] = liveConfig{ID: cfg.ID, LiveConnections: cfg.LiveConnections, DeliveryLog: make([]liveDelivery, len(cfg.DeliveryLog))}
+		for j, d := range cfg.DeliveryLog {
+			out[i].DeliveryLog[j] = liveDelivery{EventID: d.EventID, Event: d.Event, At: events.FormatTime(d.SentAt)}
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(map[string]any{"data": out})
 }
 
 func (c *console) createWebSocket(w http.ResponseWriter, r *http.Request, rq *request) {

@@ -373,7 +373,7 @@ func (c *console) evaluate(w http.ResponseWriter, r *http.Request, rq *request) 
 	e, err := c.Service.EvaluatePolicy(r.Context(), rq.caller(r), rq.app, []byte(body))
 	if err != nil {
 		rq.v.Error = message(err)
-		c.policyPage(w, r, rq, kindStatus[service.KindOf(err)], body, nil)
+		c.policyPage(w, r, rq, c.statusOf(r, err), body, nil)
 		return
 	}
 	c.policyPage(w, r, rq, http.StatusOK, body, e)

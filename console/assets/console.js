@@ -63,7 +63,7 @@ document.addEventListener("click", (e) => {
   const poll = async () => {
     clearTimeout(timer);
     try {
-      const res = await fetch(`/developer/websockets?app=${encodeURIComponent(app)}&limit=100`, { credentials: "same-origin" });
+      const res = await fetch(`/console/${encodeURIComponent(app)}/websockets/live`, { credentials: "same-origin" });
       if (res.ok) (await res.json()).data.forEach(render);
     } catch (_) { /* the next poll tries again */ }
     timer = setTimeout(poll, document.hidden ? 10000 : 2000);

@@ -1,0 +1,422 @@
+package console_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/opentreasury/treasury/api"
+	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/console"
+	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/seed"
+	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/workflows"
+)
+
+// pages is the API's router with the console mounted, over a seeded store. Orders are
+// submitted to a fake that allows them; no workflow runs.
+type pages struct {
+	store   *store.Store
+	creds   *seed.Credentials
+	handler http.Handler
+}
+
+type allowAll struct{}
+
+func (allowAll) Submit(context.Context, *store.Order, []string, string) (workflows.PolicyDecision, error) {
+	return workflows.PolicyDecision{Allowed: true}, nil
+}
+
+func (allowAll) SignalApproval(context.Context, string, workflows.ApprovalDecision) error { return nil }
+
+func (allowAll) SignalSignature(context.Context, string, workflows.Signature) error { return nil }
+
+func newPages(t *testing.T) *pages { return newPagesAt(t, nil) }
+
+// newPagesAt is newPages with the sessions' clock (time.Now when nil).
+func newPagesAt(t *testing.T, now func() time.Time) *pages {
+	t.Helper()
+	s := storetest.NewSQLite(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	creds, err := seed.Ensure(context.Background(), s, t.TempDir(), seed.URLs{BaseURL: "http://test"}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := api.NewRouter(api.Config{Store: s, Log: log, Workflows: allowAll{}, Now: now,
+		Console: &console.Options{TemporalUIURL: "http://temporal-ui.test", Namespace: "treasury"}})
+	return &pages{store: s, creds: creds, handler: h}
+}
+
+// person is a browser: its session cookie, if any.
+type person struct {
+	session string
+}
+
+// reply is a page: its status, where it sends the browser, and its HTML.
+type reply struct {
+	status   int
+	location string
+	header   http.Header
+	html     string
+}
+
+func (p *pages) send(t *testing.T, who person, method, path string, form url.Values, headers ...string) reply {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req := httptest.NewRequest(method, path, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if who.session != "" {
+		req.AddCookie(&http.Cookie{Name: auth.SessionCookie, Value: who.session})
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	rec := httptest.NewRecorder()
+	p.handler.ServeHTTP(rec, req)
+	return reply{status: rec.Code, location: rec.Header().Get("Location"), header: rec.Header(), html: rec.Body.String()}
+}
+
+func (p *pages) get(t *testing.T, who person, path string) reply {
+	t.Helper()
+	return p.send(t, who, "GET", path, nil)
+}
+
+// post sends a form with the session's CSRF token.
+func (p *pages) post(t *testing.T, who person, path string, form url.Values) reply {
+	t.Helper()
+	if form == nil {
+		form = url.Values{}
+	}
+	form.Set("csrf", auth.CSRFToken(who.session))
+	return p.send(t, who, "POST", path, form)
+}
+
+// signIn signs in through the sign-in form.
+func (p *pages) signIn(t *testing.T, email, password string) person {
+	t.Helper()
+	r := p.send(t, person{}, "POST", "/console/sign-in", url.Values{"email": {email}, "password": {password}, "next": {"/console/pay/orders"}})
+	cookies := (&http.Response{Header: r.header}).Cookies()
+	if r.status != http.StatusSeeOther || r.location != "/console/pay/orders" || len(cookies) != 1 {
+		t.Fatalf("sign in %s: %d → %s %v", email, r.status, r.location, cookies)
+	}
+	c := cookies[0]
+	if c.Name != auth.SessionCookie || !c.HttpOnly || !c.Secure || c.SameSite != http.SameSiteStrictMode {
+		t.Fatalf("session cookie %+v", c)
+	}
+	return person{session: c.Value}
+}
+
+// member adds a person with grants, signed in without a password (its hash is slow).
+func (p *pages) member(t *testing.T, role string, grants map[string]string) person {
+	t.Helper()
+	ctx := context.Background()
+	var perms []store.MemberPermission
+	for app, actions := range grants {
+		perms = append(perms, store.MemberPermission{App: app, Actions: actions})
+	}
+	u := &store.User{ID: ids.New(ids.User), OrgID: p.creds.OrgID, Email: ids.New("usr") + "@example.com", PasswordHash: "-",
+		Role: role, CreatedAt: time.Now()}
+	if err := p.store.CreateUser(ctx, u, perms); err != nil {
+		t.Fatal(err)
+	}
+	token, sess, _ := auth.NewSession(u, time.Now(), time.Hour)
+	if err := p.store.CreateSession(ctx, sess); err != nil {
+		t.Fatal(err)
+	}
+	return person{session: token}
+}
+
+// api sends a JSON write to the API with a person's session and returns the id answered.
+func (p *pages) api(t *testing.T, who person, path, body string) string {
+	t.Helper()
+	req := httptest.NewRequest("POST", path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(auth.CSRFHeader, auth.CSRFToken(who.session))
+	req.AddCookie(&http.Cookie{Name: auth.SessionCookie, Value: who.session})
+	rec := httptest.NewRecorder()
+	p.handler.ServeHTTP(rec, req)
+	id := regexp.MustCompile(`"id":"([^"]+)"`).FindStringSubmatch(rec.Body.String())
+	if rec.Code >= 300 || id == nil {
+		t.Fatalf("POST %s: %d %s", path, rec.Code, rec.Body)
+	}
+	return id[1]
+}
+
+func (p *pages) owner(t *testing.T) person {
+	t.Helper()
+	return p.signIn(t, p.creds.Owner.Email, p.creds.Owner.Password)
+}
+
+func TestSigningIn(t *testing.T) {
+	p := newPages(t)
+
+	// A stranger is sent to the sign-in page, which brings them back afterwards.
+	r := p.get(t, person{}, "/console/pay/orders?status=confirmed")
+	if r.status != http.StatusSeeOther || r.location != "/console/sign-in?next=%2Fconsole%2Fpay%2Forders%3Fstatus%3Dconfirmed" {
+		t.Fatalf("a stranger: %d → %s", r.status, r.location)
+	}
+	if r := p.get(t, person{}, "/console/sign-in?next=%2Fconsole%2Fpay%2Forders"); r.status != 200 ||
+		!strings.Contains(r.html, `name="next" value="/console/pay/orders"`) {
+		t.Fatalf("sign-in page: %d", r.status)
+	}
+
+	// A wrong password: the form again, with the API's message, and the address kept.
+	r = p.send(t, person{}, "POST", "/console/sign-in", url.Values{"email": {p.creds.Owner.Email}, "password": {"wrong"}})
+	if r.status != http.StatusUnauthorized || !strings.Contains(r.html, "The email address or the password is wrong.") ||
+		!strings.Contains(r.html, `value="`+p.creds.Owner.Email+`"`) || len(r.header.Values("Set-Cookie")) != 0 {
+		t.Fatalf("wrong password: %d %s", r.status, r.html)
+	}
+	// Another site's form cannot sign the browser in (login CSRF).
+	r = p.send(t, person{}, "POST", "/console/sign-in", url.Values{"email": {p.creds.Owner.Email}, "password": {p.creds.Owner.Password}},
+		"Origin", "https://evil.example")
+	if r.status != http.StatusForbidden || len(r.header.Values("Set-Cookie")) != 0 {
+		t.Fatalf("a cross-site sign-in: %d", r.status)
+	}
+	// After sign-in, the browser goes back within the console only.
+	for next, want := range map[string]string{"//evil.example/x": "/console/", "https://evil.example": "/console/",
+		"/console/\\evil": "/console/", "/console/trade/orders": "/console/trade/orders"} {
+		r := p.send(t, person{}, "POST", "/console/sign-in", url.Values{"email": {p.creds.Owner.Email},
+			"password": {p.creds.Owner.Password}, "next": {next}})
+		if r.status != http.StatusSeeOther || r.location != want {
+			t.Errorf("next=%s: %d → %s, want %s", next, r.status, r.location, want)
+		}
+	}
+
+	owner := p.owner(t)
+	home := p.get(t, owner, "/console/")
+	if home.status != http.StatusSeeOther || home.location != "/console/treasury/" {
+		t.Fatalf("the owner's home: %d → %s", home.status, home.location)
+	}
+	if r := p.get(t, owner, "/console/treasury/"); r.location != "/console/treasury/overview" {
+		t.Fatalf("the treasury app's first page: %s", r.location)
+	}
+	overview := p.get(t, owner, "/console/treasury/overview")
+	if overview.status != 200 || !strings.Contains(overview.html, "31,050,000.00 USD") {
+		t.Fatalf("overview: %d", overview.status)
+	}
+	for header, want := range map[string]string{"Cache-Control": "no-store", "X-Frame-Options": "DENY",
+		"Content-Security-Policy": "default-src 'self'"} {
+		if got := overview.header.Get(header); !strings.HasPrefix(got, want) {
+			t.Errorf("%s: %q", header, got)
+		}
+	}
+
+	// Signing out ends the session on the spot.
+	if r := p.post(t, owner, "/console/sign-out", nil); r.status != http.StatusSeeOther || !strings.HasPrefix(r.location, "/console/sign-in") {
+		t.Fatalf("sign out: %d → %s", r.status, r.location)
+	}
+	if r := p.get(t, owner, "/console/treasury/overview"); r.status != http.StatusSeeOther {
+		t.Fatalf("after signing out: %d", r.status)
+	}
+}
+
+// Failed sign-ins count once, whichever door they come through: the API's or the console's.
+func TestFailedSignInsShareOneLimit(t *testing.T) {
+	// The clock stands still: no failure is forgiven while the test runs (bcrypt is slow
+	// under the race detector).
+	start := time.Now()
+	p := newPagesAt(t, func() time.Time { return start })
+	email := "nobody@example.com"
+	for range 10 {
+		req := httptest.NewRequest("POST", "/api/v1/sessions", strings.NewReader(`{"email":"`+email+`","password":"wrong"}`))
+		req.Header.Set("Content-Type", "application/json")
+		p.handler.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	r := p.send(t, person{}, "POST", "/console/sign-in", url.Values{"email": {email}, "password": {"wrong"}})
+	if r.status != http.StatusTooManyRequests || !strings.Contains(r.html, "Too many failed sign-ins") {
+		t.Fatalf("the console after ten failures at the API: %d", r.status)
+	}
+}
+
+func TestFormsNeedTheSessionsToken(t *testing.T) {
+	p := newPages(t)
+	owner := p.owner(t)
+	form := url.Values{"kind": {"sk"}, "label": {"forged"}}
+	for name, headers := range map[string][]string{"no token": nil, "another session's token": {"X-Unused", ""}} {
+		f := url.Values{}
+		for k, v := range form {
+			f[k] = v
+		}
+		if headers != nil {
+			f.Set("csrf", auth.CSRFToken("ses_someone_else"))
+		}
+		if r := p.send(t, owner, "POST", "/console/pay/api-keys", f); r.status != http.StatusForbidden {
+			t.Errorf("%s: %d", name, r.status)
+		}
+	}
+	f := url.Values{"kind": {"sk"}, "label": {"forged"}, "csrf": {auth.CSRFToken(owner.session)}}
+	if r := p.send(t, owner, "POST", "/console/pay/api-keys", f, "Sec-Fetch-Site", "cross-site"); r.status != http.StatusForbidden {
+		t.Errorf("a cross-site form with the token: %d", r.status)
+	}
+	if r := p.get(t, owner, "/console/pay/api-keys"); strings.Contains(r.html, "forged") {
+		t.Fatal("a refused form made a key")
+	}
+}
+
+func TestSecretsAreShownOnce(t *testing.T) {
+	p := newPages(t)
+	owner := p.owner(t)
+	r := p.post(t, owner, "/console/pay/api-keys", url.Values{"kind": {"tk"}, "actions": {"read", "write"},
+		"resourceIds": {p.creds.Wallets[0].ID}, "label": {"payouts"}})
+	secret := regexp.MustCompile(`value="(tk_[^"]+)"`).FindStringSubmatch(r.html)
+	if r.status != http.StatusCreated || secret == nil || r.header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("create a key: %d %s", r.status, r.html)
+	}
+	k, err := auth.NewAuthenticator(p.store).Authenticate(context.Background(), secret[1])
+	if err != nil || k.App != "pay" || strings.Join(k.Actions, ",") != "read,write" || len(k.ResourceIDs) != 1 {
+		t.Fatalf("the key made: %+v %v", k, err)
+	}
+	if list := p.get(t, owner, "/console/pay/api-keys"); !strings.Contains(list.html, "payouts") || strings.Contains(list.html, secret[1]) {
+		t.Fatal("the keys page lists the key without its secret: it does not")
+	}
+
+	// Invalid input comes back as a message on the page it came from.
+	r = p.post(t, owner, "/console/pay/api-keys", url.Values{"kind": {"tk"}})
+	if r.status != http.StatusSeeOther || !strings.HasPrefix(r.location, "/console/pay/api-keys?error=") {
+		t.Fatalf("a tk_ key without actions: %d → %s", r.status, r.location)
+	}
+	if page := p.get(t, owner, r.location); !strings.Contains(page.html, `role="alert"`) || !strings.Contains(page.html, "actions") {
+		t.Fatalf("the message: %s", page.html)
+	}
+
+	r = p.post(t, owner, "/console/pay/team", url.Values{"email": {"new@example.com"}, "actions": {"approve"}})
+	password := regexp.MustCompile(`id="secret" readonly value="([^"]+)"`).FindStringSubmatch(r.html)
+	if r.status != http.StatusCreated || password == nil {
+		t.Fatalf("invite: %d", r.status)
+	}
+	if member := p.signIn(t, "new@example.com", password[1]); member.session == "" {
+		t.Fatal("the invited member cannot sign in")
+	}
+}
+
+func TestPagesFollowPermissions(t *testing.T) {
+	p := newPages(t)
+	approver := p.member(t, store.RoleMember, map[string]string{"pay": "approve"})
+	r := p.get(t, approver, "/console/pay/approvals")
+	if r.status != 200 {
+		t.Fatalf("approvals: %d", r.status)
+	}
+	nav := regexp.MustCompile(`<nav aria-label="Pay pages"[\s\S]*?</nav>`).FindString(r.html)
+	if !strings.Contains(nav, "Approvals") || strings.Contains(nav, "API keys") || strings.Contains(nav, "Orders") {
+		t.Fatalf("the approver's menu: %s", nav)
+	}
+	for _, path := range []string{"/console/pay/api-keys", "/console/pay/orders", "/console/pay/team", "/console/pay/logs", "/console/treasury/overview"} {
+		if r := p.get(t, approver, path); r.status != http.StatusForbidden {
+			t.Errorf("the approver at %s: %d", path, r.status)
+		}
+	}
+	if r := p.post(t, approver, "/console/pay/api-keys", url.Values{"kind": {"sk"}}); r.status != http.StatusForbidden {
+		t.Errorf("the approver making a key: %d", r.status)
+	}
+
+	// A developer reads the team page but only the owner changes it.
+	developer := p.member(t, store.RoleMember, map[string]string{"pay": "developer"})
+	team := p.get(t, developer, "/console/pay/team")
+	if team.status != 200 || strings.Contains(team.html, `action="team"`) || !strings.Contains(team.html, "Only the organisation's owner") {
+		t.Fatalf("the developer's team page: %d", team.status)
+	}
+	if r := p.post(t, developer, "/console/pay/team", url.Values{"email": {"x@example.com"}, "actions": {"read"}}); !strings.Contains(r.location, "error=Only+the+organisation") {
+		t.Fatalf("the developer inviting: %d → %s", r.status, r.location)
+	}
+	if r := p.get(t, developer, "/console/nowhere/orders"); r.status != http.StatusNotFound {
+		t.Fatalf("an unknown app: %d", r.status)
+	}
+}
+
+// Deciding from the approvals page follows the API's rules: maker-checker, one decision
+// per person, nothing on a closed item; each refusal is said on the page.
+func TestDecidingFollowsTheAPIsRules(t *testing.T) {
+	p := newPages(t)
+	ctx := context.Background()
+	maker := p.member(t, store.RoleMember, map[string]string{"pay": "read,write,approve"})
+	checker := p.member(t, store.RoleMember, map[string]string{"pay": "read,approve"})
+	makerPrincipal, err := auth.NewAuthenticator(p.store).AuthenticateSession(ctx, maker.session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A payment the maker made and submitted through the API; the workflow, faked here,
+	// would open its approval item.
+	orderID := p.api(t, maker, "/api/v1/payments", `{"walletId":"`+p.creds.Wallets[0].ID+
+		`","asset":"USDC","amount":"20000","destination":{"address":"0x1111111111111111111111111111111111111111"}}`)
+	p.api(t, maker, "/api/v1/payments/"+orderID+"/submit", `{}`)
+	now := time.Now()
+	item := &store.ApprovalItem{ID: ids.New(ids.ApprovalItem), OrgID: p.creds.OrgID, App: "pay", Domain: "payment", OrderID: orderID,
+		Status: "pending", RequiredApprovals: 1, Reason: "orders worth 20000.00 USD need 1 approval(s)", PayloadHash: "h",
+		Summary:   `{"amountUsd":"20000.00","walletId":"` + p.creds.Wallets[0].ID + `","chain":"ethereum","details":{"asset":"USDC","amount":"20000"}}`,
+		CreatedBy: makerPrincipal.ID, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	if err := p.store.CreateApprovalItem(ctx, item); err != nil {
+		t.Fatal(err)
+	}
+	page := p.get(t, checker, "/console/pay/approvals")
+	if !strings.Contains(page.html, "20,000.00 USD") || !strings.Contains(page.html, `action="approvals/`+item.ID+`/decide"`) {
+		t.Fatalf("the pending item on the page: %s", page.html)
+	}
+	decide := "/console/pay/approvals/" + item.ID + "/decide"
+	r := p.post(t, maker, decide, url.Values{"decision": {"APPROVE"}})
+	if !strings.Contains(r.location, "error=") || !strings.Contains(r.location, "creator+of+an+order") {
+		t.Fatalf("the maker approving: %s", r.location)
+	}
+	r = p.post(t, checker, decide, url.Values{"decision": {"APPROVE"}, "comment": {"ok"}})
+	if !strings.Contains(r.location, "notice=Approved") {
+		t.Fatalf("the checker approving: %s", r.location)
+	}
+	r = p.post(t, checker, decide, url.Values{"decision": {"REJECT"}})
+	if !strings.Contains(r.location, "error=") {
+		t.Fatalf("deciding again: %s", r.location)
+	}
+	if r := p.get(t, checker, "/console/pay/approvals?status=all"); strings.Contains(r.html, `class="decide"`) || !strings.Contains(r.html, "approved") {
+		t.Fatalf("the closed item still offers a decision")
+	}
+	order := p.get(t, checker, "/console/pay/orders/"+orderID)
+	if order.status != 200 || !strings.Contains(order.html, `href="http://temporal-ui.test/namespaces/treasury/workflows/order-`+orderID+`"`) ||
+		!strings.Contains(order.html, `http-equiv="refresh"`) {
+		t.Fatalf("the order page: %d %s", order.status, order.html)
+	}
+}
+
+func TestGroupedAmounts(t *testing.T) {
+	for in, want := range map[string]string{"0.00": "0.00", "999": "999", "1000": "1,000", "31050000.00": "31,050,000.00",
+		"-1234567.891": "-1,234,567.891", "100000": "100,000"} {
+		if got := console.Grouped(in); got != want {
+			t.Errorf("Grouped(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestRequestsAreLimitedPerAddress(t *testing.T) {
+	s := storetest.NewSQLite(t)
+	h := api.NewRouter(api.Config{Store: s, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), RateBurst: 3, RateLimit: 0.001,
+		Console: &console.Options{}})
+	status := func(addr string) int {
+		req := httptest.NewRequest("GET", "/console/sign-in", nil)
+		req.RemoteAddr = addr
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	for i := range 3 {
+		if got := status("192.0.2.1:1000"); got != http.StatusOK {
+			t.Fatalf("request %d: %d", i+1, got)
+		}
+	}
+	if got := status("192.0.2.1:1001"); got != http.StatusTooManyRequests {
+		t.Fatalf("past the burst: %d", got)
+	}
+	if got := status("192.0.2.2:1000"); got != http.StatusOK {
+		t.Fatalf("another address: %d", got)
+	}
+}

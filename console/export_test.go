@@ -1,0 +1,4 @@
+package console
+
+// Grouped is grouped, for the tests of package console_test.
+var Grouped = grouped
