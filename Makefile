@@ -8,7 +8,7 @@ export CGO_ENABLED ?= 0
 # built once, without the race detector, to keep the build within reach of 2 cores.
 FAST_PKGS = $(shell $(GO) list ./... | grep -v -e '/e2e$$' -e '/devstack$$' -e '/cmd/treasury-dev$$')
 
-.PHONY: run build test test-unit test-e2e lint fmt bench bench-lifecycle bench-live bench-webhooks screenshots
+.PHONY: run build test test-unit test-e2e lint fmt bench bench-lifecycle bench-live bench-webhooks screenshots docs-events
 
 ## run: build and start the dev bundle (embedded Temporal + UI, API, worker, demo org)
 run: $(BIN)/treasury-dev
@@ -38,6 +38,10 @@ test-e2e: $(BIN)/treasury-dev $(BIN)/treasury
 ## screenshots: the console's browser test, saving a screenshot of every page in docs/console
 screenshots:
 	CONSOLE_SCREENSHOTS=$(abspath docs/console) $(GO) test -count=1 -run TestConsoleInABrowser ./e2e/
+
+## docs-events: rewrite docs/events.md from a run of the dev bundle
+docs-events:
+	WRITE_EVENTS_DOC=1 $(GO) test -count=1 -run TestEventsCatalogue ./e2e/
 
 ## bench: lifecycle throughput and latency, the live channel's fan-out latency and memory
 ## per connection, and webhook delivery, on the dev bundle (figures in docs/benchmarks.md)

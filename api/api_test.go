@@ -88,6 +88,11 @@ type response struct {
 
 func (f *fixture) do(t *testing.T, method, target, token string, body io.Reader, headers ...string) response {
 	t.Helper()
+	var sent []byte
+	if body != nil {
+		sent, _ = io.ReadAll(body)
+		body = bytes.NewReader(sent)
+	}
 	req := httptest.NewRequest(method, target, body)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -98,6 +103,7 @@ func (f *fixture) do(t *testing.T, method, target, token string, body io.Reader,
 	rec := httptest.NewRecorder()
 	f.handler.ServeHTTP(rec, req)
 	r := response{status: rec.Code, header: rec.Header(), body: rec.Body.Bytes()}
+	documented(t, req, sent, r)
 	if strings.HasPrefix(rec.Header().Get("Content-Type"), problemContentType) {
 		if err := json.Unmarshal(r.body, &r.problem); err != nil {
 			t.Fatalf("problem body is not JSON: %s", r.body)

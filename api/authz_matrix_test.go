@@ -44,6 +44,7 @@ type access struct {
 var routeAccess = map[string]access{
 	"GET /healthz":                                                  {public: true},
 	"GET /readyz":                                                   {public: true},
+	"GET /api/v1/openapi.json":                                      {public: true},
 	"POST /api/v1/oauth/token":                                      {public: true},
 	"POST /api/v1/sessions":                                         {public: true},
 	"GET /api/v1/session":                                           {session: true},
@@ -364,9 +365,7 @@ func TestAuthorisationMatrix(t *testing.T) {
 				// The channel takes a token in its URL, never a session cookie.
 				p = nil
 			}
-			rec := httpRecorder()
-			h.ServeHTTP(rec, req)
-			got := rec.Code
+			got := serve(t, h, req).Code
 			if isRefused && !rule.public && (p != nil || got != 401) {
 				t.Errorf("%s with %s: want 401, got %d", key, name, got)
 				continue
@@ -391,8 +390,7 @@ func TestAuthorisationMatrix(t *testing.T) {
 			}
 		}
 		if !rule.public {
-			rec := httpRecorder()
-			h.ServeHTTP(rec, forged.request(route.method, path))
+			rec := serve(t, h, forged.request(route.method, path))
 			if want := route.method == "GET" && !rule.channel; want != (rec.Code != 401 && rec.Code != 403) {
 				t.Errorf("%s with the owner's cookie and no CSRF token: %d", key, rec.Code)
 			}

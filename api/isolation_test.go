@@ -155,9 +155,7 @@ func TestDataIsolation(t *testing.T) {
 		if method != "GET" && body == "" {
 			body = "{}"
 		}
-		rec := httpRecorder()
-		f.handler.ServeHTTP(rec, cr.requestWith(method, path, body))
-		return rec
+		return serve(t, f.handler, cr.requestWith(method, path, body))
 	}
 	target := func(route walkedRoute[isolationTarget], id string) string {
 		if route.path == "/api/v1/ws" {

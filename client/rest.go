@@ -11,39 +11,47 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 )
 
 // maxBody bounds a successful answer: the largest is a page of 200 orders.
 const maxBody = 8 << 20
 
-// Client calls the REST API at {base}/api/v1 with a bearer token. It is safe for
-// concurrent use.
+// Client calls the REST API at {base}/api/v1 with an API key, OAuth client credentials
+// or a person's session. It is safe for concurrent use. Every call is retried by the
+// client's RetryPolicy, and every write carries an Idempotency-Key, so that a retry never
+// acts twice.
 type Client struct {
 	base  string
 	http  *http.Client
-	key   string             // an API key, or
-	oauth *clientCredentials // an OAuth client
+	cred  credential
+	retry RetryPolicy
+	// app is the ?app= of the developer routes, which a person must name.
+	app string
 }
 
 // Option configures New.
 type Option func(*Client)
 
 // WithToken authenticates with an API key (sk_, tk_).
-func WithToken(token string) Option { return func(c *Client) { c.key, c.oauth = token, nil } }
+func WithToken(token string) Option { return func(c *Client) { c.cred = apiKey(token) } }
 
 // WithClientCredentials authenticates as an OAuth client (RFC 6749 §4.4). scope may be
 // empty (all of the client's scopes); asking for less than the client holds keeps the
-// token to what the program needs.
+// token to what the program needs. The client fetches the access token itself, renews it
+// before it expires, and fetches another when the API refuses one (a revoked token).
 func WithClientCredentials(clientID, clientSecret, scope string) Option {
 	return func(c *Client) {
-		c.key, c.oauth = "", &clientCredentials{c: c, id: clientID, secret: clientSecret, scope: scope, now: time.Now}
+		c.cred = &clientCredentials{c: c, id: clientID, secret: clientSecret, scope: scope, now: time.Now}
 	}
 }
 
 // WithHTTPClient replaces the default client (30 s timeout). Keep a timeout on it.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = hc } }
+
+// WithApp names the app of the developer routes (/developer/…) as their ?app=. A person
+// signed in with WithSession must name one; a key may name only its own, and needs none.
+func WithApp(app string) Option { return func(c *Client) { c.app = app } }
 
 // New returns a client of the API at baseURL, given with or without its /api/v1 suffix.
 func New(baseURL string, opts ...Option) (*Client, error) {
@@ -52,92 +60,198 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("client: base URL %q: want http(s)://host[:port]", baseURL)
 	}
 	base := strings.TrimSuffix(strings.TrimSuffix(u.String(), "/"), "/api/v1")
-	c := &Client{base: base, http: &http.Client{Timeout: 30 * time.Second}}
+	c := &Client{base: base, http: &http.Client{Timeout: 30 * time.Second}, retry: defaultRetryPolicy}
 	for _, o := range opts {
 		o(c)
 	}
-	if c.key == "" && c.oauth == nil {
-		return nil, errors.New("client: no credential (WithToken or WithClientCredentials)")
+	if c.cred == nil {
+		return nil, errors.New("client: no credential (WithToken, WithClientCredentials or WithSession)")
 	}
 	return c, nil
 }
 
-// CallOption sets something on one request.
+// CallOption sets something on one request. It is applied to every attempt of the call.
 type CallOption func(*http.Request)
 
 // WithIdempotencyKey makes a retried write safe: the server answers a repeat with the
-// first answer instead of acting twice. Use a different key for each distinct write.
+// first answer instead of acting twice. Every write already carries a random key, the same
+// on each of its retries; give your own to make a write safe across runs of your program
+// (a job that may be restarted), a different one for each distinct write.
 func WithIdempotencyKey(key string) CallOption {
 	return func(r *http.Request) { r.Header.Set("Idempotency-Key", key) }
 }
 
+// WithCorrelationID sends the request's X-Correlation-Id (1–128 characters of
+// A-Z a-z 0-9 . _ : -), so that the service's logs, audit records and events of the
+// request can be found by an id of your own.
+func WithCorrelationID(id string) CallOption {
+	return func(r *http.Request) { r.Header.Set("X-Correlation-Id", id) }
+}
+
 // Do sends body (if not nil) as JSON to path, with its query string, and decodes a 2xx
-// answer into out (if not nil). Any other answer is a *Problem. path is relative to
-// /api/v1, except the developer surface's (/developer/…), which sits at the root.
+// answer into out (if not nil). Any other answer is a *Problem, and a request that could
+// not be sent or answered a *NetworkError. path is relative to /api/v1, except the
+// developer surface's (/developer/…) and /healthz and /readyz, which sit at the root.
+// Do retries as the client's RetryPolicy says, and gives a write an Idempotency-Key
+// unless opts does.
 func (c *Client) Do(ctx context.Context, method, path string, body, out any, opts ...CallOption) error {
+	return c.send(ctx, call{method: method, path: path, body: body, out: out, opts: opts})
+}
+
+// call is one request of the API, sent as often as the retry policy allows.
+type call struct {
+	method, path string
+	body, out    any
+	opts         []CallOption
+	// anonymous calls carry no credential: signing in, health, the OpenAPI document.
+	anonymous bool
+	// once marks a call whose effect no Idempotency-Key protects (a password change).
+	once bool
+	// header, if set, receives the headers of the successful answer.
+	header *http.Header
+}
+
+func (c *Client) send(ctx context.Context, r call) error {
 	var payload []byte
-	if body != nil {
+	if r.body != nil {
 		var err error
-		if payload, err = json.Marshal(body); err != nil {
-			return fmt.Errorf("client: encode %s %s: %w", method, path, err)
+		if payload, err = json.Marshal(r.body); err != nil {
+			return fmt.Errorf("client: encode %s %s: %w", r.method, r.path, err)
 		}
 	}
-	token := c.key
-	if c.oauth != nil {
-		var err error
-		if token, err = c.oauth.Token(ctx); err != nil {
+	idempotencyKey := ""
+	if isWrite(r.method) {
+		idempotencyKey = newIdempotencyKey()
+	}
+	attempts := c.retry.Attempts
+	if r.once {
+		attempts = 1
+	}
+	renewed := false
+	for attempt := 1; ; attempt++ {
+		used, err := c.attempt(ctx, r, payload, idempotencyKey)
+		if err == nil {
+			return nil
+		}
+		var p *Problem
+		isProblem := errors.As(err, &p)
+		// A token or session the API no longer takes (revoked, expired early) is renewed
+		// once; the refused request never ran, so this costs no attempt.
+		if isProblem && p.Status == http.StatusUnauthorized && used != "" && !renewed && c.cred.renew(used) {
+			renewed = true
+			attempt--
+			continue
+		}
+		if attempt >= attempts || !temporary(err) {
+			return err
+		}
+		var retryAfter time.Duration
+		if isProblem {
+			retryAfter = p.RetryAfter
+		}
+		if !sleep(ctx, c.retry.wait(attempt, retryAfter)) {
 			return err
 		}
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.url(path), bytes.NewReader(payload))
+}
+
+// attempt sends the call once. used is the credential it carried, "" when it carried none.
+func (c *Client) attempt(ctx context.Context, r call, payload []byte, idempotencyKey string) (used string, err error) {
+	var body io.Reader
+	if payload != nil {
+		body = bytes.NewReader(payload)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, c.url(r.path), body)
 	if err != nil {
-		return fmt.Errorf("client: %s %s: %w", method, path, err)
+		return "", fmt.Errorf("client: %s %s: %w", r.method, r.path, err)
 	}
 	if payload != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	for _, o := range opts {
+	if q := req.URL.Query(); c.app != "" && isDeveloperRoute(req.URL.Path) && !q.Has("app") {
+		q.Set("app", c.app)
+		req.URL.RawQuery = q.Encode()
+	}
+	if idempotencyKey != "" {
+		req.Header.Set("Idempotency-Key", idempotencyKey)
+	}
+	if !r.anonymous {
+		if used, err = c.cred.authorize(ctx, req); err != nil {
+			return "", err
+		}
+	}
+	for _, o := range r.opts {
 		o(req)
 	}
-	return c.roundTrip(req, method+" "+path, out)
+	return used, c.roundTrip(req, r.method+" "+r.path, r.out, r.header)
 }
 
 // url is where path is served.
 func (c *Client) url(path string) string {
 	path = "/" + strings.TrimPrefix(path, "/")
-	if strings.HasPrefix(path, "/developer/") {
+	route, _, _ := strings.Cut(path, "?")
+	if isDeveloperRoute(route) || route == "/healthz" || route == "/readyz" {
 		return c.base + path
 	}
 	return c.base + "/api/v1" + path
 }
 
+// isDeveloperRoute: the developer surface sits at the root (SPEC 6).
+func isDeveloperRoute(route string) bool { return strings.HasPrefix(route, "/developer/") }
+
 // roundTrip sends req and decodes a 2xx JSON answer into out, or returns the problem.
 // what names the request in errors: net/http's errors quote the URL but never the
 // headers, so no token or secret reaches an error.
-func (c *Client) roundTrip(req *http.Request, what string, out any) error {
+func (c *Client) roundTrip(req *http.Request, what string, out any, header *http.Header) error {
 	req.Header.Set("Accept", "application/json")
 	res, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("client: %s: %w", what, err)
+		return transportError(req.Context(), what, err)
 	}
 	defer res.Body.Close()
 	if res.StatusCode < 200 || res.StatusCode > 299 {
 		return readProblem(res)
 	}
-	body := io.LimitReader(res.Body, maxBody)
+	// Read whole before decoding: a connection lost mid-answer is a network failure,
+	// worth a retry, where a malformed answer is not.
+	raw, err := io.ReadAll(io.LimitReader(res.Body, maxBody+1))
+	if err != nil {
+		return transportError(req.Context(), what, err)
+	}
+	if len(raw) > maxBody {
+		return fmt.Errorf("client: %s: the answer is larger than %d bytes", what, maxBody)
+	}
+	if header != nil {
+		*header = res.Header
+	}
 	if out == nil || res.StatusCode == http.StatusNoContent {
-		_, _ = io.Copy(io.Discard, body)
 		return nil
 	}
-	if err := json.NewDecoder(body).Decode(out); err != nil {
+	if err := json.Unmarshal(raw, out); err != nil {
 		return fmt.Errorf("client: %s: decode the answer: %w", what, err)
 	}
 	return nil
 }
 
+// transportError is a request that got no answer: a *NetworkError, which is retried,
+// unless the caller's context ended it.
+func transportError(ctx context.Context, what string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("client: %s: %w", what, err)
+	}
+	return &NetworkError{Op: "client: " + what, Err: err}
+}
+
+func isWrite(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
 // Problem is a non-2xx answer: an RFC 9457 problem, or for the token endpoint an
-// RFC 6749 error (Code is its "error").
+// RFC 6749 error (Code is its "error"). Find it with errors.As and branch on Code.
 type Problem struct {
 	Status        int          `json:"status"`
 	Code          string       `json:"code"`
@@ -145,7 +259,27 @@ type Problem struct {
 	CorrelationID string       `json:"correlationId"`
 	Errors        []FieldError `json:"errors,omitempty"`
 	Violations    []Violation  `json:"violations,omitempty"`
+	// RetryAfter is how long the server asked the client to wait (429, some 503s).
+	RetryAfter time.Duration `json:"-"`
 }
+
+// Problem codes (docs/errors.md): branch on these, never on Detail.
+const (
+	CodeUnauthenticated      = "unauthenticated"
+	CodePermissionDenied     = "permission_denied"
+	CodeMakerChecker         = "maker_checker_violation"
+	CodeNotFound             = "not_found"
+	CodeConflict             = "conflict"
+	CodeIdempotencyKeyInUse  = "idempotency_key_in_use"
+	CodeValidationFailed     = "validation_failed"
+	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	CodePolicyViolation      = "policy_violation"
+	CodeInvalidSignature     = "invalid_signature"
+	CodePayloadTooLarge      = "payload_too_large"
+	CodeRateLimited          = "rate_limited"
+	CodeInternal             = "internal"
+	CodeUnavailable          = "unavailable"
+)
 
 // FieldError names one invalid field of a request (validation_failed).
 type FieldError struct {
@@ -174,9 +308,9 @@ func (p *Problem) Error() string {
 }
 
 // Temporary reports whether the same request may succeed later. Only resend a write
-// that carries an idempotency key.
+// that carries an idempotency key (the client's calls retry these by themselves).
 func (p *Problem) Temporary() bool {
-	return p.Status == http.StatusTooManyRequests || p.Status >= 500 || p.Code == "idempotency_key_in_use"
+	return p.Status == http.StatusTooManyRequests || p.Status >= 500 || p.Code == CodeIdempotencyKeyInUse
 }
 
 func readProblem(res *http.Response) *Problem {
@@ -194,53 +328,6 @@ func readProblem(res *http.Response) *Problem {
 	p.Code = cmp.Or(p.Code, doc.Error)
 	p.Detail = cmp.Or(p.Detail, doc.ErrorDescription, doc.Title, http.StatusText(res.StatusCode))
 	p.CorrelationID = cmp.Or(p.CorrelationID, res.Header.Get("X-Correlation-Id"))
+	p.RetryAfter = retryAfter(res.Header, time.Now())
 	return &p
-}
-
-// clientCredentials fetches access tokens and reuses each until shortly before it
-// expires, so that no request leaves with a token about to lapse.
-type clientCredentials struct {
-	c                 *Client
-	id, secret, scope string
-	now               func() time.Time
-
-	mu      sync.Mutex // held across a fetch, so that concurrent callers share one
-	token   string
-	refresh time.Time
-}
-
-func (cc *clientCredentials) Token(ctx context.Context) (string, error) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if cc.token != "" && cc.now().Before(cc.refresh) {
-		return cc.token, nil
-	}
-	form := url.Values{"grant_type": {"client_credentials"}}
-	if cc.scope != "" {
-		form.Set("scope", cc.scope)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cc.c.base+"/api/v1/oauth/token",
-		strings.NewReader(form.Encode()))
-	if err != nil {
-		return "", fmt.Errorf("client: token: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	// RFC 6749 §2.3.1: the Basic credentials are form-encoded first.
-	req.SetBasicAuth(url.QueryEscape(cc.id), url.QueryEscape(cc.secret))
-	var t struct {
-		AccessToken string `json:"access_token"`
-		ExpiresIn   int64  `json:"expires_in"`
-	}
-	start := cc.now()
-	if err := cc.c.roundTrip(req, "POST /oauth/token", &t); err != nil {
-		return "", err
-	}
-	if t.AccessToken == "" {
-		return "", errors.New("client: POST /oauth/token: the answer holds no access_token")
-	}
-	// Renew a minute early, or halfway through a lifetime shorter than two minutes. The
-	// lifetime counts from before the request was sent, so a slow answer cannot stretch it.
-	life := time.Duration(t.ExpiresIn) * time.Second
-	cc.token, cc.refresh = t.AccessToken, start.Add(life-min(time.Minute, life/2))
-	return cc.token, nil
 }

@@ -80,7 +80,7 @@ func TestDoSendsJSONWithTheKeyAndIdempotencyKey(t *testing.T) {
 
 func TestDoWithoutBodySendsNoContentType(t *testing.T) {
 	c := newRESTClient(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength != 0 || r.Header.Get("Content-Type") != "" || r.Header.Get("Idempotency-Key") != "" {
+		if r.ContentLength != 0 || r.Header.Get("Content-Type") != "" {
 			t.Errorf("length %d, type %q", r.ContentLength, r.Header.Get("Content-Type"))
 		}
 		w.WriteHeader(http.StatusAccepted)
@@ -88,6 +88,35 @@ func TestDoWithoutBodySendsNoContentType(t *testing.T) {
 	}, WithToken(restKey))
 	if err := c.Do(context.Background(), "POST", "payments/ord_1/submit", nil, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Writes carry a key of their own unless given one; reads carry none.
+func TestEveryWriteCarriesAnIdempotencyKey(t *testing.T) {
+	keys := map[string][]string{}
+	var mu sync.Mutex
+	c := newRESTClient(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys[r.Method] = append(keys[r.Method], r.Header.Get("Idempotency-Key"))
+		mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+	}, WithToken(restKey))
+	for _, m := range []string{"GET", "POST", "POST", "PUT", "PATCH", "DELETE"} {
+		if err := c.Do(context.Background(), m, "/x", nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if keys["GET"][0] != "" {
+		t.Errorf("a read carried the key %q", keys["GET"][0])
+	}
+	seen := map[string]bool{}
+	for _, m := range []string{"POST", "PUT", "PATCH", "DELETE"} {
+		for _, k := range keys[m] {
+			if len(k) < 16 || len(k) > 255 || seen[k] {
+				t.Errorf("%s carried the key %q (seen before: %v)", m, k, seen[k])
+			}
+			seen[k] = true
+		}
 	}
 }
 
@@ -105,7 +134,7 @@ func TestNonSuccessIsAProblem(t *testing.T) {
 			"code":"policy_violation","detail":"The policy refused this order.",
 			"errors":[{"field":"amount","message":"must be positive"}],
 			"violations":[{"rule":"destinationWhitelist","message":"0x3 is not whitelisted"}]}`))
-	}, WithToken(restKey))
+	}, WithToken(restKey), quick)
 
 	err := c.Do(context.Background(), "POST", "/payments/ord_1/submit", nil, nil)
 	var p *Problem
@@ -175,7 +204,7 @@ func TestClientCredentialsCacheTheTokenAndRenewItBeforeItExpires(t *testing.T) {
 	c := newRESTClient(t, ts.serve, WithClientCredentials(oauthID, oauthSecret, "pay:read pay:write"))
 	var elapsed atomic.Int64
 	start := time.Now()
-	c.oauth.now = func() time.Time { return start.Add(time.Duration(elapsed.Load())) }
+	c.cred.(*clientCredentials).now = func() time.Time { return start.Add(time.Duration(elapsed.Load())) }
 
 	used := func() string {
 		var out struct{ Token string }
@@ -225,12 +254,13 @@ func TestNetworkErrorsQuoteNoCredential(t *testing.T) {
 	base := srv.URL
 	srv.Close()
 	for _, opt := range []Option{WithToken(restKey), WithClientCredentials(oauthID, oauthSecret, "")} {
-		c, err := New(base, opt, WithHTTPClient(&http.Client{Timeout: time.Second}))
+		c, err := New(base, opt, WithHTTPClient(&http.Client{Timeout: time.Second}), quick)
 		if err != nil {
 			t.Fatal(err)
 		}
 		err = c.Do(context.Background(), "GET", "/treasury/portfolio", nil, nil)
-		if err == nil || strings.Contains(err.Error(), restKey) || strings.Contains(err.Error(), "ocs_") {
+		var n *NetworkError
+		if !errors.As(err, &n) || strings.Contains(err.Error(), restKey) || strings.Contains(err.Error(), "ocs_") {
 			t.Fatalf("%v", err)
 		}
 	}

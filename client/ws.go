@@ -1,7 +1,3 @@
-// Package client is a small Go client of the treasury API for integrators. New and Do
-// call the REST API with a key or OAuth client credentials (rest.go). For the live
-// channel, Subscribe holds one connection, Follow reconnects the way the close codes ask,
-// and Tail prints what arrives (treasury events tail).
 package client
 
 import (
@@ -124,7 +120,8 @@ func (e *ClosedError) Reconnect() bool {
 }
 
 // NetworkError is a connection that could not be made, or that was lost without a
-// close frame (including a server that fell silent).
+// close frame (including a server that fell silent); for a REST call, a request that got
+// no answer, which the client retries.
 type NetworkError struct {
 	Op  string
 	Err error
@@ -364,18 +361,30 @@ func redact(err error, token string) error {
 // returns ErrStop, and the first error it does not recover from otherwise: a 401, 403
 // or 404 (a deleted config, a revoked key) ends it even on a reconnection.
 func Follow(ctx context.Context, baseURL, configID, token string, handle func(Frame) error, opts *Options) error {
+	return followWithTokens(ctx, baseURL, configID, func(context.Context) (string, error) { return token, nil }, handle, opts)
+}
+
+// followWithTokens is Follow with a token asked for at each connection, so that an expired OAuth
+// access token (closed with 4003) is replaced on the reconnection.
+func followWithTokens(ctx context.Context, baseURL, configID string, token func(context.Context) (string, error),
+	handle func(Frame) error, opts *Options) error {
 	o := opts.withDefaults()
 	backoff := o.MinBackoff
 	connected := false
 	for {
 		var readyAt time.Time
-		err := Subscribe(ctx, baseURL, configID, token, func(f Frame) error {
-			if f.Type == FrameReady {
-				readyAt, connected = time.Now(), true
-			}
-			return handle(f)
-		}, &o)
+		tok, err := token(ctx)
 		if err == nil {
+			err = Subscribe(ctx, baseURL, configID, tok, func(f Frame) error {
+				if f.Type == FrameReady {
+					readyAt, connected = time.Now(), true
+				}
+				return handle(f)
+			}, &o)
+			if err == nil {
+				return nil
+			}
+		} else if ctx.Err() != nil {
 			return nil
 		}
 		// A connection that lasted resets the backoff; one closed at once (a disabled
@@ -410,6 +419,11 @@ func retryable(err error, connectedBefore bool) bool {
 	var re *RefusedError
 	if errors.As(err, &re) {
 		return re.Temporary()
+	}
+	// The token endpoint's answer, when an OAuth token could not be had.
+	var p *Problem
+	if errors.As(err, &p) {
+		return p.Temporary()
 	}
 	var ne *NetworkError
 	if errors.As(err, &ne) {

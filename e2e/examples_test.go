@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -230,4 +232,103 @@ func oauthToken(t *testing.T, api, id, secret string) string {
 		t.Fatalf("OAuth token: HTTP %d", res.StatusCode) // the body would hold the token
 	}
 	return tok.AccessToken
+}
+
+// TestPayoutFileSurvivesAKill pays a CSV file of payouts with the payout job, kills the
+// job with SIGKILL once some payments exist, and runs it again on the same file: every row
+// is paid exactly once (one payment per reference, broadcast once, confirmed), and the
+// second run's report accounts for every row.
+func TestPayoutFileSurvivesAKill(t *testing.T) {
+	bins := buildExamples(t)
+	b := startBundle(t, t.TempDir(), "")
+	defer func() { _ = b.Shutdown() }()
+	api := b.APIURL + "/api/v1"
+	pay := b.Credentials.Keys["pay"].SK
+	const rows = 40
+
+	var file strings.Builder
+	file.WriteString("reference,wallet,asset,amount,to\n")
+	for i := 1; i <= rows; i++ {
+		fmt.Fprintf(&file, "batch-%02d,%s,USDC,%d.25,0x1111111111111111111111111111111111111111\n", i, b.Credentials.Wallets[0].ID, i)
+	}
+	csvPath := filepath.Join(t.TempDir(), "payouts.csv")
+	if err := os.WriteFile(csvPath, []byte(file.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secrets := map[string]string{"TREASURY_TOKEN": pay}
+	args := []string{"--url", b.APIURL, "--csv", csvPath, "--concurrency", "2", "--timeout", "90s"}
+
+	// payments lists the pay app's payments by reference.
+	payments := func() map[string][]map[string]any {
+		out := map[string][]map[string]any{}
+		after := ""
+		for {
+			r := call(t, "GET", api+"/payments?limit=200"+after, pay)
+			for _, o := range r.body["data"].([]any) {
+				o := o.(map[string]any)
+				ref, _ := o["reference"].(string)
+				out[ref] = append(out[ref], o)
+			}
+			next, _ := r.body["nextCursor"].(string)
+			if next == "" {
+				return out
+			}
+			after = "&after=" + url.QueryEscape(next)
+		}
+	}
+
+	first := startExample(t, bins, "payout-job", secrets, args...)
+	made := 0
+	for deadline := time.Now().Add(30 * time.Second); made < rows/4; time.Sleep(20 * time.Millisecond) {
+		made = len(payments())
+		if time.Now().After(deadline) {
+			t.Fatalf("no payments after 30 s\n%s", first.report())
+		}
+	}
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-first.done
+	t.Logf("killed the payout job with %d of %d payments made", made, rows)
+
+	second := startExample(t, bins, "payout-job", secrets, args...)
+	second.wait(t, 90*time.Second)
+	if second.exitCode() != 0 {
+		t.Fatalf("the rerun did not confirm every payout\n%s", second.report())
+	}
+	report := strings.Split(strings.TrimSpace(second.stdout.String()), "\n")
+	if len(report) != rows+1 || report[0] != "reference,order_id,status,tx_hash,detail" {
+		t.Fatalf("the report has %d lines\n%s", len(report), second.report())
+	}
+	reported := map[string]string{}
+	for _, line := range report[1:] {
+		f := strings.Split(line, ",")
+		if len(f) != 5 || f[2] != "confirmed" || !regexp.MustCompile(`^0x[0-9a-f]{64}$`).MatchString(f[3]) {
+			t.Fatalf("report line %q", line)
+		}
+		reported[f[0]] = f[1]
+	}
+
+	byReference := payments()
+	for i := 1; i <= rows; i++ {
+		ref := fmt.Sprintf("batch-%02d", i)
+		list := byReference[ref]
+		if len(list) != 1 {
+			t.Fatalf("%s was paid %d times", ref, len(list))
+		}
+		o := list[0]
+		if o["status"] != "confirmed" || o["id"] != reported[ref] || o["amount"] != fmt.Sprintf("%d.25", i) {
+			t.Fatalf("%s: %v (reported %s)", ref, o, reported[ref])
+		}
+		r := call(t, "GET", api+"/events?limit=200&orderId="+o["id"].(string), pay)
+		broadcasts := 0
+		for _, ev := range r.body["data"].([]any) {
+			if ev.(map[string]any)["event"] == "Order.Broadcast" {
+				broadcasts++
+			}
+		}
+		if broadcasts != 1 {
+			t.Fatalf("%s was broadcast %d times", ref, broadcasts)
+		}
+	}
 }

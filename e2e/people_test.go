@@ -21,7 +21,7 @@ type browser struct {
 func signInAs(t *testing.T, api, email, password string) *browser {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
-	b := &browser{client: &http.Client{Jar: jar, Timeout: 10 * time.Second}}
+	b := &browser{client: &http.Client{Jar: jar, Timeout: 10 * time.Second, Transport: openAPI.Transport(nil)}}
 	body, _ := json.Marshal(map[string]string{"email": email, "password": password})
 	r := b.do(t, "POST", api+"/sessions", string(body))
 	b.csrf, _ = r.body["csrfToken"].(string)

@@ -25,23 +25,27 @@ func TestReadmeTour(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tour := string(readme)
-	start := strings.Index(tour, "## A short tour")
-	end := strings.Index(tour, "## Documentation")
+	doc := string(readme)
+	start := strings.Index(doc, "## A short tour")
+	end := strings.Index(doc, "## Documentation")
 	if start < 0 || end < start {
 		t.Fatal("the README has no tour section")
 	}
 	var script strings.Builder
 	script.WriteString("set -e\n")
-	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(tour[start:end], -1) {
+	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(doc[start:end], -1) {
 		script.WriteString(m[1])
 	}
 	rb := startBinary(t, devBinary(t), t.TempDir())
 	base := strings.TrimSuffix(rb.apiURL, "/api/v1")
 	// The trailing space keeps ./bin/treasury-dev, were a block to run it, from matching.
 	text := strings.NewReplacer("http://127.0.0.1:8080", base, ".data/credentials.json", rb.credsPath,
-		"./bin/treasury ", treasuryBinary(t)+" ").Replace(script.String())
-	out, err := exec.Command("bash", "-c", text).CombinedOutput()
+		"./bin/treasury ", treasuryBinary(t)+" ",
+		"go run ./examples/payout-job", filepath.Join(buildExamples(t), "payout-job")).Replace(script.String())
+	tour := exec.Command("bash", "-c", text)
+	tour.Dir = t.TempDir()                                // where the tour's files (payouts.csv) go
+	tour.Env = append(os.Environ(), "TREASURY_URL="+base) // the payout job's default is the README's address
+	out, err := tour.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the tour failed: %v\n%s", err, out)
 	}
@@ -56,6 +60,11 @@ func TestReadmeTour(t *testing.T) {
 		if got := strings.Count(string(out), marker); got < times {
 			t.Errorf("the tour printed %s %d times, want at least %d", marker, got, times)
 		}
+	}
+	// The file of payouts, paid by the first run and found again, not paid, by the second.
+	reports := regexp.MustCompile(`(?m)^inv-000[12],(ord_\w+),confirmed,0x[0-9a-f]{64},$`).FindAllStringSubmatch(string(out), -1)
+	if len(reports) != 4 || reports[0][1] != reports[2][1] || reports[1][1] != reports[3][1] || reports[0][1] == reports[1][1] {
+		t.Errorf("the payout file's two runs reported %v", reports)
 	}
 	// The tail's own lines (not the REST answers, which are JSON): one payment seen live
 	// from creation to confirmation.

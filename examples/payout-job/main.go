@@ -49,22 +49,8 @@ const scope = "pay:read pay:write"
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-type payment struct {
-	WalletID    string      `json:"walletId"`
-	Asset       string      `json:"asset"`
-	Amount      string      `json:"amount"`
-	Destination destination `json:"destination"`
-	Reference   string      `json:"reference,omitempty"`
-}
-
-type destination struct {
-	Address string `json:"address"`
-}
-
-type order struct {
-	ID     string `json:"id"`
-	Status string `json:"status"`
-}
+// payment is what the job pays: the create body of a payment.
+type payment = client.PaymentRequest
 
 // event is what the job reads of an event's data.
 type event struct {
@@ -98,6 +84,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		timeout  = fs.Duration("timeout", 2*time.Minute, "how long to wait for the outcome")
 		hookAddr = fs.String("webhook-listen", "", "hear of the outcome from webhook messages received on this address (host:port),\nwhere a webhook of the pay app sends; instead of polling the events")
 		hookKey  = fs.String("webhook-secret", "", "that webhook's signing secret, whsec_… (default $TREASURY_WEBHOOK_SECRET)")
+		csvPath  = fs.String("csv", "", "pay every payout of this CSV file (columns reference, wallet, asset, amount, to) and\nprint a reconciliation report; each row's idempotency key derives from its reference")
+		parallel = fs.Int("concurrency", 4, "with --csv: requests in flight at once")
 	)
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -128,23 +116,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 	default:
 		return usage("a credential is required: --token / $TREASURY_TOKEN, or --client-id and --client-secret")
 	}
-	if *wallet == "" || *to == "" || *amount == "" {
-		return usage("--wallet, --amount and --to are required")
+	if *timeout <= 0 || *parallel < 1 {
+		return usage("--timeout and --concurrency must be positive")
+	}
+	batch := *csvPath != ""
+	switch {
+	case batch && (*wallet != "" || *amount != "" || *to != "" || *idemKey != "" || *ref != "" || *hookAddr != ""):
+		return usage("--csv takes the payouts from the file: leave out --wallet, --amount, --to, --reference, --idempotency-key and --webhook-listen")
+	case !batch && (*wallet == "" || *to == "" || *amount == ""):
+		return usage("--wallet, --amount and --to are required (or --csv)")
 	}
 	// Checked here to fail early; the string itself is sent, so that a rerun with the
 	// same key sends the very same body.
-	if d, err := decimal.NewFromString(*amount); err != nil || !d.IsPositive() {
+	if d, err := decimal.NewFromString(*amount); !batch && (err != nil || !d.IsPositive()) {
 		return usage("--amount must be a positive decimal, e.g. 1250.50")
-	}
-	if *timeout <= 0 {
-		return usage("--timeout must be positive")
 	}
 	if *idemKey == "" {
 		buf := make([]byte, 16)
 		_, _ = rand.Read(buf)
 		*idemKey = "payout-" + hex.EncodeToString(buf)
 	}
-	c, err := client.New(*baseURL, cred)
+	// Patient retries: a payout job runs unattended, and every write carries its key.
+	c, err := client.New(*baseURL, cred, client.WithRetryPolicy(client.RetryPolicy{Attempts: 6, MaxBackoff: 10 * time.Second}))
 	if err != nil {
 		return usage(err.Error())
 	}
@@ -154,6 +147,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
+	if batch {
+		return runCSV(ctx, c, *csvPath, *asset, *parallel, stdout, logf)
+	}
 	logf("idempotency key %s (rerun with --idempotency-key %s to resume this payout)", *idemKey, *idemKey)
 	var messages <-chan event
 	if *hookAddr != "" {
@@ -163,83 +159,106 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	var o order
-	body := payment{WalletID: *wallet, Asset: *asset, Amount: *amount, Destination: destination{Address: *to}, Reference: *ref}
-	// Create and submit are two writes, so each gets its own key derived from the job's.
-	err = retried(ctx, logf, "create", func() error {
-		return c.Do(ctx, "POST", "/payments", body, &o, client.WithIdempotencyKey(*idemKey+":create"))
-	})
+	body := payment{WalletID: *wallet, Asset: *asset, Amount: *amount, Destination: client.Destination{Address: *to}, Reference: *ref}
+	orderID, err := pay(ctx, c, body, *idemKey, logf)
 	if err != nil {
-		return fail(ctx, logf, "create the payment", err)
+		return fail(ctx, logf, "pay", err)
+	}
+	var r result
+	if messages != nil {
+		r = reconcileFromWebhooks(ctx, c, orderID, messages, logf)
+	} else {
+		r = reconcile(ctx, c, orderID, logf)
+	}
+	if r.code == exitConfirmed {
+		fmt.Fprintln(stdout, r.txHash)
+	}
+	return r.code
+}
+
+// pay creates the payment and submits it, each write under its own key derived from key,
+// and returns the order's id. Run again with the same key and body, it finds the same
+// order and submits it at most once: the server answers a repeated key with its first
+// answer.
+func pay(ctx context.Context, c *client.Client, body payment, key string, logf func(string, ...any)) (string, error) {
+	// The client resends a write whose answer was lost or temporary (a network error,
+	// 429, 5xx, the same key still in flight); the idempotency key makes that safe.
+	o, err := c.CreateOrder(ctx, body, client.WithIdempotencyKey(key+":create"))
+	if err != nil {
+		return "", fmt.Errorf("create the payment: %w", err)
 	}
 	logf("created %s (%s)", o.ID, o.Status)
-	err = retried(ctx, logf, "submit", func() error {
-		return c.Do(ctx, "POST", "/payments/"+url.PathEscape(o.ID)+"/submit", nil, &o,
-			client.WithIdempotencyKey(*idemKey+":submit"))
-	})
+	submitted, err := c.SubmitOrder(ctx, o.Domain, o.ID, client.WithIdempotencyKey(key+":submit"))
 	var p *client.Problem
 	switch {
-	case errors.As(err, &p) && p.Code == "conflict":
+	case errors.As(err, &p) && p.Code == client.CodeConflict:
 		// Submitted by an earlier run whose stored answer has since expired: reconcile.
 		logf("%s was submitted before; following it", o.ID)
 	case err != nil:
-		return fail(ctx, logf, "submit "+o.ID, err)
+		return o.ID, fmt.Errorf("submit %s: %w", o.ID, err)
 	default:
-		logf("submitted %s (%s)", o.ID, o.Status)
+		logf("submitted %s (%s)", o.ID, submitted.Status)
 	}
-	if messages != nil {
-		return reconcileFromWebhooks(ctx, c, o.ID, messages, stdout, logf)
-	}
-	return reconcile(ctx, c, o.ID, stdout, logf)
+	return o.ID, nil
 }
 
-// outcome is the exit status an event of the order ends the job with; done is false for
-// an event that is not the order's last.
-func outcome(orderID string, ev event, stdout io.Writer, logf func(string, ...any)) (code int, done bool) {
-	logf("%s  %-24s  %s", ev.OccurredAt, ev.Event, ev.OrderStatus)
+// result is how a payout ended, or that it has not yet.
+type result struct {
+	code   int
+	done   bool
+	status string
+	txHash string
+	detail string
+}
+
+// outcome reads an event of the order: the result it ends the payout with, or one not done.
+func outcome(orderID string, ev event, logf func(string, ...any)) result {
+	logf("%s  %s  %-24s  %s", ev.OccurredAt, orderID, ev.Event, ev.OrderStatus)
 	switch ev.Event {
 	case events.OrderConfirmed:
-		fmt.Fprintln(stdout, ev.TxHash)
-		return exitConfirmed, true
+		return result{code: exitConfirmed, done: true, status: ev.OrderStatus, txHash: ev.TxHash}
 	case events.OrderFailed:
+		r := result{code: exitFailed, done: true, status: ev.OrderStatus}
 		if ev.Failure != nil {
-			logf("%s failed: %s (%s)", orderID, ev.Failure.Code, ev.Failure.Message)
+			r.detail = ev.Failure.Code + ": " + ev.Failure.Message
+			logf("%s failed: %s", orderID, r.detail)
 		}
-		return exitFailed, true
+		return r
 	case events.OrderRejected:
 		logf("%s was rejected (%s)", orderID, ev.Reason)
-		return exitFailed, true
+		return result{code: exitFailed, done: true, status: ev.OrderStatus, detail: ev.Reason}
 	}
-	return 0, false
+	return result{status: ev.OrderStatus}
 }
 
 // reconcile follows the order's stored events from the first one, so that a rerun (or a
-// job that started late) sees the whole history, and returns the exit status.
-func reconcile(ctx context.Context, c *client.Client, orderID string, stdout io.Writer, logf func(string, ...any)) int {
-	after := ""
+// job that started late) sees the whole history, until its outcome or ctx's end.
+func reconcile(ctx context.Context, c *client.Client, orderID string, logf func(string, ...any)) result {
+	after, last := "", ""
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
 	for {
-		code, done, err := readEvents(ctx, c, orderID, &after, stdout, logf)
-		if done {
-			return code
+		r, err := readEvents(ctx, c, orderID, &after, logf)
+		if r.done {
+			return r
 		}
+		last = cmp.Or(r.status, last)
 		if err != nil {
-			return fail(ctx, logf, "read the events of "+orderID, err)
+			return failed(ctx, logf, "read the events of "+orderID, err, last)
 		}
 		select {
 		case <-ctx.Done():
 			logf("no outcome for %s yet: %v; rerun with the same --idempotency-key to keep following it", orderID, context.Cause(ctx))
-			return exitUnknown
+			return result{code: exitUnknown, status: last, detail: "no outcome yet"}
 		case <-tick.C:
 		}
 	}
 }
 
-// readEvents reads the order's stored events after *after, moving it on; done says an
-// event ended the job, with its exit status. A temporary error is logged and left for
-// the next read.
-func readEvents(ctx context.Context, c *client.Client, orderID string, after *string, stdout io.Writer, logf func(string, ...any)) (int, bool, error) {
+// readEvents reads the order's stored events after *after, moving it on. A temporary
+// error is logged and left for the next read.
+func readEvents(ctx context.Context, c *client.Client, orderID string, after *string, logf func(string, ...any)) (result, error) {
+	var last result
 	for {
 		q := url.Values{"orderId": {orderID}, "limit": {"200"}}
 		if *after != "" {
@@ -255,33 +274,32 @@ func readEvents(ctx context.Context, c *client.Client, orderID string, after *st
 				if ctx.Err() == nil {
 					logf("events: %v; trying again", err)
 				}
-				return 0, false, nil
+				return last, nil
 			}
-			return 0, false, err
+			return last, err
 		}
 		for _, ev := range page.Data {
 			*after = ev.ID
-			if code, done := outcome(orderID, ev, stdout, logf); done {
-				return code, true, nil
+			if last = outcome(orderID, ev, logf); last.done {
+				return last, nil
 			}
 		}
 		if page.NextCursor == nil {
-			return 0, false, nil
+			return last, nil
 		}
 	}
 }
 
 // reconcileFromWebhooks reads the order's stored events once, for what happened before
 // the job listened (a rerun), then waits for its webhook messages.
-func reconcileFromWebhooks(ctx context.Context, c *client.Client, orderID string, messages <-chan event, stdout io.Writer,
-	logf func(string, ...any)) int {
+func reconcileFromWebhooks(ctx context.Context, c *client.Client, orderID string, messages <-chan event, logf func(string, ...any)) result {
 	after := ""
-	code, done, err := readEvents(ctx, c, orderID, &after, stdout, logf)
-	if done {
-		return code
+	r, err := readEvents(ctx, c, orderID, &after, logf)
+	if r.done {
+		return r
 	}
 	if err != nil {
-		return fail(ctx, logf, "read the events of "+orderID, err)
+		return failed(ctx, logf, "read the events of "+orderID, err, r.status)
 	}
 	for {
 		select {
@@ -289,12 +307,12 @@ func reconcileFromWebhooks(ctx context.Context, c *client.Client, orderID string
 			if ev.OrderID != orderID {
 				continue
 			}
-			if code, done := outcome(orderID, ev, stdout, logf); done {
-				return code
+			if r := outcome(orderID, ev, logf); r.done {
+				return r
 			}
 		case <-ctx.Done():
 			logf("no outcome for %s yet: %v; rerun with the same --idempotency-key to keep following it", orderID, context.Cause(ctx))
-			return exitUnknown
+			return result{code: exitUnknown, detail: "no outcome yet"}
 		}
 	}
 }
@@ -343,25 +361,6 @@ func receiveWebhooks(ctx context.Context, addr, secret string, logf func(string,
 	return out, nil
 }
 
-// retried resends a write whose answer was lost or temporary (a network error, 429,
-// 5xx, or the same key still in flight); the idempotency key makes that safe.
-func retried(ctx context.Context, logf func(string, ...any), what string, f func() error) error {
-	wait := 500 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := f()
-		if err == nil || attempt == 5 || !temporary(err) || ctx.Err() != nil {
-			return err
-		}
-		logf("%s: %v; retrying in %s", what, err, wait)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
-		}
-		wait *= 2
-	}
-}
-
 func temporary(err error) bool {
 	var p *client.Problem
 	if errors.As(err, &p) {
@@ -371,11 +370,17 @@ func temporary(err error) bool {
 }
 
 func fail(ctx context.Context, logf func(string, ...any), what string, err error) int {
+	return failed(ctx, logf, what, err, "").code
+}
+
+// failed is the result of a payout the job could not carry on with: unknown when ctx
+// ended (the order may still complete), failed otherwise.
+func failed(ctx context.Context, logf func(string, ...any), what string, err error, status string) result {
 	logf("cannot %s: %v", what, err)
 	if ctx.Err() != nil {
-		return exitUnknown
+		return result{code: exitUnknown, done: true, status: status, detail: "interrupted: " + err.Error()}
 	}
-	return exitFailed
+	return result{code: exitFailed, done: true, status: status, detail: err.Error()}
 }
 
 func envOr(name, def string) string { return cmp.Or(os.Getenv(name), def) }

@@ -1,0 +1,151 @@
+package client
+
+import (
+	"context"
+	"encoding/base64"
+	"iter"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// Approval is an approval item: an order waiting for RequiredApprovals APPROVEs (or one
+// REJECT) from people or keys other than its creator.
+type Approval struct {
+	ID      string `json:"id"`
+	Domain  Domain `json:"domain"`
+	OrderID string `json:"orderId"`
+	// Status is pending, approved, rejected or expired.
+	Status            string             `json:"status"`
+	RequiredApprovals int                `json:"requiredApprovals"`
+	Decisions         []ApprovalDecision `json:"decisions"`
+	// Reason says why the order needs approval.
+	Reason string `json:"reason"`
+	// PayloadHash is the order's: what is approved is what gets signed.
+	PayloadHash string       `json:"payloadHash"`
+	Order       OrderSummary `json:"order"`
+	CreatedAt   time.Time    `json:"createdAt"`
+	ExpiresAt   time.Time    `json:"expiresAt"`
+}
+
+// OrderSummary is what an approver sees of the order.
+type OrderSummary struct {
+	AmountUSD string       `json:"amountUsd"`
+	WalletID  string       `json:"walletId"`
+	Chain     string       `json:"chain"`
+	Details   OrderDetails `json:"details"`
+}
+
+// ApprovalDecision is one approver's decision.
+type ApprovalDecision struct {
+	Decision  string    `json:"decision"` // APPROVE or REJECT
+	DecidedBy string    `json:"decidedBy"`
+	DecidedAt time.Time `json:"decidedAt"`
+	Comment   string    `json:"comment"`
+}
+
+// The decisions an approver records.
+const (
+	Approve = "APPROVE"
+	Reject  = "REJECT"
+)
+
+// Decision is the body of DecideApproval.
+type Decision struct {
+	Decision string `json:"decision"` // Approve or Reject
+	Comment  string `json:"comment,omitempty"`
+}
+
+// ApprovalFilter narrows a list of approval items.
+type ApprovalFilter struct {
+	Domain Domain
+	// Status is pending, approved, rejected or expired.
+	Status string
+	Limit  int
+	Cursor string
+}
+
+func (f ApprovalFilter) query() url.Values {
+	q := url.Values{}
+	set(q, "domain", string(f.Domain))
+	set(q, "status", f.Status)
+	setPage(q, f.Limit, f.Cursor)
+	return q
+}
+
+// ListApprovals reads a page of the approval items the caller may see (GET /approvals).
+func (c *Client) ListApprovals(ctx context.Context, f ApprovalFilter, opts ...CallOption) (*Page[Approval], error) {
+	return list[Approval](ctx, c, "/approvals", f.query(), opts)
+}
+
+// Approvals iterates over the approval items the caller may see.
+func (c *Client) Approvals(ctx context.Context, f ApprovalFilter, opts ...CallOption) iter.Seq2[Approval, error] {
+	return all[Approval](ctx, c, "/approvals", f.query(), "cursor", opts)
+}
+
+// DecideApproval records a decision on an item (POST /approvals/{domain}/{id}/decide,
+// action approve) and signals it to the order's workflow. The order's creator may not
+// decide it (403 maker_checker_violation); the same decision again is answered as the
+// first was, another one, or any on a decided or expired item, is a 409 conflict.
+func (c *Client) DecideApproval(ctx context.Context, domain Domain, id string, d Decision, opts ...CallOption) (*Approval, error) {
+	path := "/approvals/" + url.PathEscape(string(domain)) + "/" + url.PathEscape(id) + "/decide"
+	return do[Approval](ctx, c, http.MethodPost, path, d, opts)
+}
+
+// SigningRequest asks the wallet's key holder to sign one leg of an order.
+type SigningRequest struct {
+	ID       string `json:"id"`
+	OrderID  string `json:"orderId"`
+	Domain   Domain `json:"domain"`
+	Leg      string `json:"leg"`
+	WalletID string `json:"walletId"`
+	Chain    string `json:"chain"`
+	// UnsignedTx is canonical JSON holding the order's payload and its hash; Digest is the
+	// hex SHA-256 of UnsignedTx, the bytes to sign.
+	UnsignedTx string `json:"unsignedTx"`
+	Digest     string `json:"digest"`
+	// Status is pending, signed or expired.
+	Status    string     `json:"status"`
+	CreatedAt time.Time  `json:"createdAt"`
+	ExpiresAt time.Time  `json:"expiresAt"`
+	SignedAt  *time.Time `json:"signedAt"`
+}
+
+// SigningRequestFilter narrows a list of signing requests.
+type SigningRequestFilter struct {
+	Status string // pending, signed or expired
+	Limit  int
+	Cursor string
+}
+
+func (f SigningRequestFilter) query() url.Values {
+	q := url.Values{}
+	set(q, "status", f.Status)
+	setPage(q, f.Limit, f.Cursor)
+	return q
+}
+
+// ListSigningRequests reads a page of GET /signing-requests.
+func (c *Client) ListSigningRequests(ctx context.Context, f SigningRequestFilter, opts ...CallOption) (*Page[SigningRequest], error) {
+	return list[SigningRequest](ctx, c, "/signing-requests", f.query(), opts)
+}
+
+// SigningRequests iterates over the signing requests the caller may see.
+func (c *Client) SigningRequests(ctx context.Context, f SigningRequestFilter, opts ...CallOption) iter.Seq2[SigningRequest, error] {
+	return all[SigningRequest](ctx, c, "/signing-requests", f.query(), "cursor", opts)
+}
+
+// GetSigningRequest reads GET /signing-requests/{id}.
+func (c *Client) GetSigningRequest(ctx context.Context, id string, opts ...CallOption) (*SigningRequest, error) {
+	return get[SigningRequest](ctx, c, "/signing-requests/"+url.PathEscape(id), opts)
+}
+
+// SubmitSignature posts the ed25519 signature of the 32 bytes the request's Digest spells
+// in hex (POST /signing-requests/{id}/signature, action sign); check first that Digest is
+// the SHA-256 of UnsignedTx, and that UnsignedTx is what you mean to sign. One that does not verify against the
+// wallet's public key is a *Problem with Code invalid_signature, and the request stays
+// pending.
+func (c *Client) SubmitSignature(ctx context.Context, id string, signature []byte, opts ...CallOption) (*SigningRequest, error) {
+	body := map[string]string{"signature": base64.StdEncoding.EncodeToString(signature)}
+	return do[SigningRequest](ctx, c, http.MethodPost, "/signing-requests/"+url.PathEscape(id)+"/signature", body, opts)
+}

@@ -1,0 +1,281 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/opentreasury/treasury/orders"
+)
+
+// Domain is an order domain; each belongs to one app.
+type Domain string
+
+// The order domains and their apps.
+const (
+	DomainPayment Domain = orders.Payment // app pay, /payments
+	DomainTrade   Domain = orders.Trade   // app trade, /trade-orders
+	DomainEarn    Domain = orders.Earn    // app earn, /earn-orders
+	DomainBorrow  Domain = orders.Borrow  // app borrow, /borrow-orders
+)
+
+// App is the app the domain's orders belong to.
+func (d Domain) App() string {
+	info, _ := domainInfo(d)
+	return info.App
+}
+
+func domainInfo(d Domain) (orders.DomainInfo, error) {
+	for _, info := range orders.Domains {
+		if info.Name == string(d) {
+			return info, nil
+		}
+	}
+	return orders.DomainInfo{}, fmt.Errorf("client: %q is not an order domain (payment, trade, earn, borrow)", d)
+}
+
+// collection is the path of the domain's orders, or of one of them (ids, when given).
+func collection(d Domain, ids ...string) (string, error) {
+	info, err := domainInfo(d)
+	if err != nil {
+		return "", err
+	}
+	path := "/" + info.Collection
+	for _, id := range ids {
+		path += "/" + url.PathEscape(id)
+	}
+	return path, nil
+}
+
+// OrderRequest is the body of a new order: a PaymentRequest, TradeRequest, EarnRequest or
+// BorrowRequest. Amounts are decimal strings ("1250.50"), greater than zero, with at most
+// 18 decimal places; the server reports every invalid field at once (validation_failed).
+type OrderRequest interface {
+	orderDomain() Domain
+}
+
+// PaymentRequest is a payment's body.
+type PaymentRequest struct {
+	WalletID    string      `json:"walletId,omitempty"`
+	Asset       string      `json:"asset,omitempty"`
+	Amount      string      `json:"amount,omitempty"`
+	Destination Destination `json:"destination"`
+	// Reference is yours, up to 200 characters.
+	Reference string `json:"reference,omitempty"`
+}
+
+// Destination is where a payment goes: an address of the wallet's chain.
+type Destination struct {
+	Address string `json:"address"`
+	Label   string `json:"label,omitempty"`
+}
+
+// TradeRequest is a trade's body: sell SellAmount of SellAsset for BuyAsset.
+type TradeRequest struct {
+	WalletID   string `json:"walletId,omitempty"`
+	SellAsset  string `json:"sellAsset,omitempty"`
+	BuyAsset   string `json:"buyAsset,omitempty"`
+	SellAmount string `json:"sellAmount,omitempty"`
+	// MaxSlippageBps is 0 to 5000 basis points; 0 is a valid value and always sent.
+	MaxSlippageBps int `json:"maxSlippageBps"`
+}
+
+// EarnRequest is an earn order's body: Action is EarnDeposit or EarnWithdraw.
+type EarnRequest struct {
+	WalletID string `json:"walletId,omitempty"`
+	Protocol string `json:"protocol,omitempty"`
+	Action   string `json:"action,omitempty"`
+	Asset    string `json:"asset,omitempty"`
+	Amount   string `json:"amount,omitempty"`
+}
+
+// BorrowRequest is a borrow order's body: Action is BorrowDraw or BorrowRepay.
+type BorrowRequest struct {
+	WalletID        string `json:"walletId,omitempty"`
+	Protocol        string `json:"protocol,omitempty"`
+	Action          string `json:"action,omitempty"`
+	Asset           string `json:"asset,omitempty"`
+	Amount          string `json:"amount,omitempty"`
+	CollateralAsset string `json:"collateralAsset,omitempty"`
+}
+
+// The actions of earn and borrow orders.
+const (
+	EarnDeposit  = "deposit"
+	EarnWithdraw = "withdraw"
+	BorrowDraw   = "draw"
+	BorrowRepay  = "repay"
+)
+
+func (PaymentRequest) orderDomain() Domain { return DomainPayment }
+func (TradeRequest) orderDomain() Domain   { return DomainTrade }
+func (EarnRequest) orderDomain() Domain    { return DomainEarn }
+func (BorrowRequest) orderDomain() Domain  { return DomainBorrow }
+
+// Order is an order of any domain: the common fields, and in OrderDetails its domain's own.
+type Order struct {
+	ID     string `json:"id"`
+	Domain Domain `json:"domain"`
+	App    string `json:"app"`
+	// Status is draft, submitted, pending_approval, approved, pending_signature, signed,
+	// broadcast, or one of the ends: confirmed, failed, rejected.
+	Status   string `json:"status"`
+	WalletID string `json:"walletId"`
+	Chain    string `json:"chain"`
+	Legs     []Leg  `json:"legs"`
+	// AmountUSD is the order's value in USD, rounded to cents.
+	AmountUSD string `json:"amountUsd"`
+	// PayloadHash is the SHA-256 of the order's canonical JSON, which approvals bind to and
+	// signing requests are derived from.
+	PayloadHash string        `json:"payloadHash"`
+	Approval    OrderApproval `json:"approval"`
+	// Failure is set when the order failed, Rejection when it was rejected.
+	Failure       *Failure   `json:"failure,omitempty"`
+	Rejection     *Rejection `json:"rejection,omitempty"`
+	CreatedBy     string     `json:"createdBy"`
+	CorrelationID string     `json:"correlationId"`
+	WorkflowID    string     `json:"workflowId"`
+	CreatedAt     time.Time  `json:"createdAt"`
+	UpdatedAt     time.Time  `json:"updatedAt"`
+	SubmittedAt   *time.Time `json:"submittedAt"`
+	CompletedAt   *time.Time `json:"completedAt"`
+	// History is every status the order has had; only GetOrder fills it.
+	History []StatusChange `json:"history,omitempty"`
+	OrderDetails
+}
+
+// OrderDetails are what an order asks for, in its domain's fields; the other domains'
+// fields are empty.
+type OrderDetails struct {
+	// Asset and Amount: payment, earn, borrow.
+	Asset  string `json:"asset,omitempty"`
+	Amount string `json:"amount,omitempty"`
+	// Payment.
+	Destination *Destination `json:"destination,omitempty"`
+	Reference   string       `json:"reference,omitempty"`
+	// Trade.
+	SellAsset      string `json:"sellAsset,omitempty"`
+	BuyAsset       string `json:"buyAsset,omitempty"`
+	SellAmount     string `json:"sellAmount,omitempty"`
+	MaxSlippageBps int    `json:"maxSlippageBps,omitempty"`
+	// Earn and borrow.
+	Protocol        string `json:"protocol,omitempty"`
+	Action          string `json:"action,omitempty"`
+	CollateralAsset string `json:"collateralAsset,omitempty"`
+}
+
+// Leg is one on-chain step of an order (TRANSFER, APPROVE, SWAP, DEPOSIT, WITHDRAW, CLAIM,
+// DRAW, REPAY), signed, broadcast and confirmed before the next starts.
+type Leg struct {
+	Leg              string `json:"leg"`
+	Status           string `json:"status"`
+	SigningRequestID string `json:"signingRequestId,omitempty"`
+	TxHash           string `json:"txHash,omitempty"`
+}
+
+// OrderApproval says whether the order needs approvers, how many, and their decisions
+// (filled by GetOrder only).
+type OrderApproval struct {
+	Required  bool               `json:"required"`
+	Quorum    int                `json:"quorum"`
+	ItemID    string             `json:"itemId,omitempty"`
+	Decisions []ApprovalDecision `json:"decisions"`
+}
+
+// Failure is why an order failed: signing_expired, tx_reverted, tx_timeout.
+type Failure struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Rejection is why an order was rejected: by the policy (with its violations), by an
+// approver (DecidedBy), or because its approval expired.
+type Rejection struct {
+	Reason     string      `json:"reason"` // policy, approver or expired
+	Violations []Violation `json:"violations,omitempty"`
+	DecidedBy  string      `json:"decidedBy,omitempty"`
+}
+
+// StatusChange is one entry of an order's history.
+type StatusChange struct {
+	Status        string    `json:"status"`
+	Reason        string    `json:"reason,omitempty"`
+	CorrelationID string    `json:"correlationId"`
+	At            time.Time `json:"at"`
+}
+
+// OrderFilter narrows a list of orders, newest first.
+type OrderFilter struct {
+	// Status keeps the orders of one status.
+	Status string
+	// CreatedAfter keeps the orders created after it (zero: all).
+	CreatedAfter time.Time
+	Limit        int
+	Cursor       string
+}
+
+func (f OrderFilter) query() url.Values {
+	q := url.Values{}
+	set(q, "status", f.Status)
+	if !f.CreatedAfter.IsZero() {
+		q.Set("createdAfter", f.CreatedAfter.UTC().Format(time.RFC3339Nano))
+	}
+	setPage(q, f.Limit, f.Cursor)
+	return q
+}
+
+// CreateOrder creates a draft order of the request's domain (POST /payments,
+// /trade-orders, /earn-orders or /borrow-orders) and emits Order.Created. Nothing moves
+// until SubmitOrder.
+func (c *Client) CreateOrder(ctx context.Context, req OrderRequest, opts ...CallOption) (*Order, error) {
+	if req == nil {
+		return nil, fmt.Errorf("client: CreateOrder needs a PaymentRequest, TradeRequest, EarnRequest or BorrowRequest")
+	}
+	path, err := collection(req.orderDomain())
+	if err != nil {
+		return nil, err
+	}
+	return do[Order](ctx, c, http.MethodPost, path, req, opts)
+}
+
+// SubmitOrder hands a draft to its workflow (POST …/{id}/submit). It returns once the
+// policy has allowed the order (202: accepted, not executed); a policy that refuses it is
+// a *Problem with Code policy_violation and the rules in Violations, and the order is then
+// rejected. A submitted order is a conflict, unless this is a retry of the same submit.
+func (c *Client) SubmitOrder(ctx context.Context, domain Domain, id string, opts ...CallOption) (*Order, error) {
+	path, err := collection(domain, id, "submit")
+	if err != nil {
+		return nil, err
+	}
+	return do[Order](ctx, c, http.MethodPost, path, nil, opts)
+}
+
+// GetOrder reads one order with its status history (GET …/{id}).
+func (c *Client) GetOrder(ctx context.Context, domain Domain, id string, opts ...CallOption) (*Order, error) {
+	path, err := collection(domain, id)
+	if err != nil {
+		return nil, err
+	}
+	return get[Order](ctx, c, path, opts)
+}
+
+// ListOrders reads a page of a domain's orders, newest first.
+func (c *Client) ListOrders(ctx context.Context, domain Domain, f OrderFilter, opts ...CallOption) (*Page[Order], error) {
+	path, err := collection(domain)
+	if err != nil {
+		return nil, err
+	}
+	return list[Order](ctx, c, path, f.query(), opts)
+}
+
+// Orders iterates over a domain's orders, newest first, page after page.
+func (c *Client) Orders(ctx context.Context, domain Domain, f OrderFilter, opts ...CallOption) iter.Seq2[Order, error] {
+	path, err := collection(domain)
+	if err != nil {
+		return func(yield func(Order, error) bool) { yield(Order{}, err) }
+	}
+	return all[Order](ctx, c, path, f.query(), "cursor", opts)
+}

@@ -1,0 +1,222 @@
+package client
+
+import (
+	"context"
+	"iter"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// WebSocketConfig is a config of the live channel: the events its connections receive.
+type WebSocketConfig struct {
+	ID  string `json:"id"`
+	App string `json:"app"`
+	// Events are entries as stored (lowercase): names, prefix.* wildcards or *.
+	Events  []string `json:"events"`
+	Enabled bool     `json:"enabled"`
+	// LiveConnections counts the config's connections on every replica.
+	LiveConnections int       `json:"liveConnections"`
+	CreatedAt       time.Time `json:"createdAt"`
+	// DeliveryLog is the last five events written to a live connection, newest first.
+	DeliveryLog []LiveDelivery `json:"deliveryLog"`
+}
+
+// LiveDelivery is an event the live channel delivered.
+type LiveDelivery struct {
+	EventID string    `json:"eventId"`
+	Event   string    `json:"event"`
+	At      time.Time `json:"at"`
+}
+
+// WebSocketTest is the websocket.test event TestWebSocketConfig sent.
+type WebSocketTest struct {
+	EventID  string `json:"eventId"`
+	Event    string `json:"event"`
+	ConfigID string `json:"configId"`
+}
+
+// Deleted is the answer to a deletion.
+type Deleted struct {
+	ID      string `json:"id"`
+	Deleted bool   `json:"deleted"`
+}
+
+// ListWebSocketConfigs reads a page of the app's configs, oldest first.
+func (c *Client) ListWebSocketConfigs(ctx context.Context, o ListOptions, opts ...CallOption) (*Page[WebSocketConfig], error) {
+	return list[WebSocketConfig](ctx, c, developerPath("websockets"), o.query(), opts)
+}
+
+// WebSocketConfigs iterates over the app's configs, oldest first.
+func (c *Client) WebSocketConfigs(ctx context.Context, o ListOptions, opts ...CallOption) iter.Seq2[WebSocketConfig, error] {
+	return all[WebSocketConfig](ctx, c, developerPath("websockets"), o.query(), "cursor", opts)
+}
+
+// CreateWebSocketConfig creates a config receiving these events: exact names
+// (Order.Submitted), prefix.* wildcards (order.*, wallet.*) or *, 1 to 50 of them.
+func (c *Client) CreateWebSocketConfig(ctx context.Context, events []string, opts ...CallOption) (*WebSocketConfig, error) {
+	body := map[string][]string{"events": events}
+	return do[WebSocketConfig](ctx, c, http.MethodPost, developerPath("websockets"), body, opts)
+}
+
+// GetWebSocketConfig reads one config.
+func (c *Client) GetWebSocketConfig(ctx context.Context, id string, opts ...CallOption) (*WebSocketConfig, error) {
+	return get[WebSocketConfig](ctx, c, developerPath("websockets", id), opts)
+}
+
+// SetWebSocketConfigEnabled enables or disables a config; disabling closes its
+// connections with 4001.
+func (c *Client) SetWebSocketConfigEnabled(ctx context.Context, id string, enabled bool, opts ...CallOption) (*WebSocketConfig, error) {
+	body := map[string]bool{"enabled": enabled}
+	return do[WebSocketConfig](ctx, c, http.MethodPatch, developerPath("websockets", id), body, opts)
+}
+
+// DeleteWebSocketConfig deletes a config; its connections close with 4004.
+func (c *Client) DeleteWebSocketConfig(ctx context.Context, id string, opts ...CallOption) error {
+	_, err := do[Deleted](ctx, c, http.MethodDelete, developerPath("websockets", id), nil, opts)
+	return err
+}
+
+// TestWebSocketConfig sends websocket.test to every connection of the config, whatever it
+// subscribes to; a disabled config is a 409 conflict.
+func (c *Client) TestWebSocketConfig(ctx context.Context, id string, opts ...CallOption) (*WebSocketTest, error) {
+	return do[WebSocketTest](ctx, c, http.MethodPost, developerPath("websockets", id, "test"), nil, opts)
+}
+
+// Webhook is an endpoint of yours that receives the app's events as signed messages.
+type Webhook struct {
+	ID          string   `json:"id"`
+	App         string   `json:"app"`
+	URL         string   `json:"url"`
+	Events      []string `json:"events"`
+	Description string   `json:"description"`
+	Enabled     bool     `json:"enabled"`
+	// DisabledReason says why the service disabled the webhook (every delivery failing
+	// for 5 days).
+	DisabledReason string `json:"disabledReason"`
+	// PreviousSecretExpiresAt is when the secret before the last rotation stops signing.
+	PreviousSecretExpiresAt *time.Time `json:"previousSecretExpiresAt"`
+	CreatedAt               time.Time  `json:"createdAt"`
+	UpdatedAt               time.Time  `json:"updatedAt"`
+	// Secret (whsec_…) verifies the messages (VerifyWebhook); it is in the answers of
+	// CreateWebhook and RotateWebhookSecret only.
+	Secret string `json:"secret,omitempty"`
+}
+
+// WebhookRequest is a new webhook.
+type WebhookRequest struct {
+	URL         string   `json:"url"`
+	Events      []string `json:"events"`
+	Description string   `json:"description,omitempty"`
+}
+
+// WebhookChange changes a webhook: the fields that are set (non-nil) are replaced.
+type WebhookChange struct {
+	URL         *string  `json:"url,omitempty"`
+	Events      []string `json:"events,omitempty"`
+	Description *string  `json:"description,omitempty"`
+	// Enabled false holds messages back; true again sends what was held.
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
+// WebhookDelivery is one message to one webhook, with its attempts.
+type WebhookDelivery struct {
+	ID string `json:"id"`
+	// MessageID is the webhook-id header: the same on every attempt and redelivery.
+	MessageID string `json:"messageId"`
+	Event     string `json:"event"`
+	EventID   string `json:"eventId"`
+	OrderID   string `json:"orderId,omitempty"`
+	// Status is pending, succeeded or failed.
+	Status        string            `json:"status"`
+	Attempts      []DeliveryAttempt `json:"attempts"`
+	NextAttemptAt *time.Time        `json:"nextAttemptAt"`
+	CreatedAt     time.Time         `json:"createdAt"`
+	CompletedAt   *time.Time        `json:"completedAt"`
+}
+
+// DeliveryAttempt is one try at sending a message.
+type DeliveryAttempt struct {
+	At time.Time `json:"at"`
+	// StatusCode is the endpoint's answer; 0 when there was none (Error says why).
+	StatusCode int     `json:"statusCode,omitempty"`
+	LatencyMs  float64 `json:"latencyMs"`
+	Error      string  `json:"error,omitempty"`
+	// Response is the start of the endpoint's answer (at most 2 KiB).
+	Response string `json:"response,omitempty"`
+}
+
+// DeliveryFilter narrows a webhook's deliveries.
+type DeliveryFilter struct {
+	Status string // pending, succeeded or failed
+	Event  string
+	Limit  int
+	Cursor string
+}
+
+func (f DeliveryFilter) query() url.Values {
+	q := url.Values{}
+	set(q, "status", f.Status)
+	set(q, "event", f.Event)
+	setPage(q, f.Limit, f.Cursor)
+	return q
+}
+
+// ListWebhooks reads a page of the app's webhooks, oldest first.
+func (c *Client) ListWebhooks(ctx context.Context, o ListOptions, opts ...CallOption) (*Page[Webhook], error) {
+	return list[Webhook](ctx, c, developerPath("webhooks"), o.query(), opts)
+}
+
+// Webhooks iterates over the app's webhooks, oldest first.
+func (c *Client) Webhooks(ctx context.Context, o ListOptions, opts ...CallOption) iter.Seq2[Webhook, error] {
+	return all[Webhook](ctx, c, developerPath("webhooks"), o.query(), "cursor", opts)
+}
+
+// CreateWebhook creates a webhook; its Secret is in this answer only.
+func (c *Client) CreateWebhook(ctx context.Context, req WebhookRequest, opts ...CallOption) (*Webhook, error) {
+	return do[Webhook](ctx, c, http.MethodPost, developerPath("webhooks"), req, opts)
+}
+
+// GetWebhook reads one webhook.
+func (c *Client) GetWebhook(ctx context.Context, id string, opts ...CallOption) (*Webhook, error) {
+	return get[Webhook](ctx, c, developerPath("webhooks", id), opts)
+}
+
+// UpdateWebhook changes a webhook (PATCH).
+func (c *Client) UpdateWebhook(ctx context.Context, id string, ch WebhookChange, opts ...CallOption) (*Webhook, error) {
+	return do[Webhook](ctx, c, http.MethodPatch, developerPath("webhooks", id), ch, opts)
+}
+
+// DeleteWebhook deletes a webhook and its deliveries.
+func (c *Client) DeleteWebhook(ctx context.Context, id string, opts ...CallOption) error {
+	_, err := do[Deleted](ctx, c, http.MethodDelete, developerPath("webhooks", id), nil, opts)
+	return err
+}
+
+// RotateWebhookSecret gives the webhook a new Secret, in this answer only; the old one
+// keeps signing beside it for 24 hours.
+func (c *Client) RotateWebhookSecret(ctx context.Context, id string, opts ...CallOption) (*Webhook, error) {
+	return do[Webhook](ctx, c, http.MethodPost, developerPath("webhooks", id, "rotate-secret"), nil, opts)
+}
+
+// TestWebhook queues a webhook.test message, whatever the webhook subscribes to; a
+// disabled webhook is a 409 conflict.
+func (c *Client) TestWebhook(ctx context.Context, id string, opts ...CallOption) (*WebhookDelivery, error) {
+	return do[WebhookDelivery](ctx, c, http.MethodPost, developerPath("webhooks", id, "test"), nil, opts)
+}
+
+// ListWebhookDeliveries reads a page of a webhook's deliveries, newest first.
+func (c *Client) ListWebhookDeliveries(ctx context.Context, webhookID string, f DeliveryFilter, opts ...CallOption) (*Page[WebhookDelivery], error) {
+	return list[WebhookDelivery](ctx, c, developerPath("webhooks", webhookID, "deliveries"), f.query(), opts)
+}
+
+// WebhookDeliveries iterates over a webhook's deliveries, newest first.
+func (c *Client) WebhookDeliveries(ctx context.Context, webhookID string, f DeliveryFilter, opts ...CallOption) iter.Seq2[WebhookDelivery, error] {
+	return all[WebhookDelivery](ctx, c, developerPath("webhooks", webhookID, "deliveries"), f.query(), "cursor", opts)
+}
+
+// RedeliverWebhookDelivery sends a delivery's message again (same webhook-id), due now.
+func (c *Client) RedeliverWebhookDelivery(ctx context.Context, webhookID, deliveryID string, opts ...CallOption) (*WebhookDelivery, error) {
+	path := developerPath("webhooks", webhookID, "deliveries", deliveryID, "redeliver")
+	return do[WebhookDelivery](ctx, c, http.MethodPost, path, nil, opts)
+}
