@@ -20,17 +20,19 @@ type policyHandlers struct {
 }
 
 type policyResponse struct {
-	App       string          `json:"app"`
-	Version   int             `json:"version"`
-	Rules     json.RawMessage `json:"rules"`
-	UpdatedBy string          `json:"updatedBy"`
-	UpdatedAt string          `json:"updatedAt"`
+	App     string          `json:"app"`
+	Version int             `json:"version"`
+	Rules   json.RawMessage `json:"rules"`
+	// UpdatedBy and UpdatedAt are null until the first PUT.
+	UpdatedBy *string `json:"updatedBy"`
+	UpdatedAt *string `json:"updatedAt"`
 }
 
 func policyJSON(p *store.Policy) policyResponse {
-	out := policyResponse{App: p.App, Version: p.Version, Rules: json.RawMessage(p.Document), UpdatedBy: p.UpdatedBy}
+	out := policyResponse{App: p.App, Version: p.Version, Rules: json.RawMessage(p.Document)}
 	if p.Version > 0 {
-		out.UpdatedAt = formatTime(p.UpdatedAt)
+		at := formatTime(p.UpdatedAt)
+		out.UpdatedBy, out.UpdatedAt = &p.UpdatedBy, &at
 	}
 	return out
 }

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -34,33 +33,12 @@ type ApprovalTier struct {
 
 // Policy is an app's policy and its version.
 type Policy struct {
-	App       string      `json:"app"`
-	Version   int         `json:"version"`
-	Rules     PolicyRules `json:"rules"`
-	UpdatedBy string      `json:"updatedBy"`
-	// UpdatedAt is nil while the policy was never set (Version 0).
+	App     string      `json:"app"`
+	Version int         `json:"version"`
+	Rules   PolicyRules `json:"rules"`
+	// UpdatedBy and UpdatedAt are empty while the policy was never set (Version 0).
+	UpdatedBy string     `json:"updatedBy"`
 	UpdatedAt *time.Time `json:"updatedAt"`
-}
-
-// UnmarshalJSON reads a never-set policy's updatedAt, which the server sends as "".
-func (p *Policy) UnmarshalJSON(b []byte) error {
-	type fields Policy // without this method
-	var f struct {
-		fields
-		UpdatedAt string `json:"updatedAt"`
-	}
-	if err := json.Unmarshal(b, &f); err != nil {
-		return err
-	}
-	*p = Policy(f.fields)
-	if f.UpdatedAt != "" {
-		t, err := time.Parse(time.RFC3339Nano, f.UpdatedAt)
-		if err != nil {
-			return fmt.Errorf("policy updatedAt: %w", err)
-		}
-		p.UpdatedAt = &t
-	}
-	return nil
 }
 
 // PolicyEvaluation is a dry run's answer: what the policy would decide for an order.
