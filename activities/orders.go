@@ -387,10 +387,16 @@ func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows
 			return workflows.LegStatus{State: st.State, Reason: st.Reason}, nil
 		}
 		activity.RecordHeartbeat(ctx, st.Confirmations)
+		// Ask again when the chain expects the transaction final, if it said, but never
+		// wait longer than a poll: the expectation may be wrong.
+		wait := poll
+		if !st.Expected.IsZero() {
+			wait = min(max(time.Until(st.Expected), time.Millisecond), poll)
+		}
 		select {
 		case <-ctx.Done():
 			return workflows.LegStatus{}, ctx.Err()
-		case <-time.After(poll):
+		case <-time.After(wait):
 		}
 	}
 }

@@ -4,6 +4,7 @@ package chain
 
 import (
 	"context"
+	"time"
 
 	"github.com/shopspring/decimal"
 )
@@ -48,4 +49,8 @@ type TxStatus struct {
 	State         TxState
 	Confirmations int
 	Reason        string
+	// Expected, for a pending transaction, is when the chain expects it final (the block
+	// that will hold its last confirmation), if it can tell; zero otherwise. Callers
+	// waiting on the transaction ask again then rather than on a fixed poll.
+	Expected time.Time
 }

@@ -206,10 +206,14 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 		signerCtx, cancel := context.WithCancel(context.Background())
 		b.stopSigner = cancel
 		svc := &service.Service{Store: b.store, Workflows: app.TemporalOrders{Client: b.client}, Log: log}
-		signer := &devSigner{store: b.store, svc: svc, keys: keys,
-			log: log.With("component", "dev-signer"), every: 100 * time.Millisecond, sent: map[string]bool{}}
+		signer := newDevSigner(b.store, svc, keys, log.With("component", "dev-signer"))
+		unsubscribe := b.live.Follower.Subscribe(signer)
 		b.signerDone = make(chan struct{})
-		go func() { defer close(b.signerDone); signer.run(signerCtx) }()
+		go func() {
+			defer close(b.signerDone)
+			defer unsubscribe()
+			signer.run(signerCtx)
+		}()
 	}
 
 	b.http = app.NewHTTPServer(ln.Addr().String(), app.NewAPIHandler(cfg, b.store, b.client, b.live, log))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
@@ -22,14 +23,48 @@ const devSignerID = "dev-signer"
 // autoSign wallets and signs their pending signing requests as they appear. It submits
 // through the same service operation as POST /signing-requests/{id}/signature, as a
 // device principal that may sign for its own wallets only.
+//
+// It is woken by the Wallet.SigningRequested events of the process's event follower (the
+// way a real device follows the live channel), and looks again every fallback interval
+// in case a wake-up was missed.
 type devSigner struct {
-	store *store.Store
-	svc   *service.Service
-	keys  map[string]ed25519.PrivateKey
-	log   *slog.Logger
-	every time.Duration
+	store    *store.Store
+	svc      *service.Service
+	keys     map[string]ed25519.PrivateKey
+	log      *slog.Logger
+	fallback time.Duration
+	wake     chan struct{}
 	// sent remembers requests already signed, until the workflow records them.
 	sent map[string]bool
+}
+
+func newDevSigner(s *store.Store, svc *service.Service, keys map[string]ed25519.PrivateKey, log *slog.Logger) *devSigner {
+	return &devSigner{store: s, svc: svc, keys: keys, log: log, fallback: 2 * time.Second, wake: make(chan struct{}, 1),
+		sent: map[string]bool{}}
+}
+
+// The event follower's side (events.Subscriber): a signing request wakes the signer.
+
+func (d *devSigner) Wants() bool { return true }
+
+func (d *devSigner) Events(_ context.Context, evs []events.Event) {
+	for _, ev := range evs {
+		if ev.Name == events.WalletSigningRequested {
+			d.poke()
+			return
+		}
+	}
+}
+
+func (d *devSigner) Control(context.Context, *events.Control) {}
+
+func (d *devSigner) Resynced(context.Context) { d.poke() }
+
+func (d *devSigner) poke() {
+	select {
+	case d.wake <- struct{}{}:
+	default: // already woken; the next pass sees every pending request
+	}
 }
 
 func (d *devSigner) run(ctx context.Context) {
@@ -37,40 +72,49 @@ func (d *devSigner) run(ctx context.Context) {
 	for id := range d.keys {
 		walletIDs = append(walletIDs, id)
 	}
-	t := time.NewTicker(d.every)
+	t := time.NewTicker(d.fallback)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-d.wake:
 		case <-t.C:
 		}
-		pending, err := d.store.ListSigningRequests(ctx, store.SigningFilter{WalletIDs: walletIDs, Status: orders.SigningPending, Limit: 100})
-		if err != nil {
-			if ctx.Err() == nil {
-				d.log.Warn("dev signer could not list signing requests", "error", err.Error())
-			}
+		d.signPending(ctx, walletIDs)
+	}
+}
+
+// signPending signs every pending request of the signer's wallets not signed yet.
+func (d *devSigner) signPending(ctx context.Context, walletIDs []string) {
+	pending, err := d.store.ListSigningRequests(ctx, store.SigningFilter{WalletIDs: walletIDs, Status: orders.SigningPending, Limit: 100})
+	if err != nil {
+		if ctx.Err() == nil {
+			d.log.Warn("dev signer could not list signing requests", "error", err.Error())
+		}
+		return
+	}
+	for i := range pending {
+		r := &pending[i]
+		if d.sent[r.ID] {
 			continue
 		}
-		for i := range pending {
-			r := &pending[i]
-			if d.sent[r.ID] {
-				continue
-			}
-			digest, err := hex.DecodeString(r.Digest)
-			if err != nil {
-				continue
-			}
-			sig := base64.StdEncoding.EncodeToString(ed25519.Sign(d.keys[r.WalletID], digest))
-			who := service.Caller{CorrelationID: devSignerID, Principal: &auth.Principal{OrgID: r.OrgID, App: r.App,
-				Kind: auth.KindDevice, ID: devSignerID, Actions: []string{auth.ActionSign}, ResourceIDs: walletIDs}}
-			_, err = d.svc.SubmitSignature(ctx, who, r.ID, sig)
-			if err != nil && service.KindOf(err) != service.Conflict {
-				d.log.Warn("dev signer could not sign", "signingRequestId", r.ID, "error", err.Error())
-				continue
-			}
-			d.sent[r.ID] = true
-			d.log.Info("dev signer signed", "signingRequestId", r.ID, "orderId", r.OrderID, "leg", r.Leg)
+		digest, err := hex.DecodeString(r.Digest)
+		if err != nil {
+			continue
 		}
+		sig := base64.StdEncoding.EncodeToString(ed25519.Sign(d.keys[r.WalletID], digest))
+		who := service.Caller{CorrelationID: devSignerID, Principal: &auth.Principal{OrgID: r.OrgID, App: r.App,
+			Kind: auth.KindDevice, ID: devSignerID, Actions: []string{auth.ActionSign}, ResourceIDs: walletIDs}}
+		_, err = d.svc.SubmitSignature(ctx, who, r.ID, sig)
+		if err != nil && service.KindOf(err) != service.Conflict {
+			d.log.Warn("dev signer could not sign", "signingRequestId", r.ID, "error", err.Error())
+			continue
+		}
+		d.sent[r.ID] = true
+		d.log.Info("dev signer signed", "signingRequestId", r.ID, "orderId", r.OrderID, "leg", r.Leg)
+	}
+	if len(pending) == 100 {
+		d.poke() // more than a page waits: go on at once
 	}
 }

@@ -252,6 +252,42 @@ func measure(devBin, credsPath, extra, scenario string, n, webhooks int, timeout
 	return r, err
 }
 
+// lone submits n payments one after another, each once the one before it is confirmed,
+// and prints submit-to-confirmed latencies beside their physical floor: the devchain's
+// block time times its confirmations (given to the bundle in extra).
+func lone(devBin, extra string, n int, floor time.Duration, timeout time.Duration) error {
+	b, err := devbundle.Start(devBin, strings.Fields(extra))
+	if err != nil {
+		return fmt.Errorf("start treasury-dev: %w", err)
+	}
+	defer b.Stop()
+	c := &client{http: &http.Client{Timeout: time.Minute}}
+	if c.creds, err = devbundle.ReadCredentials(b.CredentialsPath); err != nil {
+		return err
+	}
+	c.api = c.creds.BaseURL + "/api/v1"
+	var lat []time.Duration
+	for range n + 1 {
+		orders, err := scenarios["payments"](c, 1)
+		if err != nil {
+			return err
+		}
+		confirmed, _, err := confirmations(c, "pay", orders, timeout)
+		if err != nil {
+			return err
+		}
+		lat = append(lat, confirmed[orders[0].id].Sub(orders[0].sentAt))
+	}
+	lat = lat[1:] // the first warms the bundle up
+	slices.Sort(lat)
+	p50 := devbundle.Percentile(lat, .5)
+	fmt.Printf("lone payment: %d one after another, submit->confirmed p50 %v  p90 %v  max %v\n", n,
+		p50.Round(time.Millisecond), devbundle.Percentile(lat, .9).Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
+	fmt.Printf("lone payment: floor (block time x confirmations) %v; p50 above the floor %v (target: at most 50ms)\n",
+		floor, (p50 - floor).Round(time.Millisecond))
+	return nil
+}
+
 func main() {
 	devBin := flag.String("dev-bin", "bin/treasury-dev", "treasury-dev binary to start (ignored with -credentials)")
 	credsPath := flag.String("credentials", "", "credentials.json of a running bundle, instead of starting one")
@@ -261,7 +297,19 @@ func main() {
 	extra := flag.String("dev-args", "--rate-limit 100000 --rate-burst 100000", "flags for treasury-dev, space separated (the default lifts the per-key rate limit: one key drives the whole load)")
 	webhooks := flag.Int("webhooks", 0, "with N > 0, compare runs on fresh bundles without webhooks and with N webhooks of the app on every event (one local receiver)")
 	rounds := flag.Int("rounds", 3, "with -webhooks, how many times each kind runs, alternating")
+	loneN := flag.Int("lone", 0, "with N > 0, measure N payments submitted one at a time instead (a lone order's latency)")
+	block := flag.Duration("block-time", 200*time.Millisecond, "with -lone: the devchain's block time (passed to treasury-dev)")
+	confs := flag.Int("confirmations", 1, "with -lone: the devchain's confirmations (passed to treasury-dev)")
 	flag.Parse()
+
+	if *loneN > 0 {
+		args := fmt.Sprintf("%s --block-time %s --confirmations %d", *extra, *block, *confs)
+		if err := lone(*devBin, args, *loneN, *block*time.Duration(*confs), *timeout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 
 	if _, ok := scenarios[*scenario]; !ok {
 		fmt.Fprintf(os.Stderr, "unknown scenario %q\n", *scenario)

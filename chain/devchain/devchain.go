@@ -114,6 +114,6 @@ func (d *Chain) Status(ctx context.Context, chainName, hash string) (chain.TxSta
 	case store.DevchainFailed:
 		return chain.TxStatus{State: chain.TxFailed, Reason: t.Failure}, nil
 	default:
-		return chain.TxStatus{State: chain.TxPending, Confirmations: min(blocks, max(d.Confirmations-1, 0))}, nil
+		return chain.TxStatus{State: chain.TxPending, Confirmations: min(blocks, max(d.Confirmations-1, 0)), Expected: t.ConfirmsAt}, nil
 	}
 }

@@ -35,8 +35,8 @@ func TestDevchainTransfersConfirmOnceAfterTheirBlocks(t *testing.T) {
 			t.Fatalf("rebroadcast: %s %s %v", h1, h2, err)
 		}
 		st, err := d.Status(ctx, "ethereum", h1)
-		if err != nil || st.State != chain.TxPending {
-			t.Fatalf("before its blocks: %+v %v", st, err)
+		if err != nil || st.State != chain.TxPending || !st.Expected.Equal(clk.t.Add(400*time.Millisecond)) {
+			t.Fatalf("before its blocks (final expected after 2 blocks of 200ms): %+v %v", st, err)
 		}
 		clk.t = clk.t.Add(400 * time.Millisecond)
 		for range 3 { // asking again never applies the transfer twice
