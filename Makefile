@@ -6,9 +6,9 @@ BIN      ?= bin
 export CGO_ENABLED ?= 0
 # Everything except the packages that link the embedded Temporal server; those are
 # built once, without the race detector, to keep the build within reach of 2 cores.
-FAST_PKGS = $(shell $(GO) list ./... | grep -v -e '/e2e$$' -e '/devstack$$' -e '/cmd/treasury-dev$$')
+FAST_PKGS = $(shell $(GO) list ./... | grep -v -e '/e2e$$' -e '/devstack$$' -e '/cmd/treasury-dev$$' -e '/bench/ceiling$$')
 
-.PHONY: run build test test-unit test-e2e lint fmt bench bench-lifecycle bench-live bench-webhooks screenshots docs-events
+.PHONY: run build test test-unit test-e2e lint fmt bench bench-ceiling bench-lifecycle bench-openloop bench-http bench-live bench-webhooks screenshots docs-events
 
 ## run: build and start the dev bundle (embedded Temporal + UI, API, worker, demo org)
 run: $(BIN)/treasury-dev
@@ -43,22 +43,46 @@ screenshots:
 docs-events:
 	WRITE_EVENTS_DOC=1 $(GO) test -count=1 -run TestEventsCatalogue ./e2e/
 
-## bench: lifecycle throughput and latency, the live channel's fan-out latency and memory
-## per connection, and webhook delivery, on the dev bundle (figures in docs/benchmarks.md)
-bench: bench-lifecycle bench-live bench-webhooks
+## bench: every benchmark below, about 10 minutes on 2 cores; figures and their reading
+## are in docs/benchmarks.md. Each part runs alone too (make bench-ceiling, ...).
+bench: bench-ceiling bench-lifecycle bench-openloop bench-http bench-live bench-webhooks
 
+# The lifecycle beside the engine's ceiling: a bare workflow of an order's shape on the same
+# embedded Temporal server in the same process, on the SQLite and the PostgreSQL store
+# (a database made on the local server for the run, dropped after).
+bench-ceiling:
+	$(GO) run ./bench/ceiling -orders 200 -rounds 3 -store sqlite
+	$(GO) run ./bench/ceiling -orders 200 -rounds 3 -store postgres
+
+# 200 payments submitted at once to the dev bundle, then 20 one at a time against the
+# devchain's floor (block time x confirmations).
 bench-lifecycle: $(BIN)/treasury-dev
-	$(GO) run ./bench/lifecycle -dev-bin $(BIN)/treasury-dev -orders 200 -dev-args "--rate-limit 100000 --rate-burst 100000"
+	$(GO) run ./bench/lifecycle -dev-bin $(BIN)/treasury-dev -orders 200
+	$(GO) run ./bench/lifecycle -dev-bin $(BIN)/treasury-dev -lone 20
+
+# Open-loop latency curves: payments at fixed rates, raised until the bundle saturates;
+# prints the table and draws docs/bench/openloop-sqlite.svg.
+bench-openloop: $(BIN)/treasury-dev
+	$(GO) run ./bench/openloop -dev-bin $(BIN)/treasury-dev -step 15s -svg docs/bench/openloop-sqlite.svg
+
+# The API's cost per request: portfolio reads and payment creates through the real router
+# on SQLite and on PostgreSQL (DATABASE_URL, or the local server's "test" database; a schema
+# of its own, dropped after), each beside a bare Gin handler answering the same bytes in the
+# same process. No dev bundle: the router runs inside the load program.
+bench-http:
+	$(GO) run ./bench/httpcost -duration 6s
+
+# The live channel: commit-to-client latency at 1,000 and 10,000 clients, five runs each on
+# a fresh bundle, and the memory an idle connection holds.
+bench-live: $(BIN)/treasury-dev
+	$(GO) run ./bench/wsfanout -dev-bin $(BIN)/treasury-dev -clients 1000,10000 -events 30 -runs 5
+	$(GO) test -run '^$$' -bench IdleConnectionMemory -benchtime 1x ./wshub/
 
 # Webhooks: how fast the dispatcher drains a backlog (beside a bare client), and the
 # lifecycle with one webhook on every event beside the lifecycle without.
 bench-webhooks: $(BIN)/treasury-dev
 	$(GO) run ./bench/webhooks -deliveries 10000
 	$(GO) run ./bench/lifecycle -dev-bin $(BIN)/treasury-dev -orders 200 -webhooks 1 -rounds 3
-
-bench-live: $(BIN)/treasury-dev
-	$(GO) run ./bench/wsfanout -dev-bin $(BIN)/treasury-dev -clients 1000,10000 -events 50
-	$(GO) test -run '^$$' -bench IdleConnectionMemory -benchtime 1x ./wshub/
 
 ## lint: go vet and a gofmt check
 lint:

@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	uiserver "github.com/temporalio/ui-server/v2/server"
@@ -268,14 +270,46 @@ func (t *Temporal) Stop() {
 }
 
 // portOrFree returns port after checking it can be bound, or a free port when port is 0.
+//
+// The server binds its ports itself some time after they are chosen, and a port
+// that fails to bind then ends the process. A port the kernel hands out for :0
+// comes from the ephemeral range, which every outgoing connection draws from too,
+// so one could be taken in between; free ports are therefore drawn from below
+// that range, and never twice in one process (tests start several bundles).
 func portOrFree(ip string, port int) (int, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
-	if err != nil {
-		return 0, err
+	if port != 0 {
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+		if err != nil {
+			return 0, err
+		}
+		return port, ln.Close()
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 200 {
+		candidate := freePortLow + rand.IntN(freePortHigh-freePortLow)
+		if handedOut.ports[candidate] {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(candidate)))
+		if err != nil {
+			continue
+		}
+		_ = ln.Close()
+		handedOut.ports[candidate] = true
+		return candidate, nil
+	}
+	return 0, errors.New("no free port below the ephemeral range")
 }
+
+// freePortLow and freePortHigh bound the free ports drawn: below Linux's default
+// ephemeral range (32768-60999) and above the ports services commonly use.
+const freePortLow, freePortHigh = 20000, 32000
+
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
 
 func waitForPort(ctx context.Context, addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)

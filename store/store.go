@@ -63,6 +63,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		db, err = gorm.Open(postgres.New(postgres.Config{DSN: cfg.DatabaseURL}), gcfg)
 	case cfg.SQLitePath != "":
 		dialect = migrations.SQLite
+		// The SQLite driver parses every statement's text again unless it is prepared: a
+		// third of a read's cost. Prepared statements are kept per connection, a bounded
+		// number (IN lists of varying length make distinct texts). pgx caches PostgreSQL's
+		// itself.
+		gcfg.PrepareStmt, gcfg.PrepareStmtMaxSize = true, 512
 		var sqlDB *sql.DB
 		sqlDB, err = sql.Open("sqlite", SQLiteDSN(cfg.SQLitePath))
 		if err == nil {

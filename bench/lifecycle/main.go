@@ -9,7 +9,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -18,137 +17,21 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/opentreasury/treasury/bench/devbundle"
-	"github.com/opentreasury/treasury/events"
-	"github.com/opentreasury/treasury/seed"
 )
 
-type client struct {
-	api   string
-	creds *seed.Credentials
-	http  *http.Client
-}
-
-func (c *client) do(method, path, token, body string) (int, map[string]any, error) {
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, c.api+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var out map[string]any
-	_ = json.Unmarshal(raw, &out)
-	return resp.StatusCode, out, nil
-}
-
-// submitted is one order in flight: when its submit was sent.
-type submitted struct {
-	id     string
-	sentAt time.Time
-}
-
 // scenarios each create their orders, then submit them all at once.
-var scenarios = map[string]func(c *client, n int) ([]submitted, error){
-	"payments": func(c *client, n int) ([]submitted, error) {
-		var wallets []string
-		for _, w := range c.creds.Wallets {
-			if w.AutoSign && w.Chain == "ethereum" {
-				wallets = append(wallets, w.ID)
-			}
+var scenarios = map[string]func(c *devbundle.Client, n int) ([]devbundle.Submitted, error){
+	"payments": func(c *devbundle.Client, n int) ([]devbundle.Submitted, error) {
+		ids, err := c.CreatePayments(n)
+		if err != nil {
+			return nil, err
 		}
-		ids := make([]string, n)
-		for i := range ids {
-			body := fmt.Sprintf(`{"walletId":%q,"asset":"USDC","amount":"500","destination":{"address":"0x1111111111111111111111111111111111111111"}}`, wallets[i%len(wallets)])
-			status, out, err := c.do("POST", "/payments", c.creds.Keys["pay"].SK, body)
-			if err != nil || status != 201 {
-				return nil, fmt.Errorf("create: %d %v %v", status, out, err)
-			}
-			ids[i] = out["id"].(string)
-		}
-		return submitAll(c, "pay", "/payments/", ids)
+		return c.SubmitAll("pay", "/payments/", ids)
 	},
-}
-
-func submitAll(c *client, app, collection string, ids []string) ([]submitted, error) {
-	out := make([]submitted, len(ids))
-	errs := make(chan error, len(ids))
-	var wg sync.WaitGroup
-	for i, id := range ids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i] = submitted{id: id, sentAt: time.Now()}
-			status, body, err := c.do("POST", collection+id+"/submit", c.creds.Keys[app].SK, "{}")
-			if err != nil || status != 202 {
-				errs <- fmt.Errorf("submit %s: %d %v %v", id, status, body, err)
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	return out, <-errs
-}
-
-// confirmations follows the event stream until every order has ended, and returns when
-// each was confirmed (by the server's clock) and how many ended otherwise.
-func confirmations(c *client, app string, orders []submitted, timeout time.Duration) (map[string]time.Time, int, error) {
-	want := map[string]bool{}
-	for _, o := range orders {
-		want[o.id] = true
-	}
-	confirmed := map[string]time.Time{}
-	other := 0
-	after := ""
-	deadline := time.Now().Add(timeout)
-	for len(confirmed)+other < len(orders) {
-		if time.Now().After(deadline) {
-			return confirmed, other, fmt.Errorf("timed out with %d of %d orders ended", len(confirmed)+other, len(orders))
-		}
-		path := "/events?limit=200"
-		if after != "" {
-			path += "&after=" + after
-		}
-		status, page, err := c.do("GET", path, c.creds.Keys[app].Read, "")
-		if err != nil || status != 200 {
-			return confirmed, other, fmt.Errorf("events: %d %v", status, err)
-		}
-		data, _ := page["data"].([]any)
-		for _, e := range data {
-			ev := e.(map[string]any)
-			after = ev["id"].(string)
-			id, _ := ev["orderId"].(string)
-			if !want[id] {
-				continue
-			}
-			switch ev["event"] {
-			case events.OrderConfirmed:
-				at, _ := time.Parse(time.RFC3339Nano, ev["occurredAt"].(string))
-				confirmed[id] = at
-			case events.OrderFailed, events.OrderRejected:
-				other++
-			}
-		}
-		if len(data) < 200 {
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	return confirmed, other, nil
 }
 
 // result is one measured run.
@@ -192,7 +75,6 @@ func newHookCounter() *hookCounter {
 // measure runs a scenario on a bundle (started fresh unless credsPath names one), with
 // webhooks configs of the scenario's app on every event, all sent to one receiver.
 func measure(devBin, credsPath, extra, scenario string, n, webhooks int, timeout time.Duration) (result, error) {
-	c := &client{http: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
 	if credsPath == "" {
 		b, err := devbundle.Start(devBin, strings.Fields(extra))
 		if err != nil {
@@ -201,22 +83,22 @@ func measure(devBin, credsPath, extra, scenario string, n, webhooks int, timeout
 		defer b.Stop()
 		credsPath = b.CredentialsPath
 	}
-	var err error
-	if c.creds, err = devbundle.ReadCredentials(credsPath); err != nil {
+	creds, err := devbundle.ReadCredentials(credsPath)
+	if err != nil {
 		return result{}, fmt.Errorf("credentials: %w", err)
 	}
-	c.api = c.creds.BaseURL + "/api/v1"
+	c := devbundle.NewClient(creds)
 	app := map[string]string{"payments": "pay"}[scenario]
 	var hooks *hookCounter
 	if webhooks > 0 {
 		hooks = newHookCounter()
 		defer hooks.Close()
 		for range webhooks {
-			req, _ := http.NewRequest("POST", c.creds.BaseURL+"/developer/webhooks",
+			req, _ := http.NewRequest("POST", c.Creds.BaseURL+"/developer/webhooks",
 				strings.NewReader(fmt.Sprintf(`{"url":%q,"events":["*"]}`, hooks.URL)))
-			req.Header.Set("Authorization", "Bearer "+c.creds.Keys[app].SK)
+			req.Header.Set("Authorization", "Bearer "+c.Creds.Keys[app].SK)
 			req.Header.Set("Content-Type", "application/json")
-			res, err := c.http.Do(req)
+			res, err := c.HTTP.Do(req)
 			if err != nil || res.StatusCode != 201 {
 				return result{}, fmt.Errorf("webhook: %v %v", res, err)
 			}
@@ -227,15 +109,15 @@ func measure(devBin, credsPath, extra, scenario string, n, webhooks int, timeout
 	if err != nil {
 		return result{}, err
 	}
-	confirmed, other, err := confirmations(c, app, orders, timeout)
+	confirmed, other, err := c.Confirmations(app, orders, timeout)
 	r := result{orders: len(orders), confirmed: len(confirmed), other: other}
-	first, last := orders[0].sentAt, time.Time{}
+	first, last := orders[0].SentAt, time.Time{}
 	for _, o := range orders {
-		if o.sentAt.Before(first) {
-			first = o.sentAt
+		if o.SentAt.Before(first) {
+			first = o.SentAt
 		}
-		if at, ok := confirmed[o.id]; ok {
-			r.latencies = append(r.latencies, at.Sub(o.sentAt))
+		if at, ok := confirmed[o.ID]; ok {
+			r.latencies = append(r.latencies, at.Sub(o.SentAt))
 			if at.After(last) {
 				last = at
 			}
@@ -261,22 +143,22 @@ func lone(devBin, extra string, n int, floor time.Duration, timeout time.Duratio
 		return fmt.Errorf("start treasury-dev: %w", err)
 	}
 	defer b.Stop()
-	c := &client{http: &http.Client{Timeout: time.Minute}}
-	if c.creds, err = devbundle.ReadCredentials(b.CredentialsPath); err != nil {
+	creds, err := devbundle.ReadCredentials(b.CredentialsPath)
+	if err != nil {
 		return err
 	}
-	c.api = c.creds.BaseURL + "/api/v1"
+	c := devbundle.NewClient(creds)
 	var lat []time.Duration
 	for range n + 1 {
 		orders, err := scenarios["payments"](c, 1)
 		if err != nil {
 			return err
 		}
-		confirmed, _, err := confirmations(c, "pay", orders, timeout)
+		confirmed, _, err := c.Confirmations("pay", orders, timeout)
 		if err != nil {
 			return err
 		}
-		lat = append(lat, confirmed[orders[0].id].Sub(orders[0].sentAt))
+		lat = append(lat, confirmed[orders[0].ID].Sub(orders[0].SentAt))
 	}
 	lat = lat[1:] // the first warms the bundle up
 	slices.Sort(lat)

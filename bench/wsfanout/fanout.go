@@ -147,7 +147,13 @@ func closeSockets(clients []*wsClient) {
 }
 
 // run measures one client count on a running bundle and returns its result line.
-func run(b *bundle, p params) (string, error) {
+// outcome is what a run is judged by: the commit-to-client p99 and the frames lost.
+type outcome struct {
+	p99  time.Duration
+	lost int
+}
+
+func run(b *bundle, p params) (string, outcome, error) {
 	wallet := ""
 	for _, w := range b.creds.Wallets {
 		if w.AutoSign && w.Chain == "ethereum" {
@@ -156,7 +162,7 @@ func run(b *bundle, p params) (string, error) {
 		}
 	}
 	if wallet == "" {
-		return "", errors.New("credentials.json has no autoSign ethereum wallet")
+		return "", outcome{}, errors.New("credentials.json has no autoSign ethereum wallet")
 	}
 
 	status, raw, err := b.do("POST", "/developer/websockets", "", `{"events":["order.created"]}`)
@@ -167,17 +173,17 @@ func run(b *bundle, p params) (string, error) {
 		err = json.Unmarshal(raw, &cfg)
 	}
 	if err != nil || status != 201 || cfg.ID == "" {
-		return "", fmt.Errorf("create WebSocket config: %d %.300s %v", status, raw, err)
+		return "", outcome{}, fmt.Errorf("create WebSocket config: %d %.300s %v", status, raw, err)
 	}
 
 	time.Sleep(idleSettle)
 	rssBefore, err := b.vmRSS()
 	if err != nil {
-		return "", err
+		return "", outcome{}, err
 	}
 	fdsBefore, err := b.openFDs()
 	if err != nil {
-		return "", err
+		return "", outcome{}, err
 	}
 
 	target := b.creds.WSURL + "/api/v1/ws?id=" + url.QueryEscape(cfg.ID) + "&token=" + url.QueryEscape(b.creds.Keys["pay"].PK)
@@ -185,7 +191,7 @@ func run(b *bundle, p params) (string, error) {
 	dialStart := time.Now()
 	conns, err := connectAll(p.clients, p.dialConcurrency, target, cfg.ID)
 	if err != nil {
-		return "", err
+		return "", outcome{}, err
 	}
 	dialTook := time.Since(dialStart)
 
@@ -201,7 +207,7 @@ func run(b *bundle, p params) (string, error) {
 				c.Close()
 			}
 			closeSockets(clients)
-			return "", fmt.Errorf("taking over a socket: %w", err)
+			return "", outcome{}, fmt.Errorf("taking over a socket: %w", err)
 		}
 		// Twice the events leaves room to see duplicates without allocating per frame.
 		recv := make([]receipt, 2*p.events)
@@ -216,7 +222,7 @@ func run(b *bundle, p params) (string, error) {
 	stopReceivers, err := startReceivers(p.receivers, p.poll, clients, base, prefix, stamps)
 	if err != nil {
 		closeSockets(clients)
-		return "", err
+		return "", outcome{}, err
 	}
 	var closeOnce sync.Once
 	// Covers the early returns; the normal path closes before it reads the results.
@@ -225,11 +231,11 @@ func run(b *bundle, p params) (string, error) {
 	time.Sleep(connSettle)
 	rssAfter, err := b.vmRSS()
 	if err != nil {
-		return "", err
+		return "", outcome{}, err
 	}
 	fdsAfter, err := b.openFDs()
 	if err != nil {
-		return "", err
+		return "", outcome{}, err
 	}
 	perConn := float64(rssAfter-rssBefore) / float64(p.clients)
 	fmt.Fprintf(os.Stderr, "clients %d: connected in %v; server VmRSS %d -> %d KiB, fds %d -> %d; sending %d events\n",
@@ -385,5 +391,5 @@ func run(b *bundle, p params) (string, error) {
 	if postFailures > 0 {
 		fmt.Fprintf(&line, "; %d POSTs failed, first: %v", postFailures, postErr)
 	}
-	return line.String(), nil
+	return line.String(), outcome{p99: devbundle.Percentile(commitLatencies, .99), lost: p.clients*expected - received}, nil
 }

@@ -159,6 +159,8 @@ func main() {
 	poll := flag.Duration("poll", 500*time.Microsecond,
 		"how long a receiver with no socket ready sleeps before it looks again; 0 waits in epoll_wait instead, and has the server's writes wake the receivers")
 	perEvent := flag.Bool("per-event", false, "print, on stderr, how long each event took to reach its last client")
+	runs := flag.Int("runs", 1, "runs per client count, each on a fresh treasury-dev")
+	target := flag.Duration("p99-target", 150*time.Millisecond, "a run meets the target when its commit-to-client p99 is at most this and it lost nothing")
 	flag.Parse()
 
 	if *devBin == "" {
@@ -193,13 +195,24 @@ func main() {
 	failed := false
 	for _, n := range counts {
 		p := params{clients: n, events: *events, interval: *interval, dialConcurrency: *dialConcurrency, receivers: *receivers, poll: *poll, perEvent: *perEvent}
-		res, err := measure(*devBin, strings.Fields(*extra), p)
-		if err != nil {
-			fmt.Printf("clients %d: FAILED: %v\n", n, err)
-			failed = true
-			continue
+		met := 0
+		var p99s []string
+		for range *runs {
+			res, o, err := measure(*devBin, strings.Fields(*extra), p)
+			if err != nil {
+				fmt.Printf("clients %d: FAILED: %v\n", n, err)
+				failed = true
+				continue
+			}
+			fmt.Println(res)
+			if o.p99 <= *target && o.lost == 0 {
+				met++
+			}
+			p99s = append(p99s, o.p99.Round(time.Millisecond).String())
 		}
-		fmt.Println(res)
+		if *runs > 1 {
+			fmt.Printf("clients %d: %d of %d runs met p99 <= %v with nothing lost (p99s: %s)\n", n, met, *runs, *target, strings.Join(p99s, ", "))
+		}
 	}
 	if failed {
 		os.Exit(1)
@@ -207,11 +220,11 @@ func main() {
 }
 
 // measure starts a bundle, runs one client count against it and stops it.
-func measure(devBin string, extra []string, p params) (string, error) {
+func measure(devBin string, extra []string, p params) (string, outcome, error) {
 	fmt.Fprintf(os.Stderr, "clients %d: starting treasury-dev\n", p.clients)
 	b, err := startBundle(devBin, extra)
 	if err != nil {
-		return "", err
+		return "", outcome{}, err
 	}
 	defer b.Stop()
 	return run(b, p)

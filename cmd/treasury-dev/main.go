@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -42,6 +43,7 @@ func run(args []string) int {
 	hookLoopback := fs.Bool("webhook-allow-loopback", true, "let webhooks go to loopback addresses (receivers on this machine); false refuses them as production does")
 	temporalLogLevel := fs.String("temporal-log-level", "error", "log level of the embedded Temporal server")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile (pprof) of the whole process to this file, from ready to shutdown")
+	allocProfile := fs.String("alloc-profile", "", "write an allocation profile (pprof) of the whole process to this file at shutdown")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: treasury-dev [flags]\n\nRuns the treasury dev bundle. DATABASE_URL, when set, puts the store on PostgreSQL.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -98,6 +100,10 @@ func run(args []string) int {
 		}
 	}
 
+	if *allocProfile != "" {
+		defer writeAllocProfile(*allocProfile, log)
+	}
+
 	code := 0
 	select {
 	case <-ctx.Done():
@@ -127,4 +133,16 @@ func profileCPU(path string) (func(), error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); _ = f.Close() }, nil
+}
+
+// writeAllocProfile writes every allocation since the process started (the heap
+// profile's alloc_space and alloc_objects) to path.
+func writeAllocProfile(path string, log *slog.Logger) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = errors.Join(pprof.Lookup("allocs").WriteTo(f, 0), f.Close())
+	}
+	if err != nil {
+		log.Error("no allocation profile", "error", err.Error())
+	}
 }
