@@ -14,6 +14,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/metrics"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
 )
@@ -45,6 +46,8 @@ type idempotency struct {
 	// lease is how long an in-flight claim is honoured; a request that held it longer died.
 	lease time.Duration
 	now   func() time.Time
+	// metrics counts the replays.
+	metrics *metrics.Metrics
 }
 
 func (m *idempotency) handle(c *gin.Context) {
@@ -138,6 +141,7 @@ func (m *idempotency) answerFromRecord(c *gin.Context, held, req *store.Idempote
 		for k, v := range headers {
 			c.Header(k, v)
 		}
+		m.metrics.IdempotencyReplay()
 		c.Header(replayedHeader, "true")
 		c.Status(held.StatusCode)
 		_, _ = c.Writer.Write(held.ResponseBody)

@@ -7,12 +7,13 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/metrics"
 	"github.com/opentreasury/treasury/ratelimit"
 )
 
 // rateLimit answers 429 rate_limited once a credential's bucket is empty, and tells every
 // caller its budget in RateLimit-* headers.
-func rateLimit(l *ratelimit.Limiter) gin.HandlerFunc {
+func rateLimit(l *ratelimit.Limiter, m *metrics.Metrics) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		p := principalOf(c)
 		ok, remaining, wait := l.Take(p.ID)
@@ -24,6 +25,7 @@ func rateLimit(l *ratelimit.Limiter) gin.HandlerFunc {
 			c.Next()
 			return
 		}
+		m.RateLimited(metrics.LimiterCredential)
 		seconds := retryAfter(wait)
 		c.Header("RateLimit-Reset", seconds)
 		c.Header("Retry-After", seconds)

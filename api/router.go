@@ -15,6 +15,7 @@ import (
 	"github.com/opentreasury/treasury/console"
 	"github.com/opentreasury/treasury/docs"
 	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/metrics"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/ratelimit"
 	"github.com/opentreasury/treasury/service"
@@ -64,6 +65,9 @@ type Config struct {
 	// Console, when set, serves the people's pages under /console/, with the API's own
 	// service and sessions.
 	Console *console.Options
+	// Metrics counts requests, idempotent replays and rate-limit refusals; nil counts
+	// nothing. The router does not serve them: see app.ServeMetrics.
+	Metrics *metrics.Metrics
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -85,6 +89,9 @@ func NewRouter(cfg Config) http.Handler {
 	r.HandleMethodNotAllowed = false
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
+	if cfg.Metrics != nil {
+		r.Use(withMetrics(cfg.Metrics))
+	}
 	r.Use(withCorrelationID(), withAccessLog(log), withRecovery(log), withBodyLimit(MaxBodyBytes), withTimeout(cfg.RequestTimeout))
 	r.NoRoute(func(c *gin.Context) {
 		fail(c, CodeNotFound, "There is nothing at "+c.Request.Method+" "+c.Request.URL.Path+".")
@@ -114,10 +121,12 @@ func NewRouter(cfg Config) http.Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	sh := &sessionHandlers{sessions: service.NewSessions(cfg.Store, authenticator, cfg.SessionTTL, cfg.Now, log), log: log}
+	sessions := service.NewSessions(cfg.Store, authenticator, cfg.SessionTTL, cfg.Now, log)
+	sessions.Metrics = cfg.Metrics
+	sh := &sessionHandlers{sessions: sessions, log: log}
 	r.POST("/api/v1/sessions", sh.signIn)
 	idem := &idempotency{store: cfg.Store, log: log, retention: cfg.IdempotencyRetention,
-		lease: max(2*cfg.RequestTimeout, time.Minute), now: time.Now}
+		lease: max(2*cfg.RequestTimeout, time.Minute), now: time.Now, metrics: cfg.Metrics}
 	if cfg.RateLimit <= 0 {
 		cfg.RateLimit = 50
 	}
@@ -127,20 +136,22 @@ func NewRouter(cfg Config) http.Handler {
 	limiter := ratelimit.New(cfg.RateLimit, cfg.RateBurst)
 	svc := &service.Service{Store: cfg.Store, Workflows: cfg.Workflows, Bus: cfg.Bus, Live: cfg.Live, Webhooks: cfg.Webhooks, Log: log}
 	if cfg.Console != nil {
-		mountConsole(r, console.Config{Service: svc, Sessions: sh.sessions, Authn: authenticator, Log: log, Options: *cfg.Console}, limiter)
+		mountConsole(r, console.Config{Service: svc, Sessions: sh.sessions, Authn: authenticator, Log: log, Options: *cfg.Console}, limiter, cfg.Metrics)
 	}
-	wsh := &websocketHandlers{svc: svc, store: cfg.Store, log: log, live: cfg.Live, authn: authenticator, limit: limiter}
+	wsh := &websocketHandlers{svc: svc, store: cfg.Store, log: log, live: cfg.Live, authn: authenticator,
+		limit: rateLimit(limiter, cfg.Metrics)}
 	// The channel authenticates by the token in its URL (browsers cannot set headers on
 	// a WebSocket), so it sits outside the bearer-authenticated group.
 	r.GET("/api/v1/ws", wsh.connect)
-	authenticated := []gin.HandlerFunc{authn, withRequestLog(cfg.RequestLogs), rateLimit(limiter), idem.handle}
+	limit := rateLimit(limiter, cfg.Metrics)
+	authenticated := []gin.HandlerFunc{authn, withRequestLog(cfg.RequestLogs), limit, idem.handle}
 	v1 := r.Group("/api/v1", authenticated...)
 
 	v1.GET("/session", sh.current)
 	v1.DELETE("/session", sh.signOut)
 	// Not under Idempotency-Key: a kept request's fingerprint would be a fast hash of the
 	// passwords in its body. A repeat is refused anyway (the current password has changed).
-	r.POST("/api/v1/session/password", authn, withRequestLog(cfg.RequestLogs), rateLimit(limiter), sh.changePassword)
+	r.POST("/api/v1/session/password", authn, withRequestLog(cfg.RequestLogs), limit, sh.changePassword)
 
 	ph := &portfolioHandlers{svc: svc, log: log}
 	treasuryRead := require("treasury", auth.ActionRead)
@@ -281,7 +292,7 @@ func (d developerHandlers) register(g *gin.RouterGroup) {
 // Its pages are embedded in the binary: one that does not parse is a defect of the build,
 // which no configuration mends, hence the panic.
 // Requests are limited per client address, with the API's rate and burst.
-func mountConsole(r *gin.Engine, cfg console.Config, limiter *ratelimit.Limiter) {
+func mountConsole(r *gin.Engine, cfg console.Config, limiter *ratelimit.Limiter, m *metrics.Metrics) {
 	pages, err := console.New(cfg)
 	if err != nil {
 		panic("console pages do not parse: " + err.Error())
@@ -289,6 +300,7 @@ func mountConsole(r *gin.Engine, cfg console.Config, limiter *ratelimit.Limiter)
 	r.GET("/console", func(c *gin.Context) { c.Redirect(http.StatusSeeOther, "/console/") })
 	serve := func(c *gin.Context) {
 		if ok, _, wait := limiter.Take("console " + c.ClientIP()); !ok {
+			m.RateLimited(metrics.LimiterConsole)
 			c.Header("Retry-After", retryAfter(wait))
 			c.String(http.StatusTooManyRequests, "Too many requests from this address; retry after %s s.", retryAfter(wait))
 			return

@@ -12,7 +12,6 @@ import (
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/orders"
-	"github.com/opentreasury/treasury/ratelimit"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 )
@@ -32,7 +31,8 @@ type websocketHandlers struct {
 	log   *slog.Logger
 	live  LiveChannel
 	authn *auth.Authenticator
-	limit *ratelimit.Limiter
+	// limit is the API's rate limit per credential.
+	limit gin.HandlerFunc
 }
 
 type deliveryJSON struct {
@@ -156,7 +156,7 @@ func (h *websocketHandlers) connect(c *gin.Context) {
 		return
 	}
 	c.Set(principalContextKey, p)
-	if rateLimit(h.limit)(c); c.IsAborted() {
+	if h.limit(c); c.IsAborted() {
 		return
 	}
 	id := c.Query("id")

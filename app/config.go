@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/opentreasury/treasury/metrics"
 	"github.com/opentreasury/treasury/webhook"
 )
 
@@ -55,7 +56,12 @@ type Config struct {
 	// TemporalUIURL links the console's order pages to their workflows; empty leaves the
 	// links out.
 	TemporalUIURL string
-	LogLevel      slog.Level
+	// MetricsAddr is where the process serves /metrics, apart from the public API.
+	MetricsAddr string
+	LogLevel    slog.Level
+	// Metrics are the process's collectors: made by the process, never read from the
+	// environment; nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // envVar documents one environment variable the service reads.
@@ -92,6 +98,7 @@ var EnvVars = []envVar{
 	{"WEBHOOK_BACKOFF_SCALE", "1", "multiplies the webhook retry schedule (5 s … 10 h) and the 5-day failing window; below 1 for tests"},
 	{"CONSOLE", "true", "serve the web console for people under /console/ beside the API"},
 	{"TEMPORAL_UI_URL", "", "Temporal Web UI base URL (http://temporal-ui:8080) the console links each order's workflow to"},
+	{"METRICS_ADDR", ":9464", "address of the Prometheus /metrics endpoint of api and worker, apart from the public API (see docs/metrics.md)"},
 	{"LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"TREASURY_TOKEN", "", "treasury signer: a key with the sign action; treasury events tail: a key of the config's app"},
 }
@@ -184,6 +191,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		WebhookBackoffScale:  number("WEBHOOK_BACKOFF_SCALE"),
 		Console:              boolean("CONSOLE"),
 		TemporalUIURL:        get("TEMPORAL_UI_URL"),
+		MetricsAddr:          get("METRICS_ADDR"),
 	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(get("LOG_LEVEL"))); err != nil {
 		errs = append(errs, "LOG_LEVEL: one of debug, info, warn, error")
@@ -200,6 +208,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	if u, err := url.Parse(cfg.TemporalUIURL); cfg.TemporalUIURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 		errs = append(errs, "TEMPORAL_UI_URL: not an http(s) URL")
+	}
+	if _, _, err := net.SplitHostPort(cfg.MetricsAddr); err != nil {
+		errs = append(errs, "METRICS_ADDR: not host:port, such as :9464")
 	}
 	if (cfg.TemporalTLSCertFile == "") != (cfg.TemporalTLSKeyFile == "") {
 		errs = append(errs, "TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY: set both or neither")

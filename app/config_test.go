@@ -34,6 +34,7 @@ func TestConfigFromEnvDefaults(t *testing.T) {
 		WSSendRing:           true,
 		WebhookBackoffScale:  1,
 		Console:              true,
+		MetricsAddr:          ":9464",
 		LogLevel:             slog.LevelInfo,
 	}
 	if cfg != want {
@@ -90,6 +91,7 @@ func TestConfigFromEnvValues(t *testing.T) {
 		"WEBHOOK_BACKOFF_SCALE":  "0.01",
 		"CONSOLE":                "false",
 		"TEMPORAL_UI_URL":        "https://temporal-ui.internal:8443",
+		"METRICS_ADDR":           "127.0.0.1:9100",
 		"LOG_LEVEL":              "debug",
 	}))
 	if err != nil {
@@ -121,6 +123,7 @@ func TestConfigFromEnvValues(t *testing.T) {
 		WebhookAllowLoopback: true,
 		WebhookBackoffScale:  0.01,
 		TemporalUIURL:        "https://temporal-ui.internal:8443",
+		MetricsAddr:          "127.0.0.1:9100",
 		LogLevel:             slog.LevelDebug,
 	}
 	if cfg != want {
@@ -150,6 +153,7 @@ func TestConfigFromEnvErrors(t *testing.T) {
 		{"webhook scale", map[string]string{"WEBHOOK_BACKOFF_SCALE": "0"}, []string{"WEBHOOK_BACKOFF_SCALE"}},
 		{"console maybe", map[string]string{"CONSOLE": "maybe"}, []string{"CONSOLE"}},
 		{"temporal ui not a URL", map[string]string{"TEMPORAL_UI_URL": "temporal-ui:8080"}, []string{"TEMPORAL_UI_URL"}},
+		{"metrics address without port", map[string]string{"METRICS_ADDR": "metrics"}, []string{"METRICS_ADDR"}},
 		{"cert with blank key", map[string]string{"TEMPORAL_TLS_CERT": "/c.pem", "TEMPORAL_TLS_KEY": "  "}, []string{"TEMPORAL_TLS_KEY"}},
 		{"several at once", map[string]string{"REQUEST_TIMEOUT": "abc", "LOG_LEVEL": "loud", "MIGRATE_ON_START": "maybe"},
 			[]string{"REQUEST_TIMEOUT", "LOG_LEVEL", "MIGRATE_ON_START"}},

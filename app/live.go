@@ -8,6 +8,7 @@ import (
 
 	"github.com/opentreasury/treasury/batch"
 	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/metrics"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/wshub"
 )
@@ -30,6 +31,8 @@ type LiveOptions struct {
 	SendQueue                            int
 	// NoSendRing writes every frame with its own system call, never through io_uring.
 	NoSendRing bool
+	// Metrics reads the hub's counts when scraped; nil leaves them unread.
+	Metrics *metrics.Metrics
 }
 
 // StartLive picks the bus for the store and starts the follower and the hub on it. On
@@ -45,6 +48,11 @@ func StartLive(s *store.Store, opts LiveOptions, log *slog.Logger) *Live {
 		PongWait: opts.PongWait, WriteTimeout: opts.WriteTimeout, SendQueue: opts.SendQueue, SharedPresence: s.DatabaseURL() != "",
 		NoSendRing: opts.NoSendRing})
 	l.Hub.Start(ctx)
+	hub := l.Hub
+	opts.Metrics.WatchLive(func() metrics.LiveStats {
+		st := hub.Stats()
+		return metrics.LiveStats{Connections: st.Connections, FramesSent: st.FramesSent, Closes: st.Closes}
+	})
 	l.RequestLogs = newRequestLogWriter(s, log)
 	l.wg.Add(1)
 	go func() { defer l.wg.Done(); l.RequestLogs.Run(ctx) }()

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/opentreasury/treasury/chain/devchain"
+	"github.com/opentreasury/treasury/metrics"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/worker"
 	"github.com/opentreasury/treasury/workflows"
@@ -28,9 +29,26 @@ func connect(ctx context.Context, cfg Config, log *slog.Logger) (s *store.Store,
 	return s, tc, func() { tc.Close(); _ = s.Close() }, nil
 }
 
-// RunAPI serves the public API until ctx ends, then drains in-flight requests.
+// serveMetrics gives the process its collectors and serves them on cfg.MetricsAddr
+// until the returned stop.
+func serveMetrics(cfg *Config, log *slog.Logger) (stop func(), err error) {
+	cfg.Metrics = metrics.New()
+	srv, err := ServeMetrics(cfg.MetricsAddr, cfg.Metrics, log)
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = srv.Stop() }, nil
+}
+
+// RunAPI serves the public API until ctx ends, then drains in-flight requests. Its
+// metrics are served on cfg.MetricsAddr.
 func RunAPI(ctx context.Context, cfg Config) error {
 	log := NewLogger(cfg.LogLevel).With("process", "api")
+	stopMetrics, err := serveMetrics(&cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	s, tc, closeAll, err := connect(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -40,7 +58,7 @@ func RunAPI(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
-	live := StartLive(s, LiveOptions{PingInterval: cfg.WSPingInterval, NoSendRing: !cfg.WSSendRing}, log)
+	live := StartLive(s, LiveOptions{PingInterval: cfg.WSPingInterval, NoSendRing: !cfg.WSSendRing, Metrics: cfg.Metrics}, log)
 	log.Info("API listening", "addr", ln.Addr().String())
 	srv := NewHTTPServer(cfg.HTTPAddr, NewAPIHandler(cfg, s, tc, live, log))
 	err = ServeHTTP(ctx, srv, ln, live, cfg.ShutdownTimeout, log)
@@ -48,9 +66,16 @@ func RunAPI(ctx context.Context, cfg Config) error {
 	return err
 }
 
-// RunWorker polls the treasury task queue until ctx ends, then lets running activities finish.
+// RunWorker polls the treasury task queue until ctx ends, then lets running activities
+// finish. Its metrics (the workflows' and activities' among them) are served on
+// cfg.MetricsAddr.
 func RunWorker(ctx context.Context, cfg Config) error {
 	log := NewLogger(cfg.LogLevel).With("process", "worker")
+	stopMetrics, err := serveMetrics(&cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	s, tc, closeAll, err := connect(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -63,7 +88,7 @@ func RunWorker(ctx context.Context, cfg Config) error {
 	evCtx, stopEvents := context.WithCancel(context.Background())
 	var evWG sync.WaitGroup
 	_, follower := followEvents(evCtx, s, log, &evWG)
-	hooks := StartWebhooks(s, follower, cfg.WebhookOptions(), cfg.WebhookBackoffScale, log)
+	hooks := StartWebhooks(s, follower, cfg.WebhookOptions(), cfg.WebhookBackoffScale, cfg.Metrics, log)
 	defer func() {
 		hooks.Stop()
 		stopEvents()

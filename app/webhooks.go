@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/metrics"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/webhook"
@@ -28,16 +29,18 @@ type Webhooks struct {
 	wg     sync.WaitGroup
 }
 
-// StartWebhooks runs a dispatcher over the store, woken by the follower, until Stop.
-// Without a sealing key there is nothing it could sign: it does not start.
-func StartWebhooks(s *store.Store, follower *events.Follower, opts service.WebhookOptions, scale float64, log *slog.Logger) *Webhooks {
+// StartWebhooks runs a dispatcher over the store, woken by the follower, until Stop; its
+// attempts are counted into m. Without a sealing key there is nothing it could sign: it
+// does not start.
+func StartWebhooks(s *store.Store, follower *events.Follower, opts service.WebhookOptions, scale float64, m *metrics.Metrics, log *slog.Logger) *Webhooks {
 	log = log.With("component", "webhooks")
 	w := &Webhooks{}
 	if opts.Box == nil {
 		log.Warn("webhooks are not delivered: no WEBHOOK_SECRET_KEY")
 		return w
 	}
-	d := dispatch.New(dispatch.Options{Store: s, Box: opts.Box, Log: log, Guard: opts.Guard, Schedule: dispatch.Schedule{Scale: scale}})
+	d := dispatch.New(dispatch.Options{Store: s, Box: opts.Box, Log: log, Guard: opts.Guard, Schedule: dispatch.Schedule{Scale: scale},
+		Metrics: m})
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
 	unsubscribe := follower.Subscribe(d.Subscriber())

@@ -35,11 +35,15 @@ func SearchAttributeTypes() map[string]enumspb.IndexedValueType {
 	return out
 }
 
-// OpenStore connects to the configured database and, unless disabled, migrates it.
+// OpenStore connects to the configured database and, unless disabled, migrates it. The
+// events its transactions commit are counted into cfg.Metrics.
 func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (*store.Store, error) {
 	s, err := store.Open(ctx, store.Config{DatabaseURL: cfg.DatabaseURL, SQLitePath: cfg.SQLitePath})
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Metrics != nil {
+		s.OnEventNamesCommitted(cfg.Metrics.EventsCommitted)
 	}
 	if cfg.DatabaseURL != "" {
 		log.Info("store on PostgreSQL", "database", store.RedactDatabaseURL(cfg.DatabaseURL))
@@ -55,12 +59,14 @@ func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (*store.Store,
 	return s, nil
 }
 
-// DialTemporal connects a Temporal client, waiting up to a minute for the frontend.
+// DialTemporal connects a Temporal client, waiting up to a minute for the frontend. The
+// SDK reports its metrics (and those of workers built on the client) into cfg.Metrics.
 func DialTemporal(ctx context.Context, cfg Config, log *slog.Logger) (client.Client, error) {
 	opts := client.Options{
-		HostPort:  cfg.TemporalAddress,
-		Namespace: cfg.TemporalNamespace,
-		Logger:    sdklog.NewStructuredLogger(log.With("component", "temporal-sdk")),
+		HostPort:       cfg.TemporalAddress,
+		Namespace:      cfg.TemporalNamespace,
+		Logger:         sdklog.NewStructuredLogger(log.With("component", "temporal-sdk")),
+		MetricsHandler: cfg.Metrics.Temporal(),
 	}
 	if cfg.TemporalTLS || cfg.TemporalAPIKey != "" || cfg.TemporalTLSCertFile != "" {
 		t := &tls.Config{MinVersion: tls.VersionTLS12}
@@ -141,6 +147,7 @@ func NewAPIHandler(cfg Config, s *store.Store, tc client.Client, live *Live, log
 		TrustedProxies:       cfg.TrustedProxyList(),
 		Webhooks:             cfg.WebhookOptions(),
 		Workflows:            TemporalOrders{Client: tc},
+		Metrics:              cfg.Metrics,
 		Readiness: []api.ReadinessCheck{
 			{Name: "database", Check: s.Ping},
 			{Name: "temporal", Check: func(ctx context.Context) error {

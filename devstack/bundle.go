@@ -18,6 +18,7 @@ import (
 
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/chain/devchain"
+	"github.com/opentreasury/treasury/metrics"
 	"github.com/opentreasury/treasury/seed"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
@@ -67,6 +68,10 @@ type Bundle struct {
 	TemporalAddr    string
 	TemporalUIURL   string
 	Namespace       string
+	// Metrics are the bundle's collectors, the API's and the worker's in one; MetricsURL
+	// serves them, beside the API on its own address.
+	Metrics    *metrics.Metrics
+	MetricsURL string
 
 	opts       Options
 	log        *slog.Logger
@@ -105,7 +110,7 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 	if log == nil {
 		log = app.NewLogger(slog.LevelInfo)
 	}
-	b := &Bundle{opts: opts, log: log, Namespace: "default"}
+	b := &Bundle{opts: opts, log: log, Namespace: "default", Metrics: metrics.New()}
 	defer func() {
 		if err != nil {
 			_ = b.stop()
@@ -120,6 +125,7 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 	}
 	b.listener = ln
 	b.APIURL = "http://" + ln.Addr().String()
+	b.MetricsURL = b.APIURL + metrics.Path
 
 	cfg := app.Config{
 		DatabaseURL:          opts.DatabaseURL,
@@ -134,6 +140,7 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 		ShutdownTimeout:      opts.ShutdownTimeout,
 		BalanceSyncInterval:  opts.BalanceSyncInterval,
 		Console:              true,
+		Metrics:              b.Metrics,
 	}
 	if opts.DatabaseURL != "" {
 		cfg.SQLitePath = ""
@@ -149,7 +156,8 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 	if b.store, err = app.OpenStore(ctx, cfg, log); err != nil {
 		return nil, err
 	}
-	b.live = app.StartLive(b.store, app.LiveOptions{PingInterval: opts.WSPingInterval, NoSendRing: opts.NoWSSendRing}, log)
+	b.live = app.StartLive(b.store, app.LiveOptions{PingInterval: opts.WSPingInterval, NoSendRing: opts.NoWSSendRing,
+		Metrics: b.Metrics}, log)
 
 	b.temporal, err = StartTemporal(ctx, TemporalConfig{
 		DataDir:          filepath.Join(opts.DataDir, "temporal"),
@@ -196,7 +204,7 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
 
-	b.webhooks = app.StartWebhooks(b.store, b.live.Follower, cfg.WebhookOptions(), cfg.WebhookBackoffScale, log)
+	b.webhooks = app.StartWebhooks(b.store, b.live.Follower, cfg.WebhookOptions(), cfg.WebhookBackoffScale, b.Metrics, log)
 
 	if opts.DevSigner {
 		keys, err := seed.LoadSignerKeys(opts.DataDir)
@@ -216,7 +224,9 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 		}()
 	}
 
-	b.http = app.NewHTTPServer(ln.Addr().String(), app.NewAPIHandler(cfg, b.store, b.client, b.live, log))
+	// One process, one local address: /metrics is served beside the API, not apart from
+	// it as treasury api serves it (see docs/metrics.md).
+	b.http = app.NewHTTPServer(ln.Addr().String(), app.WithMetrics(app.NewAPIHandler(cfg, b.store, b.client, b.live, log), b.Metrics))
 	b.serveDone = make(chan struct{})
 	go func() {
 		b.serveErr = b.http.Serve(ln)
@@ -256,6 +266,7 @@ treasury-dev is ready (development only: simulated chain, secrets in the clear)
   API           %s/api/v1
   Temporal UI   %s
   Temporal      %s (namespace %s)
+  Metrics       %s
   Credentials   %s
 
   treasury sk   %s
@@ -265,7 +276,7 @@ treasury-dev is ready (development only: simulated chain, secrets in the clear)
   Try:  curl -H "Authorization: Bearer %s" %s/api/v1/treasury/portfolio
 
 Press Ctrl-C to stop.
-`, b.APIURL, c.Owner.Email, c.Owner.Password, b.APIURL, b.TemporalUIURL, b.TemporalAddr, b.Namespace, b.CredentialsPath,
+`, b.APIURL, c.Owner.Email, c.Owner.Password, b.APIURL, b.TemporalUIURL, b.TemporalAddr, b.Namespace, b.MetricsURL, b.CredentialsPath,
 		c.Keys["treasury"].SK, c.Keys["pay"].SK, c.Keys["pay"].Approve, c.Keys["treasury"].SK, b.APIURL)
 }
 

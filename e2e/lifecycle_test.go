@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -196,6 +198,60 @@ func paymentsReachTheirEnd(t *testing.T, databaseURL string) {
 			t.Fatalf("failure %v", o["failure"])
 		}
 	})
+
+	t.Run("metrics count what happened", func(t *testing.T) {
+		wants := []struct {
+			name   string
+			labels []string
+			min    float64
+		}{
+			{"temporal_workflow_completed_total", []string{`workflow_type="OrderLifecycle"`}, 3},
+			{"temporal_activity_execution_latency_seconds_count", []string{`activity_type="BroadcastLeg"`}, 2},
+			{"treasury_events_committed_total", []string{`event="Order.Confirmed"`}, 1},
+			{"treasury_http_requests_total", []string{`route="/api/v1/payments/:id/submit"`, `status="202"`}, 2},
+		}
+		// A workflow is counted once its completion is processed, a moment after its order ends.
+		var text string
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			r := call(t, "GET", b.MetricsURL, "")
+			text = string(r.raw)
+			short := ""
+			for _, want := range wants {
+				if got := metricValue(text, want.name, want.labels...); r.status != 200 || got < want.min {
+					short = fmt.Sprintf("%s%v = %v, want at least %v (%d)", want.name, want.labels, got, want.min, r.status)
+				}
+			}
+			if short == "" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal(short)
+			}
+		}
+		if id := regexp.MustCompile(`="[^"]*\b(ord|evt|sig|apr|wal|key|sk|pk|tk)_[0-9a-f]`).FindString(text); id != "" {
+			t.Errorf("a label carries an id: %s", id)
+		}
+	})
+}
+
+// metricValue sums the series of a family in a /metrics text whose labels include every
+// pair given (k="v").
+func metricValue(text, name string, labels ...string) float64 {
+	sum := 0.0
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		match := true
+		for _, l := range labels {
+			match = match && strings.Contains(line[:i], l)
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); match && err == nil {
+			sum += v
+		}
+	}
+	return sum
 }
 
 func countRequest(query string) *workflowservice.CountWorkflowExecutionsRequest {

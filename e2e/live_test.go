@@ -103,7 +103,7 @@ func TestLiveEventsReachEveryAPIProcessOnPostgres(t *testing.T) {
 	addr := freeAddr(t)
 	second := exec.Command(treasuryBinary(t), "api")
 	second.Env = append(os.Environ(), "DATABASE_URL="+databaseURL, "TEMPORAL_ADDRESS="+b.TemporalAddr,
-		"HTTP_ADDR="+addr, "LOG_LEVEL=warn", "SHUTDOWN_TIMEOUT=5s")
+		"HTTP_ADDR="+addr, "METRICS_ADDR="+freeAddr(t), "LOG_LEVEL=warn", "SHUTDOWN_TIMEOUT=5s")
 	var logs strings.Builder
 	second.Stdout, second.Stderr = &logs, &logs
 	if err := second.Start(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/metrics"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/ratelimit"
 	"github.com/opentreasury/treasury/store"
@@ -28,6 +29,8 @@ type Sessions struct {
 	// failures count, so a flood of wrong guesses locks out a person who knows their
 	// password no longer than the flood lasts.
 	Failures *ratelimit.Limiter
+	// Metrics counts the refusals of Failures; nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // NewSessions returns the sign-in service over a store.
@@ -54,6 +57,7 @@ func (s *Session) CSRFToken() string { return auth.CSRFToken(s.Token) }
 // tooMany refuses when key has used up its failed attempts.
 func (s *Sessions) tooMany(key, what string) error {
 	if empty, wait := s.Failures.Exhausted(key); empty {
+		s.Metrics.RateLimited(metrics.LimiterSignIn)
 		return &Error{Kind: RateLimited, RetryAfter: wait, Detail: what}
 	}
 	return nil

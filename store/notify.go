@@ -17,9 +17,10 @@ var ErrNoNotifications = errors.New("store: notifications need PostgreSQL")
 // On PostgreSQL the transaction also notifies events.EventsChannel with the event's id:
 // PostgreSQL delivers a notification only if and when its transaction commits, so a
 // listening process hears of every committed event, and of nothing rolled back.
-func (s *Store) eventAppended(ctx context.Context, id string) error {
+func (s *Store) eventAppended(ctx context.Context, id, name string) error {
 	if s.appended != nil {
 		*s.appended = append(*s.appended, id)
+		*s.appendedNames = append(*s.appendedNames, name)
 	}
 	if s.dialect != migrations.Postgres {
 		return nil

@@ -247,7 +247,7 @@ func (s *Store) applyStep(ctx context.Context, ch OrderChange, initial bool) (*S
 		if err := db.Create(ev).Error; err != nil {
 			return nil, err
 		}
-		if err := s.eventAppended(ctx, ev.ID); err != nil {
+		if err := s.eventAppended(ctx, ev.ID, ev.Event); err != nil {
 			return nil, err
 		}
 		if err := s.queueWebhooks(ctx, ev); err != nil {

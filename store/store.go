@@ -31,10 +31,13 @@ type Store struct {
 	db          *gorm.DB
 	dialect     migrations.Dialect
 	databaseURL string
-	// committed is told the ids of events a transaction appended, once it has committed.
+	// committed is told the ids of events a transaction appended, once it has committed;
+	// counted their names.
 	committed *func(eventIDs []string)
-	// appended collects, inside a transaction, the ids of the events it wrote.
-	appended *[]string
+	counted   *func(names []string)
+	// appended and appendedNames collect, inside a transaction, the ids and the names of
+	// the events it wrote, in step.
+	appended, appendedNames *[]string
 }
 
 // Config selects the database: PostgreSQL when DatabaseURL is set, SQLite at SQLitePath otherwise.
@@ -90,7 +93,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	sqlDB.SetMaxOpenConns(maxOpen)
 	sqlDB.SetMaxIdleConns(maxOpen)
 	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-	s := &Store{db: db, dialect: dialect, databaseURL: cfg.DatabaseURL, committed: new(func([]string))}
+	s := &Store{db: db, dialect: dialect, databaseURL: cfg.DatabaseURL, committed: new(func([]string)),
+		counted: new(func([]string))}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := s.Ping(pingCtx); err != nil {
@@ -181,20 +185,26 @@ func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
 // Events the transaction appends are announced once it commits (see OnEventsCommitted).
 func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 	nested := s.appended != nil
-	appended := s.appended
+	appended, names := s.appended, s.appendedNames
 	if !nested {
-		appended = new([]string)
+		appended, names = new([]string), new([]string)
 	}
 	before := len(*appended)
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(&Store{db: tx, dialect: s.dialect, databaseURL: s.databaseURL, committed: s.committed, appended: appended})
+		return fn(&Store{db: tx, dialect: s.dialect, databaseURL: s.databaseURL, committed: s.committed, counted: s.counted,
+			appended: appended, appendedNames: names})
 	})
 	if err != nil {
 		// A nested transaction rolled back to its savepoint: its events never happened.
-		*appended = (*appended)[:before]
+		*appended, *names = (*appended)[:before], (*names)[:before]
 	}
-	if err == nil && !nested && len(*appended) > 0 && s.committed != nil && *s.committed != nil {
-		(*s.committed)(*appended)
+	if err == nil && !nested && len(*appended) > 0 {
+		if s.committed != nil && *s.committed != nil {
+			(*s.committed)(*appended)
+		}
+		if s.counted != nil && *s.counted != nil {
+			(*s.counted)(*names)
+		}
 	}
 	return err
 }
@@ -204,6 +214,10 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 // transaction also notifies other processes itself, see eventAppended.) Set it before the
 // store is used.
 func (s *Store) OnEventsCommitted(fn func(eventIDs []string)) { *s.committed = fn }
+
+// OnEventNamesCommitted sets the function told the names of the events of each committed
+// transaction of this process, for counting them. Set it before the store is used.
+func (s *Store) OnEventNamesCommitted(fn func(names []string)) { *s.counted = fn }
 
 func (s *Store) with(ctx context.Context) *gorm.DB { return s.db.WithContext(ctx) }
 

@@ -114,6 +114,9 @@ type conn struct {
 	// closeWritten and peerClosed: our close frame is written, the client's is read.
 	// Whichever side sees both ends the connection at once.
 	closeWritten, peerClosed atomic.Bool
+	// sent counts the frames written whole, for the hub's Stats: a counter of the
+	// connection's own, so that the fan-out's goroutines never share one.
+	sent atomic.Uint64
 }
 
 func newConn(h *Hub, ws *websocket.Conn, out net.Conn, configID, credentialID string) *conn {
@@ -169,6 +172,7 @@ func (c *conn) writeLocked(f *frame) {
 func (c *conn) wroteLocked(f *frame, n int, err error) {
 	switch {
 	case err == nil && n == len(f.wire):
+		c.sent.Add(1)
 		c.hub.delivered(f.delivery)
 	case err != nil && !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.EINTR):
 		// Ending takes the hub's lock, which the caller may hold: another goroutine does
@@ -257,6 +261,7 @@ func (c *conn) flush() {
 			c.end()
 			return
 		}
+		c.sent.Add(1)
 		c.hub.delivered(f.delivery)
 	}
 }
@@ -282,10 +287,16 @@ func (c *conn) end() {
 	c.endOnce.Do(func() {
 		c.mu.Lock()
 		c.ended.Store(true)
+		// The close code it ends with, for the hub's Stats: the one asked for (by the
+		// service, or the client's echoed), or 1006 when none was.
+		code := websocket.CloseAbnormalClosure
+		if c.closeReq != nil {
+			code = c.closeReq.code
+		}
 		c.mu.Unlock()
 		close(c.done)
 		_ = c.ws.Close()
-		c.hub.unregister(c)
+		c.hub.unregister(c, code)
 	})
 }
 
@@ -369,6 +380,7 @@ func (c *conn) writeClose(req closeRequest) {
 	if _, err := c.out.Write(closeFrame(req.code, req.reason).wire); err != nil {
 		return
 	}
+	c.sent.Add(1)
 	c.closeWritten.Store(true)
 	if !c.peerClosed.Load() {
 		c.awaitEnd()

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"sync"
@@ -95,6 +96,11 @@ type Hub struct {
 	presence     atomic.Bool // counts changed since the last presence write
 	nextPingSlot atomic.Uint32
 
+	// endedFrames and closes count, under mu, the frames written to connections that have
+	// ended and those connections by close code (see Stats).
+	endedFrames uint64
+	closes      map[int]uint64
+
 	wg          sync.WaitGroup // the hub's own goroutines
 	connections sync.WaitGroup // reader and flusher goroutines of every connection
 	unsubscribe func()
@@ -140,7 +146,7 @@ func New(opts Options) *Hub {
 		opts.SendQueue = 32
 	}
 	h := &Hub{opts: opts, replicaID: ids.New("rep"), pongFrame: textFrame([]byte(`{"type":"pong"}`)),
-		configs: map[string]*liveConfig{}, byCred: map[string]map[*conn]struct{}{}}
+		configs: map[string]*liveConfig{}, byCred: map[string]map[*conn]struct{}{}, closes: map[int]uint64{}}
 	h.upgrader = websocket.Upgrader{
 		HandshakeTimeout: 10 * time.Second,
 		// Client frames are small: a small read buffer of its own instead of the 4 KiB one
@@ -336,9 +342,12 @@ func (h *Hub) register(c *conn, cfg events.Subscription) bool {
 	return true
 }
 
-func (h *Hub) unregister(c *conn) {
+// unregister removes an ended connection, counting it by the close code it ended with.
+func (h *Hub) unregister(c *conn, code int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.closes[code]++
+	h.endedFrames += c.sent.Load()
 	if lc := h.configs[c.configID]; lc != nil {
 		delete(lc.conns, c)
 		lc.snapshot.Store(nil)
@@ -353,6 +362,31 @@ func (h *Hub) unregister(c *conn) {
 		}
 	}
 	h.presence.Store(true)
+}
+
+// Stats are a hub's counts since it started, for monitoring.
+type Stats struct {
+	// Connections are open now, on this replica.
+	Connections int
+	// FramesSent were written whole: events, connection.ready, pongs, pings, closes.
+	FramesSent uint64
+	// Closes counts the ended connections by close code; 1006 when none was sent.
+	Closes map[int]uint64
+}
+
+// Stats reads the hub's counts; it walks the connections, which is cheap beside a
+// fan-out and keeps the writes' path free of a shared counter.
+func (h *Hub) Stats() Stats {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	st := Stats{FramesSent: h.endedFrames, Closes: maps.Clone(h.closes)}
+	for _, lc := range h.configs {
+		st.Connections += len(lc.conns)
+		for c := range lc.conns {
+			st.FramesSent += c.sent.Load()
+		}
+	}
+	return st
 }
 
 // LiveConnections counts the live connections of each config, on every replica when

@@ -46,12 +46,14 @@ var commands = []command{
 		summary: "serve the public HTTP API",
 		flags: func(fs *flag.FlagSet, cfg *app.Config) {
 			fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "address to listen on (overrides HTTP_ADDR)")
+			metricsFlag(fs, cfg)
 		},
 		run: configOnly(app.RunAPI),
 	},
 	{
 		words:   []string{"worker"},
 		summary: "run the Temporal worker (workflows and activities)",
+		flags:   metricsFlag,
 		run:     configOnly(app.RunWorker),
 	},
 	{
@@ -89,6 +91,11 @@ var commands = []command{
 		summary: "register the custom search attributes on the Temporal namespace",
 		run:     configOnly(app.SetupTemporal),
 	},
+}
+
+// metricsFlag is the flag of the processes that serve /metrics.
+func metricsFlag(fs *flag.FlagSet, cfg *app.Config) {
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "address of the /metrics endpoint (overrides METRICS_ADDR)")
 }
 
 // signerFlags are the flags of treasury signer; its token comes from TREASURY_TOKEN so

@@ -19,6 +19,7 @@ import (
 
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/metrics"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/webhook"
 )
@@ -50,6 +51,8 @@ type Options struct {
 	Settle time.Duration
 	// Now is the clock [time.Now].
 	Now func() time.Time
+	// Metrics counts the attempts by outcome [nothing].
+	Metrics *metrics.Metrics
 }
 
 // maxResponseRead is how much of a receiver's answer is read; responseKept how much of it
@@ -322,12 +325,38 @@ type result struct {
 
 // send makes one attempt of a delivery and says what became of it.
 func (d *Dispatcher) send(ctx context.Context, j job) result {
-	o := d.attempt(ctx, j)
-	return result{outcome: o, abandoned: ctx.Err() != nil && !o.Succeeded}
+	start := time.Now()
+	o, sent := d.attempt(ctx, j)
+	r := result{outcome: o, abandoned: ctx.Err() != nil && !o.Succeeded}
+	d.opts.Metrics.WebhookAttempt(r.metricOutcome(sent), time.Since(start))
+	return r
 }
 
-// attempt makes one attempt of a delivery.
-func (d *Dispatcher) attempt(ctx context.Context, j job) store.AttemptOutcome {
+// metricOutcome names what became of an attempt for the metrics; sent says whether the
+// request went out.
+func (r result) metricOutcome(sent bool) string {
+	code := r.outcome.Attempt.StatusCode
+	switch {
+	case r.outcome.Succeeded:
+		return metrics.WebhookSucceeded
+	case r.abandoned:
+		return metrics.WebhookAbandoned
+	case !sent:
+		return metrics.WebhookNotSent
+	case code == nil:
+		return metrics.WebhookUnreachable
+	case *code >= 300 && *code <= 399:
+		return metrics.WebhookRedirected
+	case *code >= 400 && *code <= 499:
+		return metrics.WebhookClientError
+	default:
+		return metrics.WebhookServerError
+	}
+}
+
+// attempt makes one attempt of a delivery; sent says whether its request went out (to
+// be answered or not).
+func (d *Dispatcher) attempt(ctx context.Context, j job) (_ store.AttemptOutcome, sent bool) {
 	dl, cfg := j.delivery, j.config
 	now := d.opts.Now()
 	n := dl.Attempts + 1
@@ -341,21 +370,21 @@ func (d *Dispatcher) attempt(ctx context.Context, j job) store.AttemptOutcome {
 	secrets, err := d.secrets(cfg, now)
 	if err != nil {
 		d.opts.Log.Error("webhook secret unreadable", "webhookId", cfg.ID, "error", err)
-		return fail("the service could not read this webhook's signing secret")
+		return fail("the service could not read this webhook's signing secret"), false
 	}
 	body := []byte(dl.Payload)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.URL, bytes.NewReader(body))
 	if err != nil {
-		return fail("the URL is not valid: " + err.Error())
+		return fail("the URL is not valid: " + err.Error()), false
 	}
 	if err := webhook.Headers(req.Header, secrets, dl.MessageID, dl.Event, dl.CorrelationID, now, body); err != nil {
-		return fail(err.Error())
+		return fail(err.Error()), false
 	}
 	req.Header.Set("User-Agent", "treasury-webhooks/1")
 	res, err := d.client.Do(req)
 	outcome.Attempt.LatencyMs = float64(d.opts.Now().Sub(now).Microseconds()) / 1000
 	if err != nil {
-		return fail(sendError(err))
+		return fail(sendError(err)), true
 	}
 	answer, _ := io.ReadAll(io.LimitReader(res.Body, maxResponseRead))
 	_ = res.Body.Close()
@@ -366,10 +395,10 @@ func (d *Dispatcher) attempt(ctx context.Context, j job) store.AttemptOutcome {
 	}
 	if code >= 200 && code <= 299 {
 		outcome.Succeeded = true
-		return outcome
+		return outcome, true
 	}
 	outcome.NextAttemptAt = d.opts.Schedule.After(n, now)
-	return outcome
+	return outcome, true
 }
 
 // sendError describes a failed send without the URL's query (it may carry a token).
