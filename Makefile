@@ -6,13 +6,18 @@ BIN      ?= bin
 export CGO_ENABLED ?= 0
 # Everything except the packages that link the embedded Temporal server; those are
 # built once, without the race detector, to keep the build within reach of 2 cores.
-FAST_PKGS = $(shell $(GO) list ./... | grep -v -e '/e2e$$' -e '/devstack$$' -e '/cmd/treasury-dev$$' -e '/bench/ceiling$$')
+FAST_PKGS = $(shell $(GO) list ./... | grep -v -e '/e2e$$' -e '/devstack$$' -e '/cmd/treasury-dev$$' -e '/bench/ceiling$$' -e '/faults$$')
 
-.PHONY: run build test test-unit test-e2e lint fmt bench bench-ceiling bench-lifecycle bench-openloop bench-http bench-live bench-webhooks screenshots docs-events
+.PHONY: run run-cluster build test test-unit test-e2e test-faults lint fmt bench bench-ceiling bench-lifecycle bench-openloop bench-http bench-live bench-webhooks screenshots docs-events
 
 ## run: build and start the dev bundle (embedded Temporal + UI, API, worker, demo org)
 run: $(BIN)/treasury-dev
 	./$(BIN)/treasury-dev $(ARGS)
+
+## run-cluster: the production topology on this machine, no Docker: Temporal on PostgreSQL
+## with its UI, two api and two worker processes, the local PostgreSQL as the store
+run-cluster: $(BIN)/treasury-dev $(BIN)/treasury
+	./$(BIN)/treasury-dev cluster --treasury-bin $(BIN)/treasury $(ARGS)
 
 ## build: both binaries into ./bin
 build: $(BIN)/treasury $(BIN)/treasury-dev
@@ -34,6 +39,29 @@ test-unit:
 # ./bin/treasury events tail), besides the in-process bundle.
 test-e2e: $(BIN)/treasury-dev $(BIN)/treasury
 	TREASURY_DEV_BIN=$(abspath $(BIN)/treasury-dev) TREASURY_BIN=$(abspath $(BIN)/treasury) $(GO) test -count=1 ./e2e/...
+
+## test-fuzz: every fuzz target for FUZZTIME (20s) each, one after another; seed corpora and
+## the inputs that once failed are under each package's testdata/fuzz
+FUZZTIME ?= 20s
+# Minimising each new input would take up to a minute of its own (Go's default), most of a
+# short run on the slower targets.
+FUZZMINIMIZETIME ?= 2s
+FUZZ = $(GO) test -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME)
+.PHONY: test-fuzz
+test-fuzz:
+	$(FUZZ) -fuzz '^FuzzRequestBody$$' ./api/
+	$(FUZZ) -fuzz '^FuzzCursor$$' ./api/
+	$(FUZZ) -fuzz '^FuzzIdempotencyKey$$' ./api/
+	$(FUZZ) -fuzz '^FuzzAmount$$' ./orders/
+	$(FUZZ) -fuzz '^FuzzSubscriptionEntry$$' ./events/
+	$(FUZZ) -fuzz '^FuzzClientFrames$$' ./wshub/
+	$(FUZZ) -fuzz '^FuzzVerify$$' ./webhook/
+
+## test-faults: fault tests on the cluster topology (make run-cluster's): workers killed with
+## SIGKILL mid-flight, an api killed under live clients, PostgreSQL restarted, Temporal
+## stopped for 30 s; prints one table row per scenario (about 4 minutes)
+test-faults: $(BIN)/treasury-dev $(BIN)/treasury
+	TREASURY_DEV_BIN=$(abspath $(BIN)/treasury-dev) TREASURY_BIN=$(abspath $(BIN)/treasury) $(GO) test -count=1 -timeout 20m ./faults/
 
 ## screenshots: the console's browser test, saving a screenshot of every page in docs/console
 screenshots:

@@ -13,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
+
 	"github.com/opentreasury/treasury/policy"
 	"github.com/opentreasury/treasury/seed"
+	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/workflows"
 )
@@ -25,10 +28,37 @@ type fakeWorkflows struct {
 	decision   workflows.PolicyDecision
 	approvals  []workflows.ApprovalDecision
 	signatures []workflows.Signature
+	// submissions are the decisions given, by submission id, as Temporal keeps them.
+	submissions map[string]workflows.PolicyDecision
+	// loseAnswer, when set, runs after a submission is taken and its error is returned
+	// instead of the decision: the workflow got it, the caller never heard.
+	loseAnswer func() error
 }
 
-func (f *fakeWorkflows) Submit(context.Context, *store.Order, []string, string) (workflows.PolicyDecision, error) {
+func (f *fakeWorkflows) Submit(_ context.Context, _ *store.Order, _ []string, _, submission string) (workflows.PolicyDecision, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if submission != "" {
+		if f.submissions == nil {
+			f.submissions = map[string]workflows.PolicyDecision{}
+		}
+		f.submissions[submission] = f.decision
+	}
+	if lose := f.loseAnswer; lose != nil {
+		f.loseAnswer = nil
+		return workflows.PolicyDecision{}, lose()
+	}
 	return f.decision, nil
+}
+
+func (f *fakeWorkflows) SubmitOutcome(_ context.Context, _, submission string) (workflows.PolicyDecision, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d, ok := f.submissions[submission]
+	if !ok {
+		return d, service.ErrUnknownSubmission
+	}
+	return d, nil
 }
 
 func (f *fakeWorkflows) SignalApproval(_ context.Context, _ string, d workflows.ApprovalDecision) error {
@@ -76,6 +106,29 @@ func TestSubmitAnswers(t *testing.T) {
 	other := decodeOrder(t, f.post(t, "/api/v1/payments", f.creds.Keys["pay"].SK,
 		`{"walletId":"`+f.creds.Wallets[0].ID+`","asset":"USDC","amount":"1","destination":{"address":"0x1111111111111111111111111111111111111111"}}`))["id"].(string)
 	f.post(t, "/api/v1/payments/"+other+"/submit", f.creds.Keys["pay"].SK, "{}").wantProblem(t, 503, CodeUnavailable)
+}
+
+// A submit that reached its workflow but whose answer was lost (Temporal went away, the
+// API answered 503), retried with its Idempotency-Key once the order has moved on, gets
+// that submission's outcome: 202, not 409. Another key, or none, still gets 409.
+func TestARetriedSubmitGetsItsFirstOutcome(t *testing.T) {
+	f, fw, id := newLifecycleFixture(t)
+	fw.loseAnswer = func() error {
+		_, err := f.store.ApplyOrderStep(context.Background(), store.OrderChange{OrderID: id, Step: "submitted",
+			From: []string{"draft"}, To: "submitted", Reason: "submitted"})
+		if err != nil {
+			t.Error(err)
+		}
+		return serviceerror.NewUnavailable("frontend gone")
+	}
+	key := []string{"Idempotency-Key", "submit-once"}
+	f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}", key...).wantProblem(t, 503, CodeUnavailable)
+	r := f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}", key...)
+	if r.status != 202 || decodeOrder(t, r)["status"] != "submitted" {
+		t.Fatalf("the retried submission: %d %s", r.status, r.body)
+	}
+	f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}", "Idempotency-Key", "another").wantProblem(t, 409, CodeConflict)
+	f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}").wantProblem(t, 409, CodeConflict)
 }
 
 func TestApprovalDecisionsAreGuarded(t *testing.T) {

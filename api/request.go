@@ -16,7 +16,7 @@ import (
 
 // caller is who a request acts as, for the service: its principal and correlation id.
 func caller(c *gin.Context) service.Caller {
-	return service.Caller{Principal: principalOf(c), CorrelationID: correlationID(c)}
+	return service.Caller{Principal: principalOf(c), CorrelationID: correlationID(c), IdempotencyKey: c.GetHeader(idempotencyHeader)}
 }
 
 // narrow makes a person's principal act within one app for the rest of the request, as
@@ -56,7 +56,8 @@ func bindStrict(c *gin.Context, into any, allowed ...string) bool {
 	return true
 }
 
-// strictJSON decodes a JSON object whose field names must be among allowed, exactly.
+// strictJSON decodes a JSON object whose field names must be among allowed, exactly, and
+// whose strings hold no NUL character.
 func strictJSON(body []byte, into any, allowed ...string) []orders.FieldError {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
@@ -66,6 +67,11 @@ func strictJSON(body []byte, into any, allowed ...string) []orders.FieldError {
 	for k := range raw {
 		if !slices.Contains(allowed, k) {
 			errs = append(errs, orders.FieldError{Field: k, Message: "is not a field of this request"})
+		}
+	}
+	for k, v := range raw {
+		if orders.HoldsNUL(v) {
+			errs = append(errs, orders.FieldError{Field: k, Message: orders.NULMessage})
 		}
 	}
 	if len(errs) > 0 {

@@ -31,6 +31,7 @@ import (
 	"github.com/opentreasury/treasury/chain/devchain"
 	"github.com/opentreasury/treasury/metrics"
 	"github.com/opentreasury/treasury/seed"
+	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/webhook"
 	"github.com/opentreasury/treasury/workflows"
@@ -47,7 +48,11 @@ type suiteOrders struct {
 	mu    sync.Mutex
 }
 
-func (w *suiteOrders) Submit(ctx context.Context, o *store.Order, legs []string, correlationID string) (workflows.PolicyDecision, error) {
+func (w *suiteOrders) SubmitOutcome(context.Context, string, string) (workflows.PolicyDecision, error) {
+	return workflows.PolicyDecision{}, service.ErrUnknownSubmission
+}
+
+func (w *suiteOrders) Submit(ctx context.Context, o *store.Order, legs []string, correlationID, _ string) (workflows.PolicyDecision, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var suite testsuite.WorkflowTestSuite

@@ -2,13 +2,17 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/opentreasury/treasury/orders"
+	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/workflows"
 )
@@ -20,7 +24,11 @@ type TemporalOrders struct {
 
 // Submit starts workflow order-<id> (or joins it when it already runs) and waits for its
 // policy decision, in one Update-with-Start call: the answer is the workflow's own decision.
-func (t TemporalOrders) Submit(ctx context.Context, o *store.Order, legs []string, correlationID string) (workflows.PolicyDecision, error) {
+func (t TemporalOrders) Submit(ctx context.Context, o *store.Order, legs []string, correlationID, submissionID string) (workflows.PolicyDecision, error) {
+	// Bounded below the request timeout: with Temporal unreachable the client retries
+	// until it gives up, and the caller should hear 503 before its own client does.
+	ctx, cancel := context.WithTimeout(ctx, submitWait)
+	defer cancel()
 	start := t.Client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID:                       o.WorkflowID,
 		TaskQueue:                workflows.TaskQueue,
@@ -35,6 +43,8 @@ func (t TemporalOrders) Submit(ctx context.Context, o *store.Order, legs []strin
 	h, err := t.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{
+			// The same submission again (a retry) gets the first one's outcome.
+			UpdateID:     submissionID,
 			UpdateName:   workflows.UpdatePolicyDecision,
 			WaitForStage: client.WorkflowUpdateStageCompleted,
 		},
@@ -45,6 +55,27 @@ func (t TemporalOrders) Submit(ctx context.Context, o *store.Order, legs []strin
 	var d workflows.PolicyDecision
 	if err := h.Get(ctx, &d); err != nil {
 		return workflows.PolicyDecision{}, fmt.Errorf("policy decision: %w", err)
+	}
+	return d, nil
+}
+
+// submitWait bounds how long a submit waits for Temporal to start the workflow and decide.
+const submitWait = 15 * time.Second
+
+// SubmitOutcome reads the policy decision of an earlier submission of the order.
+func (t TemporalOrders) SubmitOutcome(ctx context.Context, orderID, submissionID string) (workflows.PolicyDecision, error) {
+	ctx, cancel := context.WithTimeout(ctx, submitWait)
+	defer cancel()
+	h := t.Client.GetWorkflowUpdateHandle(client.GetWorkflowUpdateHandleOptions{
+		WorkflowID: workflows.OrderWorkflowID(orderID), UpdateID: submissionID})
+	var d workflows.PolicyDecision
+	err := h.Get(ctx, &d)
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return d, service.ErrUnknownSubmission
+	}
+	if err != nil {
+		return d, fmt.Errorf("earlier submission: %w", err)
 	}
 	return d, nil
 }

@@ -2,11 +2,14 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/opentreasury/treasury/chain/devchain"
@@ -127,8 +130,23 @@ func SetupTemporal(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer tc.Close()
-	if err := RegisterSearchAttributes(ctx, tc, cfg.TemporalNamespace); err != nil {
-		return err
+	// A namespace registered moments ago reaches the frontend's cache within seconds
+	// (its refresh interval); until then the operator API answers not found.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := RegisterSearchAttributes(ctx, tc, cfg.TemporalNamespace)
+		var notFound *serviceerror.NamespaceNotFound
+		if err == nil {
+			break
+		}
+		if !errors.As(err, &notFound) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
 	}
 	log.Info("search attributes registered", "namespace", cfg.TemporalNamespace)
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/opentreasury/treasury/console"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/seed"
+	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
 	"github.com/opentreasury/treasury/workflows"
@@ -32,8 +33,12 @@ type pages struct {
 
 type allowAll struct{}
 
-func (allowAll) Submit(context.Context, *store.Order, []string, string) (workflows.PolicyDecision, error) {
+func (allowAll) Submit(context.Context, *store.Order, []string, string, string) (workflows.PolicyDecision, error) {
 	return workflows.PolicyDecision{Allowed: true}, nil
+}
+
+func (allowAll) SubmitOutcome(context.Context, string, string) (workflows.PolicyDecision, error) {
+	return workflows.PolicyDecision{}, service.ErrUnknownSubmission
 }
 
 func (allowAll) SignalApproval(context.Context, string, workflows.ApprovalDecision) error { return nil }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/opentreasury/treasury/app"
 	"github.com/opentreasury/treasury/chain/devchain"
+	"github.com/opentreasury/treasury/devsigner"
 	"github.com/opentreasury/treasury/metrics"
 	"github.com/opentreasury/treasury/seed"
 	"github.com/opentreasury/treasury/service"
@@ -214,13 +215,13 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 		signerCtx, cancel := context.WithCancel(context.Background())
 		b.stopSigner = cancel
 		svc := &service.Service{Store: b.store, Workflows: app.TemporalOrders{Client: b.client}, Log: log}
-		signer := newDevSigner(b.store, svc, keys, log.With("component", "dev-signer"))
+		signer := devsigner.New(b.store, svc, keys, log.With("component", "dev-signer"))
 		unsubscribe := b.live.Follower.Subscribe(signer)
 		b.signerDone = make(chan struct{})
 		go func() {
 			defer close(b.signerDone)
 			defer unsubscribe()
-			signer.run(signerCtx)
+			signer.Run(signerCtx)
 		}()
 	}
 

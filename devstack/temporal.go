@@ -8,12 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
 	uiserver "github.com/temporalio/ui-server/v2/server"
@@ -33,12 +31,18 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/opentreasury/treasury/freeport"
 )
 
 // TemporalConfig describes the embedded Temporal server.
 type TemporalConfig struct {
 	// DataDir holds the server's SQLite file, temporal.db.
 	DataDir string
+	// PostgresURL, when set, puts persistence in that PostgreSQL database and visibility
+	// in the one named like it with _visibility appended, instead of SQLite in DataDir.
+	// Both are created and their schemas brought up to date on start.
+	PostgresURL string
 	// IP is the address every service binds to; loopback by default.
 	IP string
 	// Port is the frontend gRPC port (7233 by default); 0 picks a free one.
@@ -86,45 +90,13 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 		cfg.LogLevel = "error"
 	}
 	var err error
-	if cfg.Port, err = portOrFree(cfg.IP, cfg.Port); err != nil {
+	if cfg.Port, err = freeport.OrFree(cfg.IP, cfg.Port); err != nil {
 		return nil, fmt.Errorf("temporal frontend port: %w", err)
 	}
 	if cfg.UIPort >= 0 {
-		if cfg.UIPort, err = portOrFree(cfg.IP, cfg.UIPort); err != nil {
+		if cfg.UIPort, err = freeport.OrFree(cfg.IP, cfg.UIPort); err != nil {
 			return nil, fmt.Errorf("temporal UI port: %w", err)
 		}
-	}
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, err
-	}
-	dbPath := filepath.Join(cfg.DataDir, "temporal.db")
-	sqlCfg := &config.SQL{
-		PluginName:   sqliteplugin.PluginName,
-		DatabaseName: dbPath,
-		ConnectAttributes: map[string]string{
-			"mode":         "rwc",
-			"journal_mode": "wal",
-			"synchronous":  "normal",
-			"busy_timeout": "10000",
-		},
-	}
-	if _, statErr := os.Stat(dbPath); errors.Is(statErr, os.ErrNotExist) {
-		if err := sqliteschema.SetupSchema(sqlCfg); err != nil {
-			return nil, fmt.Errorf("temporal: create schema: %w", err)
-		}
-	}
-	ns, err := sqliteschema.NewNamespaceConfig("active", cfg.Namespace, false, cfg.SearchAttributes)
-	if err != nil {
-		return nil, err
-	}
-	ns.Detail.Config.Retention = durationpb.New(cfg.Retention)
-	if err := sqliteschema.CreateNamespaces(sqlCfg, ns); err != nil {
-		return nil, fmt.Errorf("temporal: create namespace: %w", err)
-	}
-
-	serverCfg, hosts, err := serverConfig(cfg, sqlCfg)
-	if err != nil {
-		return nil, err
 	}
 	level, err := zap.ParseAtomicLevel(cfg.LogLevel)
 	if err != nil {
@@ -139,6 +111,22 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 		return nil, err
 	}
 	logger := tlog.NewZapLogger(zl)
+
+	var persistence, visibility *config.SQL
+	if cfg.PostgresURL != "" {
+		if persistence, visibility, err = postgresStores(cfg.PostgresURL); err != nil {
+			return nil, err
+		}
+		if err := preparePostgres(persistence, visibility, logger); err != nil {
+			return nil, err
+		}
+	} else if persistence, err = prepareSQLite(cfg); err != nil {
+		return nil, err
+	}
+	serverCfg, hosts, err := serverConfig(cfg, persistence, visibility)
+	if err != nil {
+		return nil, err
+	}
 	authorizer, err := authorization.GetAuthorizerFromConfig(&serverCfg.Global.Authorization)
 	if err != nil {
 		return nil, err
@@ -170,6 +158,12 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 		_ = srv.Stop()
 		return nil, fmt.Errorf("temporal: frontend did not open: %w", err)
 	}
+	if cfg.PostgresURL != "" {
+		if err := registerNamespace(ctx, t.FrontendAddr, cfg.Namespace, cfg.Retention); err != nil {
+			_ = srv.Stop()
+			return nil, err
+		}
+	}
 	if cfg.UIPort >= 0 {
 		t.startUI(cfg)
 		t.UIURL = "http://" + net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.UIPort))
@@ -181,7 +175,41 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 	return t, nil
 }
 
-func serverConfig(cfg TemporalConfig, sqlCfg *config.SQL) (*config.Config, map[primitives.ServiceName]static.Hosts, error) {
+// prepareSQLite creates the server's SQLite database in the data directory on first start
+// and writes the namespace, with the search attributes, straight into it.
+func prepareSQLite(cfg TemporalConfig) (*config.SQL, error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, err
+	}
+	dbPath := filepath.Join(cfg.DataDir, "temporal.db")
+	sqlCfg := &config.SQL{
+		PluginName:   sqliteplugin.PluginName,
+		DatabaseName: dbPath,
+		ConnectAttributes: map[string]string{
+			"mode":         "rwc",
+			"journal_mode": "wal",
+			"synchronous":  "normal",
+			"busy_timeout": "10000",
+		},
+	}
+	if _, statErr := os.Stat(dbPath); errors.Is(statErr, os.ErrNotExist) {
+		if err := sqliteschema.SetupSchema(sqlCfg); err != nil {
+			return nil, fmt.Errorf("temporal: create schema: %w", err)
+		}
+	}
+	ns, err := sqliteschema.NewNamespaceConfig("active", cfg.Namespace, false, cfg.SearchAttributes)
+	if err != nil {
+		return nil, err
+	}
+	ns.Detail.Config.Retention = durationpb.New(cfg.Retention)
+	if err := sqliteschema.CreateNamespaces(sqlCfg, ns); err != nil {
+		return nil, fmt.Errorf("temporal: create namespace: %w", err)
+	}
+
+	return sqlCfg, nil
+}
+
+func serverConfig(cfg TemporalConfig, persistence, visibility *config.SQL) (*config.Config, map[primitives.ServiceName]static.Hosts, error) {
 	services := map[string]config.Service{}
 	// One process runs every service, so membership is static: no gossip ring whose
 	// stale members (from an earlier run on other ports) would have to time out first.
@@ -191,7 +219,7 @@ func serverConfig(cfg TemporalConfig, sqlCfg *config.SQL) (*config.Config, map[p
 		if name == primitives.FrontendService {
 			port = cfg.Port
 		}
-		port, err := portOrFree(cfg.IP, port)
+		port, err := freeport.OrFree(cfg.IP, port)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -203,12 +231,7 @@ func serverConfig(cfg TemporalConfig, sqlCfg *config.SQL) (*config.Config, map[p
 		Global: config.Global{
 			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: cfg.IP},
 		},
-		Persistence: config.Persistence{
-			DefaultStore:     sqliteplugin.PluginName,
-			VisibilityStore:  sqliteplugin.PluginName,
-			NumHistoryShards: cfg.HistoryShards,
-			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
-		},
+		Persistence: persistenceConfig(cfg.HistoryShards, persistence, visibility),
 		ClusterMetadata: &cluster.Config{
 			EnableGlobalNamespace:    false,
 			FailoverVersionIncrement: 10,
@@ -231,6 +254,21 @@ func serverConfig(cfg TemporalConfig, sqlCfg *config.SQL) (*config.Config, map[p
 		// The server's internal workers (schedules, batch jobs) dial the frontend with this.
 		PublicClient: config.PublicClient{HostPort: frontend},
 	}, hosts, nil
+}
+
+// persistenceConfig uses one store for both when visibility is nil (SQLite).
+func persistenceConfig(shards int32, persistence, visibility *config.SQL) config.Persistence {
+	p := config.Persistence{
+		DefaultStore:     "default",
+		VisibilityStore:  "default",
+		NumHistoryShards: shards,
+		DataStores:       map[string]config.DataStore{"default": {SQL: persistence}},
+	}
+	if visibility != nil {
+		p.VisibilityStore = "visibility"
+		p.DataStores["visibility"] = config.DataStore{SQL: visibility}
+	}
+	return p
 }
 
 func (t *Temporal) startUI(cfg TemporalConfig) {
@@ -268,48 +306,6 @@ func (t *Temporal) Stop() {
 	}
 	_ = t.server.Stop()
 }
-
-// portOrFree returns port after checking it can be bound, or a free port when port is 0.
-//
-// The server binds its ports itself some time after they are chosen, and a port
-// that fails to bind then ends the process. A port the kernel hands out for :0
-// comes from the ephemeral range, which every outgoing connection draws from too,
-// so one could be taken in between; free ports are therefore drawn from below
-// that range, and never twice in one process (tests start several bundles).
-func portOrFree(ip string, port int) (int, error) {
-	if port != 0 {
-		ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
-		if err != nil {
-			return 0, err
-		}
-		return port, ln.Close()
-	}
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	for range 200 {
-		candidate := freePortLow + rand.IntN(freePortHigh-freePortLow)
-		if handedOut.ports[candidate] {
-			continue
-		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(candidate)))
-		if err != nil {
-			continue
-		}
-		_ = ln.Close()
-		handedOut.ports[candidate] = true
-		return candidate, nil
-	}
-	return 0, errors.New("no free port below the ephemeral range")
-}
-
-// freePortLow and freePortHigh bound the free ports drawn: below Linux's default
-// ephemeral range (32768-60999) and above the ports services commonly use.
-const freePortLow, freePortHigh = 20000, 32000
-
-var handedOut = struct {
-	sync.Mutex
-	ports map[int]bool
-}{ports: map[int]bool{}}
 
 func waitForPort(ctx context.Context, addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)

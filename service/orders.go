@@ -209,17 +209,27 @@ func (s *Service) SubmitOrder(ctx context.Context, who Caller, domain orders.Dom
 	if err != nil {
 		return nil, err
 	}
-	if o.Status != orders.StatusDraft {
-		return nil, refuse(Conflict, "This "+domain.Name+" is "+o.Status+"; only a draft can be submitted.")
-	}
-	names := make([]string, len(o.Legs))
-	for i, l := range o.Legs {
-		names[i] = l.Leg
-	}
 	if s.Workflows == nil {
 		return nil, ErrWorkflowsUnavailable
 	}
-	decision, err := s.Workflows.Submit(ctx, o.Order, names, who.CorrelationID)
+	submission := submissionID(who)
+	var decision workflows.PolicyDecision
+	if o.Status != orders.StatusDraft {
+		// Not a draft any more: only the retry of the submission that moved it on (its
+		// first try's answer lost, e.g. to a timeout) gets that submission's outcome.
+		if submission == "" {
+			return nil, refuse(Conflict, "This "+domain.Name+" is "+o.Status+"; only a draft can be submitted.")
+		}
+		if decision, err = s.Workflows.SubmitOutcome(ctx, o.ID, submission); errors.Is(err, ErrUnknownSubmission) {
+			return nil, refuse(Conflict, "This "+domain.Name+" is "+o.Status+"; only a draft can be submitted.")
+		}
+	} else {
+		names := make([]string, len(o.Legs))
+		for i, l := range o.Legs {
+			names[i] = l.Leg
+		}
+		decision, err = s.Workflows.Submit(ctx, o.Order, names, who.CorrelationID, submission)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,8 @@ package service
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -25,7 +27,12 @@ import (
 // Workflows is what the service asks of Temporal: start an order's workflow and learn its
 // policy decision, and deliver decisions and signatures to it.
 type Workflows interface {
-	Submit(ctx context.Context, o *store.Order, legs []string, correlationID string) (workflows.PolicyDecision, error)
+	// Submit starts the workflow (or finds it started) and delivers the submission, whose
+	// id ("" for none) makes a repeat of the same submission return the first outcome.
+	Submit(ctx context.Context, o *store.Order, legs []string, correlationID, submissionID string) (workflows.PolicyDecision, error)
+	// SubmitOutcome is the policy decision of an earlier submission of the order, or
+	// ErrUnknownSubmission when that submission never reached its workflow.
+	SubmitOutcome(ctx context.Context, orderID, submissionID string) (workflows.PolicyDecision, error)
 	SignalApproval(ctx context.Context, orderID string, d workflows.ApprovalDecision) error
 	SignalSignature(ctx context.Context, orderID string, s workflows.Signature) error
 }
@@ -34,6 +41,9 @@ type Workflows interface {
 type LiveCounts interface {
 	LiveConnections(ctx context.Context, configIDs []string) map[string]int
 }
+
+// ErrUnknownSubmission: no submission of that id reached the order's workflow.
+var ErrUnknownSubmission = errors.New("service: no such submission of the order")
 
 // ErrWorkflowsUnavailable is what a missing Temporal connection answers.
 var ErrWorkflowsUnavailable = errors.New("service: Temporal is not configured")
@@ -67,6 +77,20 @@ func (s *Service) now() time.Time {
 type Caller struct {
 	*auth.Principal
 	CorrelationID string
+	// IdempotencyKey of the request, when it carried one: a retried submit with the same
+	// key is the same submission.
+	IdempotencyKey string
+}
+
+// submissionID names the caller's submission when the request can be retried as the same
+// one (it carries an Idempotency-Key); the credential is part of it, as it is of the
+// key's scope.
+func submissionID(who Caller) string {
+	if who.IdempotencyKey == "" || who.Principal == nil {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(who.Principal.ID + "\n" + who.IdempotencyKey))
+	return "submit-" + hex.EncodeToString(sum[:16])
 }
 
 // audit is the audit record of an action the caller took in app.

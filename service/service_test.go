@@ -29,8 +29,12 @@ type recorder struct {
 	controls   []events.Control
 }
 
-func (r *recorder) Submit(context.Context, *store.Order, []string, string) (workflows.PolicyDecision, error) {
+func (r *recorder) Submit(context.Context, *store.Order, []string, string, string) (workflows.PolicyDecision, error) {
 	return workflows.PolicyDecision{Allowed: true}, nil
+}
+
+func (r *recorder) SubmitOutcome(context.Context, string, string) (workflows.PolicyDecision, error) {
+	return workflows.PolicyDecision{}, ErrUnknownSubmission
 }
 
 func (r *recorder) SignalApproval(context.Context, string, workflows.ApprovalDecision) error {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/shopspring/decimal"
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
 
@@ -24,6 +26,8 @@ type DevchainTransaction struct {
 	Failure     string
 	BroadcastAt time.Time
 	ConfirmsAt  time.Time
+	// Submissions counts the broadcasts of this same signed transaction (retries).
+	Submissions int `gorm:"default:1"`
 }
 
 func (DevchainTransaction) TableName() string { return "devchain_transactions" }
@@ -40,7 +44,11 @@ const (
 func (s *Store) DevchainBroadcast(ctx context.Context, t *DevchainTransaction) (*DevchainTransaction, error) {
 	t.Status = DevchainPending
 	t.BroadcastAt, t.ConfirmsAt = t.BroadcastAt.UTC(), t.ConfirmsAt.UTC()
-	if err := s.with(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(t).Error; err != nil {
+	t.Submissions = 1
+	// One transaction per digest: the same leg signed and broadcast again is a retry.
+	again := clause.OnConflict{Columns: []clause.Column{{Name: "digest"}},
+		DoUpdates: clause.Assignments(map[string]any{"submissions": gorm.Expr("devchain_transactions.submissions + 1")})}
+	if err := s.with(ctx).Clauses(again).Create(t).Error; err != nil {
 		return nil, err
 	}
 	var cur DevchainTransaction
@@ -48,6 +56,19 @@ func (s *Store) DevchainBroadcast(ctx context.Context, t *DevchainTransaction) (
 		return nil, err
 	}
 	return &cur, nil
+}
+
+// DevchainTransactions returns the simulated chain's transactions of the given digests.
+func (s *Store) DevchainTransactions(ctx context.Context, digests []string) ([]DevchainTransaction, error) {
+	var out []DevchainTransaction
+	for chunk := range slices.Chunk(digests, 500) {
+		var part []DevchainTransaction
+		if err := s.with(ctx).Where("digest IN ?", chunk).Find(&part).Error; err != nil {
+			return nil, err
+		}
+		out = append(out, part...)
+	}
+	return out, nil
 }
 
 // DevchainSettle settles a pending transaction whose confirmation time has come: it fails

@@ -34,6 +34,10 @@ func TestDevchainTransfersConfirmOnceAfterTheirBlocks(t *testing.T) {
 		if err != nil || h1 != h2 {
 			t.Fatalf("rebroadcast: %s %s %v", h1, h2, err)
 		}
+		rows, err := s.DevchainTransactions(ctx, []string{"d1", "d2"})
+		if err != nil || len(rows) != 1 || rows[0].Submissions != 2 {
+			t.Fatalf("a rebroadcast is one transaction submitted twice: %+v %v", rows, err)
+		}
 		st, err := d.Status(ctx, "ethereum", h1)
 		if err != nil || st.State != chain.TxPending || !st.Expected.Equal(clk.t.Add(400*time.Millisecond)) {
 			t.Fatalf("before its blocks (final expected after 2 blocks of 200ms): %+v %v", st, err)

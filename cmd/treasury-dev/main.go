@@ -24,6 +24,12 @@ func main() {
 }
 
 func run(args []string) int {
+	switch {
+	case len(args) >= 2 && args[0] == "temporal" && args[1] == "serve":
+		return runTemporalServe(args[2:])
+	case len(args) >= 1 && args[0] == "cluster":
+		return runCluster(args[1:])
+	}
 	fs := flag.NewFlagSet("treasury-dev", flag.ContinueOnError)
 	dataDir := fs.String("data-dir", ".data", "directory for the SQLite databases and credentials.json")
 	httpAddr := fs.String("http-addr", "127.0.0.1:8080", "address of the API")
@@ -45,7 +51,7 @@ func run(args []string) int {
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile (pprof) of the whole process to this file, from ready to shutdown")
 	allocProfile := fs.String("alloc-profile", "", "write an allocation profile (pprof) of the whole process to this file at shutdown")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: treasury-dev [flags]\n\nRuns the treasury dev bundle. DATABASE_URL, when set, puts the store on PostgreSQL.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: treasury-dev [flags]\n       treasury-dev temporal serve --postgres URL [flags]\n       treasury-dev cluster [flags]\n\nRuns the treasury dev bundle. DATABASE_URL, when set, puts the store on PostgreSQL.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -1,4 +1,5 @@
-package devstack
+// Package devsigner is the development stand-in for an organisation's signing device.
+package devsigner
 
 import (
 	"context"
@@ -15,11 +16,10 @@ import (
 	"github.com/opentreasury/treasury/store"
 )
 
-// devSignerID names the dev signer in the audit log and as the correlation id of what it
-// signs.
-const devSignerID = "dev-signer"
+// id names the dev signer in the audit log and as the correlation id of what it signs.
+const id = "dev-signer"
 
-// devSigner is the dev bundle's stand-in for a signing device: it holds the keys of the
+// Signer is the stand-in for a signing device of the dev bundle and the local cluster: it holds the keys of the
 // autoSign wallets and signs their pending signing requests as they appear. It submits
 // through the same service operation as POST /signing-requests/{id}/signature, as a
 // device principal that may sign for its own wallets only.
@@ -27,7 +27,7 @@ const devSignerID = "dev-signer"
 // It is woken by the Wallet.SigningRequested events of the process's event follower (the
 // way a real device follows the live channel), and looks again every fallback interval
 // in case a wake-up was missed.
-type devSigner struct {
+type Signer struct {
 	store    *store.Store
 	svc      *service.Service
 	keys     map[string]ed25519.PrivateKey
@@ -38,16 +38,18 @@ type devSigner struct {
 	sent map[string]bool
 }
 
-func newDevSigner(s *store.Store, svc *service.Service, keys map[string]ed25519.PrivateKey, log *slog.Logger) *devSigner {
-	return &devSigner{store: s, svc: svc, keys: keys, log: log, fallback: 2 * time.Second, wake: make(chan struct{}, 1),
+// New returns a signer holding keys, by wallet id. Subscribe it to the process's event
+// follower, then Run it.
+func New(s *store.Store, svc *service.Service, keys map[string]ed25519.PrivateKey, log *slog.Logger) *Signer {
+	return &Signer{store: s, svc: svc, keys: keys, log: log, fallback: 2 * time.Second, wake: make(chan struct{}, 1),
 		sent: map[string]bool{}}
 }
 
 // The event follower's side (events.Subscriber): a signing request wakes the signer.
 
-func (d *devSigner) Wants() bool { return true }
+func (d *Signer) Wants() bool { return true }
 
-func (d *devSigner) Events(_ context.Context, evs []events.Event) {
+func (d *Signer) Events(_ context.Context, evs []events.Event) {
 	for _, ev := range evs {
 		if ev.Name == events.WalletSigningRequested {
 			d.poke()
@@ -56,18 +58,19 @@ func (d *devSigner) Events(_ context.Context, evs []events.Event) {
 	}
 }
 
-func (d *devSigner) Control(context.Context, *events.Control) {}
+func (d *Signer) Control(context.Context, *events.Control) {}
 
-func (d *devSigner) Resynced(context.Context) { d.poke() }
+func (d *Signer) Resynced(context.Context) { d.poke() }
 
-func (d *devSigner) poke() {
+func (d *Signer) poke() {
 	select {
 	case d.wake <- struct{}{}:
 	default: // already woken; the next pass sees every pending request
 	}
 }
 
-func (d *devSigner) run(ctx context.Context) {
+// Run signs until ctx ends.
+func (d *Signer) Run(ctx context.Context) {
 	walletIDs := make([]string, 0, len(d.keys))
 	for id := range d.keys {
 		walletIDs = append(walletIDs, id)
@@ -86,7 +89,7 @@ func (d *devSigner) run(ctx context.Context) {
 }
 
 // signPending signs every pending request of the signer's wallets not signed yet.
-func (d *devSigner) signPending(ctx context.Context, walletIDs []string) {
+func (d *Signer) signPending(ctx context.Context, walletIDs []string) {
 	pending, err := d.store.ListSigningRequests(ctx, store.SigningFilter{WalletIDs: walletIDs, Status: orders.SigningPending, Limit: 100})
 	if err != nil {
 		if ctx.Err() == nil {
@@ -104,8 +107,8 @@ func (d *devSigner) signPending(ctx context.Context, walletIDs []string) {
 			continue
 		}
 		sig := base64.StdEncoding.EncodeToString(ed25519.Sign(d.keys[r.WalletID], digest))
-		who := service.Caller{CorrelationID: devSignerID, Principal: &auth.Principal{OrgID: r.OrgID, App: r.App,
-			Kind: auth.KindDevice, ID: devSignerID, Actions: []string{auth.ActionSign}, ResourceIDs: walletIDs}}
+		who := service.Caller{CorrelationID: id, Principal: &auth.Principal{OrgID: r.OrgID, App: r.App,
+			Kind: auth.KindDevice, ID: id, Actions: []string{auth.ActionSign}, ResourceIDs: walletIDs}}
 		_, err = d.svc.SubmitSignature(ctx, who, r.ID, sig)
 		if err != nil && service.KindOf(err) != service.Conflict {
 			d.log.Warn("dev signer could not sign", "signingRequestId", r.ID, "error", err.Error())

@@ -1,0 +1,52 @@
+// Package freeport picks TCP ports for servers that bind them some time after they are
+// chosen (the embedded Temporal server, the processes of a local cluster).
+//
+// A port the kernel hands out for :0 comes from the ephemeral range, which every
+// outgoing connection draws from too, so it can be taken between the choice and the
+// bind. Ports are therefore drawn from below that range, and never twice in one process.
+package freeport
+
+import (
+	"errors"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"sync"
+)
+
+// low and high bound the ports drawn: below Linux's default ephemeral range
+// (32768-60999) and above the ports services commonly use.
+const low, high = 20000, 32000
+
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// OrFree returns port after checking that it can be bound on ip, or, for 0, a free port
+// this process has not handed out before.
+func OrFree(ip string, port int) (int, error) {
+	if port != 0 {
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+		if err != nil {
+			return 0, err
+		}
+		return port, ln.Close()
+	}
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 200 {
+		candidate := low + rand.IntN(high-low)
+		if handedOut.ports[candidate] {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(candidate)))
+		if err != nil {
+			continue
+		}
+		_ = ln.Close()
+		handedOut.ports[candidate] = true
+		return candidate, nil
+	}
+	return 0, errors.New("no free port below the ephemeral range")
+}
