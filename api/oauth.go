@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -73,6 +74,12 @@ func (h *oauthHandlers) token(c *gin.Context) {
 	}
 	if form.Get("grant_type") != "client_credentials" {
 		oauthError(c, http.StatusBadRequest, "unsupported_grant_type", "only client_credentials is supported", false)
+		return
+	}
+	// An id no client has (not UTF-8 text, or with a NUL in it) never reaches the database,
+	// which could not even compare it.
+	if !utf8.ValidString(id) || strings.ContainsRune(id, 0) {
+		oauthError(c, http.StatusUnauthorized, "invalid_client", "client authentication failed", basic)
 		return
 	}
 	ctx := c.Request.Context()

@@ -1,9 +1,11 @@
 package api
 
 import (
+	"bytes"
 	"encoding/base64"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -35,7 +37,9 @@ func parsePage(c *gin.Context, errs *[]orders.FieldError) service.Page {
 	}
 	if raw := c.Query("cursor"); raw != "" {
 		b, err := base64.RawURLEncoding.DecodeString(raw)
-		if err != nil || len(b) == 0 {
+		// Every key a list hands out is text; anything else (not UTF-8, or with a NUL)
+		// would reach the database as a key it cannot compare, and fail there.
+		if err != nil || len(b) == 0 || !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 {
 			*errs = append(*errs, orders.FieldError{Field: "cursor", Message: "is not a cursor returned by this list"})
 		} else {
 			p.After = string(b)

@@ -62,8 +62,10 @@ func NormalizeEntry(entry string) (string, error) {
 		}
 		return "", ErrEntry
 	}
-	if _, ok := Canonical(e); ok {
-		return e, nil
+	// The stored form is the canonical name's, lowercased: Unicode case folding would let
+	// "order.ſubmitted" (a long s) name Order.Submitted, and Matches compares bytes.
+	if c, ok := Canonical(e); ok {
+		return strings.ToLower(c), nil
 	}
 	return "", ErrEntry
 }

@@ -156,6 +156,10 @@ var domainActions = map[string][]string{Earn: {"deposit", "withdraw"}, Borrow: {
 
 var protocolPattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
 
+// amountPattern is an amount as written in a body: digits, and a fraction after a point
+// (docs/openapi.json PositiveAmountInput); no sign, exponent or bare point.
+var amountPattern = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
+
 // Parse reads an order body of a domain strictly: field names must match exactly (JSON's
 // usual case-insensitive matching would let "Amount" through), unknown fields are errors,
 // amounts must be decimal strings. Checks that need the wallet come later, in Check.
@@ -165,8 +169,9 @@ func Parse(domain string, body []byte) (*Input, []FieldError) {
 		return nil, []FieldError{{Field: "domain", Message: "unknown domain"}}
 	}
 	var raw map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&raw); err != nil || raw == nil || dec.More() {
+	// Unmarshal, not a Decoder: a decoder stops after the object and would let trailing
+	// text such as "}" or "]" through.
+	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
 		return nil, []FieldError{{Field: "body", Message: "must be one JSON object"}}
 	}
 	var errs []FieldError
@@ -186,6 +191,8 @@ func Parse(domain string, body []byte) (*Input, []FieldError) {
 	for _, f := range fields {
 		if v, ok := raw[f.name]; f.required && (!ok || string(v) == "null") {
 			add(f.name, "is required")
+		} else if ok && HoldsNUL(v) {
+			add(f.name, NULMessage)
 		}
 	}
 	in := &Input{Domain: domain}
@@ -210,7 +217,9 @@ func Parse(domain string, body []byte) (*Input, []FieldError) {
 		}
 		d, err := decimal.NewFromString(s)
 		switch {
-		case err != nil || strings.ContainsAny(s, "eE+ ") || strings.HasPrefix(s, "."):
+		case strings.HasPrefix(s, "-") && amountPattern.MatchString(s[1:]):
+			add(name, "must be greater than zero")
+		case err != nil || !amountPattern.MatchString(s):
 			add(name, "must be a decimal string such as \"1250.50\"")
 		case !d.IsPositive():
 			add(name, "must be greater than zero")
@@ -264,6 +273,40 @@ func Parse(domain string, body []byte) (*Input, []FieldError) {
 		add("protocol", "must be a lower-case protocol name such as aave")
 	}
 	return in, errs
+}
+
+// NULMessage refuses a field that HoldsNUL.
+const NULMessage = "must not contain the NUL character (\\u0000)"
+
+// HoldsNUL reports whether a JSON value has a string, or an object key, with the NUL
+// character in it. No text column keeps one (PostgreSQL refuses it), so a request carrying
+// one is invalid rather than a failure of the database.
+func HoldsNUL(v json.RawMessage) bool {
+	// In valid JSON a NUL can only be written as this escape.
+	if !bytes.Contains(v, []byte(`\u0000`)) {
+		return false
+	}
+	var x any
+	if json.Unmarshal(v, &x) != nil {
+		return false
+	}
+	var holds func(any) bool
+	holds = func(x any) bool {
+		switch x := x.(type) {
+		case string:
+			return strings.ContainsRune(x, 0)
+		case []any:
+			return slices.ContainsFunc(x, holds)
+		case map[string]any:
+			for k, e := range x {
+				if strings.ContainsRune(k, 0) || holds(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return holds(x)
 }
 
 // exactKeys reports whether a JSON object uses only the given keys, with exact case.

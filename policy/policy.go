@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 
@@ -44,6 +45,42 @@ func Parse(doc []byte) (Rules, error) {
 			return Rules{}, fmt.Errorf("policy: unknown field %q", k)
 		}
 	}
+	for _, name := range []string{"maxOrderUsd", "dailyVolumeUsd"} {
+		if err := checkAmount(name, keys[name]); err != nil {
+			return Rules{}, err
+		}
+	}
+	// Lists hold what they say, as given: Go's decoding would read a null as "" and cut a
+	// pair of three assets to two, or fill one of one.
+	for _, name := range []string{"destinationWhitelist", "allowedProtocols"} {
+		var list []*string
+		if json.Unmarshal(keys[name], &list) == nil && slices.Contains(list, nil) {
+			return Rules{}, fmt.Errorf("policy: %s must be a list of strings", name)
+		}
+	}
+	for _, name := range []string{"allowedPairs", "deniedPairs"} {
+		var pairs [][]*string
+		if json.Unmarshal(keys[name], &pairs) == nil && slices.ContainsFunc(pairs, func(p []*string) bool {
+			return len(p) != 2 || p[0] == nil || p[1] == nil
+		}) {
+			return Rules{}, fmt.Errorf(`policy: %s must be pairs of two assets, such as ["ETH","USDC"]`, name)
+		}
+	}
+	// A tier's fields too match exactly, and its minimum is a decimal string. Any other
+	// shape of the list is the decoder's to refuse.
+	var tiers []map[string]json.RawMessage
+	if json.Unmarshal(keys["approvalTiers"], &tiers) == nil {
+		for i, t := range tiers {
+			for k := range t {
+				if k != "minUsd" && k != "quorum" {
+					return Rules{}, fmt.Errorf("policy: approvalTiers[%d]: unknown field %q", i, k)
+				}
+			}
+			if err := checkAmount(fmt.Sprintf("approvalTiers[%d].minUsd", i), t["minUsd"]); err != nil {
+				return Rules{}, err
+			}
+		}
+	}
 	var r Rules
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.DisallowUnknownFields()
@@ -51,6 +88,23 @@ func Parse(doc []byte) (Rules, error) {
 		return Rules{}, fmt.Errorf("policy: %w", err)
 	}
 	return r, r.Validate()
+}
+
+// amountPattern is an amount as a policy writes it (SPEC 2): a decimal string of digits
+// and an optional fraction; never a JSON number, a sign or an exponent.
+var amountPattern = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
+
+// checkAmount refuses an amount field (raw JSON, nil when absent) that is not a decimal
+// string.
+func checkAmount(name string, raw json.RawMessage) error {
+	if raw == nil || string(raw) == "null" {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil || !amountPattern.MatchString(s) {
+		return fmt.Errorf("policy: %s must be a decimal string such as \"5000000\" or \"0.25\"", name)
+	}
+	return nil
 }
 
 // Validate checks that amounts are non-negative and tiers are well formed.

@@ -10,7 +10,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -53,14 +52,15 @@ func key(secret string) ([]byte, error) {
 	return b, nil
 }
 
-// mac is the base64 HMAC-SHA256 of "id.timestamp.body" under a secret.
-func mac(secret, id string, timestamp int64, body []byte) (string, error) {
+// mac is the base64 HMAC-SHA256 of "id.timestamp.body" under a secret, timestamp being
+// the webhook-timestamp header as sent.
+func mac(secret, id, timestamp string, body []byte) (string, error) {
 	k, err := key(secret)
 	if err != nil {
 		return "", err
 	}
 	h := hmac.New(sha256.New, k)
-	fmt.Fprintf(h, "%s.%d.", id, timestamp)
+	h.Write([]byte(id + "." + timestamp + "."))
 	h.Write(body)
 	return base64.StdEncoding.EncodeToString(h.Sum(nil)), nil
 }
@@ -70,7 +70,7 @@ func mac(secret, id string, timestamp int64, body []byte) (string, error) {
 func Sign(secrets []string, id string, timestamp int64, body []byte) (string, error) {
 	sigs := make([]string, 0, len(secrets))
 	for _, s := range secrets {
-		m, err := mac(s, id, timestamp, body)
+		m, err := mac(s, id, strconv.FormatInt(timestamp, 10), body)
 		if err != nil {
 			return "", err
 		}
@@ -106,7 +106,8 @@ var (
 
 // Verify checks a received message against a secret: its timestamp is within Tolerance of
 // now, and one of its v1 signatures is the HMAC of its id, timestamp and body (compared in
-// constant time). The headers are those Headers sets.
+// constant time). The headers are those Headers sets. The signature covers the timestamp
+// header exactly as received: "+1732000000" or "01732000000" is not what was signed.
 func Verify(secret string, h http.Header, body []byte, now time.Time) error {
 	ts, err := strconv.ParseInt(h.Get(HeaderTimestamp), 10, 64)
 	if err != nil {
@@ -115,7 +116,7 @@ func Verify(secret string, h http.Header, body []byte, now time.Time) error {
 	if d := now.Sub(time.Unix(ts, 0)); d > Tolerance || d < -Tolerance {
 		return ErrTimestamp
 	}
-	want, err := mac(secret, h.Get(HeaderID), ts, body)
+	want, err := mac(secret, h.Get(HeaderID), h.Get(HeaderTimestamp), body)
 	if err != nil {
 		return err
 	}

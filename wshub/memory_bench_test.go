@@ -32,14 +32,16 @@ const plainSendsEnv = "WSHUB_PLAIN_SENDS"
 
 // TestMain runs the suite twice: as deployed, with sends batched through io_uring where
 // the kernel has it, and again with every frame written by a system call of its own
-// (NoSendRing). Both ways of writing must behave the same.
+// (NoSendRing). Both ways of writing must behave the same. A fuzzing run (go test -fuzz)
+// runs once: its workers are this binary too, and the fuzz target writes without the ring.
 func TestMain(m *testing.M) {
 	if url := os.Getenv(clientURLEnv); url != "" {
 		n, _ := strconv.Atoi(os.Getenv(clientCountEnv))
 		os.Exit(holdClients(url, n))
 	}
 	code := m.Run()
-	if code == 0 && os.Getenv(plainSendsEnv) == "" && flag.Lookup("test.bench").Value.String() == "" {
+	if code == 0 && os.Getenv(plainSendsEnv) == "" && flag.Lookup("test.bench").Value.String() == "" &&
+		flag.Lookup("test.fuzz").Value.String() == "" {
 		fmt.Println("wshub: the suite again, every frame written by a system call of its own (" + plainSendsEnv + "=1)")
 		cmd := exec.Command(os.Args[0], os.Args[1:]...)
 		cmd.Env = append(os.Environ(), plainSendsEnv+"=1")
