@@ -8,12 +8,15 @@ import (
 	"net/url"
 	"regexp"
 	"runtime/debug"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 )
@@ -62,6 +65,29 @@ func withRecovery(log *slog.Logger) gin.HandlerFunc {
 		c.Next()
 	}
 }
+
+// withPrintableTarget refuses a path or query holding a NUL or bytes that are not UTF-8:
+// no id, cursor or filter of ours has them, and PostgreSQL would refuse them as text.
+// Such a path names nothing (404); such a query is a validation failure (422).
+func withPrintableTarget() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if !cleanText(c.Request.URL.Path) {
+			fail(c, CodeNotFound, "There is nothing at this path.")
+			return
+		}
+		for key, values := range c.Request.URL.Query() {
+			for _, v := range append(values, key) {
+				if !cleanText(v) {
+					validationFailed(c, []orders.FieldError{{Field: "query", Message: "must be UTF-8 text without NUL characters"}})
+					return
+				}
+			}
+		}
+		c.Next()
+	}
+}
+
+func cleanText(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
 
 // withBodyLimit refuses bodies over limit bytes: at once when Content-Length says so, and
 // while reading otherwise (handlers turn the read error into the same 413 problem).
