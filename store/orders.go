@@ -14,6 +14,7 @@ import (
 
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/migrations"
 	"github.com/opentreasury/treasury/orders"
 )
 
@@ -412,11 +413,41 @@ func (s *Store) ListEvents(ctx context.Context, f EventFilter) ([]Event, error) 
 				q = q.Where("id > ?", f.AfterID)
 			}
 		}
+	} else if s.dialect == migrations.Postgres {
+		return s.listStream(ctx, q, f)
 	} else if f.AfterID != "" {
+		// SQLite: one writer at a time, and every event is written after its transaction's
+		// first write took the lock, so ids are minted in commit order.
 		q = q.Where("id > ?", f.AfterID)
 	}
 	var out []Event
 	err := q.Order(order).Limit(f.Limit).Find(&out).Error
+	return out, err
+}
+
+// listStream pages the whole stream on PostgreSQL, where several processes commit events
+// at once and an event's id (minted inside its transaction) can be older than that of an
+// event committed before it. Events go in the order their transactions began, and only
+// those of transactions older than every transaction still open on the database: one
+// still open may yet commit events, all of which will sort after what is answered now.
+// The horizon is read before the events, so a transaction that commits in between is
+// either visible or past the horizon.
+func (s *Store) listStream(ctx context.Context, q *gorm.DB, f EventFilter) ([]Event, error) {
+	var horizon time.Time
+	err := s.with(ctx).Raw(`SELECT COALESCE(min(xact_start), clock_timestamp()) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start IS NOT NULL`).Scan(&horizon).Error
+	if err != nil {
+		return nil, err
+	}
+	q = q.Where("tx_started_at < ?", horizon)
+	if f.AfterID != "" {
+		// After the cursor's event in this order; a cursor that names no event of the
+		// caller's goes by id, as on SQLite.
+		q = q.Where(`((tx_started_at, id) > (SELECT e.tx_started_at, e.id FROM events e WHERE e.id = ?)
+			OR (NOT EXISTS (SELECT 1 FROM events e WHERE e.id = ?) AND id > ?))`, f.AfterID, f.AfterID, f.AfterID)
+	}
+	var out []Event
+	err = q.Order("tx_started_at, id").Limit(f.Limit).Find(&out).Error
 	return out, err
 }
 

@@ -272,3 +272,67 @@ func TestWalletVolumeCountsOnlyLiveOrdersOfTheDay(t *testing.T) {
 		}
 	})
 }
+
+// On PostgreSQL an event's id is minted inside its transaction, so an event committed
+// late can have an older id than one already read. A reader paging the stream must still
+// get it: the stream holds back events of transactions younger than one still open.
+func TestTheStreamNeverPassesOverAnEventCommittedLate(t *testing.T) {
+	s := storetest.NewPostgres(t)
+	org := mustOrg(t, s)
+	a, b := mustDraft(t, s, org, "TRANSFER"), mustDraft(t, s, org, "TRANSFER")
+	stream := func(after string) []store.Event {
+		page, err := s.ListEvents(ctx, store.EventFilter{OrgID: org, Apps: []string{"pay"}, AfterID: after, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return page
+	}
+	read := stream("")
+	cursor := read[len(read)-1].ID
+
+	written, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- s.Tx(ctx, func(tx *store.Store) error {
+			if _, err := tx.ApplyOrderStep(ctx, store.OrderChange{OrderID: a.ID, Step: "late",
+				Event: &store.EventSpec{Name: "Order.Submitted"}, CorrelationID: "late"}); err != nil {
+				return err
+			}
+			close(written)
+			<-release // the event is written, its id minted; the commit comes later
+			return nil
+		})
+	}()
+	<-written
+	time.Sleep(5 * time.Millisecond) // a later id for the next event
+	if _, err := s.ApplyOrderStep(ctx, store.OrderChange{OrderID: b.ID, Step: "early",
+		Event: &store.EventSpec{Name: "Order.Submitted"}, CorrelationID: "early"}); err != nil {
+		t.Fatal(err)
+	}
+	// b's event is committed, a's is not: a reader now must not move past a's place.
+	for _, ev := range stream(cursor) {
+		read = append(read, ev)
+		cursor = ev.ID
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	deadline := time.Now().Add(10 * time.Second)
+	for !(seen[a.ID] && seen[b.ID]) && time.Now().Before(deadline) {
+		for _, ev := range stream(cursor) {
+			read = append(read, ev)
+			cursor = ev.ID
+		}
+		seen = map[string]bool{}
+		for _, ev := range read {
+			if ev.Sequence == 2 {
+				seen[ev.OrderID] = true
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !seen[a.ID] || !seen[b.ID] {
+		t.Fatalf("the reader got the late event %v and the early one %v", seen[a.ID], seen[b.ID])
+	}
+}

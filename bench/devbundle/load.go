@@ -110,7 +110,8 @@ func (c *Client) Confirmations(app string, orders []Submitted, timeout time.Dura
 	deadline := time.Now().Add(timeout)
 	for len(confirmed)+other < len(orders) {
 		if time.Now().After(deadline) {
-			return confirmed, other, fmt.Errorf("timed out with %d of %d orders ended", len(confirmed)+other, len(orders))
+			return confirmed, other, fmt.Errorf("timed out with %d of %d orders ended%s", len(confirmed)+other, len(orders),
+				c.standing(app, orders, confirmed))
 		}
 		path := "/events?limit=200"
 		if after != "" {
@@ -141,4 +142,21 @@ func (c *Client) Confirmations(app string, orders []Submitted, timeout time.Dura
 		}
 	}
 	return confirmed, other, nil
+}
+
+// standing reads the orders the stream did not end, to tell a stuck order from a missed
+// event.
+func (c *Client) standing(app string, orders []Submitted, ended map[string]time.Time) string {
+	out := ""
+	for _, o := range orders {
+		if _, ok := ended[o.ID]; ok {
+			continue
+		}
+		status, body, err := c.Do("GET", "/payments/"+o.ID, c.Creds.Keys[app].Read, "")
+		out += fmt.Sprintf("; %s: %d %v %v", o.ID, status, body["status"], err)
+		if len(out) > 2000 {
+			break
+		}
+	}
+	return out
 }
