@@ -61,7 +61,7 @@ test-fuzz:
 ## SIGKILL mid-flight, an api killed under live clients, PostgreSQL restarted, Temporal
 ## stopped for 30 s; prints one table row per scenario (about 4 minutes)
 test-faults: $(BIN)/treasury-dev $(BIN)/treasury
-	TREASURY_DEV_BIN=$(abspath $(BIN)/treasury-dev) TREASURY_BIN=$(abspath $(BIN)/treasury) $(GO) test -count=1 -timeout 20m ./faults/
+	TREASURY_DEV_BIN=$(abspath $(BIN)/treasury-dev) TREASURY_BIN=$(abspath $(BIN)/treasury) $(GO) test -v -count=1 -timeout 20m ./faults/
 
 ## screenshots: the console's browser test, saving a screenshot of every page in docs/console
 screenshots:

@@ -18,24 +18,28 @@ import (
 
 // Config is the service configuration; the production binary reads it from the environment.
 type Config struct {
-	DatabaseURL          string
-	SQLitePath           string
-	MigrateOnStart       bool
-	TemporalAddress      string
-	TemporalNamespace    string
-	TemporalAPIKey       string
-	TemporalTLS          bool
-	TemporalTLSCertFile  string
-	TemporalTLSKeyFile   string
-	HTTPAddr             string
-	RequestTimeout       time.Duration
-	ShutdownTimeout      time.Duration
-	BalanceSyncInterval  time.Duration
-	IdempotencyRetention time.Duration
-	RateLimit            float64
-	RateBurst            int
-	OAuthTokenTTL        time.Duration
-	SessionTTL           time.Duration
+	DatabaseURL       string
+	SQLitePath        string
+	MigrateOnStart    bool
+	TemporalAddress   string
+	TemporalNamespace string
+	TemporalAPIKey    string
+	// TemporalNoCompression sends requests to Temporal uncompressed (the SDK gzips them
+	// by default): worth it only when the server is on the same machine, as in the dev
+	// bundle, where compressing costs CPU and saves nothing.
+	TemporalNoCompression bool
+	TemporalTLS           bool
+	TemporalTLSCertFile   string
+	TemporalTLSKeyFile    string
+	HTTPAddr              string
+	RequestTimeout        time.Duration
+	ShutdownTimeout       time.Duration
+	BalanceSyncInterval   time.Duration
+	IdempotencyRetention  time.Duration
+	RateLimit             float64
+	RateBurst             int
+	OAuthTokenTTL         time.Duration
+	SessionTTL            time.Duration
 	// TrustedProxies is a comma-separated list of the addresses or CIDRs of the load
 	// balancers whose X-Forwarded-For names the client.
 	TrustedProxies string

@@ -9,6 +9,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/opentreasury/treasury/orders"
@@ -37,7 +38,9 @@ func (t TemporalOrders) Submit(ctx context.Context, o *store.Order, legs []strin
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			workflows.OrderDomainKey.ValueSet(o.Domain), workflows.OrderStatusKey.ValueSet(orders.StatusSubmitted),
 			workflows.OrgIDKey.ValueSet(o.OrgID), workflows.CorrelationIDKey.ValueSet(correlationID)),
-		Memo:          map[string]any{"correlationId": correlationID, "orderId": o.ID},
+		// The submission rides in the memo too: an update the server admitted but lost in
+		// a restart before the workflow took it leaves the start as the only trace.
+		Memo:          map[string]any{"correlationId": correlationID, "orderId": o.ID, "submissionId": submissionID},
 		StaticSummary: fmt.Sprintf("%s %s worth %s USD from %s", o.Domain, o.ID, o.AmountUSD.StringFixedBank(2), o.WalletID),
 	}, workflows.OrderWorkflow, workflows.OrderInput{OrderID: o.ID, CorrelationID: correlationID, Legs: legs})
 	h, err := t.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
@@ -72,12 +75,36 @@ func (t TemporalOrders) SubmitOutcome(ctx context.Context, orderID, submissionID
 	err := h.Get(ctx, &d)
 	var notFound *serviceerror.NotFound
 	if errors.As(err, &notFound) {
-		return d, service.ErrUnknownSubmission
+		return t.startedBy(ctx, orderID, submissionID)
 	}
 	if err != nil {
 		return d, fmt.Errorf("earlier submission: %w", err)
 	}
 	return d, nil
+}
+
+// startedBy answers for a submission whose update the server no longer knows: if the
+// workflow was started by that submission, the submission went through, and the order's
+// own status says where it stands (a policy refusal shows as rejected).
+func (t TemporalOrders) startedBy(ctx context.Context, orderID, submissionID string) (workflows.PolicyDecision, error) {
+	desc, err := t.Client.DescribeWorkflowExecution(ctx, workflows.OrderWorkflowID(orderID), "")
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return workflows.PolicyDecision{}, service.ErrUnknownSubmission
+	}
+	if err != nil {
+		return workflows.PolicyDecision{}, fmt.Errorf("earlier submission: %w", err)
+	}
+	var started string
+	if p := desc.GetWorkflowExecutionInfo().GetMemo().GetFields()["submissionId"]; p != nil {
+		if err := converter.GetDefaultDataConverter().FromPayload(p, &started); err != nil {
+			return workflows.PolicyDecision{}, fmt.Errorf("earlier submission: %w", err)
+		}
+	}
+	if started != submissionID {
+		return workflows.PolicyDecision{}, service.ErrUnknownSubmission
+	}
+	return workflows.PolicyDecision{Allowed: true}, nil
 }
 
 // SignalApproval delivers a recorded approval decision.

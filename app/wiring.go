@@ -68,6 +68,9 @@ func DialTemporal(ctx context.Context, cfg Config, log *slog.Logger) (client.Cli
 		Logger:         sdklog.NewStructuredLogger(log.With("component", "temporal-sdk")),
 		MetricsHandler: cfg.Metrics.Temporal(),
 	}
+	if cfg.TemporalNoCompression {
+		opts.ConnectionOptions.GrpcCompression = &client.GrpcCompressionNone{}
+	}
 	if cfg.TemporalTLS || cfg.TemporalAPIKey != "" || cfg.TemporalTLSCertFile != "" {
 		t := &tls.Config{MinVersion: tls.VersionTLS12}
 		if cfg.TemporalTLSCertFile != "" {

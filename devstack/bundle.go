@@ -142,6 +142,8 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 		BalanceSyncInterval:  opts.BalanceSyncInterval,
 		Console:              true,
 		Metrics:              b.Metrics,
+		// The server is in this process: gzip on loopback is CPU for nothing.
+		TemporalNoCompression: true,
 	}
 	if opts.DatabaseURL != "" {
 		cfg.SQLitePath = ""

@@ -234,6 +234,10 @@ func (s *Service) SubmitOrder(ctx context.Context, who Caller, domain orders.Dom
 		return nil, err
 	}
 	s.auditAfter(ctx, s.audit(who, domain.App, domain.Name+".submitted", "order", o.ID, nil))
+	if o.Status == orders.StatusRejected && decision.Allowed {
+		// A retried submission whose first answer was lost, of an order its policy refused.
+		return nil, refuse(Conflict, "This "+domain.Name+" was rejected by its policy when it was submitted.")
+	}
 	if !decision.Allowed {
 		return nil, &Error{Kind: PolicyViolation, Violations: decision.Violations,
 			Detail: "The policy of the " + domain.App + " app refused this order; it is now rejected."}
