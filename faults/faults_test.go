@@ -25,13 +25,13 @@ import (
 
 // row is one line of the table the suite prints.
 type row struct {
-	scenario                         string
-	orders, terminal                 int
-	broadcastsPerLeg                 string
-	eventsLost, eventsRepeated       int
-	webhookLost                      int
-	resubmitted                      int // legs whose signed transaction reached the chain more than once
-	note                             string
+	scenario                   string
+	orders, terminal           int
+	broadcastsPerLeg           string
+	eventsLost, eventsRepeated int
+	webhookLost                int
+	resubmitted                int // legs whose signed transaction reached the chain more than once
+	note                       string
 }
 
 var (
