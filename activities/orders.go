@@ -350,9 +350,16 @@ func (a *Orders) BroadcastLeg(ctx context.Context, in workflows.LegInput) (strin
 	if input.Destination != nil {
 		tx.To = input.Destination.Address
 	}
-	hash, err := a.Chain.Broadcast(ctx, tx)
+	// A retry after a worker died between the chain's answer and the step's commit finds
+	// the transaction on the chain and records it, instead of sending it again.
+	hash, known, err := a.Chain.Known(ctx, tx)
 	if err != nil {
 		return "", err
+	}
+	if !known {
+		if hash, err = a.Chain.Broadcast(ctx, tx); err != nil {
+			return "", err
+		}
 	}
 	_, err = a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: fmt.Sprintf("leg-%d-broadcast", in.Position),
 		From: []string{orders.StatusSigned}, To: orders.StatusBroadcast, Reason: in.Leg + " broadcast", CorrelationID: in.CorrelationID,

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/opentreasury/treasury/chain"
 	"github.com/opentreasury/treasury/chain/devchain"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/orders"
@@ -293,5 +295,42 @@ func TestRetriedActivitiesDoNotEmitTwice(t *testing.T) {
 	err := l.acts.MarkApproved(ctx, workflows.ApprovalRequest{OrderID: o.ID})
 	if err == nil || !workflows.IsInvalidState(err) {
 		t.Fatalf("want a non-retryable invalid-state error, got %v", err)
+	}
+}
+
+// answerLost is a chain whose first broadcast reaches the chain but whose answer never
+// comes back, as when the worker dies right after sending.
+type answerLost struct {
+	chain.Adapter
+	lost bool
+}
+
+func (a *answerLost) Broadcast(ctx context.Context, tx chain.SignedTx) (string, error) {
+	hash, err := a.Adapter.Broadcast(ctx, tx)
+	if err == nil && !a.lost {
+		a.lost = true
+		return "", errors.New("connection reset after the chain took the transaction")
+	}
+	return hash, err
+}
+
+// The broadcast step retried after a lost answer finds its transaction on the chain and
+// does not send it again: the chain was handed it once.
+func TestABroadcastRetriedAfterALostAnswerIsNotSentAgain(t *testing.T) {
+	s := storetest.NewSQLite(t)
+	l := newLifecycle(t, s)
+	lossy := &answerLost{Adapter: l.acts.Chain}
+	l.acts.Chain = lossy
+	o, legs := l.draft(t, "payment", `{"walletId":"`+l.wallet.ID+`","asset":"USDC","amount":"5","destination":{"address":"0x1111111111111111111111111111111111111111"}}`)
+	if st := l.run(t, o, legs); st.Status != "confirmed" || !lossy.lost {
+		t.Fatalf("state %+v, answer lost %v", st, lossy.lost)
+	}
+	reqs, err := s.ListSigningRequests(context.Background(), store.SigningFilter{OrgID: o.OrgID, Apps: []string{"pay"}, Limit: 10})
+	if err != nil || len(reqs) != 1 {
+		t.Fatalf("signing requests %d %v", len(reqs), err)
+	}
+	txs, err := s.DevchainTransactions(context.Background(), []string{reqs[0].Digest})
+	if err != nil || len(txs) != 1 || txs[0].Submissions != 1 {
+		t.Fatalf("the chain was handed the transaction %+v %v; want once", txs, err)
 	}
 }

@@ -17,6 +17,9 @@ type Adapter interface {
 	// Broadcast submits a signed transaction and returns its hash. Broadcasting the same
 	// signed transaction again returns the same hash and submits nothing new.
 	Broadcast(ctx context.Context, tx SignedTx) (string, error)
+	// Known reports whether the chain already has this signed transaction, and its hash:
+	// a broadcast whose answer was lost (the worker died) is looked up, not sent again.
+	Known(ctx context.Context, tx SignedTx) (hash string, found bool, err error)
 	// Status reports where a broadcast transaction stands.
 	Status(ctx context.Context, chain, hash string) (TxStatus, error)
 }

@@ -76,10 +76,9 @@ func (d *Chain) Broadcast(ctx context.Context, tx chain.SignedTx) (string, error
 	if len(tx.Signature) == 0 || tx.Digest == "" {
 		return "", fmt.Errorf("devchain: transaction is not signed")
 	}
-	sum := sha256.Sum256(append([]byte(tx.Chain+":"+tx.Digest+":"), tx.Signature...))
 	now := d.Now().UTC()
 	stored, err := d.store.DevchainBroadcast(ctx, &store.DevchainTransaction{
-		Hash: "0x" + hex.EncodeToString(sum[:]), Chain: tx.Chain, Digest: tx.Digest, Kind: tx.Kind,
+		Hash: txHash(tx), Chain: tx.Chain, Digest: tx.Digest, Kind: tx.Kind,
 		FromAddress: tx.From, ToAddress: tx.To, Asset: tx.Asset, Amount: tx.Amount,
 		BroadcastAt: now, ConfirmsAt: now.Add(d.BlockTime * time.Duration(max(d.Confirmations, 1))),
 	})
@@ -87,6 +86,30 @@ func (d *Chain) Broadcast(ctx context.Context, tx chain.SignedTx) (string, error
 		return "", err
 	}
 	return stored.Hash, nil
+}
+
+// Known looks the signed transaction up by its hash.
+func (d *Chain) Known(ctx context.Context, tx chain.SignedTx) (string, bool, error) {
+	if err := d.known(tx.Chain); err != nil {
+		return "", false, err
+	}
+	hash := txHash(tx)
+	found, err := d.store.DevchainTransactions(ctx, []string{tx.Digest})
+	if err != nil {
+		return "", false, err
+	}
+	for _, t := range found {
+		if t.Hash == hash {
+			return hash, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// txHash is a transaction's hash: derived from the signed payload, as on a real chain.
+func txHash(tx chain.SignedTx) string {
+	sum := sha256.Sum256(append([]byte(tx.Chain+":"+tx.Digest+":"), tx.Signature...))
+	return "0x" + hex.EncodeToString(sum[:])
 }
 
 // Status settles the transaction if its time has come and reports it.

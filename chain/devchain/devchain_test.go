@@ -26,9 +26,15 @@ func TestDevchainTransfersConfirmOnceAfterTheirBlocks(t *testing.T) {
 		}
 		tx := chain.SignedTx{Chain: "ethereum", Kind: "TRANSFER", From: "0xaaa", To: "0xbbb", Asset: "USDC",
 			Amount: decimal.RequireFromString("400.5"), Digest: "d1", Signature: []byte("sig")}
+		if _, found, err := d.Known(ctx, tx); err != nil || found {
+			t.Fatalf("known before its broadcast: %v %v", found, err)
+		}
 		h1, err := d.Broadcast(ctx, tx)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if h, found, err := d.Known(ctx, tx); err != nil || !found || h != h1 {
+			t.Fatalf("known after its broadcast: %s %v %v", h, found, err)
 		}
 		h2, err := d.Broadcast(ctx, tx)
 		if err != nil || h1 != h2 {
