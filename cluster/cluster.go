@@ -151,7 +151,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 
-	sealKey, err := webhookKey(opts.DataDir)
+	sealKey, err := webhook.KeyFile(filepath.Join(opts.DataDir, "webhook-key"))
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +281,7 @@ func (c *Cluster) add(ctx context.Context, name, path string, env []string, args
 // waitNamespace waits until the server answers for the namespace: its frontend opens
 // before `temporal serve` has registered it.
 func waitNamespace(ctx context.Context, addr, namespace string, timeout time.Duration) error {
-	if err := waitPort(ctx, addr, timeout); err != nil {
+	if err := freeport.WaitOpen(ctx, addr, timeout); err != nil {
 		return err
 	}
 	nc, err := client.NewNamespaceClient(client.Options{HostPort: addr, Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
@@ -336,9 +336,6 @@ func (c *Cluster) Terminate(name string) error {
 	if err != nil {
 		return err
 	}
-	p.mu.Lock()
-	p.killed = true // asked for: not a crash
-	p.mu.Unlock()
 	return p.signal(syscall.SIGTERM, false, 30*time.Second)
 }
 
@@ -491,40 +488,6 @@ func withDatabase(server, name string) (string, error) {
 	}
 	u.Path = "/" + name
 	return u.String(), nil
-}
-
-// webhookKey reads the cluster's webhook sealing key, making it the first time: every
-// api and worker must share it.
-func webhookKey(dir string) (string, error) {
-	path := filepath.Join(dir, "webhook-key")
-	if b, err := os.ReadFile(path); err == nil {
-		return strings.TrimSpace(string(b)), nil
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return "", err
-	}
-	key, err := webhook.NewKey()
-	if err != nil {
-		return "", err
-	}
-	return key, os.WriteFile(path, []byte(key+"\n"), 0o600)
-}
-
-func waitPort(ctx context.Context, addr string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			return conn.Close()
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not open within %s: %w", addr, timeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
 
 // waitReady polls an API's /readyz until it answers 200.

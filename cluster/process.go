@@ -29,8 +29,8 @@ type process struct {
 	held     bool // stopped on purpose: not restarted until Resume
 	closing  bool
 	restarts int
-	crashes  int // exits nobody asked for (kills by Kill are not crashes)
-	killed   bool
+	crashes  int  // exits nobody asked for (those after a signal of ours are not crashes)
+	asked    bool // a signal of ours is why the current run ends
 	started  time.Time
 	backoff  time.Duration
 }
@@ -52,7 +52,7 @@ func (p *process) startLocked() error {
 		return fmt.Errorf("%s: %w", p.name, err)
 	}
 	exited := make(chan struct{})
-	p.cmd, p.exited, p.killed, p.started = cmd, exited, false, time.Now()
+	p.cmd, p.exited, p.asked, p.started = cmd, exited, false, time.Now()
 	go p.watch(cmd, exited)
 	return nil
 }
@@ -69,12 +69,12 @@ func (p *process) watch(cmd *exec.Cmd, exited chan struct{}) {
 	// A process that keeps failing at start is retried less and less often (up to every
 	// 10 s); one that ran for a while, or was killed on purpose, comes back at once.
 	switch {
-	case p.killed || time.Since(p.started) > 10*time.Second:
+	case p.asked || time.Since(p.started) > 10*time.Second:
 		p.backoff = 500 * time.Millisecond
 	default:
 		p.backoff = min(max(2*p.backoff, 500*time.Millisecond), 10*time.Second)
 	}
-	if !p.killed {
+	if !p.asked {
 		p.crashes++
 		p.log.Warn("process exited; starting it again", "process", p.name, "error", errString(err), "in", p.backoff.String())
 	}
@@ -95,10 +95,7 @@ func (p *process) watch(cmd *exec.Cmd, exited chan struct{}) {
 func (p *process) signal(sig syscall.Signal, hold bool, wait time.Duration) error {
 	p.mu.Lock()
 	cmd, exited := p.cmd, p.exited
-	p.held = hold
-	if sig == syscall.SIGKILL {
-		p.killed = true
-	}
+	p.held, p.asked = hold, true
 	p.mu.Unlock()
 	if cmd == nil || cmd.Process == nil {
 		return nil

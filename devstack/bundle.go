@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -149,7 +148,7 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 		cfg.SQLitePath = ""
 	}
 	// Webhooks: plain http to receivers on this machine is fine in development.
-	if cfg.WebhookSecretKey, err = webhookKey(opts.DataDir); err != nil {
+	if cfg.WebhookSecretKey, err = webhook.KeyFile(filepath.Join(opts.DataDir, webhookKeyFile)); err != nil {
 		return nil, err
 	}
 	cfg.WebhookAllowHTTP, cfg.WebhookAllowLoopback, cfg.WebhookBackoffScale = true, !opts.NoWebhookLoopback, opts.WebhookBackoffScale
@@ -241,21 +240,6 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 
 // webhookKeyFile holds the dev bundle's webhook sealing key, made on first start.
 const webhookKeyFile = "webhook-key"
-
-// webhookKey reads the data directory's webhook sealing key, making it the first time.
-func webhookKey(dataDir string) (string, error) {
-	path := filepath.Join(dataDir, webhookKeyFile)
-	if b, err := os.ReadFile(path); err == nil {
-		return strings.TrimSpace(string(b)), nil
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return "", err
-	}
-	key, err := webhook.NewKey()
-	if err != nil {
-		return "", err
-	}
-	return key, os.WriteFile(path, []byte(key+"\n"), 0o600)
-}
 
 // Banner is what treasury-dev prints once it is ready.
 func (b *Bundle) Banner(w io.Writer) {

@@ -154,7 +154,7 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 		return nil, fmt.Errorf("temporal: start server: %w", err)
 	}
 	t := &Temporal{server: srv, logLevel: level, FrontendAddr: net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port))}
-	if err := waitForPort(ctx, t.FrontendAddr, 30*time.Second); err != nil {
+	if err := freeport.WaitOpen(ctx, t.FrontendAddr, 30*time.Second); err != nil {
 		_ = srv.Stop()
 		return nil, fmt.Errorf("temporal: frontend did not open: %w", err)
 	}
@@ -167,7 +167,7 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 	if cfg.UIPort >= 0 {
 		t.startUI(cfg)
 		t.UIURL = "http://" + net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.UIPort))
-		if err := waitForPort(ctx, net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.UIPort)), 10*time.Second); err != nil {
+		if err := freeport.WaitOpen(ctx, net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.UIPort)), 10*time.Second); err != nil {
 			t.Stop()
 			return nil, fmt.Errorf("temporal UI did not open: %w", err)
 		}
@@ -305,22 +305,4 @@ func (t *Temporal) Stop() {
 		<-t.uiDone
 	}
 	_ = t.server.Stop()
-}
-
-func waitForPort(ctx context.Context, addr string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			return conn.Close()
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/server/common/config"
 	tlog "go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/persistence/sql/sqlplugin/postgresql"
@@ -109,7 +111,7 @@ func upgradeSchema(conn *sqltool.Connection, name string, logger tlog.Logger) er
 // PostgreSQL the server is meant to be shared, so it goes through the API like any
 // administrator's would. Search attributes are then `treasury temporal setup`'s job.
 func registerNamespace(ctx context.Context, frontend, namespace string, retention time.Duration) error {
-	c, err := client.NewNamespaceClient(client.Options{HostPort: frontend, Logger: quietSDKLog{}})
+	c, err := client.NewNamespaceClient(client.Options{HostPort: frontend, Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
 	if err != nil {
 		return err
 	}
@@ -135,11 +137,3 @@ func registerNamespace(ctx context.Context, frontend, namespace string, retentio
 		time.Sleep(500 * time.Millisecond)
 	}
 }
-
-// quietSDKLog drops the SDK client's log: registerNamespace reports its own outcome.
-type quietSDKLog struct{}
-
-func (quietSDKLog) Debug(string, ...interface{}) {}
-func (quietSDKLog) Info(string, ...interface{})  {}
-func (quietSDKLog) Warn(string, ...interface{})  {}
-func (quietSDKLog) Error(string, ...interface{}) {}

@@ -118,9 +118,17 @@ func placeOrders(t *testing.T, c *cluster.Cluster, n int) []placed {
 // retried sends a write until it gets want, retrying transport errors and 5xx answers
 // (what a client does) with one Idempotency-Key, for up to two minutes.
 func retried(method, url, token, body, key string, want int) (answer, error) {
+	return retriedSeeing(nil, method, url, token, body, key, want)
+}
+
+// retriedSeeing is retried, showing every answer to seen (when not nil).
+func retriedSeeing(seen func(answer), method, url, token, body, key string, want int) (answer, error) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		r := send(method, url, token, body, "Idempotency-Key", key)
+		if seen != nil {
+			seen(r)
+		}
 		if r.err == nil && r.status == want {
 			return r, nil
 		}
@@ -396,24 +404,17 @@ func startWriter(c *cluster.Cluster, prefix string) *steadyWriter {
 	return w
 }
 
-// write is retried() that records each answer.
+// write is retried, tallying each answer.
 func (w *steadyWriter) write(method, url, token, body, key string, want int) (answer, error) {
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		r := send(method, url, token, body, "Idempotency-Key", key)
-		w.mu.Lock()
-		w.answers[r.status]++
-		if code, _ := r.body["code"].(string); r.status >= 500 {
-			w.codes[fmt.Sprintf("%d %s", r.status, code)]++
-		}
-		w.mu.Unlock()
-		if r.err == nil && r.status == want {
-			return r, nil
-		}
-		if (r.err == nil && r.status < 500 && r.status != 429) || time.Now().After(deadline) {
-			return r, fmt.Errorf("%s %s: %d %s %v", method, url, r.status, r.raw, r.err)
-		}
-		time.Sleep(200 * time.Millisecond)
+	return retriedSeeing(w.tallyAnswer, method, url, token, body, key, want)
+}
+
+func (w *steadyWriter) tallyAnswer(r answer) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.answers[r.status]++
+	if code, _ := r.body["code"].(string); r.status >= 500 {
+		w.codes[fmt.Sprintf("%d %s", r.status, code)]++
 	}
 }
 

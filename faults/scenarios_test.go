@@ -55,6 +55,7 @@ func TestWorkersKilledWhileOrdersAreInFlight(t *testing.T) {
 	if n < 4 {
 		t.Errorf("only %d kills happened while the orders were in flight", n)
 	}
+	scrapeEveryProcess(t, c)
 	report(r)
 }
 
@@ -291,4 +292,23 @@ func postgresVersion(t *testing.T) string {
 		t.Skip("no local PostgreSQL cluster to restart (set FAULTS_PG_RESTART to the command that restarts yours)")
 	}
 	return dirs[len(dirs)-1].Name() // the newest, as .ci/run starts it
+}
+
+// scrapeEveryProcess reads /metrics of every api and worker: the apis have counted their
+// requests, the workers (restarted by the kills, and working since) their Temporal tasks.
+func scrapeEveryProcess(t *testing.T, c *cluster.Cluster) {
+	t.Helper()
+	for name, url := range c.MetricsURLs {
+		want := "treasury_http_requests_total{"
+		if strings.HasPrefix(name, "worker") {
+			want = "temporal_"
+		}
+		r := send("GET", url, "", "")
+		if r.err != nil || r.status != 200 || !strings.Contains(r.raw, want) {
+			t.Errorf("%s's /metrics (%s): %d %v, wants a series %s…", name, url, r.status, r.err, want)
+		}
+	}
+	if len(c.MetricsURLs) != 4 {
+		t.Errorf("metrics of %d processes, want 2 apis and 2 workers", len(c.MetricsURLs))
+	}
 }

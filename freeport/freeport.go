@@ -1,5 +1,6 @@
 // Package freeport picks TCP ports for servers that bind them some time after they are
-// chosen (the embedded Temporal server, the processes of a local cluster).
+// chosen (the embedded Temporal server, the processes of a local cluster), and waits for
+// such a server to open.
 //
 // A port the kernel hands out for :0 comes from the ephemeral range, which every
 // outgoing connection draws from too, so it can be taken between the choice and the
@@ -7,12 +8,34 @@
 package freeport
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"strconv"
 	"sync"
+	"time"
 )
+
+// WaitOpen waits until something accepts connections at addr, for up to timeout.
+func WaitOpen(ctx context.Context, addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			return conn.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not open within %s: %w", addr, timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
 
 // low and high bound the ports drawn: below Linux's default ephemeral range
 // (32768-60999) and above the ports services commonly use.

@@ -6,6 +6,8 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"os"
+	"strings"
 )
 
 // KeyBytes is the length of a sealing key.
@@ -32,6 +34,21 @@ func NewKey() (string, error) {
 		return "", err
 	}
 	return base64.StdEncoding.EncodeToString(k), nil
+}
+
+// KeyFile reads the sealing key kept in the file at path, making it there (mode 0600) the
+// first time: for a development setup, where every process on the machine shares it.
+func KeyFile(path string) (string, error) {
+	if b, err := os.ReadFile(path); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	key, err := NewKey()
+	if err != nil {
+		return "", err
+	}
+	return key, os.WriteFile(path, []byte(key+"\n"), 0o600)
 }
 
 // NewBox returns a box sealing with key.
