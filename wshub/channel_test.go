@@ -206,6 +206,13 @@ func (c *client) next(t *testing.T) map[string]any {
 	case m := <-c.frames:
 		return m
 	case <-c.closed:
+		// The reader queues every frame before it sees the close, but select picks at
+		// random among ready cases: a frame that came before the close is still the next.
+		select {
+		case m := <-c.frames:
+			return m
+		default:
+		}
 		t.Fatalf("connection closed (code %d) while a frame was expected", c.closeCode)
 	case <-time.After(5 * time.Second):
 		t.Fatal("no frame within 5 s")
@@ -528,8 +535,46 @@ func TestChannelKeepalive(t *testing.T) {
 	silent := r.connectWith(t, cfg, pay.PK, func(ws *websocket.Conn) {
 		ws.SetPingHandler(func(string) error { return nil })
 	})
+	// A client that cannot answer protocol pings (a browser's WebSocket API has no access
+	// to them) sends the seed's text ping instead; that counts as answering.
+	textPinger := r.connectWith(t, cfg, pay.PK, func(ws *websocket.Conn) {
+		ws.SetPingHandler(func(string) error { return nil })
+	})
+	stopPinging := make(chan struct{})
+	pingerDone := make(chan struct{})
+	go func() {
+		defer close(pingerDone)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stopPinging:
+				return
+			case <-tick.C:
+			}
+			if textPinger.ws.WriteMessage(websocket.TextMessage, []byte(`{"type":"ping"}`)) != nil {
+				return
+			}
+		}
+	}()
+	defer func() { close(stopPinging); <-pingerDone }()
 	// Dropped once the pong is overdue: no close frame (gorilla reports 1006).
 	silent.waitClosed(t, websocket.CloseAbnormalClosure)
+	// Well past the 1.1 s a silent client lasts, the text pinger is still served: pong
+	// after pong, then an event.
+	deadline := time.Now().Add(3 * time.Second)
+	pongs := 0
+	for time.Now().Before(deadline) {
+		if f := textPinger.next(t); f["type"] == "pong" {
+			pongs++
+		}
+	}
+	if pongs < 3 {
+		t.Fatalf("%d pongs to the text pinger in 3 s", pongs)
+	}
+	r.createPayment(t, creds, pay.SK)
+	for f := textPinger.next(t); f["type"] != "event"; f = textPinger.next(t) {
+	}
 	select {
 	case <-alive.closed:
 		t.Fatalf("the client answering pings was closed (%d)", alive.closeCode)

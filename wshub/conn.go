@@ -300,19 +300,20 @@ func (c *conn) end() {
 	})
 }
 
-// readLoop reads client frames until the connection ends. A missing pong lets the read
-// deadline pass, which ends it.
+// readLoop reads client frames until the connection ends. A client shows it is alive by
+// answering the protocol ping or by any frame of its own: the seed's text {"type":"ping"}
+// exists for clients that cannot answer protocol pings (browsers' WebSocket API gives no
+// access to them). One that does neither lets the read deadline pass, which ends it.
 func (c *conn) readLoop() {
 	defer c.end()
 	wait := c.hub.opts.PingInterval + c.hub.opts.PongWait
+	alive := func() error { return c.ws.SetReadDeadline(time.Now().Add(wait)) }
 	c.ws.SetReadLimit(maxClientFrame)
-	_ = c.ws.SetReadDeadline(time.Now().Add(wait))
-	c.ws.SetPongHandler(func(string) error {
-		return c.ws.SetReadDeadline(time.Now().Add(wait))
-	})
+	_ = alive()
+	c.ws.SetPongHandler(func(string) error { return alive() })
 	c.ws.SetPingHandler(func(data string) error {
 		c.offer(newFrame(websocket.PongMessage, []byte(data)))
-		return nil
+		return alive()
 	})
 	c.ws.SetCloseHandler(func(code int, _ string) error {
 		if code == websocket.CloseNoStatusReceived {
@@ -344,6 +345,7 @@ func (c *conn) readLoop() {
 			}
 			return
 		}
+		_ = alive()
 		if kind != websocket.TextMessage {
 			continue
 		}
