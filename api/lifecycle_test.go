@@ -187,10 +187,19 @@ func TestApprovalDecisionsAreGuarded(t *testing.T) {
 	if !strings.Contains(string(list.body), `"apr_test"`) || !strings.Contains(string(list.body), `"comment":"fine"`) {
 		t.Fatalf("list %s", list.body)
 	}
-	if other := f.do(t, "GET", "/api/v1/approvals", f.creds.OtherOrg.Keys["pay"]["sk"], nil); strings.Contains(string(other.body), "apr_test") {
+	// The list is an approver's queue: without status it holds pending items only, and a
+	// decided item takes status=all (or its own status) to find.
+	if queue := f.do(t, "GET", "/api/v1/approvals", f.creds.Keys["pay"].Approve, nil); queue.status != 200 || strings.Contains(string(queue.body), "apr_test") {
+		t.Fatalf("the default list holds a rejected item: %d %s", queue.status, queue.body)
+	}
+	if all := f.do(t, "GET", "/api/v1/approvals?status=all", f.creds.Keys["pay"].Approve, nil); !strings.Contains(string(all.body), `"apr_test"`) {
+		t.Fatalf("status=all misses the rejected item: %s", all.body)
+	}
+	f.do(t, "GET", "/api/v1/approvals?status=decided", f.creds.Keys["pay"].Approve, nil).wantProblem(t, 422, CodeValidationFailed)
+	if other := f.do(t, "GET", "/api/v1/approvals?status=all", f.creds.OtherOrg.Keys["pay"]["sk"], nil); strings.Contains(string(other.body), "apr_test") {
 		t.Fatal("another organisation lists our approvals")
 	}
-	if other := f.do(t, "GET", "/api/v1/approvals", f.creds.Keys["trade"].SK, nil); strings.Contains(string(other.body), "apr_test") {
+	if other := f.do(t, "GET", "/api/v1/approvals?status=all", f.creds.Keys["trade"].SK, nil); strings.Contains(string(other.body), "apr_test") {
 		t.Fatal("another app lists our approvals")
 	}
 	f.post(t, decide, f.creds.Keys["treasury"].SK, approve).wantProblem(t, 403, CodePermissionDenied)

@@ -90,6 +90,7 @@ func orderJSON(o *service.Order) map[string]any {
 		out["rejection"] = rej
 	}
 	out["createdBy"] = o.CreatedBy
+	out["createdByUser"] = nullable(o.CreatedByUser)
 	out["correlationId"] = o.CorrelationID
 	out["workflowId"] = o.WorkflowID
 	out["createdAt"] = formatTime(o.CreatedAt)

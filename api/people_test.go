@@ -29,7 +29,8 @@ func (f *fixture) signIn(t *testing.T, email, password string) signedIn {
 		t.Fatalf("sign in %s: %d %s", email, r.status, r.body)
 	}
 	cookies := (&http.Response{Header: r.header}).Cookies()
-	if len(cookies) != 1 || cookies[0].Name != auth.SessionCookie || !cookies[0].HttpOnly || !cookies[0].Secure ||
+	// Plain http: not Secure, or browsers would drop it (TestSessionCookieFollowsTheScheme).
+	if len(cookies) != 1 || cookies[0].Name != auth.SessionCookie || !cookies[0].HttpOnly || cookies[0].Secure ||
 		cookies[0].SameSite != http.SameSiteStrictMode || cookies[0].Path != "/" || cookies[0].MaxAge <= 0 {
 		t.Fatalf("session cookie %+v", cookies)
 	}
@@ -350,8 +351,8 @@ func TestPeopleHandOutOnlyWhatTheyHold(t *testing.T) {
 
 	payment := `{"walletId":"` + f.creds.Wallets[0].ID + `","asset":"USDC","amount":"10","destination":{"address":"0x1111111111111111111111111111111111111111"}}`
 	order := decodeOrder(t, f.as(t, m, "POST", "/api/v1/payments", payment))
-	if order["createdBy"] != m.userID {
-		t.Fatalf("createdBy %v", order["createdBy"])
+	if order["createdBy"] != m.userID || order["createdByUser"] != m.userID {
+		t.Fatalf("createdBy %v, createdByUser %v", order["createdBy"], order["createdByUser"])
 	}
 	item := &store.ApprovalItem{ID: "apr_minted", OrgID: f.creds.OrgID, App: "pay", Domain: "payment", OrderID: order["id"].(string),
 		Status: "pending", RequiredApprovals: 1, Reason: "r", PayloadHash: "h", Summary: "{}", CreatedBy: m.userID,
@@ -363,4 +364,31 @@ func TestPeopleHandOutOnlyWhatTheyHold(t *testing.T) {
 	if r := f.post(t, "/api/v1/approvals/payment/apr_minted/decide", f.creds.Keys["pay"].Approve, `{"decision":"APPROVE"}`); r.status != 202 {
 		t.Fatalf("another approver: %d %s", r.status, r.body)
 	}
+
+	// An order made through a key names the key as createdBy, on the order and on its
+	// Order.Created event alike, and the person behind it as createdByUser; maker-checker
+	// compares the person, so the same person's approve key may not decide it.
+	var writer createdKey
+	if r := f.as(t, m, "POST", "/developer/api-keys?app=pay", `{"kind":"tk","actions":["write"]}`); json.Unmarshal(r.body, &writer) != nil || r.status != 201 {
+		t.Fatalf("a write key: %d %s", r.status, r.body)
+	}
+	byKey := decodeOrder(t, f.post(t, "/api/v1/payments", writer.Secret, payment))
+	if byKey["createdBy"] != writer.ID || byKey["createdByUser"] != m.userID {
+		t.Fatalf("an order made by a key: createdBy %v, createdByUser %v (key %s, person %s)", byKey["createdBy"], byKey["createdByUser"], writer.ID, m.userID)
+	}
+	evs := f.do(t, "GET", "/api/v1/events?orderId="+byKey["id"].(string), f.creds.Keys["pay"].SK, nil)
+	if evs.status != 200 || !strings.Contains(string(evs.body), `"createdBy":"`+writer.ID+`"`) || !strings.Contains(string(evs.body), `"createdByUser":"`+m.userID+`"`) {
+		t.Fatalf("Order.Created of an order made by a key: %d %s", evs.status, evs.body)
+	}
+	if bySK := decodeOrder(t, f.post(t, "/api/v1/payments", f.creds.Keys["pay"].SK, payment)); bySK["createdByUser"] != nil || !strings.HasPrefix(bySK["createdBy"].(string), "key_") {
+		t.Fatalf("an order made by a key no person made: createdBy %v, createdByUser %v", bySK["createdBy"], bySK["createdByUser"])
+	}
+	item = &store.ApprovalItem{ID: "apr_by_key", OrgID: f.creds.OrgID, App: "pay", Domain: "payment", OrderID: byKey["id"].(string),
+		Status: "pending", RequiredApprovals: 1, Reason: "r", PayloadHash: "h", Summary: "{}", CreatedBy: writer.ID,
+		CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
+	if err := f.store.CreateApprovalItem(context.Background(), item); err != nil {
+		t.Fatal(err)
+	}
+	f.post(t, "/api/v1/approvals/payment/apr_by_key/decide", key.Secret, `{"decision":"APPROVE"}`).wantProblem(t, 403, CodeMakerChecker)
+	f.as(t, m, "POST", "/api/v1/approvals/payment/apr_by_key/decide", `{"decision":"APPROVE"}`).wantProblem(t, 403, CodeMakerChecker)
 }

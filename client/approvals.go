@@ -56,10 +56,14 @@ type Decision struct {
 	Comment  string `json:"comment,omitempty"`
 }
 
+// ApprovalsAll is the status filter that lists approval items of every status.
+const ApprovalsAll = "all"
+
 // ApprovalFilter narrows a list of approval items.
 type ApprovalFilter struct {
 	Domain Domain
-	// Status is pending, approved, rejected or expired.
+	// Status is pending, approved, rejected, expired or ApprovalsAll; empty asks the
+	// server's default, pending (an approver's queue).
 	Status string
 	Limit  int
 	Cursor string

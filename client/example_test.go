@@ -99,7 +99,8 @@ func ExampleClient_DecideApproval() {
 		log.Fatal(err)
 	}
 	ctx := context.Background()
-	pending := client.ApprovalFilter{Domain: client.DomainPayment, Status: "pending"}
+	// Without a status the list is the approvers' queue: pending items only.
+	pending := client.ApprovalFilter{Domain: client.DomainPayment}
 	for item, err := range c.Approvals(ctx, pending) {
 		if err != nil {
 			log.Fatal(err)

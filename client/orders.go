@@ -133,9 +133,12 @@ type Order struct {
 	PayloadHash string        `json:"payloadHash"`
 	Approval    OrderApproval `json:"approval"`
 	// Failure is set when the order failed, Rejection when it was rejected.
-	Failure       *Failure   `json:"failure,omitempty"`
-	Rejection     *Rejection `json:"rejection,omitempty"`
+	Failure   *Failure   `json:"failure,omitempty"`
+	Rejection *Rejection `json:"rejection,omitempty"`
+	// CreatedBy is the credential that created the order: key_…, oac_…, or usr_… for a
+	// signed-in person. CreatedByUser is the person behind it, "" when there is none.
 	CreatedBy     string     `json:"createdBy"`
+	CreatedByUser string     `json:"createdByUser"`
 	CorrelationID string     `json:"correlationId"`
 	WorkflowID    string     `json:"workflowId"`
 	CreatedAt     time.Time  `json:"createdAt"`

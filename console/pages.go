@@ -122,11 +122,13 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request, rq *request) 
 }
 
 type ordersPage struct {
-	Domain   string
-	Status   string
-	Statuses []string
-	Orders   []service.Order
-	Next     string
+	Domain string
+	// Collection is the domain's path under /api/v1, as the router registers it.
+	Collection string
+	Status     string
+	Statuses   []string
+	Orders     []service.Order
+	Next       string
 }
 
 // orders lists the app's orders, newest first, filtered by status.
@@ -144,7 +146,7 @@ func (c *console) orders(w http.ResponseWriter, r *http.Request, rq *request) {
 		c.failed(w, r, rq, err)
 		return
 	}
-	c.render(w, r, rq, http.StatusOK, "orders", ordersPage{Domain: domain.Name, Status: status, Statuses: orders.Statuses,
+	c.render(w, r, rq, http.StatusOK, "orders", ordersPage{Domain: domain.Name, Collection: domain.Collection, Status: status, Statuses: orders.Statuses,
 		Orders: list, Next: next})
 }
 
@@ -254,13 +256,7 @@ func (c *console) approvals(w http.ResponseWriter, r *http.Request, rq *request)
 	domain, _ := service.DomainOfApp(rq.app)
 	rq.v.Title = "Approvals"
 	q := r.URL.Query()
-	status := q.Get("status")
-	if status == "" {
-		status = orders.ItemPending
-	}
-	if status == "all" {
-		status = ""
-	}
+	status := cmpOr(q.Get("status"), orders.ItemPending)
 	list, next, err := c.Service.ListApprovals(r.Context(), rq.caller(r), service.ApprovalFilter{Domain: domain.Name, Status: status,
 		Page: service.Page{After: q.Get("after"), Limit: pageSize}})
 	if err != nil {
@@ -281,7 +277,7 @@ func (c *console) approvals(w http.ResponseWriter, r *http.Request, rq *request)
 			items[i].Details = detailList(string(summary.Details))
 		}
 	}
-	c.render(w, r, rq, http.StatusOK, "approvals", approvalsPage{Status: cmpOr(status, "all"), Items: items,
+	c.render(w, r, rq, http.StatusOK, "approvals", approvalsPage{Status: status, Items: items,
 		CanApprove: rq.p.Can(rq.app, auth.ActionApprove), Next: next})
 }
 

@@ -55,15 +55,26 @@ func DomainOfApp(app string) (orders.DomainInfo, bool) {
 
 // ApprovalFilter narrows a list of approval items.
 type ApprovalFilter struct {
+	// Status is one of orders.ItemStatuses, ApprovalsAll for every status, or "" for
+	// pending: the list is an approver's queue first (SPEC 3.3), and a bot that pages
+	// through history meets items it can no longer decide.
 	Domain, Status string
 	Page
 }
 
+// ApprovalsAll asks a list of approval items for every status.
+const ApprovalsAll = "all"
+
 // ListApprovals pages through the approval items the caller may see (SPEC 3.3).
 func (s *Service) ListApprovals(ctx context.Context, who Caller, f ApprovalFilter) (list []Approval, next string, err error) {
 	var errs []orders.FieldError
-	if f.Status != "" && !slices.Contains(orders.ItemStatuses, f.Status) {
-		errs = append(errs, field("status", "must be pending, approved, rejected or expired"))
+	switch {
+	case f.Status == "":
+		f.Status = orders.ItemPending
+	case f.Status == ApprovalsAll:
+		f.Status = ""
+	case !slices.Contains(orders.ItemStatuses, f.Status):
+		errs = append(errs, field("status", "must be pending (the default), approved, rejected, expired or all"))
 	}
 	if _, ok := DomainNamed(f.Domain); f.Domain != "" && !ok {
 		errs = append(errs, field("domain", "must be payment, trade, earn or borrow"))
@@ -132,7 +143,9 @@ func (s *Service) Decide(ctx context.Context, who Caller, domainName, itemID str
 	if err != nil {
 		return nil, err
 	}
-	if order.CreatedBy == who.Actor() {
+	// People are compared, not credentials: a bot keyed by the person who created an
+	// order may not approve it.
+	if order.Maker() == who.Actor() {
 		return nil, refuse(MakerChecker, "The creator of an order may not decide it; another approver must.")
 	}
 	if !who.CanReach(order.WalletID) {

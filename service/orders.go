@@ -111,7 +111,7 @@ func (s *Service) CreateOrder(ctx context.Context, who Caller, domain orders.Dom
 	o := &store.Order{
 		ID: id, OrgID: who.OrgID, App: domain.App, Domain: domain.Name, Status: orders.StatusDraft,
 		WalletID: wallet.ID, Chain: wallet.Chain, Details: string(detailsJSON), PayloadHash: hash,
-		AmountUSD: v.amountUSD, CreatedBy: who.Actor(), CorrelationID: who.CorrelationID,
+		AmountUSD: v.amountUSD, CreatedBy: who.ID, CreatedByUser: who.Person, CorrelationID: who.CorrelationID,
 		WorkflowID: workflows.OrderWorkflowID(id), CreatedAt: now, UpdatedAt: now,
 	}
 	legs := make([]store.OrderLeg, len(legNames))
@@ -120,7 +120,8 @@ func (s *Service) CreateOrder(ctx context.Context, who Caller, domain orders.Dom
 	}
 	audit := s.audit(who, domain.App, domain.Name+".created", "order", id, json.RawMessage(detailsJSON))
 	created := store.EventSpec{Name: events.OrderCreated, Fields: map[string]any{
-		"walletId": wallet.ID, "chain": wallet.Chain, "amountUsd": o.AmountUSD.StringFixedBank(2), "createdBy": who.ID,
+		"walletId": wallet.ID, "chain": wallet.Chain, "amountUsd": o.AmountUSD.StringFixedBank(2), "createdBy": o.CreatedBy,
+		"createdByUser": orNull(o.CreatedByUser),
 	}}
 	if _, err := s.Store.CreateOrder(ctx, o, legs, created, audit); err != nil {
 		return nil, err
@@ -243,4 +244,12 @@ func (s *Service) SubmitOrder(ctx context.Context, who Caller, domain orders.Dom
 			Detail: "The policy of the " + domain.App + " app refused this order; it is now rejected."}
 	}
 	return s.visibleOrder(ctx, who, domain, o.ID)
+}
+
+// orNull is s, or JSON null when s is empty.
+func orNull(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

@@ -38,17 +38,29 @@ type Order struct {
 	FailureMessage   *string
 	RejectionReason  *string
 	RejectionDetail  *string
-	CreatedBy        string
-	CorrelationID    string
-	WorkflowID       string
-	EventSequence    int
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
-	SubmittedAt      *time.Time
-	CompletedAt      *time.Time
+	// CreatedBy is the credential that created the order (key_…, oac_…, or usr_… for a
+	// signed-in person); CreatedByUser the person behind it, or "" when no person is.
+	CreatedBy     string
+	CreatedByUser string
+	CorrelationID string
+	WorkflowID    string
+	EventSequence int
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	SubmittedAt   *time.Time
+	CompletedAt   *time.Time
 }
 
 func (Order) TableName() string { return "orders" }
+
+// Maker is who maker-checker keeps from deciding the order: the person behind its
+// credential, else the credential itself (a key no person created).
+func (o *Order) Maker() string {
+	if o.CreatedByUser != "" {
+		return o.CreatedByUser
+	}
+	return o.CreatedBy
+}
 
 // OrderLeg is one on-chain step of an order, signed and confirmed before the next.
 type OrderLeg struct {

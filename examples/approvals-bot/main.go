@@ -135,7 +135,8 @@ func (b *bot) sweep(ctx context.Context) (int, error) {
 	var pending []item
 	cursor := ""
 	for {
-		q := url.Values{"status": {"pending"}, "domain": {b.domain}, "limit": {"100"}}
+		// The list holds pending items unless another status is asked for.
+		q := url.Values{"domain": {b.domain}, "limit": {"100"}}
 		if cursor != "" {
 			q.Set("cursor", cursor)
 		}
