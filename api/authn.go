@@ -117,11 +117,11 @@ func requireOwner(log *slog.Logger) gin.HandlerFunc {
 	}
 }
 
-// requireAnyApp lets through a principal holding one of actions on at least one app (or
-// treasury read, which sees every app); the handler lists across those apps.
-func requireAnyApp(actions ...string) gin.HandlerFunc {
+// requireReach lets through a principal that reaches records of the kind in at least
+// one app; the handler lists across those apps.
+func requireReach(r service.Records) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if len(service.AppsFor(principalOf(c), actions...)) == 0 {
+		if len(service.Reach(principalOf(c), r)) == 0 {
 			fail(c, CodePermissionDenied, "This credential may not read this.")
 			return
 		}

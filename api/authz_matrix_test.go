@@ -25,9 +25,11 @@ import (
 type access struct {
 	public bool
 	// app and actions: the principal needs one of actions on app; app "own" means the
-	// principal's own app; "any" means read on the own app or treasury read.
+	// principal's own app; "any" means an app whose records the principal reaches, as
+	// docs/api.md's reach table says for the row named records.
 	app     string
 	actions []string
+	records string
 	// notFoundOK: a route about one resource may answer 404 instead of 403 to a caller
 	// who may not see it (existence is never revealed).
 	notFoundOK bool
@@ -60,11 +62,11 @@ var routeAccess = map[string]access{
 	"GET /api/v1/policies/:app":                                     {app: "pay", actions: []string{"developer"}},
 	"PUT /api/v1/policies/:app":                                     {app: "pay", actions: []string{"developer"}},
 	"POST /api/v1/policies/:app/evaluate":                           {app: "pay", actions: []string{"write", "developer"}},
-	"GET /api/v1/approvals":                                         {app: "any", actions: []string{"read", "approve"}},
+	"GET /api/v1/approvals":                                         {app: "any", actions: []string{"read", "approve"}, records: "approval items"},
 	"POST /api/v1/approvals/:domain/:id/decide":                     {app: "pay", actions: []string{"approve"}, notFoundOK: true},
-	"GET /api/v1/signing-requests":                                  {app: "any", actions: []string{"read", "sign"}},
-	"GET /api/v1/signing-requests/:id":                              {app: "any", actions: []string{"read", "sign"}, notFoundOK: true},
-	"POST /api/v1/signing-requests/:id/signature":                   {app: "any", actions: []string{"read", "sign"}, notFoundOK: true},
+	"GET /api/v1/signing-requests":                                  {app: "any", actions: []string{"read", "sign"}, records: "signing requests"},
+	"GET /api/v1/signing-requests/:id":                              {app: "any", actions: []string{"read", "sign"}, records: "signing requests", notFoundOK: true},
+	"POST /api/v1/signing-requests/:id/signature":                   {app: "any", actions: []string{"sign"}, records: "signing requests", notFoundOK: true},
 	"GET /developer/api-keys":                                       {app: "own", actions: []string{"developer"}},
 	"POST /developer/api-keys":                                      {app: "own", actions: []string{"developer"}},
 	"GET /developer/api-keys/:id":                                   {app: "own", actions: []string{"developer"}, notFoundOK: true},
@@ -89,11 +91,11 @@ var routeAccess = map[string]access{
 	"POST /developer/webhooks/:id/test":                             {app: "own", actions: []string{"developer"}, notFoundOK: true},
 	"GET /developer/webhooks/:id/deliveries":                        {app: "own", actions: []string{"developer"}, notFoundOK: true},
 	"POST /developer/webhooks/:id/deliveries/:deliveryId/redeliver": {app: "own", actions: []string{"developer"}, notFoundOK: true},
-	// The channel: sk_ and pk_ keys and OAuth tokens of the config's app (wshub tests
-	// cover the 403 of another app or organisation with a real config).
+	// The channel: sk_, tk_ and pk_ keys and OAuth tokens of the config's app (wshub
+	// tests cover the 403 of another app or organisation with a real config).
 	"GET /api/v1/ws":         {channel: true, notFoundOK: true},
-	"GET /api/v1/events":     {app: "any", actions: []string{"read"}},
-	"GET /api/v1/audit-logs": {app: "any", actions: []string{"read"}},
+	"GET /api/v1/events":     {app: "any", actions: []string{"read"}, records: "events"},
+	"GET /api/v1/audit-logs": {app: "any", actions: []string{"read"}, records: "audit records"},
 }
 
 func init() {
@@ -108,12 +110,12 @@ func init() {
 
 // allowed says whether a principal passes the route's check. People name the app of
 // "own" routes with ?app=pay, the app the matrix requests them in.
-func (a access) allowed(p *auth.Principal) bool {
+func (a access) allowed(t *testing.T, reach reachTable, p *auth.Principal) bool {
 	if p == nil {
 		return false
 	}
 	if a.channel {
-		return p.Kind == auth.KindSecret || p.Kind == auth.KindPublishable || p.Kind == auth.KindAccessToken
+		return p.Kind == auth.KindSecret || p.Kind == auth.KindResource || p.Kind == auth.KindPublishable || p.Kind == auth.KindAccessToken
 	}
 	if a.session {
 		return p.Kind == auth.KindUser
@@ -131,7 +133,15 @@ func (a access) allowed(p *auth.Principal) bool {
 		}
 		return holds(p.App)
 	case "any":
-		return p.Can("treasury", "read") || slices.ContainsFunc(auth.Apps, holds)
+		return slices.ContainsFunc(p.Apps(), func(app string) bool {
+			held := slices.DeleteFunc(slices.Clone(auth.AllActions), func(x string) bool { return !p.Can(app, x) })
+			// Records of its own app, or, for treasury, the cross-app ones the table gives.
+			column := reachOwnApp
+			if app == "treasury" {
+				column = reachTreasury
+			}
+			return reach.reaches(t, a.records, column, held, a.actions)
+		})
 	default:
 		return holds(a.app)
 	}
@@ -287,6 +297,7 @@ func TestAuthorisationMatrix(t *testing.T) {
 	engine := unlimitedRouter(f)
 	h := f.handler
 	authn := auth.NewAuthenticator(f.store)
+	reach := readReachTable(t)
 
 	creds := map[string]credential{"none": {}, "malformed": {bearer: "not-a-token"},
 		"unknown": {bearer: "sk_unknownunknownunknownunknownunknownunk"}}
@@ -297,6 +308,7 @@ func TestAuthorisationMatrix(t *testing.T) {
 		}
 	}
 	creds["other org pay sk"] = credential{bearer: f.creds.OtherOrg.Keys["pay"]["sk"]}
+	creds["treasury sign (a signing device)"] = credential{bearer: f.newKey(t, f.creds.Keys["treasury"].SK, `{"kind":"tk","actions":["sign"]}`).Secret}
 	// OAuth access tokens: one per app and scope, as clients of the organisation get them.
 	for _, app := range auth.Apps {
 		for _, action := range auth.AllActions {
@@ -308,7 +320,7 @@ func TestAuthorisationMatrix(t *testing.T) {
 	org := f.creds.OrgID
 	creds["owner session"] = credential{session: f.signIn(t, f.creds.Owner.Email, f.creds.Owner.Password).token}
 	for _, g := range []struct{ app, actions string }{{"pay", "read,approve"}, {"pay", "write"}, {"pay", "sign"}, {"pay", "developer"},
-		{"trade", "read,write,approve,sign,developer"}, {"treasury", "read"}} {
+		{"trade", "read,write,approve,sign,developer"}, {"treasury", "read"}, {"treasury", "sign"}} {
 		creds["member "+g.app+":"+g.actions] = credential{session: matrixSession(t, f, h, org, store.RoleMember, map[string]string{g.app: g.actions})}
 	}
 	creds["member without permissions"] = credential{session: matrixSession(t, f, h, org, store.RoleMember, nil)}
@@ -379,7 +391,7 @@ func TestAuthorisationMatrix(t *testing.T) {
 				if got != 401 {
 					t.Errorf("%s with %s: want 401, got %d", key, name, got)
 				}
-			case rule.allowed(p):
+			case rule.allowed(t, reach, p):
 				if got == 401 || got == 403 {
 					t.Errorf("%s with %s: allowed caller got %d", key, name, got)
 				}

@@ -1,12 +1,16 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 )
@@ -17,15 +21,19 @@ type recordHandlers struct {
 }
 
 // events answers GET /events: stored events oldest first, for reconciliation after a gap.
-// Its cursor is the last event's id, which ?after= takes as it is.
+// It pages like every list, with ?cursor= and nextCursor; its cursor is the last event's
+// id, which ?after= (the name it had first) takes too.
 func (h *recordHandlers) events(c *gin.Context) {
-	pg, errs := listParams(c, "orderId", "after", "limit")
+	var errs []orders.FieldError
+	rejectUnknownQuery(c, []string{"orderId", "cursor", "after", "limit"}, &errs)
+	limit := parseLimit(c, &errs)
+	after := eventCursor(c, &errs)
 	if len(errs) > 0 {
 		validationFailed(c, errs)
 		return
 	}
 	list, next, err := h.svc.Events(c.Request.Context(), caller(c),
-		service.EventFilter{OrderID: c.Query("orderId"), After: c.Query("after"), Limit: pg.Limit})
+		service.EventFilter{OrderID: c.Query("orderId"), After: after, Limit: limit})
 	if err != nil {
 		failed(c, h.log, err)
 		return
@@ -35,6 +43,27 @@ func (h *recordHandlers) events(c *gin.Context) {
 		out[i] = json.RawMessage(ev.Data)
 	}
 	c.JSON(http.StatusOK, listResponse[json.RawMessage]{Data: out, NextCursor: nullable(next)})
+}
+
+// eventCursor reads where a page of events starts: ?cursor=, or its alias ?after=, the id
+// of the last event read. Both at once must agree.
+func eventCursor(c *gin.Context, errs *[]orders.FieldError) string {
+	cursor, after := c.Query("cursor"), c.Query("after")
+	if cursor != "" && after != "" && cursor != after {
+		*errs = append(*errs, orders.FieldError{Field: "after", Message: "is an alias of cursor; pass one of them"})
+		return ""
+	}
+	id := cmp.Or(cursor, after)
+	// Ids are text: anything else would reach the database as a key it cannot compare.
+	if id != "" && (!utf8.ValidString(id) || strings.IndexByte(id, 0) >= 0 || len(id) > 100) {
+		field := "cursor"
+		if cursor == "" {
+			field = "after"
+		}
+		*errs = append(*errs, orders.FieldError{Field: field, Message: "is not a cursor returned by this list"})
+		return ""
+	}
+	return id
 }
 
 type auditResponse struct {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,15 +66,55 @@ func init() {
 // takesAnID: the routes isolationTable must cover.
 func takesAnID(path string) bool { return strings.Contains(path, ":id") || path == "/api/v1/ws" }
 
-// TestDataIsolation creates real resources in org A's pay app and proves that no
-// credential of another app of org A, nor of another organisation, reaches them: every
-// route that takes an id answers 403 or 404, and no list answers with one of their ids.
-// The people among them try the console's pages and forms too.
-// Treasury credentials are left out: treasury read spans every app of the organisation.
+// isolationRow is the row of docs/api.md's reach table for each of org A pay's resources.
+var isolationRow = map[string]string{
+	"draft order": "orders", "submitted order": "orders", "approval item": "approval items",
+	"signing request": "signing requests", "api key": developerResources, "oauth client": developerResources,
+	"websocket config": developerResources, "webhook": developerResources, "member": "team",
+}
+
+const developerResources = "API keys, OAuth clients, WebSocket configs and webhooks"
+
+// listRow is the row of the reach table whose records a list route shows (the ids of
+// other resources it mentions, such as a signing request's order, come with them); ""
+// for lists that show none of an app's resources.
+func listRow(path string) string {
+	path = strings.Replace(path, developerAlias, "/developer/", 1)
+	switch {
+	case strings.HasSuffix(path, "/approvals"):
+		return "approval items"
+	case strings.HasSuffix(path, "/signing-requests"):
+		return "signing requests"
+	case strings.HasSuffix(path, "/events"):
+		return "events"
+	case strings.HasSuffix(path, "/audit-logs"):
+		return "audit records"
+	case path == "/developer/logs":
+		return "request logs"
+	case path == "/developer/team":
+		return "team"
+	case strings.HasPrefix(path, "/developer/"):
+		return developerResources
+	case strings.HasSuffix(path, "/payments") || strings.HasSuffix(path, "-orders"):
+		return "orders"
+	}
+	return ""
+}
+
+// TestDataIsolation creates real resources in org A's pay app and proves that every other
+// credential reaches exactly what docs/api.md's table "What a credential reaches" says:
+// those of org A's other apps that order, and of another organisation, reach nothing but
+// the organisation's team; treasury's reach the audit records and, with sign, the signing
+// requests. Every route that takes an id answers 403 or 404 where the table says no and
+// lets the caller through where it says yes; no list shows one of the resources' ids to a
+// caller the table keeps from that list's records, and the lists the table opens show
+// them. The people among the callers try the console's pages and forms too.
 func TestDataIsolation(t *testing.T) {
 	f := newFixture(t)
 	engine := unlimitedRouter(f)
 	ctx := context.Background()
+	reach := readReachTable(t)
+	authn := auth.NewAuthenticator(f.store)
 	pay := f.creds.Keys["pay"].SK
 	created := func(r response) string {
 		t.Helper()
@@ -121,13 +162,13 @@ func TestDataIsolation(t *testing.T) {
 	owner := signedIn{token: ownerSession, csrf: auth.CSRFToken(ownerSession)}
 	a["member"] = created(f.as(t, owner, "POST", "/developer/team?app=pay", `{"email":"isolated@example.com","actions":["read"]}`))
 	// People belong to the organisation, not to an app: the team page of every app of org A
-	// lists them.
+	// lists them (the reach table's row "team").
 	orgWide := map[string]bool{"member": true}
 
-	// Another app of org A: every key, an OAuth token with every scope, and a member holding
-	// every action, on each app but pay and treasury.
+	// Org A's other apps: every key, an OAuth token with every scope, and a member holding
+	// every action, on each app but pay; treasury's signing device besides.
 	sameOrg := map[string]credential{}
-	for _, app := range []string{"trade", "earn", "borrow"} {
+	for _, app := range []string{"trade", "earn", "borrow", "treasury"} {
 		k := f.creds.Keys[app]
 		for kind, secret := range map[string]string{"sk": k.SK, "pk": k.PK, "read": k.Read, "approve": k.Approve, "sign": k.Sign} {
 			if secret != "" {
@@ -136,10 +177,15 @@ func TestDataIsolation(t *testing.T) {
 		}
 		sameOrg["oauth "+app] = credential{bearer: isolationToken(t, f, k.SK, app)}
 	}
+	sameOrg["treasury sign (a signing device)"] = credential{bearer: f.newKey(t, f.creds.Keys["treasury"].SK, `{"kind":"tk","actions":["sign"]}`).Secret}
+	sameOrg["treasury sign, another wallet"] = credential{bearer: f.newKey(t, f.creds.Keys["treasury"].SK,
+		`{"kind":"tk","actions":["sign"],"resourceIds":["`+f.creds.Wallets[1].ID+`"]}`).Secret}
 	// People are signed in without a password: its hash is slow, and sign-in is not what
 	// this test is about.
-	sameOrg["member trade:all"] = credential{app: "trade", session: sessionFor(t, f, matrixPerson(t, f, f.creds.OrgID, store.RoleMember,
-		map[string]string{"trade": "read,write,approve,sign,developer"}, "-"))}
+	for _, app := range []string{"trade", "treasury"} {
+		sameOrg["member "+app+":all"] = credential{app: app, session: sessionFor(t, f, matrixPerson(t, f, f.creds.OrgID, store.RoleMember,
+			map[string]string{app: "read,write,approve,sign,developer"}, "-"))}
+	}
 	// Another organisation, in the same app: its sk_, a tk_ holding every action, its pk_,
 	// an OAuth token with every scope, and its owner, signed in.
 	otherSK := f.creds.OtherOrg.Keys["pay"]["sk"]
@@ -177,15 +223,39 @@ func TestDataIsolation(t *testing.T) {
 		}
 	}
 
+	// whatReaches is a credential's column of the table and the actions it holds there.
+	whatReaches := func(cr credential, group string) (string, []string, *auth.Principal) {
+		p := cr.principal(ctx, authn)
+		if p == nil {
+			t.Fatal("a credential of the test does not authenticate")
+		}
+		if group == "another organisation" {
+			return reachOtherOrg, nil, p
+		}
+		app := p.App
+		if app == "" {
+			app = p.Apps()[0]
+		}
+		held := slices.DeleteFunc(slices.Clone(auth.AllActions), func(x string) bool { return !p.Can(app, x) })
+		return reachColumn(app, "pay"), held, p
+	}
 	for group, creds := range map[string]map[string]credential{"another app of org A": sameOrg, "another organisation": otherOrg} {
 		for name, cr := range creds {
+			column, held, p := whatReaches(cr, group)
 			for _, route := range idRoutes {
+				rule := routeAccess[route.key]
 				for _, res := range route.entry.resources {
+					want := reach.reaches(t, isolationRow[res], column, held, rule.actions) && rule.allowed(t, reach, p) &&
+						(route.path != "/api/v1/ws" || cr.session == "")
+					if res == "signing request" && name == "treasury sign, another wallet" {
+						want = false // beyond its wallets
+					}
 					rec := send(cr, route.method, target(route, a[res]), route.entry.body)
 					// The channel takes tokens only: a person's cookie is not one.
 					tokenOnly := route.path == "/api/v1/ws" && cr.session != "" && rec.Code == 401
-					if rec.Code != 403 && rec.Code != 404 && !tokenOnly {
-						t.Errorf("%s (%s) on %s's %s: want 403 or 404, got %d %s", name, group, route.key, res, rec.Code, rec.Body)
+					refused := rec.Code == 403 || rec.Code == 404 || tokenOnly
+					if refused == want || (want && route.method == "GET" && rec.Code != 200) {
+						t.Errorf("%s (%s, %s %v) on %s's %s: the table says reaches=%v, got %d %s", name, group, column, held, route.key, res, want, rec.Code, rec.Body)
 					}
 				}
 			}
@@ -197,15 +267,28 @@ func TestDataIsolation(t *testing.T) {
 				if rec.Code < 200 || rec.Code > 299 {
 					continue
 				}
+				row := listRow(route.Path)
+				rule := routeAccess[route.Method+" "+strings.Replace(route.Path, developerAlias, "/developer/", 1)]
+				open := row != "" && reach.reaches(t, row, column, held, rule.actions)
 				for res, id := range a {
-					if strings.Contains(rec.Body.String(), id) && !(orgWide[res] && group == "another app of org A") {
-						t.Errorf("%s (%s): GET %s lists org A pay's %s %s", name, group, route.Path, res, id)
+					if strings.Contains(rec.Body.String(), id) && !open && !(orgWide[res] && group == "another app of org A") {
+						t.Errorf("%s (%s, %s %v): GET %s lists org A pay's %s %s; the table keeps its %q from it", name, group, column, held, route.Path, res, id, row)
 					}
 				}
 			}
 		}
 	}
 
+	// The lists the table opens across apps do show them: treasury's signing device lists
+	// pay's signing request, the dashboard pay's audit records.
+	for name, want := range map[string]struct{ path, id string }{
+		"treasury sign (a signing device)": {"/api/v1/signing-requests", a["signing request"]},
+		"treasury read":                    {"/api/v1/audit-logs", a["draft order"]},
+	} {
+		if rec := send(sameOrg[name], "GET", want.path, ""); rec.Code != 200 || !strings.Contains(rec.Body.String(), want.id) {
+			t.Errorf("%s: GET %s does not show %s: %d %s", name, want.path, want.id, rec.Code, rec.Body)
+		}
+	}
 	// And the lists do show them to pay itself: their absence above means something.
 	var seen strings.Builder
 	for _, route := range engine.Routes() {

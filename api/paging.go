@@ -24,17 +24,22 @@ type listResponse[T any] struct {
 	NextCursor *string `json:"nextCursor"`
 }
 
-// parsePage reads limit (1–200, default 50) and the opaque cursor; it collects field errors.
-func parsePage(c *gin.Context, errs *[]orders.FieldError) service.Page {
-	p := service.Page{Limit: defaultPageSize}
+// parseLimit reads limit (1–200, default 50); it collects field errors.
+func parseLimit(c *gin.Context, errs *[]orders.FieldError) int {
 	if raw, ok := c.GetQuery("limit"); ok {
 		n, err := strconv.Atoi(raw)
 		if err != nil || n < 1 || n > maxPageSize {
 			*errs = append(*errs, orders.FieldError{Field: "limit", Message: "must be an integer from 1 to 200"})
 		} else {
-			p.Limit = n
+			return n
 		}
 	}
+	return defaultPageSize
+}
+
+// parsePage reads limit (1–200, default 50) and the opaque cursor; it collects field errors.
+func parsePage(c *gin.Context, errs *[]orders.FieldError) service.Page {
+	p := service.Page{Limit: parseLimit(c, errs)}
 	if raw := c.Query("cursor"); raw != "" {
 		b, err := base64.RawURLEncoding.DecodeString(raw)
 		// Every key a list hands out is text; anything else (not UTF-8, or with a NUL)

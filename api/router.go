@@ -188,8 +188,8 @@ func NewRouter(cfg Config) http.Handler {
 	dh.register(v1.Group("/developer"))
 
 	rh := &recordHandlers{svc: svc, log: log}
-	v1.GET("/events", requireAnyApp(auth.ActionRead), rh.events)
-	v1.GET("/audit-logs", requireAnyApp(auth.ActionRead), rh.auditLogs)
+	v1.GET("/events", requireReach(service.Events), rh.events)
+	v1.GET("/audit-logs", requireReach(service.AuditRecords), rh.auditLogs)
 
 	for _, d := range orders.Domains {
 		oh := &orderHandlers{svc: svc, log: log, domain: d}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -19,7 +18,7 @@ import (
 // LiveChannel is the WebSocket hub of this process, as the API uses it.
 type LiveChannel interface {
 	// Serve upgrades an authorised request and runs the connection.
-	Serve(w http.ResponseWriter, r *http.Request, cfg events.Subscription, credentialID string, expiresAt time.Time, header http.Header) error
+	Serve(w http.ResponseWriter, r *http.Request, cfg events.Subscription, to events.Recipient, header http.Header) error
 	// LiveConnections counts each config's live connections.
 	LiveConnections(ctx context.Context, configIDs []string) map[string]int
 }
@@ -128,7 +127,9 @@ func (h *websocketHandlers) test(c *gin.Context) {
 // connect answers GET /ws?id=&token=: the upgrade to the live channel (SPEC 4). Every
 // refusal is an HTTP answer before the upgrade: 401 for a missing or bad token, 403 for
 // a token of another organisation or app or of a kind that cannot connect, 404 for an
-// unknown config.
+// unknown config. The connection then receives what the credential reaches: a tk_ key's
+// wallet restriction narrows the config's events, and a signing device's key (sign on
+// treasury) also gets every app's signing requests of its wallets.
 func (h *websocketHandlers) connect(c *gin.Context) {
 	token := c.Query("token")
 	if token == "" {
@@ -149,10 +150,10 @@ func (h *websocketHandlers) connect(c *gin.Context) {
 		return
 	}
 	switch {
-	case p.Kind == auth.KindSecret || p.Kind == auth.KindPublishable:
+	case p.Kind == auth.KindSecret || p.Kind == auth.KindPublishable || p.Kind == auth.KindResource:
 	case p.Kind == auth.KindAccessToken && len(p.Actions) > 0:
 	default:
-		fail(c, CodePermissionDenied, "Connect with an sk_ or pk_ key of the app, or an OAuth access token with a scope on it.")
+		fail(c, CodePermissionDenied, "Connect with an sk_, tk_ or pk_ key of the app, or an OAuth access token with a scope on it.")
 		return
 	}
 	c.Set(principalContextKey, p)
@@ -185,7 +186,9 @@ func (h *websocketHandlers) connect(c *gin.Context) {
 	header.Set(correlationHeader, correlationID(c))
 	// A disabled config's connection is upgraded and then closed with 4001, as if it had
 	// been disabled a moment later: the client handles one case, not two.
-	if err := h.live.Serve(c.Writer, c.Request, cfg.Subscription(), p.ID, p.ExpiresAt, header); err != nil {
+	to := events.Recipient{CredentialID: p.ID, ExpiresAt: p.ExpiresAt, Wallets: p.ResourceIDs,
+		SigningDevice: p.Can(events.TreasuryApp, auth.ActionSign)}
+	if err := h.live.Serve(c.Writer, c.Request, cfg.Subscription(), to, header); err != nil {
 		if !c.Writer.Written() {
 			fail(c, CodeUnavailable, "The server is restarting; reconnect.")
 			return

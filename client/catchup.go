@@ -36,7 +36,7 @@ type FollowOptions struct {
 
 // FollowEvents delivers a config's events to handle, each once, across reconnections. It
 // keeps the live channel open as Follow does and, after every reconnection, reads what the
-// config missed meanwhile from GET /api/v1/events (after=, page by page) with the client's
+// config missed meanwhile from GET /api/v1/events (cursor=, page by page) with the client's
 // credential, which must read the app's events; then it goes on with the live frames.
 // Events are told apart by id: one delivered live and found again by a catch-up is
 // handled once. Each catch-up delivers in the stored order and reads again from Lookback
@@ -115,7 +115,7 @@ func (f *eventFollower) frame(fr Frame) error {
 
 // catchUp delivers the stored events the config missed, oldest first.
 func (f *eventFollower) catchUp() error {
-	for ev, err := range f.c.Events(f.ctx, EventFilter{After: f.cursor(), Limit: catchUpPageSize}) {
+	for ev, err := range f.c.Events(f.ctx, EventFilter{Cursor: f.cursor(), Limit: catchUpPageSize}) {
 		if err != nil {
 			if f.ctx.Err() != nil {
 				return ErrStop
@@ -149,7 +149,7 @@ func (f *eventFollower) cursor() string {
 }
 
 // eventIDAt is an id that sorts before the id of every event made at t or later, for
-// GET /events' after=, which compares ids as strings. Event ids are evt_ and the 32 hex
+// GET /events' cursor, which compares ids as strings. Event ids are evt_ and the 32 hex
 // digits of a UUIDv7 (SPEC 2; ids.New), whose first 12 are its unix time in milliseconds.
 func eventIDAt(t time.Time) string {
 	return fmt.Sprintf("evt_%012x%020d", max(t.UnixMilli(), 0), 0)

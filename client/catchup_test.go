@@ -46,8 +46,8 @@ func sendFrames(evs ...storedEvent) func(f *fakeServer, ws *websocket.Conn) {
 	}
 }
 
-// eventStore answers GET /api/v1/events from its pages, each keyed by the after= that
-// asks for it, and records the after= of each request.
+// eventStore answers GET /api/v1/events from its pages, each keyed by the cursor= that
+// asks for it, and records the cursor= of each request.
 type eventStore struct {
 	t      *testing.T
 	pages  map[string][]storedEvent
@@ -60,7 +60,7 @@ type eventStore struct {
 }
 
 func (s *eventStore) serve(w http.ResponseWriter, r *http.Request) {
-	after := r.URL.Query().Get("after")
+	after := r.URL.Query().Get("cursor")
 	s.mu.Lock()
 	s.afters = append(s.afters, after)
 	s.auth = append(s.auth, r.Header.Get("Authorization"))
@@ -73,7 +73,7 @@ func (s *eventStore) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	page, ok := s.pages[after]
 	if !ok {
-		s.t.Errorf("GET /events?after=%s is not in the script", after)
+		s.t.Errorf("GET /events?cursor=%s is not in the script", after)
 	}
 	var data []json.RawMessage
 	for _, e := range page {

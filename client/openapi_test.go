@@ -107,7 +107,7 @@ func TestTheClientCoversTheOpenAPIDocument(t *testing.T) {
 	ignore(key.ListSigningRequests(ctx, client.SigningRequestFilter{Status: "pending", Limit: 10}))
 	ignore(key.GetSigningRequest(ctx, "sig_1"))
 	ignore(key.SubmitSignature(ctx, "sig_1", make([]byte, 64)))
-	ignore(key.ListEvents(ctx, client.EventFilter{OrderID: "ord_1", After: "evt_1", Limit: 10}))
+	ignore(key.ListEvents(ctx, client.EventFilter{OrderID: "ord_1", Cursor: "evt_1", Limit: 10}))
 	ignore(key.ListAuditLogs(ctx, page))
 	ignore(key.GetPolicy(ctx, "pay"))
 	ignore(key.PutPolicy(ctx, "pay", client.PolicyRules{MaxOrderUSD: "5000000", DailyVolumeUSD: "20000000",

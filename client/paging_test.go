@@ -126,9 +126,10 @@ func TestIteratorsStopWhenTheLoopDoesAndOnTheFirstError(t *testing.T) {
 	}
 }
 
-// Events page with after=, the previous page's nextCursor.
-func TestEventsPageWithAfter(t *testing.T) {
-	s := &pagedServer{n: 5, param: "after"}
+// Events page like every list, with cursor=, the previous page's nextCursor; the
+// deprecated After is sent as the cursor.
+func TestEventsPageWithTheCursor(t *testing.T) {
+	s := &pagedServer{n: 5, param: "cursor"}
 	c := newRESTClient(t, s.serve, WithToken(restKey))
 	n := 0
 	for _, err := range c.Events(context.Background(), EventFilter{OrderID: "ord_1", After: "after-1", Limit: 2}) {
@@ -139,10 +140,10 @@ func TestEventsPageWithAfter(t *testing.T) {
 	}
 	var afters []string
 	for _, q := range s.queries {
-		if q.Get("orderId") != "ord_1" || q.Has("cursor") {
+		if q.Get("orderId") != "ord_1" || q.Has("after") {
 			t.Fatalf("query %v", q)
 		}
-		afters = append(afters, q.Get("after"))
+		afters = append(afters, q.Get("cursor"))
 	}
 	if n != 4 || fmt.Sprint(afters) != "[after-1 after-3]" {
 		t.Fatalf("%d events, afters %v", n, afters)

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"iter"
@@ -54,8 +55,12 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 type EventFilter struct {
 	// OrderID keeps one order's events, in sequence order.
 	OrderID string
-	// After is the id of the last event already read: a previous page's NextCursor, or an
-	// Event.ID kept from an earlier run.
+	// Cursor is where to go on from: a previous page's NextCursor, or the ID of an Event
+	// kept from an earlier run (this list's cursor is the last event's id).
+	Cursor string
+	// After is Cursor's first name (the service takes ?after= as an alias of ?cursor=).
+	//
+	// Deprecated: use Cursor.
 	After string
 	Limit int
 }
@@ -63,7 +68,7 @@ type EventFilter struct {
 func (f EventFilter) query() url.Values {
 	q := url.Values{}
 	set(q, "orderId", f.OrderID)
-	set(q, "after", f.After)
+	set(q, "cursor", cmp.Or(f.Cursor, f.After))
 	if f.Limit != 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
 	}
@@ -71,16 +76,16 @@ func (f EventFilter) query() url.Values {
 }
 
 // ListEvents reads a page of stored events (GET /events, action read). The page's
-// NextCursor is the After of the next.
+// NextCursor is the Cursor of the next.
 func (c *Client) ListEvents(ctx context.Context, f EventFilter, opts ...CallOption) (*Page[Event], error) {
 	return list[Event](ctx, c, "/events", f.query(), opts)
 }
 
-// Events iterates over the stored events after f.After, oldest first, to the last one
+// Events iterates over the stored events after f.Cursor, oldest first, to the last one
 // stored now. Events are written by several processes, so one may still appear a moment
 // later with an earlier id; FollowEvents copes with that.
 func (c *Client) Events(ctx context.Context, f EventFilter, opts ...CallOption) iter.Seq2[Event, error] {
-	return all[Event](ctx, c, "/events", f.query(), "after", opts)
+	return all[Event](ctx, c, "/events", f.query(), "cursor", opts)
 }
 
 // AuditLog is one record of who did what.

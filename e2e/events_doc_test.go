@@ -174,7 +174,7 @@ func renderEventsDoc(examples map[string]json.RawMessage, edges map[[2]string]bo
 Every change of an order appends one event, in the same transaction as the change. The same
 event reaches you three ways, with the same body (its ` + "`data`" + `): live over a WebSocket
 ([live-events.md](live-events.md)), durably by webhook ([webhooks.md](webhooks.md)), and on
-request from ` + "`GET /api/v1/events?orderId=&after=`" + ` (kept 30 days).
+request from ` + "`GET /api/v1/events?orderId=&cursor=`" + ` (kept 30 days).
 
 Every event of an order carries ` + "`id`" + ` (` + "`evt_…`" + `, the same on every channel: deduplicate on it),
 ` + "`orderId`, `domain`, `orderStatus`" + ` (the status after the event), ` + "`sequence`" + ` (1, 2, 3 … per order:

@@ -22,6 +22,9 @@ type Event struct {
 	Name  string
 	OrgID string
 	App   string
+	// WalletID is the wallet of the order it is about: a live connection restricted to
+	// some wallets receives only their events.
+	WalletID string
 	// OrderID and CorrelationID are the order it is about and the request that caused it.
 	OrderID, CorrelationID string
 	// Data is the event's JSON body (SPEC 3.7): the body of a webhook delivery and the
@@ -53,4 +56,29 @@ type Subscription struct {
 // organisation and app, and one of its entries matches the event's name.
 func (s *Subscription) Wants(ev *Event) bool {
 	return s.Enabled && s.OrgID == ev.OrgID && s.App == ev.App && Matches(s.Entries, ev.Name)
+}
+
+// WantsForDevices reports whether the signing devices connected to a config want an
+// event the config itself does not: a signing request of any app of the organisation, on
+// a treasury config whose entries select it. Signing devices sign their wallets'
+// transactions whichever app ordered them, as they list them over REST.
+func (s *Subscription) WantsForDevices(ev *Event) bool {
+	return ev.Name == WalletSigningRequested && s.App == TreasuryApp && s.Enabled && s.OrgID == ev.OrgID &&
+		Matches(s.Entries, ev.Name)
+}
+
+// Recipient is who a live connection delivers to, as its credential's reach narrows the
+// config's events.
+type Recipient struct {
+	// CredentialID is the key or OAuth client that opened it: its revocation closes the
+	// connection with 4003.
+	CredentialID string
+	// ExpiresAt, when not zero, closes the connection (4003) as its token expires.
+	ExpiresAt time.Time
+	// Wallets, when not empty, is the credential's wallet restriction: of the events that
+	// name a wallet, only these wallets' reach the connection.
+	Wallets []string
+	// SigningDevice: the credential signs for the organisation (sign on treasury), and
+	// receives what WantsForDevices selects besides its config's events.
+	SigningDevice bool
 }

@@ -27,6 +27,11 @@ const (
 	maxEntriesPerSubscription = 50
 )
 
+// TreasuryApp is the organisation's own app, which orders nothing: its configs receive no
+// order's events, but a signing device's connection to one receives the signing requests
+// of every app (the live channel's side of the device's reach, docs/api.md).
+const TreasuryApp = "treasury"
+
 // Names lists every event a subscription may name.
 var Names = []string{OrderCreated, OrderSubmitted, OrderApproved, OrderRejected, WalletSigningRequested,
 	WalletTransactionSigned, OrderBroadcast, OrderConfirmed, OrderFailed, WebSocketTest, WebhookTest}

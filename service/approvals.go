@@ -19,22 +19,6 @@ type Approval struct {
 	Decisions []store.ApprovalDecision
 }
 
-// AppsFor are the apps whose approval items, signing requests and records a principal
-// may see: every app for treasury read (the dashboard's view), else those it holds one of
-// the actions on.
-func AppsFor(p *auth.Principal, actions ...string) []string {
-	if p.Can("treasury", auth.ActionRead) {
-		return auth.Apps
-	}
-	var out []string
-	for _, app := range p.Apps() {
-		if slices.ContainsFunc(actions, func(a string) bool { return p.Can(app, a) }) {
-			out = append(out, app)
-		}
-	}
-	return out
-}
-
 // DomainNamed is the order domain of a name, as the paths spell it (payment, trade, …).
 func DomainNamed(name string) (orders.DomainInfo, bool) {
 	i := slices.IndexFunc(orders.Domains, func(d orders.DomainInfo) bool { return d.Name == name })
@@ -82,9 +66,9 @@ func (s *Service) ListApprovals(ctx context.Context, who Caller, f ApprovalFilte
 	if len(errs) > 0 {
 		return nil, "", invalid(errs...)
 	}
-	apps := AppsFor(who.Principal, auth.ActionRead, auth.ActionApprove)
+	apps := Reach(who.Principal, ApprovalItems)
 	if apps == nil {
-		return nil, "", refuse(PermissionDenied, "Listing approvals needs read or approve on the app.")
+		return nil, "", refuse(PermissionDenied, "Listing approvals needs read or approve on an app that orders (pay, trade, earn, borrow).")
 	}
 	items, err := s.Store.ListApprovalItems(ctx, store.ApprovalFilter{OrgID: who.OrgID, Apps: apps, WalletIDs: who.ResourceIDs,
 		Domain: f.Domain, Status: f.Status, AfterID: f.After, Limit: f.Limit + 1})

@@ -3,15 +3,15 @@ package service
 import (
 	"context"
 
-	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/store"
 )
 
-// readableApps are the apps whose records the caller may read, or a refusal when none.
-func readableApps(who Caller) ([]string, error) {
-	apps := AppsFor(who.Principal, auth.ActionRead)
+// readableApps are the apps whose records of a kind the caller may read, or a refusal
+// when none.
+func readableApps(who Caller, r Records) ([]string, error) {
+	apps := Reach(who.Principal, r)
 	if len(apps) == 0 {
-		return nil, refuse(PermissionDenied, "This credential may not read this.")
+		return nil, refuse(PermissionDenied, "This credential may not read this: it needs read on an app whose records these are.")
 	}
 	return apps, nil
 }
@@ -25,7 +25,7 @@ type EventFilter struct {
 // Events lists stored events the caller may read, oldest first (one order's in sequence
 // order), for reconciliation after a gap (SPEC 3.7); next is the id to continue after.
 func (s *Service) Events(ctx context.Context, who Caller, f EventFilter) ([]store.Event, string, error) {
-	apps, err := readableApps(who)
+	apps, err := readableApps(who, Events)
 	if err != nil {
 		return nil, "", err
 	}
@@ -40,7 +40,7 @@ func (s *Service) Events(ctx context.Context, who Caller, f EventFilter) ([]stor
 
 // AuditLogs pages through the audit records the caller may read, newest first.
 func (s *Service) AuditLogs(ctx context.Context, who Caller, pg Page) ([]store.AuditLog, string, error) {
-	apps, err := readableApps(who)
+	apps, err := readableApps(who, AuditRecords)
 	if err != nil {
 		return nil, "", err
 	}

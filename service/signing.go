@@ -26,9 +26,9 @@ func (s *Service) ListSigningRequests(ctx context.Context, who Caller, f Signing
 	if f.Status != "" && !slices.Contains(orders.SigningStatuses, f.Status) {
 		return nil, "", invalid(field("status", "must be pending, signed or expired"))
 	}
-	apps := AppsFor(who.Principal, auth.ActionRead, auth.ActionSign)
+	apps := Reach(who.Principal, SigningRequests)
 	if apps == nil {
-		return nil, "", refuse(PermissionDenied, "Listing signing requests needs read or sign on the app.")
+		return nil, "", refuse(PermissionDenied, "Listing signing requests needs read or sign on an app that orders, or sign on treasury (a signing device).")
 	}
 	list, err = s.Store.ListSigningRequests(ctx, store.SigningFilter{OrgID: who.OrgID, Apps: apps,
 		WalletIDs: who.ResourceIDs, Status: f.Status, AfterID: f.After, Limit: f.Limit + 1})
@@ -44,7 +44,7 @@ func (s *Service) ListSigningRequests(ctx context.Context, who Caller, f Signing
 func (s *Service) SigningRequest(ctx context.Context, who Caller, id string) (*store.SigningRequest, error) {
 	r, err := s.Store.SigningRequest(ctx, who.OrgID, id)
 	if errors.Is(err, store.ErrNotFound) ||
-		(err == nil && (!slices.Contains(AppsFor(who.Principal, auth.ActionRead, auth.ActionSign), r.App) || !who.CanReach(r.WalletID))) {
+		(err == nil && (!slices.Contains(Reach(who.Principal, SigningRequests), r.App) || !who.CanReach(r.WalletID))) {
 		return nil, refuse(NotFound, "No signing request with this id.")
 	}
 	return r, err
@@ -58,8 +58,8 @@ func (s *Service) SubmitSignature(ctx context.Context, who Caller, requestID, si
 	if err != nil {
 		return nil, err
 	}
-	if !who.Can(r.App, auth.ActionSign) {
-		return nil, refuse(PermissionDenied, "Signing needs the 'sign' action on the '"+r.App+"' app.")
+	if !who.Can(r.App, auth.ActionSign) && !who.Can(treasuryApp, auth.ActionSign) {
+		return nil, refuse(PermissionDenied, "Signing needs the 'sign' action on the '"+r.App+"' app, or on treasury (a signing device's key).")
 	}
 	if r.Status != orders.SigningPending || !s.now().Before(r.ExpiresAt) {
 		return nil, refuse(Conflict, "This signing request is no longer pending (signed or expired).")

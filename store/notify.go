@@ -38,7 +38,7 @@ func (s *Store) Notify(ctx context.Context, channel, payload string) error {
 
 // Record is the event as the outbox's followers receive it.
 func (e *Event) Record() events.Event {
-	return events.Event{ID: e.ID, Name: e.Event, OrgID: e.OrgID, App: e.App, OrderID: e.OrderID, CorrelationID: e.CorrelationID,
+	return events.Event{ID: e.ID, Name: e.Event, OrgID: e.OrgID, App: e.App, WalletID: e.WalletID, OrderID: e.OrderID, CorrelationID: e.CorrelationID,
 		Data: json.RawMessage(e.Data), OccurredAt: e.OccurredAt}
 }
 

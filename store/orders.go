@@ -101,6 +101,7 @@ type Event struct {
 	App           string
 	Domain        string
 	OrderID       string
+	WalletID      string
 	Sequence      int
 	Event         string
 	Leg           string
@@ -283,7 +284,7 @@ func (s *Store) applyStep(ctx context.Context, ch OrderChange, initial bool) (*S
 
 // newEvent builds the event of a step: the standard fields of SPEC 3.7, then the step's own.
 func newEvent(o *Order, legs []OrderLeg, ch OrderChange, at time.Time) (*Event, error) {
-	ev := &Event{ID: ids.New(ids.Event), OrgID: o.OrgID, App: o.App, Domain: o.Domain, OrderID: o.ID,
+	ev := &Event{ID: ids.New(ids.Event), OrgID: o.OrgID, App: o.App, Domain: o.Domain, OrderID: o.ID, WalletID: o.WalletID,
 		Sequence: o.EventSequence, Event: ch.Event.Name, Step: ch.Step, CorrelationID: ch.CorrelationID, OccurredAt: at}
 	if pos := ch.Event.Leg; pos != nil && len(legs) > 1 && *pos < len(legs) {
 		ev.Leg = legs[*pos].Leg
@@ -296,6 +297,7 @@ func newEvent(o *Order, legs []OrderLeg, ch OrderChange, at time.Time) (*Event, 
 	data["event"] = ev.Event
 	data["domain"] = ev.Domain
 	data["orderId"] = ev.OrderID
+	data["walletId"] = ev.WalletID
 	data["orderStatus"] = o.Status
 	data["sequence"] = ev.Sequence
 	data["correlationId"] = ev.CorrelationID

@@ -86,6 +86,10 @@ type conn struct {
 	out          net.Conn
 	configID     string
 	credentialID string
+	// wallets, when not nil, are the only wallets whose events it receives; device marks
+	// a signing device's connection (see events.Recipient).
+	wallets map[string]bool
+	device  bool
 	// pingSlot is the tick of the ping interval on which the keepalive pings it.
 	pingSlot uint32
 	// fd is the socket's descriptor for non-blocking writes (one at a time, or through the
@@ -119,8 +123,15 @@ type conn struct {
 	sent atomic.Uint64
 }
 
-func newConn(h *Hub, ws *websocket.Conn, out net.Conn, configID, credentialID string) *conn {
-	c := &conn{hub: h, ws: ws, out: out, configID: configID, credentialID: credentialID, fd: -1, done: make(chan struct{})}
+func newConn(h *Hub, ws *websocket.Conn, out net.Conn, configID string, peer events.Recipient) *conn {
+	c := &conn{hub: h, ws: ws, out: out, configID: configID, credentialID: peer.CredentialID, device: peer.SigningDevice,
+		fd: -1, done: make(chan struct{})}
+	if len(peer.Wallets) > 0 {
+		c.wallets = make(map[string]bool, len(peer.Wallets))
+		for _, w := range peer.Wallets {
+			c.wallets[w] = true
+		}
+	}
 	// Only a plain TCP socket is written to directly: under TLS the bytes must go through
 	// the TLS layer.
 	if tcp, ok := out.(*net.TCPConn); ok {
@@ -129,6 +140,12 @@ func newConn(h *Hub, ws *websocket.Conn, out net.Conn, configID, credentialID st
 		}
 	}
 	return c
+}
+
+// reaches reports whether an event of this wallet ("" for none) is within the
+// connection's wallet restriction.
+func (c *conn) reaches(walletID string) bool {
+	return c.wallets == nil || walletID == "" || c.wallets[walletID]
 }
 
 // offer writes a frame now if the socket takes it, and never waits: a frame that does not

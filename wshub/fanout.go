@@ -45,7 +45,9 @@ func (h *Hub) fanOut(ev *events.Event) {
 	var wire []byte
 	h.mu.RLock()
 	for _, lc := range h.configs {
-		if !lc.sub.Wants(ev) {
+		wants := lc.sub.Wants(ev)
+		devicesOnly := !wants && lc.sub.WantsForDevices(ev)
+		if !wants && !devicesOnly {
 			continue
 		}
 		if wire == nil {
@@ -58,7 +60,9 @@ func (h *Hub) fanOut(ev *events.Event) {
 		}
 		f := &frame{wire: wire, delivery: &delivery{configID: lc.sub.ID, eventID: ev.ID, event: ev.Name}}
 		for _, c := range lc.list() {
-			to = append(to, offerTo{c, f})
+			if (c.device || !devicesOnly) && c.reaches(ev.WalletID) {
+				to = append(to, offerTo{c, f})
+			}
 		}
 	}
 	h.mu.RUnlock()

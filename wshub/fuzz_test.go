@@ -269,7 +269,7 @@ func FuzzClientFrames(f *testing.F) {
 	hub := wshub.New(wshub.Options{Store: fuzzStore{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), NoSendRing: true})
 	cfg := events.Subscription{ID: "wsc_fuzz", App: "pay", Entries: []string{"*"}, Enabled: true}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = hub.Serve(w, r, cfg, "", time.Time{}, nil)
+		_ = hub.Serve(w, r, cfg, events.Recipient{}, nil)
 	}))
 	f.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -260,10 +260,8 @@ var ErrStopped = errors.New("wshub: shutting down")
 
 // Serve upgrades the request and runs the connection for cfg. The caller has
 // authenticated and authorised the request; errors before the upgrade are the caller's
-// to answer, so Serve checks nothing but the upgrade itself. credentialID is the key or
-// OAuth client that opened it (its revocation closes the connection with 4003), and a
-// non-zero expiresAt closes it (4003) when its token expires.
-func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, cfg events.Subscription, credentialID string, expiresAt time.Time, header http.Header) error {
+// to answer, so Serve checks nothing but the upgrade itself.
+func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, cfg events.Subscription, peer events.Recipient, header http.Header) error {
 	h.mu.RLock()
 	stopped := h.stopped
 	h.mu.RUnlock()
@@ -282,7 +280,7 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, cfg events.Subscript
 		// backlog notice it soon; the event stream needs little throughput.
 		_ = tcp.SetWriteBuffer(socketSendBuffer)
 	}
-	c := newConn(h, ws, out, cfg.ID, credentialID)
+	c := newConn(h, ws, out, cfg.ID, peer)
 	c.pingSlot = h.nextPingSlot.Add(1) % pingSlots
 	ready, _ := json.Marshal(map[string]any{"type": "connection.ready", "configId": cfg.ID,
 		"events": nonNil(cfg.Entries), "scope": cfg.App})
@@ -298,14 +296,14 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, cfg events.Subscript
 	}
 	go func() { defer h.connections.Done(); c.flush() }()
 	go func() { defer h.connections.Done(); c.readLoop() }()
-	if !expiresAt.IsZero() {
-		t := time.AfterFunc(time.Until(expiresAt), func() { c.close(events.CloseCredential, "token expired") })
+	if !peer.ExpiresAt.IsZero() {
+		t := time.AfterFunc(time.Until(peer.ExpiresAt), func() { c.close(events.CloseCredential, "token expired") })
 		go func() { <-c.done; t.Stop() }()
 	}
 	// A change of the config, or a revocation, between the caller's checks and the
 	// registration would have missed this connection: look once more, for it only.
 	h.applyConfig(r.Context(), cfg.ID, []*conn{c})
-	h.checkCredential(r.Context(), credentialID, []*conn{c})
+	h.checkCredential(r.Context(), peer.CredentialID, []*conn{c})
 	return nil
 }
 

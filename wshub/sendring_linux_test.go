@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/opentreasury/treasury/events"
 )
 
 func newRingOrSkip(t *testing.T) *sendRing {
@@ -158,7 +160,7 @@ func testConns(t *testing.T, h *Hub, n int) ([]*conn, []*net.TCPConn) {
 	servers, clients := tcpPairs(t, n)
 	conns := make([]*conn, n)
 	for i, s := range servers {
-		conns[i] = newConn(h, nil, s, "wsc_test", "")
+		conns[i] = newConn(h, nil, s, "wsc_test", events.Recipient{})
 	}
 	return conns, clients
 }

@@ -255,14 +255,14 @@ func reconcile(ctx context.Context, c *client.Client, orderID string, logf func(
 	}
 }
 
-// readEvents reads the order's stored events after *after, moving it on. A temporary
-// error is logged and left for the next read.
+// readEvents reads the order's stored events after *after (an event id, which is this
+// list's cursor), moving it on. A temporary error is logged and left for the next read.
 func readEvents(ctx context.Context, c *client.Client, orderID string, after *string, logf func(string, ...any)) (result, error) {
 	var last result
 	for {
 		q := url.Values{"orderId": {orderID}, "limit": {"200"}}
 		if *after != "" {
-			q.Set("after", *after)
+			q.Set("cursor", *after)
 		}
 		var page struct {
 			Data       []event `json:"data"`
