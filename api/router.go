@@ -92,7 +92,7 @@ func NewRouter(cfg Config) http.Handler {
 	if cfg.Metrics != nil {
 		r.Use(withMetrics(cfg.Metrics))
 	}
-	r.Use(withCorrelationID(), withAccessLog(log), withRecovery(log), withPrintableTarget(), withBodyLimit(MaxBodyBytes), withTimeout(cfg.RequestTimeout))
+	r.Use(withForwardedProto(cfg.TrustedProxies), withCorrelationID(), withAccessLog(log), withRecovery(log), withPrintableTarget(), withBodyLimit(MaxBodyBytes), withTimeout(cfg.RequestTimeout))
 	r.NoRoute(func(c *gin.Context) {
 		fail(c, CodeNotFound, "There is nothing at "+c.Request.Method+" "+c.Request.URL.Path+".")
 	})

@@ -4,13 +4,13 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/service"
+	"github.com/opentreasury/treasury/sessioncookie"
 )
 
 type sessionHandlers struct {
@@ -42,17 +42,14 @@ func sessionJSON(s *service.Session) sessionResponse {
 		CSRFToken: s.CSRFToken(), ExpiresAt: formatTime(s.Principal.ExpiresAt)}
 }
 
-// SetSessionCookie gives the browser a session's cookie.
-func SetSessionCookie(w http.ResponseWriter, s *service.Session) {
-	http.SetCookie(w, &http.Cookie{Name: auth.SessionCookie, Value: s.Token, Path: "/", Expires: s.Principal.ExpiresAt,
-		MaxAge: max(1, int(time.Until(s.Principal.ExpiresAt).Seconds())), Secure: true, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode})
+// SetSessionCookie gives the browser a session's cookie, Secure when r came over https.
+func SetSessionCookie(w http.ResponseWriter, r *http.Request, s *service.Session) {
+	sessioncookie.Set(w, r, s.Token, s.Principal.ExpiresAt)
 }
 
 // ClearSessionCookie makes the browser forget its session cookie.
-func ClearSessionCookie(w http.ResponseWriter) {
-	http.SetCookie(w, &http.Cookie{Name: auth.SessionCookie, Value: "", Path: "/", MaxAge: -1, Secure: true, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode})
+func ClearSessionCookie(w http.ResponseWriter, r *http.Request) {
+	sessioncookie.Clear(w, r)
 }
 
 // signIn answers POST /sessions {email, password}: 201 with the session cookie and the
@@ -85,7 +82,7 @@ func (h *sessionHandlers) answer(c *gin.Context, status int, s *service.Session,
 		failed(c, h.log, err)
 		return
 	}
-	SetSessionCookie(c.Writer, s)
+	SetSessionCookie(c.Writer, c.Request, s)
 	c.Header("Cache-Control", "no-store")
 	c.JSON(status, sessionJSON(s))
 }
@@ -116,7 +113,7 @@ func (h *sessionHandlers) signOut(c *gin.Context) {
 		failed(c, h.log, err)
 		return
 	}
-	ClearSessionCookie(c.Writer)
+	ClearSessionCookie(c.Writer, c.Request)
 	c.Status(http.StatusNoContent)
 }
 

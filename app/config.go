@@ -60,6 +60,9 @@ type Config struct {
 	// TemporalUIURL links the console's order pages to their workflows; empty leaves the
 	// links out.
 	TemporalUIURL string
+	// ConsoleCredentialsFile is where the dev bundle wrote the seeded sign-ins, for the
+	// console's sign-in page to name; never read from the environment.
+	ConsoleCredentialsFile string
 	// MetricsAddr is where the process serves /metrics, apart from the public API.
 	MetricsAddr string
 	LogLevel    slog.Level

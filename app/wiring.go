@@ -132,7 +132,8 @@ func RegisterSearchAttributes(ctx context.Context, c client.Client, namespace st
 func NewAPIHandler(cfg Config, s *store.Store, tc client.Client, live *Live, log *slog.Logger) http.Handler {
 	var pages *console.Options
 	if cfg.Console {
-		pages = &console.Options{TemporalUIURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace}
+		pages = &console.Options{TemporalUIURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace,
+			CredentialsFile: cfg.ConsoleCredentialsFile}
 	}
 	return api.NewRouter(api.Config{
 		Console:              pages,

@@ -49,9 +49,8 @@ func PasswordMatches(password, storedHash string) bool {
 }
 
 // SessionCookie carries a person's session token, for the API and the console alike. It is
-// HttpOnly (no script reads it), Secure (browsers treat http://127.0.0.1 and localhost as
-// secure, so the dev bundle works) and SameSite=Strict (no other site makes the browser
-// send it).
+// HttpOnly (no script reads it), SameSite=Strict (no other site makes the browser send it)
+// and Secure when the browser came over https (package sessioncookie writes it).
 const SessionCookie = "treasury_session"
 
 // CSRFHeader carries the session's anti-forgery token on every API write made with a

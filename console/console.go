@@ -23,6 +23,7 @@ import (
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/service"
+	"github.com/opentreasury/treasury/sessioncookie"
 	"github.com/opentreasury/treasury/store"
 )
 
@@ -34,6 +35,9 @@ type Options struct {
 	// TemporalUIURL and Namespace link an order to its workflow; an empty URL leaves the
 	// link out.
 	TemporalUIURL, Namespace string
+	// CredentialsFile is where the dev bundle wrote the seeded owner's sign-in, named on
+	// the sign-in page; empty (production, where nothing writes one) names none.
+	CredentialsFile string
 }
 
 // Config is what the console is built from: the API's own service and sessions (so that a
@@ -408,12 +412,14 @@ func (c *console) back(w http.ResponseWriter, r *http.Request, to string, err er
 
 type signInPage struct {
 	Email, Next, Error string
+	CredentialsFile    string
 }
 
 // signInPage shows the sign-in form.
 func (c *console) signInPage(w http.ResponseWriter, r *http.Request) {
 	v := &view{Title: "Sign in"}
-	c.render(w, r, &request{v: v}, http.StatusOK, "signin", signInPage{Next: safeNext(r.URL.Query().Get("next"))})
+	c.render(w, r, &request{v: v}, http.StatusOK, "signin", signInPage{Next: safeNext(r.URL.Query().Get("next")),
+		CredentialsFile: c.CredentialsFile})
 }
 
 // safeNext keeps a redirect after sign-in within the console.
@@ -437,12 +443,11 @@ func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 	// RemoteAddr: the failed sign-ins of an address count once, whichever door they use.
 	s, err := c.Sessions.SignIn(r.Context(), email, r.PostFormValue("password"), r.RemoteAddr, correlationID(r))
 	if err != nil {
-		c.render(w, r, &request{v: &view{Title: "Sign in"}}, c.statusOf(r, err), "signin", signInPage{Email: email, Next: next, Error: message(err)})
+		c.render(w, r, &request{v: &view{Title: "Sign in"}}, c.statusOf(r, err), "signin", signInPage{Email: email, Next: next, Error: message(err),
+			CredentialsFile: c.CredentialsFile})
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: auth.SessionCookie, Value: s.Token, Path: "/", Expires: s.Principal.ExpiresAt,
-		MaxAge: max(1, int(time.Until(s.Principal.ExpiresAt).Seconds())), Secure: true, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode})
+	sessioncookie.Set(w, r, s.Token, s.Principal.ExpiresAt)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
@@ -457,8 +462,7 @@ func (c *console) signOut(w http.ResponseWriter, r *http.Request, rq *request) {
 		c.failed(w, r, rq, err)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: auth.SessionCookie, Value: "", Path: "/", MaxAge: -1, Secure: true, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode})
+	sessioncookie.Clear(w, r)
 	http.Redirect(w, r, "/console/sign-in?notice=Signed+out", http.StatusSeeOther)
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
@@ -16,6 +18,7 @@ import (
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/console"
 	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/seed"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
@@ -119,7 +122,8 @@ func (p *pages) signIn(t *testing.T, email, password string) person {
 		t.Fatalf("sign in %s: %d → %s %v", email, r.status, r.location, cookies)
 	}
 	c := cookies[0]
-	if c.Name != auth.SessionCookie || !c.HttpOnly || !c.Secure || c.SameSite != http.SameSiteStrictMode {
+	// The request is plain http: a Secure cookie would be dropped by the browser.
+	if c.Name != auth.SessionCookie || !c.HttpOnly || c.Secure || c.SameSite != http.SameSiteStrictMode {
 		t.Fatalf("session cookie %+v", c)
 	}
 	return person{session: c.Value}
@@ -423,5 +427,237 @@ func TestRequestsAreLimitedPerAddress(t *testing.T) {
 	}
 	if got := status("192.0.2.2:1000"); got != http.StatusOK {
 		t.Fatalf("another address: %d", got)
+	}
+}
+
+// site serves a router on a real listener and reaches it the way a browser on another
+// machine would: under a host name that is not loopback (browsers and Go's cookie jar alike
+// let a Secure cookie ride over plain http to localhost only), with a cookie jar that keeps
+// the session. through, when set, stands for a proxy that ends TLS in front of the
+// service: the browser speaks https to it, and it forwards plain http to the service
+// from 127.0.0.1 with X-Forwarded-Proto: https.
+type site struct {
+	t      *testing.T
+	base   string
+	client *http.Client
+}
+
+func newSite(t *testing.T, h http.Handler, scheme, host string, tlsHere, through bool) *site {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
+	if tlsHere {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	tr := srv.Client().Transport.(*http.Transport).Clone()
+	addr := srv.Listener.Addr().String()
+	tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}
+	if tr.TLSClientConfig != nil {
+		tr.TLSClientConfig.ServerName = "example.com" // the name httptest's certificate is for
+	}
+	var rt http.RoundTripper = tr
+	if through {
+		rt = tlsProxy{tr}
+	}
+	jar, _ := cookiejar.New(nil)
+	return &site{t: t, base: scheme + "://" + host, client: &http.Client{Jar: jar, Transport: rt,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+type tlsProxy struct{ next http.RoundTripper }
+
+func (p tlsProxy) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.URL.Scheme = "http"
+	r.Header.Set("X-Forwarded-Proto", "https")
+	r.Header.Set("X-Forwarded-For", "198.51.100.7")
+	return p.next.RoundTrip(r)
+}
+
+func (s *site) do(method, path, body string, headers ...string) (*http.Response, string) {
+	s.t.Helper()
+	req, err := http.NewRequest(method, s.base+path, strings.NewReader(body))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return resp, string(raw)
+}
+
+// Sign-in works on any host, over http too: the session cookie is Secure exactly when the
+// browser reached the service over https (TLS here, or a trusted proxy's
+// X-Forwarded-Proto), through the console's form and the API's POST /sessions alike, and
+// the browser is signed in on its next request.
+func TestSessionCookieFollowsTheScheme(t *testing.T) {
+	s := storetest.NewSQLite(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	creds, err := seed.Ensure(context.Background(), s, t.TempDir(), seed.URLs{BaseURL: "http://test"}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	router := func(trusted ...string) http.Handler {
+		return api.NewRouter(api.Config{Store: s, Log: log, Workflows: allowAll{}, TrustedProxies: trusted, Console: &console.Options{}})
+	}
+	for _, tc := range []struct {
+		name             string
+		scheme, host     string
+		tlsHere, through bool
+		trusted          []string
+		secure           bool
+	}{
+		{name: "http on a LAN name", scheme: "http", host: "treasury.internal:8080"},
+		{name: "https", scheme: "https", host: "treasury.example.com", tlsHere: true, secure: true},
+		{name: "https ended by a trusted proxy", scheme: "https", host: "treasury.internal", through: true,
+			trusted: []string{"127.0.0.1"}, secure: true},
+		// An untrusted peer's X-Forwarded-Proto is not believed: the cookie would still be
+		// kept by the browser, but nothing said it came over https.
+		{name: "X-Forwarded-Proto from an untrusted peer", scheme: "https", host: "treasury.internal", through: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := router(tc.trusted...)
+			form := "application/x-www-form-urlencoded"
+			for _, door := range []struct {
+				name, path, contentType, body, check string
+				status                               int
+				signOut                              func(st *site, token string) *http.Response
+			}{
+				{"console", "/console/sign-in", form,
+					url.Values{"email": {creds.Owner.Email}, "password": {creds.Owner.Password}, "next": {"/console/pay/orders"}}.Encode(),
+					"/console/pay/orders", http.StatusSeeOther, func(st *site, token string) *http.Response {
+						resp, _ := st.do("POST", "/console/sign-out", url.Values{"csrf": {auth.CSRFToken(token)}}.Encode(), "Content-Type", form)
+						return resp
+					}},
+				{"API", "/api/v1/sessions", "application/json",
+					`{"email":"` + creds.Owner.Email + `","password":"` + creds.Owner.Password + `"}`,
+					"/api/v1/session", http.StatusCreated, func(st *site, token string) *http.Response {
+						resp, _ := st.do("DELETE", "/api/v1/session", "", auth.CSRFHeader, auth.CSRFToken(token))
+						return resp
+					}},
+			} {
+				st := newSite(t, h, tc.scheme, tc.host, tc.tlsHere, tc.through)
+				resp, body := st.do("POST", door.path, door.body, "Content-Type", door.contentType)
+				cookies := resp.Cookies()
+				if resp.StatusCode != door.status || len(cookies) != 1 {
+					t.Fatalf("%s sign-in: %d %v %s", door.name, resp.StatusCode, cookies, body)
+				}
+				c := cookies[0]
+				if c.Name != auth.SessionCookie || c.Secure != tc.secure || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode {
+					t.Errorf("%s sign-in: cookie %+v, want Secure=%v", door.name, c, tc.secure)
+				}
+				if resp, _ := st.do("GET", door.check, ""); resp.StatusCode != http.StatusOK {
+					t.Fatalf("%s sign-in, then GET %s: %d %s, want signed in", door.name, door.check, resp.StatusCode, resp.Header.Get("Location"))
+				}
+				out := door.signOut(st, c.Value)
+				if cleared := out.Cookies(); len(cleared) != 1 || cleared[0].MaxAge >= 0 || cleared[0].Secure != tc.secure {
+					t.Errorf("%s sign-out: %d, cookies %+v, want one cleared with Secure=%v", door.name, out.StatusCode, cleared, tc.secure)
+				}
+				if resp, _ := st.do("GET", door.check, ""); resp.StatusCode == http.StatusOK {
+					t.Errorf("%s sign-out, then GET %s: still signed in", door.name, door.check)
+				}
+			}
+		})
+	}
+}
+
+// The WebSockets page gives each config the URL that connects to it on this service: ws
+// or wss as the browser reached the page, the page's host, the config's id and a place for
+// the key.
+func TestWebSocketsPageShowsTheURLThatWorks(t *testing.T) {
+	p := newPages(t)
+	developer := p.member(t, store.RoleMember, map[string]string{"pay": "developer"})
+	var ids []string
+	for range 2 {
+		ids = append(ids, p.api(t, developer, "/developer/websockets?app=pay", `{"events":["order.*"]}`))
+	}
+	for _, tc := range []struct {
+		name             string
+		scheme, host     string
+		tlsHere, through bool
+		trusted          []string
+		want             string
+	}{
+		{name: "http", scheme: "http", host: "treasury.internal:8080", want: "ws://treasury.internal:8080"},
+		{name: "https", scheme: "https", host: "treasury.example.com", tlsHere: true, want: "wss://treasury.example.com"},
+		{name: "https ended by a trusted proxy", scheme: "https", host: "treasury.internal", through: true,
+			trusted: []string{"127.0.0.0/8"}, want: "wss://treasury.internal"},
+		{name: "X-Forwarded-Proto from an untrusted peer", scheme: "https", host: "treasury.internal", through: true,
+			want: "ws://treasury.internal"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := api.NewRouter(api.Config{Store: p.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Workflows: allowAll{},
+				TrustedProxies: tc.trusted, Console: &console.Options{}})
+			st := newSite(t, h, tc.scheme, tc.host, tc.tlsHere, tc.through)
+			resp, page := st.do("GET", "/console/pay/websockets", "", "Cookie", auth.SessionCookie+"="+developer.session)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("the WebSockets page: %d", resp.StatusCode)
+			}
+			for _, id := range ids {
+				want := tc.want + "/api/v1/ws?id=" + id + "&amp;token=<var>&lt;your pk_ key&gt;</var>"
+				if !strings.Contains(page, want) {
+					t.Errorf("the page does not show %s for %s:\n%s", want, id, page)
+				}
+			}
+			if strings.Contains(page, "…/api/v1/ws") {
+				t.Error("the page still shows a URL with an ellipsis for a host")
+			}
+		})
+	}
+}
+
+// An empty orders page names the API route that creates the app's orders: the route the
+// router registers for the domain, which answers.
+func TestEmptyOrdersPagesNameTheirRoute(t *testing.T) {
+	p := newPages(t)
+	owner := p.owner(t)
+	for _, d := range orders.Domains {
+		page := p.get(t, owner, "/console/"+d.App+"/orders")
+		route := regexp.MustCompile(`<code>POST (/api/v1/[a-z-]+)</code>`).FindStringSubmatch(page.html)
+		if page.status != http.StatusOK || route == nil || route[1] != "/api/v1/"+d.Collection {
+			t.Errorf("the empty %s orders page names %v, want POST /api/v1/%s", d.App, route, d.Collection)
+			continue
+		}
+		r := p.send(t, owner, "POST", route[1], nil, "Content-Type", "application/json",
+			auth.CSRFHeader, auth.CSRFToken(owner.session))
+		if r.status == http.StatusNotFound {
+			t.Errorf("POST %s, named on the %s orders page: %d %s", route[1], d.App, r.status, r.html)
+		}
+	}
+}
+
+// The sign-in page names the file the dev bundle wrote the owner's sign-in to, where it
+// really is, and names none where nothing wrote one (production).
+func TestSignInPageNamesTheCredentialsFile(t *testing.T) {
+	s := storetest.NewSQLite(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tc := range []struct {
+		name string
+		opts console.Options
+	}{
+		{"production", console.Options{}},
+		{"dev bundle", console.Options{CredentialsFile: "/srv/treasury dev/credentials.json"}},
+	} {
+		h := api.NewRouter(api.Config{Store: s, Log: log, Console: &tc.opts})
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/console/sign-in", nil))
+		page := rec.Body.String()
+		if rec.Code != http.StatusOK {
+			t.Fatalf("%s: the sign-in page: %d", tc.name, rec.Code)
+		}
+		named := regexp.MustCompile(`<code>([^<]*credentials\.json)</code>`).FindAllStringSubmatch(page, -1)
+		if want := tc.opts.CredentialsFile; (want == "" && named != nil) || (want != "" && (len(named) != 1 || named[0][1] != want)) {
+			t.Errorf("%s: the sign-in page names %v, want %q", tc.name, named, want)
+		}
 	}
 }

@@ -3,11 +3,13 @@ package console
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/service"
+	"github.com/opentreasury/treasury/sessioncookie"
 	"github.com/opentreasury/treasury/store"
 )
 
@@ -139,6 +141,19 @@ func (c *console) revokeClient(w http.ResponseWriter, r *http.Request, rq *reque
 type websocketsPage struct {
 	Configs []service.WebSocketConfig
 	Names   []string
+	// Channel is the live channel's URL on this service; a config's id follows it.
+	Channel string
+}
+
+// channelURL is the live channel's URL as the browser reached this page: wss when it came
+// over https (as the session cookie judges it, believing trusted proxies only), on the
+// page's host, up to ?id=.
+func channelURL(r *http.Request) string {
+	u := url.URL{Scheme: "ws", Host: r.Host, Path: "/api/v1/ws"}
+	if sessioncookie.Secure(r) {
+		u.Scheme = "wss"
+	}
+	return u.String() + "?id="
 }
 
 func (c *console) websockets(w http.ResponseWriter, r *http.Request, rq *request) {
@@ -148,7 +163,7 @@ func (c *console) websockets(w http.ResponseWriter, r *http.Request, rq *request
 		c.failed(w, r, rq, err)
 		return
 	}
-	c.render(w, r, rq, http.StatusOK, "websockets", websocketsPage{Configs: list, Names: events.Names})
+	c.render(w, r, rq, http.StatusOK, "websockets", websocketsPage{Configs: list, Names: events.Names, Channel: channelURL(r)})
 }
 
 // liveConfig is what the WebSockets page's script refreshes of a config.
@@ -189,7 +204,7 @@ func (c *console) createWebSocket(w http.ResponseWriter, r *http.Request, rq *re
 	cfg, err := c.Service.CreateWebSocketConfig(r.Context(), rq.caller(r), entries(r.PostFormValue("events")))
 	done := ""
 	if err == nil {
-		done = "Config " + cfg.ID + " created: connect to /api/v1/ws?id=" + cfg.ID + " with a pk_ key of the app."
+		done = "Config " + cfg.ID + " created: connect to " + channelURL(r) + cfg.ID + "&token=<your pk_ key>."
 	}
 	c.back(w, r, "/console/"+rq.app+"/websockets", err, done)
 }

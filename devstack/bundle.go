@@ -182,6 +182,11 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 		return nil, err
 	}
 	b.CredentialsPath = filepath.Join(opts.DataDir, seed.CredentialsFile)
+	// The sign-in page is read in a browser, which knows nothing of this process's
+	// working directory.
+	if cfg.ConsoleCredentialsFile, err = filepath.Abs(b.CredentialsPath); err != nil {
+		return nil, err
+	}
 
 	if b.client, err = app.DialTemporal(ctx, cfg, log); err != nil {
 		return nil, err

@@ -174,8 +174,11 @@ func TestConsoleInABrowser(t *testing.T) {
 		}
 	}
 
+	// treasury.test is the bundle under a name that is not loopback, where browsers keep
+	// no Secure cookie over plain http: the member signs in there.
 	alloc, stopBrowser := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browserPath), chromedp.NoSandbox, chromedp.WindowSize(1280, 860))...)
+		chromedp.ExecPath(browserPath), chromedp.NoSandbox, chromedp.WindowSize(1280, 860),
+		chromedp.Flag("host-resolver-rules", "MAP treasury.test 127.0.0.1"))...)
 	defer stopBrowser()
 	ownerCtx, closeOwner := chromedp.NewContext(alloc)
 	defer closeOwner()
@@ -186,6 +189,11 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	owner := &tab{t: t, ctx: ownerCtx, base: b.APIURL, shots: shots}
 
+	owner.open("/console/sign-in")
+	credentials, _ := filepath.Abs(b.CredentialsPath)
+	if named := owner.text(".signin p.hint code"); named != credentials {
+		t.Fatalf("the sign-in page names %q, not the bundle's credentials file %s", named, credentials)
+	}
 	if at := owner.signIn(b.Credentials.Owner.Email, b.Credentials.Owner.Password); at != "/console/treasury/overview" {
 		t.Fatalf("the owner signed in lands at %s", at)
 	}
@@ -224,7 +232,8 @@ func TestConsoleInABrowser(t *testing.T) {
 	if err := chromedp.Do(memberCtx); err != nil { // the tab lives as long as this call's context
 		t.Fatalf("a second browser context: %v", err)
 	}
-	member := &tab{t: t, ctx: memberCtx, base: b.APIURL}
+	_, port, _ := strings.Cut(strings.TrimPrefix(b.APIURL, "http://"), ":")
+	member := &tab{t: t, ctx: memberCtx, base: "http://treasury.test:" + port}
 	if at := member.signIn("approver@example.com", password); at != "/console/pay/orders" {
 		t.Fatalf("the member signed in lands at %s", at)
 	}
@@ -257,7 +266,6 @@ func TestConsoleInABrowser(t *testing.T) {
 // that page alone, never again.
 func consoleKeys(t *testing.T, owner *tab, b *devstack.Bundle) {
 	owner.open("/console/pay/api-keys")
-	owner.screenshot("api-keys")
 	owner.do("fill in the new key",
 		chromedp.Click(chromedp.CSS(`input[name="kind"][value="tk"]`)),
 		chromedp.Click(chromedp.CSS(`input[name="actions"][value="read"]`)),
@@ -287,6 +295,40 @@ func consoleKeys(t *testing.T, owner *tab, b *devstack.Bundle) {
 	if !strings.Contains(html, "reconciliation") {
 		t.Fatal("the keys page does not list the new key")
 	}
+
+	// Revoked on the page, the key is refused at once; its row says when, and the table,
+	// fuller by two times that never wrap, still has room for each Revoke on one line.
+	revoke := eval[string](owner, `[...document.querySelectorAll("tbody tr")].find(r => r.textContent.includes("reconciliation")).querySelector("button").getAttribute("aria-label")`)
+	if status := owner.submit("revoke the key", chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[aria-label=%q]`, revoke)))); status != http.StatusOK ||
+		!strings.Contains(owner.text("p.notice"), "revoked") {
+		t.Fatalf("revoke the key: HTTP %d", status)
+	}
+	if r := call(t, "GET", b.APIURL+"/api/v1/payments", secret); r.status != http.StatusUnauthorized {
+		t.Fatalf("the revoked key reads payments: HTTP %d", r.status)
+	}
+	owner.screenshot("api-keys")
+	revokeOnOneLine(t, owner)
+}
+
+// revokeOnOneLine checks, at a 1280 px window, that each Revoke button of the keys page
+// is one line high: its content box is one line-height.
+func revokeOnOneLine(t *testing.T, owner *tab) {
+	t.Helper()
+	if width := eval[int](owner, `window.innerWidth`); width != 1280 {
+		t.Fatalf("the window is %d px wide, want 1280", width)
+	}
+	lines := eval[[]float64](owner, `[...document.querySelectorAll('button[aria-label^="Revoke "]')].map(b => {
+		const s = getComputedStyle(b);
+		return (b.clientHeight - parseFloat(s.paddingTop) - parseFloat(s.paddingBottom)) / parseFloat(s.lineHeight);
+	})`)
+	if len(lines) == 0 {
+		t.Fatal("no Revoke button on the API keys page")
+	}
+	for i, n := range lines {
+		if n < 0.9 || n > 1.1 {
+			t.Errorf("Revoke button %d of %d is %.2f lines high at 1280 px, want 1", i+1, len(lines), n)
+		}
+	}
 }
 
 // consoleWebSockets: a config made on the WebSockets page; a live connection to it shows
@@ -300,7 +342,12 @@ func consoleWebSockets(t *testing.T, owner *tab, b *devstack.Bundle) {
 	if configID == "" {
 		t.Fatalf("no config id in the notice %q", notice)
 	}
-	live := dialLive(t, b.APIURL, configID, b.Credentials.Keys["pay"].PK)
+	// The URL the page shows connects as it stands, once the key is in its place.
+	shown := owner.text(fmt.Sprintf(`[data-connect="%s"]`, configID))
+	if want := "ws" + strings.TrimPrefix(b.APIURL, "http") + "/api/v1/ws?id=" + configID + "&token=<your pk_ key>"; shown != want {
+		t.Fatalf("the page shows %q to connect to %s, want %q", shown, configID, want)
+	}
+	live := dialURL(t, strings.Replace(shown, "<your pk_ key>", b.Credentials.Keys["pay"].PK, 1))
 	owner.do("mark the page", chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`))
 	owner.waitFor("the live connection counted without a reload",
 		fmt.Sprintf(`document.querySelector('[data-live="%s"]').textContent === "1" && window.notReloaded`, configID))
@@ -456,5 +503,15 @@ func everyPage(t *testing.T, owner *tab, b *devstack.Bundle, shots, orderID stri
 		if page.shot != "" {
 			owner.screenshot(page.shot)
 		}
+	}
+
+	// The empty trade orders page (the seed makes no orders) names the route that makes one.
+	owner.open("/console/trade/orders")
+	hint := regexp.MustCompile(`^POST (/api/v1/\S+)$`).FindStringSubmatch(owner.text("tbody td code"))
+	if hint == nil || hint[1] != "/api/v1/trade-orders" {
+		t.Fatalf("the empty trade orders page names %v, want POST /api/v1/trade-orders", hint)
+	}
+	if r := send(t, "POST", b.APIURL+hint[1], b.Credentials.Keys["trade"].SK, "{}"); r.status == http.StatusNotFound {
+		t.Fatalf("POST %s, named on the trade orders page: HTTP %d %s", hint[1], r.status, r.raw)
 	}
 }

@@ -36,10 +36,15 @@ type liveClient struct {
 
 func dialLive(t *testing.T, apiBase, configID, token string) *liveClient {
 	t.Helper()
-	url := "ws" + strings.TrimPrefix(apiBase, "http") + "/api/v1/ws?id=" + configID + "&token=" + token
+	return dialURL(t, "ws"+strings.TrimPrefix(apiBase, "http")+"/api/v1/ws?id="+configID+"&token="+token)
+}
+
+// dialURL is dialLive to a whole URL, such as the one the console's WebSockets page shows.
+func dialURL(t *testing.T, url string) *liveClient {
+	t.Helper()
 	ws, _, err := websocket.DefaultDialer.Dial(url, nil)
 	if err != nil {
-		t.Fatalf("dial %s: %v", apiBase, err)
+		t.Fatalf("dial %s: %v", url, err)
 	}
 	t.Cleanup(func() { _ = ws.Close() })
 	c := &liveClient{ws: ws, frames: make(chan map[string]any, 1000), closed: make(chan int, 1)}
