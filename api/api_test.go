@@ -97,6 +97,9 @@ func (f *fixture) do(t *testing.T, method, target, token string, body io.Reader,
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}

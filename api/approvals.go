@@ -24,7 +24,7 @@ func approvalJSON(a *service.Approval) map[string]any {
 
 // list answers GET /approvals.
 func (h *approvalHandlers) list(c *gin.Context) {
-	pg, errs := listParams(c, "domain", "status", "limit", "cursor")
+	pg, errs := listParams(c)
 	if len(errs) > 0 {
 		validationFailed(c, errs)
 		return

@@ -274,10 +274,6 @@ func routesIn[E any](t *testing.T, engine *gin.Engine, table map[string]E, needs
 	return out
 }
 
-// developerAlias is where the developer surface also answers; its routes share the
-// entries of their canonical paths at the root.
-const developerAlias = "/api/v1/developer/"
-
 // concretePath fills a route's parameters: the pay app, the payment domain, and id.
 func concretePath(path, id string) string {
 	return strings.NewReplacer(":app", "pay", ":domain", "payment", ":deliveryId", "dlv_nothing", ":id", id).Replace(path)

@@ -25,7 +25,6 @@ type recordHandlers struct {
 // id, which ?after= (the name it had first) takes too.
 func (h *recordHandlers) events(c *gin.Context) {
 	var errs []orders.FieldError
-	rejectUnknownQuery(c, []string{"orderId", "cursor", "after", "limit"}, &errs)
 	limit := parseLimit(c, &errs)
 	after := eventCursor(c, &errs)
 	if len(errs) > 0 {

@@ -58,7 +58,7 @@ func (h *keyHandlers) list(c *gin.Context) {
 
 // listPage answers a developer list: the page the query asks for, read by list.
 func listPage[R, T any](c *gin.Context, log *slog.Logger, list func(context.Context, service.Caller, service.Page) ([]R, string, error), render func(*R) T) {
-	pg, errs := listParams(c, "limit", "cursor")
+	pg, errs := listParams(c)
 	if len(errs) > 0 {
 		validationFailed(c, errs)
 		return

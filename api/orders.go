@@ -145,7 +145,7 @@ func (h *orderHandlers) get(c *gin.Context) {
 
 // list answers GET /{collection}: newest first, filtered by status and createdAfter.
 func (h *orderHandlers) list(c *gin.Context) {
-	pg, errs := listParams(c, "limit", "cursor", "status", "createdAfter")
+	pg, errs := listParams(c)
 	f := service.OrderFilter{Status: c.Query("status"), Page: pg}
 	if f.Status != "" && !slices.Contains(orders.Statuses, f.Status) {
 		errs = append(errs, orders.FieldError{Field: "status", Message: "is not an order status"})

@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"encoding/base64"
-	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -59,30 +58,15 @@ func encodeCursor(key string) *string {
 	return &s
 }
 
-// rejectUnknownQuery collects an error for every query parameter the route does not take.
-func rejectUnknownQuery(c *gin.Context, allowed []string, errs *[]orders.FieldError) {
-	keys := make([]string, 0)
-	for k := range c.Request.URL.Query() {
-		if !slices.Contains(allowed, k) && !(k == "app" && c.GetBool(appQueryKey)) {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		*errs = append(*errs, orders.FieldError{Field: k, Message: "is not a parameter of this endpoint"})
-	}
-}
-
 func validationFailed(c *gin.Context, errs []orders.FieldError) {
 	p := NewProblem(CodeValidationFailed, "The request has invalid fields; see errors.")
 	p.Errors = errs
 	abortProblem(c, p)
 }
 
-// listParams reads a list's query: the page, and an error for every parameter the route
-// does not take. Callers add their own checks to errs before answering.
-func listParams(c *gin.Context, allowed ...string) (service.Page, []orders.FieldError) {
+// listParams reads a list's page; withKnownQuery has refused parameters the route does
+// not take. Callers add their own checks to errs before answering.
+func listParams(c *gin.Context) (service.Page, []orders.FieldError) {
 	var errs []orders.FieldError
-	rejectUnknownQuery(c, allowed, &errs)
 	return parsePage(c, &errs), errs
 }

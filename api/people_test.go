@@ -93,7 +93,7 @@ func TestSignInAndSessions(t *testing.T) {
 		"Content-Type", "application/json").wantProblem(t, 422, CodeValidationFailed)
 	// Login CSRF: a cross-site form cannot send JSON, and a browser names a cross-site request.
 	good := `{"email":"owner@example.com","password":"` + f.creds.Owner.Password + `"}`
-	f.do(t, "POST", "/api/v1/sessions", "", strings.NewReader(good), "Content-Type", "text/plain").wantProblem(t, 422, CodeValidationFailed)
+	f.do(t, "POST", "/api/v1/sessions", "", strings.NewReader(good), "Content-Type", "text/plain").wantProblem(t, 415, CodeUnsupportedMediaType)
 	f.trySignIn(t, "192.0.2.1:1", f.creds.Owner.Email, f.creds.Owner.Password, "Sec-Fetch-Site", "cross-site").
 		wantProblem(t, 403, CodePermissionDenied)
 	// Addresses are matched whatever their case.

@@ -6,7 +6,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/service"
 )
 
@@ -30,12 +29,6 @@ type portfolioResponse struct {
 // portfolio answers GET /treasury/portfolio: wallets × balances × prices of the caller's org,
 // or of its wallets for a key restricted to some.
 func (h *portfolioHandlers) portfolio(c *gin.Context) {
-	var errs []orders.FieldError
-	rejectUnknownQuery(c, nil, &errs)
-	if len(errs) > 0 {
-		validationFailed(c, errs)
-		return
-	}
 	p, err := h.svc.Portfolio(c.Request.Context(), caller(c))
 	if err != nil {
 		failed(c, h.log, err)

@@ -25,6 +25,7 @@ const (
 	CodePolicyViolation       = "policy_violation"
 	CodeInvalidSignature      = "invalid_signature"
 	CodePayloadTooLarge       = "payload_too_large"
+	CodeUnsupportedMediaType  = "unsupported_media_type"
 	CodeRateLimited           = "rate_limited"
 	CodeInternal              = "internal"
 	CodeUnavailable           = "unavailable"
@@ -49,6 +50,7 @@ var codeStatus = map[string]int{
 	CodePolicyViolation:      http.StatusUnprocessableEntity,
 	CodeInvalidSignature:     http.StatusUnprocessableEntity,
 	CodePayloadTooLarge:      http.StatusRequestEntityTooLarge,
+	CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	CodeRateLimited:          http.StatusTooManyRequests,
 	CodeInternal:             http.StatusInternalServerError,
 	CodeUnavailable:          http.StatusServiceUnavailable,
@@ -66,6 +68,7 @@ var codeTitle = map[string]string{
 	CodePolicyViolation:      "Policy violation",
 	CodeInvalidSignature:     "Invalid signature",
 	CodePayloadTooLarge:      "Payload too large",
+	CodeUnsupportedMediaType: "Unsupported media type",
 	CodeRateLimited:          "Rate limited",
 	CodeInternal:             "Internal error",
 	CodeUnavailable:          "Service unavailable",

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"slices"
 	"strings"
@@ -82,4 +83,39 @@ func strictJSON(body []byte, into any, allowed ...string) []orders.FieldError {
 		return []orders.FieldError{{Field: "body", Message: "has a field of the wrong type"}}
 	}
 	return nil
+}
+
+// withJSONBody refuses a write whose body is not JSON (SPEC 2): 415, before anything
+// reads it. A write without a body (submit, test, DELETE) needs no Content-Type.
+func withJSONBody() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		r := c.Request
+		if r.Method == http.MethodGet || r.Method == http.MethodHead || (r.ContentLength == 0 && len(r.TransferEncoding) == 0) {
+			c.Next()
+			return
+		}
+		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			fail(c, CodeUnsupportedMediaType, "The request body must be JSON: send it with 'Content-Type: application/json'.")
+			return
+		}
+		c.Next()
+	}
+}
+
+// withoutIdempotencyKey refuses Idempotency-Key on a write whose answer carries a new
+// secret (an access token, a session): the secret is never stored, so the answer cannot be
+// replayed, and a key that did nothing would be worse than a refusal. Such a write is
+// safe to repeat without one; each repeat gets a secret of its own.
+func withoutIdempotencyKey() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if _, sent := c.Request.Header[http.CanonicalHeaderKey(idempotencyHeader)]; sent {
+			p := NewProblem(CodeValidationFailed, "This request does not take an Idempotency-Key: its answer carries a new "+
+				"secret, which is never stored and so cannot be replayed. Send it without the header; repeating it is safe.")
+			p.Errors = []orders.FieldError{{Field: idempotencyHeader, Message: "is not taken by this request"}}
+			abortProblem(c, p)
+			return
+		}
+		c.Next()
+	}
 }

@@ -59,7 +59,7 @@ func requestLogJSON(r *store.RequestLog) requestLogResponse {
 // list answers GET /developer/logs?correlationId=&status=: the app's recent requests,
 // newest first.
 func (h *requestLogHandlers) list(c *gin.Context) {
-	pg, errs := listParams(c, "limit", "cursor", "correlationId", "status")
+	pg, errs := listParams(c)
 	f := store.RequestLogFilter{CorrelationID: c.Query("correlationId")}
 	if raw := c.Query("status"); raw != "" {
 		n, err := strconv.Atoi(raw)

@@ -97,9 +97,12 @@ func NewRouter(cfg Config) http.Handler {
 		fail(c, CodeNotFound, "There is nothing at "+c.Request.Method+" "+c.Request.URL.Path+".")
 	})
 
-	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
-	r.GET("/readyz", readiness(cfg.Readiness))
-	r.GET("/api/v1/openapi.json", func(c *gin.Context) {
+	// What every request must be, checked once its caller is known (after authentication
+	// where there is any): no query parameter its route does not take, a JSON body.
+	knownQuery, jsonBody := withKnownQuery(), withJSONBody()
+	r.GET("/healthz", knownQuery, func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	r.GET("/readyz", knownQuery, readiness(cfg.Readiness))
+	r.GET("/api/v1/openapi.json", knownQuery, func(c *gin.Context) {
 		c.Header("Cache-Control", "public, max-age=300")
 		c.Data(http.StatusOK, "application/json", docs.OpenAPI)
 	})
@@ -111,7 +114,8 @@ func NewRouter(cfg Config) http.Handler {
 		cfg.OAuthTokenTTL = 15 * time.Minute
 	}
 	oauth := &oauthHandlers{store: cfg.Store, log: log, ttl: cfg.OAuthTokenTTL, now: time.Now}
-	r.POST("/api/v1/oauth/token", oauth.token)
+	// The token endpoint is form-encoded (RFC 6749 §4.4), JSON accepted besides.
+	r.POST("/api/v1/oauth/token", knownQuery, withoutIdempotencyKey(), oauth.token)
 
 	authenticator := auth.NewAuthenticator(cfg.Store)
 	authn := authenticate(authenticator, log)
@@ -124,7 +128,7 @@ func NewRouter(cfg Config) http.Handler {
 	sessions := service.NewSessions(cfg.Store, authenticator, cfg.SessionTTL, cfg.Now, log)
 	sessions.Metrics = cfg.Metrics
 	sh := &sessionHandlers{sessions: sessions, log: log}
-	r.POST("/api/v1/sessions", sh.signIn)
+	r.POST("/api/v1/sessions", knownQuery, jsonBody, withoutIdempotencyKey(), sh.signIn)
 	idem := &idempotency{store: cfg.Store, log: log, retention: cfg.IdempotencyRetention,
 		lease: max(2*cfg.RequestTimeout, time.Minute), now: time.Now, metrics: cfg.Metrics}
 	if cfg.RateLimit <= 0 {
@@ -139,19 +143,19 @@ func NewRouter(cfg Config) http.Handler {
 		mountConsole(r, console.Config{Service: svc, Sessions: sh.sessions, Authn: authenticator, Log: log, Options: *cfg.Console}, limiter, cfg.Metrics)
 	}
 	wsh := &websocketHandlers{svc: svc, store: cfg.Store, log: log, live: cfg.Live, authn: authenticator,
-		limit: rateLimit(limiter, cfg.Metrics)}
+		limit: rateLimit(limiter, cfg.Metrics), knownQuery: knownQuery}
 	// The channel authenticates by the token in its URL (browsers cannot set headers on
 	// a WebSocket), so it sits outside the bearer-authenticated group.
 	r.GET("/api/v1/ws", wsh.connect)
 	limit := rateLimit(limiter, cfg.Metrics)
-	authenticated := []gin.HandlerFunc{authn, withRequestLog(cfg.RequestLogs), limit, idem.handle}
+	authenticated := []gin.HandlerFunc{authn, withRequestLog(cfg.RequestLogs), limit, knownQuery, jsonBody, idem.handle}
 	v1 := r.Group("/api/v1", authenticated...)
 
 	v1.GET("/session", sh.current)
 	v1.DELETE("/session", sh.signOut)
-	// Not under Idempotency-Key: a kept request's fingerprint would be a fast hash of the
-	// passwords in its body. A repeat is refused anyway (the current password has changed).
-	r.POST("/api/v1/session/password", authn, withRequestLog(cfg.RequestLogs), limit, sh.changePassword)
+	// Not under Idempotency-Key: its answer is a new session, and a kept request's
+	// fingerprint would be a fast hash of the passwords in its body.
+	r.POST("/api/v1/session/password", authn, withRequestLog(cfg.RequestLogs), limit, knownQuery, jsonBody, withoutIdempotencyKey(), sh.changePassword)
 
 	ph := &portfolioHandlers{svc: svc, log: log}
 	treasuryRead := require("treasury", auth.ActionRead)

@@ -23,7 +23,7 @@ func signingJSON(r *store.SigningRequest) map[string]any {
 
 // list answers GET /signing-requests.
 func (h *signingHandlers) list(c *gin.Context) {
-	pg, errs := listParams(c, "status", "limit", "cursor")
+	pg, errs := listParams(c)
 	if len(errs) > 0 {
 		validationFailed(c, errs)
 		return

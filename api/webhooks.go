@@ -144,7 +144,7 @@ func (h *webhookHandlers) test(c *gin.Context) {
 
 // deliveries answers GET /developer/webhooks/{id}/deliveries?status=&event=.
 func (h *webhookHandlers) deliveries(c *gin.Context) {
-	pg, errs := listParams(c, "status", "event", "limit", "cursor")
+	pg, errs := listParams(c)
 	if len(errs) > 0 {
 		validationFailed(c, errs)
 		return

@@ -30,8 +30,9 @@ type websocketHandlers struct {
 	log   *slog.Logger
 	live  LiveChannel
 	authn *auth.Authenticator
-	// limit is the API's rate limit per credential.
-	limit gin.HandlerFunc
+	// limit is the API's rate limit per credential; knownQuery refuses parameters the
+	// channel does not take.
+	limit, knownQuery gin.HandlerFunc
 }
 
 type deliveryJSON struct {
@@ -158,6 +159,9 @@ func (h *websocketHandlers) connect(c *gin.Context) {
 	}
 	c.Set(principalContextKey, p)
 	if h.limit(c); c.IsAborted() {
+		return
+	}
+	if h.knownQuery(c); c.IsAborted() {
 		return
 	}
 	id := c.Query("id")

@@ -107,6 +107,9 @@ type call struct {
 	anonymous bool
 	// once marks a call whose effect no Idempotency-Key protects (a password change).
 	once bool
+	// unkeyed marks a write whose answer carries a new secret (a session): the service
+	// refuses an Idempotency-Key on it, since such an answer is never stored to replay.
+	unkeyed bool
 	// header, if set, receives the headers of the successful answer.
 	header *http.Header
 }
@@ -120,7 +123,7 @@ func (c *Client) send(ctx context.Context, r call) error {
 		}
 	}
 	idempotencyKey := ""
-	if isWrite(r.method) {
+	if isWrite(r.method) && !r.unkeyed {
 		idempotencyKey = newIdempotencyKey()
 	}
 	attempts := c.retry.Attempts
@@ -276,6 +279,7 @@ const (
 	CodePolicyViolation      = "policy_violation"
 	CodeInvalidSignature     = "invalid_signature"
 	CodePayloadTooLarge      = "payload_too_large"
+	CodeUnsupportedMedia     = "unsupported_media_type"
 	CodeRateLimited          = "rate_limited"
 	CodeInternal             = "internal"
 	CodeUnavailable          = "unavailable"

@@ -85,7 +85,7 @@ func (s *session) channelToken(context.Context) (string, error) {
 func (s *session) signIn(ctx context.Context) (*Session, error) {
 	var out Session
 	var header http.Header
-	err := s.c.send(ctx, call{method: http.MethodPost, path: "/sessions", anonymous: true, header: &header, out: &out,
+	err := s.c.send(ctx, call{method: http.MethodPost, path: "/sessions", anonymous: true, unkeyed: true, header: &header, out: &out,
 		body: map[string]string{"email": s.email, "password": s.password}})
 	if err != nil {
 		return nil, err
@@ -150,7 +150,8 @@ func (c *Client) SignOut(ctx context.Context, opts ...CallOption) error {
 
 // ChangePassword changes the person's password (POST /session/password; 12 to 72 bytes).
 // Every session of the person ends; the client goes on with the new one the answer opens.
-// It is sent once, never retried: the server keeps no Idempotency-Key for it.
+// It is sent once, never retried, and without an Idempotency-Key, which the server refuses
+// on it (its answer is a new session, never stored to replay).
 func (c *Client) ChangePassword(ctx context.Context, current, next string, opts ...CallOption) (*Session, error) {
 	s, err := c.session("ChangePassword")
 	if err != nil {
@@ -158,7 +159,7 @@ func (c *Client) ChangePassword(ctx context.Context, current, next string, opts 
 	}
 	var out Session
 	var header http.Header
-	err = c.send(ctx, call{method: http.MethodPost, path: "/session/password", opts: opts, once: true, header: &header,
+	err = c.send(ctx, call{method: http.MethodPost, path: "/session/password", opts: opts, once: true, unkeyed: true, header: &header,
 		out: &out, body: map[string]string{"currentPassword": current, "newPassword": next}})
 	if err != nil {
 		return nil, err

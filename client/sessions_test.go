@@ -40,6 +40,11 @@ func (s *peopleServer) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests = append(s.requests, r.Method+" "+r.URL.RequestURI())
+	// As the service: these two answer with a new session and take no Idempotency-Key.
+	if (r.URL.Path == "/api/v1/sessions" || r.URL.Path == "/api/v1/session/password") && r.Header.Get("Idempotency-Key") != "" {
+		problem(422, CodeValidationFailed)(w, r)
+		return
+	}
 	if r.URL.Path == "/api/v1/sessions" {
 		var body struct{ Email, Password string }
 		_ = json.NewDecoder(r.Body).Decode(&body)
