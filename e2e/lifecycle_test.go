@@ -439,17 +439,48 @@ func TestReferenceSignerSignsTheManualWallet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Paired as docs/api.md says: a treasury key holding sign, restricted to the wallet,
+	// and a treasury config that wants the signing requests.
+	treasury := b.Credentials.Keys["treasury"]
+	device := send(t, "POST", b.APIURL+"/developer/api-keys", treasury.SK,
+		fmt.Sprintf(`{"kind":"tk","actions":["sign"],"resourceIds":[%q],"label":"signer device"}`, manual.ID))
+	config := send(t, "POST", b.APIURL+"/developer/websockets", treasury.SK, `{"events":["wallet.signingrequested"]}`)
+	if device.status != 201 || config.status != 201 {
+		t.Fatalf("pairing: %d %s, %d %s", device.status, device.raw, config.status, config.raw)
+	}
+	configID := config.body["id"].(string)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
-		_ = signer.Run(ctx, signer.Config{BaseURL: b.APIURL, Token: pay.Sign, WalletID: manual.ID, Key: key, Interval: 100 * time.Millisecond})
+		// An hour between polls: only the live channel can wake it in time.
+		_ = signer.Run(ctx, signer.Config{BaseURL: b.APIURL, Token: device.body["secret"].(string), WalletID: manual.ID, Key: key,
+			ConfigID: configID, Interval: time.Hour})
 	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := send(t, "GET", b.APIURL+"/developer/websockets/"+configID, treasury.SK, "")
+		if r.body["liveConnections"] == float64(1) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the signer did not connect: %s", r.raw)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// One device signs for every app: a payment and a trade of its wallet.
 	r := send(t, "POST", api+"/payments", pay.SK, fmt.Sprintf(`{"walletId":%q,"asset":"USDC","amount":"25","destination":{"address":"0x1111111111111111111111111111111111111111"}}`, manual.ID))
 	id := r.body["id"].(string)
 	if r := send(t, "POST", api+"/payments/"+id+"/submit", pay.SK, "{}"); r.status != 202 {
 		t.Fatalf("submit %d %s", r.status, r.raw)
 	}
+	trade := b.Credentials.Keys["trade"]
+	r = send(t, "POST", api+"/trade-orders", trade.SK, fmt.Sprintf(`{"walletId":%q,"sellAsset":"ETH","buyAsset":"USDC","sellAmount":"0.01","maxSlippageBps":50}`, manual.ID))
+	tradeID := r.body["id"].(string)
+	if r := send(t, "POST", api+"/trade-orders/"+tradeID+"/submit", trade.SK, "{}"); r.status != 202 {
+		t.Fatalf("submit trade %d %s", r.status, r.raw)
+	}
 	waitStatus(t, api+"/payments/"+id, pay.Read, "confirmed")
+	waitStatus(t, api+"/trade-orders/"+tradeID, trade.Read, "confirmed")
 }
 
 // manualWallet is the seeded wallet that the dev signer leaves alone.

@@ -1,6 +1,7 @@
 // Package signer is the reference paired signer: a device that holds one wallet's ed25519
-// key, follows the organisation's pending signing requests over the API, checks each one
-// and posts its signature. The service never sees the key.
+// key, follows the organisation's signing requests (woken over the live channel, polling
+// the API as a fallback), checks each one and posts its signature. The service never sees
+// the key.
 package signer
 
 import (
@@ -18,8 +19,11 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/opentreasury/treasury/client"
+	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/orders"
 )
 
@@ -27,15 +31,25 @@ import (
 type Config struct {
 	// BaseURL of the service, e.g. http://127.0.0.1:8080.
 	BaseURL string
-	// Token is a key with the sign action on the app whose orders it signs.
+	// Token is the device's key: a treasury key holding sign (restricted to the wallet),
+	// which reaches the signing requests of every app, or a key with sign on one app.
 	Token string
 	// WalletID is the wallet whose key this is; other wallets' requests are left alone.
 	WalletID string
 	Key      ed25519.PrivateKey
-	// Interval between polls of the pending requests.
-	Interval time.Duration
-	Log      *slog.Logger
-	HTTP     *http.Client
+	// ConfigID is a WebSocket config that wants Wallet.SigningRequested, of the token's
+	// app (a treasury config, for a device key): each request of the wallet wakes the
+	// signer at once. Without one it polls every Interval.
+	ConfigID string
+	// Interval between polls of the pending requests while the live channel is not
+	// connected (or not configured). While it is, a sweep every LiveSweep is enough: the
+	// channel wakes the signer for each request, and each reconnection reads what it
+	// missed.
+	Interval, LiveSweep time.Duration
+	// Live tunes the live channel's connection (the client's defaults when nil).
+	Live *client.Options
+	Log  *slog.Logger
+	HTTP *http.Client
 }
 
 // LoadKey reads a key file: the base64 ed25519 seed (as credentials.json gives it).
@@ -68,27 +82,89 @@ func withDefaults(cfg Config) Config {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Second
 	}
+	if cfg.LiveSweep <= 0 {
+		cfg.LiveSweep = max(30*time.Second, cfg.Interval)
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return cfg
 }
 
-// Run signs pending requests of the wallet until ctx ends.
+// Run signs pending requests of the wallet until ctx ends: at once, whenever the live
+// channel announces one of the wallet's requests or (re)connects, and on the fallback
+// poll while it is down.
 func Run(ctx context.Context, cfg Config) error {
 	cfg = withDefaults(cfg)
+	wake := make(chan struct{}, 1)
+	var live atomic.Bool
+	if cfg.ConfigID != "" {
+		go follow(ctx, cfg, wake, &live)
+	}
 	done := map[string]bool{}
 	t := time.NewTicker(cfg.Interval)
 	defer t.Stop()
+	var lastPass time.Time
 	for {
 		if err := pass(ctx, cfg, done); err != nil && ctx.Err() == nil {
 			cfg.Log.Warn("signer pass failed", "error", err.Error())
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
+		lastPass = time.Now()
+		for waiting := true; waiting; {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-wake:
+				waiting = false
+			case <-t.C:
+				waiting = live.Load() && time.Since(lastPass) < cfg.LiveSweep
+			}
 		}
+	}
+}
+
+// follow keeps the live channel open, waking the signer for each signing request of its
+// wallet and at each connection (what was missed meanwhile is read then). live says
+// whether a connection is up; when the channel gives up (a revoked key, a deleted
+// config), the signer goes on polling.
+func follow(ctx context.Context, cfg Config, wake chan<- struct{}, live *atomic.Bool) {
+	poke := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	opts := client.Options{}
+	if cfg.Live != nil {
+		opts = *cfg.Live
+	}
+	retry := opts.OnRetry
+	opts.OnRetry = func(err error, wait time.Duration) {
+		live.Store(false)
+		cfg.Log.Warn("live channel lost; polling until it is back", "error", err.Error(), "retryIn", wait.String())
+		if retry != nil {
+			retry(err, wait)
+		}
+	}
+	err := client.Follow(ctx, cfg.BaseURL, cfg.ConfigID, cfg.Token, func(f client.Frame) error {
+		switch f.Type {
+		case client.FrameReady:
+			live.Store(true)
+			cfg.Log.Info("live channel connected", "configId", cfg.ConfigID)
+			poke()
+		case client.FrameEvent:
+			var data struct {
+				WalletID string `json:"walletId"`
+			}
+			if f.Event == events.WalletSigningRequested && json.Unmarshal(f.Data, &data) == nil && data.WalletID == cfg.WalletID {
+				poke()
+			}
+		}
+		return nil
+	}, &opts)
+	live.Store(false)
+	if err != nil && ctx.Err() == nil {
+		cfg.Log.Error("live channel given up; polling only", "configId", cfg.ConfigID, "error", err.Error())
 	}
 }
 

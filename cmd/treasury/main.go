@@ -68,7 +68,8 @@ var commands = []command{
 			fs.StringVar(&signerFlags.keyFile, "key", "", "file holding the wallet's base64 ed25519 seed (required)")
 			fs.StringVar(&signerFlags.wallet, "wallet", "", "id of the wallet the key belongs to (required)")
 			fs.StringVar(&signerFlags.url, "url", "http://127.0.0.1:8080", "base URL of the treasury API")
-			fs.DurationVar(&signerFlags.interval, "interval", time.Second, "how often to look for pending requests")
+			fs.StringVar(&signerFlags.config, "config", "", "a WebSocket config wanting Wallet.SigningRequested (wsc_…, a treasury config\nfor a device key): each request wakes the signer at once; without it, it polls")
+			fs.DurationVar(&signerFlags.interval, "interval", time.Second, "how often to look for pending requests while the live channel is down")
 		},
 		run: runSigner,
 	},
@@ -101,8 +102,8 @@ func metricsFlag(fs *flag.FlagSet, cfg *app.Config) {
 // signerFlags are the flags of treasury signer; its token comes from TREASURY_TOKEN so
 // that it stays out of the process list.
 var signerFlags struct {
-	keyFile, wallet, url string
-	interval             time.Duration
+	keyFile, wallet, url, config string
+	interval                     time.Duration
 }
 
 func runSigner(ctx context.Context, cfg app.Config, proc process) error {
@@ -111,16 +112,19 @@ func runSigner(ctx context.Context, cfg app.Config, proc process) error {
 	}
 	token := proc.getenv("TREASURY_TOKEN")
 	if token == "" {
-		return errors.New("set TREASURY_TOKEN to a key with the sign action")
+		return errors.New("set TREASURY_TOKEN to the device's key: a treasury key holding sign (or a key with sign on one app)")
 	}
 	key, err := signer.LoadKey(signerFlags.keyFile)
 	if err != nil {
 		return err
 	}
 	log := app.NewLogger(cfg.LogLevel).With("process", "signer")
-	log.Info("signer following signing requests", "wallet", signerFlags.wallet, "url", signerFlags.url)
+	log.Info("signer following signing requests", "wallet", signerFlags.wallet, "url", signerFlags.url, "configId", signerFlags.config)
+	if signerFlags.config == "" {
+		log.Warn("no --config: polling only; give a WebSocket config to be woken by each request")
+	}
 	return signer.Run(ctx, signer.Config{BaseURL: signerFlags.url, Token: token, WalletID: signerFlags.wallet,
-		Key: key, Interval: signerFlags.interval, Log: log})
+		Key: key, ConfigID: signerFlags.config, Interval: signerFlags.interval, Log: log})
 }
 
 // tailFlags are the flags of treasury events tail.
