@@ -39,7 +39,9 @@ func (s *signals) Submit(context.Context, *store.Order, []string, string, string
 func (s *signals) SubmitOutcome(context.Context, string, string) (workflows.PolicyDecision, error) {
 	return workflows.PolicyDecision{Allowed: true}, nil
 }
-func (s *signals) SignalApproval(context.Context, string, workflows.ApprovalDecision) error { return nil }
+func (s *signals) SignalApproval(context.Context, string, workflows.ApprovalDecision) error {
+	return nil
+}
 func (s *signals) SignalSignature(_ context.Context, _ string, sig workflows.Signature) error {
 	s.got <- sig
 	return nil
