@@ -391,7 +391,7 @@ func TestChannelRefusesBeforeTheUpgrade(t *testing.T) {
 		{"malformed token", cfg, "nonsense", 401},
 		{"unknown key", cfg, "pk_" + strings.Repeat("a", 40), 401},
 		{"revoked key", cfg, revoked.secret, 401},
-		{"tk key of the app", cfg, pay.Read, 403},
+		{"tk key of another app", cfg, trade.Read, 403},
 		{"pk of another app", cfg, trade.PK, 403},
 		{"sk of another organisation", cfg, creds.OtherOrg.Keys["pay"]["sk"], 403},
 		{"unknown config", "wsc_" + strings.Repeat("0", 32), pay.PK, 404},
