@@ -22,9 +22,9 @@ const catchUpPageSize = 200
 type FollowOptions struct {
 	// Options tune the connection and the waits between reconnections.
 	Options
-	// Token opens the live channel: an sk_ or pk_ key of the config's app. Empty: the
-	// client's key, or with client credentials a fresh access token for each connection.
-	// A session cannot open the channel, nor can a tk_ key.
+	// Token opens the live channel: an sk_, tk_ or pk_ key of the config's app. Empty:
+	// the client's key, or with client credentials a fresh access token for each
+	// connection. A session cannot open the channel.
 	Token string
 	// After is the id of the last event already handled, kept from an earlier run
 	// (Event.ID): the first connection catches up from there, and no event up to it is
@@ -156,8 +156,8 @@ func eventIDAt(t time.Time) string {
 }
 
 // subscribed reports whether the config receives ev: its name matches an entry, and an
-// order's event is of the config's app. The REST credential may read more than that (a
-// treasury key reads every app's events).
+// order's event is of the config's app. The REST credential's reach is checked by the
+// service; this keeps a catch-up to what the live channel would have delivered.
 func (f *eventFollower) subscribed(ev Event) bool {
 	return events.Matches(f.entries, ev.Event) && (ev.Domain == "" || ev.Domain.App() == f.app)
 }

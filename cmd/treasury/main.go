@@ -79,7 +79,7 @@ var commands = []command{
 		flags: func(fs *flag.FlagSet, cfg *app.Config) {
 			fs.StringVar(&tailFlags.url, "url", "http://127.0.0.1:8080", "base URL of the treasury API (http, https, ws or wss)")
 			fs.StringVar(&tailFlags.config, "config", "", "id of the WebSocket config to follow, wsc_… (required)")
-			fs.StringVar(&tailFlags.token, "token", "", "an sk_ or pk_ key of the config's app, or an OAuth access token\n(default $TREASURY_TOKEN, which keeps it out of the process list)")
+			fs.StringVar(&tailFlags.token, "token", "", "an sk_, tk_ or pk_ key of the config's app, or an OAuth access token\n(default $TREASURY_TOKEN, which keeps it out of the process list)")
 			fs.IntVar(&tailFlags.count, "count", 0, "exit after this many events (0: never)")
 			fs.StringVar(&tailFlags.until, "until", "", "exit after an event of this name, e.g. Order.Confirmed")
 			fs.BoolVar(&tailFlags.json, "json", false, "print each event frame as received, one JSON object a line")
@@ -146,7 +146,7 @@ func runTail(ctx context.Context, _ app.Config, proc process) error {
 	case tailFlags.config == "":
 		return errors.New("--config is required: the id of a WebSocket config (POST /developer/websockets)")
 	case token == "":
-		return errors.New("--token is required (or set TREASURY_TOKEN): an sk_ or pk_ key of the config's app")
+		return errors.New("--token is required (or set TREASURY_TOKEN): an sk_, tk_ or pk_ key of the config's app")
 	}
 	return client.Tail(ctx, client.TailOptions{URL: tailFlags.url, ConfigID: tailFlags.config, Token: token,
 		Count: tailFlags.count, Until: tailFlags.until, JSON: tailFlags.json, Timeout: tailFlags.timeout,
