@@ -69,21 +69,33 @@ func TestChannelNarrowsEventsToTheCredentialsReach(t *testing.T) {
 		return id
 	}
 	mineOrder, otherOrder := payment(mine), payment(other)
-	// The test event marks the end: frames arrive in the order they were fanned out.
-	r.sendTestEvent(t, payConfig, pay.SK)
-	r.sendTestEvent(t, treasuryConfig, treasury.SK)
+	// The end of the stream: a last order of the wallet. Each event is offered to every
+	// connection before the next, so once a client has this one's signing request, every
+	// earlier event has been offered to every connection.
+	last := payment(mine)
 
 	type seen struct{ event, order string }
 	want := map[string][]seen{
 		"pay pk": {{events.OrderCreated, mineOrder}, {events.WalletSigningRequested, mineOrder},
-			{events.OrderCreated, otherOrder}, {events.WalletSigningRequested, otherOrder}},
-		"pay tk (one wallet)": {{events.OrderCreated, mineOrder}, {events.WalletSigningRequested, mineOrder}},
+			{events.OrderCreated, otherOrder}, {events.WalletSigningRequested, otherOrder}, {events.OrderCreated, last}},
+		"pay tk (one wallet)": {{events.OrderCreated, mineOrder}, {events.WalletSigningRequested, mineOrder}, {events.OrderCreated, last}},
 		"device (one wallet)": {{events.WalletSigningRequested, mineOrder}},
 		"treasury pk":         nil,
 	}
-	for name, c := range clients {
+	for _, name := range []string{"pay pk", "pay tk (one wallet)", "device (one wallet)", "treasury pk"} {
+		c := clients[name]
+		end := func(f map[string]any) bool {
+			data, _ := f["data"].(map[string]any)
+			return f["event"] == events.WalletSigningRequested && data["orderId"] == last
+		}
+		if name == "treasury pk" {
+			// It receives none of these: the test event, sent now, comes after whatever
+			// the fan-out offered it.
+			r.sendTestEvent(t, treasuryConfig, treasury.SK)
+			end = func(f map[string]any) bool { return f["event"] == events.WebSocketTest }
+		}
 		var got []seen
-		for f := c.next(t); f["event"] != events.WebSocketTest; f = c.next(t) {
+		for f := c.next(t); !end(f); f = c.next(t) {
 			data, _ := f["data"].(map[string]any)
 			got = append(got, seen{f["event"].(string), data["orderId"].(string)})
 			if f["event"] == events.WalletSigningRequested && data["walletId"] == nil {
