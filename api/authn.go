@@ -77,9 +77,6 @@ func require(app, action string) gin.HandlerFunc {
 	}
 }
 
-// appQueryKey marks a request whose ?app= the scope check has consumed.
-const appQueryKey = "treasury.appQuery"
-
 // requireOwn is the check of routes about one app's own resources (the developer surface):
 // a key or token acts in its own app; a person names the app with ?app=. A key may name
 // its own app too, and only that one.
@@ -100,7 +97,6 @@ func requireOwn(action string) gin.HandlerFunc {
 		case p.Kind != auth.KindUser:
 			app = p.App
 		}
-		c.Set(appQueryKey, named)
 		require(app, action)(c)
 	}
 }

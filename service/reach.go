@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/events"
 )
 
 // Records names a kind of record that is listed across apps: what a caller reaches of it
@@ -37,14 +38,14 @@ func Reach(p *auth.Principal, r Records) []string {
 	case ApprovalItems:
 		return orderApps(p, auth.ActionRead, auth.ActionApprove)
 	case SigningRequests:
-		if p.Can(treasuryApp, auth.ActionSign) {
-			return orderAppNames()
+		if p.Can(events.TreasuryApp, auth.ActionSign) {
+			return orderingApps
 		}
 		return orderApps(p, auth.ActionRead, auth.ActionSign)
 	case Events:
 		return orderApps(p, auth.ActionRead)
 	case AuditRecords:
-		if p.Can(treasuryApp, auth.ActionRead) {
+		if p.Can(events.TreasuryApp, auth.ActionRead) {
 			return auth.Apps
 		}
 		var out []string
@@ -58,23 +59,19 @@ func Reach(p *auth.Principal, r Records) []string {
 	return nil
 }
 
-// treasuryApp is the organisation's own app: its wallets, portfolio and positions. It
-// orders nothing, so it has no approval items, signing requests or events of its own.
-const treasuryApp = "treasury"
-
 // orderApps are the apps that order things (pay, trade, earn, borrow) on which the
 // principal holds one of actions.
 func orderApps(p *auth.Principal, actions ...string) []string {
 	var out []string
 	for _, app := range p.Apps() {
-		if app != treasuryApp && slices.ContainsFunc(actions, func(a string) bool { return p.Can(app, a) }) {
+		if app != events.TreasuryApp && slices.ContainsFunc(actions, func(a string) bool { return p.Can(app, a) }) {
 			out = append(out, app)
 		}
 	}
 	return out
 }
 
-// orderAppNames are every app that orders things.
-func orderAppNames() []string {
-	return slices.DeleteFunc(slices.Clone(auth.Apps), func(app string) bool { return app == treasuryApp })
-}
+// orderingApps are every app that orders things: all but treasury, the organisation's
+// own (its wallets, portfolio and positions), which has no approval items, signing
+// requests or events of its own.
+var orderingApps = slices.DeleteFunc(slices.Clone(auth.Apps), func(app string) bool { return app == events.TreasuryApp })

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/workflows"
@@ -58,7 +59,7 @@ func (s *Service) SubmitSignature(ctx context.Context, who Caller, requestID, si
 	if err != nil {
 		return nil, err
 	}
-	if !who.Can(r.App, auth.ActionSign) && !who.Can(treasuryApp, auth.ActionSign) {
+	if !who.Can(r.App, auth.ActionSign) && !who.Can(events.TreasuryApp, auth.ActionSign) {
 		return nil, refuse(PermissionDenied, "Signing needs the 'sign' action on the '"+r.App+"' app, or on treasury (a signing device's key).")
 	}
 	if r.Status != orders.SigningPending || !s.now().Before(r.ExpiresAt) {
