@@ -395,6 +395,10 @@ func TestDecidingFollowsTheAPIsRules(t *testing.T) {
 		!strings.Contains(order.html, `http-equiv="refresh"`) {
 		t.Fatalf("the order page: %d %s", order.status, order.html)
 	}
+	// createdBy on the page is the credential the API names: here the maker's session.
+	if !strings.Contains(order.html, `<dt>Created by</dt><dd><code>`+makerPrincipal.ID+`</code> at`) {
+		t.Fatalf("the order page does not name its creator %s: %s", makerPrincipal.ID, order.html)
+	}
 }
 
 func TestGroupedAmounts(t *testing.T) {
