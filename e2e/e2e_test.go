@@ -254,6 +254,32 @@ func TestDevBundle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		c, err := client.Dial(client.Options{HostPort: b.TemporalAddr, Namespace: b.Namespace})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		// The schedule syncs once at start-up; on a loaded machine that run may still be
+		// coming when the chain moves. Pause it and let the start-up run finish first, so
+		// the only sync that can see the credit is the one this test triggers.
+		h := c.ScheduleClient().GetHandle(context.Background(), workflows.PortfolioSyncScheduleID)
+		if err := h.Pause(context.Background(), client.SchedulePauseOptions{Note: "e2e: chain moves"}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			d, err := h.Describe(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Info.NumActions >= 1 && len(d.Info.RunningWorkflows) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the start-up sync did not finish: %d actions, %d running", d.Info.NumActions, len(d.Info.RunningWorkflows))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 		// 1 ETH at 3000 USD arrives on the simulated chain.
 		if err := s.DevchainCredit(context.Background(), w.Chain, w.Address, "ETH", decimal.NewFromInt(1)); err != nil {
 			t.Fatal(err)
@@ -261,16 +287,13 @@ func TestDevBundle(t *testing.T) {
 		if r := call(t, "GET", api+"/treasury/portfolio", creds.Keys["treasury"].SK); r.body["totalUsd"] != "31050000.00" {
 			t.Fatalf("the API must show synced balances, not the chain's live ones: %s", r.raw)
 		}
-		c, err := client.Dial(client.Options{HostPort: b.TemporalAddr, Namespace: b.Namespace})
-		if err != nil {
+		if err := h.Unpause(context.Background(), client.ScheduleUnpauseOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
-		h := c.ScheduleClient().GetHandle(context.Background(), workflows.PortfolioSyncScheduleID)
 		if err := h.Trigger(context.Background(), client.ScheduleTriggerOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(30 * time.Second)
+		deadline = time.Now().Add(30 * time.Second)
 		for {
 			r := call(t, "GET", api+"/treasury/portfolio", creds.Keys["treasury"].SK)
 			if r.body["totalUsd"] == "31053000.00" {
