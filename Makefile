@@ -38,7 +38,7 @@ test-unit:
 # The end-to-end tests drive the binaries that make build builds (the README tour runs
 # ./bin/treasury events tail), besides the in-process bundle.
 test-e2e: $(BIN)/treasury-dev $(BIN)/treasury
-	TREASURY_DEV_BIN=$(abspath $(BIN)/treasury-dev) TREASURY_BIN=$(abspath $(BIN)/treasury) $(GO) test -count=1 ./e2e/...
+	TREASURY_DEV_BIN=$(abspath $(BIN)/treasury-dev) TREASURY_BIN=$(abspath $(BIN)/treasury) $(GO) test -count=1 ./dev/e2e/...
 
 ## test-fuzz: every fuzz target for FUZZTIME (20s) each, one after another; seed corpora and
 ## the inputs that once failed are under each package's testdata/fuzz
@@ -61,15 +61,15 @@ test-fuzz:
 ## SIGKILL mid-flight, an api killed under live clients, PostgreSQL restarted, Temporal
 ## stopped for 30 s; prints one table row per scenario (about 4 minutes)
 test-faults: $(BIN)/treasury-dev $(BIN)/treasury
-	TREASURY_DEV_BIN=$(abspath $(BIN)/treasury-dev) TREASURY_BIN=$(abspath $(BIN)/treasury) $(GO) test -v -count=1 -timeout 20m ./faults/
+	TREASURY_DEV_BIN=$(abspath $(BIN)/treasury-dev) TREASURY_BIN=$(abspath $(BIN)/treasury) $(GO) test -v -count=1 -timeout 20m ./dev/faults/
 
 ## screenshots: the console's browser test, saving a screenshot of every page in docs/console
 screenshots:
-	CONSOLE_SCREENSHOTS=$(abspath docs/console) $(GO) test -count=1 -run TestConsoleInABrowser ./e2e/
+	CONSOLE_SCREENSHOTS=$(abspath docs/console) $(GO) test -count=1 -run TestConsoleInABrowser ./dev/e2e/
 
 ## docs-events: rewrite docs/events.md from a run of the dev bundle
 docs-events:
-	WRITE_EVENTS_DOC=1 $(GO) test -count=1 -run TestEventsCatalogue ./e2e/
+	WRITE_EVENTS_DOC=1 $(GO) test -count=1 -run TestEventsCatalogue ./dev/e2e/
 
 ## bench: every benchmark below, about 10 minutes on 2 cores; figures and their reading
 ## are in docs/benchmarks.md. Each part runs alone too (make bench-ceiling, ...).
@@ -79,38 +79,38 @@ bench: bench-ceiling bench-lifecycle bench-openloop bench-http bench-live bench-
 # embedded Temporal server in the same process, on the SQLite and the PostgreSQL store
 # (a database made on the local server for the run, dropped after).
 bench-ceiling:
-	$(GO) run ./bench/ceiling -orders 200 -rounds 3 -store sqlite
-	$(GO) run ./bench/ceiling -orders 200 -rounds 3 -store postgres
+	$(GO) run ./dev/bench/ceiling -orders 200 -rounds 3 -store sqlite
+	$(GO) run ./dev/bench/ceiling -orders 200 -rounds 3 -store postgres
 
 # 200 payments submitted at once to the dev bundle, then 20 one at a time against the
 # devchain's floor (block time x confirmations).
 bench-lifecycle: $(BIN)/treasury-dev
-	$(GO) run ./bench/lifecycle -dev-bin $(BIN)/treasury-dev -orders 200
-	$(GO) run ./bench/lifecycle -dev-bin $(BIN)/treasury-dev -lone 20
+	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -orders 200
+	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -lone 20
 
 # Open-loop latency curves: payments at fixed rates, raised until the bundle saturates;
 # prints the table and draws docs/bench/openloop-sqlite.svg.
 bench-openloop: $(BIN)/treasury-dev
-	$(GO) run ./bench/openloop -dev-bin $(BIN)/treasury-dev -step 15s -svg docs/bench/openloop-sqlite.svg
+	$(GO) run ./dev/bench/openloop -dev-bin $(BIN)/treasury-dev -step 15s -svg docs/bench/openloop-sqlite.svg
 
 # The API's cost per request: portfolio reads and payment creates through the real router
 # on SQLite and on PostgreSQL (DATABASE_URL, or the local server's "test" database; a schema
 # of its own, dropped after), each beside a bare Gin handler answering the same bytes in the
 # same process. No dev bundle: the router runs inside the load program.
 bench-http:
-	$(GO) run ./bench/httpcost -duration 6s
+	$(GO) run ./dev/bench/httpcost -duration 6s
 
 # The live channel: commit-to-client latency at 1,000 and 10,000 clients, five runs each on
 # a fresh bundle, and the memory an idle connection holds.
 bench-live: $(BIN)/treasury-dev
-	$(GO) run ./bench/wsfanout -dev-bin $(BIN)/treasury-dev -clients 1000,10000 -events 30 -runs 5
+	$(GO) run ./dev/bench/wsfanout -dev-bin $(BIN)/treasury-dev -clients 1000,10000 -events 30 -runs 5
 	$(GO) test -run '^$$' -bench IdleConnectionMemory -benchtime 1x ./wshub/
 
 # Webhooks: how fast the dispatcher drains a backlog (beside a bare client), and the
 # lifecycle with one webhook on every event beside the lifecycle without.
 bench-webhooks: $(BIN)/treasury-dev
-	$(GO) run ./bench/webhooks -deliveries 10000
-	$(GO) run ./bench/lifecycle -dev-bin $(BIN)/treasury-dev -orders 200 -webhooks 1 -rounds 3
+	$(GO) run ./dev/bench/webhooks -deliveries 10000
+	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -orders 200 -webhooks 1 -rounds 3
 
 ## lint: go vet and a gofmt check
 lint:

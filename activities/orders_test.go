@@ -20,9 +20,9 @@ import (
 
 	"github.com/opentreasury/treasury/chain"
 	"github.com/opentreasury/treasury/chain/devchain"
+	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/orders"
-	"github.com/opentreasury/treasury/seed"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
 	"github.com/opentreasury/treasury/workflows"

@@ -20,9 +20,9 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/dev/logtest"
+	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/events"
-	"github.com/opentreasury/treasury/logtest"
-	"github.com/opentreasury/treasury/seed"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"

@@ -24,8 +24,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/orders"
-	"github.com/opentreasury/treasury/seed"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"

@@ -15,8 +15,8 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/policy"
-	"github.com/opentreasury/treasury/seed"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/workflows"

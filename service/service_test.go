@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/orders"
-	"github.com/opentreasury/treasury/seed"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
 	"github.com/opentreasury/treasury/workflows"

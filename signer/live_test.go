@@ -18,10 +18,10 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/api"
-	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/assemble"
+	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
-	"github.com/opentreasury/treasury/seed"
 	"github.com/opentreasury/treasury/signer"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
@@ -64,7 +64,7 @@ func startService(t *testing.T) *service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := app.StartLive(s, app.LiveOptions{}, log)
+	live := assemble.StartLive(s, assemble.LiveOptions{}, log)
 	svc := &service{creds: creds, store: s, signals: &signals{got: make(chan workflows.Signature, 10)}}
 	router := api.NewRouter(api.Config{Store: s, Log: log, Bus: live.Bus, Live: live.Hub, Workflows: svc.signals,
 		RateLimit: 1e6, RateBurst: 1e6})

@@ -20,9 +20,9 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/opentreasury/treasury/api"
-	"github.com/opentreasury/treasury/app"
-	"github.com/opentreasury/treasury/logtest"
-	"github.com/opentreasury/treasury/seed"
+	"github.com/opentreasury/treasury/assemble"
+	"github.com/opentreasury/treasury/dev/logtest"
+	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
 )
@@ -30,12 +30,12 @@ import (
 // replica is one API process: a router with its own bus and hub, over a store.
 type replica struct {
 	srv   *httptest.Server
-	live  *app.Live
+	live  *assemble.Live
 	store *store.Store
 	logs  *logtest.Buffer
 }
 
-func startReplica(t testing.TB, s *store.Store, opts app.LiveOptions, cfg api.Config) *replica {
+func startReplica(t testing.TB, s *store.Store, opts assemble.LiveOptions, cfg api.Config) *replica {
 	t.Helper()
 	logs := &logtest.Buffer{}
 	log := cfg.Log
@@ -43,7 +43,7 @@ func startReplica(t testing.TB, s *store.Store, opts app.LiveOptions, cfg api.Co
 		log = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	opts.NoSendRing = opts.NoSendRing || os.Getenv(plainSendsEnv) != ""
-	live := app.StartLive(s, opts, log)
+	live := assemble.StartLive(s, opts, log)
 	cfg.Store, cfg.Log, cfg.Bus, cfg.Live = s, log, live.Bus, live.Hub
 	if cfg.RateLimit == 0 {
 		cfg.RateLimit, cfg.RateBurst = 1e6, 1e6
@@ -245,7 +245,7 @@ func (c *client) waitClosed(t *testing.T, want int) {
 func TestChannelDeliversMatchingEventsWithinAppAndOrg(t *testing.T) {
 	s := storetest.NewSQLite(t)
 	creds := seedStore(t, s)
-	r := startReplica(t, s, app.LiveOptions{}, api.Config{})
+	r := startReplica(t, s, assemble.LiveOptions{}, api.Config{})
 	pay, trade := creds.Keys["pay"], creds.Keys["trade"]
 
 	orders := r.createConfig(t, pay.SK, "Order.*")
@@ -330,7 +330,7 @@ func TestChannelDeliversMatchingEventsWithinAppAndOrg(t *testing.T) {
 func TestChannelTestEventReachesEveryConnectionOfItsConfig(t *testing.T) {
 	s := storetest.NewSQLite(t)
 	creds := seedStore(t, s)
-	r := startReplica(t, s, app.LiveOptions{}, api.Config{})
+	r := startReplica(t, s, assemble.LiveOptions{}, api.Config{})
 	pay := creds.Keys["pay"]
 	narrow := r.createConfig(t, pay.SK, "order.confirmed")
 	other := r.createConfig(t, pay.SK, "order.confirmed")
@@ -357,7 +357,7 @@ func TestChannelTestEventReachesEveryConnectionOfItsConfig(t *testing.T) {
 func TestChannelKeepsWritingLongAfterTheWriteTimeout(t *testing.T) {
 	s := storetest.NewSQLite(t)
 	creds := seedStore(t, s)
-	r := startReplica(t, s, app.LiveOptions{WriteTimeout: 100 * time.Millisecond}, api.Config{})
+	r := startReplica(t, s, assemble.LiveOptions{WriteTimeout: 100 * time.Millisecond}, api.Config{})
 	pay := creds.Keys["pay"]
 	cfg := r.createConfig(t, pay.SK, "order.confirmed")
 	c := r.connect(t, cfg, pay.PK)
@@ -373,7 +373,7 @@ func TestChannelKeepsWritingLongAfterTheWriteTimeout(t *testing.T) {
 func TestChannelRefusesBeforeTheUpgrade(t *testing.T) {
 	s := storetest.NewSQLite(t)
 	creds := seedStore(t, s)
-	r := startReplica(t, s, app.LiveOptions{}, api.Config{})
+	r := startReplica(t, s, assemble.LiveOptions{}, api.Config{})
 	pay, trade := creds.Keys["pay"], creds.Keys["trade"]
 	cfg := r.createConfig(t, pay.SK, "*")
 	revoked := createKey(t, r, pay.SK, "pk")
@@ -449,7 +449,7 @@ func createKey(t *testing.T, r *replica, sk, kind string) issuedKey {
 func TestChannelCloseCodes(t *testing.T) {
 	s := storetest.NewSQLite(t)
 	creds := seedStore(t, s)
-	r := startReplica(t, s, app.LiveOptions{}, api.Config{OAuthTokenTTL: 2 * time.Second})
+	r := startReplica(t, s, assemble.LiveOptions{}, api.Config{OAuthTokenTTL: 2 * time.Second})
 	pay := creds.Keys["pay"]
 
 	t.Run("disabled 4001", func(t *testing.T) {
@@ -521,7 +521,7 @@ func TestChannelKeepalive(t *testing.T) {
 	creds := seedStore(t, s)
 	// A pong wait well above the ping interval: a loaded CI machine may be slow to answer,
 	// and only the client that never answers must be dropped.
-	r := startReplica(t, s, app.LiveOptions{PingInterval: 100 * time.Millisecond, PongWait: time.Second}, api.Config{})
+	r := startReplica(t, s, assemble.LiveOptions{PingInterval: 100 * time.Millisecond, PongWait: time.Second}, api.Config{})
 	pay := creds.Keys["pay"]
 	cfg := r.createConfig(t, pay.SK, "*")
 
@@ -590,7 +590,7 @@ func TestChannelSpreadsKeepalivePingsOverTheInterval(t *testing.T) {
 	s := storetest.NewSQLite(t)
 	creds := seedStore(t, s)
 	const interval = time.Second
-	r := startReplica(t, s, app.LiveOptions{PingInterval: interval, PongWait: 5 * time.Second}, api.Config{})
+	r := startReplica(t, s, assemble.LiveOptions{PingInterval: interval, PongWait: 5 * time.Second}, api.Config{})
 	pay := creds.Keys["pay"]
 	cfg := r.createConfig(t, pay.SK, "*")
 
@@ -648,7 +648,7 @@ func TestChannelEvictsASlowClientWhileAFastOneKeepsUp(t *testing.T) {
 	creds := seedStore(t, s)
 	// A long write timeout: the slow client below stops reading for a while and must
 	// then find the close frame behind its backlog.
-	r := startReplica(t, s, app.LiveOptions{WriteTimeout: 30 * time.Second}, api.Config{})
+	r := startReplica(t, s, assemble.LiveOptions{WriteTimeout: 30 * time.Second}, api.Config{})
 	pay := creds.Keys["pay"]
 	cfg := r.createConfig(t, pay.SK, "*")
 	fast := r.connect(t, cfg, pay.PK)
@@ -713,14 +713,14 @@ func TestChannelEvictsASlowClientWhileAFastOneKeepsUp(t *testing.T) {
 // of the kind unless the kernel refuses the ring.
 func TestChannelSendRingIsASwitch(t *testing.T) {
 	s := storetest.NewSQLite(t)
-	off := startReplica(t, s, app.LiveOptions{NoSendRing: true}, api.Config{})
+	off := startReplica(t, s, assemble.LiveOptions{NoSendRing: true}, api.Config{})
 	if !strings.Contains(off.logs.String(), "the send ring is switched off") {
 		t.Fatalf("the hub with the ring switched off did not say so:\n%s", off.logs)
 	}
 	if os.Getenv(plainSendsEnv) != "" {
 		return
 	}
-	on := startReplica(t, s, app.LiveOptions{}, api.Config{})
+	on := startReplica(t, s, assemble.LiveOptions{}, api.Config{})
 	if strings.Contains(on.logs.String(), "the send ring is switched off") {
 		t.Fatalf("the hub with the ring on says it is off:\n%s", on.logs)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/opentreasury/treasury/api"
-	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/store/storetest"
 )
 
@@ -89,7 +89,7 @@ func BenchmarkIdleConnectionMemory(b *testing.B) {
 	s := storetest.NewSQLite(b)
 	creds := seedStore(b, s)
 	// Logs are discarded: a buffer of them would be counted as the connections' memory.
-	r := startReplica(b, s, app.LiveOptions{}, api.Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	r := startReplica(b, s, assemble.LiveOptions{}, api.Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	pay := creds.Keys["pay"]
 	cfg := r.createConfig(b, pay.SK, "*")
 

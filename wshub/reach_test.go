@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/opentreasury/treasury/api"
-	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
@@ -19,7 +19,7 @@ import (
 func TestChannelNarrowsEventsToTheCredentialsReach(t *testing.T) {
 	s := storetest.NewSQLite(t)
 	creds := seedStore(t, s)
-	r := startReplica(t, s, app.LiveOptions{}, api.Config{})
+	r := startReplica(t, s, assemble.LiveOptions{}, api.Config{})
 	pay, treasury := creds.Keys["pay"], creds.Keys["treasury"]
 	var mine, other string
 	for _, w := range creds.Wallets {

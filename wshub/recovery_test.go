@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/api"
-	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/store/storetest"
 	"github.com/opentreasury/treasury/wshub"
@@ -63,7 +63,7 @@ func TestHubCatchesUpAfterLostNotices(t *testing.T) {
 	t.Cleanup(stop)
 	follower := events.NewFollower(bus, s, log)
 	go follower.Run(ctx)
-	hub := wshub.New(wshub.Options{Store: app.HubStore{Store: s}, Events: follower, Log: log})
+	hub := wshub.New(wshub.Options{Store: assemble.HubStore{Store: s}, Events: follower, Log: log})
 	hub.Start(ctx)
 	srv := httptest.NewServer(api.NewRouter(api.Config{Store: s, Log: log, Bus: bus, Live: hub, RateLimit: 1e6, RateBurst: 1e6}))
 	t.Cleanup(func() {

@@ -10,7 +10,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/opentreasury/treasury/api"
-	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
@@ -35,8 +35,8 @@ func TestReplicasOnPostgresShareOneStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	creds := seedStore(t, worker)
-	a := startReplica(t, open(), app.LiveOptions{}, api.Config{})
-	b := startReplica(t, open(), app.LiveOptions{}, api.Config{})
+	a := startReplica(t, open(), assemble.LiveOptions{}, api.Config{})
+	b := startReplica(t, open(), assemble.LiveOptions{}, api.Config{})
 	pay := creds.Keys["pay"]
 	cfg := a.createConfig(t, pay.SK, "order.*")
 	onA, onB := a.connect(t, cfg, pay.PK), b.connect(t, cfg, pay.SK)

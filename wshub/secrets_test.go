@@ -11,7 +11,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/opentreasury/treasury/api"
-	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/store/storetest"
 )
@@ -21,7 +21,7 @@ import (
 func TestSecretsNeverReachTheLogs(t *testing.T) {
 	s := storetest.NewSQLite(t)
 	creds := seedStore(t, s)
-	r := startReplica(t, s, app.LiveOptions{}, api.Config{})
+	r := startReplica(t, s, assemble.LiveOptions{}, api.Config{})
 	pay := creds.Keys["pay"]
 
 	secrets := []string{creds.Owner.Password, creds.OtherOrg.Keys["pay"]["sk"]}

@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/opentreasury/treasury/app"
-	"github.com/opentreasury/treasury/cluster"
-	"github.com/opentreasury/treasury/devstack"
+	"github.com/opentreasury/treasury/assemble"
+	"github.com/opentreasury/treasury/dev/cluster"
+	"github.com/opentreasury/treasury/dev/devstack"
 )
 
 // runTemporalServe runs a Temporal server on PostgreSQL (persistence and visibility) with
@@ -35,7 +35,7 @@ func runTemporalServe(args []string) int {
 		}
 		return 2
 	}
-	log := app.NewLogger(slog.LevelInfo).With("process", "temporal")
+	log := assemble.NewLogger(slog.LevelInfo).With("process", "temporal")
 	if *pg == "" {
 		log.Error("--postgres is required")
 		return 2
@@ -74,7 +74,7 @@ func runCluster(args []string) int {
 		}
 		return 2
 	}
-	log := app.NewLogger(slog.LevelInfo).With("process", "cluster")
+	log := assemble.NewLogger(slog.LevelInfo).With("process", "cluster")
 	var ports []int
 	for _, p := range strings.Split(*apiPorts, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(p))

@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/opentreasury/treasury/app"
-	"github.com/opentreasury/treasury/devstack"
+	"github.com/opentreasury/treasury/assemble"
+	"github.com/opentreasury/treasury/dev/devstack"
 )
 
 func main() {
@@ -65,7 +65,7 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "treasury-dev: --log-level must be debug, info, warn or error")
 		return 2
 	}
-	log := app.NewLogger(level).With("process", "treasury-dev")
+	log := assemble.NewLogger(level).With("process", "treasury-dev")
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

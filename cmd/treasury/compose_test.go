@@ -12,7 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/assemble"
 )
 
 // composeService holds the parts of a compose service the binary cares about; the
@@ -70,7 +70,7 @@ func checkService(svc composeService) []string {
 	if envErr != nil {
 		report("environment: %v", envErr)
 	}
-	known := app.EnvVarNames()
+	known := assemble.EnvVarNames()
 	for key := range env {
 		if !slices.Contains(known, key) {
 			report("unknown environment variable %s", key)
@@ -83,7 +83,7 @@ func checkService(svc composeService) []string {
 			literal[k] = *v
 		}
 	}
-	cfg, err := app.ConfigFromEnv(func(k string) string { return literal[k] })
+	cfg, err := assemble.ConfigFromEnv(func(k string) string { return literal[k] })
 	if err != nil {
 		report("environment rejected: %v", err)
 	}

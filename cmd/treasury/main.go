@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/opentreasury/treasury/app"
+	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/client"
 	"github.com/opentreasury/treasury/signer"
 )
@@ -24,47 +24,47 @@ type command struct {
 	words   []string
 	summary string
 	// flags registers the command's flags; they override the environment.
-	flags func(fs *flag.FlagSet, cfg *app.Config)
-	run   func(ctx context.Context, cfg app.Config, proc process) error
+	flags func(fs *flag.FlagSet, cfg *assemble.Config)
+	run   func(ctx context.Context, cfg assemble.Config, proc commandEnv) error
 }
 
-// process is what a command may use of its process besides the configuration; tests
-// pass their own.
-type process struct {
+// commandEnv is what a command may use of its process besides the configuration;
+// tests pass their own.
+type commandEnv struct {
 	getenv         func(string) string
 	stdout, stderr io.Writer
 }
 
 // configOnly adapts a command that needs nothing but its configuration.
-func configOnly(run func(ctx context.Context, cfg app.Config) error) func(context.Context, app.Config, process) error {
-	return func(ctx context.Context, cfg app.Config, _ process) error { return run(ctx, cfg) }
+func configOnly(run func(ctx context.Context, cfg assemble.Config) error) func(context.Context, assemble.Config, commandEnv) error {
+	return func(ctx context.Context, cfg assemble.Config, _ commandEnv) error { return run(ctx, cfg) }
 }
 
 var commands = []command{
 	{
 		words:   []string{"api"},
 		summary: "serve the public HTTP API",
-		flags: func(fs *flag.FlagSet, cfg *app.Config) {
+		flags: func(fs *flag.FlagSet, cfg *assemble.Config) {
 			fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "address to listen on (overrides HTTP_ADDR)")
 			metricsFlag(fs, cfg)
 		},
-		run: configOnly(app.RunAPI),
+		run: configOnly(assemble.RunAPI),
 	},
 	{
 		words:   []string{"worker"},
 		summary: "run the Temporal worker (workflows and activities)",
 		flags:   metricsFlag,
-		run:     configOnly(app.RunWorker),
+		run:     configOnly(assemble.RunWorker),
 	},
 	{
 		words:   []string{"migrate"},
 		summary: "apply pending database migrations and exit",
-		run:     configOnly(app.Migrate),
+		run:     configOnly(assemble.Migrate),
 	},
 	{
 		words:   []string{"signer"},
 		summary: "the reference paired signer: sign one wallet's signing requests with its key",
-		flags: func(fs *flag.FlagSet, cfg *app.Config) {
+		flags: func(fs *flag.FlagSet, cfg *assemble.Config) {
 			fs.StringVar(&signerFlags.keyFile, "key", "", "file holding the wallet's base64 ed25519 seed (required)")
 			fs.StringVar(&signerFlags.wallet, "wallet", "", "id of the wallet the key belongs to (required)")
 			fs.StringVar(&signerFlags.url, "url", "http://127.0.0.1:8080", "base URL of the treasury API")
@@ -76,7 +76,7 @@ var commands = []command{
 	{
 		words:   []string{"events", "tail"},
 		summary: "follow a WebSocket config's live events from a terminal",
-		flags: func(fs *flag.FlagSet, cfg *app.Config) {
+		flags: func(fs *flag.FlagSet, cfg *assemble.Config) {
 			fs.StringVar(&tailFlags.url, "url", "http://127.0.0.1:8080", "base URL of the treasury API (http, https, ws or wss)")
 			fs.StringVar(&tailFlags.config, "config", "", "id of the WebSocket config to follow, wsc_… (required)")
 			fs.StringVar(&tailFlags.token, "token", "", "an sk_, tk_ or pk_ key of the config's app, or an OAuth access token\n(default $TREASURY_TOKEN, which keeps it out of the process list)")
@@ -90,12 +90,12 @@ var commands = []command{
 	{
 		words:   []string{"temporal", "setup"},
 		summary: "register the custom search attributes on the Temporal namespace",
-		run:     configOnly(app.SetupTemporal),
+		run:     configOnly(assemble.SetupTemporal),
 	},
 }
 
 // metricsFlag is the flag of the processes that serve /metrics.
-func metricsFlag(fs *flag.FlagSet, cfg *app.Config) {
+func metricsFlag(fs *flag.FlagSet, cfg *assemble.Config) {
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "address of the /metrics endpoint (overrides METRICS_ADDR)")
 }
 
@@ -106,7 +106,7 @@ var signerFlags struct {
 	interval                     time.Duration
 }
 
-func runSigner(ctx context.Context, cfg app.Config, proc process) error {
+func runSigner(ctx context.Context, cfg assemble.Config, proc commandEnv) error {
 	if signerFlags.keyFile == "" || signerFlags.wallet == "" {
 		return errors.New("--key and --wallet are required")
 	}
@@ -118,7 +118,7 @@ func runSigner(ctx context.Context, cfg app.Config, proc process) error {
 	if err != nil {
 		return err
 	}
-	log := app.NewLogger(cfg.LogLevel).With("process", "signer")
+	log := assemble.NewLogger(cfg.LogLevel).With("process", "signer")
 	log.Info("signer following signing requests", "wallet", signerFlags.wallet, "url", signerFlags.url, "configId", signerFlags.config)
 	if signerFlags.config == "" {
 		log.Warn("no --config: polling only; give a WebSocket config to be woken by each request")
@@ -137,7 +137,7 @@ var tailFlags struct {
 
 // runTail prints events to stdout and what happens to the connection to stderr, so that
 // the events can be piped on their own.
-func runTail(ctx context.Context, _ app.Config, proc process) error {
+func runTail(ctx context.Context, _ assemble.Config, proc commandEnv) error {
 	token := tailFlags.token
 	if token == "" {
 		token = proc.getenv("TREASURY_TOKEN")
@@ -170,7 +170,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "\ntreasury: unknown command %q\n", strings.Join(args, " "))
 		return 2
 	}
-	cfg, err := app.ConfigFromEnv(getenv)
+	cfg, err := assemble.ConfigFromEnv(getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "treasury:", err)
 		return 2
@@ -188,7 +188,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := cmd.run(ctx, cfg, process{getenv: getenv, stdout: stdout, stderr: stderr}); err != nil {
+	if err := cmd.run(ctx, cfg, commandEnv{getenv: getenv, stdout: stdout, stderr: stderr}); err != nil {
 		fmt.Fprintf(stderr, "treasury %s: %v\n", strings.Join(cmd.words, " "), err)
 		return 1
 	}
@@ -220,7 +220,7 @@ func findCommand(args []string) (*command, []string) {
 	return best, args[len(best.words):]
 }
 
-func newFlagSet(cmd *command, cfg *app.Config, out io.Writer) *flag.FlagSet {
+func newFlagSet(cmd *command, cfg *assemble.Config, out io.Writer) *flag.FlagSet {
 	name := strings.Join(cmd.words, " ")
 	fs := flag.NewFlagSet("treasury "+name, flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -230,7 +230,7 @@ func newFlagSet(cmd *command, cfg *app.Config, out io.Writer) *flag.FlagSet {
 	fs.Usage = func() {
 		fmt.Fprintf(out, "Usage: treasury %s [flags]\n\n%s.\n\nFlags:\n", name, cmd.summary)
 		fs.PrintDefaults()
-		fmt.Fprintf(out, "\nEnvironment:\n%s", app.EnvHelp())
+		fmt.Fprintf(out, "\nEnvironment:\n%s", assemble.EnvHelp())
 	}
 	return fs
 }
@@ -240,5 +240,5 @@ func usage(w io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-16s %s\n", strings.Join(c.words, " "), c.summary)
 	}
-	fmt.Fprintf(w, "\nConfiguration comes from the environment:\n%s", app.EnvHelp())
+	fmt.Fprintf(w, "\nConfiguration comes from the environment:\n%s", assemble.EnvHelp())
 }

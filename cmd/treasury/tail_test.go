@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/api"
-	"github.com/opentreasury/treasury/app"
-	"github.com/opentreasury/treasury/logtest"
-	"github.com/opentreasury/treasury/seed"
+	"github.com/opentreasury/treasury/assemble"
+	"github.com/opentreasury/treasury/dev/logtest"
+	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/store/storetest"
 )
 
@@ -36,7 +36,7 @@ func startLiveAPI(t *testing.T) *liveAPI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := app.StartLive(s, app.LiveOptions{}, log)
+	live := assemble.StartLive(s, assemble.LiveOptions{}, log)
 	srv := httptest.NewServer(api.NewRouter(api.Config{Store: s, Log: log, Bus: live.Bus, Live: live.Hub,
 		RateLimit: 1e6, RateBurst: 1e6}))
 	t.Cleanup(func() {

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/ids"
-	"github.com/opentreasury/treasury/seed"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
 	"github.com/opentreasury/treasury/webhook"

@@ -1,0 +1,245 @@
+// Package app turns configuration into running parts: the store, the Temporal client,
+// the API server and the worker. Both binaries (treasury and treasury-dev) build on it.
+package assemble
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/opentreasury/treasury/metrics"
+	"github.com/opentreasury/treasury/webhook"
+)
+
+// Config is the service configuration; the production binary reads it from the environment.
+type Config struct {
+	DatabaseURL       string
+	SQLitePath        string
+	MigrateOnStart    bool
+	TemporalAddress   string
+	TemporalNamespace string
+	TemporalAPIKey    string
+	// TemporalNoCompression sends requests to Temporal uncompressed (the SDK gzips them
+	// by default): worth it only when the server is on the same machine, as in the dev
+	// bundle, where compressing costs CPU and saves nothing.
+	TemporalNoCompression bool
+	TemporalTLS           bool
+	TemporalTLSCertFile   string
+	TemporalTLSKeyFile    string
+	HTTPAddr              string
+	RequestTimeout        time.Duration
+	ShutdownTimeout       time.Duration
+	BalanceSyncInterval   time.Duration
+	IdempotencyRetention  time.Duration
+	RateLimit             float64
+	RateBurst             int
+	OAuthTokenTTL         time.Duration
+	SessionTTL            time.Duration
+	// TrustedProxies is a comma-separated list of the addresses or CIDRs of the load
+	// balancers whose X-Forwarded-For names the client.
+	TrustedProxies string
+	WSPingInterval time.Duration
+	// WSSendRing lets the live channel batch its sends through io_uring where the kernel
+	// allows it.
+	WSSendRing bool
+	// WebhookSecretKey seals webhook signing secrets at rest (base64 of 32 bytes); without
+	// it no webhook can be made or sent.
+	WebhookSecretKey string
+	// WebhookAllowHTTP and WebhookAllowLoopback let webhooks go to http URLs and to
+	// loopback addresses: for test rigs only.
+	WebhookAllowHTTP, WebhookAllowLoopback bool
+	// WebhookBackoffScale scales the retry schedule (1 in production).
+	WebhookBackoffScale float64
+	// Console serves the web console under /console/ beside the API.
+	Console bool
+	// TemporalUIURL links the console's order pages to their workflows; empty leaves the
+	// links out.
+	TemporalUIURL string
+	// ConsoleCredentialsFile is where the dev bundle wrote the seeded sign-ins, for the
+	// console's sign-in page to name; never read from the environment.
+	ConsoleCredentialsFile string
+	// MetricsAddr is where the process serves /metrics, apart from the public API.
+	MetricsAddr string
+	LogLevel    slog.Level
+	// Metrics are the process's collectors: made by the process, never read from the
+	// environment; nil counts nothing.
+	Metrics *metrics.Metrics
+}
+
+// envVar documents one environment variable the service reads.
+type envVar struct {
+	Name, Default, Help string
+}
+
+// EnvVars lists every environment variable the treasury binary reads, with its default.
+var EnvVars = []envVar{
+	{"DATABASE_URL", "", "PostgreSQL URL of the treasury store (postgres://user:pass@host:5432/db?sslmode=disable)"},
+	{"SQLITE_PATH", "", "SQLite file of the treasury store when DATABASE_URL is unset (single-node only)"},
+	{"MIGRATE_ON_START", "true", "apply pending migrations when api or worker starts (guarded by a lock)"},
+	{"TEMPORAL_ADDRESS", "127.0.0.1:7233", "Temporal frontend host:port"},
+	{"TEMPORAL_NAMESPACE", "default", "Temporal namespace"},
+	{"TEMPORAL_API_KEY", "", "API key for a hosted Temporal (implies TLS)"},
+	{"TEMPORAL_TLS", "false", "connect to Temporal over TLS"},
+	{"TEMPORAL_TLS_CERT", "", "client certificate file for mTLS to Temporal"},
+	{"TEMPORAL_TLS_KEY", "", "client key file for mTLS to Temporal"},
+	{"HTTP_ADDR", ":8080", "address the API listens on"},
+	{"REQUEST_TIMEOUT", "30s", "deadline of one API request"},
+	{"SHUTDOWN_TIMEOUT", "8s", "how long a graceful shutdown waits for in-flight work"},
+	{"BALANCE_SYNC_INTERVAL", "1m", "how often the Temporal Schedule refreshes wallet balances"},
+	{"IDEMPOTENCY_RETENTION", "24h", "how long the response to a write with an Idempotency-Key is kept for replay"},
+	{"OAUTH_TOKEN_TTL", "15m", "lifetime of an OAuth access token"},
+	{"SESSION_TTL", "12h", "how long a person stays signed in"},
+	{"TRUSTED_PROXIES", "", "comma-separated addresses or CIDRs of load balancers whose X-Forwarded-For is believed"},
+	{"RATE_LIMIT", "50", "requests per second per credential, per API replica"},
+	{"RATE_BURST", "100", "burst of requests per credential, per API replica"},
+	{"WS_PING_INTERVAL", "25s", "how often the WebSocket channel pings each client (a pong must follow within 10 s)"},
+	{"WS_SEND_RING", "true", "batch the live channel's sends through io_uring where the kernel allows it; false writes each frame with its own system call"},
+	{"WEBHOOK_SECRET_KEY", "", "base64 of 32 random bytes (openssl rand -base64 32) that seals webhook signing secrets at rest; the same on every api and worker; without it webhooks are refused"},
+	{"WEBHOOK_ALLOW_HTTP", "false", "let webhooks go to http URLs (test rigs only; https otherwise)"},
+	{"WEBHOOK_ALLOW_LOOPBACK", "false", "let webhooks go to loopback addresses (test rigs only)"},
+	{"WEBHOOK_BACKOFF_SCALE", "1", "multiplies the webhook retry schedule (5 s … 10 h) and the 5-day failing window; below 1 for tests"},
+	{"CONSOLE", "true", "serve the web console for people under /console/ beside the API"},
+	{"TEMPORAL_UI_URL", "", "Temporal Web UI base URL (http://temporal-ui:8080) the console links each order's workflow to"},
+	{"METRICS_ADDR", ":9464", "address of the Prometheus /metrics endpoint of api and worker, apart from the public API (see docs/metrics.md)"},
+	{"LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"TREASURY_TOKEN", "", "treasury signer: a key with the sign action; treasury events tail: a key of the config's app"},
+}
+
+// EnvVarNames returns the names of EnvVars.
+func EnvVarNames() []string {
+	out := make([]string, len(EnvVars))
+	for i, v := range EnvVars {
+		out[i] = v.Name
+	}
+	return out
+}
+
+// EnvHelp renders EnvVars for a usage message.
+func EnvHelp() string {
+	var b strings.Builder
+	for _, v := range EnvVars {
+		def := v.Default
+		if def == "" {
+			def = "unset"
+		}
+		fmt.Fprintf(&b, "  %-22s %s (default: %s)\n", v.Name, v.Help, def)
+	}
+	return b.String()
+}
+
+// ConfigFromEnv reads the configuration; getenv is os.Getenv outside tests.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	get := func(name string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		for _, e := range EnvVars {
+			if e.Name == name {
+				return e.Default
+			}
+		}
+		return ""
+	}
+	var errs []string
+	boolean := func(name string) bool {
+		b, err := strconv.ParseBool(get(name))
+		if err != nil {
+			errs = append(errs, name+": not a boolean")
+		}
+		return b
+	}
+	duration := func(name string) time.Duration {
+		d, err := time.ParseDuration(get(name))
+		if err != nil || d <= 0 {
+			errs = append(errs, name+": not a positive duration such as 30s")
+		}
+		return d
+	}
+	number := func(name string) float64 {
+		n, err := strconv.ParseFloat(get(name), 64)
+		if err != nil || n <= 0 {
+			errs = append(errs, name+": not a positive number")
+		}
+		return n
+	}
+	cfg := Config{
+		DatabaseURL:          get("DATABASE_URL"),
+		SQLitePath:           get("SQLITE_PATH"),
+		MigrateOnStart:       boolean("MIGRATE_ON_START"),
+		TemporalAddress:      get("TEMPORAL_ADDRESS"),
+		TemporalNamespace:    get("TEMPORAL_NAMESPACE"),
+		TemporalAPIKey:       get("TEMPORAL_API_KEY"),
+		TemporalTLS:          boolean("TEMPORAL_TLS"),
+		TemporalTLSCertFile:  get("TEMPORAL_TLS_CERT"),
+		TemporalTLSKeyFile:   get("TEMPORAL_TLS_KEY"),
+		HTTPAddr:             get("HTTP_ADDR"),
+		RequestTimeout:       duration("REQUEST_TIMEOUT"),
+		ShutdownTimeout:      duration("SHUTDOWN_TIMEOUT"),
+		BalanceSyncInterval:  duration("BALANCE_SYNC_INTERVAL"),
+		IdempotencyRetention: duration("IDEMPOTENCY_RETENTION"),
+		RateLimit:            number("RATE_LIMIT"),
+		RateBurst:            int(number("RATE_BURST")),
+		OAuthTokenTTL:        duration("OAUTH_TOKEN_TTL"),
+		SessionTTL:           duration("SESSION_TTL"),
+		TrustedProxies:       get("TRUSTED_PROXIES"),
+		WSPingInterval:       duration("WS_PING_INTERVAL"),
+		WSSendRing:           boolean("WS_SEND_RING"),
+		WebhookSecretKey:     get("WEBHOOK_SECRET_KEY"),
+		WebhookAllowHTTP:     boolean("WEBHOOK_ALLOW_HTTP"),
+		WebhookAllowLoopback: boolean("WEBHOOK_ALLOW_LOOPBACK"),
+		WebhookBackoffScale:  number("WEBHOOK_BACKOFF_SCALE"),
+		Console:              boolean("CONSOLE"),
+		TemporalUIURL:        get("TEMPORAL_UI_URL"),
+		MetricsAddr:          get("METRICS_ADDR"),
+	}
+	if err := cfg.LogLevel.UnmarshalText([]byte(get("LOG_LEVEL"))); err != nil {
+		errs = append(errs, "LOG_LEVEL: one of debug, info, warn, error")
+	}
+	for _, p := range cfg.TrustedProxyList() {
+		if _, _, err := net.ParseCIDR(p); err != nil && net.ParseIP(p) == nil {
+			errs = append(errs, "TRUSTED_PROXIES: "+p+" is not an address or a CIDR")
+		}
+	}
+	if cfg.WebhookSecretKey != "" {
+		if _, err := webhook.ParseKey(cfg.WebhookSecretKey); err != nil {
+			errs = append(errs, "WEBHOOK_SECRET_KEY: "+err.Error())
+		}
+	}
+	if u, err := url.Parse(cfg.TemporalUIURL); cfg.TemporalUIURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		errs = append(errs, "TEMPORAL_UI_URL: not an http(s) URL")
+	}
+	if _, _, err := net.SplitHostPort(cfg.MetricsAddr); err != nil {
+		errs = append(errs, "METRICS_ADDR: not host:port, such as :9464")
+	}
+	if (cfg.TemporalTLSCertFile == "") != (cfg.TemporalTLSKeyFile == "") {
+		errs = append(errs, "TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY: set both or neither")
+	}
+	if len(errs) > 0 {
+		return cfg, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
+	}
+	return cfg, nil
+}
+
+// NewLogger returns the service's structured JSON logger on stderr.
+func NewLogger(level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// TrustedProxyList is TrustedProxies as a list.
+func (c Config) TrustedProxyList() []string {
+	var out []string
+	for _, p := range strings.Split(c.TrustedProxies, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,262 @@
+package assemble
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+// env returns a getenv over a fixed map.
+func env(m map[string]string) func(string) string {
+	return func(name string) string { return m[name] }
+}
+
+func TestConfigFromEnvDefaults(t *testing.T) {
+	cfg, err := ConfigFromEnv(env(nil))
+	if err != nil {
+		t.Fatalf("ConfigFromEnv(empty): %v", err)
+	}
+	want := Config{
+		MigrateOnStart:       true,
+		TemporalAddress:      "127.0.0.1:7233",
+		TemporalNamespace:    "default",
+		HTTPAddr:             ":8080",
+		RequestTimeout:       30 * time.Second,
+		ShutdownTimeout:      8 * time.Second,
+		BalanceSyncInterval:  time.Minute,
+		IdempotencyRetention: 24 * time.Hour,
+		RateLimit:            50,
+		RateBurst:            100,
+		OAuthTokenTTL:        15 * time.Minute,
+		SessionTTL:           12 * time.Hour,
+		WSPingInterval:       25 * time.Second,
+		WSSendRing:           true,
+		WebhookBackoffScale:  1,
+		Console:              true,
+		MetricsAddr:          ":9464",
+		LogLevel:             slog.LevelInfo,
+	}
+	if cfg != want {
+		t.Fatalf("defaults:\n got %+v\nwant %+v", cfg, want)
+	}
+}
+
+func TestConfigFromEnvDefaultsMatchEnvVars(t *testing.T) {
+	// The documented default of each variable is what an empty environment yields:
+	// setting every variable explicitly to its documented default changes nothing.
+	explicit := map[string]string{}
+	for _, v := range EnvVars {
+		explicit[v.Name] = v.Default
+	}
+	a, err := ConfigFromEnv(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ConfigFromEnv(env(explicit))
+	if err != nil {
+		t.Fatalf("documented defaults do not parse: %v", err)
+	}
+	if a != b {
+		t.Fatalf("empty env %+v != documented defaults %+v", a, b)
+	}
+}
+
+func TestConfigFromEnvValues(t *testing.T) {
+	cfg, err := ConfigFromEnv(env(map[string]string{
+		"DATABASE_URL":           "postgres://u:p@db:5432/treasury",
+		"SQLITE_PATH":            "/tmp/t.db",
+		"MIGRATE_ON_START":       "false",
+		"TEMPORAL_ADDRESS":       " temporal:7233 ",
+		"TEMPORAL_NAMESPACE":     "prod",
+		"TEMPORAL_API_KEY":       "secret",
+		"TEMPORAL_TLS":           "true",
+		"TEMPORAL_TLS_CERT":      "/c.pem",
+		"TEMPORAL_TLS_KEY":       "/k.pem",
+		"HTTP_ADDR":              "0.0.0.0:9000",
+		"REQUEST_TIMEOUT":        "5s",
+		"SHUTDOWN_TIMEOUT":       "1m30s",
+		"BALANCE_SYNC_INTERVAL":  "10m",
+		"IDEMPOTENCY_RETENTION":  "2h",
+		"RATE_LIMIT":             "10.5",
+		"RATE_BURST":             "20",
+		"OAUTH_TOKEN_TTL":        "5m",
+		"SESSION_TTL":            "30m",
+		"TRUSTED_PROXIES":        "10.0.0.0/8, 192.0.2.7",
+		"WS_PING_INTERVAL":       "5s",
+		"WS_SEND_RING":           "false",
+		"WEBHOOK_SECRET_KEY":     "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+		"WEBHOOK_ALLOW_HTTP":     "true",
+		"WEBHOOK_ALLOW_LOOPBACK": "true",
+		"WEBHOOK_BACKOFF_SCALE":  "0.01",
+		"CONSOLE":                "false",
+		"TEMPORAL_UI_URL":        "https://temporal-ui.internal:8443",
+		"METRICS_ADDR":           "127.0.0.1:9100",
+		"LOG_LEVEL":              "debug",
+	}))
+	if err != nil {
+		t.Fatalf("ConfigFromEnv: %v", err)
+	}
+	want := Config{
+		DatabaseURL:          "postgres://u:p@db:5432/treasury",
+		SQLitePath:           "/tmp/t.db",
+		MigrateOnStart:       false,
+		TemporalAddress:      "temporal:7233",
+		TemporalNamespace:    "prod",
+		TemporalAPIKey:       "secret",
+		TemporalTLS:          true,
+		TemporalTLSCertFile:  "/c.pem",
+		TemporalTLSKeyFile:   "/k.pem",
+		HTTPAddr:             "0.0.0.0:9000",
+		RequestTimeout:       5 * time.Second,
+		ShutdownTimeout:      90 * time.Second,
+		BalanceSyncInterval:  10 * time.Minute,
+		IdempotencyRetention: 2 * time.Hour,
+		RateLimit:            10.5,
+		RateBurst:            20,
+		OAuthTokenTTL:        5 * time.Minute,
+		SessionTTL:           30 * time.Minute,
+		TrustedProxies:       "10.0.0.0/8, 192.0.2.7",
+		WSPingInterval:       5 * time.Second,
+		WebhookSecretKey:     "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+		WebhookAllowHTTP:     true,
+		WebhookAllowLoopback: true,
+		WebhookBackoffScale:  0.01,
+		TemporalUIURL:        "https://temporal-ui.internal:8443",
+		MetricsAddr:          "127.0.0.1:9100",
+		LogLevel:             slog.LevelDebug,
+	}
+	if cfg != want {
+		t.Fatalf("\n got %+v\nwant %+v", cfg, want)
+	}
+}
+
+func TestConfigFromEnvErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		env   map[string]string
+		names []string // every one must be named in the error
+	}{
+		{"timeout not a duration", map[string]string{"REQUEST_TIMEOUT": "abc"}, []string{"REQUEST_TIMEOUT"}},
+		{"timeout negative", map[string]string{"REQUEST_TIMEOUT": "-1s"}, []string{"REQUEST_TIMEOUT"}},
+		{"timeout zero", map[string]string{"REQUEST_TIMEOUT": "0s"}, []string{"REQUEST_TIMEOUT"}},
+		{"timeout without unit", map[string]string{"REQUEST_TIMEOUT": "30"}, []string{"REQUEST_TIMEOUT"}},
+		{"shutdown timeout", map[string]string{"SHUTDOWN_TIMEOUT": "soon"}, []string{"SHUTDOWN_TIMEOUT"}},
+		{"sync interval", map[string]string{"BALANCE_SYNC_INTERVAL": "-5m"}, []string{"BALANCE_SYNC_INTERVAL"}},
+		{"migrate maybe", map[string]string{"MIGRATE_ON_START": "maybe"}, []string{"MIGRATE_ON_START"}},
+		{"tls yes", map[string]string{"TEMPORAL_TLS": "yes"}, []string{"TEMPORAL_TLS"}},
+		{"log level loud", map[string]string{"LOG_LEVEL": "loud"}, []string{"LOG_LEVEL"}},
+		{"proxy not an address", map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8,balancer"}, []string{"TRUSTED_PROXIES"}},
+		{"cert without key", map[string]string{"TEMPORAL_TLS_CERT": "/c.pem"}, []string{"TEMPORAL_TLS_CERT", "TEMPORAL_TLS_KEY"}},
+		{"key without cert", map[string]string{"TEMPORAL_TLS_KEY": "/k.pem"}, []string{"TEMPORAL_TLS_CERT", "TEMPORAL_TLS_KEY"}},
+		{"webhook key too short", map[string]string{"WEBHOOK_SECRET_KEY": "c2hvcnQ="}, []string{"WEBHOOK_SECRET_KEY"}},
+		{"webhook scale", map[string]string{"WEBHOOK_BACKOFF_SCALE": "0"}, []string{"WEBHOOK_BACKOFF_SCALE"}},
+		{"console maybe", map[string]string{"CONSOLE": "maybe"}, []string{"CONSOLE"}},
+		{"temporal ui not a URL", map[string]string{"TEMPORAL_UI_URL": "temporal-ui:8080"}, []string{"TEMPORAL_UI_URL"}},
+		{"metrics address without port", map[string]string{"METRICS_ADDR": "metrics"}, []string{"METRICS_ADDR"}},
+		{"cert with blank key", map[string]string{"TEMPORAL_TLS_CERT": "/c.pem", "TEMPORAL_TLS_KEY": "  "}, []string{"TEMPORAL_TLS_KEY"}},
+		{"several at once", map[string]string{"REQUEST_TIMEOUT": "abc", "LOG_LEVEL": "loud", "MIGRATE_ON_START": "maybe"},
+			[]string{"REQUEST_TIMEOUT", "LOG_LEVEL", "MIGRATE_ON_START"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ConfigFromEnv(env(tc.env))
+			if err == nil {
+				t.Fatalf("ConfigFromEnv(%v) = nil error", tc.env)
+			}
+			for _, name := range tc.names {
+				if !strings.Contains(err.Error(), name) {
+					t.Errorf("error %q does not name %s", err, name)
+				}
+			}
+		})
+	}
+}
+
+func TestConfigFromEnvWhitespaceFallsBack(t *testing.T) {
+	blank := map[string]string{}
+	for i, name := range EnvVarNames() {
+		blank[name] = []string{" ", "\t", "\n", "  \t \n"}[i%4]
+	}
+	cfg, err := ConfigFromEnv(env(blank))
+	if err != nil {
+		t.Fatalf("whitespace-only values: %v", err)
+	}
+	def, err := ConfigFromEnv(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg != def {
+		t.Fatalf("whitespace-only values:\n got %+v\nwant defaults %+v", cfg, def)
+	}
+}
+
+func TestConfigFromEnvNilGetenv(t *testing.T) {
+	for _, name := range EnvVarNames() {
+		t.Setenv(name, "")
+	}
+	t.Setenv("TEMPORAL_NAMESPACE", "from-os")
+	cfg, err := ConfigFromEnv(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.TemporalNamespace != "from-os" {
+		t.Fatalf("nil getenv did not read the process environment: namespace %q", cfg.TemporalNamespace)
+	}
+}
+
+func TestEnvVarsDocumented(t *testing.T) {
+	if len(EnvVars) == 0 {
+		t.Fatal("EnvVars is empty")
+	}
+	for _, v := range EnvVars {
+		if strings.TrimSpace(v.Help) == "" {
+			t.Errorf("%s has no help", v.Name)
+		}
+		if v.Name == "" || strings.ToUpper(v.Name) != v.Name || strings.ContainsAny(v.Name, " \t=") {
+			t.Errorf("bad variable name %q", v.Name)
+		}
+	}
+	names := EnvVarNames()
+	if len(names) != len(EnvVars) {
+		t.Fatalf("EnvVarNames has %d names, EnvVars %d entries", len(names), len(EnvVars))
+	}
+	seen := map[string]bool{}
+	for i, n := range names {
+		if n != EnvVars[i].Name {
+			t.Errorf("EnvVarNames()[%d] = %q, want %q", i, n, EnvVars[i].Name)
+		}
+		if seen[n] {
+			t.Errorf("%s listed twice", n)
+		}
+		seen[n] = true
+	}
+	// Every variable ConfigFromEnv reads is documented (and so listed in the usage text).
+	help := EnvHelp()
+	for _, n := range []string{"DATABASE_URL", "SQLITE_PATH", "MIGRATE_ON_START", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE",
+		"TEMPORAL_API_KEY", "TEMPORAL_TLS", "TEMPORAL_TLS_CERT", "TEMPORAL_TLS_KEY", "HTTP_ADDR", "REQUEST_TIMEOUT",
+		"SHUTDOWN_TIMEOUT", "BALANCE_SYNC_INTERVAL", "LOG_LEVEL"} {
+		if !seen[n] {
+			t.Errorf("%s is read but not in EnvVars", n)
+		}
+		if !strings.Contains(help, n) {
+			t.Errorf("EnvHelp does not mention %s", n)
+		}
+	}
+}
+
+func TestConfigFromEnvReadsOnlyDocumentedNames(t *testing.T) {
+	documented := map[string]bool{}
+	for _, n := range EnvVarNames() {
+		documented[n] = true
+	}
+	_, err := ConfigFromEnv(func(name string) string {
+		if !documented[name] {
+			t.Errorf("ConfigFromEnv reads undocumented variable %s", name)
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

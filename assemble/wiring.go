@@ -1,0 +1,230 @@
+package assemble
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/opentreasury/treasury/activities"
+	"github.com/opentreasury/treasury/api"
+	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/console"
+	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/worker"
+	"github.com/opentreasury/treasury/workflows"
+)
+
+// SearchAttributeTypes are the custom search attributes the order workflows set, by name,
+// as a namespace registers them.
+func SearchAttributeTypes() map[string]enumspb.IndexedValueType {
+	out := make(map[string]enumspb.IndexedValueType, len(workflows.SearchAttributes))
+	for _, k := range workflows.SearchAttributes {
+		out[k.GetName()] = k.GetValueType()
+	}
+	return out
+}
+
+// OpenStore connects to the configured database and, unless disabled, migrates it. The
+// events its transactions commit are counted into cfg.Metrics.
+func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (*store.Store, error) {
+	s, err := store.Open(ctx, store.Config{DatabaseURL: cfg.DatabaseURL, SQLitePath: cfg.SQLitePath})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Metrics != nil {
+		s.OnEventNamesCommitted(cfg.Metrics.EventsCommitted)
+	}
+	if cfg.DatabaseURL != "" {
+		log.Info("store on PostgreSQL", "database", store.RedactDatabaseURL(cfg.DatabaseURL))
+	} else {
+		log.Info("store on SQLite", "path", cfg.SQLitePath)
+	}
+	if cfg.MigrateOnStart {
+		if err := s.Migrate(ctx, log); err != nil {
+			_ = s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// DialTemporal connects a Temporal client, waiting up to a minute for the frontend. The
+// SDK reports its metrics (and those of workers built on the client) into cfg.Metrics.
+func DialTemporal(ctx context.Context, cfg Config, log *slog.Logger) (client.Client, error) {
+	opts := client.Options{
+		HostPort:       cfg.TemporalAddress,
+		Namespace:      cfg.TemporalNamespace,
+		Logger:         sdklog.NewStructuredLogger(log.With("component", "temporal-sdk")),
+		MetricsHandler: cfg.Metrics.Temporal(),
+	}
+	if cfg.TemporalNoCompression {
+		opts.ConnectionOptions.GrpcCompression = &client.GrpcCompressionNone{}
+	}
+	if cfg.TemporalTLS || cfg.TemporalAPIKey != "" || cfg.TemporalTLSCertFile != "" {
+		t := &tls.Config{MinVersion: tls.VersionTLS12}
+		if cfg.TemporalTLSCertFile != "" {
+			cert, err := tls.LoadX509KeyPair(cfg.TemporalTLSCertFile, cfg.TemporalTLSKeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("temporal mTLS: %w", err)
+			}
+			t.Certificates = []tls.Certificate{cert}
+		}
+		opts.ConnectionOptions.TLS = t
+	}
+	if cfg.TemporalAPIKey != "" {
+		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.TemporalAPIKey)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		c, err := client.DialContext(ctx, opts)
+		if err == nil {
+			return c, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)
+		}
+		log.Warn("Temporal not reachable yet; retrying", "address", cfg.TemporalAddress, "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// RegisterSearchAttributes adds the custom search attributes to a namespace; the ones
+// already there are left alone, so it is safe to run at every start.
+func RegisterSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
+	have, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		return fmt.Errorf("list search attributes: %w", err)
+	}
+	missing := map[string]enumspb.IndexedValueType{}
+	for name, typ := range SearchAttributeTypes() {
+		if _, ok := have.GetCustomAttributes()[name]; !ok {
+			missing[name] = typ
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	_, err = c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+		Namespace: namespace, SearchAttributes: missing,
+	})
+	if err != nil {
+		return fmt.Errorf("add search attributes: %w", err)
+	}
+	return nil
+}
+
+// NewAPIHandler builds the API's HTTP handler over the store, Temporal and the live channel.
+func NewAPIHandler(cfg Config, s *store.Store, tc client.Client, live *Live, log *slog.Logger) http.Handler {
+	var pages *console.Options
+	if cfg.Console {
+		pages = &console.Options{TemporalUIURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace,
+			CredentialsFile: cfg.ConsoleCredentialsFile}
+	}
+	return api.NewRouter(api.Config{
+		Console:              pages,
+		Bus:                  live.Bus,
+		Live:                 live.Hub,
+		RequestLogs:          live.RequestLogs,
+		Store:                s,
+		Log:                  log,
+		RequestTimeout:       cfg.RequestTimeout,
+		IdempotencyRetention: cfg.IdempotencyRetention,
+		RateLimit:            cfg.RateLimit,
+		RateBurst:            cfg.RateBurst,
+		OAuthTokenTTL:        cfg.OAuthTokenTTL,
+		SessionTTL:           cfg.SessionTTL,
+		TrustedProxies:       cfg.TrustedProxyList(),
+		Webhooks:             cfg.WebhookOptions(),
+		Workflows:            TemporalOrders{Client: tc},
+		Metrics:              cfg.Metrics,
+		Readiness: []api.ReadinessCheck{
+			{Name: "database", Check: s.Ping},
+			{Name: "temporal", Check: func(ctx context.Context) error {
+				_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
+				return err
+			}},
+		},
+	})
+}
+
+// NewWorker builds the worker with every activity wired to the store and chain adapter.
+// On Stop it waits up to stopTimeout for running activities before cancelling them.
+func NewWorker(s *store.Store, ch chain.Adapter, tc client.Client, log *slog.Logger, stopTimeout time.Duration) sdkworker.Worker {
+	return worker.New(tc, worker.Activities{
+		Portfolio:   &activities.Portfolio{Store: s, Chain: ch, Log: log},
+		Maintenance: &activities.Maintenance{Store: s},
+		Orders:      &activities.Orders{Store: s, Chain: ch, Log: log},
+	}, sdkworker.Options{WorkerStopTimeout: stopTimeout})
+}
+
+// ServeHTTP serves srv on ln until ctx ends, then stops serving (see StopServing).
+func ServeHTTP(ctx context.Context, srv *http.Server, ln net.Listener, live *Live, timeout time.Duration, log *slog.Logger) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	StopServing(srv, live, timeout, log)
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// StopServing ends an API process's serving within one timeout. Live connections are
+// closed (1001) first, since http.Server.Shutdown does not track hijacked connections;
+// then in-flight requests drain; then the background work stops, so that the drained
+// requests' log rows are still written. Either srv or live may be nil.
+func StopServing(srv *http.Server, live *Live, timeout time.Duration, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if live != nil {
+		live.CloseConnections(ctx)
+	}
+	if srv != nil {
+		drain(ctx, srv, timeout, log)
+	}
+	if live != nil {
+		live.Stop()
+	}
+}
+
+// drain stops srv accepting and waits until ctx ends for in-flight requests; requests still
+// running then are cut off (their contexts cancelled) so that what they use can be closed.
+// Cutting them off is the expected end of a bounded shutdown, not a failure.
+func drain(ctx context.Context, srv *http.Server, timeout time.Duration, log *slog.Logger) {
+	if err := srv.Shutdown(ctx); err != nil {
+		log.Warn("requests still running after the shutdown timeout were cut off", "timeout", timeout.String())
+		_ = srv.Close()
+	}
+}
+
+// NewHTTPServer wraps the API's handler in an http.Server with a timeout on every phase.
+func NewHTTPServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+}

@@ -1,0 +1,86 @@
+// Package devbundle starts treasury-dev for the load programs under bench/ and holds the
+// arithmetic they share.
+package devbundle
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/opentreasury/treasury/dev/seed"
+)
+
+// Bundle is a treasury-dev child process on free ports with a data directory of its own.
+type Bundle struct {
+	Cmd *exec.Cmd
+	// CredentialsPath is the bundle's credentials.json.
+	CredentialsPath string
+	dir             string
+}
+
+// ReadCredentials reads a bundle's credentials.json.
+func ReadCredentials(path string) (*seed.Credentials, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c seed.Credentials
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &c, nil
+}
+
+// Start runs bin with extra flags and returns once it has printed its banner.
+func Start(bin string, extra []string) (*Bundle, error) {
+	dir, err := os.MkdirTemp("", "treasury-bench-")
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"--data-dir", dir, "--http-addr", "127.0.0.1:0", "--temporal-port", "0", "--ui-port", "-1", "--log-level", "warn"}, extra...)
+	b := &Bundle{Cmd: exec.Command(bin, args...), CredentialsPath: filepath.Join(dir, "credentials.json"), dir: dir}
+	var stderr bytes.Buffer
+	b.Cmd.Stderr = &stderr
+	stdout, err := b.Cmd.StdoutPipe()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	if err := b.Cmd.Start(); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	lines := bufio.NewScanner(stdout)
+	for lines.Scan() {
+		if strings.HasPrefix(lines.Text(), "Press Ctrl-C") {
+			// The bundle blocks on a full stdout pipe if nobody drains it.
+			go func() { _, _ = io.Copy(io.Discard, stdout) }()
+			return b, nil
+		}
+	}
+	b.Stop()
+	return nil, fmt.Errorf("treasury-dev ended before it was ready: %s", stderr.String())
+}
+
+// Stop interrupts the bundle as Ctrl-C would, waits for it, and removes its data.
+func (b *Bundle) Stop() {
+	_ = b.Cmd.Process.Signal(syscall.SIGINT)
+	_ = b.Cmd.Wait()
+	_ = os.RemoveAll(b.dir)
+}
+
+// Percentile returns the p-th (0 to 1) of sorted durations, 0 for none.
+func Percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[int(float64(len(sorted)-1)*p)]
+}

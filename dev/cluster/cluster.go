@@ -1,0 +1,515 @@
+// Package cluster runs the production topology on one machine, without Docker: a Temporal
+// server on PostgreSQL (persistence and visibility) with its Web UI, two `treasury api`
+// and two `treasury worker` processes, one PostgreSQL store, and a dev signer standing in
+// for the organisations' signing devices. Every process is a child the cluster supervises:
+// one that exits is started again, as an orchestrator would, and the fault tests kill,
+// stop and resume them by name.
+package cluster
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the pgx database/sql driver
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/opentreasury/treasury/assemble"
+	"github.com/opentreasury/treasury/dev/devsigner"
+	"github.com/opentreasury/treasury/dev/freeport"
+	"github.com/opentreasury/treasury/dev/seed"
+	"github.com/opentreasury/treasury/service"
+	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/webhook"
+)
+
+// Options describe the cluster; zero values give the defaults of `make run-cluster`.
+type Options struct {
+	// TreasuryBin is the production binary; DevBin the dev one, which holds the Temporal
+	// server (`treasury-dev temporal serve`).
+	TreasuryBin, DevBin string
+	// Postgres is the server, as a URL without a database; databases named Name,
+	// Name_temporal and Name_temporal_visibility are made on it when missing.
+	Postgres string
+	Name     string
+	// DataDir holds the credentials, the dev signer's keys, the webhook sealing key and
+	// one log file per process.
+	DataDir string
+	// APIPorts, one api process each (8080 and 8081 by default; 0 picks a free port).
+	APIPorts []int
+	// Workers is the number of worker processes (2 by default).
+	Workers int
+	// TemporalPort and UIPort of the Temporal server (7233 and 8233; 0 picks free ones).
+	TemporalPort, UIPort int
+	// Env is added to every treasury process's environment (e.g. RATE_LIMIT).
+	Env []string
+	Log *slog.Logger
+}
+
+// Cluster is a running cluster.
+type Cluster struct {
+	APIURLs       []string
+	TemporalAddr  string
+	TemporalUIURL string
+	DatabaseURL   string
+	// MetricsURLs are the processes' Prometheus endpoints, by process name.
+	MetricsURLs map[string]string
+	Credentials *seed.Credentials
+	// CredentialsPath is the credentials file, as the dev bundle writes it.
+	CredentialsPath string
+
+	opts     Options
+	log      *slog.Logger
+	procs    map[string]*process
+	order    []string // start order; stopped in reverse
+	store    *store.Store
+	live     *assemble.Live
+	signer   context.CancelFunc
+	signDone chan struct{}
+	logFiles []*os.File
+}
+
+// Process names: "temporal", "api-1", "api-2", "worker-1", "worker-2".
+const Temporal = "temporal"
+
+// API and Worker name the i-th (from 1) api and worker process.
+func API(i int) string    { return "api-" + strconv.Itoa(i) }
+func Worker(i int) string { return "worker-" + strconv.Itoa(i) }
+
+// Start brings the cluster up and returns when every API answers ready.
+func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
+	if opts.Postgres == "" {
+		opts.Postgres = "postgres://postgres@127.0.0.1:5432/?sslmode=disable"
+	}
+	if opts.Name == "" {
+		opts.Name = "treasury_cluster"
+	}
+	if opts.DataDir == "" {
+		opts.DataDir = ".cluster"
+	}
+	if opts.APIPorts == nil {
+		opts.APIPorts = []int{8080, 8081}
+	}
+	if opts.Workers == 0 {
+		opts.Workers = 2
+	}
+	if opts.TemporalPort == 0 {
+		opts.TemporalPort = 7233
+	}
+	if opts.UIPort == 0 {
+		opts.UIPort = 8233
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	c := &Cluster{opts: opts, log: opts.Log, procs: map[string]*process{}}
+	defer func() {
+		if err != nil {
+			_ = c.Shutdown()
+		}
+	}()
+	if err := os.MkdirAll(filepath.Join(opts.DataDir, "logs"), 0o700); err != nil {
+		return nil, err
+	}
+	for _, db := range []string{opts.Name, opts.Name + "_temporal"} {
+		if err := ensureDatabase(ctx, opts.Postgres, db); err != nil {
+			return nil, err
+		}
+	}
+	if c.DatabaseURL, err = withDatabase(opts.Postgres, opts.Name); err != nil {
+		return nil, err
+	}
+	temporalDB, _ := withDatabase(opts.Postgres, opts.Name+"_temporal")
+
+	temporalPort, err := freeport.OrFree("127.0.0.1", opts.TemporalPort)
+	if err != nil {
+		return nil, fmt.Errorf("temporal port: %w", err)
+	}
+	uiPort, err := freeport.OrFree("127.0.0.1", opts.UIPort)
+	if err != nil {
+		return nil, fmt.Errorf("temporal UI port: %w", err)
+	}
+	c.TemporalAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(temporalPort))
+	c.TemporalUIURL = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(uiPort))
+	if err := c.add(ctx, Temporal, opts.DevBin, nil, "temporal", "serve", "--postgres", temporalDB,
+		"--port", strconv.Itoa(temporalPort), "--ui-port", strconv.Itoa(uiPort)); err != nil {
+		return nil, err
+	}
+
+	sealKey, err := webhook.KeyFile(filepath.Join(opts.DataDir, "webhook-key"))
+	if err != nil {
+		return nil, err
+	}
+	env := slices.Concat([]string{
+		"DATABASE_URL=" + c.DatabaseURL,
+		"TEMPORAL_ADDRESS=" + c.TemporalAddr,
+		"TEMPORAL_UI_URL=" + c.TemporalUIURL,
+		"MIGRATE_ON_START=false",
+		"WEBHOOK_SECRET_KEY=" + sealKey,
+		// Receivers on this machine, as in the dev bundle; production refuses both.
+		"WEBHOOK_ALLOW_HTTP=true",
+		"WEBHOOK_ALLOW_LOOPBACK=true",
+	}, opts.Env)
+	onceLog, err := c.logFile("setup")
+	if err != nil {
+		return nil, err
+	}
+	if err := runOnce(ctx, onceLog, env, opts.TreasuryBin, "migrate"); err != nil {
+		return nil, err
+	}
+	// Waits (up to a minute) for the frontend, then registers the search attributes.
+	if err := runOnce(ctx, onceLog, env, opts.TreasuryBin, "temporal", "setup"); err != nil {
+		return nil, err
+	}
+
+	apiAddrs := make([]string, len(opts.APIPorts))
+	for i, p := range opts.APIPorts {
+		port, err := freeport.OrFree("127.0.0.1", p)
+		if err != nil {
+			return nil, fmt.Errorf("api port %d: %w", p, err)
+		}
+		apiAddrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		c.APIURLs = append(c.APIURLs, "http://"+apiAddrs[i])
+	}
+	if c.store, err = store.Open(ctx, store.Config{DatabaseURL: c.DatabaseURL}); err != nil {
+		return nil, err
+	}
+	urls := seed.URLs{BaseURL: c.APIURLs[0], WSURL: "ws://" + apiAddrs[0], TemporalUIURL: c.TemporalUIURL}
+	if c.Credentials, err = seed.Ensure(ctx, c.store, opts.DataDir, urls, c.log); err != nil {
+		return nil, err
+	}
+	c.CredentialsPath = filepath.Join(opts.DataDir, seed.CredentialsFile)
+
+	c.MetricsURLs = map[string]string{}
+	// Every process serves /metrics on an address of its own.
+	withMetrics := func(name string, extra ...string) ([]string, error) {
+		port, err := freeport.OrFree("127.0.0.1", 0)
+		if err != nil {
+			return nil, err
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		c.MetricsURLs[name] = "http://" + addr + "/metrics"
+		return slices.Concat(env, extra, []string{"METRICS_ADDR=" + addr}), nil
+	}
+	for i := range opts.Workers {
+		penv, err := withMetrics(Worker(i + 1))
+		if err != nil {
+			return nil, err
+		}
+		if err := c.add(ctx, Worker(i+1), opts.TreasuryBin, penv, "worker"); err != nil {
+			return nil, err
+		}
+	}
+	for i, addr := range apiAddrs {
+		penv, err := withMetrics(API(i+1), "HTTP_ADDR="+addr)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.add(ctx, API(i+1), opts.TreasuryBin, penv, "api"); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.startSigner(ctx); err != nil {
+		return nil, err
+	}
+	for _, u := range c.APIURLs {
+		if err := waitReady(ctx, u, 90*time.Second); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// startSigner runs the dev signer in this process, on the store and the cluster's
+// Temporal server, woken by the store's events like the dev bundle's.
+func (c *Cluster) startSigner(ctx context.Context) error {
+	keys, err := seed.LoadSignerKeys(c.opts.DataDir)
+	if err != nil {
+		return err
+	}
+	tc, err := assemble.DialTemporal(ctx, assemble.Config{TemporalAddress: c.TemporalAddr, TemporalNamespace: "default"}, c.log)
+	if err != nil {
+		return err
+	}
+	c.live = assemble.StartLive(c.store, assemble.LiveOptions{}, c.log)
+	svc := &service.Service{Store: c.store, Workflows: assemble.TemporalOrders{Client: tc}, Log: c.log}
+	s := devsigner.New(c.store, svc, keys, c.log.With("component", "dev-signer"))
+	unsubscribe := c.live.Follower.Subscribe(s)
+	signerCtx, cancel := context.WithCancel(context.Background())
+	c.signer, c.signDone = cancel, make(chan struct{})
+	go func() {
+		defer close(c.signDone)
+		defer tc.Close()
+		defer unsubscribe()
+		s.Run(signerCtx)
+	}()
+	return nil
+}
+
+func (c *Cluster) add(ctx context.Context, name, path string, env []string, args ...string) error {
+	out, err := c.logFile(name)
+	if err != nil {
+		return err
+	}
+	p := &process{name: name, path: path, args: args, env: env, out: out, log: c.log}
+	if err := p.start(); err != nil {
+		return err
+	}
+	c.procs[name] = p
+	c.order = append(c.order, name)
+	if name == Temporal {
+		return waitNamespace(ctx, c.TemporalAddr, "default", 2*time.Minute)
+	}
+	return nil
+}
+
+// waitNamespace waits until the server answers for the namespace: its frontend opens
+// before `temporal serve` has registered it.
+func waitNamespace(ctx context.Context, addr, namespace string, timeout time.Duration) error {
+	if err := freeport.WaitOpen(ctx, addr, timeout); err != nil {
+		return err
+	}
+	nc, err := client.NewNamespaceClient(client.Options{HostPort: addr, Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	deadline := time.Now().Add(timeout)
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := nc.Describe(callCtx, namespace)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("namespace %s not there within %s: %w", namespace, timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) logFile(name string) (io.Writer, error) {
+	f, err := os.OpenFile(filepath.Join(c.opts.DataDir, "logs", name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	c.logFiles = append(c.logFiles, f)
+	return f, nil
+}
+
+// Names lists the supervised processes in start order.
+func (c *Cluster) Names() []string { return append([]string(nil), c.order...) }
+
+// Kill sends SIGKILL to a process; the cluster starts it again half a second later.
+func (c *Cluster) Kill(name string) error {
+	p, err := c.proc(name)
+	if err != nil {
+		return err
+	}
+	return p.signal(syscall.SIGKILL, false, 10*time.Second)
+}
+
+// Terminate sends SIGTERM and waits for the process to drain and exit; it is started
+// again like a killed one.
+func (c *Cluster) Terminate(name string) error {
+	p, err := c.proc(name)
+	if err != nil {
+		return err
+	}
+	return p.signal(syscall.SIGTERM, false, 30*time.Second)
+}
+
+// Hold stops a process (SIGTERM) and keeps it stopped until Resume.
+func (c *Cluster) Hold(name string) error {
+	p, err := c.proc(name)
+	if err != nil {
+		return err
+	}
+	return p.signal(syscall.SIGTERM, true, 30*time.Second)
+}
+
+// Resume starts a held process again.
+func (c *Cluster) Resume(name string) error {
+	p, err := c.proc(name)
+	if err != nil {
+		return err
+	}
+	return p.resume()
+}
+
+// Crashes counts the exits of a process that nobody asked for.
+func (c *Cluster) Crashes(name string) int {
+	p, err := c.proc(name)
+	if err != nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.crashes
+}
+
+// PID of a running process (0 if none).
+func (c *Cluster) PID(name string) int {
+	if p, err := c.proc(name); err == nil {
+		return p.pid()
+	}
+	return 0
+}
+
+func (c *Cluster) proc(name string) (*process, error) {
+	p, ok := c.procs[name]
+	if !ok {
+		names := c.Names()
+		sort.Strings(names)
+		return nil, fmt.Errorf("no process %q (have %s)", name, strings.Join(names, ", "))
+	}
+	return p, nil
+}
+
+// Store is the cluster's store, for checks from outside the processes.
+func (c *Cluster) Store() *store.Store { return c.store }
+
+// Banner is what `treasury-dev cluster` prints once the cluster is up.
+func (c *Cluster) Banner(w io.Writer) {
+	cr := c.Credentials
+	fmt.Fprintf(w, "\ntreasury cluster is ready (development machine: simulated chain, dev signer in the launcher)\n\n")
+	for i, u := range c.APIURLs {
+		fmt.Fprintf(w, "  API %d         %s/api/v1   (pid %d, metrics %s)\n", i+1, u, c.PID(API(i+1)), c.MetricsURLs[API(i+1)])
+	}
+	for i := range c.opts.Workers {
+		fmt.Fprintf(w, "  worker %d      pid %d, metrics %s\n", i+1, c.PID(Worker(i+1)), c.MetricsURLs[Worker(i+1)])
+	}
+	fmt.Fprintf(w, `  Console       %s/console/ (sign in as %s, password %s)
+  Temporal      %s (PostgreSQL: %s_temporal, %s_temporal_visibility; pid %d)
+  Temporal UI   %s
+  Store         %s
+  Credentials   %s
+  Logs          %s
+
+  treasury sk   %s
+  pay sk        %s
+
+Press Ctrl-C to stop everything.
+`, c.APIURLs[0], cr.Owner.Email, cr.Owner.Password, c.TemporalAddr, c.opts.Name, c.opts.Name, c.PID(Temporal),
+		c.TemporalUIURL, store.RedactDatabaseURL(c.DatabaseURL), c.CredentialsPath, filepath.Join(c.opts.DataDir, "logs"),
+		cr.Keys["treasury"].SK, cr.Keys["pay"].SK)
+}
+
+// Shutdown stops every process, the newest first (api, workers, then Temporal).
+func (c *Cluster) Shutdown() error {
+	var errs []error
+	if c.signer != nil {
+		c.signer()
+		<-c.signDone
+		c.signer = nil
+	}
+	if c.live != nil {
+		c.live.Stop()
+		c.live = nil
+	}
+	for i := len(c.order) - 1; i >= 0; i-- {
+		if err := c.procs[c.order[i]].stop(30 * time.Second); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.order = nil
+	if c.store != nil {
+		errs = append(errs, c.store.Close())
+		c.store = nil
+	}
+	for _, f := range c.logFiles {
+		_ = f.Close()
+	}
+	c.logFiles = nil
+	return errors.Join(errs...)
+}
+
+// ensureDatabase creates a database on the server unless it exists.
+func ensureDatabase(ctx context.Context, server, name string) error {
+	db, err := sql.Open("pgx", server)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var exists bool
+	if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
+		return fmt.Errorf("PostgreSQL at %s: %w", store.RedactDatabaseURL(server), err)
+	}
+	if exists {
+		return nil
+	}
+	if _, err := db.ExecContext(ctx, `CREATE DATABASE "`+strings.ReplaceAll(name, `"`, ``)+`"`); err != nil {
+		return fmt.Errorf("create database %s: %w", name, err)
+	}
+	return nil
+}
+
+// DropDatabases removes what Start made on the server (the fault tests start afresh).
+func DropDatabases(ctx context.Context, server, name string) error {
+	db, err := sql.Open("pgx", server)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var errs []error
+	for _, n := range []string{name, name + "_temporal", name + "_temporal_visibility"} {
+		_, err := db.ExecContext(ctx, `DROP DATABASE IF EXISTS "`+strings.ReplaceAll(n, `"`, ``)+`" WITH (FORCE)`)
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func withDatabase(server, name string) (string, error) {
+	u, err := url.Parse(server)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+// waitReady polls an API's /readyz until it answers 200.
+func waitReady(ctx context.Context, base string, timeout time.Duration) error {
+	hc := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(timeout)
+	for {
+		resp, err := hc.Get(base + "/readyz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("status %d", resp.StatusCode)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready within %s: %w", base, timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}

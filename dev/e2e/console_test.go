@@ -1,0 +1,517 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/opentreasury/treasury/dev/devstack"
+)
+
+// chromium is the browser the console's tests drive: Debian's chromium package. Without
+// it the tests skip, loudly, only where apt-get could not have installed it either.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	if _, err := exec.LookPath("apt-get"); err == nil {
+		t.Fatal("the console's browser tests need chromium: apt-get install -y chromium (.ci/run does it)")
+	}
+	t.Log("######## SKIPPED: no chromium and no apt-get to install it: the console was NOT tested in a browser ########")
+	t.Skip("no chromium and no apt-get")
+	return ""
+}
+
+// tab is one browser tab of a person, with the test's failures attached.
+type tab struct {
+	t    *testing.T
+	ctx  context.Context
+	base string
+	// shots is the directory screenshots go to; empty takes none.
+	shots string
+}
+
+func (p *tab) step() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(p.ctx, 30*time.Second)
+}
+
+// open loads a console page and returns its HTTP status.
+func (p *tab) open(path string) int {
+	p.t.Helper()
+	ctx, cancel := p.step()
+	defer cancel()
+	resp, err := chromedp.RunResponse(ctx, chromedp.Navigate(p.base+path))
+	if err != nil {
+		p.t.Fatalf("open %s: %v", path, err)
+	}
+	return int(resp.Status)
+}
+
+// submit runs actions that send a form, and waits for the page it leads to.
+func (p *tab) submit(what string, actions ...chromedp.Action[chromedp.Void]) int {
+	p.t.Helper()
+	ctx, cancel := p.step()
+	defer cancel()
+	resp, err := chromedp.RunResponse(ctx, actions...)
+	if err != nil {
+		p.t.Fatalf("%s: %v", what, err)
+	}
+	return int(resp.Status)
+}
+
+func (p *tab) do(what string, actions ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	ctx, cancel := p.step()
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		p.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func (p *tab) text(css string) string {
+	p.t.Helper()
+	ctx, cancel := p.step()
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(css)))
+	if err != nil {
+		p.t.Fatalf("text of %s: %v", css, err)
+	}
+	return strings.TrimSpace(s)
+}
+
+func eval[T any](p *tab, expression string) T {
+	p.t.Helper()
+	ctx, cancel := p.step()
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expression))
+	if err != nil {
+		p.t.Fatalf("evaluate %s: %v", expression, err)
+	}
+	return v
+}
+
+// waitFor polls a JavaScript predicate until it holds.
+func (p *tab) waitFor(what, predicate string) {
+	p.t.Helper()
+	ctx, cancel := p.step()
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](predicate, chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
+		html, _ := chromedp.Run(p.ctx, chromedp.Evaluate[string](`document.querySelector("main") ? document.querySelector("main").innerText : ""`))
+		p.t.Fatalf("%s: %v\npage: %s", what, err, html)
+	}
+}
+
+func (p *tab) location() string {
+	p.t.Helper()
+	return strings.TrimPrefix(eval[string](p, `location.href`), p.base)
+}
+
+// screenshot saves the page as docs/console/<name>.png when CONSOLE_SCREENSHOTS names
+// the directory (make screenshots).
+func (p *tab) screenshot(name string) {
+	p.t.Helper()
+	if p.shots == "" {
+		return
+	}
+	ctx, cancel := p.step()
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		p.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(p.shots, name+".png"), png, 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// signIn signs a person in through the sign-in page and returns where it led.
+func (p *tab) signIn(email, password string) string {
+	p.t.Helper()
+	if status := p.open("/console/"); status != http.StatusOK || !strings.HasPrefix(p.location(), "/console/sign-in") {
+		p.t.Fatalf("a stranger at /console/ is at %s (HTTP %d), not the sign-in page", p.location(), status)
+	}
+	p.screenshot("sign-in")
+	p.do("fill in the sign-in form", chromedp.SetValue(chromedp.CSS("#email"), email), chromedp.SetValue(chromedp.CSS("#password"), password))
+	if status := p.submit("sign in", chromedp.Click(chromedp.CSS(`main button[type="submit"]`))); status != http.StatusOK {
+		p.t.Fatalf("sign in as %s: HTTP %d at %s", email, status, p.location())
+	}
+	return p.location()
+}
+
+// menu is the labels of the app's pages in the side menu.
+func (p *tab) menu() string {
+	p.t.Helper()
+	return eval[string](p, `[...document.querySelectorAll("nav.pages a")].map(a => a.textContent).join(",")`)
+}
+
+// The console in a real browser, against the dev bundle: the owner signs in with
+// credentials.json, makes a key (its secret shown once), a WebSocket config whose delivery
+// log updates live when Send test is pressed, and a member with Approve on Pay, who signs
+// in in a browser of their own, approves a 20,000 USDC payment the owner's key made, and
+// watches its page reach confirmed. The member does not see the API keys page, and is
+// refused it. Every page is loaded, and saved as a screenshot with CONSOLE_SCREENSHOTS set.
+func TestConsoleInABrowser(t *testing.T) {
+	browserPath := chromium(t)
+	b := startBundle(t, t.TempDir(), "")
+	defer func() { _ = b.Shutdown() }()
+	shots := os.Getenv("CONSOLE_SCREENSHOTS")
+	if shots != "" {
+		if err := os.MkdirAll(shots, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// treasury.test is the bundle under a name that is not loopback, where browsers keep
+	// no Secure cookie over plain http: the member signs in there.
+	alloc, stopBrowser := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browserPath), chromedp.NoSandbox, chromedp.WindowSize(1280, 860),
+		chromedp.Flag("host-resolver-rules", "MAP treasury.test 127.0.0.1"))...)
+	defer stopBrowser()
+	ownerCtx, closeOwner := chromedp.NewContext(alloc)
+	defer closeOwner()
+	// The first action starts the browser, which lives as long as that action's context:
+	// it gets no deadline.
+	if err := chromedp.Do(ownerCtx); err != nil {
+		t.Fatalf("start %s: %v", browserPath, err)
+	}
+	owner := &tab{t: t, ctx: ownerCtx, base: b.APIURL, shots: shots}
+
+	owner.open("/console/sign-in")
+	credentials, _ := filepath.Abs(b.CredentialsPath)
+	if named := owner.text(".signin p.hint code"); named != credentials {
+		t.Fatalf("the sign-in page names %q, not the bundle's credentials file %s", named, credentials)
+	}
+	if at := owner.signIn(b.Credentials.Owner.Email, b.Credentials.Owner.Password); at != "/console/treasury/overview" {
+		t.Fatalf("the owner signed in lands at %s", at)
+	}
+	if total := owner.text(".figure .big"); !strings.HasSuffix(total, " USD") || total == "0.00 USD" {
+		t.Fatalf("the overview's total: %q", total)
+	}
+	if bars := eval[int](owner, `document.querySelectorAll("svg.chart rect.bar").length`); bars < 2 {
+		t.Fatalf("the overview's chart has %d bars, want one per chain", bars)
+	}
+	owner.screenshot("overview")
+	// Keyboard users skip the header: the first Tab reaches the skip link.
+	owner.do("tab", chromedp.KeyEvent("\t"))
+	if focused := eval[string](owner, `document.activeElement.className`); focused != "skip" {
+		t.Fatalf("the first Tab focuses %q, not the skip link", focused)
+	}
+
+	consoleKeys(t, owner, b)
+	consoleWebSockets(t, owner, b)
+	password := consoleInvite(t, owner)
+
+	// The payment: made and submitted with the owner's pay key.
+	api := b.APIURL + "/api/v1"
+	payKey := b.Credentials.Keys["pay"].SK
+	r := send(t, "POST", api+"/payments", payKey, `{"walletId":"`+b.Credentials.Wallets[0].ID+
+		`","asset":"USDC","amount":"20000","destination":{"address":"0x2222222222222222222222222222222222222222"}}`)
+	orderID, _ := r.body["id"].(string)
+	if r.status != http.StatusCreated {
+		t.Fatalf("create the payment: HTTP %d %s", r.status, r.raw)
+	}
+	if r := send(t, "POST", api+"/payments/"+orderID+"/submit", payKey, "{}"); r.status != http.StatusAccepted {
+		t.Fatalf("submit: HTTP %d %s", r.status, r.raw)
+	}
+
+	memberCtx, closeMember := chromedp.NewContext(ownerCtx, chromedp.WithNewBrowserContext())
+	defer closeMember()
+	if err := chromedp.Do(memberCtx); err != nil { // the tab lives as long as this call's context
+		t.Fatalf("a second browser context: %v", err)
+	}
+	_, port, _ := strings.Cut(strings.TrimPrefix(b.APIURL, "http://"), ":")
+	member := &tab{t: t, ctx: memberCtx, base: "http://treasury.test:" + port}
+	if at := member.signIn("approver@example.com", password); at != "/console/pay/orders" {
+		t.Fatalf("the member signed in lands at %s", at)
+	}
+	if menu := member.menu(); menu != "Orders,Approvals" {
+		t.Fatalf("the member's Pay menu: %s", menu)
+	}
+	if apps := eval[string](member, `[...document.querySelectorAll("nav.apps a")].map(a => a.textContent).join(",")`); apps != "Pay" {
+		t.Fatalf("the member's apps: %s", apps)
+	}
+	if status := member.open("/console/pay/api-keys"); status != http.StatusForbidden || member.text("h1") != "Permission denied" {
+		t.Fatalf("the member at the API keys page: HTTP %d, %q", status, member.text("h1"))
+	}
+	owner.shots, member.shots = "", shots
+	member.screenshot("forbidden")
+
+	consoleApprove(t, member, orderID)
+	consoleOrderConfirms(t, member, b, orderID)
+	everyPage(t, owner, b, shots, orderID)
+
+	if status := member.submit("sign out", chromedp.Click(chromedp.CSS(`form.who button`))); status != http.StatusOK ||
+		!strings.HasPrefix(member.location(), "/console/sign-in") {
+		t.Fatalf("signing out leads to %s (HTTP %d)", member.location(), status)
+	}
+	if member.open("/console/pay/orders"); !strings.HasPrefix(member.location(), "/console/sign-in") {
+		t.Fatalf("after signing out, the orders page is at %s", member.location())
+	}
+}
+
+// consoleKeys: a tk_ key made on the API keys page works at once; its secret is shown on
+// that page alone, never again.
+func consoleKeys(t *testing.T, owner *tab, b *devstack.Bundle) {
+	owner.open("/console/pay/api-keys")
+	owner.do("fill in the new key",
+		chromedp.Click(chromedp.CSS(`input[name="kind"][value="tk"]`)),
+		chromedp.Click(chromedp.CSS(`input[name="actions"][value="read"]`)),
+		chromedp.SetValue(chromedp.CSS("#label"), "reconciliation"))
+	if status := owner.submit("create the key", chromedp.Click(chromedp.CSS(`form[action="api-keys"] button[type="submit"]`))); status != http.StatusCreated {
+		t.Fatalf("create a key: HTTP %d", status)
+	}
+	secret := eval[string](owner, `document.getElementById("secret").value`)
+	if !strings.HasPrefix(secret, "tk_") {
+		t.Fatalf("the key's secret on the page: %q", secret)
+	}
+	if copyButton := eval[int](owner, `document.querySelectorAll('button[data-copy="secret"]').length`); copyButton != 1 {
+		t.Fatal("the secret has no copy button")
+	}
+	owner.screenshot("api-key-created")
+	if r := call(t, "GET", b.APIURL+"/api/v1/payments", secret); r.status != http.StatusOK {
+		t.Fatalf("the new key reads payments: HTTP %d", r.status)
+	}
+	if r := call(t, "POST", b.APIURL+"/api/v1/payments", secret); r.status != http.StatusForbidden {
+		t.Fatalf("the new read-only key creates a payment: HTTP %d", r.status)
+	}
+	owner.submit("done", chromedp.Click(chromedp.CSS(`main a[href$="/api-keys"]`)))
+	html := eval[string](owner, `document.documentElement.outerHTML`)
+	if strings.Contains(html, secret) || strings.Contains(html, secret[3:]) {
+		t.Fatal("the keys page shows the secret again")
+	}
+	if !strings.Contains(html, "reconciliation") {
+		t.Fatal("the keys page does not list the new key")
+	}
+
+	// Revoked on the page, the key is refused at once; its row says when, and the table,
+	// fuller by two times that never wrap, still has room for each Revoke on one line.
+	revoke := eval[string](owner, `[...document.querySelectorAll("tbody tr")].find(r => r.textContent.includes("reconciliation")).querySelector("button").getAttribute("aria-label")`)
+	if status := owner.submit("revoke the key", chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[aria-label=%q]`, revoke)))); status != http.StatusOK ||
+		!strings.Contains(owner.text("p.notice"), "revoked") {
+		t.Fatalf("revoke the key: HTTP %d", status)
+	}
+	if r := call(t, "GET", b.APIURL+"/api/v1/payments", secret); r.status != http.StatusUnauthorized {
+		t.Fatalf("the revoked key reads payments: HTTP %d", r.status)
+	}
+	owner.screenshot("api-keys")
+	revokeOnOneLine(t, owner)
+}
+
+// revokeOnOneLine checks, at a 1280 px window, that each Revoke button of the keys page
+// is one line high: its content box is one line-height.
+func revokeOnOneLine(t *testing.T, owner *tab) {
+	t.Helper()
+	if width := eval[int](owner, `window.innerWidth`); width != 1280 {
+		t.Fatalf("the window is %d px wide, want 1280", width)
+	}
+	lines := eval[[]float64](owner, `[...document.querySelectorAll('button[aria-label^="Revoke "]')].map(b => {
+		const s = getComputedStyle(b);
+		return (b.clientHeight - parseFloat(s.paddingTop) - parseFloat(s.paddingBottom)) / parseFloat(s.lineHeight);
+	})`)
+	if len(lines) == 0 {
+		t.Fatal("no Revoke button on the API keys page")
+	}
+	for i, n := range lines {
+		if n < 0.9 || n > 1.1 {
+			t.Errorf("Revoke button %d of %d is %.2f lines high at 1280 px, want 1", i+1, len(lines), n)
+		}
+	}
+}
+
+// consoleWebSockets: a config made on the WebSockets page; a live connection to it shows
+// in its count, and Send test puts a row in its delivery log, all without a reload.
+func consoleWebSockets(t *testing.T, owner *tab, b *devstack.Bundle) {
+	owner.open("/console/pay/websockets")
+	owner.do("events", chromedp.SetValue(chromedp.CSS("#events"), "order.*"))
+	owner.submit("create the config", chromedp.Click(chromedp.CSS(`form[action="websockets"] button[type="submit"]`)))
+	notice := owner.text("p.notice")
+	configID := regexp.MustCompile(`wsc_[0-9a-f]+`).FindString(notice)
+	if configID == "" {
+		t.Fatalf("no config id in the notice %q", notice)
+	}
+	// The URL the page shows connects as it stands, once the key is in its place.
+	shown := owner.text(fmt.Sprintf(`[data-connect="%s"]`, configID))
+	if want := "ws" + strings.TrimPrefix(b.APIURL, "http") + "/api/v1/ws?id=" + configID + "&token=<your pk_ key>"; shown != want {
+		t.Fatalf("the page shows %q to connect to %s, want %q", shown, configID, want)
+	}
+	live := dialURL(t, strings.Replace(shown, "<your pk_ key>", b.Credentials.Keys["pay"].PK, 1))
+	owner.do("mark the page", chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`))
+	owner.waitFor("the live connection counted without a reload",
+		fmt.Sprintf(`document.querySelector('[data-live="%s"]').textContent === "1" && window.notReloaded`, configID))
+	owner.do("send test", chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-send-test="%s"] button`, configID))))
+	owner.waitFor("the test event in the delivery log without a reload",
+		fmt.Sprintf(`document.querySelector('[data-log="%s"]').textContent.includes("websocket.test") && window.notReloaded`, configID))
+	select {
+	case f := <-live.frames:
+		if f["event"] != "websocket.test" {
+			t.Fatalf("the live connection got %v", f)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the live connection got no test event")
+	}
+	owner.screenshot("websockets")
+}
+
+// consoleInvite: the owner invites a member with Read and Approve on Pay, and is shown
+// their first password once.
+func consoleInvite(t *testing.T, owner *tab) string {
+	owner.open("/console/pay/team")
+	owner.do("fill in the invitation",
+		chromedp.SetValue(chromedp.CSS("#email"), "approver@example.com"),
+		chromedp.Click(chromedp.CSS(`form[action="team"] input[value="read"]`)),
+		chromedp.Click(chromedp.CSS(`form[action="team"] input[value="approve"]`)))
+	if status := owner.submit("invite", chromedp.Click(chromedp.CSS(`form[action="team"] button[type="submit"]`))); status != http.StatusCreated {
+		t.Fatalf("invite: HTTP %d", status)
+	}
+	password := eval[string](owner, `document.getElementById("secret").value`)
+	if len(password) < 16 {
+		t.Fatalf("the first password shown: %q", password)
+	}
+	owner.open("/console/pay/team")
+	if row := owner.text("tbody"); !strings.Contains(row, "approver@example.com") {
+		t.Fatalf("the team page does not list the member: %s", row)
+	}
+	owner.screenshot("team")
+	return password
+}
+
+// consoleApprove: the member approves the payment on the approvals page.
+func consoleApprove(t *testing.T, member *tab, orderID string) {
+	deadline := time.Now().Add(30 * time.Second)
+	for member.open("/console/pay/approvals"); !strings.Contains(member.text("main"), orderID); member.open("/console/pay/approvals") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no pending approval of %s on the approvals page", orderID)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	member.screenshot("approvals")
+	member.do("comment", chromedp.SetValue(chromedp.CSS(`form.decide input[name="comment"]`), "checked the invoice"))
+	if status := member.submit("approve", chromedp.Click(chromedp.CSS(`form.decide button[value="APPROVE"]`))); status != http.StatusOK {
+		t.Fatalf("approve: HTTP %d", status)
+	}
+	if notice := member.text("p.notice"); !strings.HasPrefix(notice, "Approved") {
+		t.Fatalf("after approving: %q", notice)
+	}
+	member.open("/console/pay/approvals?status=all")
+	if eval[int](member, `document.querySelectorAll("form.decide").length`) != 0 || !strings.Contains(member.text("main"), "checked the invoice") {
+		t.Fatalf("the decided item: %s", member.text("main"))
+	}
+}
+
+// consoleOrderConfirms: the order page, reloading itself, reaches confirmed with its
+// timeline and a link to its workflow.
+func consoleOrderConfirms(t *testing.T, member *tab, b *devstack.Bundle, orderID string) {
+	member.open("/console/pay/orders/" + orderID)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		status, _ := chromedp.Run(member.ctx, chromedp.Evaluate[string](`(document.getElementById("order-status") || {}).textContent || ""`))
+		if status == "confirmed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the order page never showed confirmed (last %q)", status)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	timeline := member.text("ol.timeline")
+	for _, ev := range []string{"Order.Created", "Order.Submitted", "Order.Approved", "Wallet.TransactionSigned", "Order.Confirmed"} {
+		if !strings.Contains(timeline, ev) {
+			t.Fatalf("the timeline lacks %s: %s", ev, timeline)
+		}
+	}
+	if ids := eval[int](member, `[...document.querySelectorAll("ol.timeline code.corr")].filter(c => c.textContent.length > 0).length`); ids < 5 {
+		t.Fatalf("%d timeline entries carry a correlation id", ids)
+	}
+	link := eval[string](member, `document.querySelector('a[href*="/workflows/"]').href`)
+	if want := b.TemporalUIURL + "/namespaces/" + b.Namespace + "/workflows/order-" + orderID; link != want {
+		t.Fatalf("the workflow link %s, want %s", link, want)
+	}
+	member.screenshot("order")
+}
+
+// everyPage loads each page of the owner's console: each answers 200 with its heading.
+// A webhook with a test delivery and a dry run of the policy fill theirs.
+func everyPage(t *testing.T, owner *tab, b *devstack.Bundle, shots, orderID string) {
+	owner.shots = shots
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	defer receiver.Close()
+	owner.open("/console/pay/webhooks")
+	owner.do("fill in the webhook", chromedp.SetValue(chromedp.CSS("#url"), receiver.URL+"/hooks"),
+		chromedp.SetValue(chromedp.CSS("#description"), "ERP"))
+	if status := owner.submit("create the webhook", chromedp.Click(chromedp.CSS(`form[action="webhooks"] button[type="submit"]`))); status != http.StatusCreated {
+		t.Fatalf("create a webhook: HTTP %d %s", status, owner.text("main"))
+	}
+	if secret := eval[string](owner, `document.getElementById("secret").value`); !strings.HasPrefix(secret, "whsec_") {
+		t.Fatalf("the webhook's secret: %q", secret)
+	}
+	owner.submit("done", chromedp.Click(chromedp.CSS(`main p > a`)))
+	owner.submit("send a test", chromedp.Click(chromedp.CSS(`form[action$="/test"] button`)))
+	deadline := time.Now().Add(20 * time.Second)
+	for eval[int](owner, `document.querySelectorAll("article .s-succeeded").length`) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the test delivery never succeeded: %s", owner.text("main"))
+		}
+		time.Sleep(300 * time.Millisecond)
+		owner.open(strings.Split(owner.location(), "?")[0])
+	}
+	owner.screenshot("webhook")
+
+	owner.open("/console/pay/policy")
+	owner.do("an order to try", chromedp.SetValue(chromedp.CSS("#order"), `{"walletId":"`+b.Credentials.Wallets[0].ID+
+		`","asset":"USDC","amount":"25000","destination":{"address":"0x1111111111111111111111111111111111111111"}}`))
+	owner.submit("dry run", chromedp.Click(chromedp.CSS(`form[action="policy/evaluate"] button`)))
+	if result := owner.text(".result"); !strings.Contains(result, "needs 1 approval") {
+		t.Fatalf("the dry run of 25,000 USDC: %s", result)
+	}
+	owner.screenshot("policy")
+
+	for _, page := range []struct{ path, heading, shot string }{
+		{"/console/treasury/overview", "Overview", ""},
+		{"/console/pay/orders", "Orders", "orders"},
+		{"/console/pay/orders/" + orderID, "confirmed " + orderID, ""},
+		{"/console/pay/approvals?status=all", "Approvals", ""},
+		{"/console/pay/api-keys", "API keys", ""},
+		{"/console/pay/oauth-clients", "OAuth clients", "oauth-clients"},
+		{"/console/pay/websockets", "WebSockets", ""},
+		{"/console/pay/webhooks", "Webhooks", "webhooks"},
+		{"/console/pay/team", "Team & Permissions", ""},
+		{"/console/pay/logs", "Logs", "logs"},
+		{"/console/pay/policy", "Policy", ""},
+		{"/console/trade/orders", "Orders", ""},
+		{"/console/earn/policy", "Policy", ""},
+		{"/console/borrow/approvals", "Approvals", ""},
+	} {
+		if status := owner.open(page.path); status != http.StatusOK {
+			t.Fatalf("%s: HTTP %d", page.path, status)
+		}
+		if h := owner.text("h1"); h != page.heading {
+			t.Fatalf("%s: heading %q, want %q", page.path, h, page.heading)
+		}
+		if page.shot != "" {
+			owner.screenshot(page.shot)
+		}
+	}
+
+	// The empty trade orders page (the seed makes no orders) names the route that makes one.
+	owner.open("/console/trade/orders")
+	hint := regexp.MustCompile(`^POST (/api/v1/\S+)$`).FindStringSubmatch(owner.text("tbody td code"))
+	if hint == nil || hint[1] != "/api/v1/trade-orders" {
+		t.Fatalf("the empty trade orders page names %v, want POST /api/v1/trade-orders", hint)
+	}
+	if r := send(t, "POST", b.APIURL+hint[1], b.Credentials.Keys["trade"].SK, "{}"); r.status == http.StatusNotFound {
+		t.Fatalf("POST %s, named on the trade orders page: HTTP %d %s", hint[1], r.status, r.raw)
+	}
+}

@@ -1,0 +1,253 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/opentreasury/treasury/events"
+)
+
+// eventsDoc is the catalogue this test writes (WRITE_EVENTS_DOC=1, make docs-events) and
+// otherwise holds to a fresh run.
+const eventsDoc = "../../docs/events.md"
+
+// eventMeaning says when each event is emitted; the payloads beside it come from a run.
+var eventMeaning = map[string]string{
+	events.OrderCreated:            "A draft order was created (`POST /api/v1/{collection}`).",
+	events.OrderSubmitted:          "The order was submitted: its workflow started and the policy let it through.",
+	events.OrderApproved:           "The approvers reached the quorum; signing starts.",
+	events.OrderRejected:           "The order ends rejected: by the policy at submit (`reason: policy`), by an approver (`approver`), or because its approval expired (`expired`).",
+	events.WalletSigningRequested:  "A leg waits for its signature: a signing request (`sig_…`) with the digest to sign.",
+	events.WalletTransactionSigned: "The leg's signature was verified against the wallet's public key.",
+	events.OrderBroadcast:          "The leg's signed transaction was sent to the chain (`txHash`).",
+	events.OrderConfirmed:          "The last leg is final on the chain: the order ends confirmed.",
+	events.OrderFailed:             "The order ends failed (`failure.code`: `tx_reverted`, `signing_expired`, …).",
+	events.WebSocketTest:           "Sent by Send test (`POST /developer/websockets/{id}/test`) to every live connection of the config, whatever it subscribes to. Live only: not stored.",
+	events.WebhookTest:             "Sent by `POST /developer/webhooks/{id}/test` to the webhook's URL, whatever it subscribes to.",
+}
+
+// TestEventsCatalogue runs orders down every path (confirmed, approved, rejected by an
+// approver and by the policy, failed on chain, a two-leg trade), a WebSocket test and a
+// webhook test, and collects an example of every event and every status change seen.
+// docs/events.md must show exactly those events with exactly those fields, and that
+// status machine; WRITE_EVENTS_DOC=1 rewrites it from the run.
+func TestEventsCatalogue(t *testing.T) {
+	b := startBundle(t, t.TempDir(), "")
+	defer func() { _ = b.Shutdown() }()
+	api := b.APIURL + "/api/v1"
+	pay, trade := b.Credentials.Keys["pay"], b.Credentials.Keys["trade"]
+	wallet := b.Credentials.Wallets[0].ID
+	const whitelisted = "0x1111111111111111111111111111111111111111"
+
+	examples := map[string]json.RawMessage{}
+	edges := map[[2]string]bool{}
+	legEvents := ""
+	follow := func(key, collection, body string, decide string, want string) {
+		t.Helper()
+		r := send(t, "POST", api+"/"+collection, key, body)
+		if r.status != http.StatusCreated {
+			t.Fatalf("create: %d %s", r.status, r.raw)
+		}
+		id := r.body["id"].(string)
+		send(t, "POST", api+"/"+collection+"/"+id+"/submit", key, "{}")
+		if decide != "" {
+			var item string
+			for deadline := time.Now().Add(30 * time.Second); item == ""; time.Sleep(100 * time.Millisecond) {
+				r := call(t, "GET", api+"/approvals?status=pending", pay.Approve)
+				for _, it := range r.body["data"].([]any) {
+					if it.(map[string]any)["orderId"] == id {
+						item = it.(map[string]any)["id"].(string)
+					}
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no approval item for %s", id)
+				}
+			}
+			send(t, "POST", api+"/approvals/payment/"+item+"/decide", pay.Approve, `{"decision":"`+decide+`"}`)
+		}
+		o := waitStatus(t, api+"/"+collection+"/"+id, key, want)
+		prev := "draft"
+		for _, h := range o["history"].([]any) {
+			status := h.(map[string]any)["status"].(string)
+			if status != prev {
+				edges[[2]string{prev, status}] = true
+			}
+			prev = status
+		}
+		r = call(t, "GET", api+"/events?limit=200&orderId="+id, key)
+		var names []string
+		for _, ev := range r.body["data"].([]any) {
+			ev := ev.(map[string]any)
+			name := ev["event"].(string)
+			raw, _ := json.Marshal(ev)
+			if _, ok := examples[name]; !ok && ev["leg"] == nil {
+				examples[name] = raw
+			}
+			line := name
+			if leg, ok := ev["leg"].(string); ok {
+				line += " [" + leg + "]"
+			}
+			names = append(names, fmt.Sprintf("%-34s → %v", line, ev["orderStatus"]))
+		}
+		if collection == "trade-orders" && want == "confirmed" {
+			legEvents = strings.Join(names, "\n")
+		}
+	}
+	payment := func(amount, to string) string {
+		return fmt.Sprintf(`{"walletId":%q,"asset":"USDC","amount":%q,"destination":{"address":%q},"reference":"inv-2026-0042"}`, wallet, amount, to)
+	}
+	follow(pay.SK, "payments", payment("500", whitelisted), "", "confirmed")
+	follow(pay.SK, "payments", payment("20000", whitelisted), "APPROVE", "confirmed")
+	follow(pay.SK, "payments", payment("20000", whitelisted), "REJECT", "rejected")
+	follow(pay.SK, "payments", payment("10", "0x3333333333333333333333333333333333333333"), "", "rejected")
+	follow(pay.SK, "payments", payment("10", "0x000000000000000000000000000000000000dEaD"), "", "failed")
+	follow(trade.SK, "trade-orders", fmt.Sprintf(`{"walletId":%q,"sellAsset":"USDC","buyAsset":"ETH","sellAmount":"300","maxSlippageBps":50}`, wallet), "", "confirmed")
+
+	// websocket.test reaches a live connection; webhook.test a receiver.
+	r := send(t, "POST", b.APIURL+"/developer/websockets", pay.SK, `{"events":["order.*"]}`)
+	configID := r.body["id"].(string)
+	live := dialLive(t, b.APIURL, configID, pay.PK)
+	send(t, "POST", b.APIURL+"/developer/websockets/"+configID+"/test", pay.SK, "")
+	select {
+	case f := <-live.frames:
+		examples[events.WebSocketTest], _ = json.Marshal(f["data"])
+	case <-time.After(10 * time.Second):
+		t.Fatal("no websocket.test frame")
+	}
+	bodies := make(chan []byte, 1)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		select {
+		case bodies <- body:
+		default:
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer receiver.Close()
+	r = send(t, "POST", b.APIURL+"/developer/webhooks", pay.SK, `{"url":"`+receiver.URL+`/hooks","events":["webhook.test"]}`)
+	send(t, "POST", b.APIURL+"/developer/webhooks/"+r.body["id"].(string)+"/test", pay.SK, "")
+	select {
+	case body := <-bodies:
+		examples[events.WebhookTest] = body
+	case <-time.After(20 * time.Second):
+		t.Fatal("no webhook.test message")
+	}
+
+	for _, name := range events.Names {
+		if examples[name] == nil {
+			t.Fatalf("the run emitted no %s", name)
+		}
+	}
+	doc := renderEventsDoc(examples, edges, legEvents)
+	if os.Getenv("WRITE_EVENTS_DOC") != "" {
+		if err := os.WriteFile(eventsDoc, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	committed, err := os.ReadFile(eventsDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := eventsDocShape(string(committed)), eventsDocShape(doc); got != want {
+		t.Fatalf("docs/events.md no longer matches a run (make docs-events rewrites it):\n--- committed\n%s\n--- this run\n%s", got, want)
+	}
+}
+
+// renderEventsDoc writes the catalogue: the status machine, then every event with its
+// meaning and an example payload.
+func renderEventsDoc(examples map[string]json.RawMessage, edges map[[2]string]bool, legEvents string) string {
+	var b strings.Builder
+	b.WriteString(`# Events
+
+Every change of an order appends one event, in the same transaction as the change. The same
+event reaches you three ways, with the same body (its ` + "`data`" + `): live over a WebSocket
+([live-events.md](live-events.md)), durably by webhook ([webhooks.md](webhooks.md)), and on
+request from ` + "`GET /api/v1/events?orderId=&cursor=`" + ` (kept 30 days).
+
+Every event of an order carries ` + "`id`" + ` (` + "`evt_…`" + `, the same on every channel: deduplicate on it),
+` + "`orderId`, `domain`, `orderStatus`" + ` (the status after the event), ` + "`sequence`" + ` (1, 2, 3 … per order:
+a gap means you missed one), ` + "`correlationId`" + ` (of the request that caused it) and ` + "`occurredAt`" + `.
+Leg events of multi-leg orders also carry ` + "`leg`" + `.
+
+The examples below were produced by a run of the dev bundle (` + "`make docs-events`" + ` regenerates this
+page, and the test suite fails if the events or their fields change without it).
+
+## The status machine
+
+Every transition below was taken by an order of that run.
+
+` + "```mermaid\nstateDiagram-v2\n    [*] --> draft\n")
+	var lines []string
+	for e := range edges {
+		lines = append(lines, fmt.Sprintf("    %s --> %s", e[0], e[1]))
+	}
+	sort.Strings(lines)
+	b.WriteString(strings.Join(lines, "\n"))
+	b.WriteString("\n    confirmed --> [*]\n    failed --> [*]\n    rejected --> [*]\n```\n\n")
+	b.WriteString("Not in that run: a signing request that expires (24 h) ends the order `failed` " +
+		"(`signing_expired`) from `pending_signature`, and an approval that expires (72 h) ends it `rejected` " +
+		"(`expired`) from `pending_approval`.\n\n")
+	b.WriteString("A multi-leg order signs, broadcasts and confirms each leg before the next; a trade selling USDC for ETH (`APPROVE`, then `SWAP`):\n\n```\n" +
+		legEvents + "\n```\n\n## The events\n")
+	for _, name := range events.Names {
+		var pretty bytes.Buffer
+		_ = json.Indent(&pretty, examples[name], "", "  ")
+		fmt.Fprintf(&b, "\n### `%s`\n\n%s\n\n```json\n%s\n```\n", name, eventMeaning[name], pretty.String())
+	}
+	return b.String()
+}
+
+var (
+	eventHeading = regexp.MustCompile("(?m)^### `([^`]+)`$")
+	jsonBlock    = regexp.MustCompile("(?s)```json\n(.*?)\n```")
+	edgeLine     = regexp.MustCompile(`(?m)^    \S+ --> \S+$`)
+)
+
+// eventsDocShape is what must not drift between the committed catalogue and a run: the
+// events, in order, each with the paths of its fields (not their values, which change
+// with every run), and the transitions of the status machine.
+func eventsDocShape(doc string) string {
+	var out []string
+	sections := eventHeading.FindAllStringSubmatchIndex(doc, -1)
+	for i, s := range sections {
+		end := len(doc)
+		if i+1 < len(sections) {
+			end = sections[i+1][0]
+		}
+		name := doc[s[2]:s[3]]
+		var v any
+		if m := jsonBlock.FindStringSubmatch(doc[s[1]:end]); m != nil {
+			_ = json.Unmarshal([]byte(m[1]), &v)
+		}
+		out = append(out, name+": "+strings.Join(fieldPaths("", v), " "))
+	}
+	edges := edgeLine.FindAllString(doc, -1)
+	slices.Sort(edges)
+	return strings.Join(append(out, edges...), "\n")
+}
+
+func fieldPaths(prefix string, v any) []string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for k, child := range m {
+		out = append(out, prefix+k)
+		out = append(out, fieldPaths(prefix+k+".", child)...)
+	}
+	sort.Strings(out)
+	return out
+}
