@@ -13,7 +13,6 @@ import (
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/webhook"
-	"github.com/opentreasury/treasury/webhook/dispatch"
 )
 
 // WebhookOptions are what the webhook operations need besides the store.
@@ -21,7 +20,7 @@ type WebhookOptions struct {
 	// Box seals signing secrets; nil (no WEBHOOK_SECRET_KEY) refuses to make or rotate one.
 	Box *webhook.Box
 	// Guard says which URLs are accepted; the dispatcher checks again when it sends.
-	Guard dispatch.Guard
+	Guard webhook.Guard
 }
 
 // rotationOverlap is how long the old secret signs beside the new one after a rotation.

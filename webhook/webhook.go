@@ -1,7 +1,8 @@
 // Package webhook is the message format of the service's webhooks, the Standard Webhooks
 // specification: whsec_ secrets, the webhook-id, webhook-timestamp and webhook-signature
-// headers, and signing and verifying them. It is pure, so that the dispatcher that signs
-// and the Go client that verifies share one implementation.
+// headers, and signing and verifying them; and the guard of where a webhook may be sent.
+// It imports none of the service's packages, so that the dispatcher that signs, the
+// service that vets a URL and the Go client that verifies share one implementation.
 package webhook
 
 import (

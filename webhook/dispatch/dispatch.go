@@ -24,6 +24,12 @@ import (
 	"github.com/opentreasury/treasury/webhook"
 )
 
+// Guard is webhook.Guard under its former name, so that the wiring that still spells it
+// dispatch.Guard builds while it moves to the new one.
+//
+// Deprecated: use webhook.Guard.
+type Guard = webhook.Guard
+
 // Options configure a dispatcher. Zero values take the defaults in brackets.
 type Options struct {
 	Store *store.Store
@@ -31,7 +37,7 @@ type Options struct {
 	Box *webhook.Box
 	Log *slog.Logger
 	// Guard says where webhooks may be sent.
-	Guard Guard
+	Guard webhook.Guard
 	// Senders bounds the sends in flight [64]; PerEndpoint bounds them per config [16].
 	Senders, PerEndpoint int
 	// Timeout bounds one send [10 s].

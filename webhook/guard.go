@@ -1,4 +1,4 @@
-package dispatch
+package webhook
 
 import (
 	"context"
@@ -19,7 +19,10 @@ type Resolver interface {
 // service sends to it from inside its own network: outside the dev bundle it must be https
 // and must not resolve to the service's own neighbourhood (loopback, private, link-local,
 // CGNAT, cloud metadata). The addresses are checked after DNS resolution, on the address
-// actually dialled, so a name that resolves elsewhere later changes nothing.
+// actually dialled, so a name that resolves elsewhere later changes nothing. It lives here
+// rather than in the dispatcher because the service vets a URL when a webhook is made and
+// the dispatcher vets the address when it sends, and the service must not link the
+// dispatcher for that.
 type Guard struct {
 	// AllowHTTP accepts http URLs (the dev bundle).
 	AllowHTTP bool
