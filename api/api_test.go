@@ -62,7 +62,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	ready := &readyFlag{}
 	hooks := testWebhooks(t)
-	h := NewRouter(Config{Store: s, Log: log, Readiness: []ReadinessCheck{{Name: "database", Check: ready.check}}, Webhooks: hooks})
+	h := NewRouter(Config{Store: s, Log: log, Readiness: []ReadinessCheck{{Name: "database", Check: ready.check}}, Service: &service.Service{Store: s, Log: log, Webhooks: hooks}})
 	return &fixture{store: s, creds: creds, handler: h, logs: logs, ready: ready, webhooks: hooks}
 }
 

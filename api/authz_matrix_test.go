@@ -17,6 +17,7 @@ import (
 
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/workflows"
 )
@@ -282,9 +283,13 @@ func concretePath(path, id string) string {
 // unlimitedRouter serves f's store with Temporal faked (every submit allowed) and no rate
 // limit in the way of a test that makes many requests; f's requests go to it.
 func unlimitedRouter(f *fixture) *gin.Engine {
-	f.handler = NewRouter(Config{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Workflows: &fakeWorkflows{decision: workflows.PolicyDecision{Allowed: true}}, RateBurst: 1 << 20, RateLimit: 1 << 20,
-		Webhooks: f.webhooks})
+	f.handler = NewRouter(Config{
+		Store:     f.store,
+		Log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		RateBurst: 1 << 20,
+		RateLimit: 1 << 20,
+		Service:   &service.Service{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Workflows: &fakeWorkflows{decision: workflows.PolicyDecision{Allowed: true}}, Webhooks: f.webhooks},
+	})
 	return f.handler.(*gin.Engine)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/console"
+	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/workflows"
 )
 
@@ -49,9 +50,14 @@ var consoleForm = map[string]url.Values{
 // each of them there.
 func consoleIsolation(t *testing.T, f *fixture, a map[string]string, orgWide map[string]bool, people map[string]credential, owner credential) {
 	t.Helper()
-	pages := NewRouter(Config{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Workflows: &fakeWorkflows{decision: workflows.PolicyDecision{Allowed: true}}, RateBurst: 1 << 20, RateLimit: 1 << 20,
-		Webhooks: f.webhooks, Console: &console.Options{}})
+	pages := NewRouter(Config{
+		Store:     f.store,
+		Log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		RateBurst: 1 << 20,
+		RateLimit: 1 << 20,
+		Console:   &console.Options{},
+		Service:   &service.Service{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Workflows: &fakeWorkflows{decision: workflows.PolicyDecision{Allowed: true}}, Webhooks: f.webhooks},
+	})
 	open := func(cr credential, method, path string, form url.Values) *httptest.ResponseRecorder {
 		if form == nil {
 			form = url.Values{}

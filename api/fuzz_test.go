@@ -74,8 +74,14 @@ func newFuzzRouter(tb testing.TB, name string, s *store.Store, clock func() time
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r := &fuzzRouter{name: name, creds: creds, h: NewRouter(Config{Store: s, Log: log, RateLimit: 1e9, RateBurst: 1 << 30,
-		Now: clock, Webhooks: service.WebhookOptions{Box: box}})}
+	r := &fuzzRouter{name: name, creds: creds, h: NewRouter(Config{
+		Store: s,
+		Log: log,
+		RateLimit: 1e9,
+		RateBurst: 1 << 30,
+		Now: clock,
+		Service: &service.Service{Store: s, Log: log, Webhooks: service.WebhookOptions{Box: box}},
+	})}
 
 	in, _ := json.Marshal(map[string]string{"email": creds.Owner.Email, "password": creds.Owner.Password})
 	res := r.send("POST", "/api/v1/sessions", "", in, "Content-Type", "application/json")

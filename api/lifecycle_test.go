@@ -35,7 +35,8 @@ type fakeWorkflows struct {
 	loseAnswer func() error
 }
 
-func (f *fakeWorkflows) Submit(_ context.Context, _ *store.Order, _ []string, _, submission string) (workflows.PolicyDecision, error) {
+func (f *fakeWorkflows) Submit(_ context.Context, s workflows.Submission) (workflows.PolicyDecision, error) {
+	submission := s.SubmissionID
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if submission != "" {
@@ -79,7 +80,7 @@ func newLifecycleFixture(t *testing.T) (*fixture, *fakeWorkflows, string) {
 	t.Helper()
 	f := newFixture(t)
 	fw := &fakeWorkflows{decision: workflows.PolicyDecision{Allowed: true}}
-	f.handler = NewRouter(Config{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Workflows: fw})
+	f.handler = NewRouter(Config{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Service: &service.Service{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Workflows: fw}})
 	r := f.post(t, "/api/v1/payments", f.creds.Keys["pay"].SK,
 		`{"walletId":"`+f.creds.Wallets[0].ID+`","asset":"USDC","amount":"20000","destination":{"address":"0x1111111111111111111111111111111111111111"}}`)
 	return f, fw, decodeOrder(t, r)["id"].(string)
@@ -102,7 +103,7 @@ func TestSubmitAnswers(t *testing.T) {
 	f.post(t, "/api/v1/trade-orders/"+id+"/submit", f.creds.Keys["trade"].SK, "{}").wantProblem(t, 404, CodeNotFound)
 
 	// Without Temporal the API says so, retry-safe.
-	f.handler = NewRouter(Config{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	f.handler = NewRouter(Config{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Service: &service.Service{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}})
 	other := decodeOrder(t, f.post(t, "/api/v1/payments", f.creds.Keys["pay"].SK,
 		`{"walletId":"`+f.creds.Wallets[0].ID+`","asset":"USDC","amount":"1","destination":{"address":"0x1111111111111111111111111111111111111111"}}`))["id"].(string)
 	f.post(t, "/api/v1/payments/"+other+"/submit", f.creds.Keys["pay"].SK, "{}").wantProblem(t, 503, CodeUnavailable)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/workflows"
 )
@@ -74,8 +75,11 @@ func (f *fixture) as(t *testing.T, s signedIn, method, target, body string) resp
 func newPeopleFixture(t *testing.T) (*fixture, signedIn) {
 	t.Helper()
 	f := newFixture(t)
-	f.handler = NewRouter(Config{Store: f.store, Log: slog.New(slog.NewJSONHandler(f.logs, nil)),
-		Workflows: &fakeWorkflows{decision: workflows.PolicyDecision{Allowed: true}}})
+	f.handler = NewRouter(Config{
+		Store:   f.store,
+		Log:     slog.New(slog.NewJSONHandler(f.logs, nil)),
+		Service: &service.Service{Store: f.store, Log: slog.New(slog.NewJSONHandler(f.logs, nil)), Workflows: &fakeWorkflows{decision: workflows.PolicyDecision{Allowed: true}}},
+	})
 	return f, f.signIn(t, f.creds.Owner.Email, f.creds.Owner.Password)
 }
 
@@ -157,7 +161,7 @@ func TestFailedSignInsAreLimited(t *testing.T) {
 	// The clock stands still: a slow machine's bcrypt must not refill the buckets.
 	stopped := time.Now()
 	clock := func() time.Time { return stopped }
-	f.handler = NewRouter(Config{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clock})
+	f.handler = NewRouter(Config{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clock, Service: &service.Service{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}})
 	for range 10 {
 		f.trySignIn(t, "198.51.100.1:1", "owner@example.com", "guess guess guess").wantProblem(t, 401, CodeUnauthenticated)
 	}
@@ -173,8 +177,13 @@ func TestFailedSignInsAreLimited(t *testing.T) {
 
 	// Behind a trusted balancer, X-Forwarded-For names the client: clients do not share
 	// the balancer's limit.
-	f.handler = NewRouter(Config{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), TrustedProxies: []string{"10.0.0.1"},
-		Now: clock})
+	f.handler = NewRouter(Config{
+		Store:          f.store,
+		Log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+		TrustedProxies: []string{"10.0.0.1"},
+		Now:            clock,
+		Service:        &service.Service{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+	})
 	for range 10 {
 		f.trySignIn(t, "10.0.0.1:1", "a@example.com", "guess guess guess", "X-Forwarded-For", "203.0.113.1")
 	}

@@ -6,11 +6,13 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/opentreasury/treasury/service"
 )
 
 func TestRateLimitPerCredential(t *testing.T) {
 	f := newFixture(t)
-	f.handler = NewRouter(Config{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), RateLimit: 1, RateBurst: 3})
+	f.handler = NewRouter(Config{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), RateLimit: 1, RateBurst: 3, Service: &service.Service{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}})
 	key := f.creds.Keys["treasury"].SK
 	for i := range 3 {
 		r := f.do(t, "GET", "/api/v1/treasury/portfolio", key, nil)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/batch"
+	"github.com/opentreasury/treasury/service"
 )
 
 // /developer/logs shows the app's own recent requests, newest first, without queries,
@@ -24,7 +25,7 @@ func TestRequestLogs(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go sink.Run(ctx)
-	f.handler = NewRouter(Config{Store: f.store, Log: quiet, RequestLogs: sink})
+	f.handler = NewRouter(Config{Store: f.store, Log: quiet, RequestLogs: sink, Service: &service.Service{Store: f.store, Log: quiet}})
 
 	pay, trade := f.creds.Keys["pay"], f.creds.Keys["trade"]
 	f.do(t, "GET", "/api/v1/payments?limit=2", pay.SK, nil, "X-Correlation-Id", "logs-1")

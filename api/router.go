@@ -14,7 +14,6 @@ import (
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/console"
 	"github.com/opentreasury/treasury/docs"
-	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/metrics"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/ratelimit"
@@ -33,12 +32,13 @@ type ReadinessCheck struct {
 
 // Config is what the router is built from.
 type Config struct {
+	// Service runs every operation the routes ask for; the process builds it once and
+	// hands the same one to everything that serves callers.
+	Service        *service.Service
 	Store          *store.Store
 	Log            *slog.Logger
 	Readiness      []ReadinessCheck
 	RequestTimeout time.Duration
-	// Workflows starts and signals order workflows; nil answers 503 on those routes.
-	Workflows service.Workflows
 	// RateLimit and RateBurst are each credential's requests per second and burst
 	// (50 and 100 when zero).
 	RateLimit float64
@@ -54,14 +54,10 @@ type Config struct {
 	Now func() time.Time
 	// IdempotencyRetention is how long a write's response is kept for replay (24 h default).
 	IdempotencyRetention time.Duration
-	// Bus tells every API process about config changes and revoked credentials.
-	Bus events.Bus
 	// Live serves the WebSocket channel; nil answers 503 on /ws.
 	Live LiveChannel
 	// RequestLogs takes a row per authenticated request for /developer/logs; nil keeps none.
 	RequestLogs RequestLogSink
-	// Webhooks seal webhook secrets and vet endpoint URLs.
-	Webhooks service.WebhookOptions
 	// Console, when set, serves the people's pages under /console/, with the API's own
 	// service and sessions.
 	Console *console.Options
@@ -74,6 +70,9 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 
 // NewRouter builds the HTTP handler of the public API.
 func NewRouter(cfg Config) http.Handler {
+	if cfg.Service == nil {
+		panic("api: the router needs the process's service (Config.Service)")
+	}
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = 30 * time.Second
 	}
@@ -138,7 +137,7 @@ func NewRouter(cfg Config) http.Handler {
 		cfg.RateBurst = 100
 	}
 	limiter := ratelimit.New(cfg.RateLimit, cfg.RateBurst)
-	svc := &service.Service{Store: cfg.Store, Workflows: cfg.Workflows, Bus: cfg.Bus, Live: cfg.Live, Webhooks: cfg.Webhooks, Log: log}
+	svc := cfg.Service
 	if cfg.Console != nil {
 		mountConsole(r, console.Config{Service: svc, Sessions: sh.sessions, Authn: authenticator, Log: log, Options: *cfg.Console}, limiter, cfg.Metrics)
 	}

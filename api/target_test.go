@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/opentreasury/treasury/dev/seed"
+	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
 )
@@ -22,7 +23,7 @@ func TestUnprintableTargetsAreRefusedNotFailed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := NewRouter(Config{Store: s, Log: log, Webhooks: testWebhooks(t)})
+		h := NewRouter(Config{Store: s, Log: log, Service: &service.Service{Store: s, Log: log, Webhooks: testWebhooks(t)}})
 		for _, tc := range []struct {
 			target string
 			status int

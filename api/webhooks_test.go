@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/webhook"
 )
 
@@ -120,7 +121,7 @@ func TestWebhookConfigs(t *testing.T) {
 // webhook signed by nothing.
 func TestWebhooksNeedASealingKey(t *testing.T) {
 	f := newFixture(t)
-	f.handler = NewRouter(Config{Store: f.store, Log: quietLog()})
+	f.handler = NewRouter(Config{Store: f.store, Log: quietLog(), Service: &service.Service{Store: f.store, Log: quietLog()}})
 	f.post(t, "/developer/webhooks", f.creds.Keys["pay"].SK, `{"url":"https://hooks.example.com/x","events":["*"]}`).
 		wantProblem(t, 503, CodeUnavailable)
 }

@@ -52,7 +52,7 @@ func (w *suiteOrders) SubmitOutcome(context.Context, string, string) (workflows.
 	return workflows.PolicyDecision{}, service.ErrUnknownSubmission
 }
 
-func (w *suiteOrders) Submit(ctx context.Context, o *store.Order, legs []string, correlationID, _ string) (workflows.PolicyDecision, error) {
+func (w *suiteOrders) Submit(ctx context.Context, o workflows.Submission) (workflows.PolicyDecision, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var suite testsuite.WorkflowTestSuite
@@ -74,7 +74,7 @@ func (w *suiteOrders) Submit(ctx context.Context, o *store.Order, legs []string,
 		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
 	// The paired signer signs each leg's request an hour (of the environment's time) in.
-	for i := range legs {
+	for i := range o.Legs {
 		env.RegisterDelayedCallback(func() {
 			v, err := env.QueryWorkflow(workflows.QueryState)
 			if err != nil {
@@ -98,7 +98,7 @@ func (w *suiteOrders) Submit(ctx context.Context, o *store.Order, legs []string,
 				Signature: base64.StdEncoding.EncodeToString(sig)})
 		}, time.Duration(i+1)*time.Hour)
 	}
-	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{OrderID: o.ID, CorrelationID: correlationID, Legs: legs})
+	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{OrderID: o.OrderID, CorrelationID: o.CorrelationID, Legs: o.Legs})
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 		return workflows.PolicyDecision{}, fmt.Errorf("workflow completed %v, error %v", env.IsWorkflowCompleted(), env.GetWorkflowError())
 	}
@@ -146,8 +146,15 @@ func TestMetricsAfterALifecycle(t *testing.T) {
 		hooks.Stop()
 	})
 	const burst = 10
-	router := api.NewRouter(api.Config{Store: s, Log: log, Bus: live.Bus, Live: live.Hub, Webhooks: cfg.WebhookOptions(),
-		Workflows: &suiteOrders{t: t, store: s, keys: keys, m: m, log: log}, Metrics: m, RateLimit: 0.001, RateBurst: burst})
+	router := api.NewRouter(api.Config{
+		Store:     s,
+		Log:       log,
+		Live:      live.Hub,
+		Metrics:   m,
+		RateLimit: 0.001,
+		RateBurst: burst,
+		Service:   &service.Service{Store: s, Log: log, Workflows: &suiteOrders{t: t, store: s, keys: keys, m: m, log: log}, Bus: live.Bus, Webhooks: cfg.WebhookOptions(), Live: live.Hub},
+	})
 	srv := httptest.NewServer(router)
 	t.Cleanup(srv.Close)
 	ms, err := ServeMetrics("127.0.0.1:0", m, log)

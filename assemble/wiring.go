@@ -3,10 +3,8 @@ package assemble
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"time"
 
@@ -128,20 +126,29 @@ func RegisterSearchAttributes(ctx context.Context, c client.Client, namespace st
 	return nil
 }
 
-// NewAPIHandler builds the API's HTTP handler over the store, Temporal and the live channel.
-func NewAPIHandler(cfg Config, s *store.Store, tc client.Client, live *Live, log *slog.Logger) http.Handler {
+// NewAPIHandler builds the API's HTTP handler over the process's store, service, Temporal
+// client and live channel.
+func NewAPIHandler(p *Process) http.Handler {
+	cfg := p.Config
 	var pages *console.Options
 	if cfg.Console {
 		pages = &console.Options{TemporalUIURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace,
 			CredentialsFile: cfg.ConsoleCredentialsFile}
 	}
+	ready := []api.ReadinessCheck{{Name: "database", Check: p.Store.Ping}}
+	if tc := p.Temporal; tc != nil {
+		ready = append(ready, api.ReadinessCheck{Name: "temporal", Check: func(ctx context.Context) error {
+			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
+			return err
+		}})
+	}
 	return api.NewRouter(api.Config{
+		Service:              p.Service(),
 		Console:              pages,
-		Bus:                  live.Bus,
-		Live:                 live.Hub,
-		RequestLogs:          live.RequestLogs,
-		Store:                s,
-		Log:                  log,
+		Live:                 p.Live.Hub,
+		RequestLogs:          p.Live.RequestLogs,
+		Store:                p.Store,
+		Log:                  p.Log,
 		RequestTimeout:       cfg.RequestTimeout,
 		IdempotencyRetention: cfg.IdempotencyRetention,
 		RateLimit:            cfg.RateLimit,
@@ -149,71 +156,20 @@ func NewAPIHandler(cfg Config, s *store.Store, tc client.Client, live *Live, log
 		OAuthTokenTTL:        cfg.OAuthTokenTTL,
 		SessionTTL:           cfg.SessionTTL,
 		TrustedProxies:       cfg.TrustedProxyList(),
-		Webhooks:             cfg.WebhookOptions(),
-		Workflows:            TemporalOrders{Client: tc},
 		Metrics:              cfg.Metrics,
-		Readiness: []api.ReadinessCheck{
-			{Name: "database", Check: s.Ping},
-			{Name: "temporal", Check: func(ctx context.Context) error {
-				_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
-				return err
-			}},
-		},
+		Readiness:            ready,
 	})
 }
 
 // NewWorker builds the worker with every activity wired to the store and chain adapter.
-// On Stop it waits up to stopTimeout for running activities before cancelling them.
-func NewWorker(s *store.Store, ch chain.Adapter, tc client.Client, log *slog.Logger, stopTimeout time.Duration) sdkworker.Worker {
+// On Stop it waits up to stopTimeout for running activities before cancelling them;
+// onFatal hears an error the worker cannot recover from.
+func NewWorker(s *store.Store, ch chain.Adapter, tc client.Client, log *slog.Logger, stopTimeout time.Duration, onFatal func(error)) sdkworker.Worker {
 	return worker.New(tc, worker.Activities{
 		Portfolio:   &activities.Portfolio{Store: s, Chain: ch, Log: log},
 		Maintenance: &activities.Maintenance{Store: s},
 		Orders:      &activities.Orders{Store: s, Chain: ch, Log: log},
-	}, sdkworker.Options{WorkerStopTimeout: stopTimeout})
-}
-
-// ServeHTTP serves srv on ln until ctx ends, then stops serving (see StopServing).
-func ServeHTTP(ctx context.Context, srv *http.Server, ln net.Listener, live *Live, timeout time.Duration, log *slog.Logger) error {
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	StopServing(srv, live, timeout, log)
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
-}
-
-// StopServing ends an API process's serving within one timeout. Live connections are
-// closed (1001) first, since http.Server.Shutdown does not track hijacked connections;
-// then in-flight requests drain; then the background work stops, so that the drained
-// requests' log rows are still written. Either srv or live may be nil.
-func StopServing(srv *http.Server, live *Live, timeout time.Duration, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if live != nil {
-		live.CloseConnections(ctx)
-	}
-	if srv != nil {
-		drain(ctx, srv, timeout, log)
-	}
-	if live != nil {
-		live.Stop()
-	}
-}
-
-// drain stops srv accepting and waits until ctx ends for in-flight requests; requests still
-// running then are cut off (their contexts cancelled) so that what they use can be closed.
-// Cutting them off is the expected end of a bounded shutdown, not a failure.
-func drain(ctx context.Context, srv *http.Server, timeout time.Duration, log *slog.Logger) {
-	if err := srv.Shutdown(ctx); err != nil {
-		log.Warn("requests still running after the shutdown timeout were cut off", "timeout", timeout.String())
-		_ = srv.Close()
-	}
+	}, sdkworker.Options{WorkerStopTimeout: stopTimeout, OnFatalError: onFatal})
 }
 
 // NewHTTPServer wraps the API's handler in an http.Server with a timeout on every phase.

@@ -36,7 +36,7 @@ type pages struct {
 
 type allowAll struct{}
 
-func (allowAll) Submit(context.Context, *store.Order, []string, string, string) (workflows.PolicyDecision, error) {
+func (allowAll) Submit(context.Context, workflows.Submission) (workflows.PolicyDecision, error) {
 	return workflows.PolicyDecision{Allowed: true}, nil
 }
 
@@ -59,8 +59,13 @@ func newPagesAt(t *testing.T, now func() time.Time) *pages {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := api.NewRouter(api.Config{Store: s, Log: log, Workflows: allowAll{}, Now: now,
-		Console: &console.Options{TemporalUIURL: "http://temporal-ui.test", Namespace: "treasury"}})
+	h := api.NewRouter(api.Config{
+		Store: s,
+		Log: log,
+		Now: now,
+		Console: &console.Options{TemporalUIURL: "http://temporal-ui.test", Namespace: "treasury"},
+		Service: &service.Service{Store: s, Log: log, Workflows: allowAll{}},
+	})
 	return &pages{store: s, creds: creds, handler: h}
 }
 
@@ -412,8 +417,14 @@ func TestGroupedAmounts(t *testing.T) {
 
 func TestRequestsAreLimitedPerAddress(t *testing.T) {
 	s := storetest.NewSQLite(t)
-	h := api.NewRouter(api.Config{Store: s, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), RateBurst: 3, RateLimit: 0.001,
-		Console: &console.Options{}})
+	h := api.NewRouter(api.Config{
+		Store: s,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		RateBurst: 3,
+		RateLimit: 0.001,
+		Console: &console.Options{},
+		Service: &service.Service{Store: s, Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+	})
 	status := func(addr string) int {
 		req := httptest.NewRequest("GET", "/console/sign-in", nil)
 		req.RemoteAddr = addr
@@ -512,7 +523,7 @@ func TestSessionCookieFollowsTheScheme(t *testing.T) {
 		t.Fatal(err)
 	}
 	router := func(trusted ...string) http.Handler {
-		return api.NewRouter(api.Config{Store: s, Log: log, Workflows: allowAll{}, TrustedProxies: trusted, Console: &console.Options{}})
+		return api.NewRouter(api.Config{Store: s, Log: log, TrustedProxies: trusted, Console: &console.Options{}, Service: &service.Service{Store: s, Log: log, Workflows: allowAll{}}})
 	}
 	for _, tc := range []struct {
 		name             string
@@ -600,8 +611,13 @@ func TestWebSocketsPageShowsTheURLThatWorks(t *testing.T) {
 			want: "ws://treasury.internal"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := api.NewRouter(api.Config{Store: p.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Workflows: allowAll{},
-				TrustedProxies: tc.trusted, Console: &console.Options{}})
+			h := api.NewRouter(api.Config{
+		Store: p.store,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		TrustedProxies: tc.trusted,
+		Console: &console.Options{},
+		Service: &service.Service{Store: p.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Workflows: allowAll{}},
+	})
 			st := newSite(t, h, tc.scheme, tc.host, tc.tlsHere, tc.through)
 			resp, page := st.do("GET", "/console/pay/websockets", "", "Cookie", auth.SessionCookie+"="+developer.session)
 			if resp.StatusCode != http.StatusOK {
@@ -652,7 +668,7 @@ func TestSignInPageNamesTheCredentialsFile(t *testing.T) {
 		{"production", console.Options{}},
 		{"dev bundle", console.Options{CredentialsFile: "/srv/treasury dev/credentials.json"}},
 	} {
-		h := api.NewRouter(api.Config{Store: s, Log: log, Console: &tc.opts})
+		h := api.NewRouter(api.Config{Store: s, Log: log, Console: &tc.opts, Service: &service.Service{Store: s, Log: log}})
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", "/console/sign-in", nil))
 		page := rec.Body.String()

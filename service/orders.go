@@ -229,7 +229,9 @@ func (s *Service) SubmitOrder(ctx context.Context, who Caller, domain orders.Dom
 		for i, l := range o.Legs {
 			names[i] = l.Leg
 		}
-		decision, err = s.Workflows.Submit(ctx, o.Order, names, who.CorrelationID, submission)
+		decision, err = s.Workflows.Submit(ctx, workflows.Submission{OrderID: o.ID, OrgID: o.OrgID, WalletID: o.WalletID,
+			Domain: o.Domain, AmountUSD: o.AmountUSD.StringFixedBank(2), Legs: names,
+			CorrelationID: who.CorrelationID, SubmissionID: submission})
 	}
 	if err != nil {
 		return nil, err

@@ -29,7 +29,7 @@ import (
 type Workflows interface {
 	// Submit starts the workflow (or finds it started) and delivers the submission, whose
 	// id ("" for none) makes a repeat of the same submission return the first outcome.
-	Submit(ctx context.Context, o *store.Order, legs []string, correlationID, submissionID string) (workflows.PolicyDecision, error)
+	Submit(ctx context.Context, s workflows.Submission) (workflows.PolicyDecision, error)
 	// SubmitOutcome is the policy decision of an earlier submission of the order, or
 	// ErrUnknownSubmission when that submission never reached its workflow.
 	SubmitOutcome(ctx context.Context, orderID, submissionID string) (workflows.PolicyDecision, error)
@@ -43,7 +43,7 @@ type LiveCounts interface {
 }
 
 // ErrUnknownSubmission: no submission of that id reached the order's workflow.
-var ErrUnknownSubmission = errors.New("service: no such submission of the order")
+var ErrUnknownSubmission = workflows.ErrUnknownSubmission
 
 // ErrWorkflowsUnavailable is what a missing Temporal connection answers.
 var ErrWorkflowsUnavailable = errors.New("service: Temporal is not configured")

@@ -29,7 +29,7 @@ type recorder struct {
 	controls   []events.Control
 }
 
-func (r *recorder) Submit(context.Context, *store.Order, []string, string, string) (workflows.PolicyDecision, error) {
+func (r *recorder) Submit(context.Context, workflows.Submission) (workflows.PolicyDecision, error) {
 	return workflows.PolicyDecision{Allowed: true}, nil
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/signer"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
@@ -33,7 +34,7 @@ type signals struct {
 	got chan workflows.Signature
 }
 
-func (s *signals) Submit(context.Context, *store.Order, []string, string, string) (workflows.PolicyDecision, error) {
+func (s *signals) Submit(context.Context, workflows.Submission) (workflows.PolicyDecision, error) {
 	return workflows.PolicyDecision{Allowed: true}, nil
 }
 func (s *signals) SubmitOutcome(context.Context, string, string) (workflows.PolicyDecision, error) {
@@ -47,8 +48,8 @@ func (s *signals) SignalSignature(_ context.Context, _ string, sig workflows.Sig
 	return nil
 }
 
-// service is an API process over a seeded store, counting the signer's polls.
-type service struct {
+// apiProcess is an API process over a seeded store, counting the signer's polls.
+type apiProcess struct {
 	url     string
 	creds   *seed.Credentials
 	store   *store.Store
@@ -56,7 +57,7 @@ type service struct {
 	polls   atomic.Int64
 }
 
-func startService(t *testing.T) *service {
+func startService(t *testing.T) *apiProcess {
 	t.Helper()
 	s := storetest.NewSQLite(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -65,9 +66,15 @@ func startService(t *testing.T) *service {
 		t.Fatal(err)
 	}
 	live := assemble.StartLive(s, assemble.LiveOptions{}, log)
-	svc := &service{creds: creds, store: s, signals: &signals{got: make(chan workflows.Signature, 10)}}
-	router := api.NewRouter(api.Config{Store: s, Log: log, Bus: live.Bus, Live: live.Hub, Workflows: svc.signals,
-		RateLimit: 1e6, RateBurst: 1e6})
+	svc := &apiProcess{creds: creds, store: s, signals: &signals{got: make(chan workflows.Signature, 10)}}
+	router := api.NewRouter(api.Config{
+		Store:     s,
+		Log:       log,
+		Live:      live.Hub,
+		RateLimit: 1e6,
+		RateBurst: 1e6,
+		Service:   &service.Service{Store: s, Log: log, Workflows: svc.signals, Bus: live.Bus, Live: live.Hub},
+	})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == "GET" && r.URL.Path == "/api/v1/signing-requests" {
 			svc.polls.Add(1)
@@ -84,7 +91,7 @@ func startService(t *testing.T) *service {
 	return svc
 }
 
-func (svc *service) call(t *testing.T, method, path, token string, body any) map[string]any {
+func (svc *apiProcess) call(t *testing.T, method, path, token string, body any) map[string]any {
 	t.Helper()
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequest(method, svc.url+path, bytes.NewReader(b))
@@ -105,7 +112,7 @@ func (svc *service) call(t *testing.T, method, path, token string, body any) map
 
 // device pairs a signing device with the organisation's manual wallet: its key, and a
 // treasury tk_ key holding sign, restricted to that wallet.
-func (svc *service) device(t *testing.T) (walletID string, key ed25519.PrivateKey, token string) {
+func (svc *apiProcess) device(t *testing.T) (walletID string, key ed25519.PrivateKey, token string) {
 	t.Helper()
 	for _, w := range svc.creds.Wallets {
 		if !w.AutoSign {
@@ -124,7 +131,7 @@ func (svc *service) device(t *testing.T) (walletID string, key ed25519.PrivateKe
 // requestSignature makes a trade order of the wallet (another app than the device's) wait
 // for its signature, as the workflow's step does: the signing request and its
 // Wallet.SigningRequested in one transaction.
-func (svc *service) requestSignature(t *testing.T, walletID string) string {
+func (svc *apiProcess) requestSignature(t *testing.T, walletID string) string {
 	t.Helper()
 	order := svc.call(t, "POST", "/api/v1/trade-orders", svc.creds.Keys["trade"].SK, map[string]any{"walletId": walletID,
 		"sellAsset": "ETH", "buyAsset": "USDC", "sellAmount": "0.01", "maxSlippageBps": 30})
@@ -149,7 +156,7 @@ func (svc *service) requestSignature(t *testing.T, walletID string) string {
 	return id
 }
 
-func (svc *service) waitSigned(t *testing.T, requestID string, within time.Duration) {
+func (svc *apiProcess) waitSigned(t *testing.T, requestID string, within time.Duration) {
 	t.Helper()
 	select {
 	case sig := <-svc.signals.got:

@@ -23,6 +23,7 @@ import (
 	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/dev/logtest"
 	"github.com/opentreasury/treasury/dev/seed"
+	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
 )
@@ -44,7 +45,8 @@ func startReplica(t testing.TB, s *store.Store, opts assemble.LiveOptions, cfg a
 	}
 	opts.NoSendRing = opts.NoSendRing || os.Getenv(plainSendsEnv) != ""
 	live := assemble.StartLive(s, opts, log)
-	cfg.Store, cfg.Log, cfg.Bus, cfg.Live = s, log, live.Bus, live.Hub
+	cfg.Store, cfg.Log, cfg.Live = s, log, live.Hub
+	cfg.Service = &service.Service{Store: s, Log: log, Bus: live.Bus, Live: live.Hub}
 	if cfg.RateLimit == 0 {
 		cfg.RateLimit, cfg.RateBurst = 1e6, 1e6
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/opentreasury/treasury/api"
 	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store/storetest"
 	"github.com/opentreasury/treasury/wshub"
 )
@@ -65,7 +66,7 @@ func TestHubCatchesUpAfterLostNotices(t *testing.T) {
 	go follower.Run(ctx)
 	hub := wshub.New(wshub.Options{Store: assemble.HubStore{Store: s}, Events: follower, Log: log})
 	hub.Start(ctx)
-	srv := httptest.NewServer(api.NewRouter(api.Config{Store: s, Log: log, Bus: bus, Live: hub, RateLimit: 1e6, RateBurst: 1e6}))
+	srv := httptest.NewServer(api.NewRouter(api.Config{Store: s, Log: log, Live: hub, RateLimit: 1e6, RateBurst: 1e6, Service: &service.Service{Store: s, Log: log, Bus: bus, Live: hub}}))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -111,10 +111,8 @@ func run(args []string) int {
 	}
 
 	code := 0
-	select {
-	case <-ctx.Done():
-	case <-b.Done():
-		log.Error("the API server stopped unexpectedly; shutting down")
+	if err := b.Wait(ctx); err != nil {
+		log.Error("a part of the bundle failed; shutting down", "error", err.Error())
 		code = 1
 	}
 	stop()

@@ -19,6 +19,7 @@ import (
 	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/dev/logtest"
 	"github.com/opentreasury/treasury/dev/seed"
+	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store/storetest"
 )
 
@@ -37,8 +38,14 @@ func startLiveAPI(t *testing.T) *liveAPI {
 		t.Fatal(err)
 	}
 	live := assemble.StartLive(s, assemble.LiveOptions{}, log)
-	srv := httptest.NewServer(api.NewRouter(api.Config{Store: s, Log: log, Bus: live.Bus, Live: live.Hub,
-		RateLimit: 1e6, RateBurst: 1e6}))
+	srv := httptest.NewServer(api.NewRouter(api.Config{
+		Store:     s,
+		Log:       log,
+		Live:      live.Hub,
+		RateLimit: 1e6,
+		RateBurst: 1e6,
+		Service:   &service.Service{Store: s, Log: log, Bus: live.Bus, Live: live.Hub},
+	}))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

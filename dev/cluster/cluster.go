@@ -33,7 +33,6 @@ import (
 	"github.com/opentreasury/treasury/dev/devsigner"
 	"github.com/opentreasury/treasury/dev/freeport"
 	"github.com/opentreasury/treasury/dev/seed"
-	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/webhook"
 )
@@ -75,13 +74,13 @@ type Cluster struct {
 
 	opts     Options
 	log      *slog.Logger
+	launcher *assemble.Process
 	procs    map[string]*process
-	order    []string // start order; stopped in reverse
-	store    *store.Store
-	live     *assemble.Live
-	signer   context.CancelFunc
-	signDone chan struct{}
+	order    []string // start order
 	logFiles []*os.File
+	// Chosen by prepare.
+	temporalDB, temporalPort, uiPort string
+	apiAddrs                         []string
 }
 
 // Process names: "temporal", "api-1", "api-2", "worker-1", "worker-2".
@@ -92,40 +91,79 @@ func API(i int) string    { return "api-" + strconv.Itoa(i) }
 func Worker(i int) string { return "worker-" + strconv.Itoa(i) }
 
 // Start brings the cluster up and returns when every API answers ready.
-func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
-	if opts.Postgres == "" {
-		opts.Postgres = "postgres://postgres@127.0.0.1:5432/?sslmode=disable"
-	}
-	if opts.Name == "" {
-		opts.Name = "treasury_cluster"
-	}
-	if opts.DataDir == "" {
-		opts.DataDir = ".cluster"
-	}
-	if opts.APIPorts == nil {
-		opts.APIPorts = []int{8080, 8081}
-	}
-	if opts.Workers == 0 {
-		opts.Workers = 2
-	}
-	if opts.TemporalPort == 0 {
-		opts.TemporalPort = 7233
-	}
-	if opts.UIPort == 0 {
-		opts.UIPort = 8233
-	}
-	if opts.Log == nil {
-		opts.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
-	}
-	c := &Cluster{opts: opts, log: opts.Log, procs: map[string]*process{}}
-	defer func() {
-		if err != nil {
-			_ = c.Shutdown()
-		}
-	}()
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	opts = opts.withDefaults()
+	c := &Cluster{opts: opts, log: opts.Log, procs: map[string]*process{}, MetricsURLs: map[string]string{}}
 	if err := os.MkdirAll(filepath.Join(opts.DataDir, "logs"), 0o700); err != nil {
 		return nil, err
 	}
+	env, err := c.prepare(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The launcher is a process of its own: the store (for the seed), and the dev signer
+	// with the service and event follower it needs.
+	c.launcher = assemble.NewProcess(assemble.Config{DatabaseURL: c.DatabaseURL, TemporalAddress: c.TemporalAddr,
+		TemporalNamespace: "default", ShutdownTimeout: 30 * time.Second}, "cluster", c.log)
+	p := c.launcher
+	err = p.Start(ctx,
+		c.child(Temporal, opts.DevBin, nil, "temporal", "serve", "--postgres", c.temporalDB,
+			"--port", c.temporalPort, "--ui-port", c.uiPort),
+		c.setup(env),
+		p.Database(),
+		c.seed(),
+		p.TemporalClient(),
+		p.EventFollower(),
+		devsigner.Component(p, opts.DataDir),
+		c.children(env),
+		assemble.Component{Name: "ready", Start: func(ctx context.Context) error {
+			for _, u := range c.APIURLs {
+				if err := waitReady(ctx, u, 90*time.Second); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+	)
+	if err != nil {
+		c.closeLogs()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.Postgres == "" {
+		o.Postgres = "postgres://postgres@127.0.0.1:5432/?sslmode=disable"
+	}
+	if o.Name == "" {
+		o.Name = "treasury_cluster"
+	}
+	if o.DataDir == "" {
+		o.DataDir = ".cluster"
+	}
+	if o.APIPorts == nil {
+		o.APIPorts = []int{8080, 8081}
+	}
+	if o.Workers == 0 {
+		o.Workers = 2
+	}
+	if o.TemporalPort == 0 {
+		o.TemporalPort = 7233
+	}
+	if o.UIPort == 0 {
+		o.UIPort = 8233
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return o
+}
+
+// prepare makes the databases, picks the ports and returns the environment every
+// treasury process gets.
+func (c *Cluster) prepare(ctx context.Context) (env []string, err error) {
+	opts := c.opts
 	for _, db := range []string{opts.Name, opts.Name + "_temporal"} {
 		if err := ensureDatabase(ctx, opts.Postgres, db); err != nil {
 			return nil, err
@@ -134,8 +172,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if c.DatabaseURL, err = withDatabase(opts.Postgres, opts.Name); err != nil {
 		return nil, err
 	}
-	temporalDB, _ := withDatabase(opts.Postgres, opts.Name+"_temporal")
-
+	c.temporalDB, _ = withDatabase(opts.Postgres, opts.Name+"_temporal")
 	temporalPort, err := freeport.OrFree("127.0.0.1", opts.TemporalPort)
 	if err != nil {
 		return nil, fmt.Errorf("temporal port: %w", err)
@@ -144,18 +181,22 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("temporal UI port: %w", err)
 	}
-	c.TemporalAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(temporalPort))
-	c.TemporalUIURL = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(uiPort))
-	if err := c.add(ctx, Temporal, opts.DevBin, nil, "temporal", "serve", "--postgres", temporalDB,
-		"--port", strconv.Itoa(temporalPort), "--ui-port", strconv.Itoa(uiPort)); err != nil {
-		return nil, err
+	c.temporalPort, c.uiPort = strconv.Itoa(temporalPort), strconv.Itoa(uiPort)
+	c.TemporalAddr = net.JoinHostPort("127.0.0.1", c.temporalPort)
+	c.TemporalUIURL = "http://" + net.JoinHostPort("127.0.0.1", c.uiPort)
+	for _, p := range opts.APIPorts {
+		port, err := freeport.OrFree("127.0.0.1", p)
+		if err != nil {
+			return nil, fmt.Errorf("api port %d: %w", p, err)
+		}
+		c.apiAddrs = append(c.apiAddrs, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		c.APIURLs = append(c.APIURLs, "http://"+c.apiAddrs[len(c.apiAddrs)-1])
 	}
-
 	sealKey, err := webhook.KeyFile(filepath.Join(opts.DataDir, "webhook-key"))
 	if err != nil {
 		return nil, err
 	}
-	env := slices.Concat([]string{
+	return slices.Concat([]string{
 		"DATABASE_URL=" + c.DatabaseURL,
 		"TEMPORAL_ADDRESS=" + c.TemporalAddr,
 		"TEMPORAL_UI_URL=" + c.TemporalUIURL,
@@ -164,101 +205,89 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		// Receivers on this machine, as in the dev bundle; production refuses both.
 		"WEBHOOK_ALLOW_HTTP=true",
 		"WEBHOOK_ALLOW_LOOPBACK=true",
-	}, opts.Env)
-	onceLog, err := c.logFile("setup")
-	if err != nil {
-		return nil, err
-	}
-	if err := runOnce(ctx, onceLog, env, opts.TreasuryBin, "migrate"); err != nil {
-		return nil, err
-	}
-	// Waits (up to a minute) for the frontend, then registers the search attributes.
-	if err := runOnce(ctx, onceLog, env, opts.TreasuryBin, "temporal", "setup"); err != nil {
-		return nil, err
-	}
-
-	apiAddrs := make([]string, len(opts.APIPorts))
-	for i, p := range opts.APIPorts {
-		port, err := freeport.OrFree("127.0.0.1", p)
-		if err != nil {
-			return nil, fmt.Errorf("api port %d: %w", p, err)
-		}
-		apiAddrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		c.APIURLs = append(c.APIURLs, "http://"+apiAddrs[i])
-	}
-	if c.store, err = store.Open(ctx, store.Config{DatabaseURL: c.DatabaseURL}); err != nil {
-		return nil, err
-	}
-	urls := seed.URLs{BaseURL: c.APIURLs[0], WSURL: "ws://" + apiAddrs[0], TemporalUIURL: c.TemporalUIURL}
-	if c.Credentials, err = seed.Ensure(ctx, c.store, opts.DataDir, urls, c.log); err != nil {
-		return nil, err
-	}
-	c.CredentialsPath = filepath.Join(opts.DataDir, seed.CredentialsFile)
-
-	c.MetricsURLs = map[string]string{}
-	// Every process serves /metrics on an address of its own.
-	withMetrics := func(name string, extra ...string) ([]string, error) {
-		port, err := freeport.OrFree("127.0.0.1", 0)
-		if err != nil {
-			return nil, err
-		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		c.MetricsURLs[name] = "http://" + addr + "/metrics"
-		return slices.Concat(env, extra, []string{"METRICS_ADDR=" + addr}), nil
-	}
-	for i := range opts.Workers {
-		penv, err := withMetrics(Worker(i + 1))
-		if err != nil {
-			return nil, err
-		}
-		if err := c.add(ctx, Worker(i+1), opts.TreasuryBin, penv, "worker"); err != nil {
-			return nil, err
-		}
-	}
-	for i, addr := range apiAddrs {
-		penv, err := withMetrics(API(i+1), "HTTP_ADDR="+addr)
-		if err != nil {
-			return nil, err
-		}
-		if err := c.add(ctx, API(i+1), opts.TreasuryBin, penv, "api"); err != nil {
-			return nil, err
-		}
-	}
-	if err := c.startSigner(ctx); err != nil {
-		return nil, err
-	}
-	for _, u := range c.APIURLs {
-		if err := waitReady(ctx, u, 90*time.Second); err != nil {
-			return nil, err
-		}
-	}
-	return c, nil
+	}, opts.Env), nil
 }
 
-// startSigner runs the dev signer in this process, on the store and the cluster's
-// Temporal server, woken by the store's events like the dev bundle's.
-func (c *Cluster) startSigner(ctx context.Context) error {
-	keys, err := seed.LoadSignerKeys(c.opts.DataDir)
-	if err != nil {
+// setup migrates the store and registers the search attributes (waiting up to a minute
+// for the Temporal frontend), as an operator would before starting the processes.
+func (c *Cluster) setup(env []string) assemble.Component {
+	return assemble.Component{Name: "setup", Start: func(ctx context.Context) error {
+		onceLog, err := c.logFile("setup")
+		if err != nil {
+			return err
+		}
+		if err := runOnce(ctx, onceLog, env, c.opts.TreasuryBin, "migrate"); err != nil {
+			return err
+		}
+		return runOnce(ctx, onceLog, env, c.opts.TreasuryBin, "temporal", "setup")
+	}}
+}
+
+// seed makes (or finds) the demo organisation and its credentials file.
+func (c *Cluster) seed() assemble.Component {
+	return assemble.Component{Name: "seed", Start: func(ctx context.Context) (err error) {
+		urls := seed.URLs{BaseURL: c.APIURLs[0], WSURL: "ws://" + c.apiAddrs[0], TemporalUIURL: c.TemporalUIURL}
+		c.Credentials, err = seed.Ensure(ctx, c.launcher.Store, c.opts.DataDir, urls, c.log)
+		c.CredentialsPath = filepath.Join(c.opts.DataDir, seed.CredentialsFile)
 		return err
+	}}
+}
+
+// children starts the worker and api processes, each serving /metrics on an address of
+// its own; they stop (the newest first) before the launcher's own parts.
+func (c *Cluster) children(env []string) assemble.Component {
+	var started []assemble.Component
+	return assemble.Component{Name: "treasury processes",
+		Start: func(ctx context.Context) error {
+			withMetrics := func(name string, extra ...string) ([]string, error) {
+				port, err := freeport.OrFree("127.0.0.1", 0)
+				if err != nil {
+					return nil, err
+				}
+				addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+				c.MetricsURLs[name] = "http://" + addr + "/metrics"
+				return slices.Concat(env, extra, []string{"METRICS_ADDR=" + addr}), nil
+			}
+			for i := range c.opts.Workers + len(c.apiAddrs) {
+				name, extra, arg := Worker(i+1), []string(nil), "worker"
+				if i >= c.opts.Workers {
+					j := i - c.opts.Workers
+					name, extra, arg = API(j+1), []string{"HTTP_ADDR=" + c.apiAddrs[j]}, "api"
+				}
+				penv, err := withMetrics(name, extra...)
+				if err != nil {
+					return err
+				}
+				child := c.child(name, c.opts.TreasuryBin, penv, arg)
+				if err := child.Start(ctx); err != nil {
+					return err
+				}
+				started = append(started, child)
+			}
+			return nil
+		},
+		Stop: func(ctx context.Context) error {
+			var errs []error
+			for i := len(started) - 1; i >= 0; i-- {
+				errs = append(errs, started[i].Stop(ctx))
+			}
+			return errors.Join(errs...)
+		},
 	}
-	tc, err := assemble.DialTemporal(ctx, assemble.Config{TemporalAddress: c.TemporalAddr, TemporalNamespace: "default"}, c.log)
-	if err != nil {
-		return err
+}
+
+// child is one supervised child process.
+func (c *Cluster) child(name, path string, env []string, args ...string) assemble.Component {
+	return assemble.Component{Name: name,
+		Start: func(ctx context.Context) error {
+			err := c.add(ctx, name, path, env, args...)
+			if p, ok := c.procs[name]; ok && err != nil {
+				_ = p.stop(30 * time.Second) // started, but never became ready
+			}
+			return err
+		},
+		Stop: func(context.Context) error { return c.procs[name].stop(30 * time.Second) },
 	}
-	c.live = assemble.StartLive(c.store, assemble.LiveOptions{}, c.log)
-	svc := &service.Service{Store: c.store, Workflows: assemble.TemporalOrders{Client: tc}, Log: c.log}
-	s := devsigner.New(c.store, svc, keys, c.log.With("component", "dev-signer"))
-	unsubscribe := c.live.Follower.Subscribe(s)
-	signerCtx, cancel := context.WithCancel(context.Background())
-	c.signer, c.signDone = cancel, make(chan struct{})
-	go func() {
-		defer close(c.signDone)
-		defer tc.Close()
-		defer unsubscribe()
-		s.Run(signerCtx)
-	}()
-	return nil
 }
 
 func (c *Cluster) add(ctx context.Context, name, path string, env []string, args ...string) error {
@@ -387,7 +416,7 @@ func (c *Cluster) proc(name string) (*process, error) {
 }
 
 // Store is the cluster's store, for checks from outside the processes.
-func (c *Cluster) Store() *store.Store { return c.store }
+func (c *Cluster) Store() *store.Store { return c.launcher.Store }
 
 // Banner is what `treasury-dev cluster` prints once the cluster is up.
 func (c *Cluster) Banner(w io.Writer) {
@@ -415,33 +444,19 @@ Press Ctrl-C to stop everything.
 		cr.Keys["treasury"].SK, cr.Keys["pay"].SK)
 }
 
-// Shutdown stops every process, the newest first (api, workers, then Temporal).
+// Shutdown stops every process, the newest first (api, workers, the dev signer, then
+// Temporal).
 func (c *Cluster) Shutdown() error {
-	var errs []error
-	if c.signer != nil {
-		c.signer()
-		<-c.signDone
-		c.signer = nil
-	}
-	if c.live != nil {
-		c.live.Stop()
-		c.live = nil
-	}
-	for i := len(c.order) - 1; i >= 0; i-- {
-		if err := c.procs[c.order[i]].stop(30 * time.Second); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	c.order = nil
-	if c.store != nil {
-		errs = append(errs, c.store.Close())
-		c.store = nil
-	}
+	err := c.launcher.Stop()
+	c.closeLogs()
+	return err
+}
+
+func (c *Cluster) closeLogs() {
 	for _, f := range c.logFiles {
 		_ = f.Close()
 	}
 	c.logFiles = nil
-	return errors.Join(errs...)
 }
 
 // ensureDatabase creates a database on the server unless it exists.

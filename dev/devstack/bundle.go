@@ -2,7 +2,6 @@ package devstack
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,18 +11,14 @@ import (
 	"path/filepath"
 	"time"
 
-	"go.temporal.io/sdk/client"
-	sdkworker "go.temporal.io/sdk/worker"
-
 	"github.com/opentreasury/treasury/assemble"
+	"github.com/opentreasury/treasury/chain"
 	"github.com/opentreasury/treasury/chain/devchain"
 	"github.com/opentreasury/treasury/dev/devsigner"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/metrics"
-	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/webhook"
-	"github.com/opentreasury/treasury/worker"
 )
 
 // Options configure the dev bundle; the treasury-dev flags map onto them.
@@ -73,49 +68,15 @@ type Bundle struct {
 	Metrics    *metrics.Metrics
 	MetricsURL string
 
-	opts       Options
-	log        *slog.Logger
-	store      *store.Store
-	temporal   *Temporal
-	client     client.Client
-	worker     sdkworker.Worker
-	listener   net.Listener
-	stopSigner context.CancelFunc
-	signerDone chan struct{}
-	http       *http.Server
-	live       *assemble.Live
-	webhooks   *assemble.Webhooks
-	// serveDone closes when the API server stops serving; serveErr says why.
-	serveDone chan struct{}
-	serveErr  error
+	proc     *assemble.Process
+	temporal *Temporal
 }
 
 // Start brings the whole bundle up: store, embedded Temporal and UI, seed, worker, API.
 // On error everything already started is stopped again.
-func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
-	if opts.DataDir == "" {
-		opts.DataDir = ".data"
-	}
-	if opts.HTTPAddr == "" {
-		opts.HTTPAddr = "127.0.0.1:8080"
-	}
-	if opts.BalanceSyncInterval == 0 {
-		opts.BalanceSyncInterval = time.Minute
-	}
-	if opts.ShutdownTimeout == 0 {
-		// Drain and worker stop each get this; with the rest, a stop stays well under 10 s.
-		opts.ShutdownTimeout = 3 * time.Second
-	}
-	log := opts.Log
-	if log == nil {
-		log = assemble.NewLogger(slog.LevelInfo)
-	}
-	b := &Bundle{opts: opts, log: log, Namespace: "default", Metrics: metrics.New()}
-	defer func() {
-		if err != nil {
-			_ = b.stop()
-		}
-	}()
+func Start(ctx context.Context, opts Options) (*Bundle, error) {
+	opts = opts.withDefaults()
+	b := &Bundle{Namespace: "default", Metrics: metrics.New()}
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, err
 	}
@@ -123,10 +84,62 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("API address %s: %w", opts.HTTPAddr, err)
 	}
-	b.listener = ln
+	defer func() { _ = ln.Close() }() // the server's once it serves; closing it again is harmless
 	b.APIURL = "http://" + ln.Addr().String()
 	b.MetricsURL = b.APIURL + metrics.Path
+	cfg, err := b.config(opts)
+	if err != nil {
+		return nil, err
+	}
+	b.proc = assemble.NewProcess(cfg, "dev", opts.Log)
+	p := b.proc
+	err = p.Start(ctx,
+		p.Database(),
+		p.LiveChannel(),
+		b.temporalServer(opts),
+		b.seed(opts, ln),
+		p.TemporalClient(),
+		// A data directory made before a search attribute was added gets it now.
+		assemble.Component{Name: "search attributes", Start: func(ctx context.Context) error {
+			return assemble.RegisterSearchAttributes(ctx, p.Temporal, b.Namespace)
+		}},
+		p.Schedules(),
+		p.Worker(func() chain.Adapter { return newDevchain(p.Store, opts) }),
+		p.Webhooks(),
+		devSigner(p, opts),
+		// One process, one local address: /metrics is served beside the API, not apart
+		// from it as treasury api serves it (see docs/metrics.md).
+		p.HTTP(ln, func() http.Handler { return assemble.WithMetrics(assemble.NewAPIHandler(p), b.Metrics) }),
+		p.LiveConnections(),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
 
+func (o Options) withDefaults() Options {
+	if o.DataDir == "" {
+		o.DataDir = ".data"
+	}
+	if o.HTTPAddr == "" {
+		o.HTTPAddr = "127.0.0.1:8080"
+	}
+	if o.BalanceSyncInterval == 0 {
+		o.BalanceSyncInterval = time.Minute
+	}
+	if o.ShutdownTimeout == 0 {
+		// Each step of a stop gets this; with the rest, a stop stays well under 10 s.
+		o.ShutdownTimeout = 3 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = assemble.NewLogger(slog.LevelInfo)
+	}
+	return o
+}
+
+// config is the configuration of the bundle's one process: the API's and the worker's.
+func (b *Bundle) config(opts Options) (assemble.Config, error) {
 	cfg := assemble.Config{
 		DatabaseURL:          opts.DatabaseURL,
 		SQLitePath:           filepath.Join(opts.DataDir, "treasury.db"),
@@ -139,6 +152,8 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 		OAuthTokenTTL:        15 * time.Minute,
 		ShutdownTimeout:      opts.ShutdownTimeout,
 		BalanceSyncInterval:  opts.BalanceSyncInterval,
+		WSPingInterval:       opts.WSPingInterval,
+		WSSendRing:           !opts.NoWSSendRing,
 		Console:              true,
 		Metrics:              b.Metrics,
 		// The server is in this process: gzip on loopback is CPU for nothing.
@@ -148,99 +163,76 @@ func Start(ctx context.Context, opts Options) (_ *Bundle, err error) {
 		cfg.SQLitePath = ""
 	}
 	// Webhooks: plain http to receivers on this machine is fine in development.
+	var err error
 	if cfg.WebhookSecretKey, err = webhook.KeyFile(filepath.Join(opts.DataDir, webhookKeyFile)); err != nil {
-		return nil, err
+		return cfg, err
 	}
 	cfg.WebhookAllowHTTP, cfg.WebhookAllowLoopback, cfg.WebhookBackoffScale = true, !opts.NoWebhookLoopback, opts.WebhookBackoffScale
 	if cfg.WebhookBackoffScale <= 0 {
 		cfg.WebhookBackoffScale = 1
 	}
-	if b.store, err = assemble.OpenStore(ctx, cfg, log); err != nil {
-		return nil, err
-	}
-	b.live = assemble.StartLive(b.store, assemble.LiveOptions{PingInterval: opts.WSPingInterval, NoSendRing: opts.NoWSSendRing,
-		Metrics: b.Metrics}, log)
+	return cfg, nil
+}
 
-	b.temporal, err = StartTemporal(ctx, TemporalConfig{
-		DataDir:          filepath.Join(opts.DataDir, "temporal"),
-		Port:             opts.TemporalPort,
-		UIPort:           opts.UIPort,
-		Namespace:        b.Namespace,
-		SearchAttributes: assemble.SearchAttributeTypes(),
-		HistoryShards:    opts.HistoryShards,
-		LogLevel:         opts.TemporalLogLevel,
-		Log:              log,
-	})
-	if err != nil {
-		return nil, err
+// temporalServer runs the embedded Temporal server and its UI.
+func (b *Bundle) temporalServer(opts Options) assemble.Component {
+	return assemble.Component{Name: "temporal server",
+		Start: func(ctx context.Context) (err error) {
+			b.temporal, err = StartTemporal(ctx, TemporalConfig{
+				DataDir:          filepath.Join(opts.DataDir, "temporal"),
+				Port:             opts.TemporalPort,
+				UIPort:           opts.UIPort,
+				Namespace:        b.Namespace,
+				SearchAttributes: assemble.SearchAttributeTypes(),
+				HistoryShards:    opts.HistoryShards,
+				LogLevel:         opts.TemporalLogLevel,
+				Log:              b.proc.Log,
+			})
+			if err != nil {
+				return err
+			}
+			b.TemporalAddr, b.TemporalUIURL = b.temporal.FrontendAddr, b.temporal.UIURL
+			b.proc.Config.TemporalAddress, b.proc.Config.TemporalUIURL = b.TemporalAddr, b.TemporalUIURL
+			return nil
+		},
+		Stop: func(context.Context) error { b.temporal.Stop(); return nil },
 	}
-	b.TemporalAddr, b.TemporalUIURL = b.temporal.FrontendAddr, b.temporal.UIURL
-	cfg.TemporalAddress, cfg.TemporalUIURL = b.TemporalAddr, b.TemporalUIURL
+}
 
-	urls := seed.URLs{BaseURL: b.APIURL, WSURL: "ws://" + ln.Addr().String(), TemporalUIURL: b.TemporalUIURL}
-	if b.Credentials, err = seed.Ensure(ctx, b.store, opts.DataDir, urls, log); err != nil {
-		return nil, err
+// seed makes (or finds) the demo organisation and its credentials file.
+func (b *Bundle) seed(opts Options, ln net.Listener) assemble.Component {
+	return assemble.Component{Name: "seed",
+		Start: func(ctx context.Context) (err error) {
+			urls := seed.URLs{BaseURL: b.APIURL, WSURL: "ws://" + ln.Addr().String(), TemporalUIURL: b.TemporalUIURL}
+			if b.Credentials, err = seed.Ensure(ctx, b.proc.Store, opts.DataDir, urls, b.proc.Log); err != nil {
+				return err
+			}
+			b.CredentialsPath = filepath.Join(opts.DataDir, seed.CredentialsFile)
+			// The sign-in page is read in a browser, which knows nothing of this process's
+			// working directory.
+			b.proc.Config.ConsoleCredentialsFile, err = filepath.Abs(b.CredentialsPath)
+			return err
+		},
 	}
-	b.CredentialsPath = filepath.Join(opts.DataDir, seed.CredentialsFile)
-	// The sign-in page is read in a browser, which knows nothing of this process's
-	// working directory.
-	if cfg.ConsoleCredentialsFile, err = filepath.Abs(b.CredentialsPath); err != nil {
-		return nil, err
-	}
+}
 
-	if b.client, err = assemble.DialTemporal(ctx, cfg, log); err != nil {
-		return nil, err
+// devSigner signs the autoSign wallets' signing requests in-process, unless turned off.
+func devSigner(p *assemble.Process, opts Options) assemble.Component {
+	if !opts.DevSigner {
+		return assemble.Component{Name: "dev signer (off)"}
 	}
-	// A data directory made before a search attribute was added gets it now.
-	if err := assemble.RegisterSearchAttributes(ctx, b.client, b.Namespace); err != nil {
-		return nil, err
-	}
-	if err := worker.EnsureSchedules(ctx, b.client, opts.BalanceSyncInterval); err != nil {
-		return nil, err
-	}
-	dev := devchain.New(b.store)
+	return devsigner.Component(p, opts.DataDir)
+}
+
+func newDevchain(s *store.Store, opts Options) chain.Adapter {
+	dev := devchain.New(s)
 	if opts.BlockTime > 0 {
 		dev.BlockTime = opts.BlockTime
 	}
 	if opts.Confirmations > 0 {
 		dev.Confirmations = opts.Confirmations
 	}
-	b.worker = assemble.NewWorker(b.store, dev, b.client, log, opts.ShutdownTimeout)
-	if err := b.worker.Start(); err != nil {
-		b.worker = nil
-		return nil, fmt.Errorf("start worker: %w", err)
-	}
-
-	b.webhooks = assemble.StartWebhooks(b.store, b.live.Follower, cfg.WebhookOptions(), cfg.WebhookBackoffScale, b.Metrics, log)
-
-	if opts.DevSigner {
-		keys, err := seed.LoadSignerKeys(opts.DataDir)
-		if err != nil {
-			return nil, err
-		}
-		signerCtx, cancel := context.WithCancel(context.Background())
-		b.stopSigner = cancel
-		svc := &service.Service{Store: b.store, Workflows: assemble.TemporalOrders{Client: b.client}, Log: log}
-		signer := devsigner.New(b.store, svc, keys, log.With("component", "dev-signer"))
-		unsubscribe := b.live.Follower.Subscribe(signer)
-		b.signerDone = make(chan struct{})
-		go func() {
-			defer close(b.signerDone)
-			defer unsubscribe()
-			signer.Run(signerCtx)
-		}()
-	}
-
-	// One process, one local address: /metrics is served beside the API, not apart from
-	// it as treasury api serves it (see docs/metrics.md).
-	b.http = assemble.NewHTTPServer(ln.Addr().String(), assemble.WithMetrics(assemble.NewAPIHandler(cfg, b.store, b.client, b.live, log), b.Metrics))
-	b.serveDone = make(chan struct{})
-	go func() {
-		b.serveErr = b.http.Serve(ln)
-		close(b.serveDone)
-	}()
-	b.listener = nil // owned by the server now
-	return b, nil
+	return dev
 }
 
 // webhookKeyFile holds the dev bundle's webhook sealing key, made on first start.
@@ -272,61 +264,16 @@ Press Ctrl-C to stop.
 		c.Keys["treasury"].SK, c.Keys["pay"].SK, c.Keys["pay"].Approve, c.Keys["treasury"].SK, b.APIURL)
 }
 
-// Done is closed if the API server stops serving before Shutdown: the bundle is broken.
-func (b *Bundle) Done() <-chan struct{} { return b.serveDone }
+// Wait blocks until ctx ends (nil) or a part of the bundle fails (its error; the API
+// server stopped serving, say): the bundle is broken then.
+func (b *Bundle) Wait(ctx context.Context) error { return b.proc.Wait(ctx) }
 
-// Shutdown stops everything in order: the API drains, the worker stops, the Temporal
-// server stops, the database closes.
+// Shutdown stops everything in the reverse of the start order: live connections close,
+// the API drains, the dev signer, the webhook dispatcher and the worker stop, then the
+// Temporal client and server, the live channel and the database.
 func (b *Bundle) Shutdown() error {
-	return b.stop()
-}
-
-func (b *Bundle) stop() error {
-	var errs []error
 	if b.temporal != nil {
 		b.temporal.Quiet()
 	}
-	if b.http != nil || b.live != nil {
-		assemble.StopServing(b.http, b.live, b.opts.ShutdownTimeout, b.log)
-		b.live = nil
-	}
-	if b.http != nil {
-		<-b.serveDone
-		if b.serveErr != nil && !errors.Is(b.serveErr, http.ErrServerClosed) {
-			errs = append(errs, b.serveErr)
-		}
-		b.http = nil
-	}
-	if b.listener != nil {
-		_ = b.listener.Close()
-		b.listener = nil
-	}
-	if b.stopSigner != nil {
-		b.stopSigner()
-		<-b.signerDone
-		b.stopSigner = nil
-	}
-	if b.webhooks != nil {
-		b.webhooks.Stop()
-		b.webhooks = nil
-	}
-	if b.worker != nil {
-		b.worker.Stop()
-		b.worker = nil
-	}
-	if b.client != nil {
-		b.client.Close()
-		b.client = nil
-	}
-	if b.temporal != nil {
-		b.temporal.Stop()
-		b.temporal = nil
-	}
-	if b.store != nil {
-		if err := b.store.Close(); err != nil {
-			errs = append(errs, err)
-		}
-		b.store = nil
-	}
-	return errors.Join(errs...)
+	return b.proc.Stop()
 }

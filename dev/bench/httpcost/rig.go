@@ -22,9 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/opentreasury/treasury/api"
 	"github.com/opentreasury/treasury/assemble"
-	"github.com/opentreasury/treasury/console"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/store"
 )
@@ -129,63 +127,46 @@ func newRig(ctx context.Context, kind string, client *http.Client, o options) (_
 	undo = append(undo, func() { _ = logFile.Close() })
 	log := slog.New(slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: cfg.LogLevel})).With("process", "api")
 
-	var s *store.Store
-	if o.maxConns == 0 {
-		s, err = assemble.OpenStore(ctx, cfg, log)
-	} else {
-		s, err = openStore(ctx, cfg, o.maxConns)
-	}
-	if err != nil {
-		return nil, err
-	}
-	undo = append(undo, func() { _ = s.Close() })
-	creds, err := seed.Ensure(ctx, s, dir, seed.URLs{}, log)
-	if err != nil {
-		return nil, err
-	}
-	r.readKey, r.payKey = creds.Keys["treasury"].SK, creds.Keys["pay"].SK
-	for _, w := range creds.Wallets {
-		if w.Chain == "ethereum" && w.AutoSign {
-			r.walletID = w.ID
-			break
+	// What an api process runs (assemble.APIComponents), from the same constructors, but
+	// for Temporal: creating a payment does not start its workflow.
+	p := assemble.NewProcess(cfg, "api", log)
+	database := p.Database()
+	if o.maxConns != 0 {
+		database.Start = func(ctx context.Context) (err error) {
+			p.Store, err = openStore(ctx, cfg, o.maxConns)
+			return err
 		}
 	}
-	if r.walletID == "" {
-		return nil, errors.New("the seed has no autoSign ethereum wallet")
-	}
-
-	// What an api process runs beside its router (assemble.RunAPI): the event bus and its
-	// follower, the WebSocket hub, and the batched writer of request logs. Temporal is
-	// left out: creating a payment does not start its workflow.
-	live := assemble.StartLive(s, assemble.LiveOptions{PingInterval: cfg.WSPingInterval, NoSendRing: !cfg.WSSendRing}, log)
-	var pages *console.Options
-	if cfg.Console {
-		pages = &console.Options{TemporalUIURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace}
-	}
-	// As assemble.NewAPIHandler builds it, but for Workflows and the Temporal readiness check.
-	h := api.NewRouter(api.Config{
-		Console:              pages,
-		Bus:                  live.Bus,
-		Live:                 live.Hub,
-		RequestLogs:          live.RequestLogs,
-		Store:                s,
-		Log:                  log,
-		RequestTimeout:       cfg.RequestTimeout,
-		IdempotencyRetention: cfg.IdempotencyRetention,
-		RateLimit:            cfg.RateLimit,
-		RateBurst:            cfg.RateBurst,
-		OAuthTokenTTL:        cfg.OAuthTokenTTL,
-		SessionTTL:           cfg.SessionTTL,
-		TrustedProxies:       cfg.TrustedProxyList(),
-		Webhooks:             cfg.WebhookOptions(),
-		Readiness:            []api.ReadinessCheck{{Name: "database", Check: s.Ping}},
-	})
-	oursSrv, oursURL, err := serve(h, "ours", o.labels)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		live.Stop()
 		return nil, err
 	}
-	undo = append(undo, func() { assemble.StopServing(oursSrv, live, cfg.ShutdownTimeout, log) })
+	undo = append(undo, func() { _ = ln.Close() })
+	seeded := assemble.Component{Name: "seed", Start: func(ctx context.Context) error {
+		creds, err := seed.Ensure(ctx, p.Store, dir, seed.URLs{}, log)
+		if err != nil {
+			return err
+		}
+		r.readKey, r.payKey = creds.Keys["treasury"].SK, creds.Keys["pay"].SK
+		for _, w := range creds.Wallets {
+			if w.Chain == "ethereum" && w.AutoSign {
+				r.walletID = w.ID
+				return nil
+			}
+		}
+		return errors.New("the seed has no autoSign ethereum wallet")
+	}}
+	err = p.Start(ctx, database, seeded, p.LiveChannel(), p.HTTP(ln, func() http.Handler {
+		if o.labels {
+			return labelled("ours", assemble.NewAPIHandler(p))
+		}
+		return assemble.NewAPIHandler(p)
+	}), p.LiveConnections())
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { _ = p.Stop() })
+	oursURL := "http://" + ln.Addr().String()
 	r.ours = oursURL
 
 	if r.portfolio, err = capture(ctx, client, http.MethodGet, oursURL+portfolioPath, r.readKey, ""); err != nil {
