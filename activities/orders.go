@@ -41,9 +41,21 @@ func (a *Orders) now() time.Time {
 	return time.Now().UTC()
 }
 
-// apply runs a step and classifies its error once: a refused transition can never succeed
-// on retry; anything else (the database) may.
-func (a *Orders) apply(ctx context.Context, ch store.OrderChange) (*store.StepResult, error) {
+// apply runs one step of the lifecycle as orders declares it (its key, the statuses it may
+// start from, the status it leaves, its event's name), so no activity spells a transition
+// of its own; ch brings the rest, and position names the leg of a leg step. It classifies
+// the step's error once: a refused transition can never succeed on retry; anything else
+// (the database) may.
+func (a *Orders) apply(ctx context.Context, step orders.Step, position int, ch store.OrderChange) (*store.StepResult, error) {
+	ch.Step, ch.From, ch.To = step.Key(position), step.From, step.To
+	switch {
+	case step.Event != "" && ch.Event == nil:
+		ch.Event = &store.EventSpec{Name: step.Event}
+	case step.Event != "":
+		ch.Event.Name = step.Event
+	case ch.Event != nil:
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("step %s emits no event", step.Name), "StepEvent", nil)
+	}
 	if ch.At.IsZero() {
 		ch.At = a.now()
 	}
@@ -57,10 +69,9 @@ func (a *Orders) apply(ctx context.Context, ch store.OrderChange) (*store.StepRe
 // MarkSubmitted moves a draft into the pipeline and emits Order.Submitted.
 func (a *Orders) MarkSubmitted(ctx context.Context, in workflows.StepInput) error {
 	now := a.now()
-	_, err := a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: "submitted", From: []string{orders.StatusDraft},
-		To: orders.StatusSubmitted, Reason: "submitted", CorrelationID: in.CorrelationID, At: now,
-		Mutate: func(o *store.Order, _ []store.OrderLeg) { o.SubmittedAt = &now },
-		Event:  &store.EventSpec{Name: events.OrderSubmitted}})
+	_, err := a.apply(ctx, orders.StepSubmitted, 0, store.OrderChange{OrderID: in.OrderID, Reason: "submitted",
+		CorrelationID: in.CorrelationID, At: now,
+		Mutate: func(o *store.Order, _ []store.OrderLeg) { o.SubmittedAt = &now }})
 	return err
 }
 
@@ -69,7 +80,7 @@ func (a *Orders) MarkSubmitted(ctx context.Context, in workflows.StepInput) erro
 // the step's transaction with the order locked.
 func (a *Orders) EvaluatePolicy(ctx context.Context, in workflows.StepInput) (workflows.PolicyDecision, error) {
 	var d workflows.PolicyDecision
-	res, err := a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: "policy-evaluated", CorrelationID: in.CorrelationID,
+	res, err := a.apply(ctx, orders.StepPolicyEvaluated, 0, store.OrderChange{OrderID: in.OrderID, CorrelationID: in.CorrelationID,
 		Also: func(tx *store.Store, o *store.Order, _ []store.OrderLeg) error {
 			var err error
 			if d, err = a.decide(ctx, tx, o); err != nil {
@@ -147,8 +158,7 @@ func orderInput(o *store.Order) (*orders.Input, error) {
 // RequestApproval opens the approval item, bound to the order's payload hash.
 func (a *Orders) RequestApproval(ctx context.Context, in workflows.ApprovalRequest) (string, error) {
 	itemID := ids.New(ids.ApprovalItem)
-	res, err := a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: "approval-requested",
-		From: []string{orders.StatusSubmitted}, To: orders.StatusPendingApproval,
+	res, err := a.apply(ctx, orders.StepApprovalRequested, 0, store.OrderChange{OrderID: in.OrderID,
 		Reason: fmt.Sprintf("needs %d approval(s)", in.Quorum), CorrelationID: in.CorrelationID,
 		Mutate: func(o *store.Order, _ []store.OrderLeg) { o.ApprovalItemID = &itemID },
 		Also: func(tx *store.Store, o *store.Order, _ []store.OrderLeg) error {
@@ -168,12 +178,12 @@ func (a *Orders) RequestApproval(ctx context.Context, in workflows.ApprovalReque
 
 // MarkApproved closes the approval item and emits Order.Approved.
 func (a *Orders) MarkApproved(ctx context.Context, in workflows.ApprovalRequest) error {
-	_, err := a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: "approved", From: []string{orders.StatusPendingApproval},
-		To: orders.StatusApproved, Reason: "quorum reached", CorrelationID: in.CorrelationID,
+	_, err := a.apply(ctx, orders.StepApproved, 0, store.OrderChange{OrderID: in.OrderID, Reason: "quorum reached",
+		CorrelationID: in.CorrelationID,
 		Also: func(tx *store.Store, o *store.Order, _ []store.OrderLeg) error {
 			return tx.SetApprovalItemStatus(ctx, *o.ApprovalItemID, orders.ItemApproved, a.now())
 		},
-		Event: &store.EventSpec{Name: events.OrderApproved, Fields: map[string]any{"quorum": in.Quorum}}})
+		Event: &store.EventSpec{Fields: map[string]any{"quorum": in.Quorum}}})
 	return err
 }
 
@@ -217,8 +227,7 @@ func (a *Orders) RejectOrder(ctx context.Context, in workflows.RejectInput) erro
 	for k, v := range detail {
 		fields[k] = v
 	}
-	_, err := a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: "rejected",
-		From: []string{orders.StatusSubmitted, orders.StatusPendingApproval}, To: orders.StatusRejected,
+	_, err := a.apply(ctx, orders.StepRejected, 0, store.OrderChange{OrderID: in.OrderID,
 		Reason: in.Reason, CorrelationID: in.CorrelationID, At: now,
 		Mutate: func(o *store.Order, _ []store.OrderLeg) {
 			reason, d := in.Reason, string(detailJSON)
@@ -234,7 +243,7 @@ func (a *Orders) RejectOrder(ctx context.Context, in workflows.RejectInput) erro
 			}
 			return tx.SetApprovalItemStatus(ctx, in.ItemID, status, now)
 		},
-		Event: &store.EventSpec{Name: events.OrderRejected, Fields: fields}})
+		Event: &store.EventSpec{Fields: fields}})
 	return err
 }
 
@@ -268,8 +277,7 @@ func unsignedTx(o *store.Order, legs []store.OrderLeg, pos int, from string) (st
 func (a *Orders) RequestSignature(ctx context.Context, in workflows.LegInput) (workflows.SigningRequestRef, error) {
 	reqID := ids.New(ids.SigningRequest)
 	var created *store.SigningRequest
-	res, err := a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: fmt.Sprintf("leg-%d-signing-requested", in.Position),
-		From: []string{orders.StatusSubmitted, orders.StatusApproved, orders.StatusBroadcast}, To: orders.StatusPendingSignature,
+	res, err := a.apply(ctx, orders.StepSignatureRequested, in.Position, store.OrderChange{OrderID: in.OrderID,
 		Reason: "signature requested for " + in.Leg, CorrelationID: in.CorrelationID,
 		Mutate: func(o *store.Order, legs []store.OrderLeg) {
 			legs[in.Position].SigningRequestID, legs[in.Position].Status = &reqID, orders.StatusPendingSignature
@@ -288,7 +296,7 @@ func (a *Orders) RequestSignature(ctx context.Context, in workflows.LegInput) (w
 				UnsignedTx: body, Digest: digest, Status: orders.SigningPending, CreatedAt: a.now(), ExpiresAt: in.ExpiresAt})
 			return err
 		},
-		Event: &store.EventSpec{Name: events.WalletSigningRequested, Leg: &in.Position, Fields: map[string]any{
+		Event: &store.EventSpec{Leg: &in.Position, Fields: map[string]any{
 			"signingRequestId": reqID, "expiresAt": events.FormatTime(in.ExpiresAt)}}})
 	if err != nil {
 		return workflows.SigningRequestRef{}, err
@@ -308,14 +316,13 @@ func (a *Orders) RequestSignature(ctx context.Context, in workflows.LegInput) (w
 func (a *Orders) RecordSignature(ctx context.Context, in workflows.LegInput) error {
 	now := a.now()
 	sig := in.Signature
-	_, err := a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: fmt.Sprintf("leg-%d-signed", in.Position),
-		From: []string{orders.StatusPendingSignature}, To: orders.StatusSigned, Reason: in.Leg + " signed",
+	_, err := a.apply(ctx, orders.StepSigned, in.Position, store.OrderChange{OrderID: in.OrderID, Reason: in.Leg + " signed",
 		CorrelationID: in.CorrelationID, At: now,
 		Mutate: func(_ *store.Order, legs []store.OrderLeg) { legs[in.Position].Status = orders.StatusSigned },
 		Also: func(tx *store.Store, _ *store.Order, _ []store.OrderLeg) error {
 			return tx.SetSigningRequestStatus(ctx, in.SigningRequestID, orders.SigningSigned, &sig, now)
 		},
-		Event: &store.EventSpec{Name: events.WalletTransactionSigned, Leg: &in.Position, Fields: map[string]any{"signingRequestId": in.SigningRequestID}}})
+		Event: &store.EventSpec{Leg: &in.Position, Fields: map[string]any{"signingRequestId": in.SigningRequestID}}})
 	return err
 }
 
@@ -361,12 +368,12 @@ func (a *Orders) BroadcastLeg(ctx context.Context, in workflows.LegInput) (strin
 			return "", err
 		}
 	}
-	_, err = a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: fmt.Sprintf("leg-%d-broadcast", in.Position),
-		From: []string{orders.StatusSigned}, To: orders.StatusBroadcast, Reason: in.Leg + " broadcast", CorrelationID: in.CorrelationID,
+	_, err = a.apply(ctx, orders.StepBroadcast, in.Position, store.OrderChange{OrderID: in.OrderID, Reason: in.Leg + " broadcast",
+		CorrelationID: in.CorrelationID,
 		Mutate: func(_ *store.Order, legs []store.OrderLeg) {
 			legs[in.Position].TxHash, legs[in.Position].Status = &hash, orders.StatusBroadcast
 		},
-		Event: &store.EventSpec{Name: events.OrderBroadcast, Leg: &in.Position, Fields: map[string]any{"txHash": hash}}})
+		Event: &store.EventSpec{Leg: &in.Position, Fields: map[string]any{"txHash": hash}}})
 	return hash, err
 }
 
@@ -411,12 +418,11 @@ func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows
 // ConfirmLeg records a confirmed leg; the last one confirms the order (Order.Confirmed).
 func (a *Orders) ConfirmLeg(ctx context.Context, in workflows.LegInput) error {
 	now := a.now()
-	ch := store.OrderChange{OrderID: in.OrderID, Step: fmt.Sprintf("leg-%d-confirmed", in.Position),
-		From: []string{orders.StatusBroadcast}, CorrelationID: in.CorrelationID, At: now}
+	step, ch := orders.StepLegConfirmed, store.OrderChange{OrderID: in.OrderID, CorrelationID: in.CorrelationID, At: now}
 	fields := map[string]any{}
 	if in.Last {
-		ch.Step, ch.To, ch.Reason = "confirmed", orders.StatusConfirmed, "confirmed"
-		ch.Event = &store.EventSpec{Name: events.OrderConfirmed, Leg: &in.Position, Fields: fields}
+		step, ch.Reason = orders.StepConfirmed, "confirmed"
+		ch.Event = &store.EventSpec{Leg: &in.Position, Fields: fields}
 	}
 	ch.Mutate = func(o *store.Order, legs []store.OrderLeg) {
 		legs[in.Position].Status = orders.StatusConfirmed
@@ -427,18 +433,17 @@ func (a *Orders) ConfirmLeg(ctx context.Context, in workflows.LegInput) error {
 			o.CompletedAt = &now
 		}
 	}
-	_, err := a.apply(ctx, ch)
+	_, err := a.apply(ctx, step, in.Position, ch)
 	return err
 }
 
-// FailOrder ends the order failed (signing_expired, tx_reverted) and emits Order.Failed.
+// FailOrder ends the order failed (signing_expired, tx_reverted, tx_timeout) and emits Order.Failed.
 func (a *Orders) FailOrder(ctx context.Context, in workflows.FailInput) error {
 	now := a.now()
-	_, err := a.apply(ctx, store.OrderChange{OrderID: in.OrderID, Step: "failed", To: orders.StatusFailed,
-		From:   []string{orders.StatusPendingSignature, orders.StatusSigned, orders.StatusBroadcast},
-		Reason: in.Code, CorrelationID: in.CorrelationID, At: now,
+	_, err := a.apply(ctx, orders.StepFailed, in.Position, store.OrderChange{OrderID: in.OrderID,
+		Reason: string(in.Code), CorrelationID: in.CorrelationID, At: now,
 		Mutate: func(o *store.Order, legs []store.OrderLeg) {
-			code, msg := in.Code, in.Message
+			code, msg := string(in.Code), in.Message
 			o.FailureCode, o.FailureMessage, o.CompletedAt = &code, &msg, &now
 			legs[in.Position].Status = orders.StatusFailed
 		},
@@ -448,7 +453,7 @@ func (a *Orders) FailOrder(ctx context.Context, in workflows.FailInput) error {
 			}
 			return tx.SetSigningRequestStatus(ctx, in.SigningRequestID, orders.SigningExpired, nil, now)
 		},
-		Event: &store.EventSpec{Name: events.OrderFailed, Leg: &in.Position,
+		Event: &store.EventSpec{Leg: &in.Position,
 			Fields: map[string]any{"failure": map[string]any{"code": in.Code, "message": in.Message}}}})
 	return err
 }

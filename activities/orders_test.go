@@ -205,7 +205,7 @@ func TestPaymentLifecycleOnTheDevchain(t *testing.T) {
 		hist, _ := s.OrderHistory(ctx, o.ID)
 		var statuses []string
 		for _, h := range hist {
-			statuses = append(statuses, h.Status)
+			statuses = append(statuses, string(h.Status))
 		}
 		if strings.Join(statuses, ",") != "draft,submitted,pending_signature,signed,broadcast,confirmed" {
 			t.Fatalf("history %v", statuses)

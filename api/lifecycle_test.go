@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/opentreasury/treasury/dev/seed"
+	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/policy"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
@@ -116,7 +117,7 @@ func TestARetriedSubmitGetsItsFirstOutcome(t *testing.T) {
 	f, fw, id := newLifecycleFixture(t)
 	fw.loseAnswer = func() error {
 		_, err := f.store.ApplyOrderStep(context.Background(), store.OrderChange{OrderID: id, Step: "submitted",
-			From: []string{"draft"}, To: "submitted", Reason: "submitted"})
+			From: []orders.Status{"draft"}, To: "submitted", Reason: "submitted"})
 		if err != nil {
 			t.Error(err)
 		}

@@ -65,7 +65,7 @@ func orderJSON(o *service.Order) map[string]any {
 	_ = json.Unmarshal([]byte(o.Details), &out)
 	ls := make([]legResponse, len(o.Legs))
 	for i, l := range o.Legs {
-		ls[i] = legResponse{Leg: l.Leg, Status: l.Status, SigningRequestID: l.SigningRequestID, TxHash: l.TxHash}
+		ls[i] = legResponse{Leg: l.Leg, Status: string(l.Status), SigningRequestID: l.SigningRequestID, TxHash: l.TxHash}
 	}
 	out["id"] = o.ID
 	out["domain"] = o.Domain
@@ -100,7 +100,7 @@ func orderJSON(o *service.Order) map[string]any {
 	if o.History != nil {
 		hs := make([]historyResponse, len(o.History))
 		for i, h := range o.History {
-			hs[i] = historyResponse{Status: h.Status, Reason: h.Reason, CorrelationID: h.CorrelationID, At: formatTime(h.At)}
+			hs[i] = historyResponse{Status: string(h.Status), Reason: h.Reason, CorrelationID: h.CorrelationID, At: formatTime(h.At)}
 		}
 		out["history"] = hs
 	}
@@ -147,7 +147,7 @@ func (h *orderHandlers) get(c *gin.Context) {
 func (h *orderHandlers) list(c *gin.Context) {
 	pg, errs := listParams(c)
 	f := service.OrderFilter{Status: c.Query("status"), Page: pg}
-	if f.Status != "" && !slices.Contains(orders.Statuses, f.Status) {
+	if f.Status != "" && !slices.Contains(orders.Statuses, orders.Status(f.Status)) {
 		errs = append(errs, orders.FieldError{Field: "status", Message: "is not an order status"})
 	}
 	if raw := c.Query("createdAfter"); raw != "" {

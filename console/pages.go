@@ -126,7 +126,7 @@ type ordersPage struct {
 	// Collection is the domain's path under /api/v1, as the router registers it.
 	Collection string
 	Status     string
-	Statuses   []string
+	Statuses   []orders.Status
 	Orders     []service.Order
 	Next       string
 }
@@ -137,7 +137,7 @@ func (c *console) orders(w http.ResponseWriter, r *http.Request, rq *request) {
 	rq.v.Title = "Orders"
 	q := r.URL.Query()
 	status := q.Get("status")
-	if status != "" && !slices.Contains(orders.Statuses, status) {
+	if status != "" && !slices.Contains(orders.Statuses, orders.Status(status)) {
 		status = ""
 	}
 	list, next, err := c.Service.ListOrders(r.Context(), rq.caller(r), domain, service.OrderFilter{Status: status,

@@ -42,28 +42,6 @@ var Domains = []DomainInfo{
 	{Borrow, "borrow", "borrow-orders"},
 }
 
-// Statuses of an order, in lifecycle order; the last three are terminal.
-const (
-	StatusDraft            = "draft"
-	StatusSubmitted        = "submitted"
-	StatusPendingApproval  = "pending_approval"
-	StatusApproved         = "approved"
-	StatusPendingSignature = "pending_signature"
-	StatusSigned           = "signed"
-	StatusBroadcast        = "broadcast"
-	StatusConfirmed        = "confirmed"
-	StatusFailed           = "failed"
-	StatusRejected         = "rejected"
-)
-
-// Statuses lists every status, for validating filters.
-var Statuses = []string{StatusDraft, StatusSubmitted, StatusPendingApproval, StatusApproved, StatusPendingSignature,
-	StatusSigned, StatusBroadcast, StatusConfirmed, StatusFailed, StatusRejected}
-
-// LegPending is a leg's status until its signing request is made; from then on a leg takes
-// the order's status names (pending_signature, signed, broadcast, confirmed, failed).
-const LegPending = "pending"
-
 // Why an order ended rejected.
 const (
 	RejectedByPolicy   = "policy"

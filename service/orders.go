@@ -219,10 +219,10 @@ func (s *Service) SubmitOrder(ctx context.Context, who Caller, domain orders.Dom
 		// Not a draft any more: only the retry of the submission that moved it on (its
 		// first try's answer lost, e.g. to a timeout) gets that submission's outcome.
 		if submission == "" {
-			return nil, refuse(Conflict, "This "+domain.Name+" is "+o.Status+"; only a draft can be submitted.")
+			return nil, refuse(Conflict, "This "+domain.Name+" is "+string(o.Status)+"; only a draft can be submitted.")
 		}
 		if decision, err = s.Workflows.SubmitOutcome(ctx, o.ID, submission); errors.Is(err, ErrUnknownSubmission) {
-			return nil, refuse(Conflict, "This "+domain.Name+" is "+o.Status+"; only a draft can be submitted.")
+			return nil, refuse(Conflict, "This "+domain.Name+" is "+string(o.Status)+"; only a draft can be submitted.")
 		}
 	} else {
 		names := make([]string, len(o.Legs))

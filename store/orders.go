@@ -24,7 +24,7 @@ type Order struct {
 	OrgID            string
 	App              string
 	Domain           string
-	Status           string
+	Status           orders.Status
 	WalletID         string
 	Chain            string
 	Details          string
@@ -67,7 +67,7 @@ type OrderLeg struct {
 	OrderID          string `gorm:"primaryKey"`
 	Position         int    `gorm:"primaryKey"`
 	Leg              string
-	Status           string
+	Status           orders.Status
 	SigningRequestID *string
 	TxHash           *string
 }
@@ -78,7 +78,7 @@ func (OrderLeg) TableName() string { return "order_legs" }
 type OrderStatusChange struct {
 	ID            string
 	OrderID       string
-	Status        string
+	Status        orders.Status
 	Reason        string
 	CorrelationID string
 	At            time.Time
@@ -127,15 +127,16 @@ type EventSpec struct {
 	Fields map[string]any
 }
 
-// OrderChange is one lifecycle step applied to an order.
+// OrderChange is one lifecycle step applied to an order. The order workflow's activities
+// take Step, From, To and the event's name from the step table in package orders.
 type OrderChange struct {
 	OrderID string
 	// Step names the change uniquely within the order, e.g. "submitted" or "leg-1-broadcast".
 	Step string
 	// From lists the statuses the order may be in; empty allows any.
-	From []string
+	From []orders.Status
 	// To is the new status; empty leaves it.
-	To     string
+	To     orders.Status
 	Reason string
 	// Mutate changes other fields of the locked order and its legs before they are saved.
 	Mutate func(o *Order, legs []OrderLeg)
@@ -180,7 +181,7 @@ func (s *Store) CreateOrder(ctx context.Context, o *Order, legs []OrderLeg, crea
 				return err
 			}
 		}
-		res, err := tx.applyStep(ctx, OrderChange{OrderID: o.ID, Step: "created", To: o.Status, Reason: "created",
+		res, err := tx.applyStep(ctx, OrderChange{OrderID: o.ID, Step: orders.StepCreated.Name, To: o.Status, Reason: "created",
 			Event: &created, CorrelationID: o.CorrelationID, At: o.CreatedAt}, true)
 		if err != nil {
 			return err
@@ -486,7 +487,7 @@ func (s *Store) OrderEvents(ctx context.Context, orderID string) ([]Event, error
 func (s *Store) WalletVolumeSince(ctx context.Context, walletID string, since time.Time, excludeOrderID string) (decimal.Decimal, error) {
 	var amounts []decimal.Decimal
 	err := s.with(ctx).Model(&Order{}).
-		Where("wallet_id = ? AND submitted_at >= ? AND status NOT IN ? AND id <> ?", walletID, since.UTC(), []string{orders.StatusRejected, orders.StatusFailed}, excludeOrderID).
+		Where("wallet_id = ? AND submitted_at >= ? AND status NOT IN ? AND id <> ?", walletID, since.UTC(), []orders.Status{orders.StatusRejected, orders.StatusFailed}, excludeOrderID).
 		Pluck("amount_usd", &amounts).Error
 	total := decimal.Zero
 	for _, a := range amounts {

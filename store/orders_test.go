@@ -12,6 +12,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
 )
@@ -42,7 +43,7 @@ func TestOrderStepsAreAppliedOnce(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		org := mustOrg(t, s)
 		o := mustDraft(t, s, org, "TRANSFER")
-		submit := store.OrderChange{OrderID: o.ID, Step: "submitted", From: []string{"draft"}, To: "submitted", Reason: "submitted",
+		submit := store.OrderChange{OrderID: o.ID, Step: "submitted", From: []orders.Status{"draft"}, To: "submitted", Reason: "submitted",
 			Event: &store.EventSpec{Name: "Order.Submitted", Fields: map[string]any{"amountUsd": "500.00"}}, CorrelationID: "corr-submit"}
 		first, err := s.ApplyOrderStep(ctx, submit)
 		if err != nil {
@@ -76,7 +77,7 @@ func TestOrderStepsAreAppliedOnce(t *testing.T) {
 		}
 
 		// A step from the wrong status changes nothing, not even its step record.
-		bad := store.OrderChange{OrderID: o.ID, Step: "confirmed", From: []string{"broadcast"}, To: "confirmed",
+		bad := store.OrderChange{OrderID: o.ID, Step: "confirmed", From: []orders.Status{"broadcast"}, To: "confirmed",
 			Event: &store.EventSpec{Name: "Order.Confirmed"}, CorrelationID: "c"}
 		if _, err := s.ApplyOrderStep(ctx, bad); !errors.Is(err, store.ErrTransition) {
 			t.Fatalf("want ErrTransition, got %v", err)
@@ -92,7 +93,7 @@ func TestOrderStepsAreAppliedOnce(t *testing.T) {
 		}
 		var statuses []string
 		for _, h := range hist {
-			statuses = append(statuses, h.Status)
+			statuses = append(statuses, string(h.Status))
 		}
 		if fmt.Sprint(statuses) != "[draft submitted confirmed]" || hist[1].CorrelationID != "corr-submit" {
 			t.Fatalf("history %v", statuses)
@@ -239,7 +240,7 @@ func TestWalletVolumeCountsOnlyLiveOrdersOfTheDay(t *testing.T) {
 		var wallet string
 		for i, c := range []struct {
 			submitted time.Time
-			status    string
+			status    orders.Status
 			usd       string
 		}{
 			{day.Add(time.Hour), "submitted", "100.10"},

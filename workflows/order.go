@@ -135,7 +135,7 @@ type LegStatus struct {
 type FailInput struct {
 	OrderID          string
 	CorrelationID    string
-	Code             string // signing_expired, tx_reverted
+	Code             orders.FailureCode
 	Message          string
 	Position         int
 	Leg              string
@@ -144,7 +144,7 @@ type FailInput struct {
 
 // OrderState is what the state query answers.
 type OrderState struct {
-	Status    string
+	Status    orders.Status
 	Decision  *PolicyDecision
 	ItemID    string
 	Approvals []ApprovalDecision
@@ -401,7 +401,7 @@ func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err er
 		return true, err
 	}
 	if !signed {
-		return true, r.fail(ctx, FailInput{Code: "signing_expired", Message: fmt.Sprintf("the %s leg was not signed in time", leg.Leg),
+		return true, r.fail(ctx, FailInput{Code: orders.FailureSigningExpired, Message: fmt.Sprintf("the %s leg was not signed in time", leg.Leg),
 			Position: leg.Position, Leg: leg.Leg, SigningRequestID: req.ID})
 	}
 	leg.SigningRequestID, leg.Signature = req.ID, r.signatures[req.ID].Signature
@@ -432,10 +432,10 @@ func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err er
 		case chain.TxConfirmed:
 			return false, workflow.ExecuteLocalActivity(lctx, ConfirmLegActivity, leg).Get(ctx, nil)
 		case chain.TxFailed:
-			return true, r.fail(ctx, FailInput{Code: "tx_reverted", Message: st.Reason, Position: leg.Position, Leg: leg.Leg})
+			return true, r.fail(ctx, FailInput{Code: orders.FailureTxReverted, Message: st.Reason, Position: leg.Position, Leg: leg.Leg})
 		}
 		if workflow.Now(ctx).Sub(broadcastAt) >= r.in.ConfirmTimeout {
-			return true, r.fail(ctx, FailInput{Code: "tx_timeout", Position: leg.Position, Leg: leg.Leg,
+			return true, r.fail(ctx, FailInput{Code: orders.FailureTxTimeout, Position: leg.Position, Leg: leg.Leg,
 				Message: fmt.Sprintf("the %s leg was not final on its chain within %v", leg.Leg, r.in.ConfirmTimeout)})
 		}
 		// Still pending after CheckLeg's own wait: pause before asking again.
@@ -462,9 +462,9 @@ var (
 
 // setStatus keeps the query state and the OrderStatus search attribute in step. The store
 // is the source of truth; this is what an operator sees in the Temporal UI.
-func (r *orderRun) setStatus(ctx workflow.Context, status string) {
+func (r *orderRun) setStatus(ctx workflow.Context, status orders.Status) {
 	r.state.Status = status
-	if err := workflow.UpsertTypedSearchAttributes(ctx, OrderStatusKey.ValueSet(status)); err != nil {
+	if err := workflow.UpsertTypedSearchAttributes(ctx, OrderStatusKey.ValueSet(string(status))); err != nil {
 		workflow.GetLogger(ctx).Warn("search attribute not updated", "status", status, "error", err)
 	}
 }

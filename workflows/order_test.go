@@ -67,7 +67,7 @@ func (f *fakeOrder) register(env *testsuite.TestWorkflowEnvironment) {
 		f.record("leg-confirmed:" + in.Leg)
 		return nil
 	}, ConfirmLegActivity)
-	reg(func(_ context.Context, in FailInput) error { f.record("failed:" + in.Code); return nil }, FailOrderActivity)
+	reg(func(_ context.Context, in FailInput) error { f.record("failed:" + string(in.Code)); return nil }, FailOrderActivity)
 }
 
 type scenario struct {
@@ -191,7 +191,7 @@ func TestOrderLifecyclePaths(t *testing.T) {
 			if got := strings.Join(f.calls, " "); got != tc.want {
 				t.Fatalf("steps\n got %s\nwant %s", got, tc.want)
 			}
-			if st.Status != tc.endStatus {
+			if string(st.Status) != tc.endStatus {
 				t.Fatalf("status %s, want %s", st.Status, tc.endStatus)
 			}
 		})

@@ -147,7 +147,7 @@ func waitTerminal(ctx context.Context, s *store.Store, orders []placed, timeout 
 		done := 0
 		for _, o := range orders {
 			got, _, err := s.Order(ctx, o.id)
-			if err == nil && slices.Contains([]string{"confirmed", "failed", "rejected"}, got.Status) {
+			if err == nil && slices.Contains([]string{"confirmed", "failed", "rejected"}, string(got.Status)) {
 				done++
 			}
 		}
