@@ -16,6 +16,7 @@ import (
 
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/wshub/closecode"
 )
 
 // storedEvent is an event as the outbox keeps it, with an id made at its time.
@@ -145,7 +146,7 @@ func TestFollowEventsCatchesUpAfterAReconnection(t *testing.T) {
 	f := newChannelServer(t, store, nil,
 		step{run: func(f *fakeServer, ws *websocket.Conn) {
 			sendFrames(evA, evB)(f, ws)
-			closeWith(events.CloseGoingAway, "server restarting")(f, ws)
+			closeWith(closecode.GoingAway, "server restarting")(f, ws)
 		}},
 		step{run: func(f *fakeServer, ws *websocket.Conn) {
 			sendFrames(evC, evF)(f, ws)
@@ -210,7 +211,7 @@ func TestFollowEventsReconnectsWhenACatchUpFails(t *testing.T) {
 	f := newChannelServer(t, store, ts.serve,
 		step{run: func(f *fakeServer, ws *websocket.Conn) {
 			sendFrames(evA)(f, ws)
-			closeWith(events.CloseTooSlow, "too slow")(f, ws)
+			closeWith(closecode.TooSlow, "too slow")(f, ws)
 		}},
 		step{run: readAll},
 		step{run: func(f *fakeServer, ws *websocket.Conn) {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/wshub/closecode"
 )
 
 // Frame types the server sends.
@@ -24,11 +24,11 @@ const (
 )
 
 var closeMeaning = map[int]string{
-	events.CloseGoingAway:      "server restarting",
-	events.CloseConfigDisabled: "config disabled",
-	events.CloseCredential:     "credential revoked or token expired",
-	events.CloseConfigDeleted:  "config deleted",
-	events.CloseTooSlow:        "too slow",
+	closecode.GoingAway:      "server restarting",
+	closecode.ConfigDisabled: "config disabled",
+	closecode.Credential:     "credential revoked or token expired",
+	closecode.ConfigDeleted:  "config deleted",
+	closecode.TooSlow:        "too slow",
 }
 
 const (
@@ -116,7 +116,7 @@ func (e *ClosedError) Error() string {
 // Reconnect reports whether the code asks the client to come back: 1001 (restarting)
 // and 4000–4499.
 func (e *ClosedError) Reconnect() bool {
-	return e.Code == events.CloseGoingAway || (e.Code >= 4000 && e.Code <= 4499)
+	return e.Code == closecode.GoingAway || (e.Code >= 4000 && e.Code <= 4499)
 }
 
 // NetworkError is a connection that could not be made, or that was lost without a

@@ -15,7 +15,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/wshub/closecode"
 )
 
 const secret = "pk_secretsecretsecretsecretsecretsecret00"
@@ -214,11 +214,11 @@ func TestRefusalIsFinalAndReadable(t *testing.T) {
 
 func TestFollowReconnectsWhenTheServerSaysSo(t *testing.T) {
 	f := newFakeServer(t,
-		step{run: closeWith(events.CloseTooSlow, "too slow")},
+		step{run: closeWith(closecode.TooSlow, "too slow")},
 		step{status: 503, code: "unavailable"},
-		step{run: closeWith(events.CloseGoingAway, "server restarting")},
+		step{run: closeWith(closecode.GoingAway, "server restarting")},
 		step{status: 429, code: "rate_limited"},
-		step{run: closeWith(events.CloseConfigDisabled, "")},
+		step{run: closeWith(closecode.ConfigDisabled, "")},
 		step{run: func(f *fakeServer, ws *websocket.Conn) {
 			_ = ws.WriteMessage(websocket.TextMessage, []byte(sendEvent("Order.Created")))
 			readAll(f, ws)
@@ -274,14 +274,14 @@ func TestFollowStopsOnFinalCloseCodes(t *testing.T) {
 func TestFollowEndsWhenTheReconnectionIsRefused(t *testing.T) {
 	for _, status := range []int{401, 403, 404} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
-			f := newFakeServer(t, step{run: closeWith(events.CloseConfigDeleted, "config deleted")}, step{status: status, code: "c"})
+			f := newFakeServer(t, step{run: closeWith(closecode.ConfigDeleted, "config deleted")}, step{status: status, code: "c"})
 			err, _, retries := follow(t, f, nil)
 			var re *RefusedError
 			if !errors.As(err, &re) || re.Status != status || len(retries) != 1 {
 				t.Fatalf("err %v, retries %v", err, retries)
 			}
 			var ce *ClosedError
-			if !errors.As(retries[0].err, &ce) || ce.Code != events.CloseConfigDeleted {
+			if !errors.As(retries[0].err, &ce) || ce.Code != closecode.ConfigDeleted {
 				t.Fatalf("first failure %v", retries[0].err)
 			}
 		})

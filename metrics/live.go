@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/wshub/closecode"
 )
 
 // LiveStats are the counts of a WebSocket hub since it started: its open connections,
@@ -82,7 +82,7 @@ func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
 
 // serviceCloseCodes are the application close codes the service sends (SPEC 4).
 var serviceCloseCodes = map[int]bool{
-	events.CloseConfigDisabled: true, events.CloseCredential: true, events.CloseConfigDeleted: true, events.CloseTooSlow: true,
+	closecode.ConfigDisabled: true, closecode.Credential: true, closecode.ConfigDeleted: true, closecode.TooSlow: true,
 }
 
 // closeCodeLabel keeps the protocol's codes (1000 – 1015) and the service's own; a code a

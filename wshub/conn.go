@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/wshub/closecode"
 )
 
 // maxClientFrame bounds what a client may send: its messages are small JSON pings.
@@ -168,7 +169,7 @@ func (c *conn) admitLocked(f *frame) bool {
 	}
 	if c.flushing {
 		if len(c.backlog) >= c.hub.opts.SendQueue {
-			c.requestCloseLocked(events.CloseTooSlow, "too slow")
+			c.requestCloseLocked(closecode.TooSlow, "too slow")
 			return false
 		}
 		c.backlog = append(c.backlog, f)

@@ -28,6 +28,7 @@ import (
 	"github.com/opentreasury/treasury/batch"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/wshub/closecode"
 )
 
 // Store is what the hub keeps in the database: the configs it serves, revocations, the
@@ -193,7 +194,7 @@ func (h *Hub) Shutdown(ctx context.Context) {
 	}
 	h.mu.Unlock()
 	for _, c := range all {
-		c.close(events.CloseGoingAway, "server restarting")
+		c.close(closecode.GoingAway, "server restarting")
 	}
 	done := make(chan struct{})
 	go func() { h.connections.Wait(); close(done) }()
@@ -290,14 +291,14 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, cfg events.Subscript
 	c.flushing, c.head, c.headOf = true, readyFrame.wire, readyFrame
 	if !h.register(c, cfg) {
 		_ = out.SetWriteDeadline(time.Now().Add(closeGrace))
-		_, _ = (&net.Buffers{readyFrame.wire, closeFrame(events.CloseGoingAway, "server restarting").wire}).WriteTo(out)
+		_, _ = (&net.Buffers{readyFrame.wire, closeFrame(closecode.GoingAway, "server restarting").wire}).WriteTo(out)
 		_ = ws.Close()
 		return ErrStopped
 	}
 	go func() { defer h.connections.Done(); c.flush() }()
 	go func() { defer h.connections.Done(); c.readLoop() }()
 	if !peer.ExpiresAt.IsZero() {
-		t := time.AfterFunc(time.Until(peer.ExpiresAt), func() { c.close(events.CloseCredential, "token expired") })
+		t := time.AfterFunc(time.Until(peer.ExpiresAt), func() { c.close(closecode.Credential, "token expired") })
 		go func() { <-c.done; t.Stop() }()
 	}
 	// A change of the config, or a revocation, between the caller's checks and the
@@ -435,13 +436,13 @@ func (h *Hub) applyConfig(ctx context.Context, id string, conns []*conn) {
 	switch {
 	case err == nil && cfg == nil:
 		for _, c := range conns {
-			c.close(events.CloseConfigDeleted, "config deleted")
+			c.close(closecode.ConfigDeleted, "config deleted")
 		}
 	case err != nil:
 		h.opts.Log.Error("websocket config unreadable", "configId", id, "error", err)
 	case !cfg.Enabled:
 		for _, c := range conns {
-			c.close(events.CloseConfigDisabled, "config disabled")
+			c.close(closecode.ConfigDisabled, "config disabled")
 		}
 	default:
 		h.mu.Lock()
@@ -466,7 +467,7 @@ func (h *Hub) checkCredential(ctx context.Context, id string, conns []*conn) {
 	}
 	if revoked {
 		for _, c := range conns {
-			c.close(events.CloseCredential, "credential revoked")
+			c.close(closecode.Credential, "credential revoked")
 		}
 	}
 }
@@ -503,6 +504,6 @@ func (h *Hub) credentialRevoked(id string) {
 	}
 	h.mu.RUnlock()
 	for _, c := range conns {
-		c.close(events.CloseCredential, "credential revoked")
+		c.close(closecode.Credential, "credential revoked")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store/storetest"
 	"github.com/opentreasury/treasury/wshub"
+	"github.com/opentreasury/treasury/wshub/closecode"
 )
 
 // lossyBus is a bus whose notices can be lost on the way, as with a PostgreSQL
@@ -96,8 +97,8 @@ func TestHubCatchesUpAfterLostNotices(t *testing.T) {
 	if data, _ := f["data"].(map[string]any); f["event"] != "Order.Created" || data["orderId"] != orderID {
 		t.Fatalf("after the re-read: %v", f)
 	}
-	disabled.waitClosed(t, events.CloseConfigDisabled)
-	revoked.waitClosed(t, events.CloseCredential)
+	disabled.waitClosed(t, closecode.ConfigDisabled)
+	revoked.waitClosed(t, closecode.Credential)
 
 	// A second re-read over the same time delivers nothing again.
 	bus.deliver(events.Notice{ResyncSince: lostAt.Add(-time.Second)})

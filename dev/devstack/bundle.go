@@ -84,11 +84,11 @@ func Start(ctx context.Context, opts Options) (*Bundle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("API address %s: %w", opts.HTTPAddr, err)
 	}
-	defer func() { _ = ln.Close() }() // the server's once it serves; closing it again is harmless
 	b.APIURL = "http://" + ln.Addr().String()
 	b.MetricsURL = b.APIURL + metrics.Path
 	cfg, err := b.config(opts)
 	if err != nil {
+		_ = ln.Close()
 		return nil, err
 	}
 	b.proc = assemble.NewProcess(cfg, "dev", opts.Log)
@@ -113,6 +113,7 @@ func Start(ctx context.Context, opts Options) (*Bundle, error) {
 		p.LiveConnections(),
 	)
 	if err != nil {
+		_ = ln.Close() // the HTTP server's once it serves, which it did not reach
 		return nil, err
 	}
 	return b, nil
