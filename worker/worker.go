@@ -10,7 +10,6 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -20,42 +19,27 @@ import (
 	"github.com/opentreasury/treasury/workflows"
 )
 
-// Activities bundles every activity implementation the worker serves.
+// Activities bundles every activity implementation the worker serves. Each is registered
+// as a struct: every exported method is an activity named after the method, the name the
+// workflows call it by (workflows.*Activity).
 type Activities struct {
 	Portfolio   *activities.Portfolio
 	Maintenance *activities.Maintenance
 	Orders      *activities.Orders
 }
 
+// structs lists what New registers; the test holds it to the workflows' activity names.
+func (a Activities) structs() []any { return []any{a.Portfolio, a.Maintenance, a.Orders} }
+
 // New builds a worker on the treasury task queue with every workflow and activity registered.
 func New(c client.Client, acts Activities, opts sdkworker.Options) sdkworker.Worker {
 	w := sdkworker.New(c, workflows.TaskQueue, opts)
 	w.RegisterWorkflowWithOptions(workflows.PortfolioSync, workflow.RegisterOptions{Name: workflows.PortfolioSyncWorkflow})
-	w.RegisterActivityWithOptions(acts.Portfolio.ListWalletRefs, activity.RegisterOptions{Name: workflows.ListWalletRefsActivity})
-	w.RegisterActivityWithOptions(acts.Portfolio.SyncWalletBalances, activity.RegisterOptions{Name: workflows.SyncWalletBalancesActivity})
 	w.RegisterWorkflowWithOptions(workflows.Maintenance, workflow.RegisterOptions{Name: workflows.MaintenanceWorkflow})
 	w.RegisterWorkflowWithOptions(workflows.OrderLifecycle, workflow.RegisterOptions{Name: workflows.OrderWorkflow})
-	for name, fn := range map[string]any{
-		workflows.MarkSubmittedActivity:    acts.Orders.MarkSubmitted,
-		workflows.EvaluatePolicyActivity:   acts.Orders.EvaluatePolicy,
-		workflows.RequestApprovalActivity:  acts.Orders.RequestApproval,
-		workflows.MarkApprovedActivity:     acts.Orders.MarkApproved,
-		workflows.ApprovalOutcomeActivity:  acts.Orders.ApprovalOutcome,
-		workflows.RejectOrderActivity:      acts.Orders.RejectOrder,
-		workflows.RequestSignatureActivity: acts.Orders.RequestSignature,
-		workflows.RecordSignatureActivity:  acts.Orders.RecordSignature,
-		workflows.BroadcastLegActivity:     acts.Orders.BroadcastLeg,
-		workflows.CheckLegActivity:         acts.Orders.CheckLeg,
-		workflows.ConfirmLegActivity:       acts.Orders.ConfirmLeg,
-		workflows.FailOrderActivity:        acts.Orders.FailOrder,
-	} {
-		w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+	for _, s := range acts.structs() {
+		w.RegisterActivity(s)
 	}
-	w.RegisterActivityWithOptions(acts.Maintenance.DeleteExpiredIdempotencyKeys, activity.RegisterOptions{Name: workflows.DeleteExpiredIdempotencyKeysActivity})
-	w.RegisterActivityWithOptions(acts.Maintenance.DeleteExpiredEvents, activity.RegisterOptions{Name: workflows.DeleteExpiredEventsActivity})
-	w.RegisterActivityWithOptions(acts.Maintenance.DeleteExpiredOAuthTokens, activity.RegisterOptions{Name: workflows.DeleteExpiredOAuthTokensActivity})
-	w.RegisterActivityWithOptions(acts.Maintenance.DeleteExpiredRequestLogs, activity.RegisterOptions{Name: workflows.DeleteExpiredRequestLogsActivity})
-	w.RegisterActivityWithOptions(acts.Maintenance.DeleteExpiredSessions, activity.RegisterOptions{Name: workflows.DeleteExpiredSessionsActivity})
 	return w
 }
 
