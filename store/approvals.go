@@ -111,12 +111,7 @@ func (s *Store) RecordApprovalDecision(ctx context.Context, orgID string, d *App
 		if err := tx.with(ctx).Model(&ApprovalDecision{}).Where("item_id = ? AND decision = ?", it.ID, orders.Approve).Count(&approvals).Error; err != nil {
 			return err
 		}
-		switch {
-		case d.Decision == orders.Reject:
-			it.Status = orders.ItemRejected
-		case approvals >= int64(it.RequiredApprovals):
-			it.Status = orders.ItemApproved
-		}
+		it.Status = orders.ItemOutcome(d.Decision, int(approvals), it.RequiredApprovals)
 		if it.Status != orders.ItemPending {
 			it.DecidedAt = &d.DecidedAt
 			if err := tx.SetApprovalItemStatus(ctx, it.ID, it.Status, d.DecidedAt); err != nil {
