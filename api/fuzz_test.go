@@ -75,12 +75,12 @@ func newFuzzRouter(tb testing.TB, name string, s *store.Store, clock func() time
 		tb.Fatal(err)
 	}
 	r := &fuzzRouter{name: name, creds: creds, h: NewRouter(Config{
-		Store: s,
-		Log: log,
+		Store:     s,
+		Log:       log,
 		RateLimit: 1e9,
 		RateBurst: 1 << 30,
-		Now: clock,
-		Service: &service.Service{Store: s, Log: log, Webhooks: service.WebhookOptions{Box: box}},
+		Now:       clock,
+		Service:   &service.Service{Store: s, Log: log, Webhooks: service.WebhookOptions{Box: box}},
 	})}
 
 	in, _ := json.Marshal(map[string]string{"email": creds.Owner.Email, "password": creds.Owner.Password})

@@ -60,9 +60,9 @@ func newPagesAt(t *testing.T, now func() time.Time) *pages {
 		t.Fatal(err)
 	}
 	h := api.NewRouter(api.Config{
-		Store: s,
-		Log: log,
-		Now: now,
+		Store:   s,
+		Log:     log,
+		Now:     now,
 		Console: &console.Options{TemporalUIURL: "http://temporal-ui.test", Namespace: "treasury"},
 		Service: &service.Service{Store: s, Log: log, Workflows: allowAll{}},
 	})
@@ -418,12 +418,12 @@ func TestGroupedAmounts(t *testing.T) {
 func TestRequestsAreLimitedPerAddress(t *testing.T) {
 	s := storetest.NewSQLite(t)
 	h := api.NewRouter(api.Config{
-		Store: s,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Store:     s,
+		Log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		RateBurst: 3,
 		RateLimit: 0.001,
-		Console: &console.Options{},
-		Service: &service.Service{Store: s, Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		Console:   &console.Options{},
+		Service:   &service.Service{Store: s, Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
 	})
 	status := func(addr string) int {
 		req := httptest.NewRequest("GET", "/console/sign-in", nil)
@@ -612,12 +612,12 @@ func TestWebSocketsPageShowsTheURLThatWorks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := api.NewRouter(api.Config{
-		Store: p.store,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		TrustedProxies: tc.trusted,
-		Console: &console.Options{},
-		Service: &service.Service{Store: p.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Workflows: allowAll{}},
-	})
+				Store:          p.store,
+				Log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+				TrustedProxies: tc.trusted,
+				Console:        &console.Options{},
+				Service:        &service.Service{Store: p.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Workflows: allowAll{}},
+			})
 			st := newSite(t, h, tc.scheme, tc.host, tc.tlsHere, tc.through)
 			resp, page := st.do("GET", "/console/pay/websockets", "", "Cookie", auth.SessionCookie+"="+developer.session)
 			if resp.StatusCode != http.StatusOK {
