@@ -113,20 +113,6 @@ func fail(c *gin.Context, code, detail string) {
 	abortProblem(c, NewProblem(code, detail))
 }
 
-// kindCodes are the problem codes of the service's refusals.
-var kindCodes = map[service.Kind]string{
-	service.NotFound:         CodeNotFound,
-	service.PermissionDenied: CodePermissionDenied,
-	service.MakerChecker:     CodeMakerChecker,
-	service.Conflict:         CodeConflict,
-	service.Invalid:          CodeValidationFailed,
-	service.PolicyViolation:  CodePolicyViolation,
-	service.InvalidSignature: CodeInvalidSignature,
-	service.Unavailable:      CodeUnavailable,
-	service.Unauthenticated:  CodeUnauthenticated,
-	service.RateLimited:      CodeRateLimited,
-}
-
 // failed answers for an error of the service: a refusal is its problem, with the fields or
 // rules at fault; anything else (the store, Temporal) goes through requestFailed.
 func failed(c *gin.Context, log *slog.Logger, err error) {
@@ -141,7 +127,7 @@ func failed(c *gin.Context, log *slog.Logger, err error) {
 		c.Header("Retry-After", seconds)
 		detail += "; retry after " + seconds + " s."
 	}
-	p := NewProblem(kindCodes[e.Kind], detail)
+	p := NewProblem(e.Kind.Code(), detail)
 	p.Errors, p.Violations = e.Fields, e.Violations
 	abortProblem(c, p)
 }

@@ -348,15 +348,6 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, rq *request, st
 	}
 }
 
-// kindStatus is the HTTP status of each kind of refusal, as the API answers them.
-var kindStatus = map[service.Kind]int{
-	service.NotFound: http.StatusNotFound, service.PermissionDenied: http.StatusForbidden,
-	service.MakerChecker: http.StatusForbidden, service.Conflict: http.StatusConflict,
-	service.Invalid: http.StatusUnprocessableEntity, service.PolicyViolation: http.StatusUnprocessableEntity,
-	service.InvalidSignature: http.StatusUnprocessableEntity, service.Unavailable: http.StatusServiceUnavailable,
-	service.Unauthenticated: http.StatusUnauthorized, service.RateLimited: http.StatusTooManyRequests,
-}
-
 // message is a refusal said for a person: its detail and, for invalid input, each field.
 func message(err error) string {
 	var e *service.Error
@@ -376,7 +367,7 @@ func message(err error) string {
 // statusOf is the HTTP status of an error: a refusal's, or 500 for anything else, which
 // is logged.
 func (c *console) statusOf(r *http.Request, err error) int {
-	if status := kindStatus[service.KindOf(err)]; status != 0 {
+	if status := service.KindOf(err).Status(); status != 0 {
 		return status
 	}
 	c.Log.Error("console request failed", "path", r.URL.Path, "correlationId", correlationID(r), "error", err.Error())

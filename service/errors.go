@@ -2,6 +2,7 @@ package service
 
 import (
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/opentreasury/treasury/orders"
@@ -28,11 +29,51 @@ const (
 	InvalidSignature
 	// Unavailable: something the operation needs cannot act now; safe to retry.
 	Unavailable
-	// Unauthenticated: the credentials given (an e-mail and password) are wrong.
+	// Unauthenticated: the credentials given (an e-mail and password, or a token) are wrong.
 	Unauthenticated
 	// RateLimited: too many attempts; RetryAfter says when to try again.
 	RateLimited
+
+	// kinds ends the list: the answers' test walks every kind below it.
+	kinds
 )
+
+// answer is how HTTP answers a kind of refusal.
+type answer struct {
+	status int
+	code   string
+}
+
+// answers is the one table of what each kind answers over HTTP (SPEC 2). The API renders
+// the problem with this code and status, and the console its page with this status; the
+// console may not import the API, so the table lives with the kinds.
+var answers = [kinds]answer{
+	NotFound:         {http.StatusNotFound, "not_found"},
+	PermissionDenied: {http.StatusForbidden, "permission_denied"},
+	MakerChecker:     {http.StatusForbidden, "maker_checker_violation"},
+	Conflict:         {http.StatusConflict, "conflict"},
+	Invalid:          {http.StatusUnprocessableEntity, "validation_failed"},
+	PolicyViolation:  {http.StatusUnprocessableEntity, "policy_violation"},
+	InvalidSignature: {http.StatusUnprocessableEntity, "invalid_signature"},
+	Unavailable:      {http.StatusServiceUnavailable, "unavailable"},
+	Unauthenticated:  {http.StatusUnauthorized, "unauthenticated"},
+	RateLimited:      {http.StatusTooManyRequests, "rate_limited"},
+}
+
+func (k Kind) answer() answer {
+	if k <= 0 || k >= kinds {
+		return answer{}
+	}
+	return answers[k]
+}
+
+// Status is the HTTP status of a refusal of this kind, or 0 when k is no refusal's kind
+// (KindOf an error that is not a refusal).
+func (k Kind) Status() int { return k.answer().status }
+
+// Code is the problem code (SPEC 2) of a refusal of this kind, or "" when k is no
+// refusal's kind.
+func (k Kind) Code() string { return k.answer().code }
 
 // Error is a refusal the caller can act on, with a human detail.
 type Error struct {
