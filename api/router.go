@@ -112,7 +112,7 @@ func NewRouter(cfg Config) http.Handler {
 	if cfg.OAuthTokenTTL <= 0 {
 		cfg.OAuthTokenTTL = 15 * time.Minute
 	}
-	oauth := &oauthHandlers{store: cfg.Store, log: log, ttl: cfg.OAuthTokenTTL, now: time.Now}
+	oauth := &oauthHandlers{oauth: &service.OAuth{Store: cfg.Store, TTL: cfg.OAuthTokenTTL}, log: log}
 	// The token endpoint is form-encoded (RFC 6749 §4.4), JSON accepted besides.
 	r.POST("/api/v1/oauth/token", knownQuery, withoutIdempotencyKey(), oauth.token)
 
@@ -141,7 +141,7 @@ func NewRouter(cfg Config) http.Handler {
 	if cfg.Console != nil {
 		mountConsole(r, console.Config{Service: svc, Sessions: sh.sessions, Authn: authenticator, Log: log, Options: *cfg.Console}, limiter, cfg.Metrics)
 	}
-	wsh := &websocketHandlers{svc: svc, store: cfg.Store, log: log, live: cfg.Live, authn: authenticator,
+	wsh := &websocketHandlers{svc: svc, log: log, live: cfg.Live, authn: authenticator,
 		limit: rateLimit(limiter, cfg.Metrics), knownQuery: knownQuery}
 	// The channel authenticates by the token in its URL (browsers cannot set headers on
 	// a WebSocket), so it sits outside the bearer-authenticated group.

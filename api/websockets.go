@@ -2,17 +2,14 @@ package api
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/service"
-	"github.com/opentreasury/treasury/store"
 )
 
 // LiveChannel is the WebSocket hub of this process, as the API uses it.
@@ -26,10 +23,9 @@ type LiveChannel interface {
 // websocketHandlers serve /developer/websockets and the channel itself, /ws.
 type websocketHandlers struct {
 	svc   *service.Service
-	store *store.Store
 	log   *slog.Logger
 	live  LiveChannel
-	authn *auth.Authenticator
+	authn service.Authenticator
 	// limit is the API's rate limit per credential; knownQuery refuses parameters the
 	// channel does not take.
 	limit, knownQuery gin.HandlerFunc
@@ -125,12 +121,11 @@ func (h *websocketHandlers) test(c *gin.Context) {
 	c.JSON(http.StatusAccepted, gin.H{"eventId": eventID, "event": events.WebSocketTest, "configId": id})
 }
 
-// connect answers GET /ws?id=&token=: the upgrade to the live channel (SPEC 4). Every
-// refusal is an HTTP answer before the upgrade: 401 for a missing or bad token, 403 for
-// a token of another organisation or app or of a kind that cannot connect, 404 for an
-// unknown config. The connection then receives what the credential reaches: a tk_ key's
-// wallet restriction narrows the config's events, and a signing device's key (sign on
-// treasury) also gets every app's signing requests of its wallets.
+// connect answers GET /ws?id=&token=: the upgrade to the live channel (SPEC 4), once
+// service.LiveCaller and service.AdmitLive have admitted the token to the config. Every
+// refusal is an HTTP answer before the upgrade: 401 for a missing or bad token, 403 for a
+// token of another organisation or app or of a kind that cannot connect, 404 for an
+// unknown config.
 func (h *websocketHandlers) connect(c *gin.Context) {
 	token := c.Query("token")
 	if token == "" {
@@ -141,20 +136,9 @@ func (h *websocketHandlers) connect(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	p, err := h.authn.Authenticate(ctx, token)
-	if errors.Is(err, auth.ErrUnauthenticated) {
-		fail(c, CodeUnauthenticated, "The token is unknown, revoked or expired.")
-		return
-	}
+	p, err := service.LiveCaller(ctx, h.authn, token)
 	if err != nil {
-		requestFailed(c, h.log, err)
-		return
-	}
-	switch {
-	case p.Kind == auth.KindSecret || p.Kind == auth.KindPublishable || p.Kind == auth.KindResource:
-	case p.Kind == auth.KindAccessToken && len(p.Actions) > 0:
-	default:
-		fail(c, CodePermissionDenied, "Connect with an sk_, tk_ or pk_ key of the app, or an OAuth access token with a scope on it.")
+		failed(c, h.log, err)
 		return
 	}
 	c.Set(principalContextKey, p)
@@ -164,22 +148,9 @@ func (h *websocketHandlers) connect(c *gin.Context) {
 	if h.knownQuery(c); c.IsAborted() {
 		return
 	}
-	id := c.Query("id")
-	if id == "" {
-		validationFailed(c, []orders.FieldError{{Field: "id", Message: "is required: the WebSocket config id (wsc_…)"}})
-		return
-	}
-	cfg, err := h.store.WebSocketConfigByID(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && cfg.DeletedAt != nil) {
-		fail(c, CodeNotFound, "No WebSocket config with this id.")
-		return
-	}
+	sub, to, err := h.svc.AdmitLive(ctx, p, c.Query("id"))
 	if err != nil {
-		requestFailed(c, h.log, err)
-		return
-	}
-	if cfg.OrgID != p.OrgID || cfg.App != p.App {
-		fail(c, CodePermissionDenied, "This token does not belong to the config's organisation and app.")
+		failed(c, h.log, err)
 		return
 	}
 	if h.live == nil {
@@ -188,15 +159,11 @@ func (h *websocketHandlers) connect(c *gin.Context) {
 	}
 	header := http.Header{}
 	header.Set(correlationHeader, correlationID(c))
-	// A disabled config's connection is upgraded and then closed with 4001, as if it had
-	// been disabled a moment later: the client handles one case, not two.
-	to := events.Recipient{CredentialID: p.ID, ExpiresAt: p.ExpiresAt, Wallets: p.ResourceIDs,
-		SigningDevice: p.Can(events.TreasuryApp, auth.ActionSign)}
-	if err := h.live.Serve(c.Writer, c.Request, cfg.Subscription(), to, header); err != nil {
+	if err := h.live.Serve(c.Writer, c.Request, sub, to, header); err != nil {
 		if !c.Writer.Written() {
 			fail(c, CodeUnavailable, "The server is restarting; reconnect.")
 			return
 		}
-		h.log.Debug("websocket upgrade failed", "configId", cfg.ID, "correlationId", correlationID(c), "error", err)
+		h.log.Debug("websocket upgrade failed", "configId", sub.ID, "correlationId", correlationID(c), "error", err)
 	}
 }
