@@ -1,0 +1,130 @@
+package docs
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/opentreasury/treasury/"
+
+// ourImports is every package of the module (examples aside) with the module's packages
+// it imports, tests aside, as go list reports them.
+func ourImports(t *testing.T, pattern string) map[string][]string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, pattern)
+	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	pkgs := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		name := strings.TrimPrefix(fields[0], module)
+		if strings.HasPrefix(name, "examples/") {
+			continue
+		}
+		var ours []string
+		for _, imp := range fields[1:] {
+			if strings.HasPrefix(imp, module) {
+				ours = append(ours, strings.TrimPrefix(imp, module))
+			}
+		}
+		slices.Sort(ours)
+		pkgs[name] = ours
+	}
+	return pkgs
+}
+
+var backticked = regexp.MustCompile("`([^`]+)`")
+
+// TestArchitectureTableMatchesTheImports holds the dependency tables of architecture.md
+// (rows of | `package` | its job | `imports`, … |) against the packages as built: every
+// package is listed once, with exactly the packages of ours it imports.
+func TestArchitectureTableMatchesTheImports(t *testing.T) {
+	f, err := os.Open("architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	documented := map[string][]string{}
+	inTable := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "| package | its job | imports (of ours) |") {
+			inTable = true
+			continue
+		}
+		if !inTable || strings.HasPrefix(line, "|---") {
+			continue
+		}
+		if !strings.HasPrefix(line, "|") {
+			inTable = false
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		if len(cells) != 3 {
+			t.Fatalf("architecture.md: a row of three cells expected: %q", line)
+		}
+		names := backticked.FindAllStringSubmatch(cells[0], -1)
+		if len(names) != 1 {
+			t.Fatalf("architecture.md: one package per row: %q", line)
+		}
+		var imports []string
+		for _, m := range backticked.FindAllStringSubmatch(cells[2], -1) {
+			imports = append(imports, m[1])
+		}
+		slices.Sort(imports)
+		name := names[0][1]
+		if _, dup := documented[name]; dup {
+			t.Errorf("architecture.md lists %s twice", name)
+		}
+		documented[name] = imports
+	}
+	if len(documented) == 0 {
+		t.Fatal("architecture.md has no dependency table")
+	}
+	built := ourImports(t, "./...")
+	for name, imports := range built {
+		doc, ok := documented[name]
+		switch {
+		case !ok:
+			t.Errorf("architecture.md does not list %s (it imports %v)", name, imports)
+		case !slices.Equal(doc, imports):
+			t.Errorf("architecture.md says %s imports %v; it imports %v", name, doc, imports)
+		}
+	}
+	for name := range documented {
+		if _, ok := built[name]; !ok {
+			t.Errorf("architecture.md lists %s, which is not a package", name)
+		}
+	}
+}
+
+// TestTheProductionBinaryLinksNoDevelopmentSupport: nothing under dev/ (the dev bundle, the
+// seed, the cluster launcher, the dev signer, test and bench support) reaches treasury.
+func TestTheProductionBinaryLinksNoDevelopmentSupport(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "./cmd/treasury")
+	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, module+"assemble") {
+		t.Fatalf("go list -deps ./cmd/treasury does not name the packages: %v", deps)
+	}
+	for _, d := range deps {
+		if strings.HasPrefix(d, module+"dev/") || strings.HasPrefix(d, "go.temporal.io/server") {
+			t.Errorf("treasury links %s", d)
+		}
+	}
+}
