@@ -75,10 +75,19 @@ type closeRequest struct {
 // conn is one live client. Its reader goroutine only reads. Frames are written without a
 // goroutine of the connection's own: whoever offers a frame (the event fan-out, the keepalive
 // ticker, the reader answering a ping) writes it straight into the socket with one
-// non-blocking call, or, in a fan-out, one send of a batch (see offerChunk). Only when the socket is full does a flusher goroutine take over: it
-// waits for room, under a write timeout, and writes what queued up meanwhile, in order.
-// At 10,000 connections this saves a goroutine wake-up per frame, the larger part of a
-// fan-out's user time, and a goroutine stack per idle connection.
+// non-blocking call, or, in a fan-out, one send of a batch (see offerChunk). Only when the
+// socket is full does a flusher goroutine take over: it waits for room, under a write
+// timeout, and writes what queued up meanwhile, in order. At 10,000 connections this saves
+// a goroutine wake-up per frame, the larger part of a fan-out's user time, and a goroutine
+// stack per idle connection.
+//
+// So there are several writers, not the one writer per connection the usual design has;
+// this invariant makes them safe: one party at a time writes to the socket — a holder of
+// mu while flushing is false, with one non-blocking write that never waits, or else the
+// flusher, while flushing is true, during which every offer only joins the backlog. A
+// frame the socket took only part of becomes head, which the flusher writes first. Frames
+// therefore reach the wire whole and in the order they were offered
+// (TestConcurrentWritersKeepFramesWholeAndInOrder).
 type conn struct {
 	hub *Hub
 	// ws reads; it cannot write (see libraryConn). out is the connection the flusher

@@ -30,6 +30,58 @@ func run(args []string) int {
 	case len(args) >= 1 && args[0] == "cluster":
 		return runCluster(args[1:])
 	}
+	f, code := parseBundleFlags(args)
+	if f == nil {
+		return code
+	}
+	log := f.opts.Log
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	started := time.Now()
+	b, err := devstack.Start(ctx, f.opts)
+	if err != nil {
+		log.Error("treasury-dev could not start", "error", err.Error())
+		return 1
+	}
+	log.Info("ready", "api", b.APIURL, "temporalUi", b.TemporalUIURL, "credentials", b.CredentialsPath,
+		"startupMs", time.Since(started).Milliseconds())
+	b.Banner(os.Stdout)
+	if f.cpuProfile != "" {
+		stopProfile, err := profileCPU(f.cpuProfile)
+		if err != nil {
+			log.Error("no CPU profile", "error", err.Error())
+		} else {
+			defer stopProfile()
+		}
+	}
+	if f.allocProfile != "" {
+		defer writeAllocProfile(f.allocProfile, log)
+	}
+
+	code = 0
+	if err := b.Wait(ctx); err != nil {
+		log.Error("a part of the bundle failed; shutting down", "error", err.Error())
+		code = 1
+	}
+	stop()
+	log.Info("shutting down")
+	stopping := time.Now()
+	if err := b.Shutdown(); err != nil {
+		log.Error("shutdown", "error", err.Error())
+		return 1
+	}
+	log.Info("stopped", "shutdownMs", time.Since(stopping).Milliseconds())
+	return code
+}
+
+// bundleFlags are the dev bundle's options and the profiles asked for on the command line.
+type bundleFlags struct {
+	opts                     devstack.Options
+	cpuProfile, allocProfile string
+}
+
+// parseBundleFlags reads the flags; nil with the exit code when the process should end.
+func parseBundleFlags(args []string) (*bundleFlags, int) {
 	fs := flag.NewFlagSet("treasury-dev", flag.ContinueOnError)
 	dataDir := fs.String("data-dir", ".data", "directory for the SQLite databases and credentials.json")
 	httpAddr := fs.String("http-addr", "127.0.0.1:8080", "address of the API")
@@ -48,29 +100,25 @@ func run(args []string) int {
 	hookScale := fs.Float64("webhook-backoff-scale", 1, "multiplies the webhook retry schedule (5 s … 10 h); 0.001 makes retries come in milliseconds to seconds")
 	hookLoopback := fs.Bool("webhook-allow-loopback", true, "let webhooks go to loopback addresses (receivers on this machine); false refuses them as production does")
 	temporalLogLevel := fs.String("temporal-log-level", "error", "log level of the embedded Temporal server")
-	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile (pprof) of the whole process to this file, from ready to shutdown")
-	allocProfile := fs.String("alloc-profile", "", "write an allocation profile (pprof) of the whole process to this file at shutdown")
+	f := &bundleFlags{}
+	fs.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile (pprof) of the whole process to this file, from ready to shutdown")
+	fs.StringVar(&f.allocProfile, "alloc-profile", "", "write an allocation profile (pprof) of the whole process to this file at shutdown")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: treasury-dev [flags]\n       treasury-dev temporal serve --postgres URL [flags]\n       treasury-dev cluster [flags]\n\nRuns the treasury dev bundle. DATABASE_URL, when set, puts the store on PostgreSQL.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
-			return 0
+			return nil, 0
 		}
-		return 2
+		return nil, 2
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		fmt.Fprintln(os.Stderr, "treasury-dev: --log-level must be debug, info, warn or error")
-		return 2
+		return nil, 2
 	}
-	log := assemble.NewLogger(level).With("process", "treasury-dev")
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	started := time.Now()
-	b, err := devstack.Start(ctx, devstack.Options{
+	f.opts = devstack.Options{
 		DataDir:             *dataDir,
 		HTTPAddr:            *httpAddr,
 		TemporalPort:        *temporalPort,
@@ -88,42 +136,9 @@ func run(args []string) int {
 		NoWSSendRing:        !*wsRing,
 		WebhookBackoffScale: *hookScale,
 		NoWebhookLoopback:   !*hookLoopback,
-		Log:                 log,
-	})
-	if err != nil {
-		log.Error("treasury-dev could not start", "error", err.Error())
-		return 1
+		Log:                 assemble.NewLogger(level).With("process", "treasury-dev"),
 	}
-	log.Info("ready", "api", b.APIURL, "temporalUi", b.TemporalUIURL, "credentials", b.CredentialsPath,
-		"startupMs", time.Since(started).Milliseconds())
-	b.Banner(os.Stdout)
-	if *cpuProfile != "" {
-		stopProfile, err := profileCPU(*cpuProfile)
-		if err != nil {
-			log.Error("no CPU profile", "error", err.Error())
-		} else {
-			defer stopProfile()
-		}
-	}
-
-	if *allocProfile != "" {
-		defer writeAllocProfile(*allocProfile, log)
-	}
-
-	code := 0
-	if err := b.Wait(ctx); err != nil {
-		log.Error("a part of the bundle failed; shutting down", "error", err.Error())
-		code = 1
-	}
-	stop()
-	log.Info("shutting down")
-	stopping := time.Now()
-	if err := b.Shutdown(); err != nil {
-		log.Error("shutdown", "error", err.Error())
-		return 1
-	}
-	log.Info("stopped", "shutdownMs", time.Since(stopping).Milliseconds())
-	return code
+	return f, 0
 }
 
 // profileCPU starts a CPU profile into path; the returned function ends it.

@@ -96,27 +96,11 @@ func newRig(ctx context.Context, kind string, client *http.Client, o options) (_
 	// One credential drives the whole load: the limiter still runs, but never refuses.
 	cfg.RateLimit, cfg.RateBurst = 1e6, 1e6
 	r := &rig{}
-	switch kind {
-	case "sqlite":
-		cfg.SQLitePath = filepath.Join(dir, "treasury.db")
-		r.short = "SQLite"
-		r.label = "SQLite, a file in " + dir
-	case "postgres":
-		base := os.Getenv("DATABASE_URL")
-		if base == "" {
-			base = defaultPostgresURL
-		}
-		schemaURL, drop, err := freshSchema(ctx, base)
-		if err != nil {
-			return nil, err
-		}
-		undo = append(undo, drop)
-		cfg.DatabaseURL = schemaURL
-		r.short = "PostgreSQL"
-		r.label = "PostgreSQL, " + store.RedactDatabaseURL(schemaURL) + " (a schema of its own, dropped at the end)"
-	default:
-		return nil, fmt.Errorf("unknown store %q", kind)
+	drop, err := r.pickStore(ctx, kind, dir, &cfg)
+	if err != nil {
+		return nil, err
 	}
+	undo = append(undo, drop)
 
 	// Logged as production logs: a JSON line per request, each written as it comes.
 	// Production writes to stderr; a file keeps the terminal readable for the same work.
@@ -127,8 +111,64 @@ func newRig(ctx context.Context, kind string, client *http.Client, o options) (_
 	undo = append(undo, func() { _ = logFile.Close() })
 	log := slog.New(slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: cfg.LogLevel})).With("process", "api")
 
-	// What an api process runs (assemble.APIComponents), from the same constructors, but
-	// for Temporal: creating a payment does not start its workflow.
+	p, oursURL, err := r.startAPI(ctx, cfg, dir, log, o)
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { _ = p.Stop() })
+	r.ours = oursURL
+
+	if r.portfolio, err = capture(ctx, client, http.MethodGet, oursURL+portfolioPath, r.readKey, ""); err != nil {
+		return nil, err
+	}
+	if r.payment, err = capture(ctx, client, http.MethodPost, oursURL+paymentsPath, r.payKey, paymentBody(r.walletID)); err != nil {
+		return nil, err
+	}
+	if r.portfolio.status != http.StatusOK || r.payment.status != http.StatusCreated {
+		return nil, fmt.Errorf("the real API answered GET portfolio %d %s, POST payments %d %s",
+			r.portfolio.status, r.portfolio.body, r.payment.status, r.payment.body)
+	}
+	bareSrv, bareURL, err := serve(bareEngine(r.portfolio, r.payment), "bare", o.labels)
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { _ = bareSrv.Close() })
+	r.bare = bareURL
+	r.close = cleanup
+	return r, nil
+}
+
+// pickStore points cfg at a store of the kind, made for the run; drop removes it after.
+func (r *rig) pickStore(ctx context.Context, kind, dir string, cfg *assemble.Config) (drop func(), err error) {
+	drop = func() {}
+	switch kind {
+	case "sqlite":
+		cfg.SQLitePath = filepath.Join(dir, "treasury.db")
+		r.short = "SQLite"
+		r.label = "SQLite, a file in " + dir
+	case "postgres":
+		base := os.Getenv("DATABASE_URL")
+		if base == "" {
+			base = defaultPostgresURL
+		}
+		schemaURL, dropSchema, err := freshSchema(ctx, base)
+		if err != nil {
+			return nil, err
+		}
+		drop = dropSchema
+		cfg.DatabaseURL = schemaURL
+		r.short = "PostgreSQL"
+		r.label = "PostgreSQL, " + store.RedactDatabaseURL(schemaURL) + " (a schema of its own, dropped at the end)"
+	default:
+		return nil, fmt.Errorf("unknown store %q", kind)
+	}
+	return drop, nil
+}
+
+// startAPI runs what an api process runs (assemble.APIComponents), from the same
+// constructors, on a loopback port, but for Temporal: creating a payment does not start
+// its workflow.
+func (r *rig) startAPI(ctx context.Context, cfg assemble.Config, dir string, log *slog.Logger, o options) (*assemble.Process, string, error) {
 	p := assemble.NewProcess(cfg, "api", log)
 	database := p.Database()
 	if o.maxConns != 0 {
@@ -139,9 +179,8 @@ func newRig(ctx context.Context, kind string, client *http.Client, o options) (_
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	undo = append(undo, func() { _ = ln.Close() })
 	seeded := assemble.Component{Name: "seed", Start: func(ctx context.Context) error {
 		creds, err := seed.Ensure(ctx, p.Store, dir, seed.URLs{}, log)
 		if err != nil {
@@ -163,30 +202,10 @@ func newRig(ctx context.Context, kind string, client *http.Client, o options) (_
 		return assemble.NewAPIHandler(p)
 	}), p.LiveConnections())
 	if err != nil {
-		return nil, err
+		_ = ln.Close()
+		return nil, "", err
 	}
-	undo = append(undo, func() { _ = p.Stop() })
-	oursURL := "http://" + ln.Addr().String()
-	r.ours = oursURL
-
-	if r.portfolio, err = capture(ctx, client, http.MethodGet, oursURL+portfolioPath, r.readKey, ""); err != nil {
-		return nil, err
-	}
-	if r.payment, err = capture(ctx, client, http.MethodPost, oursURL+paymentsPath, r.payKey, paymentBody(r.walletID)); err != nil {
-		return nil, err
-	}
-	if r.portfolio.status != http.StatusOK || r.payment.status != http.StatusCreated {
-		return nil, fmt.Errorf("the real API answered GET portfolio %d %s, POST payments %d %s",
-			r.portfolio.status, r.portfolio.body, r.payment.status, r.payment.body)
-	}
-	bareSrv, bareURL, err := serve(bareEngine(r.portfolio, r.payment), "bare", o.labels)
-	if err != nil {
-		return nil, err
-	}
-	undo = append(undo, func() { _ = bareSrv.Close() })
-	r.bare = bareURL
-	r.close = cleanup
-	return r, nil
+	return p, "http://" + ln.Addr().String(), nil
 }
 
 // openStore is assemble.OpenStore with another pool size, to see what the pool does to the cost.
