@@ -98,9 +98,44 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 			return nil, fmt.Errorf("temporal UI port: %w", err)
 		}
 	}
-	level, err := zap.ParseAtomicLevel(cfg.LogLevel)
+	level, logger, err := serverLogger(cfg.LogLevel)
 	if err != nil {
-		return nil, fmt.Errorf("temporal log level: %w", err)
+		return nil, err
+	}
+	srv, err := newServer(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("temporal: start server: %w", err)
+	}
+	t := &Temporal{server: srv, logLevel: level, FrontendAddr: net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port))}
+	if err := freeport.WaitOpen(ctx, t.FrontendAddr, 30*time.Second); err != nil {
+		_ = srv.Stop()
+		return nil, fmt.Errorf("temporal: frontend did not open: %w", err)
+	}
+	if cfg.PostgresURL != "" {
+		if err := registerNamespace(ctx, t.FrontendAddr, cfg.Namespace, cfg.Retention); err != nil {
+			_ = srv.Stop()
+			return nil, err
+		}
+	}
+	if cfg.UIPort >= 0 {
+		t.startUI(cfg)
+		t.UIURL = "http://" + net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.UIPort))
+		if err := freeport.WaitOpen(ctx, net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.UIPort)), 10*time.Second); err != nil {
+			t.Stop()
+			return nil, fmt.Errorf("temporal UI did not open: %w", err)
+		}
+	}
+	return t, nil
+}
+
+// serverLogger is the embedded server's own logger, at its own level (Quiet raises it).
+func serverLogger(name string) (zap.AtomicLevel, tlog.Logger, error) {
+	level, err := zap.ParseAtomicLevel(name)
+	if err != nil {
+		return level, nil, fmt.Errorf("temporal log level: %w", err)
 	}
 	zcfg := zap.NewProductionConfig()
 	zcfg.Level = level
@@ -108,11 +143,18 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 	zcfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
 	zl, err := zcfg.Build()
 	if err != nil {
-		return nil, err
+		return level, nil, err
 	}
-	logger := tlog.NewZapLogger(zl)
+	return level, tlog.NewZapLogger(zl), nil
+}
 
-	var persistence, visibility *config.SQL
+// newServer prepares the server's databases (SQLite in the data directory, or PostgreSQL)
+// and builds the server on them, all services in this process.
+func newServer(cfg TemporalConfig, logger tlog.Logger) (temporal.Server, error) {
+	var (
+		persistence, visibility *config.SQL
+		err                     error
+	)
 	if cfg.PostgresURL != "" {
 		if persistence, visibility, err = postgresStores(cfg.PostgresURL); err != nil {
 			return nil, err
@@ -150,29 +192,7 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("temporal: build server: %w", err)
 	}
-	if err := srv.Start(); err != nil {
-		return nil, fmt.Errorf("temporal: start server: %w", err)
-	}
-	t := &Temporal{server: srv, logLevel: level, FrontendAddr: net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port))}
-	if err := freeport.WaitOpen(ctx, t.FrontendAddr, 30*time.Second); err != nil {
-		_ = srv.Stop()
-		return nil, fmt.Errorf("temporal: frontend did not open: %w", err)
-	}
-	if cfg.PostgresURL != "" {
-		if err := registerNamespace(ctx, t.FrontendAddr, cfg.Namespace, cfg.Retention); err != nil {
-			_ = srv.Stop()
-			return nil, err
-		}
-	}
-	if cfg.UIPort >= 0 {
-		t.startUI(cfg)
-		t.UIURL = "http://" + net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.UIPort))
-		if err := freeport.WaitOpen(ctx, net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.UIPort)), 10*time.Second); err != nil {
-			t.Stop()
-			return nil, fmt.Errorf("temporal UI did not open: %w", err)
-		}
-	}
-	return t, nil
+	return srv, nil
 }
 
 // prepareSQLite creates the server's SQLite database in the data directory on first start
