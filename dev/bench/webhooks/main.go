@@ -22,11 +22,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/webhook"
-	"github.com/opentreasury/treasury/webhook/dispatch"
 )
 
 const payload = `{"id":"evt_0","event":"Order.Confirmed","domain":"payment","orderId":"ord_0","orderStatus":"confirmed","sequence":6,"correlationId":"bench","occurredAt":"2026-11-25T00:00:00.000Z","txHash":"0x0000000000000000000000000000000000000000000000000000000000000000"}`
@@ -44,24 +44,11 @@ func main() {
 
 func run(n, configs int, databaseURL string) error {
 	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	dir, err := os.MkdirTemp("", "treasury-bench-webhooks-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	s, err := store.Open(ctx, store.Config{DatabaseURL: databaseURL, SQLitePath: filepath.Join(dir, "treasury.db")})
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	if err := s.Migrate(ctx, nil); err != nil {
-		return err
-	}
-	creds, err := seed.Ensure(ctx, s, dir, seed.URLs{}, log)
-	if err != nil {
-		return err
-	}
 	var received atomic.Int64
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -76,22 +63,73 @@ func run(n, configs int, databaseURL string) error {
 	bare(receiver.URL, n, concurrency)
 	bareRate := float64(n) / time.Since(start).Seconds()
 
+	// A worker process's webhook side, from the same constructors (assemble): the store,
+	// the event follower, and later the dispatcher.
 	key, _ := webhook.NewKey()
-	k, _ := webhook.ParseKey(key)
-	box, _ := webhook.NewBox(k)
+	p := assemble.NewProcess(assemble.Config{DatabaseURL: databaseURL, SQLitePath: filepath.Join(dir, "treasury.db"),
+		MigrateOnStart: true, WebhookSecretKey: key, WebhookAllowHTTP: true, WebhookAllowLoopback: true,
+		ShutdownTimeout: 10 * time.Second}, "bench", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if databaseURL != "" {
+		p.Config.SQLitePath = ""
+	}
+	if err := p.Start(ctx, p.Database(), p.EventFollower()); err != nil {
+		return err
+	}
+	defer func() { _ = p.Stop() }()
+	configIDs, err := queueDeliveries(ctx, p, dir, receiver.URL, n, configs)
+	if err != nil {
+		return err
+	}
+	received.Store(0)
+	start = time.Now()
+	if err := p.Start(ctx, p.Webhooks()); err != nil {
+		return err
+	}
+	for {
+		pending, err := countPending(ctx, p.Store, configIDs)
+		if err != nil {
+			return err
+		}
+		if pending == 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	took := time.Since(start)
+	rate := float64(n) / took.Seconds()
+	db := "SQLite"
+	if databaseURL != "" {
+		db = "PostgreSQL"
+	}
+	fmt.Printf("store %s: %d deliveries over %d webhooks, %d sends at a time\n", db, n, configs, concurrency)
+	fmt.Printf("dispatcher: %.0f deliveries/s (backlog drained and recorded in %v; receiver got %d requests)\n", rate, took.Round(time.Millisecond), received.Load())
+	fmt.Printf("bare client, same requests: %.0f requests/s\n", bareRate)
+	fmt.Printf("dispatcher / bare client: %.2f\n", rate/bareRate)
+	return nil
+}
+
+// queueDeliveries seeds the demo organisation, gives it configs webhooks to url (their
+// secrets sealed with the process's key) and queues n deliveries over them.
+func queueDeliveries(ctx context.Context, p *assemble.Process, dir, url string, n, configs int) ([]string, error) {
+	s := p.Store
+	creds, err := seed.Ensure(ctx, s, dir, seed.URLs{}, p.Log)
+	if err != nil {
+		return nil, err
+	}
+	box := p.Config.WebhookOptions().Box
 	configIDs := make([]string, configs)
 	for i := range configIDs {
 		secret, _ := webhook.NewSecret()
 		sealed, _ := box.Seal(secret)
 		now := time.Now().UTC()
-		c := &store.WebhookConfig{ID: ids.New(ids.WebhookConfig), OrgID: creds.OrgID, App: "pay", URL: receiver.URL, Events: "*",
+		c := &store.WebhookConfig{ID: ids.New(ids.WebhookConfig), OrgID: creds.OrgID, App: "pay", URL: url, Events: "*",
 			Enabled: true, Secret: sealed, CreatedAt: now, UpdatedAt: now}
 		if err := s.CreateWebhookConfig(ctx, c); err != nil {
-			return err
+			return nil, err
 		}
 		configIDs[i] = c.ID
 	}
-	err = s.Tx(ctx, func(tx *store.Store) error {
+	return configIDs, s.Tx(ctx, func(tx *store.Store) error {
 		now := time.Now().UTC()
 		for i := range n {
 			d := &store.WebhookDelivery{ID: ids.New(ids.WebhookDelivery), MessageID: ids.New(ids.WebhookMessage),
@@ -103,39 +141,6 @@ func run(n, configs int, databaseURL string) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	received.Store(0)
-	d := dispatch.New(dispatch.Options{Store: s, Box: box, Log: log, Guard: dispatch.Guard{AllowHTTP: true, AllowLoopback: true}})
-	dctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	start = time.Now()
-	go func() { defer close(done); d.Run(dctx) }()
-	for {
-		pending, err := countPending(ctx, s, configIDs)
-		if err != nil {
-			stop()
-			return err
-		}
-		if pending == 0 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	took := time.Since(start)
-	stop()
-	<-done
-	rate := float64(n) / took.Seconds()
-	db := "SQLite"
-	if databaseURL != "" {
-		db = "PostgreSQL"
-	}
-	fmt.Printf("store %s: %d deliveries over %d webhooks, %d sends at a time\n", db, n, configs, concurrency)
-	fmt.Printf("dispatcher: %.0f deliveries/s (backlog drained and recorded in %v; receiver got %d requests)\n", rate, took.Round(time.Millisecond), received.Load())
-	fmt.Printf("bare client, same requests: %.0f requests/s\n", bareRate)
-	fmt.Printf("dispatcher / bare client: %.2f\n", rate/bareRate)
-	return nil
 }
 
 // bare posts n requests to url from concurrency goroutines.
