@@ -35,11 +35,7 @@ type Group struct {
 // Start starts the components in order. If one fails, those already started are stopped
 // again (in reverse) and its error is returned.
 func (g *Group) Start(ctx context.Context, parts ...Component) error {
-	g.mu.Lock()
-	if g.failed == nil {
-		g.failed = make(chan error, 1)
-	}
-	g.mu.Unlock()
+	g.failures()
 	for _, c := range parts {
 		if c.Start != nil {
 			if err := c.Start(ctx); err != nil {
@@ -57,30 +53,28 @@ func (g *Group) Start(ctx context.Context, parts ...Component) error {
 // Fail reports that a running component cannot go on (its server stopped serving, the
 // worker hit a fatal error): Wait returns the first such error.
 func (g *Group) Fail(err error) {
-	g.mu.Lock()
-	if g.failed == nil {
-		g.failed = make(chan error, 1)
-	}
-	ch := g.failed
-	g.mu.Unlock()
 	select {
-	case ch <- err:
+	case g.failures() <- err:
 	default:
 	}
 }
 
-// Wait blocks until ctx ends (nil) or a component fails (its error).
-func (g *Group) Wait(ctx context.Context) error {
+// failures is where Fail reports; it holds the first failure until Wait takes it.
+func (g *Group) failures() chan error {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	if g.failed == nil {
 		g.failed = make(chan error, 1)
 	}
-	ch := g.failed
-	g.mu.Unlock()
+	return g.failed
+}
+
+// Wait blocks until ctx ends (nil) or a component fails (its error).
+func (g *Group) Wait(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 		return nil
-	case err := <-ch:
+	case err := <-g.failures():
 		return err
 	}
 }

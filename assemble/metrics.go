@@ -30,15 +30,9 @@ func ServeMetrics(addr string, m *metrics.Metrics, log *slog.Logger) (*MetricsSe
 	mux := http.NewServeMux()
 	mux.Handle("GET "+metrics.Path, m.Handler())
 	s := &MetricsServer{URL: "http://" + ln.Addr().String(), done: make(chan error, 1),
-		srv: &http.Server{
-			Handler:           mux,
-			ReadHeaderTimeout: 5 * time.Second,
-			ReadTimeout:       10 * time.Second,
-			// A scrape is gathered within the handler's own 10 s timeout.
-			WriteTimeout:   30 * time.Second,
-			IdleTimeout:    2 * time.Minute,
-			MaxHeaderBytes: 16 << 10,
-		}}
+		// A scrape is gathered within the handler's own 10 s timeout.
+		srv: newServer(addr, mux, limits{readHeader: 5 * time.Second, read: 10 * time.Second, write: 30 * time.Second,
+			idle: 2 * time.Minute, maxHeader: 16 << 10})}
 	go func() { s.done <- s.srv.Serve(ln) }()
 	log.Info("metrics listening", "addr", ln.Addr().String(), "path", metrics.Path)
 	return s, nil

@@ -174,13 +174,17 @@ func NewWorker(s *store.Store, ch chain.Adapter, tc client.Client, log *slog.Log
 
 // NewHTTPServer wraps the API's handler in an http.Server with a timeout on every phase.
 func NewHTTPServer(addr string, h http.Handler) *http.Server {
-	return &http.Server{
-		Addr:              addr,
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-	}
+	return newServer(addr, h, limits{readHeader: 10 * time.Second, read: 30 * time.Second, write: 60 * time.Second,
+		idle: 2 * time.Minute, maxHeader: 64 << 10})
+}
+
+// limits bound every phase of a server's requests, and their headers.
+type limits struct {
+	readHeader, read, write, idle time.Duration
+	maxHeader                     int
+}
+
+func newServer(addr string, h http.Handler, l limits) *http.Server {
+	return &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: l.readHeader, ReadTimeout: l.read,
+		WriteTimeout: l.write, IdleTimeout: l.idle, MaxHeaderBytes: l.maxHeader}
 }

@@ -7,6 +7,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -133,26 +134,14 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Postgres == "" {
-		o.Postgres = "postgres://postgres@127.0.0.1:5432/?sslmode=disable"
-	}
-	if o.Name == "" {
-		o.Name = "treasury_cluster"
-	}
-	if o.DataDir == "" {
-		o.DataDir = ".cluster"
-	}
+	o.Postgres = cmp.Or(o.Postgres, "postgres://postgres@127.0.0.1:5432/?sslmode=disable")
+	o.Name = cmp.Or(o.Name, "treasury_cluster")
+	o.DataDir = cmp.Or(o.DataDir, ".cluster")
+	o.Workers = cmp.Or(o.Workers, 2)
+	o.TemporalPort = cmp.Or(o.TemporalPort, 7233)
+	o.UIPort = cmp.Or(o.UIPort, 8233)
 	if o.APIPorts == nil {
 		o.APIPorts = []int{8080, 8081}
-	}
-	if o.Workers == 0 {
-		o.Workers = 2
-	}
-	if o.TemporalPort == 0 {
-		o.TemporalPort = 7233
-	}
-	if o.UIPort == 0 {
-		o.UIPort = 8233
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))

@@ -1,6 +1,7 @@
 package devstack
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -120,19 +121,11 @@ func Start(ctx context.Context, opts Options) (*Bundle, error) {
 }
 
 func (o Options) withDefaults() Options {
-	if o.DataDir == "" {
-		o.DataDir = ".data"
-	}
-	if o.HTTPAddr == "" {
-		o.HTTPAddr = "127.0.0.1:8080"
-	}
-	if o.BalanceSyncInterval == 0 {
-		o.BalanceSyncInterval = time.Minute
-	}
-	if o.ShutdownTimeout == 0 {
-		// Each step of a stop gets this; with the rest, a stop stays well under 10 s.
-		o.ShutdownTimeout = 3 * time.Second
-	}
+	o.DataDir = cmp.Or(o.DataDir, ".data")
+	o.HTTPAddr = cmp.Or(o.HTTPAddr, "127.0.0.1:8080")
+	o.BalanceSyncInterval = cmp.Or(o.BalanceSyncInterval, time.Minute)
+	// Each step of a stop gets this; with the rest, a stop stays well under 10 s.
+	o.ShutdownTimeout = cmp.Or(o.ShutdownTimeout, 3*time.Second)
 	if o.Log == nil {
 		o.Log = assemble.NewLogger(slog.LevelInfo)
 	}
