@@ -204,7 +204,7 @@ func matrixSessionLike(t *testing.T, f *fixture, token string) string {
 // sessionFor opens a session of u as signing in would, without the password's slow hash.
 func sessionFor(t *testing.T, f *fixture, u *store.User) string {
 	t.Helper()
-	fresh, sess, _ := auth.NewSession(u, time.Now(), time.Hour)
+	fresh, sess, _ := auth.NewSession(u.ID, u.OrgID, time.Now(), time.Hour)
 	if err := f.store.CreateSession(context.Background(), sess); err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +353,7 @@ func TestAuthorisationMatrix(t *testing.T) {
 	f.as(t, signedOut, "DELETE", "/api/v1/session", "")
 	refused["signed-out session"] = credential{session: signedOut.token}
 	ownerUser, _ := f.store.UserByEmail(context.Background(), f.creds.Owner.Email)
-	expiredSession, sess, _ := auth.NewSession(ownerUser, time.Now().Add(-13*time.Hour), 12*time.Hour)
+	expiredSession, sess, _ := auth.NewSession(ownerUser.ID, ownerUser.OrgID, time.Now().Add(-13*time.Hour), 12*time.Hour)
 	if err := f.store.CreateSession(context.Background(), sess); err != nil {
 		t.Fatal(err)
 	}

@@ -149,7 +149,7 @@ func TestSignInAndSessions(t *testing.T) {
 	}
 
 	// An expired session is refused.
-	token, sess, _ := auth.NewSession(&store.User{ID: owner.userID, OrgID: f.creds.OrgID}, time.Now().Add(-2*time.Hour), time.Hour)
+	token, sess, _ := auth.NewSession(owner.userID, f.creds.OrgID, time.Now().Add(-2*time.Hour), time.Hour)
 	if err := f.store.CreateSession(context.Background(), sess); err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func TestChangingThePasswordEndsEverySession(t *testing.T) {
 
 	// A sign-in that checked the old password just before the change gets no session.
 	u, _ := f.store.UserByEmail(context.Background(), f.creds.Owner.Email)
-	token, sess, _ := auth.NewSession(u, u.PasswordChangedAt.Add(-time.Millisecond), time.Hour)
+	token, sess, _ := auth.NewSession(u.ID, u.OrgID, u.PasswordChangedAt.Add(-time.Millisecond), time.Hour)
 	if err := f.store.CreateSession(context.Background(), sess); err != nil {
 		t.Fatal(err)
 	}

@@ -5,24 +5,63 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/opentreasury/treasury/store"
 )
 
 // ErrUnauthenticated means the token is missing, malformed, unknown, revoked or expired.
 // Callers must not tell these apart in what they answer.
 var ErrUnauthenticated = errors.New("auth: unauthenticated")
 
+// KeyRecord is a stored API key as the authenticator reads it; the secret itself is only
+// ever kept as a hash.
+type KeyRecord struct {
+	ID    string
+	OrgID string
+	App   string
+	Kind  string
+	// Actions and ResourceIDs are comma separated.
+	Actions     string
+	ResourceIDs string
+	SecretHash  string
+	LastUsedAt  *time.Time
+	RevokedAt   *time.Time
+	// CreatedBy is the person (usr_…) who created the key, or "".
+	CreatedBy string
+}
+
+// TokenRecord is an issued OAuth access token with what the authenticator needs of its
+// client.
+type TokenRecord struct {
+	TokenHash string
+	ClientID  string
+	OrgID     string
+	App       string
+	// Actions are comma separated.
+	Actions   string
+	ExpiresAt time.Time
+	// ClientRevoked: the token's client is revoked, which ends its tokens at once.
+	ClientRevoked bool
+	// ClientCreatedBy is the person (usr_…) who created the client, or "".
+	ClientCreatedBy string
+}
+
+// The interfaces below are what the authenticator reads and writes of stored credentials.
+// They are declared here, in terms of this package, so that auth stays a package of pure
+// rules that imports no storage; the store satisfies them. Each lookup reports ok false
+// when no record has the hash, and an error only when it could not look.
+
 // KeyStore is what the authenticator reads and writes of stored keys.
 type KeyStore interface {
-	APIKeyBySecretHash(ctx context.Context, hash string) (*store.APIKey, error)
+	// AuthKey finds a key by the hash of its secret, revoked or not.
+	AuthKey(ctx context.Context, hash string) (k KeyRecord, ok bool, err error)
 	TouchAPIKey(ctx context.Context, id string, at time.Time) error
 }
 
 // TokenStore is what the authenticator reads of issued OAuth access tokens; a KeyStore
 // that also is one lets access tokens through.
 type TokenStore interface {
-	OAuthTokenByHash(ctx context.Context, hash string) (*store.OAuthToken, *store.OAuthClient, error)
+	// AuthAccessToken finds an access token by its hash, with its client; ok is false
+	// when the client is gone too.
+	AuthAccessToken(ctx context.Context, hash string) (t TokenRecord, ok bool, err error)
 }
 
 // Authenticator turns a bearer token into a Principal.
@@ -50,12 +89,12 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (*Princi
 	if kind == KindAccessToken {
 		return a.accessToken(ctx, token, hash)
 	}
-	k, err := a.keys.APIKeyBySecretHash(ctx, hash)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, ErrUnauthenticated
-	}
+	k, found, err := a.keys.AuthKey(ctx, hash)
 	if err != nil {
 		return nil, fmt.Errorf("auth: look up key: %w", err)
+	}
+	if !found {
+		return nil, ErrUnauthenticated
 	}
 	if !SecretMatches(token, k.SecretHash) || k.Kind != kind || k.RevokedAt != nil {
 		return nil, ErrUnauthenticated
@@ -84,16 +123,13 @@ func (a *Authenticator) accessToken(ctx context.Context, token, hash string) (*P
 	if !ok {
 		return nil, ErrUnauthenticated
 	}
-	t, client, err := tokens.OAuthTokenByHash(ctx, hash)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, ErrUnauthenticated
-	}
+	t, found, err := tokens.AuthAccessToken(ctx, hash)
 	if err != nil {
 		return nil, fmt.Errorf("auth: look up token: %w", err)
 	}
-	if !SecretMatches(token, t.TokenHash) || !a.now().Before(t.ExpiresAt) || client.RevokedAt != nil {
+	if !found || !SecretMatches(token, t.TokenHash) || !a.now().Before(t.ExpiresAt) || t.ClientRevoked {
 		return nil, ErrUnauthenticated
 	}
 	return &Principal{OrgID: t.OrgID, App: t.App, Kind: KindAccessToken, ID: t.ClientID, Actions: ParseActions(t.Actions),
-		ExpiresAt: t.ExpiresAt, Person: client.CreatedBy}, nil
+		ExpiresAt: t.ExpiresAt, Person: t.ClientCreatedBy}, nil
 }

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/opentreasury/treasury/store"
 )
 
 type touch struct {
@@ -20,35 +18,34 @@ type touch struct {
 // fakeKeys is an in-memory KeyStore keyed by secret hash that records every call.
 type fakeKeys struct {
 	mu        sync.Mutex
-	byHash    map[string]*store.APIKey
+	byHash    map[string]*KeyRecord
 	lookups   int
 	touches   []touch
 	lookupErr error // returned by every lookup when set
 	touchErr  error // returned by every touch when set (the touch is still recorded)
 }
 
-func newFakeKeys() *fakeKeys { return &fakeKeys{byHash: map[string]*store.APIKey{}} }
+func newFakeKeys() *fakeKeys { return &fakeKeys{byHash: map[string]*KeyRecord{}} }
 
-func (f *fakeKeys) add(secret string, k store.APIKey) {
+func (f *fakeKeys) add(secret string, k KeyRecord) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	k.SecretHash = HashSecret(secret)
 	f.byHash[k.SecretHash] = &k
 }
 
-func (f *fakeKeys) APIKeyBySecretHash(_ context.Context, hash string) (*store.APIKey, error) {
+func (f *fakeKeys) AuthKey(_ context.Context, hash string) (KeyRecord, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lookups++
 	if f.lookupErr != nil {
-		return nil, f.lookupErr
+		return KeyRecord{}, false, f.lookupErr
 	}
 	k, ok := f.byHash[hash]
 	if !ok {
-		return nil, store.ErrNotFound
+		return KeyRecord{}, false, nil
 	}
-	cp := *k
-	return &cp, nil
+	return *k, true, nil
 }
 
 func (f *fakeKeys) TouchAPIKey(_ context.Context, id string, at time.Time) error {
@@ -102,17 +99,17 @@ func TestAuthenticateRejects(t *testing.T) {
 	revokedAt := time.Now().Add(-time.Hour)
 
 	revoked := mustSecret(t, KindSecret)
-	keys.add(revoked, store.APIKey{ID: "key_revoked", OrgID: "org_1", App: "pay", Kind: KindSecret, RevokedAt: &revokedAt})
+	keys.add(revoked, KeyRecord{ID: "key_revoked", OrgID: "org_1", App: "pay", Kind: KindSecret, RevokedAt: &revokedAt})
 	// A secret presented as sk_ whose stored record is a tk_ key (and vice versa).
 	skAsTk := mustSecret(t, KindSecret)
-	keys.add(skAsTk, store.APIKey{ID: "key_sk_as_tk", OrgID: "org_1", App: "pay", Kind: KindResource, Actions: "read,write,approve,sign,developer"})
+	keys.add(skAsTk, KeyRecord{ID: "key_sk_as_tk", OrgID: "org_1", App: "pay", Kind: KindResource, Actions: "read,write,approve,sign,developer"})
 	tkAsSk := mustSecret(t, KindResource)
-	keys.add(tkAsSk, store.APIKey{ID: "key_tk_as_sk", OrgID: "org_1", App: "pay", Kind: KindSecret})
+	keys.add(tkAsSk, KeyRecord{ID: "key_tk_as_sk", OrgID: "org_1", App: "pay", Kind: KindSecret})
 	pkAsSk := mustSecret(t, KindPublishable)
-	keys.add(pkAsSk, store.APIKey{ID: "key_pk_as_sk", OrgID: "org_1", App: "pay", Kind: KindSecret})
+	keys.add(pkAsSk, KeyRecord{ID: "key_pk_as_sk", OrgID: "org_1", App: "pay", Kind: KindSecret})
 	// A record found under a hash that is not the hash of the presented secret.
 	mismatched := mustSecret(t, KindSecret)
-	keys.byHash[HashSecret(mismatched)] = &store.APIKey{ID: "key_mismatch", OrgID: "org_1", App: "pay", Kind: KindSecret, SecretHash: HashSecret("sk_somethingelse")}
+	keys.byHash[HashSecret(mismatched)] = &KeyRecord{ID: "key_mismatch", OrgID: "org_1", App: "pay", Kind: KindSecret, SecretHash: HashSecret("sk_somethingelse")}
 
 	tests := []struct {
 		name       string
@@ -176,25 +173,19 @@ func TestAuthenticateStoreError(t *testing.T) {
 	if p != nil {
 		t.Fatalf("principal %+v returned with an error", p)
 	}
-
-	// A wrapped ErrNotFound is still "unknown token", not a store failure.
-	keys.lookupErr = errors.Join(errors.New("lookup"), store.ErrNotFound)
-	if _, err := a.Authenticate(context.Background(), mustSecret(t, KindSecret)); !errors.Is(err, ErrUnauthenticated) {
-		t.Fatalf("wrapped ErrNotFound: got %v, want ErrUnauthenticated", err)
-	}
 }
 
 func TestAuthenticateKinds(t *testing.T) {
 	ctx := context.Background()
 	keys := newFakeKeys()
 	sk := mustSecret(t, KindSecret)
-	keys.add(sk, store.APIKey{ID: "key_sk", OrgID: "org_1", App: "trade", Kind: KindSecret})
+	keys.add(sk, KeyRecord{ID: "key_sk", OrgID: "org_1", App: "trade", Kind: KindSecret})
 	tk := mustSecret(t, KindResource)
-	keys.add(tk, store.APIKey{ID: "key_tk", OrgID: "org_2", App: "pay", Kind: KindResource, Actions: "read,approve", ResourceIDs: "ord_a,ord_b"})
+	keys.add(tk, KeyRecord{ID: "key_tk", OrgID: "org_2", App: "pay", Kind: KindResource, Actions: "read,approve", ResourceIDs: "ord_a,ord_b"})
 	tkOne := mustSecret(t, KindResource)
-	keys.add(tkOne, store.APIKey{ID: "key_tk1", OrgID: "org_2", App: "earn", Kind: KindResource, Actions: "sign"})
+	keys.add(tkOne, KeyRecord{ID: "key_tk1", OrgID: "org_2", App: "earn", Kind: KindResource, Actions: "sign"})
 	pk := mustSecret(t, KindPublishable)
-	keys.add(pk, store.APIKey{ID: "key_pk", OrgID: "org_3", App: "borrow", Kind: KindPublishable})
+	keys.add(pk, KeyRecord{ID: "key_pk", OrgID: "org_3", App: "borrow", Kind: KindPublishable})
 
 	tests := []struct {
 		name          string
@@ -253,7 +244,7 @@ func TestAuthenticateLastUsed(t *testing.T) {
 	ctx := context.Background()
 	keys := newFakeKeys()
 	sk := mustSecret(t, KindSecret)
-	keys.add(sk, store.APIKey{ID: "key_sk", OrgID: "org_1", App: "pay", Kind: KindSecret})
+	keys.add(sk, KeyRecord{ID: "key_sk", OrgID: "org_1", App: "pay", Kind: KindSecret})
 	clock := newFakeClock()
 	a := NewAuthenticator(keys)
 	withClock(a, clock)
@@ -309,7 +300,7 @@ func TestAuthenticateLastUsed(t *testing.T) {
 func TestAuthenticateLastUsedNonUTCClock(t *testing.T) {
 	keys := newFakeKeys()
 	sk := mustSecret(t, KindSecret)
-	keys.add(sk, store.APIKey{ID: "key_sk", OrgID: "org_1", App: "pay", Kind: KindSecret})
+	keys.add(sk, KeyRecord{ID: "key_sk", OrgID: "org_1", App: "pay", Kind: KindSecret})
 	a := NewAuthenticator(keys)
 	loc := time.FixedZone("UTC+5", 5*3600)
 	a.now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, loc) }
@@ -325,7 +316,7 @@ func TestAuthenticateTouchFailureIsIgnored(t *testing.T) {
 	keys := newFakeKeys()
 	keys.touchErr = errors.New("read-only replica")
 	tk := mustSecret(t, KindResource)
-	keys.add(tk, store.APIKey{ID: "key_tk", OrgID: "org_1", App: "pay", Kind: KindResource, Actions: "read"})
+	keys.add(tk, KeyRecord{ID: "key_tk", OrgID: "org_1", App: "pay", Kind: KindResource, Actions: "read"})
 	a := NewAuthenticator(keys)
 	for i := 0; i < 2; i++ {
 		p, err := a.Authenticate(context.Background(), tk)

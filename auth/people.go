@@ -6,13 +6,10 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
-
-	"github.com/opentreasury/treasury/store"
 )
 
 // Password rules: bcrypt reads at most 72 bytes, so a longer password would be silently
@@ -70,10 +67,40 @@ func CSRFTokenMatches(sessionToken, presented string) bool {
 	return subtle.ConstantTimeCompare([]byte(CSRFToken(sessionToken)), []byte(presented)) == 1
 }
 
-// SessionStore is what the authenticator reads of sessions and people.
+// Roles of people: an owner holds every action on every app, a member what they are
+// granted.
+const (
+	RoleOwner  = "owner"
+	RoleMember = "member"
+)
+
+// SessionRecord is a person's session as the authenticator issues and reads it; the
+// cookie's token is only ever kept as a hash.
+type SessionRecord struct {
+	TokenHash string
+	UserID    string
+	OrgID     string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	RevokedAt *time.Time
+}
+
+// PersonRecord is the person a session signs in, as the authenticator reads them.
+type PersonRecord struct {
+	ID    string
+	OrgID string
+	Role  string
+	// PasswordChangedAt ends the sessions signed in before it.
+	PasswordChangedAt *time.Time
+}
+
+// SessionStore is what the authenticator reads of sessions and people; a KeyStore that
+// also is one lets sessions through.
 type SessionStore interface {
-	SessionByHash(ctx context.Context, hash string) (*store.Session, *store.User, error)
-	MemberPermissions(ctx context.Context, userID string) ([]store.MemberPermission, error)
+	// AuthSession finds a session by its token's hash, with the person it signs in.
+	AuthSession(ctx context.Context, hash string) (sess SessionRecord, person PersonRecord, ok bool, err error)
+	// AuthGrants are a member's actions in each app they hold any on, comma separated.
+	AuthGrants(ctx context.Context, userID string) (map[string]string, error)
 }
 
 // AuthenticateSession checks a session cookie's token and returns the person it signs in,
@@ -85,29 +112,29 @@ func (a *Authenticator) AuthenticateSession(ctx context.Context, token string) (
 		return nil, ErrUnauthenticated
 	}
 	hash := HashSecret(token)
-	sess, u, err := sessions.SessionByHash(ctx, hash)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, ErrUnauthenticated
-	}
+	sess, u, found, err := sessions.AuthSession(ctx, hash)
 	if err != nil {
 		return nil, fmt.Errorf("auth: look up session: %w", err)
+	}
+	if !found {
+		return nil, ErrUnauthenticated
 	}
 	if !SecretMatches(token, sess.TokenHash) || sess.RevokedAt != nil || !a.now().Before(sess.ExpiresAt) ||
 		(u.PasswordChangedAt != nil && sess.CreatedAt.Before(*u.PasswordChangedAt)) {
 		return nil, ErrUnauthenticated
 	}
 	grants := map[string][]string{}
-	if u.Role == store.RoleOwner {
+	if u.Role == RoleOwner {
 		for _, app := range Apps {
 			grants[app] = append([]string(nil), AllActions...)
 		}
 	} else {
-		perms, err := sessions.MemberPermissions(ctx, u.ID)
+		perms, err := sessions.AuthGrants(ctx, u.ID)
 		if err != nil {
 			return nil, fmt.Errorf("auth: read permissions: %w", err)
 		}
-		for _, perm := range perms {
-			grants[perm.App] = ParseActions(perm.Actions)
+		for app, actions := range perms {
+			grants[app] = ParseActions(actions)
 		}
 	}
 	return &Principal{OrgID: u.OrgID, Kind: KindUser, ID: u.ID, Person: u.ID, Role: u.Role, Grants: grants,
@@ -117,12 +144,12 @@ func (a *Authenticator) AuthenticateSession(ctx context.Context, token string) (
 // NewSession issues a session token for a person, valid for ttl from now. Pass as now the
 // moment the password was checked against the stored hash: a password changed after it
 // ends the session.
-func NewSession(u *store.User, now time.Time, ttl time.Duration) (token string, sess *store.Session, err error) {
+func NewSession(userID, orgID string, now time.Time, ttl time.Duration) (token string, sess SessionRecord, err error) {
 	token, err = NewSecret(KindSession)
 	if err != nil {
-		return "", nil, err
+		return "", SessionRecord{}, err
 	}
-	return token, &store.Session{TokenHash: HashSecret(token), UserID: u.ID, OrgID: u.OrgID, CreatedAt: now.UTC(),
+	return token, SessionRecord{TokenHash: HashSecret(token), UserID: userID, OrgID: orgID, CreatedAt: now.UTC(),
 		ExpiresAt: now.Add(ttl).UTC()}, nil
 }
 

@@ -147,7 +147,7 @@ func (p *pages) member(t *testing.T, role string, grants map[string]string) pers
 	if err := p.store.CreateUser(ctx, u, perms); err != nil {
 		t.Fatal(err)
 	}
-	token, sess, _ := auth.NewSession(u, time.Now(), time.Hour)
+	token, sess, _ := auth.NewSession(u.ID, u.OrgID, time.Now(), time.Hour)
 	if err := p.store.CreateSession(ctx, sess); err != nil {
 		t.Fatal(err)
 	}

@@ -106,7 +106,7 @@ func (s *Sessions) SignIn(ctx context.Context, email, password, clientIP, correl
 
 // open starts a session for a person whose password was checked at checkedAt.
 func (s *Sessions) open(ctx context.Context, u *store.User, checkedAt time.Time, correlationID string) (*Session, error) {
-	token, sess, err := auth.NewSession(u, checkedAt, s.TTL)
+	token, sess, err := auth.NewSession(u.ID, u.OrgID, checkedAt, s.TTL)
 	if err == nil {
 		err = s.Store.CreateSession(ctx, sess)
 	}

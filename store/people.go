@@ -7,16 +7,18 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/opentreasury/treasury/auth"
 )
 
 // ErrEmailTaken means a user with that e-mail address already exists (in any organisation:
 // an address signs in to one account).
 var ErrEmailTaken = errors.New("store: e-mail address already in use")
 
-// Roles of people.
+// Roles of people, as auth defines them.
 const (
-	RoleOwner  = "owner"
-	RoleMember = "member"
+	RoleOwner  = auth.RoleOwner
+	RoleMember = auth.RoleMember
 )
 
 // Session is a person's signed-in console session; the cookie's token is kept as a hash.
@@ -100,9 +102,10 @@ func (s *Store) SetPassword(ctx context.Context, userID, hash string, at time.Ti
 	})
 }
 
-// CreateSession stores a new session.
-func (s *Store) CreateSession(ctx context.Context, sess *Session) error {
-	return s.with(ctx).Create(sess).Error
+// CreateSession stores a session auth.NewSession issued.
+func (s *Store) CreateSession(ctx context.Context, sess auth.SessionRecord) error {
+	return s.with(ctx).Create(&Session{TokenHash: sess.TokenHash, UserID: sess.UserID, OrgID: sess.OrgID,
+		CreatedAt: sess.CreatedAt, ExpiresAt: sess.ExpiresAt, RevokedAt: sess.RevokedAt}).Error
 }
 
 // SessionByHash finds a session, revoked or expired or not, with its person.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
 )
@@ -50,12 +51,12 @@ func TestPeopleAndSessions(t *testing.T) {
 			t.Fatalf("a person of another organisation: %v", err)
 		}
 
-		for _, sess := range []store.Session{
+		for _, sess := range []auth.SessionRecord{
 			{TokenHash: "a", UserID: "usr_m", OrgID: "org_1", CreatedAt: now, ExpiresAt: now.Add(time.Hour)},
 			{TokenHash: "b", UserID: "usr_m", OrgID: "org_1", CreatedAt: now, ExpiresAt: now.Add(time.Hour)},
 			{TokenHash: "old", UserID: "usr_m", OrgID: "org_1", CreatedAt: now.Add(-2 * time.Hour), ExpiresAt: now.Add(-time.Hour)},
 		} {
-			if err := s.CreateSession(ctx, &sess); err != nil {
+			if err := s.CreateSession(ctx, sess); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -66,7 +67,7 @@ func TestPeopleAndSessions(t *testing.T) {
 		if err != nil || a.RevokedAt == nil || u.PasswordHash != "h2" || u.PasswordChangedAt == nil || !u.PasswordChangedAt.Equal(now) {
 			t.Fatalf("after the password change: %+v %+v %v", a, u, err)
 		}
-		if err := s.CreateSession(ctx, &store.Session{TokenHash: "c", UserID: "usr_m", OrgID: "org_1", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+		if err := s.CreateSession(ctx, auth.SessionRecord{TokenHash: "c", UserID: "usr_m", OrgID: "org_1", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.RevokeSession(ctx, "c", now); err != nil {
