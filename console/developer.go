@@ -47,6 +47,26 @@ func entries(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' })
 }
 
+// show renders page under title with what load returns, or the failure to load it.
+func (c *console) show(w http.ResponseWriter, r *http.Request, rq *request, title, page string, load func() (any, error)) {
+	rq.v.Title = title
+	data, err := load()
+	if err != nil {
+		c.failed(w, r, rq, err)
+		return
+	}
+	c.render(w, r, rq, http.StatusOK, page, data)
+}
+
+// after goes back to path saying what was done, or, when err, why it was not.
+func (c *console) after(w http.ResponseWriter, r *http.Request, path string, err error, done func() string) {
+	if err != nil {
+		c.back(w, r, path, err, "")
+		return
+	}
+	c.back(w, r, path, nil, done())
+}
+
 // secretShown is the page that shows a new secret, once.
 type secretShown struct {
 	What, Name, Secret, Back, Note string
@@ -63,13 +83,10 @@ type keysPage struct {
 }
 
 func (c *console) keys(w http.ResponseWriter, r *http.Request, rq *request) {
-	rq.v.Title = "API keys"
-	list, _, err := c.Service.ListAPIKeys(r.Context(), rq.caller(r), service.Page{Limit: 200})
-	if err != nil {
-		c.failed(w, r, rq, err)
-		return
-	}
-	c.render(w, r, rq, http.StatusOK, "keys", keysPage{Keys: list, Actions: auth.AllActions})
+	c.show(w, r, rq, "API keys", "keys", func() (any, error) {
+		list, _, err := c.Service.ListAPIKeys(r.Context(), rq.caller(r), service.Page{Limit: 200})
+		return keysPage{Keys: list, Actions: auth.AllActions}, err
+	})
 }
 
 // createKey makes a key and shows its secret, this once.
@@ -92,11 +109,7 @@ func (c *console) createKey(w http.ResponseWriter, r *http.Request, rq *request)
 
 func (c *console) revokeKey(w http.ResponseWriter, r *http.Request, rq *request) {
 	k, err := c.Service.RevokeAPIKey(r.Context(), rq.caller(r), r.PathValue("id"))
-	done := ""
-	if err == nil {
-		done = "Key " + k.ID + " revoked: it stops working at once."
-	}
-	c.back(w, r, "/console/"+rq.app+"/api-keys", err, done)
+	c.after(w, r, "/console/"+rq.app+"/api-keys", err, func() string { return "Key " + k.ID + " revoked: it stops working at once." })
 }
 
 type clientsPage struct {
@@ -105,13 +118,10 @@ type clientsPage struct {
 }
 
 func (c *console) clients(w http.ResponseWriter, r *http.Request, rq *request) {
-	rq.v.Title = "OAuth clients"
-	list, _, err := c.Service.ListOAuthClients(r.Context(), rq.caller(r), service.Page{Limit: 200})
-	if err != nil {
-		c.failed(w, r, rq, err)
-		return
-	}
-	c.render(w, r, rq, http.StatusOK, "clients", clientsPage{Clients: list, Actions: auth.AllActions})
+	c.show(w, r, rq, "OAuth clients", "clients", func() (any, error) {
+		list, _, err := c.Service.ListOAuthClients(r.Context(), rq.caller(r), service.Page{Limit: 200})
+		return clientsPage{Clients: list, Actions: auth.AllActions}, err
+	})
 }
 
 func (c *console) createClient(w http.ResponseWriter, r *http.Request, rq *request) {
@@ -131,11 +141,9 @@ func (c *console) createClient(w http.ResponseWriter, r *http.Request, rq *reque
 
 func (c *console) revokeClient(w http.ResponseWriter, r *http.Request, rq *request) {
 	oc, err := c.Service.RevokeOAuthClient(r.Context(), rq.caller(r), r.PathValue("id"))
-	done := ""
-	if err == nil {
-		done = "OAuth client " + oc.ID + " revoked, with every token it was given."
-	}
-	c.back(w, r, "/console/"+rq.app+"/oauth-clients", err, done)
+	c.after(w, r, "/console/"+rq.app+"/oauth-clients", err, func() string {
+		return "OAuth client " + oc.ID + " revoked, with every token it was given."
+	})
 }
 
 type websocketsPage struct {
