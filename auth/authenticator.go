@@ -60,7 +60,7 @@ type KeyStore interface {
 // that also is one lets access tokens through.
 type TokenStore interface {
 	// AuthAccessToken finds an access token by its hash, with its client; ok is false
-	// when the client is gone too.
+	// when there is no such token, or its client no longer exists.
 	AuthAccessToken(ctx context.Context, hash string) (t TokenRecord, ok bool, err error)
 }
 
