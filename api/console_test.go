@@ -50,14 +50,13 @@ var consoleForm = map[string]url.Values{
 // each of them there.
 func consoleIsolation(t *testing.T, f *fixture, a map[string]string, orgWide map[string]bool, people map[string]credential, owner credential) {
 	t.Helper()
-	pages := NewRouter(Config{
+	pages := NewRouter(withPages(t, Config{
 		Store:     f.store,
 		Log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		RateBurst: 1 << 20,
 		RateLimit: 1 << 20,
-		Console:   &console.Options{},
 		Service:   &service.Service{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Workflows: &fakeWorkflows{decision: workflows.PolicyDecision{Allowed: true}}, Webhooks: f.webhooks},
-	})
+	}, console.Options{}))
 	open := func(cr credential, method, path string, form url.Values) *httptest.ResponseRecorder {
 		if form == nil {
 			form = url.Values{}
@@ -161,4 +160,18 @@ func consoleIsolation(t *testing.T, f *fixture, a map[string]string, orgWide map
 			t.Errorf("%s after the others' attempts: something was %s", check.path, check.absent)
 		}
 	}
+}
+
+// withPages puts the console's pages beside the routes, as the process does: on the
+// router's service, authenticator and sign-in service.
+func withPages(t testing.TB, cfg Config, opts console.Options) Config {
+	t.Helper()
+	cfg.Authn = auth.NewAuthenticator(cfg.Store)
+	cfg.Sessions = NewSessions(cfg)
+	pages, err := console.New(console.Config{Service: cfg.Service, Sessions: cfg.Sessions, Authn: cfg.Authn, Log: cfg.Log, Options: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Pages = pages
+	return cfg
 }

@@ -3,6 +3,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -12,7 +13,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/auth"
-	"github.com/opentreasury/treasury/console"
 	"github.com/opentreasury/treasury/docs"
 	"github.com/opentreasury/treasury/metrics"
 	"github.com/opentreasury/treasury/orders"
@@ -58,24 +58,74 @@ type Config struct {
 	Live LiveChannel
 	// RequestLogs takes a row per authenticated request for /developer/logs; nil keeps none.
 	RequestLogs RequestLogSink
-	// Console, when set, serves the people's pages under /console/, with the API's own
-	// service and sessions.
-	Console *console.Options
+	// Pages, when set, are the people's pages (the console), built beside the API on the
+	// same Service, Sessions and Authn, and served under /console/ behind the same edge.
+	Pages http.Handler
+	// Authn checks credentials, and Sessions signs people in; the process builds them
+	// once and shares them with its Pages, so that the failed sign-ins of an address count
+	// once, whichever door they use. Nil builds them on Store (tests without pages).
+	Authn    *auth.Authenticator
+	Sessions *service.Sessions
 	// Metrics counts requests, idempotent replays and rate-limit refusals; nil counts
-	// nothing. The router does not serve them: see app.ServeMetrics.
+	// nothing. The router does not serve them: see assemble.ServeMetrics.
 	Metrics *metrics.Metrics
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
 
-// NewRouter builds the HTTP handler of the public API.
+// NewRouter builds the HTTP handler of the public API: its edge (the middleware every
+// request passes), then its routes.
 func NewRouter(cfg Config) http.Handler {
 	if cfg.Service == nil {
 		panic("api: the router needs the process's service (Config.Service)")
 	}
-	if cfg.RequestTimeout == 0 {
-		cfg.RequestTimeout = 30 * time.Second
+	cfg = cfg.withDefaults()
+	r := newEngine(cfg)
+	rt := newRoutes(cfg)
+	rt.open(r)
+	if cfg.Pages != nil {
+		mountPages(r, cfg.Pages, rt.limiter, cfg.Metrics)
 	}
+	v1 := r.Group("/api/v1", rt.authenticated...)
+	rt.people(r, v1)
+	rt.treasury(v1)
+	rt.developer(r, v1)
+	rt.orders(v1)
+	return r
+}
+
+func (cfg Config) withDefaults() Config {
+	cfg.RequestTimeout = cmp.Or(cfg.RequestTimeout, 30*time.Second)
+	cfg.IdempotencyRetention = cmp.Or(cfg.IdempotencyRetention, 24*time.Hour)
+	cfg.SessionTTL = cmp.Or(max(cfg.SessionTTL, 0), 12*time.Hour)
+	cfg.RateLimit = cmp.Or(max(cfg.RateLimit, 0), 50)
+	cfg.RateBurst = cmp.Or(max(cfg.RateBurst, 0), 100)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Authn == nil {
+		cfg.Authn = auth.NewAuthenticator(cfg.Store)
+	}
+	if cfg.Sessions == nil {
+		cfg.Sessions = NewSessions(cfg)
+	}
+	return cfg
+}
+
+// NewSessions is the sign-in service of a process, with the router's defaults: the
+// process hands the same one to its router and its console.
+func NewSessions(cfg Config) *service.Sessions {
+	cfg.SessionTTL = cmp.Or(max(cfg.SessionTTL, 0), 12*time.Hour)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	sessions := service.NewSessions(cfg.Store, cfg.Authn, cfg.SessionTTL, cfg.Now, cfg.Log)
+	sessions.Metrics = cfg.Metrics
+	return sessions
+}
+
+// newEngine is the router's edge: every request, routed or not, passes this middleware.
+func newEngine(cfg Config) *gin.Engine {
 	log := cfg.Log
 	r := gin.New()
 	// X-Forwarded-For is believed only from the configured proxies (none by default):
@@ -95,67 +145,70 @@ func NewRouter(cfg Config) http.Handler {
 	r.NoRoute(func(c *gin.Context) {
 		fail(c, CodeNotFound, "There is nothing at "+c.Request.Method+" "+c.Request.URL.Path+".")
 	})
+	return r
+}
 
-	// What every request must be, checked once its caller is known (after authentication
-	// where there is any): no query parameter its route does not take, a JSON body.
-	knownQuery, jsonBody := withKnownQuery(), withJSONBody()
-	r.GET("/healthz", knownQuery, func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
-	r.GET("/readyz", knownQuery, readiness(cfg.Readiness))
-	r.GET("/api/v1/openapi.json", knownQuery, func(c *gin.Context) {
+// routes are the pieces the route groups share.
+type routes struct {
+	cfg     Config
+	svc     *service.Service
+	log     *slog.Logger
+	limiter *ratelimit.Limiter
+	// knownQuery and jsonBody are what every request must be, checked once its caller is
+	// known (after authentication where there is any): no query parameter its route does
+	// not take, a JSON body.
+	knownQuery, jsonBody gin.HandlerFunc
+	authn, limit         gin.HandlerFunc
+	authenticated        []gin.HandlerFunc
+	sessions             *sessionHandlers
+	websockets           *websocketHandlers
+}
+
+func newRoutes(cfg Config) *routes {
+	rt := &routes{cfg: cfg, svc: cfg.Service, log: cfg.Log, limiter: ratelimit.New(cfg.RateLimit, cfg.RateBurst),
+		knownQuery: withKnownQuery(), jsonBody: withJSONBody(), authn: authenticate(cfg.Authn, cfg.Log)}
+	rt.limit = rateLimit(rt.limiter, cfg.Metrics)
+	idem := &idempotency{store: cfg.Store, log: cfg.Log, retention: cfg.IdempotencyRetention,
+		lease: max(2*cfg.RequestTimeout, time.Minute), now: time.Now, metrics: cfg.Metrics}
+	rt.authenticated = []gin.HandlerFunc{rt.authn, withRequestLog(cfg.RequestLogs), rt.limit, rt.knownQuery, rt.jsonBody, idem.handle}
+	rt.sessions = &sessionHandlers{sessions: cfg.Sessions, log: cfg.Log}
+	rt.websockets = &websocketHandlers{svc: cfg.Service, log: cfg.Log, live: cfg.Live, authn: cfg.Authn,
+		limit: rt.limit, knownQuery: rt.knownQuery}
+	return rt
+}
+
+// open registers the routes that take no bearer credential: probes, the OpenAPI
+// document, the token endpoint, sign-in and the live channel.
+func (rt *routes) open(r *gin.Engine) {
+	r.GET("/healthz", rt.knownQuery, func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	r.GET("/readyz", rt.knownQuery, readiness(rt.cfg.Readiness))
+	r.GET("/api/v1/openapi.json", rt.knownQuery, func(c *gin.Context) {
 		c.Header("Cache-Control", "public, max-age=300")
 		c.Data(http.StatusOK, "application/json", docs.OpenAPI)
 	})
-
-	if cfg.IdempotencyRetention == 0 {
-		cfg.IdempotencyRetention = 24 * time.Hour
-	}
-	if cfg.OAuthTokenTTL <= 0 {
-		cfg.OAuthTokenTTL = 15 * time.Minute
-	}
-	oauth := &oauthHandlers{oauth: &service.OAuth{Store: cfg.Store, TTL: cfg.OAuthTokenTTL}, log: log}
-	// The token endpoint is form-encoded (RFC 6749 §4.4), JSON accepted besides.
-	r.POST("/api/v1/oauth/token", knownQuery, withoutIdempotencyKey(), oauth.token)
-
-	authenticator := auth.NewAuthenticator(cfg.Store)
-	authn := authenticate(authenticator, log)
-	if cfg.SessionTTL <= 0 {
-		cfg.SessionTTL = 12 * time.Hour
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	sessions := service.NewSessions(cfg.Store, authenticator, cfg.SessionTTL, cfg.Now, log)
-	sessions.Metrics = cfg.Metrics
-	sh := &sessionHandlers{sessions: sessions, log: log}
-	r.POST("/api/v1/sessions", knownQuery, jsonBody, withoutIdempotencyKey(), sh.signIn)
-	idem := &idempotency{store: cfg.Store, log: log, retention: cfg.IdempotencyRetention,
-		lease: max(2*cfg.RequestTimeout, time.Minute), now: time.Now, metrics: cfg.Metrics}
-	if cfg.RateLimit <= 0 {
-		cfg.RateLimit = 50
-	}
-	if cfg.RateBurst <= 0 {
-		cfg.RateBurst = 100
-	}
-	limiter := ratelimit.New(cfg.RateLimit, cfg.RateBurst)
-	svc := cfg.Service
-	if cfg.Console != nil {
-		mountConsole(r, console.Config{Service: svc, Sessions: sh.sessions, Authn: authenticator, Log: log, Options: *cfg.Console}, limiter, cfg.Metrics)
-	}
-	wsh := &websocketHandlers{svc: svc, log: log, live: cfg.Live, authn: authenticator,
-		limit: rateLimit(limiter, cfg.Metrics), knownQuery: knownQuery}
+	oauth := &oauthHandlers{oauth: &service.OAuth{Store: rt.cfg.Store, TTL: rt.cfg.OAuthTokenTTL}, log: rt.log}
+	// The token endpoint is form-encoded (RFC 6749 §4.4).
+	r.POST("/api/v1/oauth/token", rt.knownQuery, withoutIdempotencyKey(), oauth.token)
+	r.POST("/api/v1/sessions", rt.knownQuery, rt.jsonBody, withoutIdempotencyKey(), rt.sessions.signIn)
 	// The channel authenticates by the token in its URL (browsers cannot set headers on
 	// a WebSocket), so it sits outside the bearer-authenticated group.
-	r.GET("/api/v1/ws", wsh.connect)
-	limit := rateLimit(limiter, cfg.Metrics)
-	authenticated := []gin.HandlerFunc{authn, withRequestLog(cfg.RequestLogs), limit, knownQuery, jsonBody, idem.handle}
-	v1 := r.Group("/api/v1", authenticated...)
+	r.GET("/api/v1/ws", rt.websockets.connect)
+}
 
-	v1.GET("/session", sh.current)
-	v1.DELETE("/session", sh.signOut)
+// people registers a person's own session.
+func (rt *routes) people(r *gin.Engine, v1 *gin.RouterGroup) {
+	v1.GET("/session", rt.sessions.current)
+	v1.DELETE("/session", rt.sessions.signOut)
 	// Not under Idempotency-Key: its answer is a new session, and a kept request's
 	// fingerprint would be a fast hash of the passwords in its body.
-	r.POST("/api/v1/session/password", authn, withRequestLog(cfg.RequestLogs), limit, knownQuery, jsonBody, withoutIdempotencyKey(), sh.changePassword)
+	r.POST("/api/v1/session/password", rt.authn, withRequestLog(rt.cfg.RequestLogs), rt.limit, rt.knownQuery, rt.jsonBody,
+		withoutIdempotencyKey(), rt.sessions.changePassword)
+}
 
+// treasury registers the treasury reads, policies, approvals, signing requests and the
+// records (events, audit logs).
+func (rt *routes) treasury(v1 *gin.RouterGroup) {
+	svc, log := rt.svc, rt.log
 	ph := &portfolioHandlers{svc: svc, log: log}
 	treasuryRead := require("treasury", auth.ActionRead)
 	v1.GET("/treasury/portfolio", treasuryRead, ph.portfolio)
@@ -175,34 +228,39 @@ func NewRouter(cfg Config) http.Handler {
 	v1.GET("/signing-requests/:id", sgh.get)
 	v1.POST("/signing-requests/:id/signature", sgh.sign)
 
+	rh := &recordHandlers{svc: svc, log: log}
+	v1.GET("/events", requireReach(service.Events), rh.events)
+	v1.GET("/audit-logs", requireReach(service.AuditRecords), rh.auditLogs)
+}
+
+// developer registers the developer surface. It sits at the root, /developer/… (SPEC 6).
+// It also answers under /api/v1/developer/…, where it was first served, so that v1 stays
+// additive: one route table, registered on both groups, behind the same middleware.
+func (rt *routes) developer(r *gin.Engine, v1 *gin.RouterGroup) {
+	svc, log := rt.svc, rt.log
 	dh := developerHandlers{
 		log:          log,
 		keys:         &keyHandlers{svc: svc, log: log},
 		oauthClients: &oauthClientHandlers{svc: svc, log: log},
 		team:         &teamHandlers{svc: svc, log: log},
 		requestLogs:  &requestLogHandlers{svc: svc, log: log},
-		websockets:   wsh,
+		websockets:   rt.websockets,
 		webhooks:     &webhookHandlers{svc: svc, log: log},
 	}
-	// The developer surface sits at the root, /developer/… (SPEC 6). It also answers under
-	// /api/v1/developer/…, where it was first served, so that v1 stays additive: one route
-	// table, registered on both groups, behind the same middleware.
-	dh.register(r.Group("/developer", authenticated...))
+	dh.register(r.Group("/developer", rt.authenticated...))
 	dh.register(v1.Group("/developer"))
+}
 
-	rh := &recordHandlers{svc: svc, log: log}
-	v1.GET("/events", requireReach(service.Events), rh.events)
-	v1.GET("/audit-logs", requireReach(service.AuditRecords), rh.auditLogs)
-
+// orders registers the four order routes of every domain.
+func (rt *routes) orders(v1 *gin.RouterGroup) {
 	for _, d := range orders.Domains {
-		oh := &orderHandlers{svc: svc, log: log, domain: d}
+		oh := &orderHandlers{svc: rt.svc, log: rt.log, domain: d}
 		base := "/" + d.Collection
 		v1.POST(base, require(d.App, auth.ActionWrite), oh.create)
 		v1.POST(base+"/:id/submit", require(d.App, auth.ActionWrite), oh.submit)
 		v1.GET(base, require(d.App, auth.ActionRead), oh.list)
 		v1.GET(base+"/:id", require(d.App, auth.ActionRead), oh.get)
 	}
-	return r
 }
 
 // readiness answers 200 when every dependency answers within two seconds, 503 otherwise,
@@ -289,17 +347,11 @@ func (d developerHandlers) register(g *gin.RouterGroup) {
 	g.POST("/webhooks/:id/deliveries/:deliveryId/redeliver", dev, d.webhooks.redeliver)
 }
 
-// mountConsole serves the console behind the API's middleware (correlation id, access log,
-// recovery, body limit, timeout). The console reads the correlation id from its request,
-// and the client's address, resolved behind the trusted proxies, from RemoteAddr.
-// Its pages are embedded in the binary: one that does not parse is a defect of the build,
-// which no configuration mends, hence the panic.
-// Requests are limited per client address, with the API's rate and burst.
-func mountConsole(r *gin.Engine, cfg console.Config, limiter *ratelimit.Limiter, m *metrics.Metrics) {
-	pages, err := console.New(cfg)
-	if err != nil {
-		panic("console pages do not parse: " + err.Error())
-	}
+// mountPages serves the people's pages behind the API's edge (correlation id, access
+// log, recovery, body limit, timeout), limited per client address with the API's rate
+// and burst. They get the correlation id and the client's address (resolved behind the
+// trusted proxies) as the request's service.Origin.
+func mountPages(r *gin.Engine, pages http.Handler, limiter *ratelimit.Limiter, m *metrics.Metrics) {
 	r.GET("/console", func(c *gin.Context) { c.Redirect(http.StatusSeeOther, "/console/") })
 	serve := func(c *gin.Context) {
 		if ok, _, wait := limiter.Take("console " + c.ClientIP()); !ok {
@@ -308,9 +360,8 @@ func mountConsole(r *gin.Engine, cfg console.Config, limiter *ratelimit.Limiter,
 			c.String(http.StatusTooManyRequests, "Too many requests from this address; retry after %s s.", retryAfter(wait))
 			return
 		}
-		c.Request.Header.Set(correlationHeader, correlationID(c))
-		c.Request.RemoteAddr = c.ClientIP()
-		pages.ServeHTTP(c.Writer, c.Request)
+		ctx := service.WithOrigin(c.Request.Context(), service.Origin{CorrelationID: correlationID(c), ClientAddr: c.ClientIP()})
+		pages.ServeHTTP(c.Writer, c.Request.WithContext(ctx))
 	}
 	// Pages are read with GET and forms sent with POST; nothing else reaches the console.
 	r.GET("/console/*path", serve)

@@ -16,7 +16,7 @@ import (
 // WebhookOptions are the webhook settings of the configuration: the sealing box (nil
 // without a key) and where webhooks may go.
 func (cfg Config) WebhookOptions() service.WebhookOptions {
-	opts := service.WebhookOptions{Guard: dispatch.Guard{AllowHTTP: cfg.WebhookAllowHTTP, AllowLoopback: cfg.WebhookAllowLoopback}}
+	opts := service.WebhookOptions{Guard: webhook.Guard{AllowHTTP: cfg.WebhookAllowHTTP, AllowLoopback: cfg.WebhookAllowLoopback}}
 	if key, err := webhook.ParseKey(cfg.WebhookSecretKey); err == nil {
 		opts.Box, _ = webhook.NewBox(key)
 	}

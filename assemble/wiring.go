@@ -16,6 +16,7 @@ import (
 
 	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/api"
+	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/chain"
 	"github.com/opentreasury/treasury/console"
 	"github.com/opentreasury/treasury/store"
@@ -127,14 +128,10 @@ func RegisterSearchAttributes(ctx context.Context, c client.Client, namespace st
 }
 
 // NewAPIHandler builds the API's HTTP handler over the process's store, service, Temporal
-// client and live channel.
+// client and live channel, with the console's pages beside the routes when configured:
+// both on the one service, authenticator and sign-in service of the process.
 func NewAPIHandler(p *Process) http.Handler {
 	cfg := p.Config
-	var pages *console.Options
-	if cfg.Console {
-		pages = &console.Options{TemporalUIURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace,
-			CredentialsFile: cfg.ConsoleCredentialsFile}
-	}
 	ready := []api.ReadinessCheck{{Name: "database", Check: p.Store.Ping}}
 	if tc := p.Temporal; tc != nil {
 		ready = append(ready, api.ReadinessCheck{Name: "temporal", Check: func(ctx context.Context) error {
@@ -142,9 +139,9 @@ func NewAPIHandler(p *Process) http.Handler {
 			return err
 		}})
 	}
-	return api.NewRouter(api.Config{
+	routes := api.Config{
 		Service:              p.Service(),
-		Console:              pages,
+		Authn:                auth.NewAuthenticator(p.Store),
 		Live:                 p.Live.Hub,
 		RequestLogs:          p.Live.RequestLogs,
 		Store:                p.Store,
@@ -158,7 +155,20 @@ func NewAPIHandler(p *Process) http.Handler {
 		TrustedProxies:       cfg.TrustedProxyList(),
 		Metrics:              cfg.Metrics,
 		Readiness:            ready,
-	})
+	}
+	routes.Sessions = api.NewSessions(routes)
+	if cfg.Console {
+		pages, err := console.New(console.Config{Service: routes.Service, Sessions: routes.Sessions, Authn: routes.Authn,
+			Log: p.Log, Options: console.Options{TemporalUIURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace,
+				CredentialsFile: cfg.ConsoleCredentialsFile}})
+		if err != nil {
+			// The pages are embedded in the binary: one that does not parse is a defect of
+			// the build, which no configuration mends.
+			panic("console pages do not parse: " + err.Error())
+		}
+		routes.Pages = pages
+	}
+	return api.NewRouter(routes)
 }
 
 // NewWorker builds the worker with every activity wired to the store and chain adapter.

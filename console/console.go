@@ -172,10 +172,10 @@ func (rq *request) caller(r *http.Request) service.Caller {
 	return service.Caller{Principal: rq.p.InApp(rq.app), CorrelationID: correlationID(r)}
 }
 
-// correlationID is the request's correlation id. The console is served behind the API's
-// middleware, which has chosen it and put it on the request.
+// correlationID is the request's correlation id, handed over by the HTTP edge the console
+// is mounted behind (service.Origin).
 func correlationID(r *http.Request) string {
-	return r.Header.Get("X-Correlation-Id")
+	return service.OriginOf(r.Context()).CorrelationID
 }
 
 type handler func(w http.ResponseWriter, r *http.Request, rq *request)
@@ -431,8 +431,10 @@ func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	email, next := r.PostFormValue("email"), safeNext(r.PostFormValue("next"))
 	// The API's middleware has put the client's address (behind trusted proxies) in
-	// RemoteAddr: the failed sign-ins of an address count once, whichever door they use.
-	s, err := c.Sessions.SignIn(r.Context(), email, r.PostFormValue("password"), r.RemoteAddr, correlationID(r))
+	// The client's address as the edge judged it, as the API's sign-in takes it: the failed
+	// sign-ins of an address count once, whichever door they use.
+	s, err := c.Sessions.SignIn(r.Context(), email, r.PostFormValue("password"), service.OriginOf(r.Context()).ClientAddr,
+		correlationID(r))
 	if err != nil {
 		c.render(w, r, &request{v: &view{Title: "Sign in"}}, c.statusOf(r, err), "signin", signInPage{Email: email, Next: next, Error: message(err),
 			CredentialsFile: c.CredentialsFile})

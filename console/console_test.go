@@ -59,13 +59,12 @@ func newPagesAt(t *testing.T, now func() time.Time) *pages {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := api.NewRouter(api.Config{
+	h := api.NewRouter(withPages(t, api.Config{
 		Store:   s,
 		Log:     log,
 		Now:     now,
-		Console: &console.Options{TemporalUIURL: "http://temporal-ui.test", Namespace: "treasury"},
 		Service: &service.Service{Store: s, Log: log, Workflows: allowAll{}},
-	})
+	}, console.Options{TemporalUIURL: "http://temporal-ui.test", Namespace: "treasury"}))
 	return &pages{store: s, creds: creds, handler: h}
 }
 
@@ -417,14 +416,13 @@ func TestGroupedAmounts(t *testing.T) {
 
 func TestRequestsAreLimitedPerAddress(t *testing.T) {
 	s := storetest.NewSQLite(t)
-	h := api.NewRouter(api.Config{
+	h := api.NewRouter(withPages(t, api.Config{
 		Store:     s,
 		Log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		RateBurst: 3,
 		RateLimit: 0.001,
-		Console:   &console.Options{},
 		Service:   &service.Service{Store: s, Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
-	})
+	}, console.Options{}))
 	status := func(addr string) int {
 		req := httptest.NewRequest("GET", "/console/sign-in", nil)
 		req.RemoteAddr = addr
@@ -523,7 +521,7 @@ func TestSessionCookieFollowsTheScheme(t *testing.T) {
 		t.Fatal(err)
 	}
 	router := func(trusted ...string) http.Handler {
-		return api.NewRouter(api.Config{Store: s, Log: log, TrustedProxies: trusted, Console: &console.Options{}, Service: &service.Service{Store: s, Log: log, Workflows: allowAll{}}})
+		return api.NewRouter(withPages(t, api.Config{Store: s, Log: log, TrustedProxies: trusted, Service: &service.Service{Store: s, Log: log, Workflows: allowAll{}}}, console.Options{}))
 	}
 	for _, tc := range []struct {
 		name             string
@@ -611,13 +609,12 @@ func TestWebSocketsPageShowsTheURLThatWorks(t *testing.T) {
 			want: "ws://treasury.internal"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := api.NewRouter(api.Config{
+			h := api.NewRouter(withPages(t, api.Config{
 				Store:          p.store,
 				Log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
 				TrustedProxies: tc.trusted,
-				Console:        &console.Options{},
 				Service:        &service.Service{Store: p.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Workflows: allowAll{}},
-			})
+			}, console.Options{}))
 			st := newSite(t, h, tc.scheme, tc.host, tc.tlsHere, tc.through)
 			resp, page := st.do("GET", "/console/pay/websockets", "", "Cookie", auth.SessionCookie+"="+developer.session)
 			if resp.StatusCode != http.StatusOK {
@@ -668,7 +665,7 @@ func TestSignInPageNamesTheCredentialsFile(t *testing.T) {
 		{"production", console.Options{}},
 		{"dev bundle", console.Options{CredentialsFile: "/srv/treasury dev/credentials.json"}},
 	} {
-		h := api.NewRouter(api.Config{Store: s, Log: log, Console: &tc.opts, Service: &service.Service{Store: s, Log: log}})
+		h := api.NewRouter(withPages(t, api.Config{Store: s, Log: log, Service: &service.Service{Store: s, Log: log}}, tc.opts))
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", "/console/sign-in", nil))
 		page := rec.Body.String()
@@ -680,4 +677,18 @@ func TestSignInPageNamesTheCredentialsFile(t *testing.T) {
 			t.Errorf("%s: the sign-in page names %v, want %q", tc.name, named, want)
 		}
 	}
+}
+
+// withPages puts the console's pages beside a router's routes, as the process does: on
+// the router's service, authenticator and sign-in service.
+func withPages(t testing.TB, cfg api.Config, opts console.Options) api.Config {
+	t.Helper()
+	cfg.Authn = auth.NewAuthenticator(cfg.Store)
+	cfg.Sessions = api.NewSessions(cfg)
+	pages, err := console.New(console.Config{Service: cfg.Service, Sessions: cfg.Sessions, Authn: cfg.Authn, Log: cfg.Log, Options: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Pages = pages
+	return cfg
 }

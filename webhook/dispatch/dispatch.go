@@ -24,12 +24,6 @@ import (
 	"github.com/opentreasury/treasury/webhook"
 )
 
-// Guard is webhook.Guard under its former name, so that the wiring that still spells it
-// dispatch.Guard builds while it moves to the new one.
-//
-// Deprecated: use webhook.Guard.
-type Guard = webhook.Guard
-
 // Options configure a dispatcher. Zero values take the defaults in brackets.
 type Options struct {
 	Store *store.Store
