@@ -198,41 +198,11 @@ func measure(n, rounds int, storeKind, pgServer, cpuProfile, allocProfile string
 		return err
 	}
 	defer os.RemoveAll(dir)
-	opts := devstack.Options{DataDir: dir, HTTPAddr: "127.0.0.1:0", UIPort: -1, DevSigner: true, RateLimit: 1e6, RateBurst: 1 << 20,
-		BalanceSyncInterval: time.Hour, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	if storeKind == "postgres" {
-		dsn, drop, err := devbundle.CreateDatabase(ctx, pgServer, "ceiling")
-		if err != nil {
-			return err
-		}
-		defer drop()
-		opts.DatabaseURL = dsn
-	}
-	b, err := devstack.Start(ctx, opts)
+	c, tc, stop, err := startRig(ctx, dir, storeKind, pgServer)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = b.Shutdown() }()
-	// Uncompressed, as the bundle's own client: the reference pays no more than ours.
-	tc, err := client.Dial(client.Options{HostPort: b.TemporalAddr, Namespace: b.Namespace,
-		ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}},
-		Logger:            sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
-	w := sdkworker.New(tc, bareQueue, sdkworker.Options{})
-	w.RegisterWorkflow(bareOrder)
-	w.RegisterActivity(noop)
-	if err := w.Start(); err != nil {
-		return err
-	}
-	defer w.Stop()
-	creds, err := devbundle.ReadCredentials(b.CredentialsPath)
-	if err != nil {
-		return err
-	}
-	c := devbundle.NewClient(creds)
+	defer stop()
 
 	// A warm-up of each, unmeasured: the first workflows of a queue pay for its setup.
 	if _, err := lifecycle(c, 20); err != nil {
@@ -241,27 +211,11 @@ func measure(n, rounds int, storeKind, pgServer, cpuProfile, allocProfile string
 	if _, err := bare(ctx, tc, 20, -1); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
-	if cpuProfile != "" {
-		f, err := os.Create(cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfiles, err := profile(cpuProfile, allocProfile)
+	if err != nil {
+		return err
 	}
-	if allocProfile != "" {
-		// The allocs profile counts from process start; the measured rounds
-		// (hundreds of orders of each kind) dominate start-up and warm-up.
-		defer func() {
-			if f, err := os.Create(allocProfile); err == nil {
-				_ = pprof.Lookup("allocs").WriteTo(f, 0)
-				_ = f.Close()
-			}
-		}()
-	}
+	defer stopProfiles()
 	var ours, ceiling []run
 	for round := range rounds {
 		o, err := lifecycle(c, n)
@@ -285,4 +239,83 @@ func measure(n, rounds int, storeKind, pgServer, cpuProfile, allocProfile string
 	fmt.Printf("  CPU per order (whole process: server, worker, API, load): lifecycle %v, bare %v: %.2fx\n",
 		co.Round(10*time.Microsecond), cc.Round(10*time.Microsecond), float64(co)/float64(cc))
 	return nil
+}
+
+// startRig starts the dev bundle (its store of the kind asked for) and, beside it on the
+// same Temporal server, a worker of the bare same-shape workflow; stop ends both.
+func startRig(ctx context.Context, dir, storeKind, pgServer string) (*devbundle.Client, client.Client, func(), error) {
+	var undo []func()
+	stop := func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	fail := func(err error) (*devbundle.Client, client.Client, func(), error) { stop(); return nil, nil, nil, err }
+	opts := devstack.Options{DataDir: dir, HTTPAddr: "127.0.0.1:0", UIPort: -1, DevSigner: true, RateLimit: 1e6, RateBurst: 1 << 20,
+		BalanceSyncInterval: time.Hour, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if storeKind == "postgres" {
+		dsn, drop, err := devbundle.CreateDatabase(ctx, pgServer, "ceiling")
+		if err != nil {
+			return fail(err)
+		}
+		undo = append(undo, drop)
+		opts.DatabaseURL = dsn
+	}
+	b, err := devstack.Start(ctx, opts)
+	if err != nil {
+		return fail(err)
+	}
+	undo = append(undo, func() { _ = b.Shutdown() })
+	// Uncompressed, as the bundle's own client: the reference pays no more than ours.
+	tc, err := client.Dial(client.Options{HostPort: b.TemporalAddr, Namespace: b.Namespace,
+		ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}},
+		Logger:            sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
+	if err != nil {
+		return fail(err)
+	}
+	undo = append(undo, tc.Close)
+	w := sdkworker.New(tc, bareQueue, sdkworker.Options{})
+	w.RegisterWorkflow(bareOrder)
+	w.RegisterActivity(noop)
+	if err := w.Start(); err != nil {
+		return fail(err)
+	}
+	undo = append(undo, w.Stop)
+	creds, err := devbundle.ReadCredentials(b.CredentialsPath)
+	if err != nil {
+		return fail(err)
+	}
+	return devbundle.NewClient(creds), tc, stop, nil
+}
+
+// profile starts the profiles asked for; stop writes them.
+func profile(cpuProfile, allocProfile string) (stop func(), err error) {
+	var undo []func()
+	stop = func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return stop, err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			_ = f.Close()
+			return stop, err
+		}
+		undo = append(undo, func() { pprof.StopCPUProfile(); _ = f.Close() })
+	}
+	if allocProfile != "" {
+		// The allocs profile counts from process start; the measured rounds
+		// (hundreds of orders of each kind) dominate start-up and warm-up.
+		undo = append(undo, func() {
+			if f, err := os.Create(allocProfile); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(f, 0)
+				_ = f.Close()
+			}
+		})
+	}
+	return stop, nil
 }
