@@ -183,7 +183,7 @@ func (a *Orders) MarkApproved(ctx context.Context, in workflows.ApprovalRequest)
 		Also: func(tx *store.Store, o *store.Order, _ []store.OrderLeg) error {
 			return tx.SetApprovalItemStatus(ctx, *o.ApprovalItemID, orders.ItemApproved, a.now())
 		},
-		Event: &store.EventSpec{Fields: map[string]any{"quorum": in.Quorum}}})
+		Event: &store.EventSpec{Body: events.OrderEvent{Quorum: in.Quorum}}})
 	return err
 }
 
@@ -223,9 +223,9 @@ func (a *Orders) RejectOrder(ctx context.Context, in workflows.RejectInput) erro
 		detail["decidedBy"] = in.DecidedBy
 	}
 	detailJSON, _ := json.Marshal(detail)
-	fields := map[string]any{"reason": in.Reason}
-	for k, v := range detail {
-		fields[k] = v
+	body := events.OrderEvent{Reason: in.Reason, DecidedBy: in.DecidedBy}
+	for _, v := range in.Violations {
+		body.Violations = append(body.Violations, events.Violation(v))
 	}
 	_, err := a.apply(ctx, orders.StepRejected, 0, store.OrderChange{OrderID: in.OrderID,
 		Reason: in.Reason, CorrelationID: in.CorrelationID, At: now,
@@ -243,7 +243,7 @@ func (a *Orders) RejectOrder(ctx context.Context, in workflows.RejectInput) erro
 			}
 			return tx.SetApprovalItemStatus(ctx, in.ItemID, status, now)
 		},
-		Event: &store.EventSpec{Fields: fields}})
+		Event: &store.EventSpec{Body: body}})
 	return err
 }
 
@@ -296,8 +296,8 @@ func (a *Orders) RequestSignature(ctx context.Context, in workflows.LegInput) (w
 				UnsignedTx: body, Digest: digest, Status: orders.SigningPending, CreatedAt: a.now(), ExpiresAt: in.ExpiresAt})
 			return err
 		},
-		Event: &store.EventSpec{Leg: &in.Position, Fields: map[string]any{
-			"signingRequestId": reqID, "expiresAt": events.FormatTime(in.ExpiresAt)}}})
+		Event: &store.EventSpec{Leg: &in.Position, Body: events.OrderEvent{
+			SigningRequestID: reqID, ExpiresAt: events.TimeOf(in.ExpiresAt)}}})
 	if err != nil {
 		return workflows.SigningRequestRef{}, err
 	}
@@ -322,7 +322,7 @@ func (a *Orders) RecordSignature(ctx context.Context, in workflows.LegInput) err
 		Also: func(tx *store.Store, _ *store.Order, _ []store.OrderLeg) error {
 			return tx.SetSigningRequestStatus(ctx, in.SigningRequestID, orders.SigningSigned, &sig, now)
 		},
-		Event: &store.EventSpec{Leg: &in.Position, Fields: map[string]any{"signingRequestId": in.SigningRequestID}}})
+		Event: &store.EventSpec{Leg: &in.Position, Body: events.OrderEvent{SigningRequestID: in.SigningRequestID}}})
 	return err
 }
 
@@ -373,7 +373,7 @@ func (a *Orders) BroadcastLeg(ctx context.Context, in workflows.LegInput) (strin
 		Mutate: func(_ *store.Order, legs []store.OrderLeg) {
 			legs[in.Position].TxHash, legs[in.Position].Status = &hash, orders.StatusBroadcast
 		},
-		Event: &store.EventSpec{Leg: &in.Position, Fields: map[string]any{"txHash": hash}}})
+		Event: &store.EventSpec{Leg: &in.Position, Body: events.OrderEvent{TxHash: hash}}})
 	return hash, err
 }
 
@@ -419,15 +419,14 @@ func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows
 func (a *Orders) ConfirmLeg(ctx context.Context, in workflows.LegInput) error {
 	now := a.now()
 	step, ch := orders.StepLegConfirmed, store.OrderChange{OrderID: in.OrderID, CorrelationID: in.CorrelationID, At: now}
-	fields := map[string]any{}
+	confirmed := &store.EventSpec{Leg: &in.Position}
 	if in.Last {
-		step, ch.Reason = orders.StepConfirmed, "confirmed"
-		ch.Event = &store.EventSpec{Leg: &in.Position, Fields: fields}
+		step, ch.Reason, ch.Event = orders.StepConfirmed, "confirmed", confirmed
 	}
 	ch.Mutate = func(o *store.Order, legs []store.OrderLeg) {
 		legs[in.Position].Status = orders.StatusConfirmed
 		if h := legs[in.Position].TxHash; h != nil {
-			fields["txHash"] = *h
+			confirmed.Body.TxHash = *h
 		}
 		if in.Last {
 			o.CompletedAt = &now
@@ -454,6 +453,6 @@ func (a *Orders) FailOrder(ctx context.Context, in workflows.FailInput) error {
 			return tx.SetSigningRequestStatus(ctx, in.SigningRequestID, orders.SigningExpired, nil, now)
 		},
 		Event: &store.EventSpec{Leg: &in.Position,
-			Fields: map[string]any{"failure": map[string]any{"code": in.Code, "message": in.Message}}}})
+			Body: events.OrderEvent{Failure: &events.Failure{Code: string(in.Code), Message: in.Message}}}})
 	return err
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/dev/logtest"
 	"github.com/opentreasury/treasury/dev/seed"
@@ -199,7 +200,7 @@ func TestOtherOrganisationSeesNothingOfOurs(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
-	var list struct{ Data []walletResponse }
+	var list struct{ Data []apitypes.Wallet }
 	if err := json.Unmarshal(r.body, &list); err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestOtherOrganisationSeesNothingOfOurs(t *testing.T) {
 		}
 	}
 	r = f.do(t, "GET", "/api/v1/treasury/portfolio", secret, nil)
-	var p portfolioResponse
+	var p apitypes.Portfolio
 	if err := json.Unmarshal(r.body, &p); err != nil {
 		t.Fatal(err)
 	}
@@ -240,14 +241,14 @@ func TestPortfolioShape(t *testing.T) {
 			t.Fatalf("missing %s in %s", k, r.body)
 		}
 	}
-	var p portfolioResponse
+	var p apitypes.Portfolio
 	if err := json.Unmarshal(r.body, &p); err != nil {
 		t.Fatal(err)
 	}
 	// ETH 2100×3000 + USDC 21M + WBTC 20×60000 on ethereum; 100k MATIC×0.5 + 1M USDC on
 	// polygon; 10k SOL×150 on solana.
-	want := portfolioResponse{TotalUSD: "31050000.00", WalletCount: int64(len(f.creds.Wallets)), ChainRollup: []chainValue{
-		{"ethereum", "28500000.00"}, {"polygon", "1050000.00"}, {"solana", "1500000.00"},
+	want := apitypes.Portfolio{TotalUSD: "31050000.00", WalletCount: len(f.creds.Wallets), ChainRollup: []apitypes.ChainValue{
+		{Chain: "ethereum", USDValue: "28500000.00"}, {Chain: "polygon", USDValue: "1050000.00"}, {Chain: "solana", USDValue: "1500000.00"},
 	}}
 	if p.TotalUSD != want.TotalUSD || p.WalletCount != 5 || len(p.ChainRollup) != 3 {
 		t.Fatalf("portfolio %+v, want %+v", p, want)
@@ -257,11 +258,12 @@ func TestPortfolioShape(t *testing.T) {
 			t.Fatalf("rollup %+v, want %+v", p.ChainRollup, want.ChainRollup)
 		}
 	}
-	if p.SyncedAt == nil {
-		t.Fatal("syncedAt missing")
+	var synced string
+	if err := json.Unmarshal(raw["syncedAt"], &synced); err != nil {
+		t.Fatalf("syncedAt %s: %v", raw["syncedAt"], err)
 	}
-	if _, err := time.Parse(events.TimeLayout, *p.SyncedAt); err != nil || len(*p.SyncedAt) != len("2026-11-22T01:24:34.123Z") {
-		t.Fatalf("syncedAt %q is not ISO 8601 UTC with milliseconds", *p.SyncedAt)
+	if _, err := time.Parse(events.TimeLayout, synced); err != nil || len(synced) != len("2026-11-22T01:24:34.123Z") {
+		t.Fatalf("syncedAt %q is not ISO 8601 UTC with milliseconds", synced)
 	}
 }
 
@@ -279,7 +281,7 @@ func TestListsPageAndValidate(t *testing.T) {
 		if r.status != 200 {
 			t.Fatalf("%d %s", r.status, r.body)
 		}
-		var page listResponse[positionResponse]
+		var page listResponse[apitypes.Position]
 		if err := json.Unmarshal(r.body, &page); err != nil {
 			t.Fatal(err)
 		}
@@ -454,7 +456,7 @@ func TestLastPageIsNeverEmpty(t *testing.T) {
 	f := newFixture(t)
 	// Five wallets in pages of five: one page, no cursor.
 	r := f.do(t, "GET", "/api/v1/treasury/wallets?limit=5", f.creds.Keys["treasury"].SK, nil)
-	var page listResponse[walletResponse]
+	var page listResponse[apitypes.Wallet]
 	if err := json.Unmarshal(r.body, &page); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/service"
 )
 
@@ -18,8 +19,8 @@ type approvalHandlers struct {
 func approvalJSON(a *service.Approval) map[string]any {
 	return map[string]any{"id": a.ID, "domain": a.Domain, "orderId": a.OrderID, "status": a.Status,
 		"requiredApprovals": a.RequiredApprovals, "decisions": decisionsJSON(a.Decisions), "reason": a.Reason,
-		"payloadHash": a.PayloadHash, "order": json.RawMessage(a.Summary), "createdAt": formatTime(a.CreatedAt),
-		"expiresAt": formatTime(a.ExpiresAt)}
+		"payloadHash": a.PayloadHash, "order": json.RawMessage(a.Summary), "createdAt": timeOf(a.CreatedAt),
+		"expiresAt": timeOf(a.ExpiresAt)}
 }
 
 // list answers GET /approvals.
@@ -44,10 +45,7 @@ func (h *approvalHandlers) decide(c *gin.Context) {
 	if d, ok := service.DomainNamed(c.Param("domain")); ok {
 		narrow(c, d.App)
 	}
-	var req struct {
-		Decision string `json:"decision"`
-		Comment  string `json:"comment"`
-	}
+	var req apitypes.Decision
 	if !bindStrict(c, &req, "decision", "comment") {
 		return
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
@@ -55,26 +56,14 @@ func eventCursor(c *gin.Context, errs *[]orders.FieldError) string {
 	return cmp.Or(cursor, after)
 }
 
-type auditResponse struct {
-	ID            string          `json:"id"`
-	App           string          `json:"app"`
-	Actor         map[string]any  `json:"actor"`
-	Action        string          `json:"action"`
-	ResourceType  string          `json:"resourceType"`
-	ResourceID    string          `json:"resourceId"`
-	CorrelationID string          `json:"correlationId"`
-	Details       json.RawMessage `json:"details"`
-	CreatedAt     string          `json:"createdAt"`
-}
-
-func auditJSON(a *store.AuditLog) auditResponse {
+func auditJSON(a *store.AuditLog) apitypes.AuditLog {
 	details := json.RawMessage(a.Details)
 	if !json.Valid(details) {
 		details = json.RawMessage(`{}`)
 	}
-	return auditResponse{ID: a.ID, App: a.App, Actor: map[string]any{"type": a.ActorType, "id": a.ActorID},
+	return apitypes.AuditLog{ID: a.ID, App: a.App, Actor: apitypes.Actor{ID: a.ActorID, Type: a.ActorType},
 		Action: a.Action, ResourceType: a.ResourceType, ResourceID: a.ResourceID,
-		CorrelationID: a.CorrelationID, Details: details, CreatedAt: formatTime(a.CreatedAt)}
+		CorrelationID: a.CorrelationID, Details: details, CreatedAt: timeOf(a.CreatedAt)}
 }
 
 // auditLogs answers GET /audit-logs: newest first.

@@ -3,6 +3,8 @@ package api
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/opentreasury/treasury/apitypes"
 )
 
 func TestEventsAndAuditLogsAreScoped(t *testing.T) {
@@ -64,20 +66,20 @@ func TestEventsAndAuditLogsAreScoped(t *testing.T) {
 	f.do(t, "GET", "/api/v1/events", f.creds.Keys["pay"].Approve, nil).wantProblem(t, 403, CodePermissionDenied)
 	f.do(t, "GET", "/api/v1/events", f.creds.Keys["pay"].PK, nil).wantProblem(t, 403, CodePermissionDenied)
 
-	audit := func(token string) []auditResponse {
+	audit := func(token string) []apitypes.AuditLog {
 		t.Helper()
 		r := f.do(t, "GET", "/api/v1/audit-logs", token, nil)
 		if r.status != 200 {
 			t.Fatalf("%d %s", r.status, r.body)
 		}
-		var page listResponse[auditResponse]
+		var page listResponse[apitypes.AuditLog]
 		if err := json.Unmarshal(r.body, &page); err != nil {
 			t.Fatal(err)
 		}
 		return page.Data
 	}
 	payAudit := audit(f.creds.Keys["pay"].Read)
-	if len(payAudit) != 2 || payAudit[0].Action != "payment.created" || payAudit[0].Actor["type"] != "key" {
+	if len(payAudit) != 2 || payAudit[0].Action != "payment.created" || payAudit[0].Actor.Type != "key" {
 		t.Fatalf("pay audit %+v", payAudit)
 	}
 	// The treasury app also sees the seeding record.

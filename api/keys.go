@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
@@ -19,22 +20,7 @@ type keyHandlers struct {
 	log *slog.Logger
 }
 
-type keyResponse struct {
-	ID          string   `json:"id"`
-	App         string   `json:"app"`
-	Kind        string   `json:"kind"`
-	Actions     []string `json:"actions"`
-	ResourceIDs []string `json:"resourceIds"`
-	Label       string   `json:"label"`
-	Hint        string   `json:"hint"`
-	CreatedAt   string   `json:"createdAt"`
-	LastUsedAt  *string  `json:"lastUsedAt"`
-	RevokedAt   *string  `json:"revokedAt"`
-	// CreatedBy is the person who created the key; null when a key created it.
-	CreatedBy *string `json:"createdBy"`
-}
-
-func keyJSON(k *store.APIKey) keyResponse {
+func keyJSON(k *store.APIKey) apitypes.APIKey {
 	actions := auth.ParseActions(k.Actions)
 	if k.Kind == auth.KindSecret {
 		actions = auth.AllActions
@@ -46,9 +32,9 @@ func keyJSON(k *store.APIKey) keyResponse {
 	if resources == nil {
 		resources = []string{}
 	}
-	return keyResponse{ID: k.ID, App: k.App, Kind: k.Kind, Actions: actions, ResourceIDs: resources, Label: k.Label,
-		Hint: k.SecretHint, CreatedAt: formatTime(k.CreatedAt), LastUsedAt: formatTimePtr(k.LastUsedAt),
-		RevokedAt: formatTimePtr(k.RevokedAt), CreatedBy: nullable(k.CreatedBy)}
+	return apitypes.APIKey{ID: k.ID, App: k.App, Kind: k.Kind, Actions: actions, ResourceIDs: resources, Label: k.Label,
+		Hint: k.SecretHint, CreatedAt: timeOf(k.CreatedAt), LastUsedAt: timeOrNull(k.LastUsedAt),
+		RevokedAt: timeOrNull(k.RevokedAt), CreatedBy: nullable(k.CreatedBy)}
 }
 
 // list answers GET /developer/api-keys: the app's keys, newest first, never their secrets.
@@ -74,12 +60,7 @@ func listPage[R, T any](c *gin.Context, log *slog.Logger, list func(context.Cont
 // create answers POST /developer/api-keys {kind, actions?, resourceIds?, label?}: the new
 // key's secret is in this answer and nowhere else, ever.
 func (h *keyHandlers) create(c *gin.Context) {
-	var req struct {
-		Kind        string   `json:"kind"`
-		Actions     []string `json:"actions"`
-		ResourceIDs []string `json:"resourceIds"`
-		Label       string   `json:"label"`
-	}
+	var req apitypes.APIKeyRequest
 	if !bindStrict(c, &req, "kind", "actions", "resourceIds", "label") {
 		return
 	}

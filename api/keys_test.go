@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/store"
@@ -195,17 +196,8 @@ func TestReplayedCreatesNeverHoldTheSecret(t *testing.T) {
 
 // createdKey and createdClient are the answers to a create: the record and, this once, its
 // secret.
-type createdKey struct {
-	keyResponse
-	Secret string `json:"secret"`
-}
-
-type createdClient struct {
-	oauthClientResponse
-	ClientSecret string `json:"clientSecret"`
-}
-
-type addedMember struct {
-	memberResponse
-	Password string `json:"password"`
-}
+type (
+	createdKey    = apitypes.APIKey
+	createdClient = apitypes.OAuthClient
+	addedMember   = apitypes.TeamMember
+)

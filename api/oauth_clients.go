@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 )
@@ -17,21 +18,9 @@ type oauthClientHandlers struct {
 	log *slog.Logger
 }
 
-type oauthClientResponse struct {
-	ID        string  `json:"id"`
-	ClientID  string  `json:"clientId"`
-	App       string  `json:"app"`
-	Scopes    string  `json:"scopes"`
-	Label     string  `json:"label"`
-	CreatedAt string  `json:"createdAt"`
-	RevokedAt *string `json:"revokedAt"`
-	// CreatedBy is the person who created the client; null when a key created it.
-	CreatedBy *string `json:"createdBy"`
-}
-
-func oauthClientJSON(oc *store.OAuthClient) oauthClientResponse {
-	return oauthClientResponse{ID: oc.ID, ClientID: oc.ID, App: oc.App, Scopes: oc.Scopes, Label: oc.Label,
-		CreatedAt: formatTime(oc.CreatedAt), RevokedAt: formatTimePtr(oc.RevokedAt), CreatedBy: nullable(oc.CreatedBy)}
+func oauthClientJSON(oc *store.OAuthClient) apitypes.OAuthClient {
+	return apitypes.OAuthClient{ID: oc.ID, ClientID: oc.ID, App: oc.App, Scopes: oc.Scopes, Label: oc.Label,
+		CreatedAt: timeOf(oc.CreatedAt), RevokedAt: timeOrNull(oc.RevokedAt), CreatedBy: nullable(oc.CreatedBy)}
 }
 
 // list answers GET /developer/oauth-clients: newest first, never a secret.
@@ -42,10 +31,7 @@ func (h *oauthClientHandlers) list(c *gin.Context) {
 // create answers POST /developer/oauth-clients {scopes, label?}: scopes are
 // space-separated "<app>:<action>" of the caller's app; the secret is shown once.
 func (h *oauthClientHandlers) create(c *gin.Context) {
-	var req struct {
-		Scopes string `json:"scopes"`
-		Label  string `json:"label"`
-	}
+	var req apitypes.OAuthClientRequest
 	if !bindStrict(c, &req, "scopes", "label") {
 		return
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/apitypes"
+	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
@@ -21,51 +23,25 @@ type orderHandlers struct {
 	domain orders.DomainInfo
 }
 
-type legResponse struct {
-	Leg              string  `json:"leg"`
-	Status           string  `json:"status"`
-	SigningRequestID *string `json:"signingRequestId,omitempty"`
-	TxHash           *string `json:"txHash,omitempty"`
-}
-
-type approvalResponse struct {
-	Required  bool               `json:"required"`
-	Quorum    int                `json:"quorum"`
-	ItemID    *string            `json:"itemId,omitempty"`
-	Decisions []decisionResponse `json:"decisions"`
-}
-
-type decisionResponse struct {
-	Decision  string `json:"decision"`
-	DecidedBy string `json:"decidedBy"`
-	DecidedAt string `json:"decidedAt"`
-	Comment   string `json:"comment"`
-}
-
-func decisionsJSON(ds []store.ApprovalDecision) []decisionResponse {
-	out := make([]decisionResponse, len(ds))
+func decisionsJSON(ds []store.ApprovalDecision) []apitypes.ApprovalDecision {
+	out := make([]apitypes.ApprovalDecision, len(ds))
 	for i, d := range ds {
-		out[i] = decisionResponse{Decision: d.Decision, DecidedBy: d.DecidedBy, DecidedAt: formatTime(d.DecidedAt), Comment: d.Comment}
+		out[i] = apitypes.ApprovalDecision{Decision: d.Decision, DecidedBy: d.DecidedBy, DecidedAt: timeOf(d.DecidedAt),
+			Comment: d.Comment}
 	}
 	return out
 }
 
-type historyResponse struct {
-	Status        string `json:"status"`
-	Reason        string `json:"reason,omitempty"`
-	CorrelationID string `json:"correlationId"`
-	At            string `json:"at"`
-}
-
 // orderJSON renders an order (SPEC 3.2): the common fields, then the domain's own; read in
-// detail, its status history too.
+// detail, its status history too. It stays a map, keys sorted as encoding/json writes a
+// map's: the domain's own fields come as the JSON they were stored as, merged in whole.
 func orderJSON(o *service.Order) map[string]any {
 	out := map[string]any{}
 	// Details were written from a validated body: they always decode.
 	_ = json.Unmarshal([]byte(o.Details), &out)
-	ls := make([]legResponse, len(o.Legs))
+	ls := make([]apitypes.Leg, len(o.Legs))
 	for i, l := range o.Legs {
-		ls[i] = legResponse{Leg: l.Leg, Status: string(l.Status), SigningRequestID: l.SigningRequestID, TxHash: l.TxHash}
+		ls[i] = apitypes.Leg{Leg: l.Leg, Status: string(l.Status), SigningRequestID: l.SigningRequestID, TxHash: l.TxHash}
 	}
 	out["id"] = o.ID
 	out["domain"] = o.Domain
@@ -76,10 +52,10 @@ func orderJSON(o *service.Order) map[string]any {
 	out["legs"] = ls
 	out["amountUsd"] = usd(o.AmountUSD)
 	out["payloadHash"] = o.PayloadHash
-	out["approval"] = approvalResponse{Required: o.ApprovalRequired, Quorum: o.ApprovalQuorum, ItemID: o.ApprovalItemID,
+	out["approval"] = apitypes.OrderApproval{Required: o.ApprovalRequired, Quorum: o.ApprovalQuorum, ItemID: o.ApprovalItemID,
 		Decisions: decisionsJSON(o.Decisions)}
 	if o.FailureCode != nil {
-		out["failure"] = map[string]any{"code": *o.FailureCode, "message": deref(o.FailureMessage)}
+		out["failure"] = events.Failure{Code: *o.FailureCode, Message: deref(o.FailureMessage)}
 	}
 	if o.RejectionReason != nil {
 		rej := map[string]any{}
@@ -93,14 +69,15 @@ func orderJSON(o *service.Order) map[string]any {
 	out["createdByUser"] = nullable(o.CreatedByUser)
 	out["correlationId"] = o.CorrelationID
 	out["workflowId"] = o.WorkflowID
-	out["createdAt"] = formatTime(o.CreatedAt)
-	out["updatedAt"] = formatTime(o.UpdatedAt)
-	out["submittedAt"] = formatTimePtr(o.SubmittedAt)
-	out["completedAt"] = formatTimePtr(o.CompletedAt)
+	out["createdAt"] = timeOf(o.CreatedAt)
+	out["updatedAt"] = timeOf(o.UpdatedAt)
+	out["submittedAt"] = timeOrNull(o.SubmittedAt)
+	out["completedAt"] = timeOrNull(o.CompletedAt)
 	if o.History != nil {
-		hs := make([]historyResponse, len(o.History))
+		hs := make([]apitypes.StatusChange, len(o.History))
 		for i, h := range o.History {
-			hs[i] = historyResponse{Status: string(h.Status), Reason: h.Reason, CorrelationID: h.CorrelationID, At: formatTime(h.At)}
+			hs[i] = apitypes.StatusChange{Status: string(h.Status), Reason: h.Reason, CorrelationID: h.CorrelationID,
+				At: timeOf(h.At)}
 		}
 		out["history"] = hs
 	}

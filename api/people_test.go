@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
@@ -35,7 +36,7 @@ func (f *fixture) signIn(t *testing.T, email, password string) signedIn {
 		cookies[0].SameSite != http.SameSiteStrictMode || cookies[0].Path != "/" || cookies[0].MaxAge <= 0 {
 		t.Fatalf("session cookie %+v", cookies)
 	}
-	var body sessionResponse
+	var body apitypes.Session
 	if err := json.Unmarshal(r.body, &body); err != nil || body.CSRFToken == "" || body.User.Email != strings.ToLower(email) {
 		t.Fatalf("sign-in answer %s", r.body)
 	}
@@ -104,7 +105,7 @@ func TestSignInAndSessions(t *testing.T) {
 	f.signIn(t, "Owner@Example.com", f.creds.Owner.Password)
 
 	r := f.as(t, owner, "GET", "/api/v1/session", "")
-	var me sessionResponse
+	var me apitypes.Session
 	if err := json.Unmarshal(r.body, &me); err != nil || r.status != 200 || me.User.Role != "owner" || me.CSRFToken != owner.csrf ||
 		len(me.Permissions) != len(auth.Apps) || len(me.Permissions["borrow"]) != len(auth.AllActions) {
 		t.Fatalf("session %d %s", r.status, r.body)
@@ -306,7 +307,7 @@ func TestChangingThePasswordEndsEverySession(t *testing.T) {
 		wantProblem(t, 422, CodeValidationFailed)
 	r := f.as(t, owner, "POST", "/api/v1/session/password", `{"currentPassword":"`+f.creds.Owner.Password+`","newPassword":"a new long password"}`)
 	cookies := (&http.Response{Header: r.header}).Cookies()
-	var fresh sessionResponse
+	var fresh apitypes.Session
 	if err := json.Unmarshal(r.body, &fresh); err != nil || r.status != 200 || len(cookies) != 1 || cookies[0].Value == owner.token || fresh.CSRFToken == owner.csrf {
 		t.Fatalf("change %d %s", r.status, r.body)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/policy"
 	"github.com/opentreasury/treasury/service"
@@ -63,18 +64,6 @@ func (h *policyHandlers) put(c *gin.Context) {
 	respond(c, h.log, http.StatusOK, policyJSON)(h.svc.PutPolicy(c.Request.Context(), caller(c), c.Param("app"), body))
 }
 
-type evaluationResponse struct {
-	App              string         `json:"app"`
-	PolicyVersion    int            `json:"policyVersion"`
-	Allowed          bool           `json:"allowed"`
-	Violations       []policy.Check `json:"violations"`
-	Checks           []policy.Check `json:"checks"`
-	ApprovalRequired bool           `json:"approvalRequired"`
-	Quorum           int            `json:"quorum"`
-	AmountUSD        string         `json:"amountUsd"`
-	DailyVolumeUSD   string         `json:"dailyVolumeUsd"`
-}
-
 // evaluate answers POST /policies/{app}/evaluate: the dry run of an order body of the
 // app's domain against the current policy. It changes nothing.
 func (h *policyHandlers) evaluate(c *gin.Context) {
@@ -96,7 +85,7 @@ func (h *policyHandlers) evaluate(c *gin.Context) {
 	if checks == nil {
 		checks = []policy.Check{}
 	}
-	c.JSON(http.StatusOK, evaluationResponse{App: c.Param("app"), PolicyVersion: e.PolicyVersion, Allowed: e.Allowed(),
+	c.JSON(http.StatusOK, apitypes.PolicyEvaluation{App: c.Param("app"), PolicyVersion: e.PolicyVersion, Allowed: e.Allowed(),
 		Violations: violations, Checks: checks, ApprovalRequired: e.ApprovalRequired, Quorum: e.Quorum,
 		AmountUSD: usd(e.AmountUSD), DailyVolumeUSD: usd(e.DailyVolumeUSD)})
 }

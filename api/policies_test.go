@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/opentreasury/treasury/apitypes"
 )
 
 func TestPolicyReadWriteAndDryRun(t *testing.T) {
@@ -41,7 +43,7 @@ func TestPolicyReadWriteAndDryRun(t *testing.T) {
 			if r.status != 200 {
 				t.Fatalf("%d %s", r.status, r.body)
 			}
-			var e evaluationResponse
+			var e apitypes.PolicyEvaluation
 			if err := json.Unmarshal(r.body, &e); err != nil {
 				t.Fatal(err)
 			}
@@ -60,7 +62,7 @@ func TestPolicyReadWriteAndDryRun(t *testing.T) {
 		t.Fatalf("put %d %s", r.status, r.body)
 	}
 	r = f.post(t, "/api/v1/policies/pay/evaluate", sk, pay("500", "0x9999999999999999999999999999999999999999"))
-	var e evaluationResponse
+	var e apitypes.PolicyEvaluation
 	_ = json.Unmarshal(r.body, &e)
 	if e.Allowed || len(e.Violations) != 1 || e.Violations[0].Rule != "maxOrderUsd" || e.Quorum != 1 || e.PolicyVersion != 2 {
 		t.Fatalf("after the change: %s", r.body)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"testing"
+
+	"github.com/opentreasury/treasury/apitypes"
 )
 
 // A treasury tk_ key restricted to some wallets sees those wallets, their positions, and a
@@ -16,16 +18,16 @@ func TestResourceRestrictedKeySeesOnlyItsWalletsOnTreasury(t *testing.T) {
 	slices.Sort(mine)
 	key := f.newKey(t, f.creds.Keys["treasury"].SK, `{"kind":"tk","actions":["read"],"resourceIds":["`+mine[0]+`","`+mine[1]+`"]}`)
 
-	var p portfolioResponse
+	var p apitypes.Portfolio
 	if err := json.Unmarshal(f.do(t, "GET", "/api/v1/treasury/portfolio", key.Secret, nil).body, &p); err != nil {
 		t.Fatal(err)
 	}
-	want := []chainValue{{"ethereum", "1300000.00"}, {"polygon", "1050000.00"}}
+	want := []apitypes.ChainValue{{Chain: "ethereum", USDValue: "1300000.00"}, {Chain: "polygon", USDValue: "1050000.00"}}
 	if p.TotalUSD != "2350000.00" || p.WalletCount != 2 || !slices.Equal(p.ChainRollup, want) || p.SyncedAt == nil {
 		t.Fatalf("portfolio %+v, want 2350000.00 over 2 wallets, %v", p, want)
 	}
 
-	var wallets listResponse[walletResponse]
+	var wallets listResponse[apitypes.Wallet]
 	if err := json.Unmarshal(f.do(t, "GET", "/api/v1/treasury/wallets", key.Secret, nil).body, &wallets); err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +43,7 @@ func TestResourceRestrictedKeySeesOnlyItsWalletsOnTreasury(t *testing.T) {
 	got = nil
 	target := "/api/v1/treasury/positions?limit=1"
 	for range 10 {
-		var page listResponse[positionResponse]
+		var page listResponse[apitypes.Position]
 		if err := json.Unmarshal(f.do(t, "GET", target, key.Secret, nil).body, &page); err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/service"
@@ -40,20 +41,9 @@ type requestLogHandlers struct {
 	log *slog.Logger
 }
 
-type requestLogResponse struct {
-	ID            string  `json:"id"`
-	Method        string  `json:"method"`
-	Path          string  `json:"path"`
-	Status        int     `json:"status"`
-	LatencyMs     float64 `json:"latencyMs"`
-	KeyID         string  `json:"keyId"`
-	CorrelationID string  `json:"correlationId"`
-	At            string  `json:"at"`
-}
-
-func requestLogJSON(r *store.RequestLog) requestLogResponse {
-	return requestLogResponse{ID: r.ID, Method: r.Method, Path: r.Path, Status: r.Status, LatencyMs: r.LatencyMs,
-		KeyID: r.KeyID, CorrelationID: r.CorrelationID, At: formatTime(r.At)}
+func requestLogJSON(r *store.RequestLog) apitypes.RequestLog {
+	return apitypes.RequestLog{ID: r.ID, Method: r.Method, Path: r.Path, Status: r.Status, LatencyMs: r.LatencyMs,
+		KeyID: r.KeyID, CorrelationID: r.CorrelationID, At: timeOf(r.At)}
 }
 
 // list answers GET /developer/logs?correlationId=&status=: the app's recent requests,

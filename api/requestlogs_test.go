@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/batch"
 	"github.com/opentreasury/treasury/service"
 )
@@ -34,7 +35,7 @@ func TestRequestLogs(t *testing.T) {
 	f.do(t, "GET", "/api/v1/payments", "sk_unknownunknownunknownunknownunknownunk", nil)
 	// The rows are written in the background: wait for the four requests' flushes.
 	var r response
-	var page listResponse[requestLogResponse]
+	var page listResponse[apitypes.RequestLog]
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		select {
 		case <-flushed:
@@ -54,7 +55,7 @@ func TestRequestLogs(t *testing.T) {
 	// Newest first; the log's own reads come after these two, so skip them.
 	r = f.do(t, "GET", "/developer/logs", pay.SK, nil)
 	_ = json.Unmarshal(r.body, &page)
-	var mine []requestLogResponse
+	var mine []apitypes.RequestLog
 	for _, row := range page.Data {
 		if row.Path == "/api/v1/payments" {
 			mine = append(mine, row)
@@ -68,7 +69,7 @@ func TestRequestLogs(t *testing.T) {
 		t.Fatalf("newest %+v", newest)
 	}
 	if oldest.Path != "/api/v1/payments" || oldest.Status != 200 || oldest.CorrelationID != "logs-1" ||
-		!strings.HasPrefix(oldest.KeyID, "key_") || oldest.LatencyMs <= 0 || oldest.At == "" {
+		!strings.HasPrefix(oldest.KeyID, "key_") || oldest.LatencyMs <= 0 || oldest.At.IsZero() {
 		t.Fatalf("oldest %+v", oldest)
 	}
 	if strings.Contains(string(r.body), pay.SK) || strings.Contains(string(r.body), "limit=2") {
@@ -76,7 +77,7 @@ func TestRequestLogs(t *testing.T) {
 	}
 	// Filters: one correlation id, one status.
 	for query, want := range map[string]string{"correlationId=logs-1": "200 logs-1", "status=422": "422 " + newest.CorrelationID} {
-		var got listResponse[requestLogResponse]
+		var got listResponse[apitypes.RequestLog]
 		r := f.do(t, "GET", "/developer/logs?"+query, pay.SK, nil)
 		if err := json.Unmarshal(r.body, &got); err != nil || len(got.Data) != 1 ||
 			fmt.Sprint(got.Data[0].Status, " ", got.Data[0].CorrelationID) != want {

@@ -14,13 +14,10 @@ import (
 
 func formatTime(t time.Time) string { return events.FormatTime(t) }
 
-func formatTimePtr(t *time.Time) *string {
-	if t == nil {
-		return nil
-	}
-	s := formatTime(*t)
-	return &s
-}
+// timeOf and timeOrNull put a time into an answer, which writes it in events.TimeLayout;
+// a nil time is null.
+func timeOf(t time.Time) events.Time       { return events.TimeOf(t) }
+func timeOrNull(t *time.Time) *events.Time { return events.TimeOrNil(t) }
 
 // usd renders a USD amount for display: rounded half-even to cents.
 func usd(d decimal.Decimal) string { return d.StringFixedBank(2) }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/sessioncookie"
@@ -16,28 +17,14 @@ type sessionHandlers struct {
 	log      *slog.Logger
 }
 
-type sessionUser struct {
-	ID    string `json:"id"`
-	Email string `json:"email"`
-	Role  string `json:"role"`
-	OrgID string `json:"orgId"`
-}
-
-type sessionResponse struct {
-	User        sessionUser         `json:"user"`
-	Permissions map[string][]string `json:"permissions"`
-	CSRFToken   string              `json:"csrfToken"`
-	ExpiresAt   string              `json:"expiresAt"`
-}
-
-func sessionJSON(s *service.Session) sessionResponse {
+func sessionJSON(s *service.Session) apitypes.Session {
 	perms := map[string][]string{}
 	for _, app := range s.Principal.Apps() {
 		perms[app] = s.Principal.Grants[app]
 	}
 	u := s.User
-	return sessionResponse{User: sessionUser{ID: u.ID, Email: u.Email, Role: u.Role, OrgID: u.OrgID}, Permissions: perms,
-		CSRFToken: s.CSRFToken(), ExpiresAt: formatTime(s.Principal.ExpiresAt)}
+	return apitypes.Session{User: apitypes.User{ID: u.ID, Email: u.Email, Role: u.Role, OrgID: u.OrgID}, Permissions: perms,
+		CSRFToken: s.CSRFToken(), ExpiresAt: timeOf(s.Principal.ExpiresAt)}
 }
 
 // SetSessionCookie gives the browser a session's cookie, Secure when r came over https.

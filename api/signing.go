@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 )
@@ -15,10 +16,10 @@ type signingHandlers struct {
 	log *slog.Logger
 }
 
-func signingJSON(r *store.SigningRequest) map[string]any {
-	return map[string]any{"id": r.ID, "orderId": r.OrderID, "domain": r.Domain, "leg": r.Leg, "walletId": r.WalletID,
-		"chain": r.Chain, "unsignedTx": r.UnsignedTx, "digest": r.Digest, "status": r.Status,
-		"createdAt": formatTime(r.CreatedAt), "expiresAt": formatTime(r.ExpiresAt), "signedAt": formatTimePtr(r.SignedAt)}
+func signingJSON(r *store.SigningRequest) apitypes.SigningRequest {
+	return apitypes.SigningRequest{ID: r.ID, OrderID: r.OrderID, Domain: r.Domain, Leg: r.Leg, WalletID: r.WalletID,
+		Chain: r.Chain, UnsignedTx: r.UnsignedTx, Digest: r.Digest, Status: r.Status,
+		CreatedAt: timeOf(r.CreatedAt), ExpiresAt: timeOf(r.ExpiresAt), SignedAt: timeOrNull(r.SignedAt)}
 }
 
 // list answers GET /signing-requests.

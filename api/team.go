@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/service"
 )
@@ -17,17 +18,9 @@ type teamHandlers struct {
 	log *slog.Logger
 }
 
-type memberResponse struct {
-	ID        string   `json:"id"`
-	Email     string   `json:"email"`
-	Role      string   `json:"role"`
-	App       string   `json:"app"`
-	Actions   []string `json:"actions"`
-	CreatedAt string   `json:"createdAt"`
-}
-
-func memberJSON(m *service.Member) memberResponse {
-	return memberResponse{ID: m.ID, Email: m.Email, Role: m.Role, App: m.App, Actions: m.Actions, CreatedAt: formatTime(m.CreatedAt)}
+func memberJSON(m *service.Member) apitypes.TeamMember {
+	return apitypes.TeamMember{ID: m.ID, Email: m.Email, Role: m.Role, App: m.App, Actions: m.Actions,
+		CreatedAt: timeOf(m.CreatedAt)}
 }
 
 // list answers GET /developer/team: every person of the organisation with their actions

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 )
@@ -17,67 +18,29 @@ type webhookHandlers struct {
 	log *slog.Logger
 }
 
-type webhookResponse struct {
-	ID          string   `json:"id"`
-	App         string   `json:"app"`
-	URL         string   `json:"url"`
-	Events      []string `json:"events"`
-	Description string   `json:"description"`
-	Enabled     bool     `json:"enabled"`
-	// DisabledReason says why the service disabled the webhook (every delivery failing for
-	// 5 days); null when it is enabled or a person disabled it.
-	DisabledReason *string `json:"disabledReason"`
-	// PreviousSecretExpiresAt is when the secret before the last rotation stops signing.
-	PreviousSecretExpiresAt *string `json:"previousSecretExpiresAt"`
-	CreatedAt               string  `json:"createdAt"`
-	UpdatedAt               string  `json:"updatedAt"`
-}
-
-func webhookJSON(c *store.WebhookConfig) webhookResponse {
+func webhookJSON(c *store.WebhookConfig) apitypes.Webhook {
 	entries := c.EventList()
 	if entries == nil {
 		entries = []string{}
 	}
-	out := webhookResponse{ID: c.ID, App: c.App, URL: c.URL, Events: entries, Description: c.Description, Enabled: c.Enabled,
-		DisabledReason: c.DisabledReason, CreatedAt: formatTime(c.CreatedAt), UpdatedAt: formatTime(c.UpdatedAt)}
+	out := apitypes.Webhook{ID: c.ID, App: c.App, URL: c.URL, Events: entries, Description: c.Description, Enabled: c.Enabled,
+		DisabledReason: c.DisabledReason, CreatedAt: timeOf(c.CreatedAt), UpdatedAt: timeOf(c.UpdatedAt)}
 	if c.PreviousSecret != nil && c.PreviousSecretUntil != nil {
-		out.PreviousSecretExpiresAt = formatTimePtr(c.PreviousSecretUntil)
+		out.PreviousSecretExpiresAt = timeOrNull(c.PreviousSecretUntil)
 	}
 	return out
 }
 
-type attemptResponse struct {
-	At         string  `json:"at"`
-	StatusCode *int    `json:"statusCode,omitempty"`
-	LatencyMs  float64 `json:"latencyMs"`
-	Error      *string `json:"error,omitempty"`
-	// Response is the start of the receiver's answer (at most 2 KiB).
-	Response *string `json:"response,omitempty"`
-}
-
-type deliveryResponse struct {
-	ID            string            `json:"id"`
-	MessageID     string            `json:"messageId"`
-	Event         string            `json:"event"`
-	EventID       string            `json:"eventId"`
-	OrderID       *string           `json:"orderId,omitempty"`
-	Status        string            `json:"status"`
-	Attempts      []attemptResponse `json:"attempts"`
-	NextAttemptAt *string           `json:"nextAttemptAt"`
-	CreatedAt     string            `json:"createdAt"`
-	CompletedAt   *string           `json:"completedAt"`
-}
-
-func webhookDeliveryJSON(d *service.Delivery) deliveryResponse {
-	out := deliveryResponse{ID: d.ID, MessageID: d.MessageID, Event: d.Event, EventID: d.EventID, OrderID: nullable(d.OrderID),
-		Status: d.Status, Attempts: make([]attemptResponse, len(d.Attempts)), CreatedAt: formatTime(d.CreatedAt),
-		CompletedAt: formatTimePtr(d.CompletedAt)}
+func webhookDeliveryJSON(d *service.Delivery) apitypes.WebhookDelivery {
+	out := apitypes.WebhookDelivery{ID: d.ID, MessageID: d.MessageID, Event: d.Event, EventID: d.EventID, OrderID: d.OrderID,
+		Status: d.Status, Attempts: make([]apitypes.DeliveryAttempt, len(d.Attempts)), CreatedAt: timeOf(d.CreatedAt),
+		CompletedAt: timeOrNull(d.CompletedAt)}
 	if d.Status == store.DeliveryPending {
-		out.NextAttemptAt = formatTimePtr(d.NextAttemptAt)
+		out.NextAttemptAt = timeOrNull(d.NextAttemptAt)
 	}
 	for i, a := range d.Attempts {
-		out.Attempts[i] = attemptResponse{At: formatTime(a.At), StatusCode: a.StatusCode, LatencyMs: a.LatencyMs, Error: a.Error,
-			Response: a.Response}
+		out.Attempts[i] = apitypes.DeliveryAttempt{At: timeOf(a.At), StatusCode: a.StatusCode, LatencyMs: a.LatencyMs,
+			Error: a.Error, Response: a.Response}
 	}
 	return out
 }
@@ -95,11 +58,7 @@ func (h *webhookHandlers) get(c *gin.Context) {
 // create answers POST /developer/webhooks {url, events, description?}: the secret is in
 // this answer only.
 func (h *webhookHandlers) create(c *gin.Context) {
-	var req struct {
-		URL         string   `json:"url"`
-		Events      []string `json:"events"`
-		Description string   `json:"description"`
-	}
+	var req apitypes.WebhookRequest
 	if !bindStrict(c, &req, "url", "events", "description") {
 		return
 	}

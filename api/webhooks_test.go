@@ -8,18 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/webhook"
 )
 
-type createdWebhook struct {
-	webhookResponse
-	Secret string `json:"secret"`
-}
+type createdWebhook = apitypes.Webhook
 
 type deliveryList struct {
-	Data       []deliveryResponse `json:"data"`
-	NextCursor *string            `json:"nextCursor"`
+	Data       []apitypes.WebhookDelivery `json:"data"`
+	NextCursor *string                    `json:"nextCursor"`
 }
 
 // The webhooks of an app: the secret shown once (and on a rotation), the same subscription
@@ -74,18 +72,18 @@ func TestWebhookConfigs(t *testing.T) {
 		!strings.HasPrefix(rot.Secret, webhook.SecretPrefix) || rot.PreviousSecretExpiresAt == nil {
 		t.Fatalf("rotate: %d %s", rotated.status, rotated.body)
 	}
-	if until, _ := time.Parse(time.RFC3339, *rot.PreviousSecretExpiresAt); time.Until(until) < 23*time.Hour || time.Until(until) > 25*time.Hour {
-		t.Fatalf("the old secret signs until %s", *rot.PreviousSecretExpiresAt)
+	if until := rot.PreviousSecretExpiresAt.Time; time.Until(until) < 23*time.Hour || time.Until(until) > 25*time.Hour {
+		t.Fatalf("the old secret signs until %s", until)
 	}
 
 	sent := f.post(t, "/developer/webhooks/"+hook.ID+"/test", dev, `{}`)
-	var test deliveryResponse
+	var test apitypes.WebhookDelivery
 	if err := json.Unmarshal(sent.body, &test); err != nil || sent.status != 202 || test.Event != "webhook.test" ||
 		test.Status != "pending" || !strings.HasPrefix(test.MessageID, "msg_") || test.NextAttemptAt == nil {
 		t.Fatalf("test: %d %s", sent.status, sent.body)
 	}
 	again := f.post(t, "/developer/webhooks/"+hook.ID+"/deliveries/"+test.ID+"/redeliver", dev, `{}`)
-	var redelivery deliveryResponse
+	var redelivery apitypes.WebhookDelivery
 	if err := json.Unmarshal(again.body, &redelivery); err != nil || again.status != 202 || redelivery.MessageID != test.MessageID ||
 		redelivery.ID == test.ID {
 		t.Fatalf("redeliver: %d %s", again.status, again.body)

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/opentreasury/treasury/apitypes"
 )
 
 // Approval is an approval item: an order waiting for RequiredApprovals APPROVEs (or one
@@ -37,12 +39,7 @@ type OrderSummary struct {
 }
 
 // ApprovalDecision is one approver's decision.
-type ApprovalDecision struct {
-	Decision  string    `json:"decision"` // APPROVE or REJECT
-	DecidedBy string    `json:"decidedBy"`
-	DecidedAt time.Time `json:"decidedAt"`
-	Comment   string    `json:"comment"`
-}
+type ApprovalDecision = apitypes.ApprovalDecision
 
 // The decisions an approver records.
 const (
@@ -50,11 +47,8 @@ const (
 	Reject  = "REJECT"
 )
 
-// Decision is the body of DecideApproval.
-type Decision struct {
-	Decision string `json:"decision"` // Approve or Reject
-	Comment  string `json:"comment,omitempty"`
-}
+// Decision is the body of DecideApproval: Approve or Reject, and an optional comment.
+type Decision = apitypes.Decision
 
 // ApprovalsAll is the status filter that lists approval items of every status.
 const ApprovalsAll = "all"
@@ -96,24 +90,9 @@ func (c *Client) DecideApproval(ctx context.Context, domain Domain, id string, d
 	return do[Approval](ctx, c, http.MethodPost, path, d, opts)
 }
 
-// SigningRequest asks the wallet's key holder to sign one leg of an order.
-type SigningRequest struct {
-	ID       string `json:"id"`
-	OrderID  string `json:"orderId"`
-	Domain   Domain `json:"domain"`
-	Leg      string `json:"leg"`
-	WalletID string `json:"walletId"`
-	Chain    string `json:"chain"`
-	// UnsignedTx is canonical JSON holding the order's payload and its hash; Digest is the
-	// hex SHA-256 of UnsignedTx, the bytes to sign.
-	UnsignedTx string `json:"unsignedTx"`
-	Digest     string `json:"digest"`
-	// Status is pending, signed or expired.
-	Status    string     `json:"status"`
-	CreatedAt time.Time  `json:"createdAt"`
-	ExpiresAt time.Time  `json:"expiresAt"`
-	SignedAt  *time.Time `json:"signedAt"`
-}
+// SigningRequest asks the wallet's key holder to sign one leg of an order: Digest, after
+// checking that it is derived from UnsignedTx and that UnsignedTx is what you mean to sign.
+type SigningRequest = apitypes.SigningRequest
 
 // SigningRequestFilter narrows a list of signing requests.
 type SigningRequestFilter struct {

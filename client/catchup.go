@@ -159,7 +159,7 @@ func eventIDAt(t time.Time) string {
 // order's event is of the config's app. The REST credential's reach is checked by the
 // service; this keeps a catch-up to what the live channel would have delivered.
 func (f *eventFollower) subscribed(ev Event) bool {
-	return events.Matches(f.entries, ev.Event) && (ev.Domain == "" || ev.Domain.App() == f.app)
+	return events.Matches(f.entries, ev.Event) && (ev.Domain == "" || Domain(ev.Domain).App() == f.app)
 }
 
 func (f *eventFollower) deliver(ev Event) error {
@@ -167,10 +167,10 @@ func (f *eventFollower) deliver(ev Event) error {
 		if _, seen := f.delivered[ev.ID]; seen {
 			return nil
 		}
-		f.delivered[ev.ID] = ev.OccurredAt
+		f.delivered[ev.ID] = ev.OccurredAt.Time
 	}
 	if ev.OccurredAt.After(f.newest) {
-		f.newest = ev.OccurredAt
+		f.newest = ev.OccurredAt.Time
 	}
 	f.prune()
 	return f.handle(ev)

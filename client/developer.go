@@ -6,7 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
+
+	"github.com/opentreasury/treasury/apitypes"
 )
 
 // The developer surface (/developer/…, at the root of the service) manages one app's
@@ -22,33 +23,10 @@ func developerPath(resource string, ids ...string) string {
 }
 
 // APIKey is a key of the app. Its secret is shown once, by CreateAPIKey.
-type APIKey struct {
-	ID   string `json:"id"`
-	App  string `json:"app"`
-	Kind string `json:"kind"` // sk, tk or pk
-	// Actions are what the key may do (every action for an sk key).
-	Actions []string `json:"actions"`
-	// ResourceIDs are the wallets a tk key is restricted to; empty for every wallet.
-	ResourceIDs []string `json:"resourceIds"`
-	Label       string   `json:"label"`
-	// Hint is the end of the secret, to tell keys apart.
-	Hint       string     `json:"hint"`
-	CreatedAt  time.Time  `json:"createdAt"`
-	LastUsedAt *time.Time `json:"lastUsedAt"`
-	RevokedAt  *time.Time `json:"revokedAt"`
-	// CreatedBy is the person who created the key; empty when a key did.
-	CreatedBy string `json:"createdBy"`
-	// Secret is the key itself, in CreateAPIKey's answer only (not in a replay of it).
-	Secret string `json:"secret,omitempty"`
-}
+type APIKey = apitypes.APIKey
 
 // APIKeyRequest is a new key: Kind sk, tk (with at least one action) or pk.
-type APIKeyRequest struct {
-	Kind        string   `json:"kind"`
-	Actions     []string `json:"actions,omitempty"`
-	ResourceIDs []string `json:"resourceIds,omitempty"`
-	Label       string   `json:"label,omitempty"`
-}
+type APIKeyRequest = apitypes.APIKeyRequest
 
 // ListAPIKeys reads a page of the app's keys, newest first.
 func (c *Client) ListAPIKeys(ctx context.Context, o ListOptions, opts ...CallOption) (*Page[APIKey], error) {
@@ -75,27 +53,13 @@ func (c *Client) RevokeAPIKey(ctx context.Context, id string, opts ...CallOption
 	return do[APIKey](ctx, c, http.MethodDelete, developerPath("api-keys", id), nil, opts)
 }
 
-// OAuthClient is a client-credentials client of the app (see WithClientCredentials).
-type OAuthClient struct {
-	ID       string `json:"id"`
-	ClientID string `json:"clientId"`
-	App      string `json:"app"`
-	// Scopes are space-separated <app>:<action>.
-	Scopes    string     `json:"scopes"`
-	Label     string     `json:"label"`
-	CreatedAt time.Time  `json:"createdAt"`
-	RevokedAt *time.Time `json:"revokedAt"`
-	CreatedBy string     `json:"createdBy"`
-	// ClientSecret is in CreateOAuthClient's answer only.
-	ClientSecret string `json:"clientSecret,omitempty"`
-}
+// OAuthClient is a client-credentials client of the app (see WithClientCredentials). Its
+// ClientSecret is in CreateOAuthClient's answer only.
+type OAuthClient = apitypes.OAuthClient
 
 // OAuthClientRequest is a new OAuth client: Scopes are space-separated <app>:<action> of
 // the caller's app, e.g. "pay:read pay:write".
-type OAuthClientRequest struct {
-	Scopes string `json:"scopes"`
-	Label  string `json:"label,omitempty"`
-}
+type OAuthClientRequest = apitypes.OAuthClientRequest
 
 // ListOAuthClients reads a page of the app's OAuth clients, newest first.
 func (c *Client) ListOAuthClients(ctx context.Context, o ListOptions, opts ...CallOption) (*Page[OAuthClient], error) {
@@ -122,17 +86,9 @@ func (c *Client) RevokeOAuthClient(ctx context.Context, id string, opts ...CallO
 	return do[OAuthClient](ctx, c, http.MethodDelete, developerPath("oauth-clients", id), nil, opts)
 }
 
-// TeamMember is a person of the organisation with their actions on the app.
-type TeamMember struct {
-	ID        string    `json:"id"`
-	Email     string    `json:"email"`
-	Role      string    `json:"role"` // owner or member
-	App       string    `json:"app"`
-	Actions   []string  `json:"actions"`
-	CreatedAt time.Time `json:"createdAt"`
-	// Password is the new member's initial password, in AddTeamMember's answer only.
-	Password string `json:"password,omitempty"`
-}
+// TeamMember is a person of the organisation with their actions on the app. Password is
+// the new member's initial password, in AddTeamMember's answer only.
+type TeamMember = apitypes.TeamMember
 
 // ListTeamMembers reads a page of the organisation's people, oldest first.
 func (c *Client) ListTeamMembers(ctx context.Context, o ListOptions, opts ...CallOption) (*Page[TeamMember], error) {
@@ -172,16 +128,7 @@ func nonNil(actions []string) []string {
 }
 
 // RequestLog is one authenticated request of the app, kept seven days.
-type RequestLog struct {
-	ID            string    `json:"id"`
-	Method        string    `json:"method"`
-	Path          string    `json:"path"`
-	Status        int       `json:"status"`
-	LatencyMs     float64   `json:"latencyMs"`
-	KeyID         string    `json:"keyId"`
-	CorrelationID string    `json:"correlationId"`
-	At            time.Time `json:"at"`
-}
+type RequestLog = apitypes.RequestLog
 
 // RequestLogFilter narrows the request logs.
 type RequestLogFilter struct {

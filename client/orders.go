@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/opentreasury/treasury/apitypes"
+	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/orders"
 )
 
@@ -170,29 +172,16 @@ type OrderDetails struct {
 	CollateralAsset string `json:"collateralAsset,omitempty"`
 }
 
-// Leg is one on-chain step of an order (TRANSFER, APPROVE, SWAP, DEPOSIT, WITHDRAW, CLAIM,
-// DRAW, REPAY), signed, broadcast and confirmed before the next starts.
-type Leg struct {
-	Leg              string `json:"leg"`
-	Status           string `json:"status"`
-	SigningRequestID string `json:"signingRequestId,omitempty"`
-	TxHash           string `json:"txHash,omitempty"`
-}
+// Leg is one on-chain step of an order, signed, broadcast and confirmed before the next
+// starts.
+type Leg = apitypes.Leg
 
 // OrderApproval says whether the order needs approvers, how many, and their decisions
 // (filled by GetOrder only).
-type OrderApproval struct {
-	Required  bool               `json:"required"`
-	Quorum    int                `json:"quorum"`
-	ItemID    string             `json:"itemId,omitempty"`
-	Decisions []ApprovalDecision `json:"decisions"`
-}
+type OrderApproval = apitypes.OrderApproval
 
 // Failure is why an order failed: signing_expired, tx_reverted, tx_timeout.
-type Failure struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
+type Failure = events.Failure
 
 // Rejection is why an order was rejected: by the policy (with its violations), by an
 // approver (DecidedBy), or because its approval expired.
@@ -203,12 +192,7 @@ type Rejection struct {
 }
 
 // StatusChange is one entry of an order's history.
-type StatusChange struct {
-	Status        string    `json:"status"`
-	Reason        string    `json:"reason,omitempty"`
-	CorrelationID string    `json:"correlationId"`
-	At            time.Time `json:"at"`
-}
+type StatusChange = apitypes.StatusChange
 
 // OrderFilter narrows a list of orders, newest first.
 type OrderFilter struct {

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/opentreasury/treasury/apitypes"
 )
 
 // PolicyRules are an app's policy (SPEC 3.4); every rule is optional. Amounts are decimal
@@ -42,25 +44,10 @@ type Policy struct {
 }
 
 // PolicyEvaluation is a dry run's answer: what the policy would decide for an order.
-type PolicyEvaluation struct {
-	App           string `json:"app"`
-	PolicyVersion int    `json:"policyVersion"`
-	Allowed       bool   `json:"allowed"`
-	// Violations are the failed Checks; Checks every rule that applied, passed or not.
-	Violations       []PolicyCheck `json:"violations"`
-	Checks           []PolicyCheck `json:"checks"`
-	ApprovalRequired bool          `json:"approvalRequired"`
-	Quorum           int           `json:"quorum"`
-	AmountUSD        string        `json:"amountUsd"`
-	DailyVolumeUSD   string        `json:"dailyVolumeUsd"`
-}
+type PolicyEvaluation = apitypes.PolicyEvaluation
 
 // PolicyCheck is one rule applied to an order.
-type PolicyCheck struct {
-	Rule    string `json:"rule"`
-	Passed  bool   `json:"passed"`
-	Message string `json:"message"`
-}
+type PolicyCheck = apitypes.PolicyCheck
 
 func policyPath(app string) string { return "/policies/" + url.PathEscape(app) }
 

@@ -7,34 +7,20 @@ import (
 	"iter"
 	"net/url"
 	"strconv"
-	"time"
+
+	"github.com/opentreasury/treasury/apitypes"
+	"github.com/opentreasury/treasury/events"
 )
 
 // Event is one event of the shared stream: an order's or a wallet's lifecycle step, or a
 // websocket.test. It is what GET /events lists, what a live frame carries as its data, and
-// the body of a webhook message.
+// the body of a webhook message. Its fields are those of an order's event (a
+// websocket.test has its ID, Event, CorrelationID and OccurredAt); Event is the canonical
+// name: Order.Created, Order.Submitted, Order.Approved, Order.Rejected,
+// Wallet.SigningRequested, Wallet.TransactionSigned, Order.Broadcast, Order.Confirmed,
+// Order.Failed (or websocket.test).
 type Event struct {
-	ID string `json:"id"`
-	// Event is the canonical name: Order.Created, Order.Submitted, Order.Approved,
-	// Order.Rejected, Wallet.SigningRequested, Wallet.TransactionSigned, Order.Broadcast,
-	// Order.Confirmed, Order.Failed (or websocket.test).
-	Event       string `json:"event"`
-	Domain      Domain `json:"domain,omitempty"`
-	OrderID     string `json:"orderId,omitempty"`
-	OrderStatus string `json:"orderStatus,omitempty"`
-	// Leg names the leg of a multi-leg order's leg events and its terminal one.
-	Leg string `json:"leg,omitempty"`
-	// Sequence counts the order's events from 1 without gaps, so that a gap shows.
-	Sequence      int64     `json:"sequence,omitempty"`
-	CorrelationID string    `json:"correlationId"`
-	OccurredAt    time.Time `json:"occurredAt"`
-	// Fields of some events: SigningRequestID (Wallet.SigningRequested,
-	// Wallet.TransactionSigned), TxHash (Order.Broadcast, Order.Confirmed), Failure
-	// (Order.Failed), Reason (Order.Rejected: policy, approver or expired).
-	SigningRequestID string   `json:"signingRequestId,omitempty"`
-	TxHash           string   `json:"txHash,omitempty"`
-	Failure          *Failure `json:"failure,omitempty"`
-	Reason           string   `json:"reason,omitempty"`
+	events.OrderEvent
 	// Data is the whole event as the server sent it, with every field of its kind.
 	Data json.RawMessage `json:"-"`
 }
@@ -89,23 +75,10 @@ func (c *Client) Events(ctx context.Context, f EventFilter, opts ...CallOption) 
 }
 
 // AuditLog is one record of who did what.
-type AuditLog struct {
-	ID            string          `json:"id"`
-	App           string          `json:"app"`
-	Actor         Actor           `json:"actor"`
-	Action        string          `json:"action"`
-	ResourceType  string          `json:"resourceType"`
-	ResourceID    string          `json:"resourceId"`
-	CorrelationID string          `json:"correlationId"`
-	Details       json.RawMessage `json:"details"`
-	CreatedAt     time.Time       `json:"createdAt"`
-}
+type AuditLog = apitypes.AuditLog
 
 // Actor is who acted: a key, an OAuth client or a person (Type key, oauth_client, user).
-type Actor struct {
-	Type string `json:"type"`
-	ID   string `json:"id"`
-}
+type Actor = apitypes.Actor
 
 // ListAuditLogs reads a page of GET /audit-logs, newest first.
 func (c *Client) ListAuditLogs(ctx context.Context, o ListOptions, opts ...CallOption) (*Page[AuditLog], error) {

@@ -5,7 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"sync"
-	"time"
+
+	"github.com/opentreasury/treasury/apitypes"
 )
 
 // The session's cookie and the header that must carry its CSRF token on writes
@@ -25,23 +26,12 @@ func WithSession(email, password string) Option {
 	return func(c *Client) { c.cred = &session{c: c, email: email, password: password} }
 }
 
-// Session is a person's signed-in session.
-type Session struct {
-	User User `json:"user"`
-	// Permissions are the actions the person holds, per app.
-	Permissions map[string][]string `json:"permissions"`
-	// CSRFToken must accompany every write made with the session; the client sends it.
-	CSRFToken string    `json:"csrfToken"`
-	ExpiresAt time.Time `json:"expiresAt"`
-}
+// Session is a person's signed-in session. The client sends its CSRFToken with every
+// write.
+type Session = apitypes.Session
 
 // User is a person of the organisation.
-type User struct {
-	ID    string `json:"id"`
-	Email string `json:"email"`
-	Role  string `json:"role"` // owner or member
-	OrgID string `json:"orgId"`
-}
+type User = apitypes.User
 
 // session signs in when it has no session, and keeps the cookie and the CSRF token.
 type session struct {

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/opentreasury/treasury/apitypes"
 )
 
 // WebSocketConfig is a config of the live channel: the events its connections receive.
@@ -83,32 +85,13 @@ func (c *Client) TestWebSocketConfig(ctx context.Context, id string, opts ...Cal
 	return do[WebSocketTest](ctx, c, http.MethodPost, developerPath("websockets", id, "test"), nil, opts)
 }
 
-// Webhook is an endpoint of yours that receives the app's events as signed messages.
-type Webhook struct {
-	ID          string   `json:"id"`
-	App         string   `json:"app"`
-	URL         string   `json:"url"`
-	Events      []string `json:"events"`
-	Description string   `json:"description"`
-	Enabled     bool     `json:"enabled"`
-	// DisabledReason says why the service disabled the webhook (every delivery failing
-	// for 5 days).
-	DisabledReason string `json:"disabledReason"`
-	// PreviousSecretExpiresAt is when the secret before the last rotation stops signing.
-	PreviousSecretExpiresAt *time.Time `json:"previousSecretExpiresAt"`
-	CreatedAt               time.Time  `json:"createdAt"`
-	UpdatedAt               time.Time  `json:"updatedAt"`
-	// Secret (whsec_…) verifies the messages (VerifyWebhook); it is in the answers of
-	// CreateWebhook and RotateWebhookSecret only.
-	Secret string `json:"secret,omitempty"`
-}
+// Webhook is an endpoint of yours that receives the app's events as signed messages. Its
+// Secret verifies them (VerifyWebhook); it is in the answers of CreateWebhook and
+// RotateWebhookSecret only.
+type Webhook = apitypes.Webhook
 
 // WebhookRequest is a new webhook.
-type WebhookRequest struct {
-	URL         string   `json:"url"`
-	Events      []string `json:"events"`
-	Description string   `json:"description,omitempty"`
-}
+type WebhookRequest = apitypes.WebhookRequest
 
 // WebhookChange changes a webhook: the fields that are set (non-nil) are replaced.
 type WebhookChange struct {
@@ -120,31 +103,10 @@ type WebhookChange struct {
 }
 
 // WebhookDelivery is one message to one webhook, with its attempts.
-type WebhookDelivery struct {
-	ID string `json:"id"`
-	// MessageID is the webhook-id header: the same on every attempt and redelivery.
-	MessageID string `json:"messageId"`
-	Event     string `json:"event"`
-	EventID   string `json:"eventId"`
-	OrderID   string `json:"orderId,omitempty"`
-	// Status is pending, succeeded or failed.
-	Status        string            `json:"status"`
-	Attempts      []DeliveryAttempt `json:"attempts"`
-	NextAttemptAt *time.Time        `json:"nextAttemptAt"`
-	CreatedAt     time.Time         `json:"createdAt"`
-	CompletedAt   *time.Time        `json:"completedAt"`
-}
+type WebhookDelivery = apitypes.WebhookDelivery
 
 // DeliveryAttempt is one try at sending a message.
-type DeliveryAttempt struct {
-	At time.Time `json:"at"`
-	// StatusCode is the endpoint's answer; 0 when there was none (Error says why).
-	StatusCode int     `json:"statusCode,omitempty"`
-	LatencyMs  float64 `json:"latencyMs"`
-	Error      string  `json:"error,omitempty"`
-	// Response is the start of the endpoint's answer (at most 2 KiB).
-	Response string `json:"response,omitempty"`
-}
+type DeliveryAttempt = apitypes.DeliveryAttempt
 
 // DeliveryFilter narrows a webhook's deliveries.
 type DeliveryFilter struct {

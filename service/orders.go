@@ -119,9 +119,9 @@ func (s *Service) CreateOrder(ctx context.Context, who Caller, domain orders.Dom
 		legs[i] = store.OrderLeg{Position: i, Leg: l, Status: orders.LegPending}
 	}
 	audit := s.audit(who, domain.App, domain.Name+".created", "order", id, json.RawMessage(detailsJSON))
-	created := store.EventSpec{Name: events.OrderCreated, Fields: map[string]any{
-		"walletId": wallet.ID, "chain": wallet.Chain, "amountUsd": o.AmountUSD.StringFixedBank(2), "createdBy": o.CreatedBy,
-		"createdByUser": orNull(o.CreatedByUser),
+	user := events.NullableString(o.CreatedByUser)
+	created := store.EventSpec{Name: events.OrderCreated, Body: events.OrderEvent{
+		Chain: wallet.Chain, AmountUSD: o.AmountUSD.StringFixedBank(2), CreatedBy: o.CreatedBy, CreatedByUser: &user,
 	}}
 	if _, err := s.Store.CreateOrder(ctx, o, legs, created, audit); err != nil {
 		return nil, err
@@ -246,12 +246,4 @@ func (s *Service) SubmitOrder(ctx context.Context, who Caller, domain orders.Dom
 			Detail: "The policy of the " + domain.App + " app refused this order; it is now rejected."}
 	}
 	return s.visibleOrder(ctx, who, domain, o.ID)
-}
-
-// orNull is s, or JSON null when s is empty.
-func orNull(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -220,8 +219,8 @@ func (s *Service) TestWebhook(ctx context.Context, who Caller, id string) (*Deli
 	}
 	now := s.now()
 	eventID := ids.New(ids.Event)
-	payload, err := json.Marshal(map[string]any{"id": eventID, "event": events.WebhookTest, "webhookId": c.ID, "app": c.App,
-		"correlationId": who.CorrelationID, "occurredAt": events.FormatTime(now)})
+	payload, err := events.Encode(&events.TestEvent{ID: eventID, Event: events.WebhookTest, WebhookID: c.ID, App: c.App,
+		CorrelationID: who.CorrelationID, OccurredAt: events.TimeOf(now)})
 	if err != nil {
 		return nil, err
 	}

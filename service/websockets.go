@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 
@@ -150,8 +149,8 @@ func (s *Service) TestWebSocketConfig(ctx context.Context, who Caller, id string
 		return "", refuse(Conflict, "The config is disabled; enable it to send a test event.")
 	}
 	eventID := ids.New(ids.Event)
-	raw, err := json.Marshal(map[string]any{"id": eventID, "event": events.WebSocketTest, "configId": cfg.ID, "app": cfg.App,
-		"correlationId": who.CorrelationID, "occurredAt": events.FormatTime(s.now())})
+	raw, err := events.Encode(&events.TestEvent{ID: eventID, Event: events.WebSocketTest, ConfigID: cfg.ID, App: cfg.App,
+		CorrelationID: who.CorrelationID, OccurredAt: events.TimeOf(s.now())})
 	if err != nil {
 		return "", err
 	}

@@ -149,7 +149,7 @@ func (svc *apiProcess) requestSignature(t *testing.T, walletID string) string {
 				Digest: hex.EncodeToString(digest[:]), Status: "pending", CreatedAt: now, ExpiresAt: now.Add(time.Hour)})
 			return err
 		},
-		Event: &store.EventSpec{Name: events.WalletSigningRequested, Leg: &leg, Fields: map[string]any{"signingRequestId": id}}})
+		Event: &store.EventSpec{Name: events.WalletSigningRequested, Leg: &leg, Body: events.OrderEvent{SigningRequestID: id}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -122,9 +121,9 @@ type EventSpec struct {
 	// Leg marks a leg event with the position of its leg. The event names the leg, from the
 	// locked order, when the order has more than one (SPEC 3.7).
 	Leg *int
-	// Fields are added to the event data beside the standard ones. Mutate may add to them
-	// from the locked order.
-	Fields map[string]any
+	// Body holds the event's own fields; the store fills those every event of an order
+	// carries. Mutate may set some from the locked order.
+	Body events.OrderEvent
 }
 
 // OrderChange is one lifecycle step applied to an order. The order workflow's activities
@@ -290,23 +289,11 @@ func newEvent(o *Order, legs []OrderLeg, ch OrderChange, at time.Time) (*Event, 
 	if pos := ch.Event.Leg; pos != nil && len(legs) > 1 && *pos < len(legs) {
 		ev.Leg = legs[*pos].Leg
 	}
-	data := map[string]any{}
-	for k, v := range ch.Event.Fields {
-		data[k] = v
-	}
-	data["id"] = ev.ID
-	data["event"] = ev.Event
-	data["domain"] = ev.Domain
-	data["orderId"] = ev.OrderID
-	data["walletId"] = ev.WalletID
-	data["orderStatus"] = o.Status
-	data["sequence"] = ev.Sequence
-	data["correlationId"] = ev.CorrelationID
-	data["occurredAt"] = events.FormatTime(at)
-	if ev.Leg != "" {
-		data["leg"] = ev.Leg
-	}
-	b, err := json.Marshal(data)
+	body := ch.Event.Body
+	body.ID, body.Event, body.Domain, body.OrderID, body.WalletID = ev.ID, ev.Event, ev.Domain, ev.OrderID, ev.WalletID
+	body.OrderStatus, body.Sequence, body.CorrelationID = string(o.Status), ev.Sequence, ev.CorrelationID
+	body.OccurredAt, body.Leg = events.TimeOf(at), ev.Leg
+	b, err := events.Encode(&body)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
@@ -44,7 +45,7 @@ func TestOrderStepsAreAppliedOnce(t *testing.T) {
 		org := mustOrg(t, s)
 		o := mustDraft(t, s, org, "TRANSFER")
 		submit := store.OrderChange{OrderID: o.ID, Step: "submitted", From: []orders.Status{"draft"}, To: "submitted", Reason: "submitted",
-			Event: &store.EventSpec{Name: "Order.Submitted", Fields: map[string]any{"amountUsd": "500.00"}}, CorrelationID: "corr-submit"}
+			Event: &store.EventSpec{Name: "Order.Submitted", Body: events.OrderEvent{AmountUSD: "500.00"}}, CorrelationID: "corr-submit"}
 		first, err := s.ApplyOrderStep(ctx, submit)
 		if err != nil {
 			t.Fatal(err)
@@ -117,7 +118,7 @@ func TestOrderStepMutatesLegs(t *testing.T) {
 				alsoSaw = o.ID + " " + o.AmountUSD.String() + " " + *legs[1].TxHash
 				return nil
 			},
-			Event: &store.EventSpec{Name: "Order.Broadcast", Leg: &swapLeg, Fields: map[string]any{"txHash": "0xabc"}}, CorrelationID: "c"})
+			Event: &store.EventSpec{Name: "Order.Broadcast", Leg: &swapLeg, Body: events.OrderEvent{TxHash: "0xabc"}}, CorrelationID: "c"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -87,20 +87,20 @@ func (t *tracker) record(ev client.Event, live bool) {
 		return
 	}
 	if live {
-		t.lag = append(t.lag, received.Sub(ev.OccurredAt))
+		t.lag = append(t.lag, received.Sub(ev.OccurredAt.Time))
 	}
 	switch ev.Event {
 	case events.OrderSubmitted:
-		o.submittedAt = ev.OccurredAt
+		o.submittedAt = ev.OccurredAt.Time
 	case events.OrderApproved:
-		o.approvedAt = ev.OccurredAt
+		o.approvedAt = ev.OccurredAt.Time
 	case events.WalletSigningRequested:
 		if o.signReqAt.IsZero() {
-			o.signReqAt = ev.OccurredAt
+			o.signReqAt = ev.OccurredAt.Time
 		}
 	case events.OrderConfirmed, events.OrderFailed, events.OrderRejected:
 		if o.endAt.IsZero() {
-			o.endAt, o.endEvent = ev.OccurredAt, ev.Event
+			o.endAt, o.endEvent = ev.OccurredAt.Time, ev.Event
 		}
 		t.release(o)
 	}

@@ -1,0 +1,138 @@
+package apitypes
+
+import "github.com/opentreasury/treasury/events"
+
+// APIKey is a key of an app (/developer/api-keys). Its secret is shown once, when the key
+// is created.
+type APIKey struct {
+	ID   string `json:"id"`
+	App  string `json:"app"`
+	Kind string `json:"kind"` // sk, tk or pk
+	// Actions are what the key may do (every action for an sk key).
+	Actions []string `json:"actions"`
+	// ResourceIDs are the wallets a tk key is restricted to; empty for every wallet.
+	ResourceIDs []string `json:"resourceIds"`
+	Label       string   `json:"label"`
+	// Hint is the end of the secret, to tell keys apart.
+	Hint       string       `json:"hint"`
+	CreatedAt  events.Time  `json:"createdAt"`
+	LastUsedAt *events.Time `json:"lastUsedAt"`
+	RevokedAt  *events.Time `json:"revokedAt"`
+	// CreatedBy is the person who created the key; null when a key created it.
+	CreatedBy *string `json:"createdBy"`
+	// Secret is the key itself, in the answer to its creation only (not in a replay of it).
+	Secret string `json:"secret,omitempty"`
+}
+
+// APIKeyRequest is a new key: Kind sk, tk (with at least one action) or pk.
+type APIKeyRequest struct {
+	Kind        string   `json:"kind"`
+	Actions     []string `json:"actions,omitempty"`
+	ResourceIDs []string `json:"resourceIds,omitempty"`
+	Label       string   `json:"label,omitempty"`
+}
+
+// OAuthClient is a client-credentials client of an app (/developer/oauth-clients).
+type OAuthClient struct {
+	ID       string `json:"id"`
+	ClientID string `json:"clientId"`
+	App      string `json:"app"`
+	// Scopes are space-separated <app>:<action>.
+	Scopes    string       `json:"scopes"`
+	Label     string       `json:"label"`
+	CreatedAt events.Time  `json:"createdAt"`
+	RevokedAt *events.Time `json:"revokedAt"`
+	// CreatedBy is the person who created the client; null when a key created it.
+	CreatedBy *string `json:"createdBy"`
+	// ClientSecret is in the answer to its creation only.
+	ClientSecret string `json:"clientSecret,omitempty"`
+}
+
+// OAuthClientRequest is a new OAuth client: Scopes are space-separated <app>:<action> of
+// the caller's app, e.g. "pay:read pay:write".
+type OAuthClientRequest struct {
+	Scopes string `json:"scopes"`
+	Label  string `json:"label,omitempty"`
+}
+
+// TeamMember is a person of the organisation with their actions on the app
+// (/developer/team).
+type TeamMember struct {
+	ID        string      `json:"id"`
+	Email     string      `json:"email"`
+	Role      string      `json:"role"` // owner or member
+	App       string      `json:"app"`
+	Actions   []string    `json:"actions"`
+	CreatedAt events.Time `json:"createdAt"`
+	// Password is the new member's initial password, in the answer that added them only.
+	Password string `json:"password,omitempty"`
+}
+
+// RequestLog is one authenticated request of the app, kept seven days (/developer/logs).
+type RequestLog struct {
+	ID            string      `json:"id"`
+	Method        string      `json:"method"`
+	Path          string      `json:"path"`
+	Status        int         `json:"status"`
+	LatencyMs     float64     `json:"latencyMs"`
+	KeyID         string      `json:"keyId"`
+	CorrelationID string      `json:"correlationId"`
+	At            events.Time `json:"at"`
+}
+
+// Webhook is an endpoint that receives the app's events as signed messages
+// (/developer/webhooks).
+type Webhook struct {
+	ID          string   `json:"id"`
+	App         string   `json:"app"`
+	URL         string   `json:"url"`
+	Events      []string `json:"events"`
+	Description string   `json:"description"`
+	Enabled     bool     `json:"enabled"`
+	// DisabledReason says why the service disabled the webhook (every delivery failing for
+	// 5 days); null when it is enabled or a person disabled it.
+	DisabledReason *string `json:"disabledReason"`
+	// PreviousSecretExpiresAt is when the secret before the last rotation stops signing.
+	PreviousSecretExpiresAt *events.Time `json:"previousSecretExpiresAt"`
+	CreatedAt               events.Time  `json:"createdAt"`
+	UpdatedAt               events.Time  `json:"updatedAt"`
+	// Secret (whsec_…) verifies the messages; it is in the answers to the webhook's
+	// creation and to a rotation of its secret only.
+	Secret string `json:"secret,omitempty"`
+}
+
+// WebhookRequest is a new webhook.
+type WebhookRequest struct {
+	URL         string   `json:"url"`
+	Events      []string `json:"events"`
+	Description string   `json:"description,omitempty"`
+}
+
+// WebhookDelivery is one message to one webhook, with its attempts.
+type WebhookDelivery struct {
+	ID string `json:"id"`
+	// MessageID is the webhook-id header: the same on every attempt and redelivery.
+	MessageID string `json:"messageId"`
+	Event     string `json:"event"`
+	EventID   string `json:"eventId"`
+	// OrderID is the order the event is about; absent for a test message.
+	OrderID string `json:"orderId,omitempty"`
+	// Status is pending, succeeded or failed.
+	Status   string            `json:"status"`
+	Attempts []DeliveryAttempt `json:"attempts"`
+	// NextAttemptAt is when a pending message is sent next; null once it is not pending.
+	NextAttemptAt *events.Time `json:"nextAttemptAt"`
+	CreatedAt     events.Time  `json:"createdAt"`
+	CompletedAt   *events.Time `json:"completedAt"`
+}
+
+// DeliveryAttempt is one try at sending a message.
+type DeliveryAttempt struct {
+	At events.Time `json:"at"`
+	// StatusCode is the endpoint's answer; absent when there was none (Error says why).
+	StatusCode *int    `json:"statusCode,omitempty"`
+	LatencyMs  float64 `json:"latencyMs"`
+	Error      *string `json:"error,omitempty"`
+	// Response is the start of the endpoint's answer (at most 2 KiB).
+	Response *string `json:"response,omitempty"`
+}

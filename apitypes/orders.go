@@ -1,0 +1,68 @@
+package apitypes
+
+import "github.com/opentreasury/treasury/events"
+
+// Leg is one on-chain step of an order (TRANSFER, APPROVE, SWAP, DEPOSIT, WITHDRAW, CLAIM,
+// DRAW, REPAY), signed, broadcast and confirmed before the next starts.
+type Leg struct {
+	Leg    string `json:"leg"`
+	Status string `json:"status"`
+	// SigningRequestID is set once the leg's signing request exists, TxHash once it was
+	// broadcast.
+	SigningRequestID *string `json:"signingRequestId,omitempty"`
+	TxHash           *string `json:"txHash,omitempty"`
+}
+
+// OrderApproval says whether an order needs approvers, how many, and their decisions
+// (filled when one order is read).
+type OrderApproval struct {
+	Required bool `json:"required"`
+	Quorum   int  `json:"quorum"`
+	// ItemID is the order's approval item, once it was opened.
+	ItemID    *string            `json:"itemId,omitempty"`
+	Decisions []ApprovalDecision `json:"decisions"`
+}
+
+// ApprovalDecision is one approver's decision.
+type ApprovalDecision struct {
+	Decision  string      `json:"decision"` // APPROVE or REJECT
+	DecidedBy string      `json:"decidedBy"`
+	DecidedAt events.Time `json:"decidedAt"`
+	Comment   string      `json:"comment"`
+}
+
+// Decision is the body of POST /approvals/{domain}/{id}/decide.
+type Decision struct {
+	Decision string `json:"decision"` // APPROVE or REJECT
+	Comment  string `json:"comment,omitempty"`
+}
+
+// StatusChange is one entry of an order's status history.
+type StatusChange struct {
+	Status        string      `json:"status"`
+	Reason        string      `json:"reason,omitempty"`
+	CorrelationID string      `json:"correlationId"`
+	At            events.Time `json:"at"`
+}
+
+// SigningRequest asks the wallet's key holder to sign one leg of an order. Its fields are
+// in the order of their JSON names, the order the API has always written them in.
+type SigningRequest struct {
+	Chain     string      `json:"chain"`
+	CreatedAt events.Time `json:"createdAt"`
+	// Digest is the hex of the 32 bytes to sign: on a simulated chain the SHA-256 of
+	// UnsignedTx, on an EVM chain the signing hash of the transaction UnsignedTx describes.
+	Digest    string      `json:"digest"`
+	Domain    string      `json:"domain"`
+	ExpiresAt events.Time `json:"expiresAt"`
+	ID        string      `json:"id"`
+	Leg       string      `json:"leg"`
+	OrderID   string      `json:"orderId"`
+	// SignedAt is null until the request is signed.
+	SignedAt *events.Time `json:"signedAt"`
+	// Status is pending, signed or expired.
+	Status string `json:"status"`
+	// UnsignedTx is canonical JSON holding the order's payload and its hash.
+	UnsignedTx string `json:"unsignedTx"`
+	WalletID   string `json:"walletId"`
+}
