@@ -102,13 +102,13 @@ func (m *idempotency) handle(c *gin.Context) {
 	c.Writer = capture
 	c.Next()
 
-	// The outcome must be recorded even when the client has gone away.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 5*time.Second)
-	defer cancel()
 	status := capture.Status()
 	code := c.GetString(problemCodeKey)
+	var record func(ctx context.Context) error
 	if status >= 500 || (code != "" && !keptProblemCodes[code]) {
-		err = m.store.ReleaseIdempotencyKey(ctx, rec.OrgID, rec.Key, rec.CreatedAt)
+		record = func(ctx context.Context) error {
+			return m.store.ReleaseIdempotencyKey(ctx, rec.OrgID, rec.Key, rec.CreatedAt)
+		}
 	} else {
 		headers := map[string]string{}
 		for _, h := range replayedHeaders {
@@ -121,10 +121,37 @@ func (m *idempotency) handle(c *gin.Context) {
 		if kept, ok := c.Get(keptBodyKey); ok {
 			body = kept.([]byte)
 		}
-		err = m.store.CompleteIdempotencyKey(ctx, rec.OrgID, rec.Key, rec.CreatedAt, status, string(encoded), body)
+		record = func(ctx context.Context) error {
+			return m.store.CompleteIdempotencyKey(ctx, rec.OrgID, rec.Key, rec.CreatedAt, status, string(encoded), body)
+		}
 	}
-	if err != nil {
-		m.log.Error("idempotency record not updated", "correlationId", correlationID(c), "error", err.Error())
+	// The outcome must be recorded even when the client has gone away.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 5*time.Second)
+	defer cancel()
+	if err := record(ctx); err != nil {
+		m.log.Error("idempotency record not updated; retrying", "correlationId", correlationID(c), "error", err.Error())
+		go m.recordLater(record, correlationID(c))
+	}
+}
+
+// recordLater retries recording a request's outcome that the database refused (it was
+// restarting, say), until the claim's lease would end anyway. Without it the retries of
+// the request would hear idempotency_key_in_use for the whole lease.
+func (m *idempotency) recordLater(record func(ctx context.Context) error, correlationID string) {
+	deadline := m.now().Add(m.lease)
+	for wait := 200 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		time.Sleep(wait)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := record(ctx)
+		cancel()
+		if err == nil {
+			m.log.Info("idempotency record updated on a retry", "correlationId", correlationID)
+			return
+		}
+		if m.now().After(deadline) {
+			m.log.Error("idempotency record not updated; its lease ends it", "correlationId", correlationID, "error", err.Error())
+			return
+		}
 	}
 }
 

@@ -169,12 +169,15 @@ func redactQuery(raw string) string {
 }
 
 // unavailable reports whether err means a dependency (the database, Temporal) could not
-// be reached or did not answer in time.
+// be reached or did not answer in time. Temporal answers that its namespace is not found
+// while its own database restarts: the namespace is there again a moment later, so that
+// too is a dependency not answering, not a fault of the request.
 func unavailable(err error) bool {
 	var down *serviceerror.Unavailable
 	var slow *serviceerror.DeadlineExceeded
+	var noNamespace *serviceerror.NamespaceNotFound
 	return store.Unavailable(err) || errors.Is(err, service.ErrWorkflowsUnavailable) ||
-		errors.As(err, &down) || errors.As(err, &slow)
+		errors.As(err, &down) || errors.As(err, &slow) || errors.As(err, &noNamespace)
 }
 
 // requestFailed answers for an error from the store or Temporal: the deadline or an

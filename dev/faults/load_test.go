@@ -132,7 +132,9 @@ func retriedSeeing(seen func(answer), method, url, token, body, key string, want
 		if r.err == nil && r.status == want {
 			return r, nil
 		}
-		if (r.err == nil && r.status < 500 && r.status != 429) || time.Now().After(deadline) {
+		// 429 and idempotency_key_in_use ask for a retry, as a server error does.
+		inUse := r.status == 409 && r.body["code"] == "idempotency_key_in_use"
+		if (r.err == nil && r.status < 500 && r.status != 429 && !inUse) || time.Now().After(deadline) {
 			return r, fmt.Errorf("%s %s: %d %s %v", method, url, r.status, r.raw, r.err)
 		}
 		time.Sleep(200 * time.Millisecond)
