@@ -145,17 +145,17 @@ func TestAuthentication(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"missing", "", 401, CodeUnauthenticated},
-		{"wrong scheme", "Basic " + f.creds.Keys["treasury"].SK, 401, CodeUnauthenticated},
-		{"empty bearer", "Bearer ", 401, CodeUnauthenticated},
-		{"malformed", "Bearer not-a-key", 401, CodeUnauthenticated},
-		{"unknown", "Bearer sk_doesnotexistdoesnotexistdoesnotexist", 401, CodeUnauthenticated},
-		{"kind prefix swapped", "Bearer tk_" + strings.TrimPrefix(f.creds.Keys["treasury"].SK, "sk_"), 401, CodeUnauthenticated},
-		{"revoked", "Bearer " + f.creds.Keys["trade"].SK, 401, CodeUnauthenticated},
-		{"wrong app sk", "Bearer " + f.creds.Keys["pay"].SK, 403, CodePermissionDenied},
-		{"wrong app tk", "Bearer " + f.creds.Keys["pay"].Read, 403, CodePermissionDenied},
-		{"publishable key on REST", "Bearer " + f.creds.Keys["treasury"].PK, 403, CodePermissionDenied},
-		{"other org, other app", "Bearer " + f.creds.OtherOrg.Keys["pay"]["sk"], 403, CodePermissionDenied},
+		{"missing", "", 401, apitypes.CodeUnauthenticated},
+		{"wrong scheme", "Basic " + f.creds.Keys["treasury"].SK, 401, apitypes.CodeUnauthenticated},
+		{"empty bearer", "Bearer ", 401, apitypes.CodeUnauthenticated},
+		{"malformed", "Bearer not-a-key", 401, apitypes.CodeUnauthenticated},
+		{"unknown", "Bearer sk_doesnotexistdoesnotexistdoesnotexist", 401, apitypes.CodeUnauthenticated},
+		{"kind prefix swapped", "Bearer tk_" + strings.TrimPrefix(f.creds.Keys["treasury"].SK, "sk_"), 401, apitypes.CodeUnauthenticated},
+		{"revoked", "Bearer " + f.creds.Keys["trade"].SK, 401, apitypes.CodeUnauthenticated},
+		{"wrong app sk", "Bearer " + f.creds.Keys["pay"].SK, 403, apitypes.CodePermissionDenied},
+		{"wrong app tk", "Bearer " + f.creds.Keys["pay"].Read, 403, apitypes.CodePermissionDenied},
+		{"publishable key on REST", "Bearer " + f.creds.Keys["treasury"].PK, 403, apitypes.CodePermissionDenied},
+		{"other org, other app", "Bearer " + f.creds.OtherOrg.Keys["pay"]["sk"], 403, apitypes.CodePermissionDenied},
 		{"treasury sk", "Bearer " + f.creds.Keys["treasury"].SK, 200, ""},
 		{"treasury read tk", "Bearer " + f.creds.Keys["treasury"].Read, 200, ""},
 		{"lower-case scheme", "bearer " + f.creds.Keys["treasury"].SK, 200, ""},
@@ -305,7 +305,7 @@ func TestListsPageAndValidate(t *testing.T) {
 		"/api/v1/treasury/wallets?cursor=!!!", "/api/v1/treasury/wallets?colour=red", "/api/v1/treasury/positions?cursor=bm9zZXA",
 	} {
 		r := f.do(t, "GET", target, key, nil)
-		r.wantProblem(t, 422, CodeValidationFailed)
+		r.wantProblem(t, 422, apitypes.CodeValidationFailed)
 		if len(r.problem.Errors) == 0 || r.problem.Errors[0].Field == "" {
 			t.Fatalf("%s: no field errors: %s", target, r.body)
 		}
@@ -342,7 +342,7 @@ func TestCorrelationID(t *testing.T) {
 					t.Fatalf("want a generated id, got %q", got)
 				}
 				if target != "/api/v1/treasury/portfolio" {
-					r.wantProblem(t, 404, CodeNotFound)
+					r.wantProblem(t, 404, apitypes.CodeNotFound)
 				}
 			})
 		}
@@ -353,7 +353,7 @@ func TestBodyLimit(t *testing.T) {
 	f := newFixture(t)
 	big := bytes.Repeat([]byte("a"), MaxBodyBytes+1)
 	r := f.do(t, "POST", "/api/v1/treasury/portfolio", f.creds.Keys["treasury"].SK, bytes.NewReader(big), "Content-Type", "application/json")
-	r.wantProblem(t, 413, CodePayloadTooLarge)
+	r.wantProblem(t, 413, apitypes.CodePayloadTooLarge)
 }
 
 func TestRecoveryAnswersProblemWithCorrelationID(t *testing.T) {
@@ -370,7 +370,7 @@ func TestRecoveryAnswersProblemWithCorrelationID(t *testing.T) {
 		t.Fatalf("status %d header %v", rec.Code, rec.Header())
 	}
 	var p Problem
-	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || p.Code != CodeInternal || p.CorrelationID != "trace-1" {
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || p.Code != apitypes.CodeInternal || p.CorrelationID != "trace-1" {
 		t.Fatalf("problem %s", rec.Body)
 	}
 	if strings.Contains(rec.Body.String(), "hunter2") {
@@ -396,7 +396,7 @@ func TestTimeoutAndStoreErrorsAnswer503(t *testing.T) {
 	r.GET("/temporal-down", func(c *gin.Context) {
 		requestFailed(c, log, fmt.Errorf("start order workflow: %w", serviceerror.NewUnavailable("connection refused")))
 	})
-	for target, want := range map[string]string{"/slow": CodeUnavailable, "/broken": CodeInternal, "/down": CodeUnavailable, "/temporal-down": CodeUnavailable} {
+	for target, want := range map[string]string{"/slow": apitypes.CodeUnavailable, "/broken": apitypes.CodeInternal, "/down": apitypes.CodeUnavailable, "/temporal-down": apitypes.CodeUnavailable} {
 		rec := httptest.NewRecorder()
 		r.ServeHTTP(rec, httptest.NewRequest("GET", target, nil))
 		var p Problem
@@ -419,7 +419,7 @@ func TestHealthAndReadiness(t *testing.T) {
 	}
 	f.ready.set(errors.New("connection refused"))
 	r := f.do(t, "GET", "/readyz", "", nil)
-	r.wantProblem(t, 503, CodeUnavailable)
+	r.wantProblem(t, 503, apitypes.CodeUnavailable)
 	if !strings.Contains(r.problem.Detail, "database") {
 		t.Fatalf("readyz should name the failing dependency: %s", r.body)
 	}

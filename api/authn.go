@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/service"
@@ -23,22 +24,22 @@ func authenticate(a *auth.Authenticator, log *slog.Logger) gin.HandlerFunc {
 		case header != "":
 			token := bearerToken(header)
 			if token == "" {
-				fail(c, CodeUnauthenticated, "The Authorization header must be 'Bearer <key>'.")
+				fail(c, apitypes.CodeUnauthenticated, "The Authorization header must be 'Bearer <key>'.")
 				return
 			}
 			p, err = a.Authenticate(c.Request.Context(), token)
 		case session != "":
 			p, err = a.AuthenticateSession(c.Request.Context(), session)
 			if err == nil && !isSafeMethod(c.Request.Method) && !auth.CSRFTokenMatches(session, c.GetHeader(auth.CSRFHeader)) {
-				fail(c, CodePermissionDenied, "A write made with a session needs the session's CSRF token in the "+auth.CSRFHeader+" header.")
+				fail(c, apitypes.CodePermissionDenied, "A write made with a session needs the session's CSRF token in the "+auth.CSRFHeader+" header.")
 				return
 			}
 		default:
-			fail(c, CodeUnauthenticated, "Send an API key as 'Authorization: Bearer <key>', or sign in at POST /api/v1/sessions.")
+			fail(c, apitypes.CodeUnauthenticated, "Send an API key as 'Authorization: Bearer <key>', or sign in at POST /api/v1/sessions.")
 			return
 		}
 		if errors.Is(err, auth.ErrUnauthenticated) {
-			fail(c, CodeUnauthenticated, "The token or session is unknown, revoked or expired.")
+			fail(c, apitypes.CodeUnauthenticated, "The token or session is unknown, revoked or expired.")
 			return
 		}
 		if err != nil {
@@ -65,11 +66,11 @@ func require(app, action string) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		p := principalOf(c)
 		if p.Kind == auth.KindPublishable {
-			fail(c, CodePermissionDenied, "Publishable (pk_) keys only open WebSocket connections; use an sk_ or tk_ key for the REST API.")
+			fail(c, apitypes.CodePermissionDenied, "Publishable (pk_) keys only open WebSocket connections; use an sk_ or tk_ key for the REST API.")
 			return
 		}
 		if !p.Can(app, action) {
-			fail(c, CodePermissionDenied, "This credential does not have the '"+action+"' action on the '"+app+"' app.")
+			fail(c, apitypes.CodePermissionDenied, "This credential does not have the '"+action+"' action on the '"+app+"' app.")
 			return
 		}
 		c.Set(principalContextKey, p.InApp(app))
@@ -92,7 +93,7 @@ func requireOwn(action string) gin.HandlerFunc {
 			validationFailed(c, []orders.FieldError{{Field: "app", Message: "is required when signed in as a person, e.g. ?app=pay"}})
 			return
 		case p.Kind != auth.KindUser && named && app != p.App:
-			fail(c, CodePermissionDenied, "This credential belongs to the '"+p.App+"' app, not '"+app+"'.")
+			fail(c, apitypes.CodePermissionDenied, "This credential belongs to the '"+p.App+"' app, not '"+app+"'.")
 			return
 		case p.Kind != auth.KindUser:
 			app = p.App
@@ -118,7 +119,7 @@ func requireOwner(log *slog.Logger) gin.HandlerFunc {
 func requireReach(r service.Records) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if len(service.Reach(principalOf(c), r)) == 0 {
-			fail(c, CodePermissionDenied, "This credential may not read this.")
+			fail(c, apitypes.CodePermissionDenied, "This credential may not read this.")
 			return
 		}
 		c.Next()

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"slices"
 	"testing"
+
+	"github.com/opentreasury/treasury/apitypes"
 )
 
 // The developer lists are read whole and paged in memory; they must page like every list:
@@ -64,8 +66,8 @@ func TestDeveloperListsPage(t *testing.T) {
 			if !slices.Equal(paged, whole) {
 				t.Fatalf("pages %v, whole list %v", paged, whole)
 			}
-			f.do(t, "GET", path+"?limit=0", dev, nil).wantProblem(t, 422, CodeValidationFailed)
-			f.do(t, "GET", path+"?sort=id", dev, nil).wantProblem(t, 422, CodeValidationFailed)
+			f.do(t, "GET", path+"?limit=0", dev, nil).wantProblem(t, 422, apitypes.CodeValidationFailed)
+			f.do(t, "GET", path+"?sort=id", dev, nil).wantProblem(t, 422, apitypes.CodeValidationFailed)
 		})
 	}
 }
@@ -98,8 +100,8 @@ func TestDeveloperRecordsReadAlone(t *testing.T) {
 		if rec.secret == "" || bytes.Contains(got.body, []byte(rec.secret)) {
 			t.Fatalf("GET %s%s shows the secret", rec.path, rec.id)
 		}
-		f.do(t, "GET", rec.path+rec.id, f.creds.Keys["pay"].SK, nil).wantProblem(t, 404, CodeNotFound)
-		f.do(t, "GET", rec.path+"nothing_here", dev, nil).wantProblem(t, 404, CodeNotFound)
+		f.do(t, "GET", rec.path+rec.id, f.creds.Keys["pay"].SK, nil).wantProblem(t, 404, apitypes.CodeNotFound)
+		f.do(t, "GET", rec.path+"nothing_here", dev, nil).wantProblem(t, 404, apitypes.CodeNotFound)
 	}
 }
 
@@ -126,8 +128,8 @@ func TestDeveloperSurfaceAtTheRoot(t *testing.T) {
 	if root.status != 200 || alias.status != 200 || !bytes.Equal(root.body, alias.body) {
 		t.Fatalf("root %d %s, alias %d %s", root.status, root.body, alias.status, alias.body)
 	}
-	f.do(t, "GET", "/developer/websockets", "", nil).wantProblem(t, 401, CodeUnauthenticated)
-	f.do(t, "GET", "/developer/websockets", f.creds.Keys["pay"].Read, nil).wantProblem(t, 403, CodePermissionDenied)
-	f.do(t, "GET", "/developer/websockets/wsc_nothing", dev, nil).wantProblem(t, 404, CodeNotFound)
-	f.do(t, "GET", "/developer/nothing-here", dev, nil).wantProblem(t, 404, CodeNotFound)
+	f.do(t, "GET", "/developer/websockets", "", nil).wantProblem(t, 401, apitypes.CodeUnauthenticated)
+	f.do(t, "GET", "/developer/websockets", f.creds.Keys["pay"].Read, nil).wantProblem(t, 403, apitypes.CodePermissionDenied)
+	f.do(t, "GET", "/developer/websockets/wsc_nothing", dev, nil).wantProblem(t, 404, apitypes.CodeNotFound)
+	f.do(t, "GET", "/developer/nothing-here", dev, nil).wantProblem(t, 404, apitypes.CodeNotFound)
 }

@@ -43,8 +43,8 @@ func TestEventsAndAuditLogsAreScoped(t *testing.T) {
 	}
 	// The treasury dashboard reads portfolio, positions and audit records, not the other
 	// apps' events.
-	f.do(t, "GET", "/api/v1/events", f.creds.Keys["treasury"].Read, nil).wantProblem(t, 403, CodePermissionDenied)
-	f.do(t, "GET", "/api/v1/events", f.creds.Keys["treasury"].SK, nil).wantProblem(t, 403, CodePermissionDenied)
+	f.do(t, "GET", "/api/v1/events", f.creds.Keys["treasury"].Read, nil).wantProblem(t, 403, apitypes.CodePermissionDenied)
+	f.do(t, "GET", "/api/v1/events", f.creds.Keys["treasury"].SK, nil).wantProblem(t, 403, apitypes.CodePermissionDenied)
 	if got, _ := events(f.creds.Keys["pay"].SK, "?orderId="+payID); len(got) != 1 || got[0] != payID {
 		t.Fatalf("orderId filter: %v", got)
 	}
@@ -59,12 +59,12 @@ func TestEventsAndAuditLogsAreScoped(t *testing.T) {
 			t.Fatalf("?%s=nextCursor: %v, then %v", param, rest, end)
 		}
 	}
-	f.do(t, "GET", "/api/v1/events?cursor="+*next+"&after="+payID, f.creds.Keys["pay"].SK, nil).wantProblem(t, 422, CodeValidationFailed)
+	f.do(t, "GET", "/api/v1/events?cursor="+*next+"&after="+payID, f.creds.Keys["pay"].SK, nil).wantProblem(t, 422, apitypes.CodeValidationFailed)
 	if got, _ := events(f.creds.OtherOrg.Keys["pay"]["sk"], ""); len(got) != 0 {
 		t.Fatalf("another organisation sees our events: %v", got)
 	}
-	f.do(t, "GET", "/api/v1/events", f.creds.Keys["pay"].Approve, nil).wantProblem(t, 403, CodePermissionDenied)
-	f.do(t, "GET", "/api/v1/events", f.creds.Keys["pay"].PK, nil).wantProblem(t, 403, CodePermissionDenied)
+	f.do(t, "GET", "/api/v1/events", f.creds.Keys["pay"].Approve, nil).wantProblem(t, 403, apitypes.CodePermissionDenied)
+	f.do(t, "GET", "/api/v1/events", f.creds.Keys["pay"].PK, nil).wantProblem(t, 403, apitypes.CodePermissionDenied)
 
 	audit := func(token string) []apitypes.AuditLog {
 		t.Helper()

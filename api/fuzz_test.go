@@ -23,6 +23,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/shopspring/decimal"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/orders"
@@ -316,7 +317,7 @@ func checkBodyAnswer(t *testing.T, db string, route bodyRoute, body []byte, res 
 		if want, ok := codeStatus[p.Code]; !ok || want != res.Code || p.Status != res.Code {
 			fatal("problem code %q does not go with the status", p.Code)
 		}
-		if p.Code == CodeValidationFailed {
+		if p.Code == apitypes.CodeValidationFailed {
 			if len(p.Errors) == 0 {
 				fatal("validation_failed names no field")
 			}
@@ -548,7 +549,7 @@ func FuzzIdempotencyKey(f *testing.F) {
 			return
 		case !validKey(key):
 			code, fields := problem(first)
-			if first.Code != http.StatusUnprocessableEntity || code != CodeValidationFailed || !slices.Equal(fields, []string{idempotencyHeader}) || ran {
+			if first.Code != http.StatusUnprocessableEntity || code != apitypes.CodeValidationFailed || !slices.Equal(fields, []string{idempotencyHeader}) || ran {
 				t.Fatalf("key %q: %d %s, ran %v; want 422 naming %s", key, first.Code, first.Body, ran, idempotencyHeader)
 			}
 			return
@@ -565,8 +566,8 @@ func FuzzIdempotencyKey(f *testing.F) {
 		reused := func(what, method, path, credential string, body []byte) {
 			t.Helper()
 			res, ran := send(method, path, credential, org, body)
-			if code, _ := problem(res); res.Code != http.StatusUnprocessableEntity || code != CodeIdempotencyKeyReused || ran {
-				t.Fatalf("key %q with %s: %d %s, ran %v; want 422 %s", key, what, res.Code, res.Body, ran, CodeIdempotencyKeyReused)
+			if code, _ := problem(res); res.Code != http.StatusUnprocessableEntity || code != apitypes.CodeIdempotencyKeyReused || ran {
+				t.Fatalf("key %q with %s: %d %s, ran %v; want 422 %s", key, what, res.Code, res.Body, ran, apitypes.CodeIdempotencyKeyReused)
 			}
 		}
 		if !bytes.Equal(other, body) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/metrics"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
@@ -30,7 +31,7 @@ const (
 // credentials, invalid input, not found, overload, a failure on our side) releases the key,
 // so a corrected or later retry runs anew.
 var keptProblemCodes = map[string]bool{
-	CodeConflict: true, CodePolicyViolation: true, CodeInvalidSignature: true, CodeMakerChecker: true,
+	apitypes.CodeConflict: true, apitypes.CodePolicyViolation: true, apitypes.CodeInvalidSignature: true, apitypes.CodeMakerChecker: true,
 }
 
 // replayedHeaders are the response headers stored with a kept response.
@@ -70,10 +71,10 @@ func (m *idempotency) handle(c *gin.Context) {
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			fail(c, CodePayloadTooLarge, "The request body is larger than 1 MiB.")
+			fail(c, apitypes.CodePayloadTooLarge, "The request body is larger than 1 MiB.")
 			return
 		}
-		fail(c, CodeValidationFailed, "The request body could not be read.")
+		fail(c, apitypes.CodeValidationFailed, "The request body could not be read.")
 		return
 	}
 	c.Request.Body = io.NopCloser(bytes.NewReader(body))
@@ -159,9 +160,9 @@ func (m *idempotency) recordLater(record func(ctx context.Context) error, correl
 func (m *idempotency) answerFromRecord(c *gin.Context, held, req *store.IdempotencyRecord) {
 	switch {
 	case held.Method != req.Method || held.Path != req.Path || held.Fingerprint != req.Fingerprint:
-		fail(c, CodeIdempotencyKeyReused, "This Idempotency-Key was used with a different request; use a new key for a new request.")
+		fail(c, apitypes.CodeIdempotencyKeyReused, "This Idempotency-Key was used with a different request; use a new key for a new request.")
 	case held.State != store.IdempotencyDone:
-		fail(c, CodeIdempotencyKeyInUse, "A request with this Idempotency-Key is still being processed; retry shortly.")
+		fail(c, apitypes.CodeIdempotencyKeyInUse, "A request with this Idempotency-Key is still being processed; retry shortly.")
 	default:
 		var headers map[string]string
 		_ = json.Unmarshal([]byte(held.ResponseHeaders), &headers)

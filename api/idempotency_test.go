@@ -13,6 +13,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/store/storetest"
 )
@@ -109,7 +110,7 @@ func TestIdempotencyReplaysTheFirstResponse(t *testing.T) {
 	req.Header.Set("X-Test-Key", "key_other_credential")
 	other := httptest.NewRecorder()
 	s.h.ServeHTTP(other, req)
-	if other.Code != 422 || !strings.Contains(other.Body.String(), CodeIdempotencyKeyReused) {
+	if other.Code != 422 || !strings.Contains(other.Body.String(), apitypes.CodeIdempotencyKeyReused) {
 		t.Fatalf("another credential of the organisation must not get the stored answer: %d %s", other.Code, other.Body)
 	}
 	if r := s.send("POST", "", `{"amount":"1"}`); r.Code != 201 || s.runs.Load() != 3 {
@@ -124,7 +125,7 @@ func TestIdempotencyRejectsReuseAndBadKeys(t *testing.T) {
 	s := newIdemServer(t)
 	s.send("POST", "k-2", `{"amount":"1"}`)
 	r := s.send("POST", "k-2", `{"amount":"2"}`)
-	if r.Code != 422 || !strings.Contains(r.Body.String(), CodeIdempotencyKeyReused) {
+	if r.Code != 422 || !strings.Contains(r.Body.String(), apitypes.CodeIdempotencyKeyReused) {
 		t.Fatalf("reuse with another body: %d %s", r.Code, r.Body)
 	}
 	for _, bad := range []string{strings.Repeat("k", 256), "tab\tkey", "ключ"} {
@@ -145,12 +146,12 @@ func TestIdempotencyKeepsOnlyOutcomesARetryWouldMeetAgain(t *testing.T) {
 		code     string
 		keptRuns int64 // runs after two identical requests
 	}{
-		{"server error is released", 500, CodeInternal, 2},
-		{"unavailable is released", 503, CodeUnavailable, 2},
-		{"validation error is released", 422, CodeValidationFailed, 2},
-		{"not found is released", 404, CodeNotFound, 2},
-		{"conflict is kept", 409, CodeConflict, 1},
-		{"policy violation is kept", 422, CodePolicyViolation, 1},
+		{"server error is released", 500, apitypes.CodeInternal, 2},
+		{"unavailable is released", 503, apitypes.CodeUnavailable, 2},
+		{"validation error is released", 422, apitypes.CodeValidationFailed, 2},
+		{"not found is released", 404, apitypes.CodeNotFound, 2},
+		{"conflict is kept", 409, apitypes.CodeConflict, 1},
+		{"policy violation is kept", 422, apitypes.CodePolicyViolation, 1},
 		{"success is kept", 202, "", 1},
 	}
 	for _, tc := range cases {
@@ -166,7 +167,7 @@ func TestIdempotencyKeepsOnlyOutcomesARetryWouldMeetAgain(t *testing.T) {
 	}
 	t.Run("a released key accepts a corrected request", func(t *testing.T) {
 		s := newIdemServer(t)
-		s.set(422, CodeValidationFailed)
+		s.set(422, apitypes.CodeValidationFailed)
 		s.send("POST", "k", `{"amount":"-1"}`)
 		s.set(201, "")
 		if r := s.send("POST", "k", `{"amount":"1"}`); r.Code != 201 {

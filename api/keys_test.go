@@ -43,8 +43,8 @@ func TestAPIKeyLifecycle(t *testing.T) {
 	if r := f.do(t, "GET", "/api/v1/trade-orders", created.Secret, nil); r.status != 200 {
 		t.Fatalf("using the new key: %d", r.status)
 	}
-	f.post(t, "/api/v1/trade-orders", created.Secret, `{}`).wantProblem(t, 403, CodePermissionDenied)
-	f.do(t, "GET", "/developer/api-keys", created.Secret, nil).wantProblem(t, 403, CodePermissionDenied)
+	f.post(t, "/api/v1/trade-orders", created.Secret, `{}`).wantProblem(t, 403, apitypes.CodePermissionDenied)
+	f.do(t, "GET", "/developer/api-keys", created.Secret, nil).wantProblem(t, 403, apitypes.CodePermissionDenied)
 
 	// The secret is shown once: the list has the hint only.
 	list := f.do(t, "GET", "/developer/api-keys", dev, nil)
@@ -55,20 +55,20 @@ func TestAPIKeyLifecycle(t *testing.T) {
 	if other := f.do(t, "GET", "/developer/api-keys", f.creds.Keys["pay"].SK, nil); strings.Contains(string(other.body), created.ID) {
 		t.Fatal("another app lists this key")
 	}
-	f.do(t, "DELETE", "/developer/api-keys/"+created.ID, f.creds.Keys["pay"].SK, nil).wantProblem(t, 404, CodeNotFound)
-	f.do(t, "DELETE", "/developer/api-keys/"+created.ID, f.creds.OtherOrg.Keys["pay"]["sk"], nil).wantProblem(t, 404, CodeNotFound)
+	f.do(t, "DELETE", "/developer/api-keys/"+created.ID, f.creds.Keys["pay"].SK, nil).wantProblem(t, 404, apitypes.CodeNotFound)
+	f.do(t, "DELETE", "/developer/api-keys/"+created.ID, f.creds.OtherOrg.Keys["pay"]["sk"], nil).wantProblem(t, 404, apitypes.CodeNotFound)
 
 	// Revoked: refused at once.
 	if r := f.do(t, "DELETE", "/developer/api-keys/"+created.ID, dev, nil); r.status != 200 || !strings.Contains(string(r.body), `"revokedAt":"`) {
 		t.Fatalf("revoke %d %s", r.status, r.body)
 	}
-	f.do(t, "GET", "/api/v1/trade-orders", created.Secret, nil).wantProblem(t, 401, CodeUnauthenticated)
+	f.do(t, "GET", "/api/v1/trade-orders", created.Secret, nil).wantProblem(t, 401, apitypes.CodeUnauthenticated)
 	if r := f.do(t, "DELETE", "/developer/api-keys/"+created.ID, dev, nil); r.status != 200 {
 		t.Fatalf("revoking twice is fine: %d", r.status)
 	}
 
 	for _, bad := range []string{`{"kind":"xk"}`, `{"kind":"tk"}`, `{"kind":"tk","actions":["fly"]}`, `{"kind":"sk","actions":["read"]}`, `{"kind":"pk","Label":"x"}`} {
-		f.post(t, "/developer/api-keys", dev, bad).wantProblem(t, 422, CodeValidationFailed)
+		f.post(t, "/developer/api-keys", dev, bad).wantProblem(t, 422, apitypes.CodeValidationFailed)
 	}
 	if r := f.post(t, "/developer/api-keys", dev, `{"kind":"pk"}`); r.status != 201 {
 		t.Fatalf("pk %d %s", r.status, r.body)
@@ -110,7 +110,7 @@ func TestResourceRestrictedKeyReadsOnlyItsWallets(t *testing.T) {
 			t.Errorf("%s with the sk: %s", path, r.body)
 		}
 	}
-	f.do(t, "GET", "/api/v1/payments/"+other, key.Secret, nil).wantProblem(t, 404, CodeNotFound)
+	f.do(t, "GET", "/api/v1/payments/"+other, key.Secret, nil).wantProblem(t, 404, apitypes.CodeNotFound)
 	if r := f.do(t, "GET", "/api/v1/events?orderId="+other, key.Secret, nil); strings.Contains(string(r.body), other) {
 		t.Errorf("events of another wallet's order: %s", r.body)
 	}
@@ -132,9 +132,9 @@ func TestResourceRestrictedKeyHandsOutOnlyItsWallets(t *testing.T) {
 		`{"kind":"sk"}`,
 		`{"kind":"pk"}`,
 	} {
-		f.post(t, "/developer/api-keys", restricted.Secret, body).wantProblem(t, 403, CodePermissionDenied)
+		f.post(t, "/developer/api-keys", restricted.Secret, body).wantProblem(t, 403, apitypes.CodePermissionDenied)
 	}
-	f.post(t, "/developer/oauth-clients", restricted.Secret, `{"scopes":"pay:read"}`).wantProblem(t, 403, CodePermissionDenied)
+	f.post(t, "/developer/oauth-clients", restricted.Secret, `{"scopes":"pay:read"}`).wantProblem(t, 403, apitypes.CodePermissionDenied)
 
 	if narrower := f.newKey(t, restricted.Secret, `{"kind":"tk","actions":["read"],"resourceIds":["`+mine+`","`+mine+`"]}`); !slices.Equal(narrower.ResourceIDs, []string{mine}) {
 		t.Fatalf("a tk key on its own wallet: %+v", narrower)
@@ -151,7 +151,7 @@ func TestKeyResourceIDsAreWalletsOfTheOrganisation(t *testing.T) {
 	for _, id := range []string{"wal_nothing_here", ws[0].ID, ""} {
 		r := f.post(t, "/developer/api-keys", f.creds.Keys["pay"].SK,
 			`{"kind":"tk","actions":["read"],"resourceIds":["`+f.creds.Wallets[0].ID+`","`+id+`"]}`)
-		r.wantProblem(t, 422, CodeValidationFailed)
+		r.wantProblem(t, 422, apitypes.CodeValidationFailed)
 		if len(r.problem.Errors) != 1 || r.problem.Errors[0].Field != "resourceIds" || !strings.Contains(r.problem.Errors[0].Message, id+" is not a wallet") {
 			t.Fatalf("%q: %s", id, r.body)
 		}

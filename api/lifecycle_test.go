@@ -15,6 +15,7 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/policy"
@@ -91,7 +92,7 @@ func TestSubmitAnswers(t *testing.T) {
 	f, fw, id := newLifecycleFixture(t)
 	fw.decision = workflows.PolicyDecision{Violations: []policy.Violation{{Rule: "maxOrderUsd", Message: "too much"}}}
 	r := f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}")
-	r.wantProblem(t, 422, CodePolicyViolation)
+	r.wantProblem(t, 422, apitypes.CodePolicyViolation)
 	if len(r.problem.Violations) != 1 || r.problem.Violations[0].Rule != "maxOrderUsd" {
 		t.Fatalf("violations %s", r.body)
 	}
@@ -99,15 +100,15 @@ func TestSubmitAnswers(t *testing.T) {
 	if r := f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}"); r.status != 202 {
 		t.Fatalf("allowed submit %d %s", r.status, r.body)
 	}
-	f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].Approve, "{}").wantProblem(t, 403, CodePermissionDenied)
-	f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.OtherOrg.Keys["pay"]["sk"], "{}").wantProblem(t, 404, CodeNotFound)
-	f.post(t, "/api/v1/trade-orders/"+id+"/submit", f.creds.Keys["trade"].SK, "{}").wantProblem(t, 404, CodeNotFound)
+	f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].Approve, "{}").wantProblem(t, 403, apitypes.CodePermissionDenied)
+	f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.OtherOrg.Keys["pay"]["sk"], "{}").wantProblem(t, 404, apitypes.CodeNotFound)
+	f.post(t, "/api/v1/trade-orders/"+id+"/submit", f.creds.Keys["trade"].SK, "{}").wantProblem(t, 404, apitypes.CodeNotFound)
 
 	// Without Temporal the API says so, retry-safe.
 	f.handler = NewRouter(Config{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Service: &service.Service{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}})
 	other := decodeOrder(t, f.post(t, "/api/v1/payments", f.creds.Keys["pay"].SK,
 		`{"walletId":"`+f.creds.Wallets[0].ID+`","asset":"USDC","amount":"1","destination":{"address":"0x1111111111111111111111111111111111111111"}}`))["id"].(string)
-	f.post(t, "/api/v1/payments/"+other+"/submit", f.creds.Keys["pay"].SK, "{}").wantProblem(t, 503, CodeUnavailable)
+	f.post(t, "/api/v1/payments/"+other+"/submit", f.creds.Keys["pay"].SK, "{}").wantProblem(t, 503, apitypes.CodeUnavailable)
 }
 
 // A submit that reached its workflow but whose answer was lost (Temporal went away, the
@@ -124,13 +125,13 @@ func TestARetriedSubmitGetsItsFirstOutcome(t *testing.T) {
 		return serviceerror.NewUnavailable("frontend gone")
 	}
 	key := []string{"Idempotency-Key", "submit-once"}
-	f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}", key...).wantProblem(t, 503, CodeUnavailable)
+	f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}", key...).wantProblem(t, 503, apitypes.CodeUnavailable)
 	r := f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}", key...)
 	if r.status != 202 || decodeOrder(t, r)["status"] != "submitted" {
 		t.Fatalf("the retried submission: %d %s", r.status, r.body)
 	}
-	f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}", "Idempotency-Key", "another").wantProblem(t, 409, CodeConflict)
-	f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}").wantProblem(t, 409, CodeConflict)
+	f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}", "Idempotency-Key", "another").wantProblem(t, 409, apitypes.CodeConflict)
+	f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}").wantProblem(t, 409, apitypes.CodeConflict)
 }
 
 func TestApprovalDecisionsAreGuarded(t *testing.T) {
@@ -144,13 +145,13 @@ func TestApprovalDecisionsAreGuarded(t *testing.T) {
 	}
 	decide := "/api/v1/approvals/payment/apr_test/decide"
 	approve := `{"decision":"APPROVE"}`
-	f.post(t, decide, f.creds.Keys["pay"].SK, approve).wantProblem(t, 403, CodeMakerChecker)
-	f.post(t, decide, f.creds.Keys["pay"].Read, approve).wantProblem(t, 403, CodePermissionDenied)
-	f.post(t, decide, f.creds.Keys["trade"].Approve, approve).wantProblem(t, 403, CodePermissionDenied)
-	f.post(t, decide, f.creds.OtherOrg.Keys["pay"]["sk"], approve).wantProblem(t, 404, CodeNotFound)
-	f.post(t, "/api/v1/approvals/trade/apr_test/decide", f.creds.Keys["trade"].SK, approve).wantProblem(t, 404, CodeNotFound)
-	f.post(t, decide, f.creds.Keys["pay"].Approve, `{"decision":"MAYBE"}`).wantProblem(t, 422, CodeValidationFailed)
-	f.post(t, decide, f.creds.Keys["pay"].Approve, `{"decision":"APPROVE","Comment":"x"}`).wantProblem(t, 422, CodeValidationFailed)
+	f.post(t, decide, f.creds.Keys["pay"].SK, approve).wantProblem(t, 403, apitypes.CodeMakerChecker)
+	f.post(t, decide, f.creds.Keys["pay"].Read, approve).wantProblem(t, 403, apitypes.CodePermissionDenied)
+	f.post(t, decide, f.creds.Keys["trade"].Approve, approve).wantProblem(t, 403, apitypes.CodePermissionDenied)
+	f.post(t, decide, f.creds.OtherOrg.Keys["pay"]["sk"], approve).wantProblem(t, 404, apitypes.CodeNotFound)
+	f.post(t, "/api/v1/approvals/trade/apr_test/decide", f.creds.Keys["trade"].SK, approve).wantProblem(t, 404, apitypes.CodeNotFound)
+	f.post(t, decide, f.creds.Keys["pay"].Approve, `{"decision":"MAYBE"}`).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	f.post(t, decide, f.creds.Keys["pay"].Approve, `{"decision":"APPROVE","Comment":"x"}`).wantProblem(t, 422, apitypes.CodeValidationFailed)
 	if r := f.post(t, decide, f.creds.Keys["pay"].Approve, `{"decision":"APPROVE","comment":"fine"}`); r.status != 202 ||
 		!strings.Contains(string(r.body), `"status":"pending"`) {
 		t.Fatalf("approve %d %s", r.status, r.body)
@@ -159,7 +160,7 @@ func TestApprovalDecisionsAreGuarded(t *testing.T) {
 	if r := f.post(t, decide, f.creds.Keys["pay"].Approve, approve); r.status != 202 {
 		t.Fatalf("retried decision %d %s", r.status, r.body)
 	}
-	f.post(t, decide, f.creds.Keys["pay"].Approve, `{"decision":"REJECT"}`).wantProblem(t, 409, CodeConflict)
+	f.post(t, decide, f.creds.Keys["pay"].Approve, `{"decision":"REJECT"}`).wantProblem(t, 409, apitypes.CodeConflict)
 	if r := f.post(t, decide, f.creds.SecondApprover["pay"], `{"decision":"REJECT"}`); r.status != 202 ||
 		!strings.Contains(string(r.body), `"status":"rejected"`) {
 		t.Fatalf("second approver %d %s", r.status, r.body)
@@ -170,7 +171,7 @@ func TestApprovalDecisionsAreGuarded(t *testing.T) {
 		Actions: "approve", SecretHash: hashOf(third), SecretHint: "tk_", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	f.post(t, decide, third, approve).wantProblem(t, 409, CodeConflict)
+	f.post(t, decide, third, approve).wantProblem(t, 409, apitypes.CodeConflict)
 	if len(fw.approvals) != 3 || fw.approvals[0].Outcome != "pending" || fw.approvals[1].Outcome != "pending" ||
 		fw.approvals[2].Outcome != "rejected" || fw.approvals[2].Decision != "REJECT" {
 		t.Fatalf("signals %+v", fw.approvals)
@@ -197,14 +198,14 @@ func TestApprovalDecisionsAreGuarded(t *testing.T) {
 	if all := f.do(t, "GET", "/api/v1/approvals?status=all", f.creds.Keys["pay"].Approve, nil); !strings.Contains(string(all.body), `"apr_test"`) {
 		t.Fatalf("status=all misses the rejected item: %s", all.body)
 	}
-	f.do(t, "GET", "/api/v1/approvals?status=decided", f.creds.Keys["pay"].Approve, nil).wantProblem(t, 422, CodeValidationFailed)
+	f.do(t, "GET", "/api/v1/approvals?status=decided", f.creds.Keys["pay"].Approve, nil).wantProblem(t, 422, apitypes.CodeValidationFailed)
 	if other := f.do(t, "GET", "/api/v1/approvals?status=all", f.creds.OtherOrg.Keys["pay"]["sk"], nil); strings.Contains(string(other.body), "apr_test") {
 		t.Fatal("another organisation lists our approvals")
 	}
 	if other := f.do(t, "GET", "/api/v1/approvals?status=all", f.creds.Keys["trade"].SK, nil); strings.Contains(string(other.body), "apr_test") {
 		t.Fatal("another app lists our approvals")
 	}
-	f.post(t, decide, f.creds.Keys["treasury"].SK, approve).wantProblem(t, 403, CodePermissionDenied)
+	f.post(t, decide, f.creds.Keys["treasury"].SK, approve).wantProblem(t, 403, apitypes.CodePermissionDenied)
 }
 
 func TestSignaturesAreVerified(t *testing.T) {
@@ -230,11 +231,11 @@ func TestSignaturesAreVerified(t *testing.T) {
 	bad := base64.StdEncoding.EncodeToString(ed25519.Sign(other, d))
 	url := "/api/v1/signing-requests/sig_test/signature"
 	body := func(sig string) string { return fmt.Sprintf(`{"signature":%q}`, sig) }
-	f.post(t, url, f.creds.Keys["pay"].Sign, body(bad)).wantProblem(t, 422, CodeInvalidSignature)
-	f.post(t, url, f.creds.Keys["pay"].Sign, body("not base64")).wantProblem(t, 422, CodeInvalidSignature)
-	f.post(t, url, f.creds.Keys["pay"].Read, body(good)).wantProblem(t, 403, CodePermissionDenied)
-	f.post(t, url, f.creds.Keys["trade"].Sign, body(good)).wantProblem(t, 404, CodeNotFound)
-	f.post(t, url, f.creds.OtherOrg.Keys["pay"]["sk"], body(good)).wantProblem(t, 404, CodeNotFound)
+	f.post(t, url, f.creds.Keys["pay"].Sign, body(bad)).wantProblem(t, 422, apitypes.CodeInvalidSignature)
+	f.post(t, url, f.creds.Keys["pay"].Sign, body("not base64")).wantProblem(t, 422, apitypes.CodeInvalidSignature)
+	f.post(t, url, f.creds.Keys["pay"].Read, body(good)).wantProblem(t, 403, apitypes.CodePermissionDenied)
+	f.post(t, url, f.creds.Keys["trade"].Sign, body(good)).wantProblem(t, 404, apitypes.CodeNotFound)
+	f.post(t, url, f.creds.OtherOrg.Keys["pay"]["sk"], body(good)).wantProblem(t, 404, apitypes.CodeNotFound)
 	if len(fw.signatures) != 0 {
 		t.Fatal("a refused signature reached the workflow")
 	}
@@ -250,5 +251,5 @@ func TestSignaturesAreVerified(t *testing.T) {
 	if err := f.store.SetSigningRequestStatus(ctx, "sig_test", "expired", nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	f.post(t, url, f.creds.Keys["pay"].Sign, body(good)).wantProblem(t, 409, CodeConflict)
+	f.post(t, url, f.creds.Keys["pay"].Sign, body(good)).wantProblem(t, 409, apitypes.CodeConflict)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
@@ -60,7 +61,7 @@ func withRecovery(log *slog.Logger) gin.HandlerFunc {
 				c.Abort()
 				return
 			}
-			fail(c, CodeInternal, "The request could not be completed. Quote the correlation id when reporting it.")
+			fail(c, apitypes.CodeInternal, "The request could not be completed. Quote the correlation id when reporting it.")
 		}()
 		c.Next()
 	}
@@ -72,7 +73,7 @@ func withRecovery(log *slog.Logger) gin.HandlerFunc {
 func withPrintableTarget() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if !cleanText(c.Request.URL.Path) {
-			fail(c, CodeNotFound, "There is nothing at this path.")
+			fail(c, apitypes.CodeNotFound, "There is nothing at this path.")
 			return
 		}
 		for key, values := range c.Request.URL.Query() {
@@ -94,7 +95,7 @@ func cleanText(s string) bool { return utf8.ValidString(s) && !strings.ContainsR
 func withBodyLimit(limit int64) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if c.Request.ContentLength > limit {
-			fail(c, CodePayloadTooLarge, "The request body is larger than 1 MiB.")
+			fail(c, apitypes.CodePayloadTooLarge, "The request body is larger than 1 MiB.")
 			return
 		}
 		if c.Request.Body != nil {
@@ -186,10 +187,10 @@ func requestFailed(c *gin.Context, log *slog.Logger, err error) {
 	if unavailable(err) {
 		log.Warn("dependency unavailable", "correlationId", correlationID(c), "method", c.Request.Method,
 			"path", c.Request.URL.Path, "error", err.Error())
-		fail(c, CodeUnavailable, "A dependency did not answer in time; the request is safe to retry.")
+		fail(c, apitypes.CodeUnavailable, "A dependency did not answer in time; the request is safe to retry.")
 		return
 	}
 	log.Error("request failed", "correlationId", correlationID(c), "method", c.Request.Method,
 		"path", c.Request.URL.Path, "error", err.Error())
-	fail(c, CodeInternal, "The request could not be completed. Quote the correlation id when reporting it.")
+	fail(c, apitypes.CodeInternal, "The request could not be completed. Quote the correlation id when reporting it.")
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/store"
 )
 
@@ -44,7 +45,7 @@ func TestOAuthClientCredentials(t *testing.T) {
 	if r := f.post(t, "/api/v1/trade-orders", full, order); r.status != 201 {
 		t.Fatalf("the token writes: %d %s", r.status, r.body)
 	}
-	f.do(t, "GET", "/api/v1/payments", full, nil).wantProblem(t, 403, CodePermissionDenied)
+	f.do(t, "GET", "/api/v1/payments", full, nil).wantProblem(t, 403, apitypes.CodePermissionDenied)
 	f.do(t, "GET", "/api/v1/approvals", full, nil) // read on trade: allowed to list
 
 	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {client.ClientID}, "client_secret": {client.ClientSecret}, "scope": {"trade:read"}}
@@ -53,7 +54,7 @@ func TestOAuthClientCredentials(t *testing.T) {
 		t.Fatalf("form auth with a narrower scope: %d %v", status, body)
 	}
 	readOnly := body["access_token"].(string)
-	f.post(t, "/api/v1/trade-orders", readOnly, order).wantProblem(t, 403, CodePermissionDenied)
+	f.post(t, "/api/v1/trade-orders", readOnly, order).wantProblem(t, 403, apitypes.CodePermissionDenied)
 
 	cases := []struct {
 		name        string
@@ -91,11 +92,11 @@ func TestOAuthClientCredentials(t *testing.T) {
 		ExpiresAt: time.Now().Add(-time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	f.do(t, "GET", "/api/v1/trade-orders", expired, nil).wantProblem(t, 401, CodeUnauthenticated)
+	f.do(t, "GET", "/api/v1/trade-orders", expired, nil).wantProblem(t, 401, apitypes.CodeUnauthenticated)
 	if err := f.store.RevokeOAuthClient(context.Background(), f.creds.OrgID, client.ClientID, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	f.do(t, "GET", "/api/v1/trade-orders", full, nil).wantProblem(t, 401, CodeUnauthenticated)
+	f.do(t, "GET", "/api/v1/trade-orders", full, nil).wantProblem(t, 401, apitypes.CodeUnauthenticated)
 	if status, body, _ := f.token(t, grant, client.ClientID, client.ClientSecret); status != 401 || body["error"] != "invalid_client" {
 		t.Fatalf("a revoked client gets no token: %d %v", status, body)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/store"
 )
 
@@ -107,15 +108,15 @@ func TestCreateOrderRefusals(t *testing.T) {
 		status                    int
 		code, field               string
 	}{
-		{"read key cannot create", "/api/v1/payments", f.creds.Keys["pay"].Read, pay, 403, CodePermissionDenied, ""},
-		{"approver cannot create", "/api/v1/payments", f.creds.Keys["pay"].Approve, pay, 403, CodePermissionDenied, ""},
-		{"trade key cannot create payments", "/api/v1/payments", f.creds.Keys["trade"].SK, pay, 403, CodePermissionDenied, ""},
-		{"wallet of another organisation", "/api/v1/payments", f.creds.Keys["pay"].SK, strings.Replace(pay, eth, otherWallet, 1), 422, CodeValidationFailed, "walletId"},
-		{"unknown wallet", "/api/v1/payments", f.creds.Keys["pay"].SK, strings.Replace(pay, eth, "wal_nope", 1), 422, CodeValidationFailed, "walletId"},
-		{"asset not on the chain", "/api/v1/payments", f.creds.Keys["pay"].SK, strings.Replace(pay, "USDC", "SOL", 1), 422, CodeValidationFailed, "asset"},
-		{"amount as a number", "/api/v1/payments", f.creds.Keys["pay"].SK, strings.Replace(pay, `"5"`, `5`, 1), 422, CodeValidationFailed, "amount"},
-		{"unknown field", "/api/v1/payments", f.creds.Keys["pay"].SK, strings.Replace(pay, `{`, `{"memo":"x",`, 1), 422, CodeValidationFailed, "memo"},
-		{"not JSON", "/api/v1/payments", f.creds.Keys["pay"].SK, `walletId=1`, 422, CodeValidationFailed, "body"},
+		{"read key cannot create", "/api/v1/payments", f.creds.Keys["pay"].Read, pay, 403, apitypes.CodePermissionDenied, ""},
+		{"approver cannot create", "/api/v1/payments", f.creds.Keys["pay"].Approve, pay, 403, apitypes.CodePermissionDenied, ""},
+		{"trade key cannot create payments", "/api/v1/payments", f.creds.Keys["trade"].SK, pay, 403, apitypes.CodePermissionDenied, ""},
+		{"wallet of another organisation", "/api/v1/payments", f.creds.Keys["pay"].SK, strings.Replace(pay, eth, otherWallet, 1), 422, apitypes.CodeValidationFailed, "walletId"},
+		{"unknown wallet", "/api/v1/payments", f.creds.Keys["pay"].SK, strings.Replace(pay, eth, "wal_nope", 1), 422, apitypes.CodeValidationFailed, "walletId"},
+		{"asset not on the chain", "/api/v1/payments", f.creds.Keys["pay"].SK, strings.Replace(pay, "USDC", "SOL", 1), 422, apitypes.CodeValidationFailed, "asset"},
+		{"amount as a number", "/api/v1/payments", f.creds.Keys["pay"].SK, strings.Replace(pay, `"5"`, `5`, 1), 422, apitypes.CodeValidationFailed, "amount"},
+		{"unknown field", "/api/v1/payments", f.creds.Keys["pay"].SK, strings.Replace(pay, `{`, `{"memo":"x",`, 1), 422, apitypes.CodeValidationFailed, "memo"},
+		{"not JSON", "/api/v1/payments", f.creds.Keys["pay"].SK, `walletId=1`, 422, apitypes.CodeValidationFailed, "body"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -139,9 +140,9 @@ func TestOrdersAreInvisibleAcrossAppsAndOrgs(t *testing.T) {
 		`{"walletId":"`+eth+`","asset":"USDC","amount":"5","destination":{"address":"0x1111111111111111111111111111111111111111"}}`)
 	id := decodeOrder(t, r)["id"].(string)
 	for _, target := range []string{"/api/v1/trade-orders/" + id} {
-		f.do(t, "GET", target, f.creds.Keys["trade"].SK, nil).wantProblem(t, 404, CodeNotFound)
+		f.do(t, "GET", target, f.creds.Keys["trade"].SK, nil).wantProblem(t, 404, apitypes.CodeNotFound)
 	}
-	f.do(t, "GET", "/api/v1/payments/"+id, f.creds.OtherOrg.Keys["pay"]["sk"], nil).wantProblem(t, 404, CodeNotFound)
+	f.do(t, "GET", "/api/v1/payments/"+id, f.creds.OtherOrg.Keys["pay"]["sk"], nil).wantProblem(t, 404, apitypes.CodeNotFound)
 	var page listResponse[map[string]any]
 	other := f.do(t, "GET", "/api/v1/payments", f.creds.OtherOrg.Keys["pay"]["sk"], nil)
 	if err := json.Unmarshal(other.body, &page); err != nil || len(page.Data) != 0 {
@@ -184,8 +185,8 @@ func TestListOrdersFiltersAndPages(t *testing.T) {
 	if !strings.Contains(string(r.body), `"data":[]`) {
 		t.Fatalf("status filter: %s", r.body)
 	}
-	f.do(t, "GET", "/api/v1/payments?status=done", f.creds.Keys["pay"].Read, nil).wantProblem(t, 422, CodeValidationFailed)
-	f.do(t, "GET", "/api/v1/payments?createdAfter=yesterday", f.creds.Keys["pay"].Read, nil).wantProblem(t, 422, CodeValidationFailed)
+	f.do(t, "GET", "/api/v1/payments?status=done", f.creds.Keys["pay"].Read, nil).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	f.do(t, "GET", "/api/v1/payments?createdAfter=yesterday", f.creds.Keys["pay"].Read, nil).wantProblem(t, 422, apitypes.CodeValidationFailed)
 }
 
 func TestCreateWithIdempotencyKeyMakesOneOrder(t *testing.T) {

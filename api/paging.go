@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/service"
 )
@@ -59,7 +60,7 @@ func encodeCursor(key string) *string {
 }
 
 func validationFailed(c *gin.Context, errs []orders.FieldError) {
-	p := NewProblem(CodeValidationFailed, "The request has invalid fields; see errors.")
+	p := NewProblem(apitypes.CodeValidationFailed, "The request has invalid fields; see errors.")
 	p.Errors = errs
 	abortProblem(c, p)
 }

@@ -87,20 +87,20 @@ func newPeopleFixture(t *testing.T) (*fixture, signedIn) {
 func TestSignInAndSessions(t *testing.T) {
 	f, owner := newPeopleFixture(t)
 	wrong := f.trySignIn(t, "192.0.2.1:1", "owner@example.com", "not the password")
-	wrong.wantProblem(t, 401, CodeUnauthenticated)
+	wrong.wantProblem(t, 401, apitypes.CodeUnauthenticated)
 	unknown := f.trySignIn(t, "192.0.2.1:1", "nobody@example.com", "not the password")
-	unknown.wantProblem(t, 401, CodeUnauthenticated)
+	unknown.wantProblem(t, 401, apitypes.CodeUnauthenticated)
 	if wrong.problem.Detail != unknown.problem.Detail {
 		t.Fatalf("an unknown address is told apart from a wrong password: %q / %q", unknown.problem.Detail, wrong.problem.Detail)
 	}
-	f.trySignIn(t, "192.0.2.1:1", "", "").wantProblem(t, 422, CodeValidationFailed)
+	f.trySignIn(t, "192.0.2.1:1", "", "").wantProblem(t, 422, apitypes.CodeValidationFailed)
 	f.do(t, "POST", "/api/v1/sessions", "", strings.NewReader(`{"email":"a@b.c","password":"x","remember":true}`),
-		"Content-Type", "application/json").wantProblem(t, 422, CodeValidationFailed)
+		"Content-Type", "application/json").wantProblem(t, 422, apitypes.CodeValidationFailed)
 	// Login CSRF: a cross-site form cannot send JSON, and a browser names a cross-site request.
 	good := `{"email":"owner@example.com","password":"` + f.creds.Owner.Password + `"}`
-	f.do(t, "POST", "/api/v1/sessions", "", strings.NewReader(good), "Content-Type", "text/plain").wantProblem(t, 415, CodeUnsupportedMediaType)
+	f.do(t, "POST", "/api/v1/sessions", "", strings.NewReader(good), "Content-Type", "text/plain").wantProblem(t, 415, apitypes.CodeUnsupportedMediaType)
 	f.trySignIn(t, "192.0.2.1:1", f.creds.Owner.Email, f.creds.Owner.Password, "Sec-Fetch-Site", "cross-site").
-		wantProblem(t, 403, CodePermissionDenied)
+		wantProblem(t, 403, apitypes.CodePermissionDenied)
 	// Addresses are matched whatever their case.
 	f.signIn(t, "Owner@Example.com", f.creds.Owner.Password)
 
@@ -117,16 +117,16 @@ func TestSignInAndSessions(t *testing.T) {
 	// A write with the cookie alone is what a forged cross-site request looks like.
 	payment := `{"walletId":"` + f.creds.Wallets[0].ID + `","asset":"USDC","amount":"10","destination":{"address":"0x1111111111111111111111111111111111111111"}}`
 	cookieOnly := []string{"Cookie", auth.SessionCookie + "=" + owner.token}
-	f.do(t, "POST", "/api/v1/payments", "", strings.NewReader(payment), cookieOnly...).wantProblem(t, 403, CodePermissionDenied)
+	f.do(t, "POST", "/api/v1/payments", "", strings.NewReader(payment), cookieOnly...).wantProblem(t, 403, apitypes.CodePermissionDenied)
 	f.do(t, "POST", "/api/v1/payments", "", strings.NewReader(payment), append(cookieOnly, auth.CSRFHeader, auth.CSRFToken("ses_other"))...).
-		wantProblem(t, 403, CodePermissionDenied)
+		wantProblem(t, 403, apitypes.CodePermissionDenied)
 	created := f.as(t, owner, "POST", "/api/v1/payments", payment)
 	if created.status != 201 || decodeOrder(t, created)["app"] != "pay" {
 		t.Fatalf("owner creates a payment: %d %s", created.status, created.body)
 	}
 	// The session token is no bearer token, and a key's requests have no session.
-	f.do(t, "GET", "/api/v1/session", owner.token, nil).wantProblem(t, 401, CodeUnauthenticated)
-	f.do(t, "GET", "/api/v1/session", f.creds.Keys["pay"].SK, nil).wantProblem(t, 403, CodePermissionDenied)
+	f.do(t, "GET", "/api/v1/session", owner.token, nil).wantProblem(t, 401, apitypes.CodeUnauthenticated)
+	f.do(t, "GET", "/api/v1/session", f.creds.Keys["pay"].SK, nil).wantProblem(t, 403, apitypes.CodePermissionDenied)
 	// With both, the Authorization header decides.
 	if r := f.do(t, "GET", "/api/v1/trade-orders", f.creds.Keys["pay"].SK, nil, cookieOnly...); r.status != 403 {
 		t.Fatalf("a pay key with an owner's cookie reads trade orders: %d", r.status)
@@ -144,7 +144,7 @@ func TestSignInAndSessions(t *testing.T) {
 	if out.status != 204 || !strings.Contains(out.header.Get("Set-Cookie"), "Max-Age=0") {
 		t.Fatalf("sign out %d %v", out.status, out.header)
 	}
-	f.as(t, owner, "GET", "/api/v1/session", "").wantProblem(t, 401, CodeUnauthenticated)
+	f.as(t, owner, "GET", "/api/v1/session", "").wantProblem(t, 401, apitypes.CodeUnauthenticated)
 	if r := f.as(t, second, "GET", "/api/v1/session", ""); r.status != 200 {
 		t.Fatalf("the other session ended too: %d", r.status)
 	}
@@ -154,7 +154,7 @@ func TestSignInAndSessions(t *testing.T) {
 	if err := f.store.CreateSession(context.Background(), sess); err != nil {
 		t.Fatal(err)
 	}
-	f.as(t, signedIn{token: token, csrf: auth.CSRFToken(token)}, "GET", "/api/v1/session", "").wantProblem(t, 401, CodeUnauthenticated)
+	f.as(t, signedIn{token: token, csrf: auth.CSRFToken(token)}, "GET", "/api/v1/session", "").wantProblem(t, 401, apitypes.CodeUnauthenticated)
 }
 
 func TestFailedSignInsAreLimited(t *testing.T) {
@@ -164,17 +164,17 @@ func TestFailedSignInsAreLimited(t *testing.T) {
 	clock := func() time.Time { return stopped }
 	f.handler = NewRouter(Config{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clock, Service: &service.Service{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}})
 	for range 10 {
-		f.trySignIn(t, "198.51.100.1:1", "owner@example.com", "guess guess guess").wantProblem(t, 401, CodeUnauthenticated)
+		f.trySignIn(t, "198.51.100.1:1", "owner@example.com", "guess guess guess").wantProblem(t, 401, apitypes.CodeUnauthenticated)
 	}
 	// The address is being guessed at: from anywhere, even with the right password, it waits.
 	limited := f.trySignIn(t, "198.51.100.2:1", "owner@example.com", f.creds.Owner.Password)
-	limited.wantProblem(t, 429, CodeRateLimited)
+	limited.wantProblem(t, 429, apitypes.CodeRateLimited)
 	if limited.header.Get("Retry-After") == "" {
 		t.Fatal("no Retry-After")
 	}
 	// The guessing client waits for any address; another client and address do not.
-	f.trySignIn(t, "198.51.100.1:1", "someone@example.com", "guess guess guess").wantProblem(t, 429, CodeRateLimited)
-	f.trySignIn(t, "198.51.100.3:1", "someone@example.com", "guess guess guess").wantProblem(t, 401, CodeUnauthenticated)
+	f.trySignIn(t, "198.51.100.1:1", "someone@example.com", "guess guess guess").wantProblem(t, 429, apitypes.CodeRateLimited)
+	f.trySignIn(t, "198.51.100.3:1", "someone@example.com", "guess guess guess").wantProblem(t, 401, apitypes.CodeUnauthenticated)
 
 	// Behind a trusted balancer, X-Forwarded-For names the client: clients do not share
 	// the balancer's limit.
@@ -188,7 +188,7 @@ func TestFailedSignInsAreLimited(t *testing.T) {
 	for range 10 {
 		f.trySignIn(t, "10.0.0.1:1", "a@example.com", "guess guess guess", "X-Forwarded-For", "203.0.113.1")
 	}
-	f.trySignIn(t, "10.0.0.1:1", "b@example.com", "guess guess guess", "X-Forwarded-For", "203.0.113.1").wantProblem(t, 429, CodeRateLimited)
+	f.trySignIn(t, "10.0.0.1:1", "b@example.com", "guess guess guess", "X-Forwarded-For", "203.0.113.1").wantProblem(t, 429, apitypes.CodeRateLimited)
 	f.signIn(t, f.creds.Owner.Email, f.creds.Owner.Password)
 }
 
@@ -203,10 +203,10 @@ func TestTeamAndMemberPermissions(t *testing.T) {
 		strings.Join(member.Actions, ",") != "approve,read" || member.App != "pay" {
 		t.Fatalf("add member %d %s", added.status, added.body)
 	}
-	f.as(t, owner, "POST", "/developer/team?app=pay", `{"email":"approver@example.com","actions":["read"]}`).wantProblem(t, 409, CodeConflict)
-	f.as(t, owner, "POST", "/developer/team?app=pay", `{"email":"not an address","actions":["fly"]}`).wantProblem(t, 422, CodeValidationFailed)
-	f.as(t, owner, "POST", "/developer/team", `{"email":"x@example.com","actions":["read"]}`).wantProblem(t, 422, CodeValidationFailed)
-	f.as(t, owner, "POST", "/developer/team?app=bank", `{"email":"x@example.com","actions":["read"]}`).wantProblem(t, 422, CodeValidationFailed)
+	f.as(t, owner, "POST", "/developer/team?app=pay", `{"email":"approver@example.com","actions":["read"]}`).wantProblem(t, 409, apitypes.CodeConflict)
+	f.as(t, owner, "POST", "/developer/team?app=pay", `{"email":"not an address","actions":["fly"]}`).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	f.as(t, owner, "POST", "/developer/team", `{"email":"x@example.com","actions":["read"]}`).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	f.as(t, owner, "POST", "/developer/team?app=bank", `{"email":"x@example.com","actions":["read"]}`).wantProblem(t, 422, apitypes.CodeValidationFailed)
 
 	team := f.do(t, "GET", "/developer/team", f.creds.Keys["pay"].SK, nil)
 	if team.status != 200 || !strings.Contains(string(team.body), `"email":"approver@example.com"`) ||
@@ -214,8 +214,8 @@ func TestTeamAndMemberPermissions(t *testing.T) {
 		t.Fatalf("team %d %s", team.status, team.body)
 	}
 	// Keys read the team but never change it: only the owner grants.
-	f.post(t, "/developer/team", f.creds.Keys["pay"].SK, `{"email":"y@example.com","actions":["developer"]}`).wantProblem(t, 403, CodePermissionDenied)
-	f.do(t, "GET", "/developer/team?app=trade", f.creds.Keys["pay"].SK, nil).wantProblem(t, 403, CodePermissionDenied)
+	f.post(t, "/developer/team", f.creds.Keys["pay"].SK, `{"email":"y@example.com","actions":["developer"]}`).wantProblem(t, 403, apitypes.CodePermissionDenied)
+	f.do(t, "GET", "/developer/team?app=trade", f.creds.Keys["pay"].SK, nil).wantProblem(t, 403, apitypes.CodePermissionDenied)
 	if r := f.do(t, "GET", "/developer/team?app=pay", f.creds.Keys["pay"].SK, nil); r.status != 200 {
 		t.Fatalf("a key naming its own app: %d", r.status)
 	}
@@ -225,11 +225,11 @@ func TestTeamAndMemberPermissions(t *testing.T) {
 		t.Fatalf("member lists payments: %d %s", r.status, r.body)
 	}
 	payment := `{"walletId":"` + f.creds.Wallets[0].ID + `","asset":"USDC","amount":"10","destination":{"address":"0x1111111111111111111111111111111111111111"}}`
-	f.as(t, m, "POST", "/api/v1/payments", payment).wantProblem(t, 403, CodePermissionDenied)
-	f.as(t, m, "GET", "/api/v1/trade-orders", "").wantProblem(t, 403, CodePermissionDenied)
-	f.as(t, m, "GET", "/api/v1/treasury/portfolio", "").wantProblem(t, 403, CodePermissionDenied)
-	f.as(t, m, "GET", "/developer/api-keys?app=pay", "").wantProblem(t, 403, CodePermissionDenied)
-	f.as(t, m, "PATCH", "/developer/team/"+m.userID+"?app=pay", `{"actions":["developer"]}`).wantProblem(t, 403, CodePermissionDenied)
+	f.as(t, m, "POST", "/api/v1/payments", payment).wantProblem(t, 403, apitypes.CodePermissionDenied)
+	f.as(t, m, "GET", "/api/v1/trade-orders", "").wantProblem(t, 403, apitypes.CodePermissionDenied)
+	f.as(t, m, "GET", "/api/v1/treasury/portfolio", "").wantProblem(t, 403, apitypes.CodePermissionDenied)
+	f.as(t, m, "GET", "/developer/api-keys?app=pay", "").wantProblem(t, 403, apitypes.CodePermissionDenied)
+	f.as(t, m, "PATCH", "/developer/team/"+m.userID+"?app=pay", `{"actions":["developer"]}`).wantProblem(t, 403, apitypes.CodePermissionDenied)
 
 	// Maker-checker binds people: the owner made the order, so the owner may not decide
 	// it, whichever session they use; the member may.
@@ -241,7 +241,7 @@ func TestTeamAndMemberPermissions(t *testing.T) {
 		t.Fatal(err)
 	}
 	decide := "/api/v1/approvals/payment/apr_people/decide"
-	f.as(t, f.signIn(t, f.creds.Owner.Email, f.creds.Owner.Password), "POST", decide, `{"decision":"APPROVE"}`).wantProblem(t, 403, CodeMakerChecker)
+	f.as(t, f.signIn(t, f.creds.Owner.Email, f.creds.Owner.Password), "POST", decide, `{"decision":"APPROVE"}`).wantProblem(t, 403, apitypes.CodeMakerChecker)
 	if r := f.as(t, m, "GET", "/api/v1/approvals?status=pending", ""); !strings.Contains(string(r.body), "apr_people") {
 		t.Fatalf("the member's approvals %s", r.body)
 	}
@@ -261,28 +261,28 @@ func TestTeamAndMemberPermissions(t *testing.T) {
 	if key.status != 201 || !strings.Contains(string(key.body), `"app":"pay"`) {
 		t.Fatalf("member with developer creates a key: %d %s", key.status, key.body)
 	}
-	f.as(t, m, "GET", "/developer/api-keys", "").wantProblem(t, 422, CodeValidationFailed)
-	f.as(t, m, "GET", "/developer/api-keys?app=trade", "").wantProblem(t, 403, CodePermissionDenied)
+	f.as(t, m, "GET", "/developer/api-keys", "").wantProblem(t, 422, apitypes.CodeValidationFailed)
+	f.as(t, m, "GET", "/developer/api-keys?app=trade", "").wantProblem(t, 403, apitypes.CodePermissionDenied)
 	if r := f.as(t, m, "GET", "/developer/team?app=pay", ""); r.status != 200 {
 		t.Fatalf("a member with developer reads the team: %d", r.status)
 	}
-	f.as(t, m, "POST", "/developer/team?app=pay", `{"email":"z@example.com","actions":["read"]}`).wantProblem(t, 403, CodePermissionDenied)
+	f.as(t, m, "POST", "/developer/team?app=pay", `{"email":"z@example.com","actions":["read"]}`).wantProblem(t, 403, apitypes.CodePermissionDenied)
 
 	// Removed from the app: nothing there any more, at once.
 	if r := f.as(t, owner, "DELETE", "/developer/team/"+m.userID+"?app=pay", ""); r.status != 200 || !strings.Contains(string(r.body), `"actions":[]`) {
 		t.Fatalf("remove %d %s", r.status, r.body)
 	}
-	f.as(t, m, "GET", "/api/v1/payments", "").wantProblem(t, 403, CodePermissionDenied)
-	f.as(t, m, "GET", "/api/v1/events", "").wantProblem(t, 403, CodePermissionDenied)
+	f.as(t, m, "GET", "/api/v1/payments", "").wantProblem(t, 403, apitypes.CodePermissionDenied)
+	f.as(t, m, "GET", "/api/v1/events", "").wantProblem(t, 403, apitypes.CodePermissionDenied)
 
 	// The owner's own permissions do not change; people of other organisations are not found.
-	f.as(t, owner, "PATCH", "/developer/team/"+owner.userID+"?app=pay", `{"actions":[]}`).wantProblem(t, 409, CodeConflict)
+	f.as(t, owner, "PATCH", "/developer/team/"+owner.userID+"?app=pay", `{"actions":[]}`).wantProblem(t, 409, apitypes.CodeConflict)
 	stranger := &store.User{ID: "usr_stranger", OrgID: f.creds.OtherOrg.OrgID, Email: "s@other.example", PasswordHash: "x",
 		Role: store.RoleMember, CreatedAt: time.Now()}
 	if err := f.store.CreateUser(context.Background(), stranger, nil); err != nil {
 		t.Fatal(err)
 	}
-	f.as(t, owner, "PATCH", "/developer/team/usr_stranger?app=pay", `{"actions":["read"]}`).wantProblem(t, 404, CodeNotFound)
+	f.as(t, owner, "PATCH", "/developer/team/usr_stranger?app=pay", `{"actions":["read"]}`).wantProblem(t, 404, apitypes.CodeNotFound)
 	if r := f.as(t, owner, "GET", "/developer/team?app=pay", ""); strings.Contains(string(r.body), "usr_stranger") {
 		t.Fatal("another organisation's person is listed")
 	}
@@ -302,21 +302,21 @@ func TestChangingThePasswordEndsEverySession(t *testing.T) {
 	f, owner := newPeopleFixture(t)
 	other := f.signIn(t, f.creds.Owner.Email, f.creds.Owner.Password)
 	f.as(t, owner, "POST", "/api/v1/session/password", `{"currentPassword":"wrong wrong wrong","newPassword":"a new long password"}`).
-		wantProblem(t, 422, CodeValidationFailed)
+		wantProblem(t, 422, apitypes.CodeValidationFailed)
 	f.as(t, owner, "POST", "/api/v1/session/password", `{"currentPassword":"`+f.creds.Owner.Password+`","newPassword":"short"}`).
-		wantProblem(t, 422, CodeValidationFailed)
+		wantProblem(t, 422, apitypes.CodeValidationFailed)
 	r := f.as(t, owner, "POST", "/api/v1/session/password", `{"currentPassword":"`+f.creds.Owner.Password+`","newPassword":"a new long password"}`)
 	cookies := (&http.Response{Header: r.header}).Cookies()
 	var fresh apitypes.Session
 	if err := json.Unmarshal(r.body, &fresh); err != nil || r.status != 200 || len(cookies) != 1 || cookies[0].Value == owner.token || fresh.CSRFToken == owner.csrf {
 		t.Fatalf("change %d %s", r.status, r.body)
 	}
-	f.as(t, owner, "GET", "/api/v1/session", "").wantProblem(t, 401, CodeUnauthenticated)
-	f.as(t, other, "GET", "/api/v1/session", "").wantProblem(t, 401, CodeUnauthenticated)
+	f.as(t, owner, "GET", "/api/v1/session", "").wantProblem(t, 401, apitypes.CodeUnauthenticated)
+	f.as(t, other, "GET", "/api/v1/session", "").wantProblem(t, 401, apitypes.CodeUnauthenticated)
 	if r := f.as(t, signedIn{token: cookies[0].Value, csrf: fresh.CSRFToken}, "GET", "/api/v1/session", ""); r.status != 200 {
 		t.Fatalf("the replacing session: %d", r.status)
 	}
-	f.trySignIn(t, "192.0.2.1:1", f.creds.Owner.Email, f.creds.Owner.Password).wantProblem(t, 401, CodeUnauthenticated)
+	f.trySignIn(t, "192.0.2.1:1", f.creds.Owner.Email, f.creds.Owner.Password).wantProblem(t, 401, apitypes.CodeUnauthenticated)
 	f.signIn(t, f.creds.Owner.Email, "a new long password")
 
 	// A sign-in that checked the old password just before the change gets no session.
@@ -325,7 +325,7 @@ func TestChangingThePasswordEndsEverySession(t *testing.T) {
 	if err := f.store.CreateSession(context.Background(), sess); err != nil {
 		t.Fatal(err)
 	}
-	f.as(t, signedIn{token: token, csrf: auth.CSRFToken(token)}, "GET", "/api/v1/session", "").wantProblem(t, 401, CodeUnauthenticated)
+	f.as(t, signedIn{token: token, csrf: auth.CSRFToken(token)}, "GET", "/api/v1/session", "").wantProblem(t, 401, apitypes.CodeUnauthenticated)
 }
 
 // A credential never carries more than its creator holds, and what a person does through
@@ -337,9 +337,9 @@ func TestPeopleHandOutOnlyWhatTheyHold(t *testing.T) {
 	_ = json.Unmarshal(added.body, &member)
 	m := f.signIn(t, "dev@example.com", member.Password)
 
-	f.as(t, m, "POST", "/developer/api-keys?app=pay", `{"kind":"sk"}`).wantProblem(t, 403, CodePermissionDenied)
-	f.as(t, m, "POST", "/developer/api-keys?app=pay", `{"kind":"tk","actions":["approve","sign"]}`).wantProblem(t, 403, CodePermissionDenied)
-	f.as(t, m, "POST", "/developer/oauth-clients?app=pay", `{"scopes":"pay:read"}`).wantProblem(t, 403, CodePermissionDenied)
+	f.as(t, m, "POST", "/developer/api-keys?app=pay", `{"kind":"sk"}`).wantProblem(t, 403, apitypes.CodePermissionDenied)
+	f.as(t, m, "POST", "/developer/api-keys?app=pay", `{"kind":"tk","actions":["approve","sign"]}`).wantProblem(t, 403, apitypes.CodePermissionDenied)
+	f.as(t, m, "POST", "/developer/oauth-clients?app=pay", `{"scopes":"pay:read"}`).wantProblem(t, 403, apitypes.CodePermissionDenied)
 	if r := f.as(t, m, "POST", "/developer/oauth-clients?app=pay", `{"scopes":"pay:write"}`); r.status != 201 ||
 		!strings.Contains(string(r.body), `"createdBy":"`+m.userID+`"`) {
 		t.Fatalf("a client within the member's grants: %d %s", r.status, r.body)
@@ -354,7 +354,7 @@ func TestPeopleHandOutOnlyWhatTheyHold(t *testing.T) {
 	devOnly := f.post(t, "/developer/api-keys", f.creds.Keys["pay"].SK, `{"kind":"tk","actions":["developer"]}`)
 	var dk createdKey
 	_ = json.Unmarshal(devOnly.body, &dk)
-	f.post(t, "/developer/api-keys", dk.Secret, `{"kind":"sk"}`).wantProblem(t, 403, CodePermissionDenied)
+	f.post(t, "/developer/api-keys", dk.Secret, `{"kind":"sk"}`).wantProblem(t, 403, apitypes.CodePermissionDenied)
 	if r := f.post(t, "/developer/api-keys", dk.Secret, `{"kind":"pk"}`); r.status != 201 {
 		t.Fatalf("a developer key mints a pk key (no actions): %d %s", r.status, r.body)
 	}
@@ -370,7 +370,7 @@ func TestPeopleHandOutOnlyWhatTheyHold(t *testing.T) {
 	if err := f.store.CreateApprovalItem(context.Background(), item); err != nil {
 		t.Fatal(err)
 	}
-	f.post(t, "/api/v1/approvals/payment/apr_minted/decide", key.Secret, `{"decision":"APPROVE"}`).wantProblem(t, 403, CodeMakerChecker)
+	f.post(t, "/api/v1/approvals/payment/apr_minted/decide", key.Secret, `{"decision":"APPROVE"}`).wantProblem(t, 403, apitypes.CodeMakerChecker)
 	if r := f.post(t, "/api/v1/approvals/payment/apr_minted/decide", f.creds.Keys["pay"].Approve, `{"decision":"APPROVE"}`); r.status != 202 {
 		t.Fatalf("another approver: %d %s", r.status, r.body)
 	}
@@ -399,6 +399,6 @@ func TestPeopleHandOutOnlyWhatTheyHold(t *testing.T) {
 	if err := f.store.CreateApprovalItem(context.Background(), item); err != nil {
 		t.Fatal(err)
 	}
-	f.post(t, "/api/v1/approvals/payment/apr_by_key/decide", key.Secret, `{"decision":"APPROVE"}`).wantProblem(t, 403, CodeMakerChecker)
-	f.as(t, m, "POST", "/api/v1/approvals/payment/apr_by_key/decide", `{"decision":"APPROVE"}`).wantProblem(t, 403, CodeMakerChecker)
+	f.post(t, "/api/v1/approvals/payment/apr_by_key/decide", key.Secret, `{"decision":"APPROVE"}`).wantProblem(t, 403, apitypes.CodeMakerChecker)
+	f.as(t, m, "POST", "/api/v1/approvals/payment/apr_by_key/decide", `{"decision":"APPROVE"}`).wantProblem(t, 403, apitypes.CodeMakerChecker)
 }

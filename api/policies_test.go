@@ -73,14 +73,14 @@ func TestPolicyReadWriteAndDryRun(t *testing.T) {
 	}
 
 	// Refusals.
-	f.do(t, "PUT", "/api/v1/policies/pay", sk, strings.NewReader(`{"maxOrderUSD":"1"}`)).wantProblem(t, 422, CodeValidationFailed)
-	f.do(t, "PUT", "/api/v1/policies/pay", sk, strings.NewReader(`{"approvalTiers":[{"minUsd":"1","quorum":0}]}`)).wantProblem(t, 422, CodeValidationFailed)
-	f.do(t, "GET", "/api/v1/policies/pay", f.creds.Keys["pay"].Read, nil).wantProblem(t, 403, CodePermissionDenied)
-	f.do(t, "PUT", "/api/v1/policies/pay", f.creds.Keys["pay"].Approve, strings.NewReader(`{}`)).wantProblem(t, 403, CodePermissionDenied)
-	f.do(t, "GET", "/api/v1/policies/trade", sk, nil).wantProblem(t, 403, CodePermissionDenied)
-	f.do(t, "GET", "/api/v1/policies/mining", sk, nil).wantProblem(t, 404, CodeNotFound)
-	f.post(t, "/api/v1/policies/treasury/evaluate", f.creds.Keys["treasury"].SK, `{}`).wantProblem(t, 404, CodeNotFound)
-	f.post(t, "/api/v1/policies/pay/evaluate", f.creds.Keys["pay"].Read, pay("5", ok)).wantProblem(t, 403, CodePermissionDenied)
+	f.do(t, "PUT", "/api/v1/policies/pay", sk, strings.NewReader(`{"maxOrderUSD":"1"}`)).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	f.do(t, "PUT", "/api/v1/policies/pay", sk, strings.NewReader(`{"approvalTiers":[{"minUsd":"1","quorum":0}]}`)).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	f.do(t, "GET", "/api/v1/policies/pay", f.creds.Keys["pay"].Read, nil).wantProblem(t, 403, apitypes.CodePermissionDenied)
+	f.do(t, "PUT", "/api/v1/policies/pay", f.creds.Keys["pay"].Approve, strings.NewReader(`{}`)).wantProblem(t, 403, apitypes.CodePermissionDenied)
+	f.do(t, "GET", "/api/v1/policies/trade", sk, nil).wantProblem(t, 403, apitypes.CodePermissionDenied)
+	f.do(t, "GET", "/api/v1/policies/mining", sk, nil).wantProblem(t, 404, apitypes.CodeNotFound)
+	f.post(t, "/api/v1/policies/treasury/evaluate", f.creds.Keys["treasury"].SK, `{}`).wantProblem(t, 404, apitypes.CodeNotFound)
+	f.post(t, "/api/v1/policies/pay/evaluate", f.creds.Keys["pay"].Read, pay("5", ok)).wantProblem(t, 403, apitypes.CodePermissionDenied)
 	// Another organisation's policy is its own.
 	other := f.do(t, "GET", "/api/v1/policies/pay", f.creds.OtherOrg.Keys["pay"]["sk"], nil)
 	if other.status != 200 || !strings.Contains(string(other.body), `"version":1`) {

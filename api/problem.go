@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/policy"
 	"github.com/opentreasury/treasury/service"
@@ -14,21 +15,6 @@ import (
 
 // Error codes of SPEC section 2; each maps to one HTTP status.
 const (
-	CodeUnauthenticated       = "unauthenticated"
-	CodePermissionDenied      = "permission_denied"
-	CodeMakerChecker          = "maker_checker_violation"
-	CodeNotFound              = "not_found"
-	CodeConflict              = "conflict"
-	CodeIdempotencyKeyInUse   = "idempotency_key_in_use"
-	CodeValidationFailed      = "validation_failed"
-	CodeIdempotencyKeyReused  = "idempotency_key_reused"
-	CodePolicyViolation       = "policy_violation"
-	CodeInvalidSignature      = "invalid_signature"
-	CodePayloadTooLarge       = "payload_too_large"
-	CodeUnsupportedMediaType  = "unsupported_media_type"
-	CodeRateLimited           = "rate_limited"
-	CodeInternal              = "internal"
-	CodeUnavailable           = "unavailable"
 	problemTypeBase           = "https://opentreasury.github.io/treasury/errors/"
 	problemContentType        = "application/problem+json"
 	correlationHeader         = "X-Correlation-Id"
@@ -39,39 +25,39 @@ const (
 )
 
 var codeStatus = map[string]int{
-	CodeUnauthenticated:      http.StatusUnauthorized,
-	CodePermissionDenied:     http.StatusForbidden,
-	CodeMakerChecker:         http.StatusForbidden,
-	CodeNotFound:             http.StatusNotFound,
-	CodeConflict:             http.StatusConflict,
-	CodeIdempotencyKeyInUse:  http.StatusConflict,
-	CodeValidationFailed:     http.StatusUnprocessableEntity,
-	CodeIdempotencyKeyReused: http.StatusUnprocessableEntity,
-	CodePolicyViolation:      http.StatusUnprocessableEntity,
-	CodeInvalidSignature:     http.StatusUnprocessableEntity,
-	CodePayloadTooLarge:      http.StatusRequestEntityTooLarge,
-	CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
-	CodeRateLimited:          http.StatusTooManyRequests,
-	CodeInternal:             http.StatusInternalServerError,
-	CodeUnavailable:          http.StatusServiceUnavailable,
+	apitypes.CodeUnauthenticated:      http.StatusUnauthorized,
+	apitypes.CodePermissionDenied:     http.StatusForbidden,
+	apitypes.CodeMakerChecker:         http.StatusForbidden,
+	apitypes.CodeNotFound:             http.StatusNotFound,
+	apitypes.CodeConflict:             http.StatusConflict,
+	apitypes.CodeIdempotencyKeyInUse:  http.StatusConflict,
+	apitypes.CodeValidationFailed:     http.StatusUnprocessableEntity,
+	apitypes.CodeIdempotencyKeyReused: http.StatusUnprocessableEntity,
+	apitypes.CodePolicyViolation:      http.StatusUnprocessableEntity,
+	apitypes.CodeInvalidSignature:     http.StatusUnprocessableEntity,
+	apitypes.CodePayloadTooLarge:      http.StatusRequestEntityTooLarge,
+	apitypes.CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	apitypes.CodeRateLimited:          http.StatusTooManyRequests,
+	apitypes.CodeInternal:             http.StatusInternalServerError,
+	apitypes.CodeUnavailable:          http.StatusServiceUnavailable,
 }
 
 var codeTitle = map[string]string{
-	CodeUnauthenticated:      "Authentication required",
-	CodePermissionDenied:     "Permission denied",
-	CodeMakerChecker:         "Maker-checker violation",
-	CodeNotFound:             "Not found",
-	CodeConflict:             "Conflict",
-	CodeIdempotencyKeyInUse:  "Idempotency key in use",
-	CodeValidationFailed:     "Validation failed",
-	CodeIdempotencyKeyReused: "Idempotency key reused",
-	CodePolicyViolation:      "Policy violation",
-	CodeInvalidSignature:     "Invalid signature",
-	CodePayloadTooLarge:      "Payload too large",
-	CodeUnsupportedMediaType: "Unsupported media type",
-	CodeRateLimited:          "Rate limited",
-	CodeInternal:             "Internal error",
-	CodeUnavailable:          "Service unavailable",
+	apitypes.CodeUnauthenticated:      "Authentication required",
+	apitypes.CodePermissionDenied:     "Permission denied",
+	apitypes.CodeMakerChecker:         "Maker-checker violation",
+	apitypes.CodeNotFound:             "Not found",
+	apitypes.CodeConflict:             "Conflict",
+	apitypes.CodeIdempotencyKeyInUse:  "Idempotency key in use",
+	apitypes.CodeValidationFailed:     "Validation failed",
+	apitypes.CodeIdempotencyKeyReused: "Idempotency key reused",
+	apitypes.CodePolicyViolation:      "Policy violation",
+	apitypes.CodeInvalidSignature:     "Invalid signature",
+	apitypes.CodePayloadTooLarge:      "Payload too large",
+	apitypes.CodeUnsupportedMediaType: "Unsupported media type",
+	apitypes.CodeRateLimited:          "Rate limited",
+	apitypes.CodeInternal:             "Internal error",
+	apitypes.CodeUnavailable:          "Service unavailable",
 }
 
 // Problem is an RFC 9457 problem document.
@@ -90,7 +76,7 @@ type Problem struct {
 func NewProblem(code, detail string) *Problem {
 	status, ok := codeStatus[code]
 	if !ok {
-		code, status = CodeInternal, defaultProblemTitleStatus
+		code, status = apitypes.CodeInternal, defaultProblemTitleStatus
 	}
 	return &Problem{Type: problemTypeBase + code, Title: codeTitle[code], Status: status, Code: code, Detail: detail}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/docs"
 )
 
@@ -35,7 +36,7 @@ func TestEveryRouteRefusesUnknownQueryParameters(t *testing.T) {
 		if !takesLimit {
 			want = []string{"limit", "zzUnknown"}
 		}
-		if rec.Code != 422 || p.Code != CodeValidationFailed || !slices.Equal(fields, want) {
+		if rec.Code != 422 || p.Code != apitypes.CodeValidationFailed || !slices.Equal(fields, want) {
 			t.Errorf("%s %s: want 422 naming %v, got %d %v", route.Method, path, want, rec.Code, fields)
 		}
 	}
@@ -47,7 +48,7 @@ func TestEveryRouteRefusesUnknownQueryParameters(t *testing.T) {
 		t.Fatalf("?app= on the developer surface: %d %s", r.status, r.body)
 	}
 	// Before the caller is known, the answer is 401, whatever the query.
-	f.do(t, "GET", "/api/v1/payments?zzUnknown=1", "", nil).wantProblem(t, 401, CodeUnauthenticated)
+	f.do(t, "GET", "/api/v1/payments?zzUnknown=1", "", nil).wantProblem(t, 401, apitypes.CodeUnauthenticated)
 }
 
 // The query parameters each route takes are the ones docs/openapi.json declares for its
@@ -156,7 +157,7 @@ func TestWritesThatIssueSecretsRefuseAnIdempotencyKey(t *testing.T) {
 		rec := serve(t, f.handler, req)
 		var p Problem
 		_ = json.Unmarshal(rec.Body.Bytes(), &p)
-		if rec.Code != 422 || p.Code != CodeValidationFailed || len(p.Errors) != 1 || p.Errors[0].Field != "Idempotency-Key" ||
+		if rec.Code != 422 || p.Code != apitypes.CodeValidationFailed || len(p.Errors) != 1 || p.Errors[0].Field != "Idempotency-Key" ||
 			!strings.Contains(p.Detail, "never stored") {
 			t.Errorf("%s with an Idempotency-Key: %d %s", name, rec.Code, rec.Body)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/metrics"
 	"github.com/opentreasury/treasury/ratelimit"
 )
@@ -29,7 +30,7 @@ func rateLimit(l *ratelimit.Limiter, m *metrics.Metrics) gin.HandlerFunc {
 		seconds := retryAfter(wait)
 		c.Header("RateLimit-Reset", seconds)
 		c.Header("Retry-After", seconds)
-		fail(c, CodeRateLimited, "Too many requests for this credential; retry after "+seconds+" s.")
+		fail(c, apitypes.CodeRateLimited, "Too many requests for this credential; retry after "+seconds+" s.")
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/service"
 )
 
@@ -21,7 +22,7 @@ func TestRateLimitPerCredential(t *testing.T) {
 		}
 	}
 	r := f.do(t, "GET", "/api/v1/treasury/portfolio", key, nil)
-	r.wantProblem(t, 429, CodeRateLimited)
+	r.wantProblem(t, 429, apitypes.CodeRateLimited)
 	if r.header.Get("Retry-After") != "1" || r.header.Get("RateLimit-Remaining") != "0" || r.header.Get("RateLimit-Reset") == "" {
 		t.Fatalf("429 headers %v", r.header)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/service"
 )
@@ -34,9 +35,9 @@ func readBody(c *gin.Context) ([]byte, bool) {
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			fail(c, CodePayloadTooLarge, "The request body is larger than 1 MiB.")
+			fail(c, apitypes.CodePayloadTooLarge, "The request body is larger than 1 MiB.")
 		} else {
-			fail(c, CodeValidationFailed, "The request body could not be read.")
+			fail(c, apitypes.CodeValidationFailed, "The request body could not be read.")
 		}
 		return nil, false
 	}
@@ -96,7 +97,7 @@ func withJSONBody() gin.HandlerFunc {
 		}
 		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			fail(c, CodeUnsupportedMediaType, "The request body must be JSON: send it with 'Content-Type: application/json'.")
+			fail(c, apitypes.CodeUnsupportedMediaType, "The request body must be JSON: send it with 'Content-Type: application/json'.")
 			return
 		}
 		c.Next()
@@ -110,7 +111,7 @@ func withJSONBody() gin.HandlerFunc {
 func withoutIdempotencyKey() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if _, sent := c.Request.Header[http.CanonicalHeaderKey(idempotencyHeader)]; sent {
-			p := NewProblem(CodeValidationFailed, "This request does not take an Idempotency-Key: its answer carries a new "+
+			p := NewProblem(apitypes.CodeValidationFailed, "This request does not take an Idempotency-Key: its answer carries a new "+
 				"secret, which is never stored and so cannot be replayed. Send it without the header; repeating it is safe.")
 			p.Errors = []orders.FieldError{{Field: idempotencyHeader, Message: "is not taken by this request"}}
 			abortProblem(c, p)

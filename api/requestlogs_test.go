@@ -84,8 +84,8 @@ func TestRequestLogs(t *testing.T) {
 			t.Fatalf("?%s: %d %s", query, r.status, r.body)
 		}
 	}
-	f.do(t, "GET", "/developer/logs?status=teapot", pay.SK, nil).wantProblem(t, 422, CodeValidationFailed)
-	f.do(t, "GET", "/developer/logs?status=1000", pay.SK, nil).wantProblem(t, 422, CodeValidationFailed)
+	f.do(t, "GET", "/developer/logs?status=teapot", pay.SK, nil).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	f.do(t, "GET", "/developer/logs?status=1000", pay.SK, nil).wantProblem(t, 422, apitypes.CodeValidationFailed)
 	// Paging and another app's view.
 	if r := f.do(t, "GET", "/developer/logs?limit=1", pay.SK, nil); !strings.Contains(string(r.body), `"nextCursor":"`) {
 		t.Fatalf("page of one: %s", r.body)

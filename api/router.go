@@ -12,6 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/docs"
 	"github.com/opentreasury/treasury/metrics"
@@ -143,7 +144,7 @@ func newEngine(cfg Config) *gin.Engine {
 	}
 	r.Use(withForwardedProto(cfg.TrustedProxies), withCorrelationID(), withAccessLog(log), withRecovery(log), withPrintableTarget(), withBodyLimit(MaxBodyBytes), withTimeout(cfg.RequestTimeout))
 	r.NoRoute(func(c *gin.Context) {
-		fail(c, CodeNotFound, "There is nothing at "+c.Request.Method+" "+c.Request.URL.Path+".")
+		fail(c, apitypes.CodeNotFound, "There is nothing at "+c.Request.Method+" "+c.Request.URL.Path+".")
 	})
 	return r
 }
@@ -280,7 +281,7 @@ func readiness(checks []ReadinessCheck) gin.HandlerFunc {
 			status[chk.Name] = "ok"
 		}
 		if len(down) > 0 {
-			p := NewProblem(CodeUnavailable, "Not ready: "+strings.Join(down, ", ")+" did not answer.")
+			p := NewProblem(apitypes.CodeUnavailable, "Not ready: "+strings.Join(down, ", ")+" did not answer.")
 			abortProblem(c, p)
 			return
 		}

@@ -44,7 +44,7 @@ func (h *sessionHandlers) signIn(c *gin.Context) {
 	// account. Forms cannot send JSON (the router's withJSONBody refuses any other body
 	// with 415), and browsers name cross-site requests.
 	if c.GetHeader("Sec-Fetch-Site") == "cross-site" {
-		fail(c, CodePermissionDenied, "Sign in from the console's own origin.")
+		fail(c, apitypes.CodePermissionDenied, "Sign in from the console's own origin.")
 		return
 	}
 	var req struct {

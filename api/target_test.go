@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
@@ -29,11 +30,11 @@ func TestUnprintableTargetsAreRefusedNotFailed(t *testing.T) {
 			status int
 			code   string
 		}{
-			{"/api/v1/payments/ord_%00", 404, CodeNotFound},
-			{"/api/v1/payments/ord_%FF", 404, CodeNotFound},
-			{"/developer/webhooks/whk_%00", 404, CodeNotFound},
-			{"/api/v1/events?orderId=%00", 422, CodeValidationFailed},
-			{"/api/v1/payments?status=%C3", 422, CodeValidationFailed},
+			{"/api/v1/payments/ord_%00", 404, apitypes.CodeNotFound},
+			{"/api/v1/payments/ord_%FF", 404, apitypes.CodeNotFound},
+			{"/developer/webhooks/whk_%00", 404, apitypes.CodeNotFound},
+			{"/api/v1/events?orderId=%00", 422, apitypes.CodeValidationFailed},
+			{"/api/v1/payments?status=%C3", 422, apitypes.CodeValidationFailed},
 			{"/api/v1/events?orderId=ord_nothing", 200, ""},
 		} {
 			req := httptest.NewRequest("GET", tc.target, nil)

@@ -55,15 +55,15 @@ func TestWebhookConfigs(t *testing.T) {
 		`{"url":"https://hooks.example.com/x","events":[]}`,
 		`{"url":"https://hooks.example.com/x","events":["*"],"secret":"whsec_mine"}`,
 	} {
-		f.post(t, "/developer/webhooks", dev, bad).wantProblem(t, 422, CodeValidationFailed)
+		f.post(t, "/developer/webhooks", dev, bad).wantProblem(t, 422, apitypes.CodeValidationFailed)
 	}
 
 	patched := f.do(t, "PATCH", "/developer/webhooks/"+hook.ID, dev, strings.NewReader(`{"events":["*"],"enabled":false}`))
 	if patched.status != 200 || !strings.Contains(string(patched.body), `"events":["*"]`) || !strings.Contains(string(patched.body), `"enabled":false`) {
 		t.Fatalf("patch: %d %s", patched.status, patched.body)
 	}
-	f.post(t, "/developer/webhooks/"+hook.ID+"/test", dev, `{}`).wantProblem(t, 409, CodeConflict)
-	f.do(t, "PATCH", "/developer/webhooks/"+hook.ID, dev, strings.NewReader(`{"url":"ftp://x"}`)).wantProblem(t, 422, CodeValidationFailed)
+	f.post(t, "/developer/webhooks/"+hook.ID+"/test", dev, `{}`).wantProblem(t, 409, apitypes.CodeConflict)
+	f.do(t, "PATCH", "/developer/webhooks/"+hook.ID, dev, strings.NewReader(`{"url":"ftp://x"}`)).wantProblem(t, 422, apitypes.CodeValidationFailed)
 	f.do(t, "PATCH", "/developer/webhooks/"+hook.ID, dev, strings.NewReader(`{"enabled":true}`))
 
 	rotated := f.post(t, "/developer/webhooks/"+hook.ID+"/rotate-secret", dev, `{}`)
@@ -93,13 +93,13 @@ func TestWebhookConfigs(t *testing.T) {
 		len(list.Data) != 2 || list.Data[0].ID != redelivery.ID {
 		t.Fatalf("deliveries %+v %v", list, err)
 	}
-	f.do(t, "GET", "/developer/webhooks/"+hook.ID+"/deliveries?status=lost", dev, nil).wantProblem(t, 422, CodeValidationFailed)
-	f.do(t, "GET", "/developer/webhooks/"+hook.ID+"/deliveries?event=order.nothing", dev, nil).wantProblem(t, 422, CodeValidationFailed)
-	f.post(t, "/developer/webhooks/"+hook.ID+"/deliveries/dlv_nothing/redeliver", dev, `{}`).wantProblem(t, 404, CodeNotFound)
+	f.do(t, "GET", "/developer/webhooks/"+hook.ID+"/deliveries?status=lost", dev, nil).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	f.do(t, "GET", "/developer/webhooks/"+hook.ID+"/deliveries?event=order.nothing", dev, nil).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	f.post(t, "/developer/webhooks/"+hook.ID+"/deliveries/dlv_nothing/redeliver", dev, `{}`).wantProblem(t, 404, apitypes.CodeNotFound)
 
 	trade := f.creds.Keys["trade"].SK
-	f.do(t, "GET", "/developer/webhooks/"+hook.ID, trade, nil).wantProblem(t, 404, CodeNotFound)
-	f.post(t, "/developer/webhooks/"+hook.ID+"/test", trade, `{}`).wantProblem(t, 404, CodeNotFound)
+	f.do(t, "GET", "/developer/webhooks/"+hook.ID, trade, nil).wantProblem(t, 404, apitypes.CodeNotFound)
+	f.post(t, "/developer/webhooks/"+hook.ID+"/test", trade, `{}`).wantProblem(t, 404, apitypes.CodeNotFound)
 	if got := f.do(t, "GET", "/developer/webhooks", trade, nil); strings.Contains(string(got.body), hook.ID) {
 		t.Fatal("another app lists the webhook")
 	}
@@ -107,8 +107,8 @@ func TestWebhookConfigs(t *testing.T) {
 	if r := f.do(t, "DELETE", "/developer/webhooks/"+hook.ID, dev, nil); r.status != 200 {
 		t.Fatalf("delete: %d %s", r.status, r.body)
 	}
-	f.do(t, "GET", "/developer/webhooks/"+hook.ID, dev, nil).wantProblem(t, 404, CodeNotFound)
-	f.do(t, "GET", "/developer/webhooks/"+hook.ID+"/deliveries", dev, nil).wantProblem(t, 404, CodeNotFound)
+	f.do(t, "GET", "/developer/webhooks/"+hook.ID, dev, nil).wantProblem(t, 404, apitypes.CodeNotFound)
+	f.do(t, "GET", "/developer/webhooks/"+hook.ID+"/deliveries", dev, nil).wantProblem(t, 404, apitypes.CodeNotFound)
 	if strings.Contains(f.logs.String(), strings.TrimPrefix(hook.Secret, webhook.SecretPrefix)) ||
 		strings.Contains(f.logs.String(), strings.TrimPrefix(rot.Secret, webhook.SecretPrefix)) {
 		t.Fatal("a webhook secret reached the log")
@@ -121,7 +121,7 @@ func TestWebhooksNeedASealingKey(t *testing.T) {
 	f := newFixture(t)
 	f.handler = NewRouter(Config{Store: f.store, Log: quietLog(), Service: &service.Service{Store: f.store, Log: quietLog()}})
 	f.post(t, "/developer/webhooks", f.creds.Keys["pay"].SK, `{"url":"https://hooks.example.com/x","events":["*"]}`).
-		wantProblem(t, 503, CodeUnavailable)
+		wantProblem(t, 503, apitypes.CodeUnavailable)
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

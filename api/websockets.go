@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/service"
@@ -132,7 +133,7 @@ func (h *websocketHandlers) connect(c *gin.Context) {
 		token = bearerToken(c.GetHeader("Authorization"))
 	}
 	if token == "" {
-		fail(c, CodeUnauthenticated, "Pass a key or access token as ?token=… (or 'Authorization: Bearer …').")
+		fail(c, apitypes.CodeUnauthenticated, "Pass a key or access token as ?token=… (or 'Authorization: Bearer …').")
 		return
 	}
 	ctx := c.Request.Context()
@@ -154,14 +155,14 @@ func (h *websocketHandlers) connect(c *gin.Context) {
 		return
 	}
 	if h.live == nil {
-		fail(c, CodeUnavailable, "The live channel is not served by this process.")
+		fail(c, apitypes.CodeUnavailable, "The live channel is not served by this process.")
 		return
 	}
 	header := http.Header{}
 	header.Set(correlationHeader, correlationID(c))
 	if err := h.live.Serve(c.Writer, c.Request, sub, to, header); err != nil {
 		if !c.Writer.Written() {
-			fail(c, CodeUnavailable, "The server is restarting; reconnect.")
+			fail(c, apitypes.CodeUnavailable, "The server is restarting; reconnect.")
 			return
 		}
 		h.log.Debug("websocket upgrade failed", "configId", sub.ID, "correlationId", correlationID(c), "error", err)

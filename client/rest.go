@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/opentreasury/treasury/apitypes"
 )
 
 // maxBody bounds a successful answer: the largest is a page of 200 orders.
@@ -268,21 +270,21 @@ type Problem struct {
 
 // Problem codes (docs/errors.md): branch on these, never on Detail.
 const (
-	CodeUnauthenticated      = "unauthenticated"
-	CodePermissionDenied     = "permission_denied"
-	CodeMakerChecker         = "maker_checker_violation"
-	CodeNotFound             = "not_found"
-	CodeConflict             = "conflict"
-	CodeIdempotencyKeyInUse  = "idempotency_key_in_use"
-	CodeValidationFailed     = "validation_failed"
-	CodeIdempotencyKeyReused = "idempotency_key_reused"
-	CodePolicyViolation      = "policy_violation"
-	CodeInvalidSignature     = "invalid_signature"
-	CodePayloadTooLarge      = "payload_too_large"
-	CodeUnsupportedMedia     = "unsupported_media_type"
-	CodeRateLimited          = "rate_limited"
-	CodeInternal             = "internal"
-	CodeUnavailable          = "unavailable"
+	CodeUnauthenticated      = apitypes.CodeUnauthenticated
+	CodePermissionDenied     = apitypes.CodePermissionDenied
+	CodeMakerChecker         = apitypes.CodeMakerChecker
+	CodeNotFound             = apitypes.CodeNotFound
+	CodeConflict             = apitypes.CodeConflict
+	CodeIdempotencyKeyInUse  = apitypes.CodeIdempotencyKeyInUse
+	CodeValidationFailed     = apitypes.CodeValidationFailed
+	CodeIdempotencyKeyReused = apitypes.CodeIdempotencyKeyReused
+	CodePolicyViolation      = apitypes.CodePolicyViolation
+	CodeInvalidSignature     = apitypes.CodeInvalidSignature
+	CodePayloadTooLarge      = apitypes.CodePayloadTooLarge
+	CodeUnsupportedMedia     = apitypes.CodeUnsupportedMediaType
+	CodeRateLimited          = apitypes.CodeRateLimited
+	CodeInternal             = apitypes.CodeInternal
+	CodeUnavailable          = apitypes.CodeUnavailable
 )
 
 // FieldError names one invalid field of a request (validation_failed).

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/policy"
 )
@@ -48,16 +49,16 @@ type answer struct {
 // the problem with this code and status, and the console its page with this status; the
 // console may not import the API, so the table lives with the kinds.
 var answers = [kinds]answer{
-	NotFound:         {http.StatusNotFound, "not_found"},
-	PermissionDenied: {http.StatusForbidden, "permission_denied"},
-	MakerChecker:     {http.StatusForbidden, "maker_checker_violation"},
-	Conflict:         {http.StatusConflict, "conflict"},
-	Invalid:          {http.StatusUnprocessableEntity, "validation_failed"},
-	PolicyViolation:  {http.StatusUnprocessableEntity, "policy_violation"},
-	InvalidSignature: {http.StatusUnprocessableEntity, "invalid_signature"},
-	Unavailable:      {http.StatusServiceUnavailable, "unavailable"},
-	Unauthenticated:  {http.StatusUnauthorized, "unauthenticated"},
-	RateLimited:      {http.StatusTooManyRequests, "rate_limited"},
+	NotFound:         {http.StatusNotFound, apitypes.CodeNotFound},
+	PermissionDenied: {http.StatusForbidden, apitypes.CodePermissionDenied},
+	MakerChecker:     {http.StatusForbidden, apitypes.CodeMakerChecker},
+	Conflict:         {http.StatusConflict, apitypes.CodeConflict},
+	Invalid:          {http.StatusUnprocessableEntity, apitypes.CodeValidationFailed},
+	PolicyViolation:  {http.StatusUnprocessableEntity, apitypes.CodePolicyViolation},
+	InvalidSignature: {http.StatusUnprocessableEntity, apitypes.CodeInvalidSignature},
+	Unavailable:      {http.StatusServiceUnavailable, apitypes.CodeUnavailable},
+	Unauthenticated:  {http.StatusUnauthorized, apitypes.CodeUnauthenticated},
+	RateLimited:      {http.StatusTooManyRequests, apitypes.CodeRateLimited},
 }
 
 func (k Kind) answer() answer {
