@@ -59,7 +59,7 @@ func buildExamples(t *testing.T) string {
 	dir := t.TempDir()
 	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
 		"./examples/payout-job", "./examples/approvals-bot", "./examples/dashboard")
-	build.Dir = ".." // the module root
+	build.Dir = "../.." // the module root
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the examples: %v\n%s", err, out)
