@@ -2,8 +2,12 @@ package docs
 
 import (
 	"bufio"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -125,6 +129,42 @@ func TestTheProductionBinaryLinksNoDevelopmentSupport(t *testing.T) {
 	for _, d := range deps {
 		if strings.HasPrefix(d, module+"dev/") || strings.HasPrefix(d, "go.temporal.io/server") {
 			t.Errorf("treasury links %s", d)
+		}
+	}
+}
+
+// TestNoFunctionThatAssemblesAProcessIsLong: the places that put a process together (the
+// composition root, the dev bundle, the cluster launcher, the binaries, the bench rigs
+// and the router) read as lists of parts, each function a screen at most.
+func TestNoFunctionThatAssemblesAProcessIsLong(t *testing.T) {
+	const most = 80
+	// Reading the environment into a Config (assemble/config.go) is not assembling.
+	patterns := []string{"assemble/*.go", "api/router.go", "cmd/treasury/*.go",
+		"cmd/treasury-dev/*.go", "dev/devstack/*.go", "dev/cluster/*.go", "dev/bench/httpcost/*.go",
+		"dev/bench/ceiling/*.go", "dev/bench/webhooks/*.go"}
+	fset := token.NewFileSet()
+	for _, pattern := range patterns {
+		files, err := filepath.Glob(filepath.Join("..", pattern))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("%s: no Go files (%v)", pattern, err)
+		}
+		for _, name := range files {
+			if strings.HasSuffix(name, "_test.go") || strings.HasSuffix(name, filepath.Join("assemble", "config.go")) {
+				continue
+			}
+			f, err := parser.ParseFile(fset, name, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range f.Decls {
+				fn, ok := d.(*ast.FuncDecl)
+				if !ok || fn.Body == nil {
+					continue
+				}
+				if n := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1; n > most {
+					t.Errorf("%s: %s is %d lines (at most %d)", name, fn.Name.Name, n, most)
+				}
+			}
 		}
 	}
 }
