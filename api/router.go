@@ -98,12 +98,8 @@ func NewRouter(cfg Config) http.Handler {
 func (cfg Config) withDefaults() Config {
 	cfg.RequestTimeout = cmp.Or(cfg.RequestTimeout, 30*time.Second)
 	cfg.IdempotencyRetention = cmp.Or(cfg.IdempotencyRetention, 24*time.Hour)
-	cfg.SessionTTL = cmp.Or(max(cfg.SessionTTL, 0), 12*time.Hour)
 	cfg.RateLimit = cmp.Or(max(cfg.RateLimit, 0), 50)
 	cfg.RateBurst = cmp.Or(max(cfg.RateBurst, 0), 100)
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
 	if cfg.Authn == nil {
 		cfg.Authn = auth.NewAuthenticator(cfg.Store)
 	}

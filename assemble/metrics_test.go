@@ -21,7 +21,6 @@ import (
 	"github.com/gorilla/websocket"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
-	"go.temporal.io/sdk/activity"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -63,16 +62,8 @@ func (w *suiteOrders) Submit(ctx context.Context, o workflows.Submission) (workf
 	dev.BlockTime = 0
 	acts := &activities.Orders{Store: w.store, Chain: dev, Log: w.log}
 	env.RegisterWorkflowWithOptions(workflows.OrderLifecycle, workflow.RegisterOptions{Name: workflows.OrderWorkflow})
-	for name, fn := range map[string]any{
-		workflows.MarkSubmittedActivity: acts.MarkSubmitted, workflows.EvaluatePolicyActivity: acts.EvaluatePolicy,
-		workflows.RequestApprovalActivity: acts.RequestApproval, workflows.MarkApprovedActivity: acts.MarkApproved,
-		workflows.ApprovalOutcomeActivity: acts.ApprovalOutcome, workflows.RejectOrderActivity: acts.RejectOrder,
-		workflows.RequestSignatureActivity: acts.RequestSignature, workflows.RecordSignatureActivity: acts.RecordSignature,
-		workflows.BroadcastLegActivity: acts.BroadcastLeg, workflows.CheckLegActivity: acts.CheckLeg,
-		workflows.ConfirmLegActivity: acts.ConfirmLeg, workflows.FailOrderActivity: acts.FailOrder,
-	} {
-		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
-	}
+	// Registered as the worker registers it: every method, under its own name.
+	env.RegisterActivity(acts)
 	// The paired signer signs each leg's request an hour (of the environment's time) in.
 	for i := range o.Legs {
 		env.RegisterDelayedCallback(func() {
