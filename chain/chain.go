@@ -1,19 +1,25 @@
 // Package chain is the boundary to blockchains: the Adapter interface the workers use.
-// A real chain integration implements it; devchain is the simulated one.
+// evm implements it for EVM chains over JSON-RPC; devchain is the simulated one, for
+// chains with no real adapter and for tests.
 package chain
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/shopspring/decimal"
 )
 
-// Adapter is what the service needs of a chain. A production deployment supplies an
-// implementation backed by real nodes; the dev bundle uses Devchain.
+// Adapter is what the service needs of a chain.
 type Adapter interface {
 	// Balances returns every asset amount held by an address on a chain.
 	Balances(ctx context.Context, chain, address string) (map[string]decimal.Decimal, error)
+	// Prepare builds the transaction of one leg up to its nonce: what it calls, its value,
+	// its gas and fees, read from the chain now. It writes nothing anywhere.
+	Prepare(ctx context.Context, leg Leg) (Draft, error)
 	// Broadcast submits a signed transaction and returns its hash. Broadcasting the same
 	// signed transaction again returns the same hash and submits nothing new.
 	Broadcast(ctx context.Context, tx SignedTx) (string, error)
@@ -22,6 +28,63 @@ type Adapter interface {
 	Known(ctx context.Context, tx SignedTx) (hash string, found bool, err error)
 	// Status reports where a broadcast transaction stands.
 	Status(ctx context.Context, chain, hash string) (TxStatus, error)
+}
+
+// Signature schemes of wallets (SPEC 3.5).
+const (
+	// Secp256k1 signs EVM transactions: 65 bytes r‖s‖v over the EIP-1559 signing hash.
+	Secp256k1 = "secp256k1"
+	// Ed25519 signs the simulated chain's transactions: 64 bytes over a SHA-256.
+	Ed25519 = "ed25519"
+)
+
+// Leg is what one leg of an order asks of the chain.
+type Leg struct {
+	Chain    string
+	OrderID  string
+	Position int
+	// Kind is the leg: TRANSFER, APPROVE, SWAP, DEPOSIT, WITHDRAW, CLAIM, DRAW, REPAY.
+	Kind string
+	// From is the wallet's address.
+	From string
+	// Asset and Amount are the leg's asset and amount (a trade's sell side).
+	Asset  string
+	Amount decimal.Decimal
+	// To is a payment's destination.
+	To string
+	// BuyAsset and MaxSlippageBps are a trade's.
+	BuyAsset       string
+	MaxSlippageBps int
+	// Protocol names an Earn or Borrow venue.
+	Protocol string
+	// Payload and PayloadHash are the order's canonical payload: the simulated chain signs
+	// over them; a real chain's transaction is derived from the fields above.
+	Payload     json.RawMessage
+	PayloadHash string
+}
+
+// Draft is a leg's transaction before its nonce is fixed. The nonce is assigned inside
+// the step that records the signing request, so a retried step takes no second nonce.
+type Draft struct {
+	Chain  string
+	Scheme string
+	// Nonced reports that the transaction carries an account nonce, assigned by the store
+	// per address, never below NonceFloor (what the chain has already mined from it).
+	Nonced     bool
+	NonceFloor uint64
+	// Seal completes the transaction with its nonce (ignored when not Nonced).
+	Seal func(nonce uint64) (Unsigned, error) `json:"-"`
+}
+
+// Unsigned is a transaction ready to sign.
+type Unsigned struct {
+	Scheme string
+	// Fields is the transaction in readable JSON; with the signature it is all a broadcast
+	// needs, so what is broadcast is exactly what was signed.
+	Fields json.RawMessage
+	// Digest is the hex of the 32 bytes to sign.
+	Digest string
+	Nonce  *uint64
 }
 
 // SignedTx is a signed transaction of one order leg.
@@ -33,7 +96,9 @@ type SignedTx struct {
 	To     string
 	Asset  string
 	Amount decimal.Decimal
-	// Digest is the hex SHA-256 of the unsigned transaction; Signature signs it.
+	// Fields and Digest are the signing request's: the transaction as prepared, and the
+	// hex of the 32 bytes Signature signs.
+	Fields    json.RawMessage
 	Digest    string
 	Signature []byte
 }
@@ -56,4 +121,58 @@ type TxStatus struct {
 	// that will hold its last confirmation), if it can tell; zero otherwise. Callers
 	// waiting on the transaction ask again then rather than on a fixed poll.
 	Expected time.Time
+}
+
+// ErrUnknownChain is returned for a chain no adapter serves.
+var ErrUnknownChain = errors.New("chain: no adapter serves this chain")
+
+// Router serves each chain by the adapter configured for it.
+type Router map[string]Adapter
+
+// For returns the adapter of a chain.
+func (r Router) For(name string) (Adapter, error) {
+	if a, ok := r[name]; ok {
+		return a, nil
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownChain, name)
+}
+
+func (r Router) Balances(ctx context.Context, chainName, address string) (map[string]decimal.Decimal, error) {
+	a, err := r.For(chainName)
+	if err != nil {
+		return nil, err
+	}
+	return a.Balances(ctx, chainName, address)
+}
+
+func (r Router) Prepare(ctx context.Context, leg Leg) (Draft, error) {
+	a, err := r.For(leg.Chain)
+	if err != nil {
+		return Draft{}, err
+	}
+	return a.Prepare(ctx, leg)
+}
+
+func (r Router) Broadcast(ctx context.Context, tx SignedTx) (string, error) {
+	a, err := r.For(tx.Chain)
+	if err != nil {
+		return "", err
+	}
+	return a.Broadcast(ctx, tx)
+}
+
+func (r Router) Known(ctx context.Context, tx SignedTx) (string, bool, error) {
+	a, err := r.For(tx.Chain)
+	if err != nil {
+		return "", false, err
+	}
+	return a.Known(ctx, tx)
+}
+
+func (r Router) Status(ctx context.Context, chainName, hash string) (TxStatus, error) {
+	a, err := r.For(chainName)
+	if err != nil {
+		return TxStatus{}, err
+	}
+	return a.Status(ctx, chainName, hash)
 }

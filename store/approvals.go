@@ -54,12 +54,16 @@ type SigningRequest struct {
 	WalletID   string
 	Chain      string
 	UnsignedTx string
-	Digest     string
-	Status     string
-	Signature  *string
-	CreatedAt  time.Time
-	ExpiresAt  time.Time
-	SignedAt   *time.Time
+	// Scheme is the wallet's signature scheme; Digest is signed in it.
+	Scheme string
+	Digest string
+	// Nonce is the transaction's account nonce, on a chain that has them.
+	Nonce     *uint64
+	Status    string
+	Signature *string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	SignedAt  *time.Time
 }
 
 func (SigningRequest) TableName() string { return "signing_requests" }

@@ -81,6 +81,9 @@ type Wallet struct {
 	Chain     string
 	Address   string
 	PublicKey string
+	// Scheme is what the wallet signs with: secp256k1 on EVM chains, ed25519 on a
+	// simulated chain (chain.Secp256k1, chain.Ed25519).
+	Scheme    string
 	AutoSign  bool
 	Label     string
 	CreatedAt time.Time

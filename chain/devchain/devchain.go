@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -65,6 +66,24 @@ func (d *Chain) Fund(ctx context.Context, chainName, address, asset string, amou
 		return fmt.Errorf("devchain: fund amount must be positive, got %s", amount)
 	}
 	return d.store.DevchainCredit(ctx, chainName, address, asset, amount)
+}
+
+// Prepare describes the leg as the simulation signs it: the order's canonical payload
+// and hash, the leg and the sender, as JSON, whose SHA-256 is the digest an ed25519 key
+// signs. It takes no nonce.
+func (d *Chain) Prepare(_ context.Context, leg chain.Leg) (chain.Draft, error) {
+	if err := d.known(leg.Chain); err != nil {
+		return chain.Draft{}, err
+	}
+	fields, err := json.Marshal(map[string]any{"chain": leg.Chain, "from": leg.From, "leg": leg.Kind, "position": leg.Position,
+		"payloadHash": leg.PayloadHash, "payload": leg.Payload})
+	if err != nil {
+		return chain.Draft{}, err
+	}
+	sum := sha256.Sum256(fields)
+	unsigned := chain.Unsigned{Scheme: chain.Ed25519, Fields: fields, Digest: hex.EncodeToString(sum[:])}
+	return chain.Draft{Chain: leg.Chain, Scheme: chain.Ed25519,
+		Seal: func(uint64) (chain.Unsigned, error) { return unsigned, nil }}, nil
 }
 
 // Broadcast records the transaction; its hash is derived from the signed payload, so the
