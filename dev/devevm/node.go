@@ -1,0 +1,188 @@
+package devevm
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"log/slog"
+	"math/big"
+	"sync"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/eth"
+	"github.com/ethereum/go-ethereum/eth/catalyst"
+	"github.com/ethereum/go-ethereum/eth/ethconfig"
+	"github.com/ethereum/go-ethereum/eth/filters"
+	"github.com/ethereum/go-ethereum/ethclient"
+	gethlog "github.com/ethereum/go-ethereum/log"
+	"github.com/ethereum/go-ethereum/node"
+	"github.com/ethereum/go-ethereum/p2p"
+	"github.com/ethereum/go-ethereum/params"
+	"github.com/ethereum/go-ethereum/rpc"
+
+	"github.com/opentreasury/treasury/chain/evm/contracts"
+)
+
+// Dead is the address whose transfers revert on the dev chains (SPEC 3.6): the token
+// refuses it, and DevRevert's code sits there from genesis for native transfers.
+var Dead = common.HexToAddress("0x000000000000000000000000000000000000dEaD")
+
+// FaucetKey is the dev chains' deployer and faucet: the same key on every dev chain, funded
+// from genesis, so a chain re-created from nothing is the same chain.
+func FaucetKey() *ecdsa.PrivateKey {
+	k, err := crypto.ToECDSA(crypto.Keccak256([]byte("treasury dev chain faucet")))
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+// Genesis is a dev chain's first block: every fork active, the faucet funded, DevRevert
+// at 0x…dEaD. It depends on the chain id only, so a restart finds the same chain.
+func Genesis(chainID uint64) *core.Genesis {
+	cfg := *params.AllDevChainProtocolChanges
+	cfg.ChainID = new(big.Int).SetUint64(chainID)
+	alloc := core.SystemContractAllocs()
+	alloc[crypto.PubkeyToAddress(FaucetKey().PublicKey)] = types.Account{Balance: new(big.Int).Mul(big.NewInt(params.Ether), big.NewInt(1e12))}
+	alloc[Dead] = types.Account{Code: contracts.RevertRuntime(), Balance: new(big.Int)}
+	return &core.Genesis{Config: &cfg, GasLimit: ethconfig.Defaults.Miner.GasCeil, Alloc: alloc, BaseFee: big.NewInt(params.InitialBaseFee)}
+}
+
+// Node is a go-ethereum node running in this process with a simulated consensus layer: a
+// real EVM, state, transaction pool and JSON-RPC, on one machine. It keeps its chain in a
+// directory, so a restart resumes it.
+type Node struct {
+	stack  *node.Node
+	eth    *eth.Ethereum
+	beacon *catalyst.SimulatedBeacon
+	client *ethclient.Client
+	rpc    *rpc.Client
+	// mu keeps sealing to one block at a time.
+	mu       sync.Mutex
+	stop     chan struct{}
+	finished chan struct{}
+}
+
+// NodeOptions configure a dev chain's node.
+type NodeOptions struct {
+	// Dir keeps the chain; empty keeps it in memory.
+	Dir     string
+	ChainID uint64
+	// BlockTime is how often a block is sealed while transactions wait (or while the last
+	// ones still need Confirmations blocks on top). An idle chain seals nothing.
+	BlockTime     time.Duration
+	Confirmations int
+	Log           *slog.Logger
+}
+
+var setLogOnce sync.Once
+
+// StartNode starts a dev chain's node and its block loop.
+func StartNode(o NodeOptions) (*Node, error) {
+	if o.Log != nil {
+		setLogOnce.Do(func() { gethlog.SetDefault(gethlog.NewLogger(warnOnly{o.Log.Handler()})) })
+	}
+	stack, err := node.New(&node.Config{Name: "treasury-devchain", DataDir: o.Dir,
+		P2P: p2p.Config{NoDiscovery: true, MaxPeers: 0, ListenAddr: ""}})
+	if err != nil {
+		return nil, err
+	}
+	cfg := ethconfig.Defaults
+	cfg.Genesis = Genesis(o.ChainID)
+	cfg.NetworkId = o.ChainID
+	cfg.SyncMode = ethconfig.FullSync
+	cfg.TxPool.NoLocals = true
+	cfg.TxPool.Journal = ""
+	backend, err := eth.New(stack, &cfg)
+	if err != nil {
+		_ = stack.Close()
+		return nil, err
+	}
+	fs := filters.NewFilterSystem(backend.APIBackend, filters.Config{})
+	stack.RegisterAPIs([]rpc.API{{Namespace: "eth", Service: filters.NewFilterAPI(fs)}})
+	if err := stack.Start(); err != nil {
+		_ = stack.Close()
+		return nil, err
+	}
+	beacon, err := catalyst.NewSimulatedBeacon(0, common.Address{}, backend)
+	if err != nil {
+		_ = stack.Close()
+		return nil, err
+	}
+	if err := beacon.Start(); err != nil {
+		_ = stack.Close()
+		return nil, err
+	}
+	raw := stack.Attach()
+	n := &Node{stack: stack, eth: backend, beacon: beacon, client: ethclient.NewClient(raw), rpc: raw,
+		stop: make(chan struct{}), finished: make(chan struct{})}
+	go n.loop(max(o.BlockTime, 10*time.Millisecond), max(o.Confirmations, 1))
+	return n, nil
+}
+
+// Client is the node's JSON-RPC client, in process.
+func (n *Node) Client() *ethclient.Client { return n.client }
+
+// RPC is the node's raw JSON-RPC client, in process.
+func (n *Node) RPC() *rpc.Client { return n.rpc }
+
+// Mine seals a block now.
+func (n *Node) Mine() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.beacon.Commit()
+}
+
+// loop seals a block every blockTime while transactions wait, and then confirmations
+// more, so the last transactions reach their depth.
+func (n *Node) loop(blockTime time.Duration, confirmations int) {
+	defer close(n.finished)
+	t := time.NewTicker(blockTime)
+	defer t.Stop()
+	owed := 0
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+		pending, _ := n.eth.TxPool().Stats()
+		if pending == 0 && owed == 0 {
+			continue
+		}
+		n.Mine()
+		if pending > 0 {
+			owed = confirmations
+		} else {
+			owed--
+		}
+	}
+}
+
+// Close stops the block loop and the node; the chain stays in its directory.
+func (n *Node) Close() error {
+	close(n.stop)
+	<-n.finished
+	n.rpc.Close()
+	err := n.beacon.Stop()
+	if cerr := n.stack.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// warnOnly passes on go-ethereum's warnings and errors, not its chatter.
+type warnOnly struct{ slog.Handler }
+
+func (w warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
+}
+
+func (w warnOnly) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return warnOnly{w.Handler.WithAttrs(attrs)}
+}
+
+func (w warnOnly) WithGroup(name string) slog.Handler { return warnOnly{w.Handler.WithGroup(name)} }
