@@ -2,9 +2,7 @@ package activities
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -247,34 +245,67 @@ func (a *Orders) RejectOrder(ctx context.Context, in workflows.RejectInput) erro
 	return err
 }
 
-// unsignedTx is what the signer signs for one leg: derived from exactly the order's payload.
-func unsignedTx(o *store.Order, legs []store.OrderLeg, pos int, from string) (string, string, error) {
+// legOf describes one leg of a stored order to its chain: the order's own fields and its
+// canonical payload, which must still hash to what was approved.
+func legOf(o *store.Order, legs []store.OrderLeg, pos int, from string) (chain.Leg, error) {
 	names := make([]string, len(legs))
 	for i, l := range legs {
 		names[i] = l.Leg
 	}
 	var details map[string]any
 	if err := json.Unmarshal([]byte(o.Details), &details); err != nil {
-		return "", "", err
+		return chain.Leg{}, err
 	}
 	payload, hash, err := orders.Payload(o.ID, o.Domain, o.WalletID, o.Chain, details, names)
 	if err != nil {
-		return "", "", err
+		return chain.Leg{}, err
 	}
 	if hash != o.PayloadHash {
-		return "", "", fmt.Errorf("order %s payload changed since it was created", o.ID)
+		return chain.Leg{}, fmt.Errorf("order %s payload changed since it was created", o.ID)
 	}
-	tx, err := json.Marshal(map[string]any{"chain": o.Chain, "from": from, "leg": legs[pos].Leg, "position": pos,
-		"payloadHash": hash, "payload": json.RawMessage(payload)})
+	input, err := orderInput(o)
 	if err != nil {
-		return "", "", err
+		return chain.Leg{}, err
 	}
-	sum := sha256.Sum256(tx)
-	return string(tx), hex.EncodeToString(sum[:]), nil
+	leg := chain.Leg{Chain: o.Chain, OrderID: o.ID, Position: pos, Kind: legs[pos].Leg, From: from,
+		BuyAsset: input.BuyAsset, MaxSlippageBps: input.MaxSlippageBps, Protocol: input.Protocol,
+		Payload: json.RawMessage(payload), PayloadHash: hash}
+	leg.Asset, leg.Amount = input.Valued()
+	if input.Destination != nil {
+		leg.To = input.Destination.Address
+	}
+	return leg, nil
 }
 
-// RequestSignature creates the leg's signing request and emits Wallet.SigningRequested.
+// RequestSignature prepares the leg's transaction on its chain, creates its signing
+// request and emits Wallet.SigningRequested. The transaction is priced before the step's
+// transaction (it asks the node); its nonce is assigned inside it, so a step that rolls
+// back or is retried takes no nonce.
 func (a *Orders) RequestSignature(ctx context.Context, in workflows.LegInput) (workflows.SigningRequestRef, error) {
+	o, legs, err := a.Store.Order(ctx, in.OrderID)
+	if err != nil {
+		return workflows.SigningRequestRef{}, err
+	}
+	if existing := legs[in.Position].SigningRequestID; existing != nil {
+		return a.signingRequestRef(ctx, o.OrgID, *existing)
+	}
+	w, err := a.Store.Wallet(ctx, o.OrgID, o.WalletID)
+	if err != nil {
+		return workflows.SigningRequestRef{}, err
+	}
+	leg, err := legOf(o, legs, in.Position, w.Address)
+	leg.Scheme = w.Scheme
+	if err != nil {
+		return workflows.SigningRequestRef{}, temporal.NewNonRetryableApplicationError(err.Error(), "CorruptOrder", err)
+	}
+	draft, err := a.Chain.Prepare(ctx, leg)
+	if err != nil {
+		return workflows.SigningRequestRef{}, err
+	}
+	if w.Scheme != draft.Scheme {
+		// Retried, not failed: a configuration put right lets the order go on.
+		return workflows.SigningRequestRef{}, fmt.Errorf("wallet %s signs with %s, but %s's adapter signs with %s", w.ID, w.Scheme, o.Chain, draft.Scheme)
+	}
 	reqID := ids.New(ids.SigningRequest)
 	var created *store.SigningRequest
 	res, err := a.apply(ctx, orders.StepSignatureRequested, in.Position, store.OrderChange{OrderID: in.OrderID,
@@ -283,17 +314,20 @@ func (a *Orders) RequestSignature(ctx context.Context, in workflows.LegInput) (w
 			legs[in.Position].SigningRequestID, legs[in.Position].Status = &reqID, orders.StatusPendingSignature
 		},
 		Also: func(tx *store.Store, o *store.Order, legs []store.OrderLeg) error {
-			w, err := tx.Wallet(ctx, o.OrgID, o.WalletID)
-			if err != nil {
-				return err
+			var nonce uint64
+			if draft.Nonced {
+				if nonce, err = tx.TakeNonce(ctx, o.Chain, w.Address, draft.NonceFloor); err != nil {
+					return err
+				}
 			}
-			body, digest, err := unsignedTx(o, legs, in.Position, w.Address)
+			unsigned, err := draft.Seal(nonce)
 			if err != nil {
 				return err
 			}
 			created, err = tx.CreateSigningRequest(ctx, &store.SigningRequest{ID: reqID, OrgID: o.OrgID, App: o.App,
 				Domain: o.Domain, OrderID: o.ID, Position: in.Position, Leg: in.Leg, WalletID: o.WalletID, Chain: o.Chain,
-				UnsignedTx: body, Digest: digest, Status: orders.SigningPending, CreatedAt: a.now(), ExpiresAt: in.ExpiresAt})
+				UnsignedTx: string(unsigned.Fields), Scheme: unsigned.Scheme, Digest: unsigned.Digest, Nonce: unsigned.Nonce,
+				Status: orders.SigningPending, CreatedAt: a.now(), ExpiresAt: in.ExpiresAt})
 			return err
 		},
 		Event: &store.EventSpec{Leg: &in.Position, Body: events.OrderEvent{
@@ -304,8 +338,11 @@ func (a *Orders) RequestSignature(ctx context.Context, in workflows.LegInput) (w
 	if res.Applied {
 		return workflows.SigningRequestRef{ID: created.ID, Digest: created.Digest}, nil
 	}
-	existing := res.Legs[in.Position].SigningRequestID
-	r, err := a.Store.SigningRequest(ctx, res.Order.OrgID, *existing)
+	return a.signingRequestRef(ctx, res.Order.OrgID, *res.Legs[in.Position].SigningRequestID)
+}
+
+func (a *Orders) signingRequestRef(ctx context.Context, orgID, id string) (workflows.SigningRequestRef, error) {
+	r, err := a.Store.SigningRequest(ctx, orgID, id)
 	if err != nil {
 		return workflows.SigningRequestRef{}, err
 	}
@@ -352,7 +389,8 @@ func (a *Orders) BroadcastLeg(ctx context.Context, in workflows.LegInput) (strin
 	if err != nil {
 		return "", temporal.NewNonRetryableApplicationError("signature is not base64", "BadSignature", err)
 	}
-	tx := chain.SignedTx{Chain: o.Chain, Kind: in.Leg, From: w.Address, Digest: req.Digest, Signature: sig}
+	tx := chain.SignedTx{Chain: o.Chain, Kind: in.Leg, From: w.Address, Fields: json.RawMessage(req.UnsignedTx),
+		Digest: req.Digest, Signature: sig}
 	tx.Asset, tx.Amount = input.Valued()
 	if input.Destination != nil {
 		tx.To = input.Destination.Address
@@ -436,6 +474,20 @@ func (a *Orders) ConfirmLeg(ctx context.Context, in workflows.LegInput) error {
 	return err
 }
 
+// releaseNonce gives back the nonce of a transaction that expired unsigned, so that the
+// wallet's nonces stay gap-free.
+func releaseNonce(ctx context.Context, tx *store.Store, o *store.Order, requestID string) error {
+	r, err := tx.SigningRequest(ctx, o.OrgID, requestID)
+	if err != nil || r.Nonce == nil {
+		return err
+	}
+	w, err := tx.Wallet(ctx, o.OrgID, o.WalletID)
+	if err != nil {
+		return err
+	}
+	return tx.ReleaseNonce(ctx, o.Chain, w.Address, *r.Nonce)
+}
+
 // FailOrder ends the order failed (signing_expired, tx_reverted, tx_timeout) and emits Order.Failed.
 func (a *Orders) FailOrder(ctx context.Context, in workflows.FailInput) error {
 	now := a.now()
@@ -446,11 +498,14 @@ func (a *Orders) FailOrder(ctx context.Context, in workflows.FailInput) error {
 			o.FailureCode, o.FailureMessage, o.CompletedAt = &code, &msg, &now
 			legs[in.Position].Status = orders.StatusFailed
 		},
-		Also: func(tx *store.Store, _ *store.Order, _ []store.OrderLeg) error {
+		Also: func(tx *store.Store, o *store.Order, _ []store.OrderLeg) error {
 			if in.SigningRequestID == "" {
 				return nil
 			}
-			return tx.SetSigningRequestStatus(ctx, in.SigningRequestID, orders.SigningExpired, nil, now)
+			if err := tx.SetSigningRequestStatus(ctx, in.SigningRequestID, orders.SigningExpired, nil, now); err != nil {
+				return err
+			}
+			return releaseNonce(ctx, tx, o, in.SigningRequestID)
 		},
 		Event: &store.EventSpec{Leg: &in.Position,
 			Body: events.OrderEvent{Failure: &events.Failure{Code: string(in.Code), Message: in.Message}}}})

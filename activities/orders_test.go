@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/opentreasury/treasury/chain"
 	"github.com/opentreasury/treasury/chain/devchain"
+	"github.com/opentreasury/treasury/chain/keys"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/orders"
@@ -31,7 +31,7 @@ import (
 type lifecycle struct {
 	store  *store.Store
 	creds  *seed.Credentials
-	keys   map[string]ed25519.PrivateKey
+	keys   map[string]*keys.Key
 	acts   *Orders
 	wallet *store.Wallet
 }
@@ -44,7 +44,7 @@ func newLifecycle(t *testing.T, s *store.Store) *lifecycle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := seed.LoadSignerKeys(dir)
+	signerKeys, err := seed.LoadSignerKeys(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func newLifecycle(t *testing.T, s *store.Store) *lifecycle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &lifecycle{store: s, creds: creds, keys: keys, acts: &Orders{Store: s, Chain: dev, Log: log}, wallet: w}
+	return &lifecycle{store: s, creds: creds, keys: signerKeys, acts: &Orders{Store: s, Chain: dev, Log: log}, wallet: w}
 }
 
 // draft stores a draft order of a domain as the API would.
@@ -139,7 +139,11 @@ func (l *lifecycle) run(t *testing.T, o *store.Order, legs []string, approvers .
 				return
 			}
 			digest, _ := hex.DecodeString(req.Digest)
-			sig := ed25519.Sign(l.keys[l.wallet.ID], digest)
+			sig, err := l.keys[l.wallet.ID].Sign(digest)
+			if err != nil {
+				t.Error(err)
+				return
+			}
 			env.SignalWorkflow(workflows.SignalSignature, workflows.Signature{SigningRequestID: req.ID, Signature: base64.StdEncoding.EncodeToString(sig)})
 		}, time.Duration(len(approvers)+i+1)*time.Hour)
 	}

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/opentreasury/treasury/apitypes"
+	"github.com/opentreasury/treasury/chain/keys"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/policy"
@@ -219,27 +219,41 @@ func TestSignaturesAreVerified(t *testing.T) {
 	}
 	digest := strings.Repeat("ab", 32)
 	req := &store.SigningRequest{ID: "sig_test", OrgID: f.creds.OrgID, App: "pay", Domain: "payment", OrderID: id, Position: 0,
-		Leg: "TRANSFER", WalletID: manual.ID, Chain: "ethereum", UnsignedTx: "{}", Digest: digest, Status: "pending",
+		Leg: "TRANSFER", WalletID: manual.ID, Chain: "ethereum", UnsignedTx: "{}", Scheme: manual.Scheme, Digest: digest, Status: "pending",
 		CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
 	if _, err := f.store.CreateSigningRequest(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	seedBytes, _ := base64.StdEncoding.DecodeString(manual.PrivateKey)
+	key, err := keys.Parse(manual.Scheme, manual.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
 	d, _ := hex.DecodeString(digest)
-	good := base64.StdEncoding.EncodeToString(ed25519.Sign(ed25519.NewKeyFromSeed(seedBytes), d))
-	_, other, _ := ed25519.GenerateKey(nil)
-	bad := base64.StdEncoding.EncodeToString(ed25519.Sign(other, d))
+	sign := func(k *keys.Key) string {
+		sig, err := k.Sign(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return base64.StdEncoding.EncodeToString(sig)
+	}
+	other, _ := keys.Generate(manual.Scheme)
+	good, bad := sign(key), sign(other)
+	// v as 27/28, as some signers write it, is the same signature.
+	raw, _ := base64.StdEncoding.DecodeString(good)
+	raw[64] += 27
+	good27 := base64.StdEncoding.EncodeToString(raw)
 	url := "/api/v1/signing-requests/sig_test/signature"
 	body := func(sig string) string { return fmt.Sprintf(`{"signature":%q}`, sig) }
 	f.post(t, url, f.creds.Keys["pay"].Sign, body(bad)).wantProblem(t, 422, apitypes.CodeInvalidSignature)
 	f.post(t, url, f.creds.Keys["pay"].Sign, body("not base64")).wantProblem(t, 422, apitypes.CodeInvalidSignature)
+	f.post(t, url, f.creds.Keys["pay"].Sign, body(good[:40])).wantProblem(t, 422, apitypes.CodeInvalidSignature)
 	f.post(t, url, f.creds.Keys["pay"].Read, body(good)).wantProblem(t, 403, apitypes.CodePermissionDenied)
 	f.post(t, url, f.creds.Keys["trade"].Sign, body(good)).wantProblem(t, 404, apitypes.CodeNotFound)
 	f.post(t, url, f.creds.OtherOrg.Keys["pay"]["sk"], body(good)).wantProblem(t, 404, apitypes.CodeNotFound)
 	if len(fw.signatures) != 0 {
 		t.Fatal("a refused signature reached the workflow")
 	}
-	if r := f.post(t, url, f.creds.Keys["pay"].Sign, body(good)); r.status != 202 {
+	if r := f.post(t, url, f.creds.Keys["pay"].Sign, body(good27)); r.status != 202 {
 		t.Fatalf("good signature %d %s", r.status, r.body)
 	}
 	if len(fw.signatures) != 1 || fw.signatures[0].SigningRequestID != "sig_test" {

@@ -35,8 +35,8 @@ func TestCreateOrdersOfEveryDomain(t *testing.T) {
 			"500.00", "TRANSFER", map[string]any{"asset": "USDC", "amount": "500", "reference": "inv-1"}},
 		{"trade-orders", "trade", `{"walletId":"` + eth + `","sellAsset":"WBTC","buyAsset":"ETH","sellAmount":"0.5","maxSlippageBps":50}`,
 			"30000.00", "APPROVE,SWAP", map[string]any{"sellAsset": "WBTC", "buyAsset": "ETH", "sellAmount": "0.5", "maxSlippageBps": float64(50)}},
-		{"earn-orders", "earn", `{"walletId":"` + eth + `","protocol":"aave","action":"withdraw","asset":"ETH","amount":"2"}`,
-			"6000.00", "WITHDRAW,CLAIM", map[string]any{"protocol": "aave", "action": "withdraw", "asset": "ETH", "amount": "2"}},
+		{"earn-orders", "earn", `{"walletId":"` + eth + `","protocol":"aave","action":"withdraw","asset":"WBTC","amount":"0.1"}`,
+			"6000.00", "WITHDRAW,CLAIM", map[string]any{"protocol": "aave", "action": "withdraw", "asset": "WBTC", "amount": "0.1"}},
 		{"borrow-orders", "borrow", `{"walletId":"` + eth + `","protocol":"compound","action":"draw","asset":"USDC","amount":"1000.5","collateralAsset":"ETH"}`,
 			"1000.50", "DRAW", map[string]any{"protocol": "compound", "action": "draw", "collateralAsset": "ETH"}},
 	}

@@ -33,7 +33,7 @@ func (h *portfolioHandlers) portfolio(c *gin.Context) {
 
 func walletJSON(w *service.Wallet) apitypes.Wallet {
 	return apitypes.Wallet{ID: w.ID, Chain: w.Chain, Address: w.Address, Label: w.Label, AutoSign: w.AutoSign,
-		PublicKey: w.PublicKey, USDValue: usd(w.USDValue), SyncedAt: timeOrNull(w.SyncedAt), CreatedAt: timeOf(w.CreatedAt)}
+		PublicKey: w.PublicKey, Scheme: w.Scheme, USDValue: usd(w.USDValue), SyncedAt: timeOrNull(w.SyncedAt), CreatedAt: timeOf(w.CreatedAt)}
 }
 
 // wallets answers GET /treasury/wallets, a page of the org's wallets (a restricted key's

@@ -58,11 +58,15 @@ type SigningRequest struct {
 	ID        string      `json:"id"`
 	Leg       string      `json:"leg"`
 	OrderID   string      `json:"orderId"`
+	// Scheme is the wallet's: secp256k1 (65 bytes r‖s‖v over Digest) or ed25519 (64 bytes).
+	Scheme string `json:"scheme"`
 	// SignedAt is null until the request is signed.
 	SignedAt *events.Time `json:"signedAt"`
 	// Status is pending, signed or expired.
 	Status string `json:"status"`
-	// UnsignedTx is canonical JSON holding the order's payload and its hash.
+	// UnsignedTx is the transaction to be signed, as JSON of its readable fields: on an
+	// EVM chain its chainId, nonce, from, to, value, gas, fees, data and the decoded call;
+	// on a simulated chain the order's canonical payload and its hash.
 	UnsignedTx string `json:"unsignedTx"`
 	WalletID   string `json:"walletId"`
 }

@@ -25,9 +25,12 @@ type Wallet struct {
 	Address  string `json:"address"`
 	Label    string `json:"label"`
 	AutoSign bool   `json:"autoSign"`
-	// PublicKey is the base64 ed25519 key that signatures of the wallet's signing requests
-	// must verify against.
-	PublicKey string       `json:"publicKey"`
+	// PublicKey is the wallet's public key: base64 for ed25519, hex of the compressed key
+	// for secp256k1 (whose signatures must recover to Address).
+	PublicKey string `json:"publicKey"`
+	// Scheme is what the wallet signs with: secp256k1 on EVM chains, ed25519 on a
+	// simulated chain.
+	Scheme    string       `json:"scheme"`
 	USDValue  string       `json:"usdValue"`
 	SyncedAt  *events.Time `json:"syncedAt"`
 	CreatedAt events.Time  `json:"createdAt"`

@@ -1,4 +1,4 @@
-// Package app turns configuration into running parts: the store, the Temporal client,
+// Package assemble turns configuration into running parts: the store, the Temporal client,
 // the API server and the worker. Both binaries (treasury and treasury-dev) build on it.
 package assemble
 
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/opentreasury/treasury/chain/evm"
 	"github.com/opentreasury/treasury/metrics"
 	"github.com/opentreasury/treasury/webhook"
 )
@@ -63,6 +64,11 @@ type Config struct {
 	// ConsoleCredentialsFile is where the dev bundle wrote the seeded sign-ins, for the
 	// console's sign-in page to name; never read from the environment.
 	ConsoleCredentialsFile string
+	// Chains are the chains the worker serves; each needs an adapter: one of EVMChains,
+	// or one of SimulatedChains, which run on the simulated devchain (development only).
+	Chains          []string
+	EVMChains       []evm.Config
+	SimulatedChains []string
 	// MetricsAddr is where the process serves /metrics, apart from the public API.
 	MetricsAddr string
 	LogLevel    slog.Level
@@ -107,6 +113,11 @@ var EnvVars = []envVar{
 	{"TEMPORAL_UI_URL", "", "Temporal Web UI base URL (http://temporal-ui:8080) the console links each order's workflow to"},
 	{"METRICS_ADDR", ":9464", "address of the Prometheus /metrics endpoint of api and worker, apart from the public API (see docs/metrics.md)"},
 	{"LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"CHAINS", "ethereum,polygon,solana", "the chains the worker serves; each needs an adapter, or the worker refuses to start"},
+	{"ETHEREUM_RPC_URL", "", "JSON-RPC URL of an Ethereum mainnet node: ethereum runs on the EVM adapter (USDC, WBTC; 12 confirmations)"},
+	{"POLYGON_RPC_URL", "", "JSON-RPC URL of a Polygon PoS node: polygon runs on the EVM adapter (USDC; 64 confirmations)"},
+	{"EVM_CHAINS_FILE", "", "JSON file listing EVM chains in full (chainId, rpcUrl, tokens, swap router, vaults, pools, confirmations, fee cap); wins over the two above (docs/chains.md)"},
+	{"SIMULATED_CHAINS", "", "development only: chains run on the simulated devchain, which moves no real money"},
 	{"TREASURY_TOKEN", "", "treasury signer: a key with the sign action; treasury events tail: a key of the config's app"},
 }
 
@@ -200,6 +211,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		TemporalUIURL:        get("TEMPORAL_UI_URL"),
 		MetricsAddr:          get("METRICS_ADDR"),
 	}
+	var chainErrs []string
+	cfg.Chains, cfg.EVMChains, cfg.SimulatedChains, chainErrs = chainsFromEnv(get)
+	errs = append(errs, chainErrs...)
 	if err := cfg.LogLevel.UnmarshalText([]byte(get("LOG_LEVEL"))); err != nil {
 		errs = append(errs, "LOG_LEVEL: one of debug, info, warn, error")
 	}

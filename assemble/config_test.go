@@ -2,6 +2,9 @@ package assemble
 
 import (
 	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -36,8 +39,9 @@ func TestConfigFromEnvDefaults(t *testing.T) {
 		Console:              true,
 		MetricsAddr:          ":9464",
 		LogLevel:             slog.LevelInfo,
+		Chains:               []string{"ethereum", "polygon", "solana"},
 	}
-	if cfg != want {
+	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", cfg, want)
 	}
 }
@@ -57,7 +61,7 @@ func TestConfigFromEnvDefaultsMatchEnvVars(t *testing.T) {
 	if err != nil {
 		t.Fatalf("documented defaults do not parse: %v", err)
 	}
-	if a != b {
+	if !reflect.DeepEqual(a, b) {
 		t.Fatalf("empty env %+v != documented defaults %+v", a, b)
 	}
 }
@@ -125,8 +129,9 @@ func TestConfigFromEnvValues(t *testing.T) {
 		TemporalUIURL:        "https://temporal-ui.internal:8443",
 		MetricsAddr:          "127.0.0.1:9100",
 		LogLevel:             slog.LevelDebug,
+		Chains:               []string{"ethereum", "polygon", "solana"},
 	}
-	if cfg != want {
+	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("\n got %+v\nwant %+v", cfg, want)
 	}
 }
@@ -186,7 +191,7 @@ func TestConfigFromEnvWhitespaceFallsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg != def {
+	if !reflect.DeepEqual(cfg, def) {
 		t.Fatalf("whitespace-only values:\n got %+v\nwant defaults %+v", cfg, def)
 	}
 }
@@ -258,5 +263,38 @@ func TestConfigFromEnvReadsOnlyDocumentedNames(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestChainsFromEnv(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "chains.json")
+	if err := os.WriteFile(file, []byte(`[{"name": "polygon", "chainId": 80002, "rpcUrl": "http://amoy:8545", "nativeAsset": "MATIC"}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ConfigFromEnv(env(map[string]string{"ETHEREUM_RPC_URL": "http://geth:8545", "POLYGON_RPC_URL": "http://bor:8545",
+		"EVM_CHAINS_FILE": file, "SIMULATED_CHAINS": "solana"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.EVMChains) != 2 || cfg.EVMChains[0].Name != "ethereum" || cfg.EVMChains[0].RPCURL != "http://geth:8545" ||
+		cfg.EVMChains[0].ChainID != 1 || len(cfg.EVMChains[0].Tokens) != 2 {
+		t.Fatalf("ETHEREUM_RPC_URL selects mainnet with its tokens: %+v", cfg.EVMChains)
+	}
+	if cfg.EVMChains[1].ChainID != 80002 || cfg.EVMChains[1].RPCURL != "http://amoy:8545" {
+		t.Fatalf("EVM_CHAINS_FILE wins over POLYGON_RPC_URL: %+v", cfg.EVMChains[1])
+	}
+	if !reflect.DeepEqual(cfg.SimulatedChains, []string{"solana"}) {
+		t.Fatalf("simulated: %v", cfg.SimulatedChains)
+	}
+	for _, bad := range []map[string]string{
+		{"SIMULATED_CHAINS": "bitcoin"},
+		{"CHAINS": "bitcoin"},
+		{"ETHEREUM_RPC_URL": "http://geth:8545", "SIMULATED_CHAINS": "ethereum"},
+		{"EVM_CHAINS_FILE": filepath.Join(dir, "missing.json")},
+	} {
+		if _, err := ConfigFromEnv(env(bad)); err == nil {
+			t.Errorf("%v: accepted", bad)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package assemble
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -28,6 +27,7 @@ import (
 	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/api"
 	"github.com/opentreasury/treasury/chain/devchain"
+	"github.com/opentreasury/treasury/chain/keys"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/metrics"
 	"github.com/opentreasury/treasury/service"
@@ -41,7 +41,7 @@ import (
 type suiteOrders struct {
 	t     *testing.T
 	store *store.Store
-	keys  map[string]ed25519.PrivateKey
+	keys  map[string]*keys.Key
 	m     *metrics.Metrics
 	log   *slog.Logger
 	mu    sync.Mutex
@@ -84,7 +84,11 @@ func (w *suiteOrders) Submit(ctx context.Context, o workflows.Submission) (workf
 				return
 			}
 			digest, _ := hex.DecodeString(req.Digest)
-			sig := ed25519.Sign(w.keys[o.WalletID], digest)
+			sig, err := w.keys[o.WalletID].Sign(digest)
+			if err != nil {
+				w.t.Error(err)
+				return
+			}
 			env.SignalWorkflow(workflows.SignalSignature, workflows.Signature{SigningRequestID: req.ID,
 				Signature: base64.StdEncoding.EncodeToString(sig)})
 		}, time.Duration(i+1)*time.Hour)

@@ -38,6 +38,8 @@ type Process struct {
 	Events *Events
 
 	service *service.Service
+	// chains serve a worker's orders, once the chains component has started.
+	chains chain.Router
 }
 
 // NewProcess starts putting a process together; name labels its logs.

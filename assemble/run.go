@@ -11,7 +11,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/opentreasury/treasury/chain"
-	"github.com/opentreasury/treasury/chain/devchain"
 )
 
 // APIComponents are the components of treasury api, in start order; ln is the API's
@@ -37,8 +36,8 @@ func WorkerComponents(p *Process) []Component {
 		p.Schedules(),
 		p.EventFollower(),
 		p.Webhooks(),
-		// Only the simulated chain exists so far; a real adapter plugs in here.
-		p.Worker(func() chain.Adapter { return devchain.New(p.Store) }),
+		p.Chains(),
+		p.Worker(func() chain.Adapter { return p.chains }),
 	}
 }
 

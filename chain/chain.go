@@ -45,8 +45,9 @@ type Leg struct {
 	Position int
 	// Kind is the leg: TRANSFER, APPROVE, SWAP, DEPOSIT, WITHDRAW, CLAIM, DRAW, REPAY.
 	Kind string
-	// From is the wallet's address.
-	From string
+	// From is the wallet's address; Scheme what it signs with.
+	From   string
+	Scheme string
 	// Asset and Amount are the leg's asset and amount (a trade's sell side).
 	Asset  string
 	Amount decimal.Decimal

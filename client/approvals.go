@@ -91,7 +91,8 @@ func (c *Client) DecideApproval(ctx context.Context, domain Domain, id string, d
 }
 
 // SigningRequest asks the wallet's key holder to sign one leg of an order: Digest, after
-// checking that it is derived from UnsignedTx and that UnsignedTx is what you mean to sign.
+// checking that it is derived from UnsignedTx (CheckSigningRequest) and that UnsignedTx is
+// what you mean to sign.
 type SigningRequest = apitypes.SigningRequest
 
 // SigningRequestFilter narrows a list of signing requests.
@@ -123,11 +124,11 @@ func (c *Client) GetSigningRequest(ctx context.Context, id string, opts ...CallO
 	return get[SigningRequest](ctx, c, "/signing-requests/"+url.PathEscape(id), opts)
 }
 
-// SubmitSignature posts the ed25519 signature of the 32 bytes the request's Digest spells
-// in hex (POST /signing-requests/{id}/signature, action sign); check first that Digest is
-// the SHA-256 of UnsignedTx, and that UnsignedTx is what you mean to sign. One that does not verify against the
-// wallet's public key is a *Problem with Code invalid_signature, and the request stays
-// pending.
+// SubmitSignature posts the signature of the 32 bytes the request's Digest spells in hex
+// (POST /signing-requests/{id}/signature, action sign): 65 bytes r‖s‖v for a secp256k1
+// wallet, 64 for an ed25519 one. SignRequest checks the request and makes it. One that does
+// not verify against the wallet is a *Problem with Code invalid_signature, and the request
+// stays pending.
 func (c *Client) SubmitSignature(ctx context.Context, id string, signature []byte, opts ...CallOption) (*SigningRequest, error) {
 	body := map[string]string{"signature": base64.StdEncoding.EncodeToString(signature)}
 	return do[SigningRequest](ctx, c, http.MethodPost, "/signing-requests/"+url.PathEscape(id)+"/signature", body, opts)

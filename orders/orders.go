@@ -83,6 +83,14 @@ var ChainAssets = map[string][]string{
 	"solana":   {"SOL", "USDC"},
 }
 
+// AssetDecimals are the decimal places of each asset's base unit on every chain that
+// carries it: an amount finer than that cannot be sent and is refused at create.
+var AssetDecimals = map[string]int32{"ETH": 18, "MATIC": 18, "USDC": 6, "WBTC": 8, "SOL": 9}
+
+// EVMChains are the chains whose Earn vaults (ERC-4626) and lending pools hold ERC-20
+// tokens only: their native asset is deposited or borrowed wrapped, as a token.
+var EVMChains = []string{"ethereum", "polygon"}
+
 // MaxSlippageBps bounds a trade's maxSlippageBps (50 %).
 const MaxSlippageBps = 5000
 
@@ -320,6 +328,18 @@ func (in *Input) Check(chain string) []FieldError {
 	known("sellAsset", in.SellAsset)
 	known("buyAsset", in.BuyAsset)
 	known("collateralAsset", in.CollateralAsset)
+	exact := func(name, asset string, amount decimal.Decimal) {
+		places, ok := AssetDecimals[asset]
+		if shifted := amount.Shift(places); ok && !shifted.Equal(shifted.Truncate(0)) {
+			errs = append(errs, FieldError{Field: name, Message: fmt.Sprintf("has more decimal places than %s's %d", asset, places)})
+		}
+	}
+	exact("amount", in.Asset, in.Amount)
+	exact("sellAmount", in.SellAsset, in.SellAmount)
+	if (in.Domain == Earn || in.Domain == Borrow) && slices.Contains(EVMChains, chain) && len(assets) > 0 && in.Asset == assets[0] {
+		errs = append(errs, FieldError{Field: "asset", Message: fmt.Sprintf("%s is %s's native asset: vaults and lending pools there take ERC-20 tokens (%s)",
+			in.Asset, chain, strings.Join(assets[1:], ", "))})
+	}
 	if in.Domain == Trade && in.SellAsset != "" && in.SellAsset == in.BuyAsset {
 		errs = append(errs, FieldError{Field: "buyAsset", Message: "must differ from sellAsset"})
 	}

@@ -71,6 +71,16 @@ func TestCheckAgainstTheWalletChain(t *testing.T) {
 		{Payment, `{"walletId":"w","asset":"SOL","amount":"1","destination":{"address":"9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin"}}`, "solana", nil},
 		{Trade, `{"walletId":"w","sellAsset":"ETH","buyAsset":"ETH","sellAmount":"1","maxSlippageBps":10}`, "ethereum", []string{"buyAsset"}},
 		{Trade, `{"walletId":"w","sellAsset":"WBTC","buyAsset":"MATIC","sellAmount":"1","maxSlippageBps":10}`, "ethereum", []string{"buyAsset"}},
+		// Amounts are exact in the asset's base units: finer is refused, not rounded.
+		{Payment, `{"walletId":"w","asset":"USDC","amount":"1.000001","destination":{"address":"0x1111111111111111111111111111111111111111"}}`, "ethereum", nil},
+		{Payment, `{"walletId":"w","asset":"USDC","amount":"1.0000001","destination":{"address":"0x1111111111111111111111111111111111111111"}}`, "ethereum", []string{"amount"}},
+		{Payment, `{"walletId":"w","asset":"USDC","amount":"1.500000000","destination":{"address":"0x1111111111111111111111111111111111111111"}}`, "ethereum", nil},
+		{Trade, `{"walletId":"w","sellAsset":"WBTC","buyAsset":"ETH","sellAmount":"0.000000001","maxSlippageBps":10}`, "ethereum", []string{"sellAmount"}},
+		{Payment, `{"walletId":"w","asset":"SOL","amount":"0.0000000001","destination":{"address":"9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin"}}`, "solana", []string{"amount"}},
+		// Vaults and pools of EVM chains take tokens, not the native asset.
+		{Earn, `{"walletId":"w","protocol":"aave","action":"deposit","asset":"ETH","amount":"1"}`, "ethereum", []string{"asset"}},
+		{Borrow, `{"walletId":"w","protocol":"aave","action":"draw","asset":"MATIC","amount":"1"}`, "polygon", []string{"asset"}},
+		{Earn, `{"walletId":"w","protocol":"aave","action":"deposit","asset":"SOL","amount":"1"}`, "solana", nil},
 	}
 	for _, tc := range cases {
 		in, errs := Parse(tc.domain, []byte(tc.body))

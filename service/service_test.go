@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/chain/keys"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
@@ -61,7 +61,7 @@ type fixture struct {
 	svc   *Service
 	rec   *recorder
 	creds *seed.Credentials
-	keys  map[string]ed25519.PrivateKey
+	keys  map[string]*keys.Key
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -130,7 +130,11 @@ func TestADeviceSignsItsOwnWalletsOnly(t *testing.T) {
 		t.Fatalf("a signature by another key: %v, want InvalidSignature", err)
 	}
 	digest, _ := hex.DecodeString(ours.Digest)
-	sig := base64.StdEncoding.EncodeToString(ed25519.Sign(f.keys[mine], digest))
+	raw, err := f.keys[mine].Sign(digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig := base64.StdEncoding.EncodeToString(raw)
 	if _, err := f.svc.SubmitSignature(ctx, device, ours.ID, sig); err != nil {
 		t.Fatal(err)
 	}

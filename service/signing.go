@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -10,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/chain/keys"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
@@ -51,8 +51,10 @@ func (s *Service) SigningRequest(ctx context.Context, who Caller, id string) (*s
 	return r, err
 }
 
-// SubmitSignature verifies an ed25519 signature (base64) over a pending request's digest
-// against its wallet's public key and signals it to the order's workflow (SPEC 3.5). The
+// SubmitSignature verifies a signature (base64) over a pending request's digest against
+// its wallet, in the request's scheme (secp256k1: it recovers to the wallet's address;
+// ed25519: it verifies under the wallet's public key), and signals it to the order's
+// workflow (SPEC 3.5). The
 // API's route and the dev bundle's signer both come through here.
 func (s *Service) SubmitSignature(ctx context.Context, who Caller, requestID, signatureB64 string) (*store.SigningRequest, error) {
 	r, err := s.SigningRequest(ctx, who, requestID)
@@ -66,22 +68,21 @@ func (s *Service) SubmitSignature(ctx context.Context, who Caller, requestID, si
 		return nil, refuse(Conflict, "This signing request is no longer pending (signed or expired).")
 	}
 	sig, err := base64.StdEncoding.DecodeString(signatureB64)
-	if err != nil || len(sig) != ed25519.SignatureSize {
+	if err != nil {
 		return nil, badSignature()
 	}
 	w, err := s.Store.Wallet(ctx, r.OrgID, r.WalletID)
 	if err != nil {
 		return nil, err
 	}
-	pub, err := base64.StdEncoding.DecodeString(w.PublicKey)
-	if err != nil || len(pub) != ed25519.PublicKeySize {
-		return nil, fmt.Errorf("wallet %s has no valid public key", w.ID)
-	}
 	digest, err := hex.DecodeString(r.Digest)
 	if err != nil {
 		return nil, fmt.Errorf("signing request %s has a bad digest", r.ID)
 	}
-	if !ed25519.Verify(pub, digest, sig) {
+	if err := keys.Verify(r.Scheme, w.Address, w.PublicKey, digest, sig); err != nil {
+		if !errors.Is(err, keys.ErrBadSignature) {
+			s.Log.Warn("signature not checked", "signingRequestId", r.ID, "walletId", w.ID, "error", err.Error())
+		}
 		return nil, badSignature()
 	}
 	if s.Workflows == nil {
@@ -97,5 +98,5 @@ func (s *Service) SubmitSignature(ctx context.Context, who Caller, requestID, si
 }
 
 func badSignature() *Error {
-	return refuse(InvalidSignature, "The signature does not verify against the wallet's public key over the digest.")
+	return refuse(InvalidSignature, "The signature does not verify against the wallet over the digest (secp256k1: 65 bytes r‖s‖v that recover to the wallet's address; ed25519: 64 bytes under its public key).")
 }

@@ -3,9 +3,7 @@ package signer_test
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/opentreasury/treasury/api"
 	"github.com/opentreasury/treasury/assemble"
+	"github.com/opentreasury/treasury/chain/keys"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
@@ -112,15 +111,15 @@ func (svc *apiProcess) call(t *testing.T, method, path, token string, body any) 
 
 // device pairs a signing device with the organisation's manual wallet: its key, and a
 // treasury tk_ key holding sign, restricted to that wallet.
-func (svc *apiProcess) device(t *testing.T) (walletID string, key ed25519.PrivateKey, token string) {
+func (svc *apiProcess) device(t *testing.T) (walletID string, key *keys.Key, token string) {
 	t.Helper()
 	for _, w := range svc.creds.Wallets {
 		if !w.AutoSign {
-			seedBytes, err := base64.StdEncoding.DecodeString(w.PrivateKey)
+			k, err := keys.Parse(w.Scheme, w.PrivateKey)
 			if err != nil {
 				t.Fatal(err)
 			}
-			walletID, key = w.ID, ed25519.NewKeyFromSeed(seedBytes)
+			walletID, key = w.ID, k
 		}
 	}
 	out := svc.call(t, "POST", "/developer/api-keys", svc.creds.Keys["treasury"].SK,
@@ -144,8 +143,12 @@ func (svc *apiProcess) requestSignature(t *testing.T, walletID string) string {
 	_, err := svc.store.ApplyOrderStep(context.Background(), store.OrderChange{OrderID: orderID, Step: "leg-0-signing-requested",
 		To: "pending_signature",
 		Also: func(tx *store.Store, o *store.Order, _ []store.OrderLeg) error {
-			_, err := tx.CreateSigningRequest(context.Background(), &store.SigningRequest{ID: id, OrgID: o.OrgID, App: o.App,
-				Domain: o.Domain, OrderID: o.ID, Leg: "SWAP", WalletID: walletID, Chain: o.Chain, UnsignedTx: unsigned,
+			w, err := tx.Wallet(context.Background(), o.OrgID, walletID)
+			if err != nil {
+				return err
+			}
+			_, err = tx.CreateSigningRequest(context.Background(), &store.SigningRequest{ID: id, OrgID: o.OrgID, App: o.App,
+				Domain: o.Domain, OrderID: o.ID, Leg: "SWAP", WalletID: walletID, Chain: o.Chain, UnsignedTx: unsigned, Scheme: w.Scheme,
 				Digest: hex.EncodeToString(digest[:]), Status: "pending", CreatedAt: now, ExpiresAt: now.Add(time.Hour)})
 			return err
 		},

@@ -1,12 +1,11 @@
-// Package signer is the reference paired signer: a device that holds one wallet's ed25519
-// key, follows the organisation's signing requests (woken over the live channel, polling
+// Package signer is the reference paired signer: a device that holds one wallet's key
+// (secp256k1 on an EVM chain, ed25519 on a simulated one), follows the organisation's signing requests (woken over the live channel, polling
 // the API as a fallback), checks each one and posts its signature. The service never sees
 // the key.
 package signer
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -22,6 +21,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/chain/keys"
 	"github.com/opentreasury/treasury/client"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/orders"
@@ -36,7 +37,7 @@ type Config struct {
 	Token string
 	// WalletID is the wallet whose key this is; other wallets' requests are left alone.
 	WalletID string
-	Key      ed25519.PrivateKey
+	Key      *keys.Key
 	// ConfigID is a WebSocket config that wants Wallet.SigningRequested, of the token's
 	// app (a treasury config, for a device key): each request of the wallet wakes the
 	// signer at once. Without one it polls every Interval.
@@ -52,27 +53,21 @@ type Config struct {
 	HTTP *http.Client
 }
 
-// LoadKey reads a key file: the base64 ed25519 seed (as credentials.json gives it).
-func LoadKey(path string) (ed25519.PrivateKey, error) {
+// LoadKey reads a key file as credentials.json gives a wallet's key: the hex of a
+// secp256k1 key's 32 bytes (0x optional), or the base64 seed of an ed25519 key.
+func LoadKey(path string) (*keys.Key, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	seed, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(raw)))
-	if err != nil || len(seed) != ed25519.SeedSize {
-		return nil, fmt.Errorf("%s does not hold a base64 ed25519 seed", path)
+	text := strings.TrimSpace(string(raw))
+	if k, err := keys.Parse(chain.Secp256k1, text); err == nil {
+		return k, nil
 	}
-	return ed25519.NewKeyFromSeed(seed), nil
-}
-
-type signingRequest struct {
-	ID         string `json:"id"`
-	WalletID   string `json:"walletId"`
-	OrderID    string `json:"orderId"`
-	Leg        string `json:"leg"`
-	UnsignedTx string `json:"unsignedTx"`
-	Digest     string `json:"digest"`
-	Status     string `json:"status"`
+	if k, err := keys.Parse(chain.Ed25519, text); err == nil {
+		return k, nil
+	}
+	return nil, fmt.Errorf("%s holds neither the hex of a secp256k1 key nor a base64 ed25519 seed", path)
 }
 
 func withDefaults(cfg Config) Config {
@@ -177,8 +172,8 @@ func pass(ctx context.Context, cfg Config, done map[string]bool) error {
 			q.Set("cursor", cursor)
 		}
 		var page struct {
-			Data       []signingRequest `json:"data"`
-			NextCursor *string          `json:"nextCursor"`
+			Data       []client.SigningRequest `json:"data"`
+			NextCursor *string                 `json:"nextCursor"`
 		}
 		if err := call(ctx, cfg, "GET", "/api/v1/signing-requests?"+q.Encode(), nil, &page); err != nil {
 			return err
@@ -201,13 +196,26 @@ func pass(ctx context.Context, cfg Config, done map[string]bool) error {
 	}
 }
 
-// signOne checks that the digest is the SHA-256 of the transaction shown, and that the
-// transaction is for this wallet's chain leg, then signs and posts.
-func signOne(ctx context.Context, cfg Config, r signingRequest) error {
-	sum := sha256.Sum256([]byte(r.UnsignedTx))
-	if hex.EncodeToString(sum[:]) != r.Digest {
-		return errors.New("the digest is not the SHA-256 of the unsigned transaction; refusing to sign")
+// signOne checks that the digest is derived from the transaction shown and that the
+// transaction is this wallet's (on a simulated chain, also that its payload is the one
+// approved), then signs and posts.
+func signOne(ctx context.Context, cfg Config, r client.SigningRequest) error {
+	if !client.IsEVMTransaction(r) {
+		if err := checkPayload(cfg, r); err != nil {
+			return err
+		}
 	}
+	sig, err := client.SignRequest(r, cfg.Key)
+	if err != nil {
+		return err
+	}
+	body, _ := json.Marshal(map[string]string{"signature": base64.StdEncoding.EncodeToString(sig)})
+	return call(ctx, cfg, "POST", "/api/v1/signing-requests/"+r.ID+"/signature", body, nil)
+}
+
+// checkPayload checks a simulated chain's transaction: it names this wallet, and its
+// payload is the one whose hash the approvers approved.
+func checkPayload(cfg Config, r client.SigningRequest) error {
 	var tx struct {
 		Payload     json.RawMessage `json:"payload"`
 		PayloadHash string          `json:"payloadHash"`
@@ -221,14 +229,10 @@ func signOne(ctx context.Context, cfg Config, r signingRequest) error {
 	if payload.WalletID != cfg.WalletID {
 		return errors.New("the unsigned transaction is not for this wallet; refusing to sign")
 	}
-	// The order's payload hash is what the approvers approved: the payload shown must be it.
 	if ph := sha256.Sum256(tx.Payload); hex.EncodeToString(ph[:]) != tx.PayloadHash {
 		return errors.New("the payload does not match its payload hash; refusing to sign")
 	}
-	digest, _ := hex.DecodeString(r.Digest)
-	sig := base64.StdEncoding.EncodeToString(ed25519.Sign(cfg.Key, digest))
-	body, _ := json.Marshal(map[string]string{"signature": sig})
-	return call(ctx, cfg, "POST", "/api/v1/signing-requests/"+r.ID+"/signature", body, nil)
+	return nil
 }
 
 func call(ctx context.Context, cfg Config, method, path string, body []byte, into any) error {

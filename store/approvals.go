@@ -55,7 +55,7 @@ type SigningRequest struct {
 	Chain      string
 	UnsignedTx string
 	// Scheme is the wallet's signature scheme; Digest is signed in it.
-	Scheme string
+	Scheme string `gorm:"default:ed25519"`
 	Digest string
 	// Nonce is the transaction's account nonce, on a chain that has them.
 	Nonce     *uint64

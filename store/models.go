@@ -83,7 +83,7 @@ type Wallet struct {
 	PublicKey string
 	// Scheme is what the wallet signs with: secp256k1 on EVM chains, ed25519 on a
 	// simulated chain (chain.Secp256k1, chain.Ed25519).
-	Scheme    string
+	Scheme    string `gorm:"default:ed25519"`
 	AutoSign  bool
 	Label     string
 	CreatedAt time.Time

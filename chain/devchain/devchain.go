@@ -2,6 +2,7 @@
 package devchain
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -69,8 +70,8 @@ func (d *Chain) Fund(ctx context.Context, chainName, address, asset string, amou
 }
 
 // Prepare describes the leg as the simulation signs it: the order's canonical payload
-// and hash, the leg and the sender, as JSON, whose SHA-256 is the digest an ed25519 key
-// signs. It takes no nonce.
+// and hash, the leg and the sender, as JSON, whose SHA-256 is the digest the wallet's key
+// signs (ed25519 unless the wallet is a secp256k1 one). It takes no nonce.
 func (d *Chain) Prepare(_ context.Context, leg chain.Leg) (chain.Draft, error) {
 	if err := d.known(leg.Chain); err != nil {
 		return chain.Draft{}, err
@@ -81,8 +82,9 @@ func (d *Chain) Prepare(_ context.Context, leg chain.Leg) (chain.Draft, error) {
 		return chain.Draft{}, err
 	}
 	sum := sha256.Sum256(fields)
-	unsigned := chain.Unsigned{Scheme: chain.Ed25519, Fields: fields, Digest: hex.EncodeToString(sum[:])}
-	return chain.Draft{Chain: leg.Chain, Scheme: chain.Ed25519,
+	scheme := cmp.Or(leg.Scheme, chain.Ed25519)
+	unsigned := chain.Unsigned{Scheme: scheme, Fields: fields, Digest: hex.EncodeToString(sum[:])}
+	return chain.Draft{Chain: leg.Chain, Scheme: scheme,
 		Seal: func(uint64) (chain.Unsigned, error) { return unsigned, nil }}, nil
 }
 

@@ -194,6 +194,9 @@ func (c *Chain) Prepare(ctx context.Context, leg chain.Leg) (chain.Draft, error)
 	if !common.IsHexAddress(leg.From) {
 		return chain.Draft{}, fmt.Errorf("evm: the wallet address %q is not an EVM address", leg.From)
 	}
+	if leg.Scheme != "" && leg.Scheme != chain.Secp256k1 {
+		return chain.Draft{}, fmt.Errorf("evm: %s transactions are signed with secp256k1, the wallet signs with %s", c.cfg.Name, leg.Scheme)
+	}
 	from := common.HexToAddress(leg.From)
 	in, err := c.intent(ctx, leg, from)
 	if err != nil {
@@ -444,4 +447,22 @@ func reasonOf(err error) string {
 		}
 	}
 	return ""
+}
+
+// Digest recomputes, from a signing request's readable transaction alone, the EIP-1559
+// signing hash a signer signs, and names the sender: a signer checks both before signing
+// rather than trusting the request's digest.
+func Digest(unsignedTx []byte) (digest, from string, err error) {
+	var f fields
+	if err := json.Unmarshal(unsignedTx, &f); err != nil {
+		return "", "", fmt.Errorf("evm: the unsigned transaction does not parse: %w", err)
+	}
+	if f.Type != "eip1559" {
+		return "", "", fmt.Errorf("evm: the unsigned transaction is of type %q, not eip1559", f.Type)
+	}
+	tx, err := f.transaction()
+	if err != nil {
+		return "", "", err
+	}
+	return hexutil.Encode(types.LatestSignerForChainID(tx.ChainId()).Hash(tx).Bytes())[2:], f.From, nil
 }

@@ -279,5 +279,3 @@ func TestTradeEarnAndBorrowLegsCallTheirContracts(t *testing.T) {
 		t.Fatalf("ETH moved by %s, want -1 less gas", ethDelta)
 	}
 }
-
-

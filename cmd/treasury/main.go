@@ -65,7 +65,7 @@ var commands = []command{
 		words:   []string{"signer"},
 		summary: "the reference paired signer: sign one wallet's signing requests with its key",
 		flags: func(fs *flag.FlagSet, cfg *assemble.Config) {
-			fs.StringVar(&signerFlags.keyFile, "key", "", "file holding the wallet's base64 ed25519 seed (required)")
+			fs.StringVar(&signerFlags.keyFile, "key", "", "file holding the wallet's private key as credentials.json gives it: hex of a secp256k1\nkey, or a base64 ed25519 seed (required)")
 			fs.StringVar(&signerFlags.wallet, "wallet", "", "id of the wallet the key belongs to (required)")
 			fs.StringVar(&signerFlags.url, "url", "http://127.0.0.1:8080", "base URL of the treasury API")
 			fs.StringVar(&signerFlags.config, "config", "", "a WebSocket config wanting Wallet.SigningRequested (wsc_…, a treasury config\nfor a device key): each request wakes the signer at once; without it, it polls")

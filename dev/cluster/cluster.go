@@ -194,6 +194,8 @@ func (c *Cluster) prepare(ctx context.Context) (env []string, err error) {
 		// Receivers on this machine, as in the dev bundle; production refuses both.
 		"WEBHOOK_ALLOW_HTTP=true",
 		"WEBHOOK_ALLOW_LOOPBACK=true",
+		// No chain node runs beside the cluster: its workers simulate every chain.
+		"SIMULATED_CHAINS=ethereum,polygon,solana",
 	}, opts.Env), nil
 }
 

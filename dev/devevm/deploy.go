@@ -54,8 +54,13 @@ type Deployer struct {
 	Mine func()
 }
 
-// reserve is what the router and each pool hold of every asset, in whole units' USD.
-var reserveUSD = decimal.NewFromInt(1_000_000_000)
+// reserveUSD is what the router and each pool hold of every asset, in USD; positionUSD is
+// what each funded wallet starts with, in USD, in every vault (deposited) and every pool
+// (owed), so that a withdrawal or a repayment works from the first order.
+var (
+	reserveUSD  = decimal.NewFromInt(1_000_000_000)
+	positionUSD = decimal.NewFromInt(100_000)
+)
 
 // Deploy deploys the plan's contracts, prices the router, fills the reserves, funds the
 // wallets and grants the allowances, then returns the adapter's configuration of the chain.
@@ -133,6 +138,9 @@ func (d *Deployer) Deploy(ctx context.Context, p Plan) (evm.Config, error) {
 	if err := d.send(ctx, d.Key, sends); err != nil {
 		return cfg, err
 	}
+	if err := d.openPositions(ctx, p, cfg, token); err != nil {
+		return cfg, err
+	}
 	unlimited := new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 256), big.NewInt(1))
 	for _, k := range p.Spenders {
 		var grants []call
@@ -148,6 +156,34 @@ func (d *Deployer) Deploy(ctx context.Context, p Plan) (evm.Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// openPositions deposits positionUSD of every token into every vault for each funded
+// wallet, and records as much owed to every pool.
+func (d *Deployer) openPositions(ctx context.Context, p Plan, cfg evm.Config, token abi.ABI) error {
+	vault, pool := contracts.ABI(contracts.Vault), contracts.ABI(contracts.LendingPool)
+	faucet := crypto.PubkeyToAddress(d.Key.PublicKey)
+	var mints, opens []call
+	for _, t := range cfg.Tokens {
+		each, err := evm.Units(positionUSD.Div(p.PricesUSD[t.Symbol]).Truncate(t.Decimals), t.Decimals)
+		if err != nil {
+			return err
+		}
+		total := new(big.Int).Mul(each, big.NewInt(int64(len(p.Funds)*len(p.Protocols))))
+		mints = append(mints, call{to: t.Address, abi: token, method: "mint", args: []any{faucet, total}})
+		for _, protocol := range p.Protocols {
+			v := cfg.Vaults[protocol][t.Symbol]
+			mints = append(mints, call{to: t.Address, abi: token, method: "approve", args: []any{v, total}})
+			for who := range p.Funds {
+				opens = append(opens, call{to: v, abi: vault, method: "deposit", args: []any{each, who}},
+					call{to: cfg.Pools[protocol].Address, abi: pool, method: "openLoan", args: []any{who, t.Address, each}})
+			}
+		}
+	}
+	if err := d.send(ctx, d.Key, mints); err != nil {
+		return err
+	}
+	return d.send(ctx, d.Key, opens)
 }
 
 // credit mints a token to an address, or sends it the native asset.

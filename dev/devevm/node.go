@@ -83,7 +83,7 @@ var setLogOnce sync.Once
 // StartNode starts a dev chain's node and its block loop.
 func StartNode(o NodeOptions) (*Node, error) {
 	if o.Log != nil {
-		setLogOnce.Do(func() { gethlog.SetDefault(gethlog.NewLogger(warnOnly{o.Log.Handler()})) })
+		setLogOnce.Do(func() { gethlog.SetDefault(gethlog.NewLogger(errorsOnly{o.Log.Handler()})) })
 	}
 	stack, err := node.New(&node.Config{Name: "treasury-devchain", DataDir: o.Dir,
 		P2P: p2p.Config{NoDiscovery: true, MaxPeers: 0, ListenAddr: ""}})
@@ -174,15 +174,16 @@ func (n *Node) Close() error {
 	return err
 }
 
-// warnOnly passes on go-ethereum's warnings and errors, not its chatter.
-type warnOnly struct{ slog.Handler }
+// errorsOnly passes on go-ethereum's errors, not its chatter (a node answering "not found
+// yet" to a receipt lookup logs a warning).
+type errorsOnly struct{ slog.Handler }
 
-func (w warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
+func (w errorsOnly) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelError && w.Handler.Enabled(ctx, l)
 }
 
-func (w warnOnly) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return warnOnly{w.Handler.WithAttrs(attrs)}
+func (w errorsOnly) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return errorsOnly{w.Handler.WithAttrs(attrs)}
 }
 
-func (w warnOnly) WithGroup(name string) slog.Handler { return warnOnly{w.Handler.WithGroup(name)} }
+func (w errorsOnly) WithGroup(name string) slog.Handler { return errorsOnly{w.Handler.WithGroup(name)} }

@@ -3,13 +3,13 @@ package devsigner
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/hex"
 	"log/slog"
 	"time"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/chain/keys"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/service"
@@ -30,7 +30,7 @@ const id = "dev-signer"
 type Signer struct {
 	store    *store.Store
 	svc      *service.Service
-	keys     map[string]ed25519.PrivateKey
+	keys     map[string]*keys.Key
 	log      *slog.Logger
 	fallback time.Duration
 	wake     chan struct{}
@@ -40,8 +40,8 @@ type Signer struct {
 
 // New returns a signer holding keys, by wallet id. Subscribe it to the process's event
 // follower, then Run it.
-func New(s *store.Store, svc *service.Service, keys map[string]ed25519.PrivateKey, log *slog.Logger) *Signer {
-	return &Signer{store: s, svc: svc, keys: keys, log: log, fallback: 2 * time.Second, wake: make(chan struct{}, 1),
+func New(s *store.Store, svc *service.Service, walletKeys map[string]*keys.Key, log *slog.Logger) *Signer {
+	return &Signer{store: s, svc: svc, keys: walletKeys, log: log, fallback: 2 * time.Second, wake: make(chan struct{}, 1),
 		sent: map[string]bool{}}
 }
 
@@ -106,7 +106,12 @@ func (d *Signer) signPending(ctx context.Context, walletIDs []string) {
 		if err != nil {
 			continue
 		}
-		sig := base64.StdEncoding.EncodeToString(ed25519.Sign(d.keys[r.WalletID], digest))
+		signature, err := d.keys[r.WalletID].Sign(digest)
+		if err != nil {
+			d.log.Warn("dev signer could not sign", "signingRequestId", r.ID, "error", err.Error())
+			continue
+		}
+		sig := base64.StdEncoding.EncodeToString(signature)
 		who := service.Caller{CorrelationID: id, Principal: &auth.Principal{OrgID: r.OrgID, App: r.App,
 			Kind: auth.KindDevice, ID: id, Actions: []string{auth.ActionSign}, ResourceIDs: walletIDs}}
 		_, err = d.svc.SubmitSignature(ctx, who, r.ID, sig)

@@ -3,6 +3,7 @@ package devstack
 import (
 	"cmp"
 	"context"
+	"crypto/ecdsa"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,9 +13,13 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/shopspring/decimal"
+
 	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/chain"
 	"github.com/opentreasury/treasury/chain/devchain"
+	"github.com/opentreasury/treasury/dev/devevm"
 	"github.com/opentreasury/treasury/dev/devsigner"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/metrics"
@@ -71,6 +76,8 @@ type Bundle struct {
 
 	proc     *assemble.Process
 	temporal *Temporal
+	// evm are the in-process EVM chains, ethereum and polygon.
+	evm *devevm.Chains
 }
 
 // Start brings the whole bundle up: store, embedded Temporal and UI, seed, worker, API.
@@ -105,7 +112,8 @@ func Start(ctx context.Context, opts Options) (*Bundle, error) {
 			return assemble.RegisterSearchAttributes(ctx, p.Temporal, b.Namespace)
 		}},
 		p.Schedules(),
-		p.Worker(func() chain.Adapter { return newDevchain(p.Store, opts) }),
+		b.devChains(opts),
+		p.Worker(func() chain.Adapter { return b.chains(opts) }),
 		p.Webhooks(),
 		devSigner(p, opts),
 		// One process, one local address: /metrics is served beside the API, not apart
@@ -218,6 +226,81 @@ func devSigner(p *assemble.Process, opts Options) assemble.Component {
 	return devsigner.Component(p, opts.DataDir)
 }
 
+// devChains runs ethereum and polygon as real EVM chains in this process (see devevm);
+// solana stays on the simulated devchain.
+func (b *Bundle) devChains(opts Options) assemble.Component {
+	return assemble.Component{Name: "dev chains",
+		Start: func(ctx context.Context) (err error) {
+			for _, w := range b.Credentials.Wallets {
+				if w.Chain != "solana" && w.Scheme != chain.Secp256k1 {
+					return fmt.Errorf("the data directory %s was made by an earlier version, whose %s wallets sign for a simulated chain: remove it to start over on the dev EVM chains", opts.DataDir, w.Chain)
+				}
+			}
+			prices := map[string]decimal.Decimal{}
+			for asset, price := range seed.Prices {
+				prices[asset] = decimal.RequireFromString(price)
+			}
+			b.evm, err = devevm.StartChains(ctx, devevm.ChainsOptions{Dir: filepath.Join(opts.DataDir, "chains"),
+				BlockTime: cmp.Or(opts.BlockTime, 200*time.Millisecond), Confirmations: cmp.Or(opts.Confirmations, 1),
+				PricesUSD: prices, Wallets: b.chainWallets(opts), Log: b.proc.Log})
+			return err
+		},
+		Stop: func(context.Context) error { b.evm.Close(); return nil },
+	}
+}
+
+// chainWallets funds every wallet of a dev chain with what the seed credited it, and lets
+// the seeded wallets of the chain grant the dev contracts their allowances.
+func (b *Bundle) chainWallets(opts Options) func(ctx context.Context, chainName string) (map[common.Address]map[string]decimal.Decimal, []*ecdsa.PrivateKey, error) {
+	return func(ctx context.Context, chainName string) (map[common.Address]map[string]decimal.Decimal, []*ecdsa.PrivateKey, error) {
+		funds := map[common.Address]map[string]decimal.Decimal{}
+		after := ""
+		for {
+			refs, err := b.proc.Store.ListWalletRefs(ctx, after, 200)
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, r := range refs {
+				if r.Chain != chainName {
+					continue
+				}
+				held, err := b.proc.Store.DevchainBalances(ctx, r.Chain, r.Address)
+				if err != nil {
+					return nil, nil, err
+				}
+				funds[common.HexToAddress(r.Address)] = held
+			}
+			if len(refs) < 200 {
+				break
+			}
+			after = refs[len(refs)-1].ID
+		}
+		all, err := seed.WalletKeys(opts.DataDir)
+		if err != nil {
+			return nil, nil, err
+		}
+		var spenders []*ecdsa.PrivateKey
+		for _, w := range b.Credentials.Wallets {
+			if w.Chain == chainName && all[w.ID] != nil && all[w.ID].ECDSA() != nil {
+				spenders = append(spenders, all[w.ID].ECDSA())
+			}
+		}
+		return funds, spenders, nil
+	}
+}
+
+// chains serves each chain by its adapter: the dev EVM chains, and the devchain for the rest.
+func (b *Bundle) chains(opts Options) chain.Adapter {
+	router := chain.Router{}
+	for _, c := range devchain.Chains {
+		router[c] = newDevchain(b.proc.Store, opts)
+	}
+	for _, spec := range devevm.Specs {
+		router[spec.Name] = b.evm.Adapter(spec.Name)
+	}
+	return router
+}
+
 func newDevchain(s *store.Store, opts Options) chain.Adapter {
 	dev := devchain.New(s)
 	if opts.BlockTime > 0 {
@@ -236,7 +319,7 @@ const webhookKeyFile = "webhook-key"
 func (b *Bundle) Banner(w io.Writer) {
 	c := b.Credentials
 	fmt.Fprintf(w, `
-treasury-dev is ready (development only: simulated chain, secrets in the clear)
+treasury-dev is ready (development only: secrets in the clear)
 
   Console       %s/console/
     sign in as  %s
@@ -246,6 +329,8 @@ treasury-dev is ready (development only: simulated chain, secrets in the clear)
   Temporal      %s (namespace %s)
   Metrics       %s
   Credentials   %s
+  Chains        ethereum and polygon: real EVM chains in this process (chain ids 1337, 1338)
+                solana: the simulated devchain
 
   treasury sk   %s
   pay sk        %s

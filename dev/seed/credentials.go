@@ -4,8 +4,8 @@
 package seed
 
 import (
+	"cmp"
 	"crypto/ed25519"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/chain/keys"
 	"github.com/opentreasury/treasury/ids"
 )
 
@@ -48,10 +50,13 @@ type OAuthClient struct {
 	Scopes       string `json:"scopes"`
 }
 
-// Wallet is one seeded wallet; only the wallet not served by the dev signer carries its key.
+// Wallet is one seeded wallet; only the wallet not served by the dev signer carries its
+// key, in its scheme's form (secp256k1: hex of 32 bytes; ed25519: a base64 seed).
 type Wallet struct {
 	ID         string `json:"id"`
 	Chain      string `json:"chain"`
+	Address    string `json:"address"`
+	Scheme     string `json:"scheme"`
 	AutoSign   bool   `json:"autoSign"`
 	PrivateKey string `json:"privateKey,omitempty"`
 }
@@ -76,8 +81,8 @@ type Credentials struct {
 	OtherOrg       OtherOrg               `json:"otherOrg"`
 }
 
-// SignerKeys maps the id of each autoSign wallet to its base64 ed25519 seed; the dev
-// signer reads it. The service itself never reads private keys.
+// SignerKeys maps the id of each autoSign wallet to its private key in its scheme's form;
+// the dev signer reads it. The service itself never reads private keys.
 type SignerKeys map[string]string
 
 // URLs are where the running bundle answers.
@@ -127,16 +132,16 @@ func newCredentials(urls URLs) (*Credentials, SignerKeys, error) {
 	}
 	signer := SignerKeys{}
 	for _, w := range walletPlan {
-		seed := make([]byte, ed25519.SeedSize)
-		if _, err := rand.Read(seed); err != nil {
+		scheme := SchemeOf(w.chain)
+		key, err := keys.Generate(scheme)
+		if err != nil {
 			return nil, nil, err
 		}
-		wallet := Wallet{ID: ids.New(ids.Wallet), Chain: w.chain, AutoSign: w.autoSign}
-		encoded := base64.StdEncoding.EncodeToString(seed)
+		wallet := Wallet{ID: ids.New(ids.Wallet), Chain: w.chain, Address: addressOf(w.chain, key), Scheme: scheme, AutoSign: w.autoSign}
 		if w.autoSign {
-			signer[wallet.ID] = encoded
+			signer[wallet.ID] = key.Encode()
 		} else {
-			wallet.PrivateKey = encoded
+			wallet.PrivateKey = key.Encode()
 		}
 		c.Wallets = append(c.Wallets, wallet)
 	}
@@ -151,20 +156,39 @@ func randomPassword(errp *error) string {
 	return pw
 }
 
-// walletSeed returns the private seed of a seeded wallet, from wherever it is kept.
-func walletSeed(c *Credentials, signer SignerKeys, w Wallet) ([]byte, error) {
+// SchemeOf is the scheme of the seeded wallets of a chain (SPEC 10): secp256k1 on the
+// EVM chains, ed25519 on solana, which stays simulated.
+func SchemeOf(chainName string) string {
+	if chainName == "solana" {
+		return chain.Ed25519
+	}
+	return chain.Secp256k1
+}
+
+// walletKey returns the private key of a seeded wallet, from wherever it is kept.
+func walletKey(signer SignerKeys, w Wallet) (*keys.Key, error) {
 	encoded := w.PrivateKey
 	if w.AutoSign {
 		encoded = signer[w.ID]
 	}
-	seed, err := base64.StdEncoding.DecodeString(encoded)
-	if err != nil || len(seed) != ed25519.SeedSize {
-		return nil, fmt.Errorf("seed: no valid key for wallet %s", w.ID)
+	k, err := keys.Parse(cmp.Or(w.Scheme, chain.Ed25519), encoded)
+	if err != nil {
+		return nil, fmt.Errorf("seed: no valid key for wallet %s: %w", w.ID, err)
 	}
-	return seed, nil
+	return k, nil
 }
 
-// WalletAddress derives a wallet's (simulated) on-chain address from its public key.
+// addressOf is a wallet's address: an EVM key's own, or on the simulated chain one derived
+// from the public key.
+func addressOf(chainName string, k *keys.Key) string {
+	if a := k.Address(); a != "" {
+		return a
+	}
+	pub, _ := base64.StdEncoding.DecodeString(k.PublicKey())
+	return WalletAddress(chainName, pub)
+}
+
+// WalletAddress derives a wallet's (simulated) on-chain address from its ed25519 public key.
 func WalletAddress(chain string, pub ed25519.PublicKey) string {
 	sum := sha256.Sum256(pub)
 	if chain == "solana" {

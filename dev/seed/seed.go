@@ -2,8 +2,6 @@ package seed
 
 import (
 	"context"
-	"crypto/ed25519"
-	"encoding/base64"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/chain/devchain"
+	"github.com/opentreasury/treasury/chain/keys"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/policy"
 	"github.com/opentreasury/treasury/store"
@@ -80,19 +79,48 @@ func Ensure(ctx context.Context, s *store.Store, dataDir string, urls URLs, log 
 	return &creds, nil
 }
 
-// LoadSignerKeys reads the dev signer's keys from the data directory.
-func LoadSignerKeys(dataDir string) (map[string]ed25519.PrivateKey, error) {
+// LoadSignerKeys reads the dev signer's keys from the data directory, by wallet id.
+func LoadSignerKeys(dataDir string) (map[string]*keys.Key, error) {
 	signer := SignerKeys{}
 	if _, err := readJSON(filepath.Join(dataDir, SignerKeysFile), &signer); err != nil {
 		return nil, err
 	}
-	out := make(map[string]ed25519.PrivateKey, len(signer))
-	for id, encoded := range signer {
-		seed, err := base64.StdEncoding.DecodeString(encoded)
-		if err != nil || len(seed) != ed25519.SeedSize {
-			return nil, fmt.Errorf("seed: bad dev signer key for wallet %s", id)
+	var creds Credentials
+	if _, err := readJSON(filepath.Join(dataDir, CredentialsFile), &creds); err != nil {
+		return nil, err
+	}
+	out := make(map[string]*keys.Key, len(signer))
+	for _, w := range creds.Wallets {
+		if !w.AutoSign {
+			continue
 		}
-		out[id] = ed25519.NewKeyFromSeed(seed)
+		k, err := walletKey(signer, w)
+		if err != nil {
+			return nil, err
+		}
+		out[w.ID] = k
+	}
+	return out, nil
+}
+
+// WalletKeys returns the private keys of every seeded wallet, the manual one's included:
+// the dev chains use them once, to grant the dev contracts their allowances.
+func WalletKeys(dataDir string) (map[string]*keys.Key, error) {
+	signer := SignerKeys{}
+	if _, err := readJSON(filepath.Join(dataDir, SignerKeysFile), &signer); err != nil {
+		return nil, err
+	}
+	var creds Credentials
+	if _, err := readJSON(filepath.Join(dataDir, CredentialsFile), &creds); err != nil {
+		return nil, err
+	}
+	out := map[string]*keys.Key{}
+	for _, w := range creds.Wallets {
+		k, err := walletKey(signer, w)
+		if err != nil {
+			return nil, err
+		}
+		out[w.ID] = k
 	}
 	return out, nil
 }
@@ -145,7 +173,7 @@ func populate(ctx context.Context, tx *store.Store, c *Credentials, signer Signe
 		}
 	}
 	for i, w := range c.Wallets {
-		seed, err := walletSeed(c, signer, w)
+		key, err := walletKey(signer, w)
 		if err != nil {
 			return err
 		}
@@ -153,12 +181,12 @@ func populate(ctx context.Context, tx *store.Store, c *Credentials, signer Signe
 		if !w.AutoSign {
 			label += " (manual signing)"
 		}
-		if err := createWallet(ctx, tx, c.OrgID, w.ID, w.Chain, label, w.AutoSign, ed25519.NewKeyFromSeed(seed), balancePlan[i], now); err != nil {
+		if err := createWallet(ctx, tx, c.OrgID, w.ID, w.Chain, label, w.AutoSign, key, balancePlan[i], now); err != nil {
 			return err
 		}
 	}
 	// The other organisation gets one funded wallet, so that isolation is visible.
-	_, otherKey, err := ed25519.GenerateKey(nil)
+	otherKey, err := keys.Generate(SchemeOf("ethereum"))
 	if err != nil {
 		return err
 	}
@@ -199,12 +227,13 @@ func createKey(ctx context.Context, tx *store.Store, org, app, secret, label, ac
 		Actions: actions, Label: label, SecretHash: auth.HashSecret(secret), SecretHint: auth.Hint(secret), CreatedAt: now})
 }
 
+// createWallet records a seeded wallet with its holdings, and credits them on the
+// simulated chain; the dev EVM chains fund the same holdings on chain (see Holdings).
 func createWallet(ctx context.Context, tx *store.Store, org, id, chainName, label string, autoSign bool,
-	key ed25519.PrivateKey, holdings map[string]string, now time.Time) error {
-	pub := key.Public().(ed25519.PublicKey)
-	address := WalletAddress(chainName, pub)
+	key *keys.Key, holdings map[string]string, now time.Time) error {
+	address := addressOf(chainName, key)
 	err := tx.CreateWallet(ctx, &store.Wallet{ID: id, OrgID: org, Chain: chainName, Address: address,
-		PublicKey: base64.StdEncoding.EncodeToString(pub), AutoSign: autoSign, Label: label, CreatedAt: now})
+		PublicKey: key.PublicKey(), Scheme: key.Scheme, AutoSign: autoSign, Label: label, CreatedAt: now})
 	if err != nil {
 		return err
 	}

@@ -3,8 +3,6 @@ package seed
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,8 +20,11 @@ import (
 	"github.com/shopspring/decimal"
 	"golang.org/x/crypto/bcrypt"
 
+	"crypto/sha256"
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/chain"
 	"github.com/opentreasury/treasury/chain/devchain"
+	"github.com/opentreasury/treasury/chain/keys"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/policy"
 	"github.com/opentreasury/treasury/store"
@@ -215,9 +216,9 @@ func TestCredentialsFileShape(t *testing.T) {
 		where := fmt.Sprintf("wallets[%d]", i)
 		var m map[string]json.RawMessage
 		if *probe.AutoSign {
-			m = object(t, where, w, "id", "chain", "autoSign")
+			m = object(t, where, w, "id", "chain", "address", "scheme", "autoSign")
 		} else {
-			m = object(t, where, w, "id", "chain", "autoSign", "privateKey")
+			m = object(t, where, w, "id", "chain", "address", "scheme", "autoSign", "privateKey")
 			secrets = append(secrets, str(t, where+".privateKey", m["privateKey"]))
 		}
 		if id := str(t, where+".id", m["id"]); !ids.HasPrefix(id, ids.Wallet) {
@@ -297,43 +298,47 @@ func TestSeededWallets(t *testing.T) {
 		t.Fatalf("store wallets %v, credentials wallets %v", listedIDs, credIDs)
 	}
 
-	checkPub := func(w Wallet, pub ed25519.PublicKey) {
+	checkKey := func(w Wallet, key *keys.Key) {
 		t.Helper()
 		sw, err := s.Wallet(ctx, creds.OrgID, w.ID)
 		if err != nil {
 			t.Fatalf("store.Wallet(%s): %v", w.ID, err)
 		}
-		if sw.PublicKey != base64.StdEncoding.EncodeToString(pub) {
-			t.Fatalf("wallet %s: stored public key %s does not match its private key (%s)", w.ID, sw.PublicKey,
-				base64.StdEncoding.EncodeToString(pub))
+		if sw.PublicKey != key.PublicKey() || sw.Scheme != key.Scheme || w.Scheme != key.Scheme {
+			t.Fatalf("wallet %s: stored public key %s (%s) does not match its private key (%s)", w.ID, sw.PublicKey, sw.Scheme, key.PublicKey())
 		}
 		if sw.Chain != w.Chain || sw.AutoSign != w.AutoSign || sw.OrgID != creds.OrgID {
 			t.Fatalf("wallet %s stored as %+v, credentials say %+v", w.ID, sw, w)
 		}
-		if sw.Address != WalletAddress(w.Chain, pub) {
-			t.Fatalf("wallet %s address %s, want %s", w.ID, sw.Address, WalletAddress(w.Chain, pub))
+		if sw.Address != w.Address || sw.Address != addressOf(w.Chain, key) {
+			t.Fatalf("wallet %s address %s, credentials %s, want %s", w.ID, sw.Address, w.Address, addressOf(w.Chain, key))
+		}
+		want := chain.Secp256k1
+		if w.Chain == "solana" {
+			want = chain.Ed25519
+		}
+		if key.Scheme != want {
+			t.Fatalf("wallet %s on %s signs with %s, want %s", w.ID, w.Chain, key.Scheme, want)
+		}
+		// A signature made with the key verifies against the stored wallet.
+		digest := sha256.Sum256([]byte("pay 1 USDC"))
+		sig, err := key.Sign(digest[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := keys.Verify(sw.Scheme, sw.Address, sw.PublicKey, digest[:], sig); err != nil {
+			t.Fatalf("wallet %s: a signature with its key does not verify: %v", w.ID, err)
 		}
 	}
 
-	seed, err := base64.StdEncoding.DecodeString(manual[0].PrivateKey)
-	if err != nil || len(seed) != ed25519.SeedSize {
-		t.Fatalf("manual wallet private key %q is not a base64 ed25519 seed: %v", manual[0].PrivateKey, err)
-	}
-	priv := ed25519.NewKeyFromSeed(seed)
-	checkPub(manual[0], priv.Public().(ed25519.PublicKey))
-	// A signature made with the file's key verifies against the stored public key.
-	sw, err := s.Wallet(ctx, creds.OrgID, manual[0].ID)
+	priv, err := keys.Parse(manual[0].Scheme, manual[0].PrivateKey)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("manual wallet private key %q is not a %s key: %v", manual[0].PrivateKey, manual[0].Scheme, err)
 	}
-	pubBytes, err := base64.StdEncoding.DecodeString(sw.PublicKey)
-	if err != nil {
-		t.Fatal(err)
+	if len(strings.TrimPrefix(manual[0].PrivateKey, "0x")) != 64 {
+		t.Fatalf("the manual wallet's secp256k1 key is the hex of 32 bytes, got %q", manual[0].PrivateKey)
 	}
-	msg := []byte("pay 1 USDC")
-	if !ed25519.Verify(pubBytes, msg, ed25519.Sign(priv, msg)) {
-		t.Fatal("signature with the manual wallet's key does not verify against the stored public key")
-	}
+	checkKey(manual[0], priv)
 
 	signer, err := LoadSignerKeys(dir)
 	if err != nil {
@@ -347,7 +352,7 @@ func TestSeededWallets(t *testing.T) {
 			if !ok {
 				t.Fatalf("dev signer has no key for autoSign wallet %s", w.ID)
 			}
-			checkPub(w, key.Public().(ed25519.PublicKey))
+			checkKey(w, key)
 		}
 	}
 	sort.Strings(autoIDs)
@@ -812,22 +817,20 @@ func TestEnsureReseedsFreshStoreFromFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	all, err := WalletKeys(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, w := range again.Wallets {
-		var pub ed25519.PublicKey
-		if w.AutoSign {
-			pub = signer[w.ID].Public().(ed25519.PublicKey)
-		} else {
-			seed, err := base64.StdEncoding.DecodeString(w.PrivateKey)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pub = ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
+		key := all[w.ID]
+		if w.AutoSign && signer[w.ID].PublicKey() != key.PublicKey() {
+			t.Fatalf("wallet %s: the dev signer's key is not the wallet's", w.ID)
 		}
 		sw, err := fresh.Wallet(ctx, again.OrgID, w.ID)
 		if err != nil {
 			t.Fatalf("wallet %s: %v", w.ID, err)
 		}
-		if sw.PublicKey != base64.StdEncoding.EncodeToString(pub) {
+		if sw.PublicKey != key.PublicKey() {
 			t.Fatalf("wallet %s: fresh store key %s does not match the data dir's key", w.ID, sw.PublicKey)
 		}
 	}
@@ -860,11 +863,15 @@ func TestLoadSignerKeysMissingAndBad(t *testing.T) {
 	if err != nil || len(keys) != 0 {
 		t.Fatalf("LoadSignerKeys on an empty dir = %v, %v; want no keys, no error", keys, err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, CredentialsFile),
+		[]byte(`{"wallets": [{"id": "wal_x", "chain": "ethereum", "scheme": "secp256k1", "autoSign": true}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(dir, SignerKeysFile), []byte(`{"wal_x": "c2hvcnQ="}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := LoadSignerKeys(dir); err == nil {
-		t.Fatal("LoadSignerKeys accepted a key that is not a 32-byte seed")
+		t.Fatal("LoadSignerKeys accepted a key that is not the hex of 32 bytes")
 	}
 }
 

@@ -1,0 +1,139 @@
+package devevm
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/shopspring/decimal"
+
+	"github.com/opentreasury/treasury/chain/evm"
+)
+
+// Spec is one of the dev bundle's EVM chains.
+type Spec struct {
+	Name        string
+	ChainID     uint64
+	NativeAsset string
+	Tokens      []TokenPlan
+}
+
+// Specs are the dev bundle's EVM chains: ethereum and polygon, each with its own chain
+// id, so a transaction signed for one is refused by the other.
+var Specs = []Spec{
+	{Name: "ethereum", ChainID: 1337, NativeAsset: "ETH", Tokens: []TokenPlan{{"USDC", 6}, {"WBTC", 8}}},
+	{Name: "polygon", ChainID: 1338, NativeAsset: "MATIC", Tokens: []TokenPlan{{"USDC", 6}}},
+}
+
+// Protocols get a vault per token and a lending pool on every dev chain.
+var Protocols = []string{"aave", "compound"}
+
+// Chains are the dev bundle's running EVM chains.
+type Chains struct {
+	nodes    map[string]*Node
+	adapters map[string]*evm.Chain
+}
+
+// ChainsOptions configure the dev chains.
+type ChainsOptions struct {
+	// Dir keeps each chain in Dir/<name>, and its deployment in Dir/<name>.json.
+	Dir           string
+	BlockTime     time.Duration
+	Confirmations int
+	PricesUSD     map[string]decimal.Decimal
+	// Wallets returns, on a chain's first start, the wallets to fund and the keys that
+	// grant the dev contracts their allowances.
+	Wallets func(ctx context.Context, chainName string) (map[common.Address]map[string]decimal.Decimal, []*ecdsa.PrivateKey, error)
+	Log     *slog.Logger
+}
+
+// StartChains starts every dev chain. A chain's first start deploys the dev contracts and
+// funds the wallets; later starts resume the chain kept in its directory.
+func StartChains(ctx context.Context, o ChainsOptions) (*Chains, error) {
+	c := &Chains{nodes: map[string]*Node{}, adapters: map[string]*evm.Chain{}}
+	for _, spec := range Specs {
+		if err := c.start(ctx, o, spec); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("dev chain %s: %w", spec.Name, err)
+		}
+	}
+	return c, nil
+}
+
+func (c *Chains) start(ctx context.Context, o ChainsOptions, spec Spec) error {
+	n, err := StartNode(NodeOptions{Dir: filepath.Join(o.Dir, spec.Name), ChainID: spec.ChainID, BlockTime: o.BlockTime,
+		Confirmations: o.Confirmations, Log: o.Log})
+	if err != nil {
+		return err
+	}
+	c.nodes[spec.Name] = n
+	deployment := filepath.Join(o.Dir, spec.Name+".json")
+	var cfg evm.Config
+	raw, err := os.ReadFile(deployment)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(raw, &cfg); err != nil {
+			return fmt.Errorf("%s: %w", deployment, err)
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		if cfg, err = c.deploy(ctx, o, spec, n); err != nil {
+			return err
+		}
+		raw, err := json.MarshalIndent(cfg, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(deployment, raw, 0o600); err != nil {
+			return err
+		}
+	default:
+		return err
+	}
+	cfg.Confirmations, cfg.BlockTime = max(o.Confirmations, 1), evm.Duration(o.BlockTime)
+	adapter, err := evm.New(ctx, cfg, n.Client())
+	if err != nil {
+		return err
+	}
+	c.adapters[spec.Name] = adapter
+	return nil
+}
+
+func (c *Chains) deploy(ctx context.Context, o ChainsOptions, spec Spec, n *Node) (evm.Config, error) {
+	funds, spenders, err := o.Wallets(ctx, spec.Name)
+	if err != nil {
+		return evm.Config{}, err
+	}
+	started := time.Now()
+	d := &Deployer{Client: n.Client(), Key: FaucetKey(), Mine: n.Mine}
+	cfg, err := d.Deploy(ctx, Plan{Name: spec.Name, ChainID: spec.ChainID, NativeAsset: spec.NativeAsset, Tokens: spec.Tokens,
+		PricesUSD: o.PricesUSD, Protocols: Protocols, Funds: funds, Spenders: spenders})
+	if err != nil {
+		return cfg, err
+	}
+	if o.Log != nil {
+		o.Log.Info("deployed the dev contracts", "chain", spec.Name, "chainId", spec.ChainID, "wallets", len(funds),
+			"took", time.Since(started).Round(time.Millisecond).String())
+	}
+	return cfg, nil
+}
+
+// Adapter returns a chain's adapter, or nil.
+func (c *Chains) Adapter(name string) *evm.Chain { return c.adapters[name] }
+
+// Node returns a chain's node, or nil.
+func (c *Chains) Node(name string) *Node { return c.nodes[name] }
+
+// Close stops every chain; they stay in their directories.
+func (c *Chains) Close() {
+	for _, n := range c.nodes {
+		_ = n.Close()
+	}
+}
