@@ -79,7 +79,7 @@ func (s *Service) SubmitSignature(ctx context.Context, who Caller, requestID, si
 	if err != nil {
 		return nil, fmt.Errorf("signing request %s has a bad digest", r.ID)
 	}
-	if err := keys.Verify(r.Scheme, w.Address, w.PublicKey, digest, sig); err != nil {
+	if err := keys.Verify(w.Scheme, w.Address, w.PublicKey, digest, sig); err != nil {
 		if !errors.Is(err, keys.ErrBadSignature) {
 			s.Log.Warn("signature not checked", "signingRequestId", r.ID, "walletId", w.ID, "error", err.Error())
 		}
