@@ -2,9 +2,9 @@ package e2e
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +18,9 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/opentreasury/treasury/chain/evm"
+	"github.com/opentreasury/treasury/chain/keys"
+	treasury "github.com/opentreasury/treasury/client"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/signer"
 	"github.com/opentreasury/treasury/store/storetest"
@@ -194,8 +197,12 @@ func paymentsReachTheirEnd(t *testing.T, databaseURL string) {
 			t.Fatalf("submit %d %s", r.status, r.raw)
 		}
 		o := waitStatus(t, api+"/payments/"+id, pay.Read, "failed")
-		if o["failure"].(map[string]any)["code"] != "tx_reverted" {
-			t.Fatalf("failure %v", o["failure"])
+		failure := o["failure"].(map[string]any)
+		if failure["code"] != "tx_reverted" || failure["message"] != "reverted: DevToken: transfers to 0x...dEaD always revert" {
+			t.Fatalf("failure %v: want tx_reverted with the token's revert reason", failure)
+		}
+		if legs := o["legs"].([]any); legs[0].(map[string]any)["txHash"] == nil {
+			t.Fatalf("a reverted transaction was mined: its hash is on the leg: %v", legs)
 		}
 	})
 
@@ -406,16 +413,48 @@ func TestManualWalletSignedThroughTheAPI(t *testing.T) {
 	if req.status != 200 || req.body["status"] != "pending" {
 		t.Fatalf("signing request %d %s", req.status, req.raw)
 	}
-	digest, _ := hex.DecodeString(req.body["digest"].(string))
-	seedBytes, _ := base64.StdEncoding.DecodeString(manual.PrivateKey)
-	key := ed25519.NewKeyFromSeed(seedBytes)
-	_, wrongKey, _ := ed25519.GenerateKey(nil)
-	sigURL := api + "/signing-requests/" + reqID + "/signature"
-	bad := base64.StdEncoding.EncodeToString(ed25519.Sign(wrongKey, digest))
-	if r := send(t, "POST", sigURL, pay.Sign, fmt.Sprintf(`{"signature":%q}`, bad)); r.status != 422 || r.body["code"] != "invalid_signature" {
-		t.Fatalf("a wrong signature: %d %s", r.status, r.raw)
+	// The integrator's side: check the request against its own transaction, then sign.
+	var request treasury.SigningRequest
+	if err := json.Unmarshal([]byte(req.raw), &request); err != nil {
+		t.Fatal(err)
 	}
-	good := base64.StdEncoding.EncodeToString(ed25519.Sign(key, digest))
+	if request.Scheme != "secp256k1" || manual.Scheme != "secp256k1" || !treasury.IsEVMTransaction(request) {
+		t.Fatalf("the manual ethereum wallet signs an EIP-1559 transaction with secp256k1: %s", req.raw)
+	}
+	key, err := keys.Parse(manual.Scheme, manual.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.EqualFold(key.Address(), manual.Address) {
+		t.Fatalf("the key's address %s is not the wallet's %s", key.Address(), manual.Address)
+	}
+	signature, err := treasury.SignRequest(request, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := base64.StdEncoding.EncodeToString(signature)
+	sigURL := api + "/signing-requests/" + reqID + "/signature"
+	wrongKey, _ := keys.Generate("secp256k1")
+	digest, _ := hex.DecodeString(request.Digest)
+	wrong, _ := wrongKey.Sign(digest)
+	// The same transaction at another nonce is another transaction: its signature does
+	// not recover to the wallet over this digest.
+	var fields map[string]any
+	_ = json.Unmarshal([]byte(request.UnsignedTx), &fields)
+	fields["nonce"] = fields["nonce"].(float64) + 1
+	other, _ := json.Marshal(fields)
+	otherDigest, _, err := evm.Digest(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherBytes, _ := hex.DecodeString(otherDigest)
+	otherSig, _ := key.Sign(otherBytes)
+	for what, sig := range map[string][]byte{"a wrong key's signature": wrong, "a signature of another nonce": otherSig} {
+		bad := base64.StdEncoding.EncodeToString(sig)
+		if r := send(t, "POST", sigURL, pay.Sign, fmt.Sprintf(`{"signature":%q}`, bad)); r.status != 422 || r.body["code"] != "invalid_signature" {
+			t.Fatalf("%s: %d %s", what, r.status, r.raw)
+		}
+	}
 	if r := send(t, "POST", sigURL, pay.Read, fmt.Sprintf(`{"signature":%q}`, good)); r.status != 403 {
 		t.Fatalf("a read key signing: %d %s", r.status, r.raw)
 	}
