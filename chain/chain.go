@@ -62,6 +62,11 @@ type Leg struct {
 	// over them; a real chain's transaction is derived from the fields above.
 	Payload     json.RawMessage
 	PayloadHash string
+	// Replaces, when set, is the readable transaction (Unsigned.Fields) of the leg's
+	// broadcast transaction that is stuck below the fee market: Prepare then builds its
+	// replacement, the same call at the same nonce for a higher fee. A chain without a fee
+	// market refuses.
+	Replaces json.RawMessage
 }
 
 // Draft is a leg's transaction before its nonce is fixed. The nonce is assigned inside
@@ -122,6 +127,9 @@ type TxStatus struct {
 	// that will hold its last confirmation), if it can tell; zero otherwise. Callers
 	// waiting on the transaction ask again then rather than on a fixed poll.
 	Expected time.Time
+	// Underpriced, for a pending transaction not yet mined, reports that it cannot be: its
+	// fee is below what the chain's blocks now ask, or the node no longer holds it.
+	Underpriced bool
 }
 
 // ErrUnknownChain is returned for a chain no adapter serves.

@@ -76,6 +76,9 @@ func (d *Chain) Prepare(_ context.Context, leg chain.Leg) (chain.Draft, error) {
 	if err := d.known(leg.Chain); err != nil {
 		return chain.Draft{}, err
 	}
+	if leg.Replaces != nil {
+		return chain.Draft{}, fmt.Errorf("devchain: a simulated transaction is never stuck, and is never replaced")
+	}
 	fields, err := json.Marshal(map[string]any{"chain": leg.Chain, "from": leg.From, "leg": leg.Kind, "position": leg.Position,
 		"payloadHash": leg.PayloadHash, "payload": leg.Payload})
 	if err != nil {

@@ -197,25 +197,17 @@ func (c *Chain) Prepare(ctx context.Context, leg chain.Leg) (chain.Draft, error)
 	if leg.Scheme != "" && leg.Scheme != chain.Secp256k1 {
 		return chain.Draft{}, fmt.Errorf("evm: %s transactions are signed with secp256k1, the wallet signs with %s", c.cfg.Name, leg.Scheme)
 	}
+	if leg.Replaces != nil {
+		return c.replacement(ctx, leg)
+	}
 	from := common.HexToAddress(leg.From)
 	in, err := c.intent(ctx, leg, from)
 	if err != nil {
 		return chain.Draft{}, err
 	}
-	head, err := c.client.HeaderByNumber(ctx, nil)
+	feeCap, tip, err := c.fees(ctx, nil)
 	if err != nil {
 		return chain.Draft{}, err
-	}
-	tip, err := c.client.SuggestGasTipCap(ctx)
-	if err != nil {
-		return chain.Draft{}, err
-	}
-	feeCap := new(big.Int).Add(new(big.Int).Mul(head.BaseFee, big.NewInt(2)), tip)
-	if limit := c.cfg.maxFeePerGas(); feeCap.Cmp(limit) > 0 {
-		feeCap = limit
-	}
-	if tip.Cmp(feeCap) > 0 {
-		tip = new(big.Int).Set(feeCap)
 	}
 	gas, err := c.client.EstimateGas(ctx, ethereum.CallMsg{From: from, To: &in.to, Value: in.value, Data: in.data})
 	switch {
@@ -237,16 +229,88 @@ func (c *Chain) Prepare(ctx context.Context, leg chain.Leg) (chain.Draft, error)
 		Seal: func(nonce uint64) (chain.Unsigned, error) {
 			f := f
 			f.Nonce = nonce
-			tx, err := f.transaction()
-			if err != nil {
-				return chain.Unsigned{}, err
-			}
-			raw, err := json.Marshal(f)
-			if err != nil {
-				return chain.Unsigned{}, err
-			}
-			return chain.Unsigned{Scheme: chain.Secp256k1, Fields: raw, Digest: hexutil.Encode(c.signer.Hash(tx).Bytes())[2:], Nonce: &nonce}, nil
+			return c.seal(f)
 		}}, nil
+}
+
+func (c *Chain) seal(f fields) (chain.Unsigned, error) {
+	tx, err := f.transaction()
+	if err != nil {
+		return chain.Unsigned{}, err
+	}
+	raw, err := json.Marshal(f)
+	if err != nil {
+		return chain.Unsigned{}, err
+	}
+	nonce := f.Nonce
+	return chain.Unsigned{Scheme: chain.Secp256k1, Fields: raw, Digest: hexutil.Encode(c.signer.Hash(tx).Bytes())[2:], Nonce: &nonce}, nil
+}
+
+// fees prices a transaction from the node: twice the latest base fee plus the suggested
+// tip, under the configured cap. A replacement (of a transaction paying atLeast) pays at
+// least 1/8 more on both, as nodes require to replace a transaction in their pool.
+func (c *Chain) fees(ctx context.Context, atLeast *types.Transaction) (feeCap, tip *big.Int, err error) {
+	head, err := c.client.HeaderByNumber(ctx, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tip, err = c.client.SuggestGasTipCap(ctx); err != nil {
+		return nil, nil, err
+	}
+	if atLeast != nil {
+		tip = maxBig(tip, bump(atLeast.GasTipCap()))
+	}
+	feeCap = new(big.Int).Add(new(big.Int).Mul(head.BaseFee, big.NewInt(2)), tip)
+	if atLeast != nil {
+		feeCap = maxBig(feeCap, bump(atLeast.GasFeeCap()))
+	}
+	limit := c.cfg.maxFeePerGas()
+	if atLeast != nil && feeCap.Cmp(limit) > 0 {
+		return nil, nil, fmt.Errorf("evm: %s: replacing the transaction would pay more than the cap of %d gwei per gas", c.cfg.Name, c.cfg.MaxFeePerGasGwei)
+	}
+	if feeCap.Cmp(limit) > 0 {
+		feeCap = limit
+	}
+	if tip.Cmp(feeCap) > 0 {
+		tip = new(big.Int).Set(feeCap)
+	}
+	return feeCap, tip, nil
+}
+
+// bump is v and an eighth more, and one: above a node's 10 % replacement threshold.
+func bump(v *big.Int) *big.Int {
+	out := new(big.Int).Add(v, new(big.Int).Quo(v, big.NewInt(8)))
+	return out.Add(out, big.NewInt(1))
+}
+
+func maxBig(a, b *big.Int) *big.Int {
+	if a.Cmp(b) >= 0 {
+		return a
+	}
+	return b
+}
+
+// replacement builds the transaction that replaces a stuck one: the same call, gas and
+// nonce, and fees that the chain takes now and that outbid the stuck transaction's.
+func (c *Chain) replacement(ctx context.Context, leg chain.Leg) (chain.Draft, error) {
+	var f fields
+	if err := json.Unmarshal(leg.Replaces, &f); err != nil {
+		return chain.Draft{}, fmt.Errorf("evm: the transaction to replace does not parse: %w", err)
+	}
+	stuck, err := f.transaction()
+	if err != nil {
+		return chain.Draft{}, err
+	}
+	if !strings.EqualFold(f.From, leg.From) {
+		return chain.Draft{}, fmt.Errorf("evm: the transaction to replace is sent from %s, not from the wallet %s", f.From, leg.From)
+	}
+	feeCap, tip, err := c.fees(ctx, stuck)
+	if err != nil {
+		return chain.Draft{}, err
+	}
+	f.MaxFeePerGas, f.MaxPriorityFeePerGas = feeCap.String(), tip.String()
+	return chain.Draft{Chain: c.cfg.Name, Scheme: chain.Secp256k1,
+		Seal: func(uint64) (chain.Unsigned, error) { return c.seal(f) }}, nil
 }
 
 // transaction rebuilds the unsigned EIP-1559 transaction the fields describe.
@@ -361,7 +425,7 @@ func (c *Chain) Status(ctx context.Context, chainName, hash string) (chain.TxSta
 	h := common.HexToHash(hash)
 	receipt, err := c.client.TransactionReceipt(ctx, h)
 	if NotFound(err) {
-		return chain.TxStatus{State: chain.TxPending}, nil
+		return c.waiting(ctx, h)
 	}
 	if err != nil {
 		return chain.TxStatus{}, err
@@ -392,6 +456,23 @@ func (c *Chain) Status(ctx context.Context, chainName, hash string) (chain.TxSta
 		return chain.TxStatus{State: chain.TxConfirmed, Confirmations: depth}, nil
 	}
 	return chain.TxStatus{State: chain.TxFailed, Confirmations: depth, Reason: c.revertReason(ctx, h, receipt)}, nil
+}
+
+// waiting reports a transaction not mined yet, and whether it is stuck: the node no
+// longer holds it, or its fee cap is below the base fee its next block asks.
+func (c *Chain) waiting(ctx context.Context, h common.Hash) (chain.TxStatus, error) {
+	tx, _, err := c.client.TransactionByHash(ctx, h)
+	if NotFound(err) {
+		return chain.TxStatus{State: chain.TxPending, Underpriced: true}, nil
+	}
+	if err != nil {
+		return chain.TxStatus{}, err
+	}
+	head, err := c.client.HeaderByNumber(ctx, nil)
+	if err != nil {
+		return chain.TxStatus{}, err
+	}
+	return chain.TxStatus{State: chain.TxPending, Underpriced: head.BaseFee != nil && tx.GasFeeCap().Cmp(head.BaseFee) < 0}, nil
 }
 
 // revertReason replays a reverted transaction as a call on the state before its block and

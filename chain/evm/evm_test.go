@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
@@ -100,6 +101,26 @@ func (n *net) send(leg chain.Leg) (chain.SignedTx, string) {
 	return tx, hash
 }
 
+// commit seals a block once the node's pool holds every transaction the test sent (the
+// pool takes them in asynchronously).
+func (n *net) commit() {
+	n.t.Helper()
+	ctx := context.Background()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		pending, err := n.backend.Client().PendingNonceAt(ctx, common.HexToAddress(n.wallet.Address()))
+		if err != nil {
+			n.t.Fatal(err)
+		}
+		if pending >= n.next {
+			break
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("the pool holds %d of the wallet's transactions, the test sent %d", pending, n.next)
+		}
+	}
+	n.backend.Commit()
+}
+
 func (n *net) signed(u chain.Unsigned, k *keys.Key) chain.SignedTx {
 	n.t.Helper()
 	digest := common.FromHex(u.Digest)
@@ -141,11 +162,11 @@ func TestPaymentsConfirmAtTheirDepthAndMoveTheExactAmount(t *testing.T) {
 	if st := n.status(hash); st.State != chain.TxPending {
 		t.Fatalf("before a block: %+v", st)
 	}
-	n.backend.Commit()
+	n.commit()
 	if st := n.status(hash); st.State != chain.TxPending || st.Confirmations != 1 {
 		t.Fatalf("one block deep of two: %+v", st)
 	}
-	n.backend.Commit()
+	n.commit()
 	if st := n.status(hash); st.State != chain.TxConfirmed || st.Confirmations != 2 {
 		t.Fatalf("two blocks deep: %+v", st)
 	}
@@ -161,8 +182,8 @@ func TestPaymentsConfirmAtTheirDepthAndMoveTheExactAmount(t *testing.T) {
 	}
 
 	_, hash = n.send(chain.Leg{Kind: "TRANSFER", Asset: "ETH", Amount: decimal.RequireFromString("1.5"), To: receiver.Hex()})
-	n.backend.Commit()
-	n.backend.Commit()
+	n.commit()
+	n.commit()
 	if st := n.status(hash); st.State != chain.TxConfirmed {
 		t.Fatalf("native transfer: %+v", st)
 	}
@@ -184,7 +205,7 @@ func TestARevertFailsWithItsReason(t *testing.T) {
 	n := newNet(t, 1)
 	_, token := n.send(chain.Leg{Kind: "TRANSFER", Asset: "USDC", Amount: decimal.NewFromInt(5), To: dead.Hex()})
 	_, native := n.send(chain.Leg{Kind: "TRANSFER", Asset: "ETH", Amount: decimal.NewFromInt(1), To: dead.Hex()})
-	n.backend.Commit()
+	n.commit()
 	for hash, want := range map[string]string{token: "DevToken: transfers to 0x...dEaD always revert",
 		native: "DevRevert: transfers to 0x...dEaD always revert"} {
 		st := n.status(hash)
@@ -227,7 +248,7 @@ func TestAReorgedTransactionIsPendingAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, hash := n.send(chain.Leg{Kind: "TRANSFER", Asset: "ETH", Amount: decimal.NewFromInt(1), To: receiver.Hex()})
-	n.backend.Commit()
+	n.commit()
 	if st := n.status(hash); st.State != chain.TxPending || st.Confirmations != 1 {
 		t.Fatalf("one block deep of three: %+v", st)
 	}
@@ -237,7 +258,7 @@ func TestAReorgedTransactionIsPendingAgain(t *testing.T) {
 	}
 	n.backend.Rollback()
 	for range 3 {
-		n.backend.Commit()
+		n.backend.Commit() // empty blocks: the transaction is gone from the pool
 	}
 	if st := n.status(hash); st.State != chain.TxPending || st.Confirmations != 0 {
 		t.Fatalf("after a reorg dropped it: %+v", st)
@@ -250,7 +271,7 @@ func TestTradeEarnAndBorrowLegsCallTheirContracts(t *testing.T) {
 	run := func(leg chain.Leg) {
 		t.Helper()
 		_, hash := n.send(leg)
-		n.backend.Commit()
+		n.commit()
 		if st := n.status(hash); st.State != chain.TxConfirmed {
 			t.Fatalf("%s leg: %+v", leg.Kind, st)
 		}
@@ -277,5 +298,85 @@ func TestTradeEarnAndBorrowLegsCallTheirContracts(t *testing.T) {
 	ethDelta := after["ETH"].Sub(before["ETH"])
 	if ethDelta.GreaterThan(decimal.NewFromInt(-1)) || ethDelta.LessThan(decimal.RequireFromString("-1.01")) {
 		t.Fatalf("ETH moved by %s, want -1 less gas", ethDelta)
+	}
+}
+
+// cheapNode is the simulated chain seen through a node that understates its fee market:
+// what the adapter prepares through it pays less than the chain's base fee.
+type cheapNode struct{ simulated.Client }
+
+func (cheapNode) SuggestGasTipCap(context.Context) (*big.Int, error) { return big.NewInt(1), nil }
+
+func (c cheapNode) HeaderByNumber(ctx context.Context, number *big.Int) (*types.Header, error) {
+	h, err := c.Client.HeaderByNumber(ctx, number)
+	if err == nil && number == nil {
+		cheap := *h
+		cheap.BaseFee = big.NewInt(1)
+		return &cheap, nil
+	}
+	return h, err
+}
+
+func TestATransactionBelowTheFeeMarketIsReplacedAndTheReplacementConfirms(t *testing.T) {
+	n := newNet(t, 1)
+	ctx := context.Background()
+	cheap, err := evm.New(ctx, n.cfg, cheapNode{n.backend.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leg := chain.Leg{Chain: "ethereum", From: n.wallet.Address(), Kind: "TRANSFER", Asset: "USDC", Amount: decimal.NewFromInt(7), To: receiver.Hex()}
+	draft, err := cheap.Prepare(ctx, leg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stuck, err := draft.Seal(n.next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.next++
+	stuckHash, err := n.chain.Broadcast(ctx, n.signed(stuck, n.wallet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.commit()
+	if st := n.status(stuckHash); st.State != chain.TxPending || !st.Underpriced {
+		t.Fatalf("a transaction below the base fee, after a block: %+v, want pending and underpriced", st)
+	}
+
+	leg.Replaces = stuck.Fields
+	draft, err = n.chain.Prepare(ctx, leg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if draft.Nonced {
+		t.Fatal("a replacement takes no new nonce")
+	}
+	replacement, err := draft.Seal(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after struct {
+		Nonce        uint64 `json:"nonce"`
+		Data         string `json:"data"`
+		MaxFeePerGas string `json:"maxFeePerGas"`
+	}
+	_ = json.Unmarshal(stuck.Fields, &before)
+	_ = json.Unmarshal(replacement.Fields, &after)
+	if after.Nonce != before.Nonce || after.Data != before.Data || *replacement.Nonce != before.Nonce || after.MaxFeePerGas == before.MaxFeePerGas {
+		t.Fatalf("the replacement is the same call at the same nonce for another fee: %+v, was %+v", after, before)
+	}
+	newHash, err := n.chain.Broadcast(ctx, n.signed(replacement, n.wallet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.commit()
+	if st := n.status(newHash); st.State != chain.TxConfirmed {
+		t.Fatalf("the replacement: %+v", st)
+	}
+	if st := n.status(stuckHash); st.State != chain.TxPending || !st.Underpriced {
+		t.Fatalf("the replaced transaction never confirms: %+v", st)
+	}
+	if got := n.balances(receiver.Hex())["USDC"]; !got.Equal(decimal.NewFromInt(7)) {
+		t.Fatalf("the receiver holds %s USDC, want 7, paid once", got)
 	}
 }
