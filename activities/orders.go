@@ -30,7 +30,14 @@ type Orders struct {
 	Now   func() time.Time
 	// ChainPoll is how often CheckLeg reads a pending transaction (50 ms by default).
 	ChainPoll time.Duration
+	// ReplaceAfter is how long a leg's latest transaction may stay below the fee market
+	// before CheckLeg reports it for replacement (DefaultReplaceAfter when zero).
+	ReplaceAfter time.Duration
 }
+
+// DefaultReplaceAfter is how long a transaction may stay below the fee market, by default,
+// before its replacement is asked for.
+const DefaultReplaceAfter = 3 * time.Minute
 
 func (a *Orders) now() time.Time {
 	if a.Now != nil {
@@ -286,6 +293,9 @@ func (a *Orders) RequestSignature(ctx context.Context, in workflows.LegInput) (w
 	if err != nil {
 		return workflows.SigningRequestRef{}, err
 	}
+	if in.Attempt > 0 {
+		return a.requestReplacement(ctx, in, o, legs)
+	}
 	if existing := legs[in.Position].SigningRequestID; existing != nil {
 		return a.signingRequestRef(ctx, o.OrgID, *existing)
 	}
@@ -341,6 +351,62 @@ func (a *Orders) RequestSignature(ctx context.Context, in workflows.LegInput) (w
 	return a.signingRequestRef(ctx, res.Order.OrgID, *res.Legs[in.Position].SigningRequestID)
 }
 
+// requestReplacement asks for the signature of the transaction that replaces the leg's
+// latest one, stuck below the fee market: the same call at the same nonce, a higher fee.
+// Its step is keyed by the attempt, so a retry makes no second request.
+func (a *Orders) requestReplacement(ctx context.Context, in workflows.LegInput, o *store.Order, legs []store.OrderLeg) (workflows.SigningRequestRef, error) {
+	step := orders.StepReplacementRequested.Attempt(in.Attempt)
+	if done, err := a.Store.StepApplied(ctx, o.ID, step.Key(in.Position)); err != nil || done {
+		if err != nil {
+			return workflows.SigningRequestRef{}, err
+		}
+		return a.signingRequestRef(ctx, o.OrgID, *legs[in.Position].SigningRequestID)
+	}
+	stuck := legs[in.Position].TxHash
+	if stuck == nil || legs[in.Position].SigningRequestID == nil {
+		return workflows.SigningRequestRef{}, temporal.NewNonRetryableApplicationError("the leg has no transaction to replace", workflows.ErrTypeInvalidState, nil)
+	}
+	prev, err := a.Store.SigningRequest(ctx, o.OrgID, *legs[in.Position].SigningRequestID)
+	if err != nil {
+		return workflows.SigningRequestRef{}, err
+	}
+	w, err := a.Store.Wallet(ctx, o.OrgID, o.WalletID)
+	if err != nil {
+		return workflows.SigningRequestRef{}, err
+	}
+	leg, err := legOf(o, legs, in.Position, w.Address)
+	if err != nil {
+		return workflows.SigningRequestRef{}, temporal.NewNonRetryableApplicationError(err.Error(), "CorruptOrder", err)
+	}
+	leg.Scheme, leg.Replaces = w.Scheme, json.RawMessage(prev.UnsignedTx)
+	draft, err := a.Chain.Prepare(ctx, leg)
+	if err != nil {
+		return workflows.SigningRequestRef{}, err
+	}
+	unsigned, err := draft.Seal(0)
+	if err != nil {
+		return workflows.SigningRequestRef{}, err
+	}
+	reqID := ids.New(ids.SigningRequest)
+	_, err = a.apply(ctx, step, in.Position, store.OrderChange{OrderID: in.OrderID, CorrelationID: in.CorrelationID,
+		Mutate: func(_ *store.Order, legs []store.OrderLeg) { legs[in.Position].SigningRequestID = &reqID },
+		Also: func(tx *store.Store, o *store.Order, _ []store.OrderLeg) error {
+			_, err := tx.CreateSigningRequest(ctx, &store.SigningRequest{ID: reqID, OrgID: o.OrgID, App: o.App,
+				Domain: o.Domain, OrderID: o.ID, Position: in.Position, Attempt: in.Attempt, Leg: in.Leg, WalletID: o.WalletID,
+				Chain: o.Chain, UnsignedTx: string(unsigned.Fields), Scheme: unsigned.Scheme, Digest: unsigned.Digest, Nonce: unsigned.Nonce,
+				ReplacesTxHash: stuck, Status: orders.SigningPending, CreatedAt: a.now(), ExpiresAt: in.ExpiresAt})
+			return err
+		},
+		Event: &store.EventSpec{Leg: &in.Position, Body: events.OrderEvent{
+			SigningRequestID: reqID, ExpiresAt: events.TimeOf(in.ExpiresAt), ReplacesTxHash: *stuck}}})
+	if err != nil {
+		return workflows.SigningRequestRef{}, err
+	}
+	a.Log.Info("replacing a transaction below the fee market", "orderId", o.ID, "leg", in.Leg, "txHash", *stuck,
+		"signingRequestId", reqID, "attempt", in.Attempt)
+	return workflows.SigningRequestRef{ID: reqID, Digest: unsigned.Digest}, nil
+}
+
 func (a *Orders) signingRequestRef(ctx context.Context, orgID, id string) (workflows.SigningRequestRef, error) {
 	r, err := a.Store.SigningRequest(ctx, orgID, id)
 	if err != nil {
@@ -353,6 +419,17 @@ func (a *Orders) signingRequestRef(ctx context.Context, orgID, id string) (workf
 func (a *Orders) RecordSignature(ctx context.Context, in workflows.LegInput) error {
 	now := a.now()
 	sig := in.Signature
+	if in.Attempt > 0 {
+		// A replacement's signature: the order stays broadcast, its stuck transaction too.
+		_, err := a.apply(ctx, orders.StepReplacementSigned.Attempt(in.Attempt), in.Position, store.OrderChange{OrderID: in.OrderID,
+			CorrelationID: in.CorrelationID, At: now,
+			Also: func(tx *store.Store, _ *store.Order, _ []store.OrderLeg) error {
+				return tx.SetSigningRequestStatus(ctx, in.SigningRequestID, orders.SigningSigned, &sig, now)
+			},
+			Event: &store.EventSpec{Leg: &in.Position, Body: events.OrderEvent{SigningRequestID: in.SigningRequestID,
+				ReplacesTxHash: in.TxHash}}})
+		return err
+	}
 	_, err := a.apply(ctx, orders.StepSigned, in.Position, store.OrderChange{OrderID: in.OrderID, Reason: in.Leg + " signed",
 		CorrelationID: in.CorrelationID, At: now,
 		Mutate: func(_ *store.Order, legs []store.OrderLeg) { legs[in.Position].Status = orders.StatusSigned },
@@ -370,8 +447,15 @@ func (a *Orders) BroadcastLeg(ctx context.Context, in workflows.LegInput) (strin
 	if err != nil {
 		return "", err
 	}
-	if h := legs[in.Position].TxHash; h != nil {
-		return *h, nil
+	step := orders.StepBroadcast
+	if in.Attempt > 0 {
+		step = orders.StepReplacementBroadcast.Attempt(in.Attempt)
+	}
+	if done, err := a.Store.StepApplied(ctx, o.ID, step.Key(in.Position)); err != nil || done {
+		if err != nil || legs[in.Position].TxHash == nil {
+			return "", err
+		}
+		return *legs[in.Position].TxHash, nil
 	}
 	req, err := a.Store.SigningRequest(ctx, o.OrgID, in.SigningRequestID)
 	if err != nil {
@@ -406,41 +490,56 @@ func (a *Orders) BroadcastLeg(ctx context.Context, in workflows.LegInput) (strin
 			return "", err
 		}
 	}
-	_, err = a.apply(ctx, orders.StepBroadcast, in.Position, store.OrderChange{OrderID: in.OrderID, Reason: in.Leg + " broadcast",
-		CorrelationID: in.CorrelationID,
+	ch := store.OrderChange{OrderID: in.OrderID, Reason: in.Leg + " broadcast", CorrelationID: in.CorrelationID,
 		Mutate: func(_ *store.Order, legs []store.OrderLeg) {
-			legs[in.Position].TxHash, legs[in.Position].Status = &hash, orders.StatusBroadcast
+			legs[in.Position].AddHash(hash)
+			legs[in.Position].Status = orders.StatusBroadcast
 		},
-		Event: &store.EventSpec{Leg: &in.Position, Body: events.OrderEvent{TxHash: hash}}})
+		Event: &store.EventSpec{Leg: &in.Position, Body: events.OrderEvent{TxHash: hash, ReplacesTxHash: in.TxHash}}}
+	if in.Attempt > 0 {
+		ch.Reason = in.Leg + " replacement broadcast"
+	}
+	_, err = a.apply(ctx, step, in.Position, ch)
 	return hash, err
 }
 
-// CheckLeg waits for a broadcast leg to be final on its chain, reading its status every
-// ChainPoll, for up to workflows.LegWait; past that it reports the leg still pending.
+// CheckLeg waits for a broadcast leg to be final on its chain, reading the status of
+// each of its transactions (more than one once a stuck one was replaced) every ChainPoll,
+// for up to workflows.LegWait; past that it reports the leg still pending. It reports the
+// leg at once, pending and underpriced, when its latest transaction has stayed below the
+// fee market (or out of the node) for ReplaceAfter since in.SentAt.
 func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows.LegStatus, error) {
 	o, legs, err := a.Store.Order(ctx, in.OrderID)
 	if err != nil {
 		return workflows.LegStatus{}, err
 	}
-	if legs[in.Position].TxHash == nil {
+	hashes := legs[in.Position].Hashes()
+	if len(hashes) == 0 {
 		return workflows.LegStatus{}, temporal.NewNonRetryableApplicationError("leg was never broadcast", workflows.ErrTypeInvalidState, nil)
 	}
 	poll := a.ChainPoll
 	if poll <= 0 {
 		poll = 50 * time.Millisecond
 	}
+	replaceAfter := a.ReplaceAfter
+	if replaceAfter <= 0 {
+		replaceAfter = DefaultReplaceAfter
+	}
 	deadline := time.Now().Add(workflows.LegWait)
 	for {
-		st, err := a.Chain.Status(ctx, o.Chain, *legs[in.Position].TxHash)
+		st, err := a.legStatus(ctx, o.Chain, hashes)
 		if err != nil {
 			return workflows.LegStatus{}, err
 		}
 		if st.State != chain.TxPending || time.Now().After(deadline) {
-			return workflows.LegStatus{State: st.State, Reason: st.Reason}, nil
+			return st, nil
 		}
-		activity.RecordHeartbeat(ctx, st.Confirmations)
-		// Ask again when the chain expects the transaction final, if it said, but never
-		// wait longer than a poll: the expectation may be wrong.
+		if st.Underpriced && !in.SentAt.IsZero() && time.Since(in.SentAt) >= replaceAfter {
+			return st, nil
+		}
+		activity.RecordHeartbeat(ctx, st.State)
+		// Ask again when the chain expects the leg final, if it said, but never wait longer
+		// than a poll: the expectation may be wrong.
 		wait := poll
 		if !st.Expected.IsZero() {
 			wait = min(max(time.Until(st.Expected), time.Millisecond), poll)
@@ -453,6 +552,31 @@ func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows
 	}
 }
 
+// legStatus is where a leg stands given all its transactions (one nonce: at most one of
+// them can be mined): the one that is final decides; otherwise it is pending, underpriced
+// if its latest transaction is.
+func (a *Orders) legStatus(ctx context.Context, chainName string, hashes []string) (workflows.LegStatus, error) {
+	out := workflows.LegStatus{State: chain.TxPending}
+	var expected time.Time
+	for i := len(hashes) - 1; i >= 0; i-- {
+		st, err := a.Chain.Status(ctx, chainName, hashes[i])
+		if err != nil {
+			return workflows.LegStatus{}, err
+		}
+		if st.State != chain.TxPending {
+			return workflows.LegStatus{State: st.State, Reason: st.Reason, TxHash: hashes[i]}, nil
+		}
+		if i == len(hashes)-1 {
+			out.Underpriced = st.Underpriced
+		}
+		if !st.Expected.IsZero() && (expected.IsZero() || st.Expected.Before(expected)) {
+			expected = st.Expected
+		}
+	}
+	out.Expected = expected
+	return out, nil
+}
+
 // ConfirmLeg records a confirmed leg; the last one confirms the order (Order.Confirmed).
 func (a *Orders) ConfirmLeg(ctx context.Context, in workflows.LegInput) error {
 	now := a.now()
@@ -463,6 +587,11 @@ func (a *Orders) ConfirmLeg(ctx context.Context, in workflows.LegInput) error {
 	}
 	ch.Mutate = func(o *store.Order, legs []store.OrderLeg) {
 		legs[in.Position].Status = orders.StatusConfirmed
+		if in.TxHash != "" && in.TxHash != deref(legs[in.Position].TxHash) {
+			// A replaced leg: the transaction that confirmed is the leg's.
+			hash := in.TxHash
+			legs[in.Position].TxHash = &hash
+		}
 		if h := legs[in.Position].TxHash; h != nil {
 			confirmed.Body.TxHash = *h
 		}
@@ -474,11 +603,19 @@ func (a *Orders) ConfirmLeg(ctx context.Context, in workflows.LegInput) error {
 	return err
 }
 
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
 // releaseNonce gives back the nonce of a transaction that expired unsigned, so that the
-// wallet's nonces stay gap-free.
+// wallet's nonces stay gap-free; a replacement's nonce is its stuck transaction's, still
+// taken.
 func releaseNonce(ctx context.Context, tx *store.Store, o *store.Order, requestID string) error {
 	r, err := tx.SigningRequest(ctx, o.OrgID, requestID)
-	if err != nil || r.Nonce == nil {
+	if err != nil || r.Nonce == nil || r.ReplacesTxHash != nil {
 		return err
 	}
 	w, err := tx.Wallet(ctx, o.OrgID, o.WalletID)

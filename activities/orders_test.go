@@ -34,6 +34,12 @@ type lifecycle struct {
 	keys   map[string]*keys.Key
 	acts   *Orders
 	wallet *store.Wallet
+	// signAt says when (in workflow time) the signer signs the ith signing request, and
+	// signings how many it signs (the legs' when zero).
+	signAt   func(i int) time.Duration
+	signings int
+	// startAt is when the workflow starts, in its own time (now when zero).
+	startAt time.Time
 }
 
 func newLifecycle(t *testing.T, s *store.Store) *lifecycle {
@@ -94,6 +100,9 @@ func (l *lifecycle) run(t *testing.T, o *store.Order, legs []string, approvers .
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
+	if !l.startAt.IsZero() {
+		env.SetStartTime(l.startAt)
+	}
 	env.RegisterWorkflowWithOptions(workflows.OrderLifecycle, workflow.RegisterOptions{Name: workflows.OrderWorkflow})
 	for name, fn := range map[string]any{
 		workflows.MarkSubmittedActivity: l.acts.MarkSubmitted, workflows.EvaluatePolicyActivity: l.acts.EvaluatePolicy,
@@ -121,7 +130,11 @@ func (l *lifecycle) run(t *testing.T, o *store.Order, legs []string, approvers .
 				Decision: "APPROVE", Outcome: item.Status, CorrelationID: "corr-approve"})
 		}, time.Duration(i+1)*time.Minute)
 	}
-	for i := range legs {
+	signAt := l.signAt
+	if signAt == nil {
+		signAt = func(i int) time.Duration { return time.Duration(len(approvers)+i+1) * time.Hour }
+	}
+	for i := range max(l.signings, len(legs)) {
 		env.RegisterDelayedCallback(func() {
 			v, err := env.QueryWorkflow(workflows.QueryState)
 			if err != nil {
@@ -145,7 +158,7 @@ func (l *lifecycle) run(t *testing.T, o *store.Order, legs []string, approvers .
 				return
 			}
 			env.SignalWorkflow(workflows.SignalSignature, workflows.Signature{SigningRequestID: req.ID, Signature: base64.StdEncoding.EncodeToString(sig)})
-		}, time.Duration(len(approvers)+i+1)*time.Hour)
+		}, signAt(i))
 	}
 	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{OrderID: o.ID, CorrelationID: "corr-submit", Legs: legs})
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {

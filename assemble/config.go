@@ -64,6 +64,9 @@ type Config struct {
 	// ConsoleCredentialsFile is where the dev bundle wrote the seeded sign-ins, for the
 	// console's sign-in page to name; never read from the environment.
 	ConsoleCredentialsFile string
+	// ReplaceStuckAfter is how long a leg's transaction may sit below the fee market before
+	// the worker asks for its replacement (the same call and nonce, a higher fee).
+	ReplaceStuckAfter time.Duration
 	// Chains are the chains the worker serves; each needs an adapter: one of EVMChains,
 	// or one of SimulatedChains, which run on the simulated devchain (development only).
 	Chains          []string
@@ -113,6 +116,7 @@ var EnvVars = []envVar{
 	{"TEMPORAL_UI_URL", "", "Temporal Web UI base URL (http://temporal-ui:8080) the console links each order's workflow to"},
 	{"METRICS_ADDR", ":9464", "address of the Prometheus /metrics endpoint of api and worker, apart from the public API (see docs/metrics.md)"},
 	{"LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"REPLACE_STUCK_AFTER", "3m", "how long a transaction may stay below the fee market (or dropped by the node) before the worker asks for a replacement at the same nonce with a higher fee"},
 	{"CHAINS", "ethereum,polygon,solana", "the chains the worker serves; each needs an adapter, or the worker refuses to start"},
 	{"ETHEREUM_RPC_URL", "", "JSON-RPC URL of an Ethereum mainnet node: ethereum runs on the EVM adapter (USDC, WBTC; 12 confirmations)"},
 	{"POLYGON_RPC_URL", "", "JSON-RPC URL of a Polygon PoS node: polygon runs on the EVM adapter (USDC; 64 confirmations)"},
@@ -210,6 +214,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		Console:              boolean("CONSOLE"),
 		TemporalUIURL:        get("TEMPORAL_UI_URL"),
 		MetricsAddr:          get("METRICS_ADDR"),
+		ReplaceStuckAfter:    duration("REPLACE_STUCK_AFTER"),
 	}
 	var chainErrs []string
 	cfg.Chains, cfg.EVMChains, cfg.SimulatedChains, chainErrs = chainsFromEnv(get)

@@ -40,6 +40,7 @@ func TestConfigFromEnvDefaults(t *testing.T) {
 		MetricsAddr:          ":9464",
 		LogLevel:             slog.LevelInfo,
 		Chains:               []string{"ethereum", "polygon", "solana"},
+		ReplaceStuckAfter:    3 * time.Minute,
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", cfg, want)
@@ -130,6 +131,7 @@ func TestConfigFromEnvValues(t *testing.T) {
 		MetricsAddr:          "127.0.0.1:9100",
 		LogLevel:             slog.LevelDebug,
 		Chains:               []string{"ethereum", "polygon", "solana"},
+		ReplaceStuckAfter:    3 * time.Minute,
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("\n got %+v\nwant %+v", cfg, want)

@@ -13,6 +13,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/chain/rpcproxy"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/metrics"
 	"github.com/opentreasury/treasury/service"
@@ -36,6 +37,11 @@ type Process struct {
 	// the bus and follower of a process without one.
 	Live   *Live
 	Events *Events
+
+	// RPCNodes are the chains' JSON-RPC nodes the API forwards POST /rpc/{chain} to; a
+	// process with nodes of its own (the dev bundle's, in process) sets them before its
+	// HTTP server starts. Nil: the API dials the configured EVM chains (Config.EVMChains).
+	RPCNodes rpcproxy.Nodes
 
 	service *service.Service
 	// chains serve a worker's orders, once the chains component has started.
@@ -170,7 +176,7 @@ func (p *Process) Worker(newChain func() chain.Adapter) Component {
 	var w sdkworker.Worker
 	return Component{Name: "worker",
 		Start: func(context.Context) error {
-			w = NewWorker(p.Store, newChain(), p.Temporal, p.Log, p.Config.ShutdownTimeout, func(err error) {
+			w = NewWorker(p.Store, newChain(), p.Temporal, p.Log, p.Config, func(err error) {
 				p.Fail(fmt.Errorf("worker: %w", err))
 			})
 			if err := w.Start(); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/opentreasury/treasury/api"
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/chain/rpcproxy"
 	"github.com/opentreasury/treasury/console"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/worker"
@@ -155,6 +156,7 @@ func NewAPIHandler(p *Process) http.Handler {
 		TrustedProxies:       cfg.TrustedProxyList(),
 		Metrics:              cfg.Metrics,
 		Readiness:            ready,
+		RPCNodes:             p.rpcNodes(),
 	}
 	routes.Sessions = api.NewSessions(routes)
 	if cfg.Console {
@@ -171,15 +173,30 @@ func NewAPIHandler(p *Process) http.Handler {
 	return api.NewRouter(routes)
 }
 
-// NewWorker builds the worker with every activity wired to the store and chain adapter.
-// On Stop it waits up to stopTimeout for running activities before cancelling them;
-// onFatal hears an error the worker cannot recover from.
-func NewWorker(s *store.Store, ch chain.Adapter, tc client.Client, log *slog.Logger, stopTimeout time.Duration, onFatal func(error)) sdkworker.Worker {
+// rpcNodes are the nodes the API's /rpc/{chain} forwards to: the process's own, or else
+// each configured EVM chain's, connected on first use so that the API starts, and serves
+// everything else, while a node is down.
+func (p *Process) rpcNodes() rpcproxy.Nodes {
+	if p.RPCNodes != nil {
+		return p.RPCNodes
+	}
+	nodes := rpcproxy.Nodes{}
+	for _, c := range p.Config.EVMChains {
+		nodes[c.Name] = rpcproxy.Dial(c.RPCURL)
+	}
+	return nodes
+}
+
+// NewWorker builds the worker with every activity wired to the store and chain adapter
+// (cfg gives how long a transaction may stay below the fee market before it is replaced).
+// On Stop it waits up to cfg.ShutdownTimeout for running activities before cancelling
+// them; onFatal hears an error the worker cannot recover from.
+func NewWorker(s *store.Store, ch chain.Adapter, tc client.Client, log *slog.Logger, cfg Config, onFatal func(error)) sdkworker.Worker {
 	return worker.New(tc, worker.Activities{
 		Portfolio:   &activities.Portfolio{Store: s, Chain: ch, Log: log},
 		Maintenance: &activities.Maintenance{Store: s},
-		Orders:      &activities.Orders{Store: s, Chain: ch, Log: log},
-	}, sdkworker.Options{WorkerStopTimeout: stopTimeout, OnFatalError: onFatal})
+		Orders:      &activities.Orders{Store: s, Chain: ch, Log: log, ReplaceAfter: cfg.ReplaceStuckAfter},
+	}, sdkworker.Options{WorkerStopTimeout: cfg.ShutdownTimeout, OnFatalError: onFatal})
 }
 
 // NewHTTPServer wraps the API's handler in an http.Server with a timeout on every phase.

@@ -66,6 +66,10 @@ type OrderEvent struct {
 	Quorum int `json:"quorum,omitempty"`
 	// Reason (Order.Rejected) is policy, approver or expired.
 	Reason string `json:"reason,omitempty"`
+	// ReplacesTxHash (Wallet.SigningRequested, Wallet.TransactionSigned, Order.Broadcast of
+	// a replacement) is the leg's transaction stuck below the fee market that this one
+	// replaces at the same nonce.
+	ReplacesTxHash string `json:"replacesTxHash,omitempty"`
 	// Sequence counts the order's events from 1 without gaps, so that a gap shows.
 	Sequence int `json:"sequence"`
 	// SigningRequestID (Wallet.SigningRequested, Wallet.TransactionSigned) is the leg's

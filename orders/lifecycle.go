@@ -89,10 +89,27 @@ var (
 	StepLegConfirmed = Step{Name: "confirmed", PerLeg: true, From: []Status{StatusBroadcast}}
 	// StepConfirmed confirms the last leg, and with it the order.
 	StepConfirmed = Step{Name: "confirmed", From: []Status{StatusBroadcast}, To: StatusConfirmed, Event: "Order.Confirmed"}
-	StepFailed    = Step{Name: "failed", From: []Status{StatusPendingSignature, StatusSigned, StatusBroadcast}, To: StatusFailed,
+	// A leg's transaction stuck below the fee market is replaced: the same call at the same
+	// nonce, a higher fee, signed again. Each replacement is keyed by its attempt (Attempt);
+	// the order stays broadcast throughout.
+	StepReplacementRequested = Step{Name: "replacement-requested", PerLeg: true, From: []Status{StatusBroadcast},
+		Event: "Wallet.SigningRequested"}
+	StepReplacementSigned = Step{Name: "replacement-signed", PerLeg: true, From: []Status{StatusBroadcast},
+		Event: "Wallet.TransactionSigned"}
+	StepReplacementBroadcast = Step{Name: "replacement-broadcast", PerLeg: true, From: []Status{StatusBroadcast},
+		Event: "Order.Broadcast"}
+	StepFailed = Step{Name: "failed", From: []Status{StatusPendingSignature, StatusSigned, StatusBroadcast}, To: StatusFailed,
 		Event: "Order.Failed"}
 )
 
 // Steps lists every step of the lifecycle.
 var Steps = []Step{StepCreated, StepSubmitted, StepPolicyEvaluated, StepApprovalRequested, StepApproved, StepRejected,
-	StepSignatureRequested, StepSigned, StepBroadcast, StepLegConfirmed, StepConfirmed, StepFailed}
+	StepSignatureRequested, StepSigned, StepBroadcast, StepReplacementRequested, StepReplacementSigned, StepReplacementBroadcast,
+	StepLegConfirmed, StepConfirmed, StepFailed}
+
+// Attempt is the step of a leg's nth replacement (from 1): the same step under a key of
+// its own, so each replacement commits once.
+func (s Step) Attempt(n int) Step {
+	s.Name = fmt.Sprintf("%s-%d", s.Name, n)
+	return s
+}

@@ -44,12 +44,14 @@ func (ApprovalDecision) TableName() string { return "approval_decisions" }
 
 // SigningRequest is what one leg of an order needs signed.
 type SigningRequest struct {
-	ID         string
-	OrgID      string
-	App        string
-	Domain     string
-	OrderID    string
-	Position   int
+	ID       string
+	OrgID    string
+	App      string
+	Domain   string
+	OrderID  string
+	Position int
+	// Attempt is 0 for the leg's transaction, n for its nth replacement.
+	Attempt    int
 	Leg        string
 	WalletID   string
 	Chain      string
@@ -58,12 +60,14 @@ type SigningRequest struct {
 	Scheme string `gorm:"default:ed25519"`
 	Digest string
 	// Nonce is the transaction's account nonce, on a chain that has them.
-	Nonce     *uint64
-	Status    string
-	Signature *string
-	CreatedAt time.Time
-	ExpiresAt time.Time
-	SignedAt  *time.Time
+	Nonce *uint64
+	// ReplacesTxHash names the stuck transaction this request's replaces, if it does.
+	ReplacesTxHash *string
+	Status         string
+	Signature      *string
+	CreatedAt      time.Time
+	ExpiresAt      time.Time
+	SignedAt       *time.Time
 }
 
 func (SigningRequest) TableName() string { return "signing_requests" }
@@ -194,7 +198,7 @@ func (s *Store) CreateSigningRequest(ctx context.Context, r *SigningRequest) (*S
 		return nil, err
 	}
 	var cur SigningRequest
-	err := s.with(ctx).Where("order_id = ? AND position = ?", r.OrderID, r.Position).Take(&cur).Error
+	err := s.with(ctx).Where("order_id = ? AND position = ? AND attempt = ?", r.OrderID, r.Position, r.Attempt).Take(&cur).Error
 	return &cur, err
 }
 

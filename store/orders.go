@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -68,10 +69,36 @@ type OrderLeg struct {
 	Leg              string
 	Status           orders.Status
 	SigningRequestID *string
-	TxHash           *string
+	// TxHash is the leg's transaction: the one that confirmed, or the latest broadcast.
+	TxHash *string
+	// TxHashes are every transaction broadcast for the leg, oldest first, as a JSON
+	// array; more than one when a stuck transaction was replaced.
+	TxHashes string
 }
 
 func (OrderLeg) TableName() string { return "order_legs" }
+
+// Hashes returns TxHashes as a list.
+func (l *OrderLeg) Hashes() []string {
+	var out []string
+	if l.TxHashes != "" {
+		_ = json.Unmarshal([]byte(l.TxHashes), &out)
+	}
+	if len(out) == 0 && l.TxHash != nil {
+		out = []string{*l.TxHash}
+	}
+	return out
+}
+
+// AddHash records another transaction broadcast for the leg; it becomes TxHash.
+func (l *OrderLeg) AddHash(hash string) {
+	hashes := l.Hashes()
+	if !slices.Contains(hashes, hash) {
+		hashes = append(hashes, hash)
+	}
+	raw, _ := json.Marshal(hashes)
+	l.TxHashes, l.TxHash = string(raw), &hash
+}
 
 // OrderStatusChange is one append-only row of an order's status history.
 type OrderStatusChange struct {
@@ -205,6 +232,14 @@ func (s *Store) ApplyOrderStep(ctx context.Context, ch OrderChange) (*StepResult
 	return res, err
 }
 
+// StepApplied reports whether an order's step (by its key) has been applied: a retried
+// activity that talks to the outside before its step (a node, a signer) looks first.
+func (s *Store) StepApplied(ctx context.Context, orderID, step string) (bool, error) {
+	var n int64
+	err := s.with(ctx).Model(&orderStep{}).Where("order_id = ? AND step = ?", orderID, step).Count(&n).Error
+	return n > 0, err
+}
+
 func (s *Store) applyStep(ctx context.Context, ch OrderChange, initial bool) (*StepResult, error) {
 	at := ch.At.UTC()
 	if at.IsZero() {
@@ -274,7 +309,7 @@ func (s *Store) applyStep(ctx context.Context, ch OrderChange, initial bool) (*S
 		return nil, err
 	}
 	for i := range legs {
-		err := db.Model(&legs[i]).Select("leg", "status", "signing_request_id", "tx_hash").Updates(&legs[i]).Error
+		err := db.Model(&legs[i]).Select("leg", "status", "signing_request_id", "tx_hash", "tx_hashes").Updates(&legs[i]).Error
 		if err != nil {
 			return nil, err
 		}

@@ -78,7 +78,7 @@ type ApprovalOutcome struct {
 // Signature reaches the workflow as a signal once the API has verified it.
 type Signature struct {
 	SigningRequestID string
-	Signature        string // base64 ed25519 over the digest
+	Signature        string // base64 of the signature over the digest, in the wallet's scheme
 	CorrelationID    string
 }
 
@@ -116,7 +116,14 @@ type LegInput struct {
 	ExpiresAt        time.Time
 	SigningRequestID string
 	Signature        string
-	TxHash           string
+	// TxHash is the leg's transaction: the stuck one a replacement replaces (RequestSignature,
+	// RecordSignature, BroadcastLeg with Attempt), or the one that confirmed (ConfirmLeg).
+	TxHash string
+	// Attempt numbers a replacement of the leg's stuck transaction (from 1); 0 is the
+	// leg's first transaction.
+	Attempt int
+	// SentAt is when the leg's latest transaction was broadcast (CheckLeg).
+	SentAt time.Time
 }
 
 // SigningRequestRef is a created signing request.
@@ -129,6 +136,13 @@ type SigningRequestRef struct {
 type LegStatus struct {
 	State  chain.TxState
 	Reason string
+	// TxHash is the leg's transaction that is final (confirmed or failed).
+	TxHash string
+	// Underpriced, for a pending leg, says that its latest transaction has stayed below the
+	// fee market (or out of the node) long enough to be replaced.
+	Underpriced bool
+	// Expected is when the chain expects the leg final, if it can tell.
+	Expected time.Time
 }
 
 // FailInput ends an order failed.
@@ -423,13 +437,20 @@ func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err er
 		RetryPolicy:         retryPolicy,
 	})
 	broadcastAt := workflow.Now(ctx)
-	for {
+	// Version 1 replaces a transaction stuck below the fee market; histories from before
+	// it keep following their one transaction.
+	replaces := workflow.GetVersion(ctx, ReplaceStuckChange, workflow.DefaultVersion, 1) >= 1
+	leg.SentAt = broadcastAt
+	for attempt := 1; ; {
 		var st LegStatus
 		if err := workflow.ExecuteActivity(wctx, CheckLegActivity, leg).Get(ctx, &st); err != nil {
 			return true, err
 		}
 		switch st.State {
 		case chain.TxConfirmed:
+			if st.TxHash != "" {
+				leg.TxHash = st.TxHash
+			}
 			return false, workflow.ExecuteLocalActivity(lctx, ConfirmLegActivity, leg).Get(ctx, nil)
 		case chain.TxFailed:
 			return true, r.fail(ctx, FailInput{Code: orders.FailureTxReverted, Message: st.Reason, Position: leg.Position, Leg: leg.Leg})
@@ -438,11 +459,63 @@ func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err er
 			return true, r.fail(ctx, FailInput{Code: orders.FailureTxTimeout, Position: leg.Position, Leg: leg.Leg,
 				Message: fmt.Sprintf("the %s leg was not final on its chain within %v", leg.Leg, r.in.ConfirmTimeout)})
 		}
+		if replaces && st.Underpriced {
+			done, err := r.replace(ctx, &leg, attempt, broadcastAt)
+			if err != nil || done {
+				return true, err
+			}
+			attempt++
+			continue
+		}
 		// Still pending after CheckLeg's own wait: pause before asking again.
 		if err := workflow.Sleep(ctx, time.Second); err != nil {
 			return true, err
 		}
 	}
+}
+
+// ReplaceStuckChange is the workflow.GetVersion change id of replacing a leg's
+// transaction stuck below the fee market.
+const ReplaceStuckChange = "replace-stuck-transaction"
+
+// replace has the leg's latest transaction, stuck below the fee market, replaced: a new
+// signing request for the same call at the same nonce with a higher fee, its signature,
+// its broadcast. The leg then follows every transaction it has sent; whichever confirms is
+// the leg's. done reports that the order ended: the replacement was not signed before the
+// leg's confirmation time ran out.
+func (r *orderRun) replace(ctx workflow.Context, leg *LegInput, attempt int, broadcastAt time.Time) (done bool, err error) {
+	lctx := localCtx(ctx)
+	wait := min(r.in.SigningTimeout, r.in.ConfirmTimeout-workflow.Now(ctx).Sub(broadcastAt))
+	req := *leg
+	req.Attempt, req.ExpiresAt = attempt, workflow.Now(ctx).Add(wait)
+	var ref SigningRequestRef
+	if err := workflow.ExecuteLocalActivity(lctx, RequestSignatureActivity, req).Get(ctx, &ref); err != nil {
+		return true, err
+	}
+	r.state.Requests = append(r.state.Requests, ref.ID)
+	signed, err := workflow.AwaitWithTimeout(ctx, wait, func() bool {
+		_, ok := r.signatures[ref.ID]
+		return ok
+	})
+	if err != nil {
+		return true, err
+	}
+	if !signed {
+		return true, r.fail(ctx, FailInput{Code: orders.FailureTxTimeout, Position: leg.Position, Leg: leg.Leg, SigningRequestID: ref.ID,
+			Message: fmt.Sprintf("the %s leg's transaction stayed below the fee market and its replacement was not signed within %v", leg.Leg, wait)})
+	}
+	req.SigningRequestID, req.Signature = ref.ID, r.signatures[ref.ID].Signature
+	record := req
+	record.CorrelationID = or(r.signatures[ref.ID].CorrelationID, req.CorrelationID)
+	if err := workflow.ExecuteLocalActivity(lctx, RecordSignatureActivity, record).Get(ctx, nil); err != nil {
+		return true, err
+	}
+	var hash string
+	if err := workflow.ExecuteActivity(activityCtx(ctx), BroadcastLegActivity, req).Get(ctx, &hash); err != nil {
+		return true, err
+	}
+	leg.TxHash, leg.SigningRequestID, leg.SentAt = hash, ref.ID, workflow.Now(ctx)
+	return false, nil
 }
 
 // OrderWorkflowID is the id of an order's workflow (SPEC 7): one workflow per order, so a

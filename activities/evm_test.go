@@ -1,0 +1,167 @@
+package activities
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"encoding/json"
+	"math/big"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/ethclient/simulated"
+	"github.com/shopspring/decimal"
+
+	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/chain/evm"
+	"github.com/opentreasury/treasury/chain/evm/contracts"
+	"github.com/opentreasury/treasury/dev/devevm"
+	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/store/storetest"
+)
+
+// marketNode is the simulated chain seen through a node that, while cheap is set,
+// understates its fee market: a transaction prepared then pays less than the base fee.
+type marketNode struct {
+	simulated.Client
+	cheap *atomic.Bool
+}
+
+func (m marketNode) SuggestGasTipCap(ctx context.Context) (*big.Int, error) {
+	if m.cheap.Load() {
+		return big.NewInt(1), nil
+	}
+	return m.Client.SuggestGasTipCap(ctx)
+}
+
+func (m marketNode) HeaderByNumber(ctx context.Context, number *big.Int) (*types.Header, error) {
+	h, err := m.Client.HeaderByNumber(ctx, number)
+	if err == nil && number == nil && m.cheap.Load() {
+		cheap := *h
+		cheap.BaseFee = big.NewInt(1)
+		return &cheap, nil
+	}
+	return h, err
+}
+
+// A payment whose transaction was priced below the base fee is replaced, signed again,
+// and confirms on its replacement, through the real workflow, activities, store and an
+// in-process go-ethereum chain; the leg records both transactions and the nonce is shared.
+func TestAStuckPaymentIsReplacedAndConfirmsOnItsReplacement(t *testing.T) {
+	s := storetest.NewSQLite(t)
+	l := newLifecycle(t, s)
+	ctx := context.Background()
+	if l.wallet.Chain != "ethereum" || l.wallet.Scheme != chain.Secp256k1 {
+		t.Fatalf("wallet %+v", l.wallet)
+	}
+	deployer, _ := crypto.GenerateKey()
+	backend := simulated.NewBackend(types.GenesisAlloc{
+		crypto.PubkeyToAddress(deployer.PublicKey): {Balance: new(big.Int).Mul(big.NewInt(1e18), big.NewInt(1e9))},
+		devevm.Dead: {Code: contracts.RevertRuntime(), Balance: new(big.Int)},
+	})
+	defer backend.Close()
+	d := &devevm.Deployer{Client: backend.Client(), Key: deployer, Mine: func() { backend.Commit() }}
+	cfg, err := d.Deploy(ctx, devevm.Plan{Name: "ethereum", ChainID: 1337, NativeAsset: "ETH",
+		Tokens:    []devevm.TokenPlan{{Symbol: "USDC", Decimals: 6}},
+		PricesUSD: map[string]decimal.Decimal{"ETH": decimal.NewFromInt(3000), "USDC": decimal.NewFromInt(1)},
+		Funds: map[common.Address]map[string]decimal.Decimal{
+			common.HexToAddress(l.wallet.Address): {"ETH": decimal.NewFromInt(10), "USDC": decimal.NewFromInt(1000)}},
+		Spenders: []*ecdsa.PrivateKey{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Confirmations = 1
+	cheap := &atomic.Bool{}
+	cheap.Store(true)
+	adapter, err := evm.New(ctx, cfg, marketNode{backend.Client(), cheap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Blocks come while the test runs; the first transaction cannot be in any of them.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+				backend.Commit()
+			}
+		}
+	}()
+	l.acts.Chain, l.acts.ReplaceAfter, l.acts.ChainPoll = adapter, time.Millisecond, 10*time.Millisecond
+	// The signer signs the first request a minute into the workflow, the replacement a
+	// minute later. The workflow's clock starts a minute early, so that when the first
+	// transaction is sent workflow time and the activities' wall clock agree (the activity
+	// measures how long the transaction has been stuck from the workflow's send time). The
+	// node prices honestly again from the first signature on.
+	l.signings = 2
+	l.signAt = func(i int) time.Duration { return time.Duration(i+1) * time.Minute }
+	l.startAt = time.Now().Add(-time.Minute)
+	const to = "0x1111111111111111111111111111111111111111"
+	o, legs := l.draft(t, "payment", `{"walletId":"`+l.wallet.ID+`","asset":"USDC","amount":"12.5","destination":{"address":"`+to+`"}}`)
+	go func() {
+		for !stopped(stop) {
+			if sr, err := s.ListSigningRequests(ctx, store.SigningFilter{WalletIDs: []string{l.wallet.ID}, Limit: 10}); err == nil && len(sr) > 0 && sr[0].Status == "signed" {
+				cheap.Store(false)
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	st := l.run(t, o, legs)
+	if st.Status != "confirmed" || len(st.Requests) != 2 {
+		t.Fatalf("state %+v: want confirmed after a replacement", st)
+	}
+	names, data := l.events(t, o.ID)
+	want := "Order.Created Order.Submitted Wallet.SigningRequested Wallet.TransactionSigned Order.Broadcast " +
+		"Wallet.SigningRequested Wallet.TransactionSigned Order.Broadcast Order.Confirmed"
+	if strings.Join(names, " ") != want {
+		t.Fatalf("events %v", names)
+	}
+	stuck, replacement := data[4]["txHash"], data[7]["txHash"]
+	if stuck == replacement || data[5]["replacesTxHash"] != stuck || data[7]["replacesTxHash"] != stuck || data[8]["txHash"] != replacement {
+		t.Fatalf("the replacement's events name the stuck transaction, and the order confirms on the replacement: %v", data)
+	}
+	_, stored, err := s.Order(ctx, o.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hashes := stored[0].Hashes(); len(hashes) != 2 || hashes[0] != stuck || hashes[1] != replacement || *stored[0].TxHash != replacement {
+		t.Fatalf("the leg records both transactions, the confirmed one as its own: %v %v", hashes, *stored[0].TxHash)
+	}
+	reqs, err := s.ListSigningRequests(ctx, store.SigningFilter{WalletIDs: []string{l.wallet.ID}, Limit: 10})
+	if err != nil || len(reqs) != 2 {
+		t.Fatalf("signing requests %+v %v", reqs, err)
+	}
+	var first, second struct {
+		Nonce        uint64 `json:"nonce"`
+		MaxFeePerGas string `json:"maxFeePerGas"`
+	}
+	_ = json.Unmarshal([]byte(reqs[0].UnsignedTx), &first)
+	_ = json.Unmarshal([]byte(reqs[1].UnsignedTx), &second)
+	if first.Nonce != second.Nonce || *reqs[1].Nonce != first.Nonce || reqs[1].ReplacesTxHash == nil || *reqs[1].ReplacesTxHash != stuck {
+		t.Fatalf("the replacement reuses the nonce and names what it replaces: %+v %+v", reqs[0], reqs[1])
+	}
+	if st, err := adapter.Status(ctx, "ethereum", stuck.(string)); err != nil || st.State != chain.TxPending {
+		t.Fatalf("the replaced transaction is never mined: %+v %v", st, err)
+	}
+	balances, err := adapter.Balances(ctx, "ethereum", to)
+	if err != nil || !balances["USDC"].Equal(decimal.RequireFromString("12.5")) {
+		t.Fatalf("the destination holds %v (%v): paid once", balances, err)
+	}
+}
+
+func stopped(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
