@@ -51,7 +51,10 @@ func (m marketNode) HeaderByNumber(ctx context.Context, number *big.Int) (*types
 // A payment whose transaction was priced below the base fee is replaced, signed again,
 // and confirms on its replacement, through the real workflow, activities, store and an
 // in-process go-ethereum chain; the leg records both transactions and the nonce is shared.
-func TestAStuckPaymentIsReplacedAndConfirmsOnItsReplacement(t *testing.T) {
+// evmLifecycle is a lifecycle whose ethereum is an in-process go-ethereum chain, seen
+// through a node whose fee answers the test may make cheap; blocks come every 20 ms.
+func evmLifecycle(t *testing.T) (*lifecycle, *evm.Chain, *atomic.Bool) {
+	t.Helper()
 	s := storetest.NewSQLite(t)
 	l := newLifecycle(t, s)
 	ctx := context.Background()
@@ -63,7 +66,7 @@ func TestAStuckPaymentIsReplacedAndConfirmsOnItsReplacement(t *testing.T) {
 		crypto.PubkeyToAddress(deployer.PublicKey): {Balance: new(big.Int).Mul(big.NewInt(1e18), big.NewInt(1e9))},
 		devevm.Dead: {Code: contracts.RevertRuntime(), Balance: new(big.Int)},
 	})
-	defer backend.Close()
+	t.Cleanup(func() { _ = backend.Close() })
 	d := &devevm.Deployer{Client: backend.Client(), Key: deployer, Mine: func() { backend.Commit() }}
 	cfg, err := d.Deploy(ctx, devevm.Plan{Name: "ethereum", ChainID: 1337, NativeAsset: "ETH",
 		Tokens:    []devevm.TokenPlan{{Symbol: "USDC", Decimals: 6}},
@@ -76,14 +79,12 @@ func TestAStuckPaymentIsReplacedAndConfirmsOnItsReplacement(t *testing.T) {
 	}
 	cfg.Confirmations = 1
 	cheap := &atomic.Bool{}
-	cheap.Store(true)
 	adapter, err := evm.New(ctx, cfg, marketNode{backend.Client(), cheap})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Blocks come while the test runs; the first transaction cannot be in any of them.
 	stop := make(chan struct{})
-	defer close(stop)
+	t.Cleanup(func() { close(stop) })
 	go func() {
 		for {
 			select {
@@ -95,6 +96,18 @@ func TestAStuckPaymentIsReplacedAndConfirmsOnItsReplacement(t *testing.T) {
 		}
 	}()
 	l.acts.Chain, l.acts.ReplaceAfter, l.acts.ChainPoll = adapter, time.Millisecond, 10*time.Millisecond
+	return l, adapter, cheap
+}
+
+// A payment whose transaction was priced below the base fee is replaced, signed again,
+// and confirms on its replacement, through the real workflow, activities, store and an
+// in-process go-ethereum chain; the leg records both transactions and the nonce is shared.
+func TestAStuckPaymentIsReplacedAndConfirmsOnItsReplacement(t *testing.T) {
+	l, adapter, cheap := evmLifecycle(t)
+	s, ctx := l.store, context.Background()
+	cheap.Store(true)
+	stop := make(chan struct{})
+	defer close(stop)
 	// The signer signs the first request a minute into the workflow, the replacement a
 	// minute later. The workflow's clock starts a minute early, so that when the first
 	// transaction is sent workflow time and the activities' wall clock agree (the activity
@@ -163,5 +176,32 @@ func stopped(c chan struct{}) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// A signing request that expires unsigned gives its nonce back: the wallet's next order
+// takes it, and no gap is left.
+func TestAnExpiredSigningRequestGivesItsNonceBack(t *testing.T) {
+	l, _, _ := evmLifecycle(t)
+	ctx := context.Background()
+	l.signings = -1 // nobody signs
+	const to = "0x1111111111111111111111111111111111111111"
+	o, legs := l.draft(t, "payment", `{"walletId":"`+l.wallet.ID+`","asset":"USDC","amount":"1","destination":{"address":"`+to+`"}}`)
+	st := l.run(t, o, legs)
+	if st.Status != "failed" {
+		t.Fatalf("state %+v: want failed (signing_expired)", st)
+	}
+	reqs, err := l.store.ListSigningRequests(ctx, store.SigningFilter{WalletIDs: []string{l.wallet.ID}, Limit: 10})
+	if err != nil || len(reqs) != 1 || reqs[0].Nonce == nil || reqs[0].Status != "expired" {
+		t.Fatalf("signing requests %+v %v", reqs, err)
+	}
+	var next uint64
+	err = l.store.Tx(ctx, func(tx *store.Store) error {
+		var err error
+		next, err = tx.TakeNonce(ctx, "ethereum", l.wallet.Address, 0)
+		return err
+	})
+	if err != nil || next != *reqs[0].Nonce {
+		t.Fatalf("the next nonce is %d (%v), want the expired request's %d back", next, err, *reqs[0].Nonce)
 	}
 }
