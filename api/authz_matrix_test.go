@@ -40,6 +40,8 @@ type access struct {
 	session bool
 	// owner: besides the rule above, only the organisation's owner, signed in.
 	owner bool
+	// appCredential: an app's key or OAuth token only; a person's session is refused.
+	appCredential bool
 }
 
 // routeAccess is the authorisation table: every route of the API must have an entry.
@@ -97,6 +99,9 @@ var routeAccess = map[string]access{
 	"GET /api/v1/ws":         {channel: true, notFoundOK: true},
 	"GET /api/v1/events":     {app: "any", actions: []string{"read"}, records: "events"},
 	"GET /api/v1/audit-logs": {app: "any", actions: []string{"read"}, records: "audit records"},
+	// The chains' JSON-RPC: read on the credential's own app (the matrix's router has no
+	// node, so an allowed caller hears 404).
+	"POST /rpc/:chain": {app: "own", actions: []string{"read"}, appCredential: true},
 }
 
 func init() {
@@ -122,6 +127,9 @@ func (a access) allowed(t *testing.T, reach reachTable, p *auth.Principal) bool 
 		return p.Kind == auth.KindUser
 	}
 	if a.owner && p.Role != store.RoleOwner {
+		return false
+	}
+	if a.appCredential && p.Kind == auth.KindUser {
 		return false
 	}
 	holds := func(app string) bool {
@@ -275,9 +283,9 @@ func routesIn[E any](t *testing.T, engine *gin.Engine, table map[string]E, needs
 	return out
 }
 
-// concretePath fills a route's parameters: the pay app, the payment domain, and id.
+// concretePath fills a route's parameters: the pay app, the payment domain, ethereum, and id.
 func concretePath(path, id string) string {
-	return strings.NewReplacer(":app", "pay", ":domain", "payment", ":deliveryId", "dlv_nothing", ":id", id).Replace(path)
+	return strings.NewReplacer(":app", "pay", ":domain", "payment", ":deliveryId", "dlv_nothing", ":chain", "ethereum", ":id", id).Replace(path)
 }
 
 // unlimitedRouter serves f's store with Temporal faked (every submit allowed) and no rate

@@ -14,6 +14,7 @@ import (
 
 	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/chain/rpcproxy"
 	"github.com/opentreasury/treasury/docs"
 	"github.com/opentreasury/treasury/metrics"
 	"github.com/opentreasury/treasury/orders"
@@ -70,6 +71,9 @@ type Config struct {
 	// Metrics counts requests, idempotent replays and rate-limit refusals; nil counts
 	// nothing. The router does not serve them: see assemble.ServeMetrics.
 	Metrics *metrics.Metrics
+	// RPCNodes are the chains' JSON-RPC nodes that POST /rpc/{chain} forwards to, by chain
+	// name; a chain without one answers 404.
+	RPCNodes rpcproxy.Nodes
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -92,6 +96,7 @@ func NewRouter(cfg Config) http.Handler {
 	rt.treasury(v1)
 	rt.developer(r, v1)
 	rt.orders(v1)
+	rt.rpc(r)
 	return r
 }
 
@@ -258,6 +263,13 @@ func (rt *routes) orders(v1 *gin.RouterGroup) {
 		v1.GET(base, require(d.App, auth.ActionRead), oh.list)
 		v1.GET(base+"/:id", require(d.App, auth.ActionRead), oh.get)
 	}
+}
+
+// rpc registers the JSON-RPC endpoint of the chains' nodes, at the root as SPEC 3.6 places
+// it, behind the same middleware as every authenticated route.
+func (rt *routes) rpc(r *gin.Engine) {
+	h := &rpcHandlers{nodes: rt.cfg.RPCNodes, log: rt.log}
+	r.Group("/rpc", rt.authenticated...).POST("/:chain", requireAppCredential(auth.ActionRead), h.forward)
 }
 
 // readiness answers 200 when every dependency answers within two seconds, 503 otherwise,

@@ -147,6 +147,9 @@ func TestTheClientCoversTheOpenAPIDocument(t *testing.T) {
 	ignore(key.ListWebhookDeliveries(ctx, "whk_1", client.DeliveryFilter{Status: "failed", Event: "Order.Confirmed", Limit: 10}))
 	ignore(key.RedeliverWebhookDelivery(ctx, "whk_1", "dlv_1"))
 
+	// A chain's node, read through POST /rpc/{chain}.
+	ignore(key.ChainRPC(ctx, "ethereum", []byte(`{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}`)))
+
 	// The live channel: the recorder refuses the upgrade, which is enough to be reached.
 	ignore(key.FollowEvents(ctx, "wsc_1", func(client.Event) error { return nil }, nil))
 

@@ -19,6 +19,7 @@ import (
 	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/chain"
 	"github.com/opentreasury/treasury/chain/devchain"
+	"github.com/opentreasury/treasury/chain/rpcproxy"
 	"github.com/opentreasury/treasury/dev/devevm"
 	"github.com/opentreasury/treasury/dev/devsigner"
 	"github.com/opentreasury/treasury/dev/seed"
@@ -243,7 +244,17 @@ func (b *Bundle) devChains(opts Options) assemble.Component {
 			b.evm, err = devevm.StartChains(ctx, devevm.ChainsOptions{Dir: filepath.Join(opts.DataDir, "chains"),
 				BlockTime: cmp.Or(opts.BlockTime, 200*time.Millisecond), Confirmations: cmp.Or(opts.Confirmations, 1),
 				PricesUSD: prices, Wallets: b.chainWallets(opts), Log: b.proc.Log})
-			return err
+			if err != nil {
+				return err
+			}
+			// The API, in this process too, forwards /rpc/{chain} to the nodes themselves.
+			b.proc.RPCNodes = rpcproxy.Nodes{}
+			for _, spec := range devevm.Specs {
+				if n := b.evm.Node(spec.Name); n != nil {
+					b.proc.RPCNodes[spec.Name] = n.RPC()
+				}
+			}
+			return nil
 		},
 		Stop: func(context.Context) error { b.evm.Close(); return nil },
 	}

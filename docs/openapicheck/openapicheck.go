@@ -70,7 +70,8 @@ func (c *Checker) Operation(method, path string) string {
 
 // isAPI says whether a path is the API's: what the document must describe.
 func isAPI(path string) bool {
-	return strings.HasPrefix(path, "/api/") || strings.HasPrefix(path, "/developer/") || path == "/healthz" || path == "/readyz"
+	return strings.HasPrefix(path, "/api/") || strings.HasPrefix(path, "/developer/") || strings.HasPrefix(path, "/rpc/") ||
+		path == "/healthz" || path == "/readyz"
 }
 
 func canonical(path string) string {
