@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 	"time"
 
@@ -91,8 +92,10 @@ func parseBundleFlags(args []string) (*bundleFlags, int) {
 	syncEvery := fs.Duration("balance-sync-interval", time.Minute, "how often the Temporal Schedule refreshes wallet balances")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	devSigner := fs.Bool("dev-signer", true, "sign the autoSign wallets' signing requests in-process")
-	blockTime := fs.Duration("block-time", 200*time.Millisecond, "block time of the simulated chain")
-	confirmations := fs.Int("confirmations", 1, "blocks the simulated chain waits before a transaction is final")
+	blockTime := fs.Duration("block-time", 200*time.Millisecond, "block time of the chains (the EVM chains seal a block this often while transactions wait)")
+	confirmations := fs.Int("confirmations", 1, "blocks a transaction waits before it is final, on every chain")
+	simulated := fs.String("simulated-chains", "", "chains to run on the simulated devchain instead of in-process EVM chains (ethereum, polygon; solana always is)")
+	replaceAfter := fs.Duration("replace-stuck-after", 30*time.Second, "how long a transaction may stay below the fee market before the worker asks for its replacement")
 	rateLimit := fs.Float64("rate-limit", 50, "API requests per second per credential")
 	rateBurst := fs.Int("rate-burst", 100, "API request burst per credential")
 	wsPing := fs.Duration("ws-ping-interval", 25*time.Second, "how often WebSocket clients are pinged; a pong must follow within 10 s")
@@ -130,6 +133,8 @@ func parseBundleFlags(args []string) (*bundleFlags, int) {
 		DevSigner:           *devSigner,
 		BlockTime:           *blockTime,
 		Confirmations:       *confirmations,
+		SimulatedChains:     splitList(*simulated),
+		ReplaceStuckAfter:   *replaceAfter,
 		RateLimit:           *rateLimit,
 		RateBurst:           *rateBurst,
 		WSPingInterval:      *wsPing,
@@ -139,6 +144,17 @@ func parseBundleFlags(args []string) (*bundleFlags, int) {
 		Log:                 assemble.NewLogger(level).With("process", "treasury-dev"),
 	}
 	return f, 0
+}
+
+// splitList reads a comma-separated list.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // profileCPU starts a CPU profile into path; the returned function ends it.

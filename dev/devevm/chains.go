@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -52,7 +53,9 @@ type ChainsOptions struct {
 	// Wallets returns, on a chain's first start, the wallets to fund and the keys that
 	// grant the dev contracts their allowances.
 	Wallets func(ctx context.Context, chainName string) (map[common.Address]map[string]decimal.Decimal, []*ecdsa.PrivateKey, error)
-	Log     *slog.Logger
+	// Skip names chains not to start (the bundle runs them on the devchain instead).
+	Skip []string
+	Log  *slog.Logger
 }
 
 // StartChains starts every dev chain. A chain's first start deploys the dev contracts and
@@ -60,6 +63,9 @@ type ChainsOptions struct {
 func StartChains(ctx context.Context, o ChainsOptions) (*Chains, error) {
 	c := &Chains{nodes: map[string]*Node{}, adapters: map[string]*evm.Chain{}}
 	for _, spec := range Specs {
+		if slices.Contains(o.Skip, spec.Name) {
+			continue
+		}
 		if err := c.start(ctx, o, spec); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("dev chain %s: %w", spec.Name, err)

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -54,9 +55,15 @@ type Options struct {
 	NoWebhookLoopback bool
 	// DevSigner signs the autoSign wallets' signing requests in-process.
 	DevSigner bool
-	// BlockTime and Confirmations of the devchain (200 ms, 1 by default).
+	// BlockTime and Confirmations of every chain (200 ms, 1 by default).
 	BlockTime     time.Duration
 	Confirmations int
+	// SimulatedChains run on the simulated devchain instead of an in-process EVM chain
+	// (ethereum, polygon); solana always does. For comparing the two.
+	SimulatedChains []string
+	// ReplaceStuckAfter is how long a transaction may stay below the fee market before its
+	// replacement is asked for (30 s when zero).
+	ReplaceStuckAfter time.Duration
 	// TemporalLogLevel is the embedded server's own log level (default error).
 	TemporalLogLevel string
 	Log              *slog.Logger
@@ -161,6 +168,7 @@ func (b *Bundle) config(opts Options) (assemble.Config, error) {
 		Metrics:              b.Metrics,
 		// The server is in this process: gzip on loopback is CPU for nothing.
 		TemporalNoCompression: true,
+		ReplaceStuckAfter:     cmp.Or(opts.ReplaceStuckAfter, 30*time.Second),
 	}
 	if opts.DatabaseURL != "" {
 		cfg.SQLitePath = ""
@@ -243,7 +251,7 @@ func (b *Bundle) devChains(opts Options) assemble.Component {
 			}
 			b.evm, err = devevm.StartChains(ctx, devevm.ChainsOptions{Dir: filepath.Join(opts.DataDir, "chains"),
 				BlockTime: cmp.Or(opts.BlockTime, 200*time.Millisecond), Confirmations: cmp.Or(opts.Confirmations, 1),
-				PricesUSD: prices, Wallets: b.chainWallets(opts), Log: b.proc.Log})
+				PricesUSD: prices, Wallets: b.chainWallets(opts), Skip: opts.SimulatedChains, Log: b.proc.Log})
 			if err != nil {
 				return err
 			}
@@ -307,7 +315,9 @@ func (b *Bundle) chains(opts Options) chain.Adapter {
 		router[c] = newDevchain(b.proc.Store, opts)
 	}
 	for _, spec := range devevm.Specs {
-		router[spec.Name] = b.evm.Adapter(spec.Name)
+		if a := b.evm.Adapter(spec.Name); a != nil {
+			router[spec.Name] = a
+		}
 	}
 	return router
 }
@@ -326,6 +336,24 @@ func newDevchain(s *store.Store, opts Options) chain.Adapter {
 // webhookKeyFile holds the dev bundle's webhook sealing key, made on first start.
 const webhookKeyFile = "webhook-key"
 
+// chainsLine says which chains are real EVM chains in this process and which simulated.
+func (b *Bundle) chainsLine() string {
+	var real, simulated []string
+	for _, spec := range devevm.Specs {
+		if b.evm != nil && b.evm.Adapter(spec.Name) != nil {
+			real = append(real, fmt.Sprintf("%s (chain id %d)", spec.Name, spec.ChainID))
+		} else {
+			simulated = append(simulated, spec.Name)
+		}
+	}
+	simulated = append(simulated, "solana")
+	line := ""
+	if len(real) > 0 {
+		line = strings.Join(real, ", ") + ": real EVM chains in this process\n                "
+	}
+	return line + strings.Join(simulated, ", ") + ": the simulated devchain"
+}
+
 // Banner is what treasury-dev prints once it is ready.
 func (b *Bundle) Banner(w io.Writer) {
 	c := b.Credentials
@@ -340,8 +368,7 @@ treasury-dev is ready (development only: secrets in the clear)
   Temporal      %s (namespace %s)
   Metrics       %s
   Credentials   %s
-  Chains        ethereum and polygon: real EVM chains in this process (chain ids 1337, 1338)
-                solana: the simulated devchain
+  Chains        %s
 
   treasury sk   %s
   pay sk        %s
@@ -351,7 +378,7 @@ treasury-dev is ready (development only: secrets in the clear)
 
 Press Ctrl-C to stop.
 `, b.APIURL, c.Owner.Email, c.Owner.Password, b.APIURL, b.TemporalUIURL, b.TemporalAddr, b.Namespace, b.MetricsURL, b.CredentialsPath,
-		c.Keys["treasury"].SK, c.Keys["pay"].SK, c.Keys["pay"].Approve, c.Keys["treasury"].SK, b.APIURL)
+		b.chainsLine(), c.Keys["treasury"].SK, c.Keys["pay"].SK, c.Keys["pay"].Approve, c.Keys["treasury"].SK, b.APIURL)
 }
 
 // Wait blocks until ctx ends (nil) or a part of the bundle fails (its error; the API

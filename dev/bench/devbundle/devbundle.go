@@ -70,6 +70,28 @@ func Start(bin string, extra []string) (*Bundle, error) {
 	return nil, fmt.Errorf("treasury-dev ended before it was ready: %s", stderr.String())
 }
 
+// CPU is the CPU time, user and system, the bundle's process has used so far (Linux: it
+// reads /proc/<pid>/stat, in clock ticks of 10 ms).
+func (b *Bundle) CPU() (time.Duration, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", b.Cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces: count from after it.
+	fields := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("devbundle: /proc stat of %d has %d fields", b.Cmd.Process.Pid, len(fields))
+	}
+	var utime, stime int64
+	if _, err := fmt.Sscan(fields[11], &utime); err != nil {
+		return 0, err
+	}
+	if _, err := fmt.Sscan(fields[12], &stime); err != nil {
+		return 0, err
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
+
 // Stop interrupts the bundle as Ctrl-C would, waits for it, and removes its data.
 func (b *Bundle) Stop() {
 	_ = b.Cmd.Process.Signal(syscall.SIGINT)

@@ -41,6 +41,16 @@ type result struct {
 	latencies                []time.Duration
 	// hooks are the webhook messages the receiver accepted during the run.
 	hooks int
+	// cpu is what the bundle's process spent from the first submit to the last
+	// confirmation (zero when the bench did not start the bundle).
+	cpu time.Duration
+}
+
+func (r result) cpuPerOrder() time.Duration {
+	if r.orders == 0 {
+		return 0
+	}
+	return r.cpu / time.Duration(r.orders)
 }
 
 func (r result) rate() float64 { return float64(len(r.latencies)) / r.span.Seconds() }
@@ -75,6 +85,7 @@ func newHookCounter() *hookCounter {
 // measure runs a scenario on a bundle (started fresh unless credsPath names one), with
 // webhooks configs of the scenario's app on every event, all sent to one receiver.
 func measure(devBin, credsPath, extra, scenario string, n, webhooks int, timeout time.Duration) (result, error) {
+	cpu := func() time.Duration { return 0 }
 	if credsPath == "" {
 		b, err := devbundle.Start(devBin, strings.Fields(extra))
 		if err != nil {
@@ -82,6 +93,7 @@ func measure(devBin, credsPath, extra, scenario string, n, webhooks int, timeout
 		}
 		defer b.Stop()
 		credsPath = b.CredentialsPath
+		cpu = func() time.Duration { d, _ := b.CPU(); return d }
 	}
 	creds, err := devbundle.ReadCredentials(credsPath)
 	if err != nil {
@@ -105,12 +117,13 @@ func measure(devBin, credsPath, extra, scenario string, n, webhooks int, timeout
 			res.Body.Close()
 		}
 	}
+	cpuBefore := cpu()
 	orders, err := scenarios[scenario](c, n)
 	if err != nil {
 		return result{}, err
 	}
 	confirmed, other, err := c.Confirmations(app, orders, timeout)
-	r := result{orders: len(orders), confirmed: len(confirmed), other: other}
+	r := result{orders: len(orders), confirmed: len(confirmed), other: other, cpu: cpu() - cpuBefore}
 	first, last := orders[0].SentAt, time.Time{}
 	for _, o := range orders {
 		if o.SentAt.Before(first) {
@@ -179,6 +192,7 @@ func main() {
 	extra := flag.String("dev-args", "--rate-limit 100000 --rate-burst 100000", "flags for treasury-dev, space separated (the default lifts the per-key rate limit: one key drives the whole load)")
 	webhooks := flag.Int("webhooks", 0, "with N > 0, compare runs on fresh bundles without webhooks and with N webhooks of the app on every event (one local receiver)")
 	rounds := flag.Int("rounds", 3, "with -webhooks, how many times each kind runs, alternating")
+	chains := flag.Bool("chains", false, "compare, on fresh bundles in alternating rounds, the lifecycle on the in-process EVM chain with the same on the simulated devchain (treasury-dev --simulated-chains ethereum,polygon)")
 	loneN := flag.Int("lone", 0, "with N > 0, measure N payments submitted one at a time instead (a lone order's latency)")
 	block := flag.Duration("block-time", 200*time.Millisecond, "with -lone: the devchain's block time (passed to treasury-dev)")
 	confs := flag.Int("confirmations", 1, "with -lone: the devchain's confirmations (passed to treasury-dev)")
@@ -187,6 +201,14 @@ func main() {
 	if *loneN > 0 {
 		args := fmt.Sprintf("%s --block-time %s --confirmations %d", *extra, *block, *confs)
 		if err := lone(*devBin, args, *loneN, *block*time.Duration(*confs), *timeout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+
+	if *chains {
+		if err := compareChains(*devBin, *extra, *scenario, *n, *rounds, *timeout); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -236,4 +258,38 @@ func main() {
 	slices.Sort(hooked)
 	mb, mh := bare[len(bare)/2], hooked[len(hooked)/2]
 	fmt.Printf("lifecycle %s / without, medians of %d alternating rounds: %.2f (orders/s %.1f / %.1f)\n", label, *rounds, mh/mb, mh, mb)
+}
+
+// compareChains measures the lifecycle on the bundle's in-process EVM chain (go-ethereum,
+// real EIP-1559 transactions) beside the same on the simulated devchain, alternating fresh
+// bundles, and prints the ratio of their median throughputs and their CPU per order.
+func compareChains(devBin, extra, scenario string, n, rounds int, timeout time.Duration) error {
+	kinds := []struct{ label, args string }{
+		{"in-process EVM", extra},
+		{"devchain", extra + " --simulated-chains ethereum,polygon"},
+	}
+	rates, cpus := [2][]float64{}, [2][]time.Duration{}
+	for round := range rounds {
+		for k, kind := range kinds {
+			r, err := measure(devBin, "", kind.args, scenario, n, 0, timeout)
+			name := fmt.Sprintf("round %d, %s", round+1, kind.label)
+			r.print(name)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("%s: CPU per order %v (the whole bundle: chain, Temporal, worker, API)\n", name, r.cpuPerOrder().Round(10*time.Microsecond))
+			rates[k], cpus[k] = append(rates[k], r.rate()), append(cpus[k], r.cpuPerOrder())
+		}
+	}
+	for k := range kinds {
+		slices.Sort(rates[k])
+		slices.Sort(cpus[k])
+	}
+	evmRate, devRate := rates[0][rounds/2], rates[1][rounds/2]
+	evmCPU, devCPU := cpus[0][rounds/2], cpus[1][rounds/2]
+	fmt.Printf("lifecycle on the in-process EVM / on the devchain, medians of %d alternating rounds: %.2f (orders/s %.1f / %.1f; target 0.80)\n",
+		rounds, evmRate/devRate, evmRate, devRate)
+	fmt.Printf("CPU per order on the in-process EVM / on the devchain: %.2fx (%v / %v)\n",
+		float64(evmCPU)/float64(devCPU), evmCPU.Round(10*time.Microsecond), devCPU.Round(10*time.Microsecond))
+	return nil
 }
