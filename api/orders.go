@@ -42,6 +42,11 @@ func orderJSON(o *service.Order) map[string]any {
 	ls := make([]apitypes.Leg, len(o.Legs))
 	for i, l := range o.Legs {
 		ls[i] = apitypes.Leg{Leg: l.Leg, Status: string(l.Status), SigningRequestID: l.SigningRequestID, TxHash: l.TxHash}
+		for _, h := range l.Hashes() {
+			if l.TxHash == nil || h != *l.TxHash {
+				ls[i].ReplacedTxHashes = append(ls[i].ReplacedTxHashes, h)
+			}
+		}
 	}
 	out["id"] = o.ID
 	out["domain"] = o.Domain

@@ -18,7 +18,7 @@ type signingHandlers struct {
 
 func signingJSON(r *store.SigningRequest) apitypes.SigningRequest {
 	return apitypes.SigningRequest{ID: r.ID, OrderID: r.OrderID, Domain: r.Domain, Leg: r.Leg, WalletID: r.WalletID,
-		Chain: r.Chain, UnsignedTx: r.UnsignedTx, Scheme: r.Scheme, Digest: r.Digest, Status: r.Status,
+		Chain: r.Chain, UnsignedTx: r.UnsignedTx, Scheme: r.Scheme, ReplacesTxHash: r.ReplacesTxHash, Digest: r.Digest, Status: r.Status,
 		CreatedAt: timeOf(r.CreatedAt), ExpiresAt: timeOf(r.ExpiresAt), SignedAt: timeOrNull(r.SignedAt)}
 }
 

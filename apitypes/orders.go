@@ -11,6 +11,9 @@ type Leg struct {
 	// broadcast.
 	SigningRequestID *string `json:"signingRequestId,omitempty"`
 	TxHash           *string `json:"txHash,omitempty"`
+	// ReplacedTxHashes are the leg's earlier transactions, stuck below the fee market and
+	// replaced at the same nonce, oldest first; absent when there were none.
+	ReplacedTxHashes []string `json:"replacedTxHashes,omitempty"`
 }
 
 // OrderApproval says whether an order needs approvers, how many, and their decisions
@@ -58,6 +61,9 @@ type SigningRequest struct {
 	ID        string      `json:"id"`
 	Leg       string      `json:"leg"`
 	OrderID   string      `json:"orderId"`
+	// ReplacesTxHash names the leg's transaction, stuck below the fee market, that this
+	// request's transaction replaces at the same nonce; absent for a leg's first.
+	ReplacesTxHash *string `json:"replacesTxHash,omitempty"`
 	// Scheme is the wallet's: secp256k1 (65 bytes r‖s‖v over Digest) or ed25519 (64 bytes).
 	Scheme string `json:"scheme"`
 	// SignedAt is null until the request is signed.
