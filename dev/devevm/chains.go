@@ -131,6 +131,16 @@ func (c *Chains) deploy(ctx context.Context, o ChainsOptions, spec Spec, n *Node
 	return cfg, nil
 }
 
+// Fund credits an address on a dev chain from its faucet, as a faucet would.
+func (c *Chains) Fund(ctx context.Context, chainName, address, asset string, amount decimal.Decimal) error {
+	n, a := c.nodes[chainName], c.adapters[chainName]
+	if n == nil || a == nil {
+		return fmt.Errorf("devevm: no dev chain %s", chainName)
+	}
+	d := &Deployer{Client: n.Client(), Key: FaucetKey()}
+	return d.Fund(ctx, a.Config(), common.HexToAddress(address), asset, amount)
+}
+
 // Adapter returns a chain's adapter, or nil.
 func (c *Chains) Adapter(name string) *evm.Chain { return c.adapters[name] }
 

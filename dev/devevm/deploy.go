@@ -155,7 +155,46 @@ func (d *Deployer) Deploy(ctx context.Context, p Plan) (evm.Config, error) {
 			return cfg, err
 		}
 	}
-	return cfg, nil
+	// The faucet pays back the allowances' gas, so every wallet starts with exactly its
+	// planned holdings.
+	var refunds []call
+	for _, k := range p.Spenders {
+		who := crypto.PubkeyToAddress(k.PublicKey)
+		planned, ok := p.Funds[who][p.NativeAsset]
+		if !ok {
+			continue
+		}
+		want, err := evm.Units(planned, 18)
+		if err != nil {
+			return cfg, err
+		}
+		has, err := d.Client.BalanceAt(ctx, who, nil)
+		if err != nil {
+			return cfg, err
+		}
+		if short := new(big.Int).Sub(want, has); short.Sign() > 0 {
+			refunds = append(refunds, call{to: who, value: short})
+		}
+	}
+	return cfg, d.send(ctx, d.Key, refunds)
+}
+
+// Fund credits an address on a deployed chain, as a faucet would: the native asset is
+// sent, a token minted.
+func (d *Deployer) Fund(ctx context.Context, cfg evm.Config, to common.Address, asset string, amount decimal.Decimal) error {
+	a := evm.Token{Symbol: cfg.NativeAsset, Decimals: 18}
+	if asset != cfg.NativeAsset {
+		i := slices.IndexFunc(cfg.Tokens, func(t evm.Token) bool { return t.Symbol == asset })
+		if i < 0 {
+			return fmt.Errorf("devevm: %s has no asset %s", cfg.Name, asset)
+		}
+		a = cfg.Tokens[i]
+	}
+	units, err := evm.Units(amount, a.Decimals)
+	if err != nil {
+		return err
+	}
+	return d.send(ctx, d.Key, []call{d.credit(contracts.ABI(contracts.Token), a, to, units)})
 }
 
 // openPositions deposits positionUSD of every token into every vault for each funded

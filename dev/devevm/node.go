@@ -10,6 +10,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core"
+	"github.com/ethereum/go-ethereum/core/rawdb"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/ethereum/go-ethereum/eth"
@@ -96,6 +97,10 @@ func StartNode(o NodeOptions) (*Node, error) {
 	cfg.SyncMode = ethconfig.FullSync
 	cfg.TxPool.NoLocals = true
 	cfg.TxPool.Journal = ""
+	// Every block's state is written to disk as it is sealed (an archive on the hash
+	// scheme), so a bundle killed without a shutdown resumes at its last block rather than
+	// at the last state flushed at a clean stop. A dev chain is small enough.
+	cfg.StateScheme, cfg.NoPruning = rawdb.HashScheme, true
 	backend, err := eth.New(stack, &cfg)
 	if err != nil {
 		_ = stack.Close()

@@ -336,6 +336,16 @@ func newDevchain(s *store.Store, opts Options) chain.Adapter {
 // webhookKeyFile holds the dev bundle's webhook sealing key, made on first start.
 const webhookKeyFile = "webhook-key"
 
+// Fund credits an address on one of the bundle's chains, as a faucet would: on an
+// in-process EVM chain a transfer from its faucet (or a mint of the token), on the
+// devchain a credit.
+func (b *Bundle) Fund(ctx context.Context, chainName, address, asset string, amount decimal.Decimal) error {
+	if b.evm != nil && b.evm.Adapter(chainName) != nil {
+		return b.evm.Fund(ctx, chainName, address, asset, amount)
+	}
+	return b.proc.Store.DevchainCredit(ctx, chainName, address, asset, amount)
+}
+
 // chainsLine says which chains are real EVM chains in this process and which simulated.
 func (b *Bundle) chainsLine() string {
 	var real, simulated []string

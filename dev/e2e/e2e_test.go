@@ -280,8 +280,8 @@ func TestDevBundle(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		// 1 ETH at 3000 USD arrives on the simulated chain.
-		if err := s.DevchainCredit(context.Background(), w.Chain, w.Address, "ETH", decimal.NewFromInt(1)); err != nil {
+		// 1 ETH at 3000 USD arrives on the chain (mined once the call returns).
+		if err := b.Fund(context.Background(), w.Chain, w.Address, "ETH", decimal.NewFromInt(1)); err != nil {
 			t.Fatal(err)
 		}
 		if r := call(t, "GET", api+"/treasury/portfolio", creds.Keys["treasury"].SK); r.body["totalUsd"] != "31050000.00" {
