@@ -6,9 +6,9 @@ BIN      ?= bin
 export CGO_ENABLED ?= 0
 # Everything except the packages that link the embedded Temporal server; those are
 # built once, without the race detector, to keep the build within reach of 2 cores.
-FAST_PKGS = $(shell $(GO) list ./... | grep -v -e '/e2e$$' -e '/devstack$$' -e '/cmd/treasury-dev$$' -e '/bench/ceiling$$' -e '/faults$$')
+FAST_PKGS = $(shell $(GO) list ./... | grep -v -e '/e2e$$' -e '/devstack$$' -e '/cmd/treasury-dev$$' -e '/bench/ceiling$$' -e '/faults$$' -e '/gethe2e$$')
 
-.PHONY: run run-cluster build test test-unit test-e2e test-faults lint fmt bench bench-ceiling bench-lifecycle bench-openloop bench-http bench-live bench-webhooks screenshots docs-events
+.PHONY: run run-cluster build test test-unit test-e2e test-geth test-faults lint fmt bench bench-ceiling bench-lifecycle bench-openloop bench-http bench-live bench-webhooks screenshots docs-events
 
 ## run: build and start the dev bundle (embedded Temporal + UI, API, worker, demo org)
 run: $(BIN)/treasury-dev
@@ -27,10 +27,16 @@ build: $(BIN)/treasury $(BIN)/treasury-dev
 $(BIN)/treasury $(BIN)/treasury-dev: FORCE
 	$(GO) build -ldflags="-s -w" -o $@ ./cmd/$(notdir $@)
 
+# geth, for the suite against a separate node: built from the go-ethereum module go.mod
+# pins (its tool directive), fetched through the module proxy and cached like the rest.
+$(BIN)/geth: FORCE
+	$(GO) build -ldflags="-s -w" -o $@ github.com/ethereum/go-ethereum/cmd/geth
+
 FORCE:
 
 ## test: lint, unit/store/workflow tests with the race detector, then end-to-end tests
-test: lint test-unit test-e2e
+## (against the dev bundle, then against geth)
+test: lint test-unit test-e2e test-geth
 
 test-unit:
 	CGO_ENABLED=1 $(GO) test -race -count=1 $(FAST_PKGS)
@@ -39,6 +45,12 @@ test-unit:
 # ./bin/treasury events tail), besides the in-process bundle.
 test-e2e: $(BIN)/treasury-dev $(BIN)/treasury
 	TREASURY_DEV_BIN=$(abspath $(BIN)/treasury-dev) TREASURY_BIN=$(abspath $(BIN)/treasury) $(GO) test -count=1 ./dev/e2e/...
+
+## test-geth: payments, a revert, fifty payments from one wallet, workers killed mid-flight,
+## a trade, an earn deposit and a borrow draw, on the cluster topology against `geth --dev`
+## run as a process of its own (dev/gethe2e, about a minute once built)
+test-geth: $(BIN)/geth $(BIN)/treasury-dev $(BIN)/treasury
+	GETH_BIN=$(abspath $(BIN)/geth) TREASURY_DEV_BIN=$(abspath $(BIN)/treasury-dev) TREASURY_BIN=$(abspath $(BIN)/treasury) $(GO) test -v -count=1 -timeout 20m ./dev/gethe2e/
 
 ## test-fuzz: every fuzz target for FUZZTIME (20s) each, one after another; seed corpora and
 ## the inputs that once failed are under each package's testdata/fuzz
@@ -83,10 +95,12 @@ bench-ceiling:
 	$(GO) run ./dev/bench/ceiling -orders 200 -rounds 3 -store postgres
 
 # 200 payments submitted at once to the dev bundle, then 20 one at a time against the
-# devchain's floor (block time x confirmations).
+# chain's floor (block time x confirmations), then 200 at once on the bundle's in-process
+# EVM chain beside the same on the simulated devchain (ratio and CPU per order).
 bench-lifecycle: $(BIN)/treasury-dev
 	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -orders 200
 	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -lone 20
+	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -chains -orders 200 -rounds 3
 
 # Open-loop latency curves: payments at fixed rates, raised until the bundle saturates;
 # prints the table and draws docs/bench/openloop-sqlite.svg.

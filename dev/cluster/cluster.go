@@ -58,7 +58,12 @@ type Options struct {
 	TemporalPort, UIPort int
 	// Env is added to every treasury process's environment (e.g. RATE_LIMIT).
 	Env []string
-	Log *slog.Logger
+	// AfterSeed, when set, runs once the seed has made the organisation and its wallets
+	// (Credentials, the dev signer's keys in DataDir) and before any worker or api process
+	// starts: what the processes read at start (EVM_CHAINS_FILE's chains, say) can be made
+	// from the seeded wallets there.
+	AfterSeed func(ctx context.Context, c *Cluster) error
+	Log       *slog.Logger
 }
 
 // Cluster is a running cluster.
@@ -116,6 +121,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		p.TemporalClient(),
 		p.EventFollower(),
 		devsigner.Component(p, opts.DataDir),
+		assemble.Component{Name: "after seed", Start: func(ctx context.Context) error {
+			if opts.AfterSeed == nil {
+				return nil
+			}
+			return opts.AfterSeed(ctx, c)
+		}},
 		c.children(env),
 		assemble.Component{Name: "ready", Start: func(ctx context.Context) error {
 			for _, u := range c.APIURLs {
