@@ -1,6 +1,7 @@
 package assemble
 
 import (
+	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -297,6 +298,41 @@ func TestChainsFromEnv(t *testing.T) {
 	} {
 		if _, err := ConfigFromEnv(env(bad)); err == nil {
 			t.Errorf("%v: accepted", bad)
+		}
+	}
+}
+
+// A worker refuses to start while a chain it serves has no adapter; the simulation serves
+// a chain only when SIMULATED_CHAINS names it.
+func TestAWorkerRefusesAChainWithoutAnAdapter(t *testing.T) {
+	for _, tc := range []struct {
+		env    map[string]string
+		refuse bool
+	}{
+		{map[string]string{}, true},
+		{map[string]string{"CHAINS": "solana"}, true},
+		{map[string]string{"CHAINS": "solana", "SIMULATED_CHAINS": "solana"}, false},
+		{map[string]string{"SIMULATED_CHAINS": "ethereum,solana"}, true},
+		{map[string]string{"SIMULATED_CHAINS": "ethereum,polygon,solana"}, false},
+	} {
+		cfg, err := ConfigFromEnv(env(tc.env))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := NewProcess(cfg, "worker", slog.New(slog.DiscardHandler))
+		err = p.Chains().Start(context.Background())
+		if tc.refuse != (err != nil) {
+			t.Errorf("%v: start error %v, want refused %v", tc.env, err, tc.refuse)
+		}
+		if err != nil && !strings.Contains(err.Error(), "no adapter") {
+			t.Errorf("%v: the refusal says why: %v", tc.env, err)
+		}
+		if err == nil {
+			for _, name := range cfg.Chains {
+				if _, ok := p.chains[name]; !ok {
+					t.Errorf("%v: %s is not served", tc.env, name)
+				}
+			}
 		}
 	}
 }

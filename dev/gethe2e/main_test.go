@@ -151,7 +151,8 @@ func start() (*suite, error) {
 		// ethereum from geth; polygon and solana stay simulated. Balances are read back
 		// every 5 s so that the service's positions can be compared with the chain's.
 		Env: []string{"EVM_CHAINS_FILE=" + s.chainsFile, "SIMULATED_CHAINS=polygon,solana",
-			"RATE_LIMIT=100000", "RATE_BURST=100000", "BALANCE_SYNC_INTERVAL=5s"},
+			"RATE_LIMIT=100000", "RATE_BURST=100000", "BALANCE_SYNC_INTERVAL=5s",
+			"REPLACE_STUCK_AFTER=3s"},
 		AfterSeed: s.deploy,
 		Log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

@@ -18,6 +18,8 @@ import (
 	temporalclient "go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"encoding/json"
+	"github.com/ethereum/go-ethereum"
 	"github.com/opentreasury/treasury/client"
 	"github.com/opentreasury/treasury/dev/cluster"
 	"github.com/opentreasury/treasury/workflows"
@@ -397,11 +399,59 @@ func TestATradeAnEarnDepositAndABorrowDrawConfirmOnGeth(t *testing.T) {
 	}
 }
 
-// Replacing a transaction priced below the base fee (same nonce, a higher fee, signed
-// again; SPEC 3.6) against geth belongs here. It is another change's work: the replacement
-// is tested on go-ethereum's simulated backend (chain/evm
-// TestATransactionBelowTheFeeMarketIsReplacedAndTheReplacementConfirms, activities
-// TestAStuckPaymentIsReplacedAndConfirmsOnItsReplacement), not yet against a separate node.
+// A payment whose transaction was priced below the base fee (the node it was prepared
+// through understated the market) sits in geth's pool unmined; after REPLACE_STUCK_AFTER
+// the worker has it replaced at the same nonce for a fee the chain takes, the dev signer
+// signs again, and the order confirms on the replacement. Only the replacement is mined,
+// the wallet's transaction count rises by one, and the order names both transactions.
 func TestATransactionPricedBelowTheBaseFeeIsReplaced(t *testing.T) {
-	t.Skip("against geth, the replacement of a transaction priced below the base fee is another change's work; see chain/evm and activities for its tests on the simulated backend")
+	s := env(t)
+	wallet := common.HexToAddress(s.payer.Address)
+	sent := s.nonce(t, wallet)
+	s.proxy.understate()
+	id := s.place(t, client.DomainPayment, payment(s.payer.ID, "USDC", "3.5", dest1))
+	e := s.waitEnded(t, client.DomainPayment, []string{id}, 3*time.Minute)[id]
+	replacement := s.checkConfirmed(t, e, wallet)
+	leg := e.order.Legs[0]
+	if len(leg.ReplacedTxHashes) != 1 || leg.ReplacedTxHashes[0] == *leg.TxHash {
+		t.Fatalf("the leg %+v: want its confirmed transaction and the one it replaced", leg)
+	}
+	stuck := common.HexToHash(leg.ReplacedTxHashes[0])
+	if _, err := s.eth.TransactionReceipt(rpcContext(t), stuck); !errors.Is(err, ethereum.NotFound) {
+		t.Fatalf("the replaced transaction %s has a receipt (%v): it was mined", stuck, err)
+	}
+	if got := s.nonce(t, wallet); got != sent+1 {
+		t.Fatalf("the wallet sent %d transactions, want 1 (the replacement only)", got-sent)
+	}
+	if replacement.tx.Nonce() != sent {
+		t.Fatalf("the replacement has nonce %d, want the stuck one's %d", replacement.tx.Nonce(), sent)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var broadcasts []string
+	for ev, err := range s.readers["pay"].Events(ctx, client.EventFilter{OrderID: id}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Event == "Order.Broadcast" {
+			var data struct {
+				TxHash         string `json:"txHash"`
+				ReplacesTxHash string `json:"replacesTxHash"`
+			}
+			_ = json.Unmarshal(ev.Data, &data)
+			broadcasts = append(broadcasts, data.TxHash+" replaces "+data.ReplacesTxHash)
+		}
+	}
+	want := []string{stuck.Hex() + " replaces ", *leg.TxHash + " replaces " + stuck.Hex()}
+	if !slices.Equal(lower(broadcasts), lower(want)) {
+		t.Fatalf("Order.Broadcast events %v, want %v", broadcasts, want)
+	}
+}
+
+func lower(in []string) []string {
+	out := make([]string, len(in))
+	for i, s := range in {
+		out[i] = strings.ToLower(s)
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package gethe2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +22,53 @@ type rpcProxy struct {
 
 	mu    sync.Mutex
 	armed func()
+	// cheap, until the next transaction is sent, understates the fee market: the latest
+	// block's base fee and the suggested tip read 1 wei, so the transaction prepared then
+	// pays less than the chain asks and sits in geth's pool unmined.
+	cheap bool
+}
+
+// understate makes the proxy understate the fee market until the next transaction is sent.
+func (p *rpcProxy) understate() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cheap = true
+}
+
+// lie rewrites an answer while the proxy understates the fee market; a transaction sent
+// ends it.
+func (p *rpcProxy) lie(request, answer []byte) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.cheap {
+		return answer
+	}
+	var call struct {
+		Method string            `json:"method"`
+		Params []json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(request, &call) != nil {
+		return answer
+	}
+	switch {
+	case call.Method == "eth_sendRawTransaction":
+		p.cheap = false
+	case call.Method == "eth_maxPriorityFeePerGas":
+		var reply map[string]any
+		if json.Unmarshal(answer, &reply) == nil {
+			reply["result"] = "0x1"
+			answer, _ = json.Marshal(reply)
+		}
+	case call.Method == "eth_getBlockByNumber" && len(call.Params) > 0 && string(call.Params[0]) == `"latest"`:
+		var reply map[string]any
+		if json.Unmarshal(answer, &reply) == nil {
+			if block, ok := reply["result"].(map[string]any); ok {
+				block["baseFeePerGas"] = "0x1"
+				answer, _ = json.Marshal(reply)
+			}
+		}
+	}
+	return answer
 }
 
 func startProxy(target string) *rpcProxy {
@@ -65,6 +113,7 @@ func (p *rpcProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
+	answer = p.lie(body, answer)
 	if bytes.Contains(body, []byte(`"eth_sendRawTransaction"`)) {
 		if hook := p.take(); hook != nil {
 			hook() // the caller is gone by the time it returns
