@@ -99,6 +99,7 @@ bench-ceiling:
 # EVM chain beside the same on the simulated devchain (ratio and CPU per order).
 bench-lifecycle: $(BIN)/treasury-dev
 	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -orders 200
+	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -lone 20 -dev-args "--rate-limit 100000 --rate-burst 100000 --simulated-chains ethereum,polygon"
 	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -lone 20
 	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -chains -orders 200 -rounds 3
 

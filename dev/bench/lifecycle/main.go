@@ -178,8 +178,15 @@ func lone(devBin, extra string, n int, floor time.Duration, timeout time.Duratio
 	p50 := devbundle.Percentile(lat, .5)
 	fmt.Printf("lone payment: %d one after another, submit->confirmed p50 %v  p90 %v  max %v\n", n,
 		p50.Round(time.Millisecond), devbundle.Percentile(lat, .9).Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
-	fmt.Printf("lone payment: floor (block time x confirmations) %v; p50 above the floor %v (target: at most 50ms)\n",
-		floor, (p50 - floor).Round(time.Millisecond))
+	if strings.Contains(extra, "--simulated-chains") {
+		fmt.Printf("lone payment, devchain: floor (block time x confirmations) %v; p50 above the floor %v (target: at most 50ms)\n",
+			floor, (p50 - floor).Round(time.Millisecond))
+		return nil
+	}
+	// The in-process EVM chain seals a block every block time while transactions wait: a
+	// lone transaction waits for the next one, between none and a whole block time.
+	fmt.Printf("lone payment, in-process EVM: a transaction waits 0 to %v for its block (mean %v); p50 above that mean %v\n",
+		floor, floor/2, (p50 - floor/2).Round(time.Millisecond))
 	return nil
 }
 
