@@ -83,9 +83,15 @@ func evmLifecycle(t *testing.T) (*lifecycle, *evm.Chain, *atomic.Bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := make(chan struct{})
-	t.Cleanup(func() { close(stop) })
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	// The block loop ends before the chain closes (cleanups run last first): a block
+	// sealed while the chain closes races with it.
+	t.Cleanup(func() {
+		close(stop)
+		<-stopped
+	})
 	go func() {
+		defer close(stopped)
 		for {
 			select {
 			case <-stop:

@@ -388,7 +388,7 @@ func (a *Orders) requestReplacement(ctx context.Context, in workflows.LegInput, 
 		return workflows.SigningRequestRef{}, err
 	}
 	reqID := ids.New(ids.SigningRequest)
-	_, err = a.apply(ctx, step, in.Position, store.OrderChange{OrderID: in.OrderID, CorrelationID: in.CorrelationID,
+	res, err := a.apply(ctx, step, in.Position, store.OrderChange{OrderID: in.OrderID, CorrelationID: in.CorrelationID,
 		Mutate: func(_ *store.Order, legs []store.OrderLeg) { legs[in.Position].SigningRequestID = &reqID },
 		Also: func(tx *store.Store, o *store.Order, _ []store.OrderLeg) error {
 			_, err := tx.CreateSigningRequest(ctx, &store.SigningRequest{ID: reqID, OrgID: o.OrgID, App: o.App,
@@ -401,6 +401,10 @@ func (a *Orders) requestReplacement(ctx context.Context, in workflows.LegInput, 
 			SigningRequestID: reqID, ExpiresAt: events.TimeOf(in.ExpiresAt), ReplacesTxHash: *stuck}}})
 	if err != nil {
 		return workflows.SigningRequestRef{}, err
+	}
+	if !res.Applied {
+		// An earlier attempt of this activity committed the step after all.
+		return a.signingRequestRef(ctx, o.OrgID, *res.Legs[in.Position].SigningRequestID)
 	}
 	a.Log.Info("replacing a transaction below the fee market", "orderId", o.ID, "leg", in.Leg, "txHash", *stuck,
 		"signingRequestId", reqID, "attempt", in.Attempt)
@@ -487,6 +491,10 @@ func (a *Orders) BroadcastLeg(ctx context.Context, in workflows.LegInput) (strin
 	}
 	if !known {
 		if hash, err = a.Chain.Broadcast(ctx, tx); err != nil {
+			if in.Attempt > 0 && errors.Is(err, chain.ErrNonceUsed) {
+				// The transaction this one replaces was mined meanwhile: nothing to send.
+				return "", temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeNonceUsed, err)
+			}
 			return "", err
 		}
 	}
@@ -558,6 +566,7 @@ func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows
 func (a *Orders) legStatus(ctx context.Context, chainName string, hashes []string) (workflows.LegStatus, error) {
 	out := workflows.LegStatus{State: chain.TxPending}
 	var expected time.Time
+	minedSeen := false
 	for i := len(hashes) - 1; i >= 0; i-- {
 		st, err := a.Chain.Status(ctx, chainName, hashes[i])
 		if err != nil {
@@ -572,7 +581,13 @@ func (a *Orders) legStatus(ctx context.Context, chainName string, hashes []strin
 		if !st.Expected.IsZero() && (expected.IsZero() || st.Expected.Before(expected)) {
 			expected = st.Expected
 		}
+		if st.Confirmations > 0 {
+			// One of them is mined, on its way to its depth: nothing needs replacing.
+			out.Underpriced = false
+			minedSeen = true
+		}
 	}
+	out.Underpriced = out.Underpriced && !minedSeen
 	out.Expected = expected
 	return out, nil
 }

@@ -132,6 +132,10 @@ type TxStatus struct {
 	Underpriced bool
 }
 
+// ErrNonceUsed is a broadcast refused because the chain has already mined another
+// transaction at its nonce: for a replacement, the transaction it replaces.
+var ErrNonceUsed = errors.New("chain: the chain has already mined a transaction at this nonce")
+
 // ErrUnknownChain is returned for a chain no adapter serves.
 var ErrUnknownChain = errors.New("chain: no adapter serves this chain")
 

@@ -304,6 +304,10 @@ func activityCtx(ctx workflow.Context) workflow.Context {
 // a status the step applies to).
 const ErrTypeInvalidState = "InvalidOrderState"
 
+// ErrTypeNonceUsed marks a replacement that was not sent: the chain mined the transaction
+// it replaces (another at its nonce) meanwhile.
+const ErrTypeNonceUsed = "NonceUsed"
+
 func (r *orderRun) run(ctx workflow.Context) error {
 	lctx := localCtx(ctx)
 	step := StepInput{OrderID: r.in.OrderID, CorrelationID: r.in.CorrelationID}
@@ -440,7 +444,9 @@ func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err er
 	// Version 1 replaces a transaction stuck below the fee market; histories from before
 	// it keep following their one transaction.
 	replaces := workflow.GetVersion(ctx, ReplaceStuckChange, workflow.DefaultVersion, 1) >= 1
-	leg.SentAt = broadcastAt
+	if replaces {
+		leg.SentAt = broadcastAt
+	}
 	for attempt := 1; ; {
 		var st LegStatus
 		if err := workflow.ExecuteActivity(wctx, CheckLegActivity, leg).Get(ctx, &st); err != nil {
@@ -512,6 +518,10 @@ func (r *orderRun) replace(ctx workflow.Context, leg *LegInput, attempt int, bro
 	}
 	var hash string
 	if err := workflow.ExecuteActivity(activityCtx(ctx), BroadcastLegActivity, req).Get(ctx, &hash); err != nil {
+		if isErrType(err, ErrTypeNonceUsed) {
+			// What it would replace was mined meanwhile: follow the leg as it is.
+			return false, nil
+		}
 		return true, err
 	}
 	leg.TxHash, leg.SigningRequestID, leg.SentAt = hash, ref.ID, workflow.Now(ctx)
@@ -552,7 +562,9 @@ func or(a, b string) string {
 
 // IsInvalidState reports whether an activity error says the order was not in a status the
 // step applies to.
-func IsInvalidState(err error) bool {
+func IsInvalidState(err error) bool { return isErrType(err, ErrTypeInvalidState) }
+
+func isErrType(err error, typ string) bool {
 	var appErr *temporal.ApplicationError
-	return errors.As(err, &appErr) && appErr.Type() == ErrTypeInvalidState
+	return errors.As(err, &appErr) && appErr.Type() == typ
 }

@@ -254,6 +254,9 @@ func (c *Chain) fees(ctx context.Context, atLeast *types.Transaction) (feeCap, t
 	if err != nil {
 		return nil, nil, err
 	}
+	if head.BaseFee == nil {
+		return nil, nil, fmt.Errorf("evm: %s: the node's blocks carry no base fee; the adapter sends EIP-1559 transactions only", c.cfg.Name)
+	}
 	if tip, err = c.client.SuggestGasTipCap(ctx); err != nil {
 		return nil, nil, err
 	}
@@ -265,7 +268,9 @@ func (c *Chain) fees(ctx context.Context, atLeast *types.Transaction) (feeCap, t
 		feeCap = maxBig(feeCap, bump(atLeast.GasFeeCap()))
 	}
 	limit := c.cfg.maxFeePerGas()
-	if atLeast != nil && feeCap.Cmp(limit) > 0 {
+	// A replacement pays at most the cap too, as long as the cap still outbids what it
+	// replaces: nodes take it then, and the chain may again when its fees come down.
+	if atLeast != nil && (limit.Cmp(bump(atLeast.GasFeeCap())) < 0 || limit.Cmp(bump(atLeast.GasTipCap())) < 0) {
 		return nil, nil, fmt.Errorf("evm: %s: replacing the transaction would pay more than the cap of %d gwei per gas", c.cfg.Name, c.cfg.MaxFeePerGasGwei)
 	}
 	if feeCap.Cmp(limit) > 0 {
@@ -391,8 +396,14 @@ func (c *Chain) Broadcast(ctx context.Context, stx chain.SignedTx) (string, erro
 			return "", fmt.Errorf("evm: sending %s: %w", tx.Hash(), err)
 		}
 		// The node has it, or has mined a transaction at its nonce: it is ours if the
-		// chain knows its hash.
-		if _, found, kerr := c.Known(ctx, stx); kerr != nil || !found {
+		// chain knows its hash; otherwise the nonce went to another transaction.
+		_, found, kerr := c.Known(ctx, stx)
+		switch {
+		case kerr != nil:
+			return "", fmt.Errorf("evm: sending %s: %w", tx.Hash(), err)
+		case !found && strings.Contains(msg, "nonce too low"):
+			return "", fmt.Errorf("evm: sending %s: %w (%v)", tx.Hash(), chain.ErrNonceUsed, err)
+		case !found:
 			return "", fmt.Errorf("evm: sending %s: %w", tx.Hash(), err)
 		}
 	}
@@ -462,8 +473,12 @@ func (c *Chain) Status(ctx context.Context, chainName, hash string) (chain.TxSta
 // longer holds it, or its fee cap is below the base fee its next block asks.
 func (c *Chain) waiting(ctx context.Context, h common.Hash) (chain.TxStatus, error) {
 	tx, _, err := c.client.TransactionByHash(ctx, h)
-	if NotFound(err) {
+	if errors.Is(err, ethereum.NotFound) {
 		return chain.TxStatus{State: chain.TxPending, Underpriced: true}, nil
+	}
+	if NotFound(err) {
+		// Still indexing (a node just restarted): not known to be gone.
+		return chain.TxStatus{State: chain.TxPending}, nil
 	}
 	if err != nil {
 		return chain.TxStatus{}, err

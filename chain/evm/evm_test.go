@@ -15,6 +15,7 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient/simulated"
 	"github.com/shopspring/decimal"
 
+	"errors"
 	"github.com/opentreasury/treasury/chain"
 	"github.com/opentreasury/treasury/chain/evm"
 	"github.com/opentreasury/treasury/chain/evm/contracts"
@@ -378,5 +379,33 @@ func TestATransactionBelowTheFeeMarketIsReplacedAndTheReplacementConfirms(t *tes
 	}
 	if got := n.balances(receiver.Hex())["USDC"]; !got.Equal(decimal.NewFromInt(7)) {
 		t.Fatalf("the receiver holds %s USDC, want 7, paid once", got)
+	}
+}
+
+// A replacement whose transaction was mined meanwhile is not sent: the broadcast says the
+// nonce is used, and nothing is paid twice.
+func TestAReplacementOfAMinedTransactionIsRefusedAsNonceUsed(t *testing.T) {
+	n := newNet(t, 1)
+	ctx := context.Background()
+	leg := chain.Leg{Kind: "TRANSFER", Asset: "USDC", Amount: decimal.NewFromInt(2), To: receiver.Hex()}
+	sent, hash := n.send(leg)
+	n.commit()
+	if st := n.status(hash); st.State != chain.TxConfirmed {
+		t.Fatalf("the original: %+v", st)
+	}
+	leg.Chain, leg.From, leg.Replaces = "ethereum", n.wallet.Address(), sent.Fields
+	draft, err := n.chain.Prepare(ctx, leg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := draft.Seal(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.chain.Broadcast(ctx, n.signed(u, n.wallet)); !errors.Is(err, chain.ErrNonceUsed) {
+		t.Fatalf("broadcasting the replacement of a mined transaction: %v, want ErrNonceUsed", err)
+	}
+	if got := n.balances(receiver.Hex())["USDC"]; !got.Equal(decimal.NewFromInt(2)) {
+		t.Fatalf("the receiver holds %s USDC, want 2, paid once", got)
 	}
 }
