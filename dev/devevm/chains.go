@@ -41,6 +41,15 @@ var Protocols = []string{"aave", "compound"}
 type Chains struct {
 	nodes    map[string]*Node
 	adapters map[string]*evm.Chain
+	// usdc is the hash of the transaction that deployed each chain's USDC: a transaction of
+	// the chain anyone can look up (the bundle's banner shows it).
+	usdc map[string]string
+}
+
+// deployment is what a chain's first start leaves in Dir/<name>.json.
+type deployment struct {
+	evm.Config
+	USDCDeployedIn string `json:"usdcDeployedIn"`
 }
 
 // ChainsOptions configure the dev chains.
@@ -61,7 +70,7 @@ type ChainsOptions struct {
 // StartChains starts every dev chain. A chain's first start deploys the dev contracts and
 // funds the wallets; later starts resume the chain kept in its directory.
 func StartChains(ctx context.Context, o ChainsOptions) (*Chains, error) {
-	c := &Chains{nodes: map[string]*Node{}, adapters: map[string]*evm.Chain{}}
+	c := &Chains{nodes: map[string]*Node{}, adapters: map[string]*evm.Chain{}, usdc: map[string]string{}}
 	for _, spec := range Specs {
 		if slices.Contains(o.Skip, spec.Name) {
 			continue
@@ -81,28 +90,30 @@ func (c *Chains) start(ctx context.Context, o ChainsOptions, spec Spec) error {
 		return err
 	}
 	c.nodes[spec.Name] = n
-	deployment := filepath.Join(o.Dir, spec.Name+".json")
-	var cfg evm.Config
-	raw, err := os.ReadFile(deployment)
+	file := filepath.Join(o.Dir, spec.Name+".json")
+	var dep deployment
+	raw, err := os.ReadFile(file)
 	switch {
 	case err == nil:
-		if err := json.Unmarshal(raw, &cfg); err != nil {
-			return fmt.Errorf("%s: %w", deployment, err)
+		if err := json.Unmarshal(raw, &dep); err != nil {
+			return fmt.Errorf("%s: %w", file, err)
 		}
 	case errors.Is(err, fs.ErrNotExist):
-		if cfg, err = c.deploy(ctx, o, spec, n); err != nil {
+		if dep, err = c.deploy(ctx, o, spec, n); err != nil {
 			return err
 		}
-		raw, err := json.MarshalIndent(cfg, "", "  ")
+		raw, err := json.MarshalIndent(dep, "", "  ")
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(deployment, raw, 0o600); err != nil {
+		if err := os.WriteFile(file, raw, 0o600); err != nil {
 			return err
 		}
 	default:
 		return err
 	}
+	cfg := dep.Config
+	c.usdc[spec.Name] = dep.USDCDeployedIn
 	cfg.Confirmations, cfg.BlockTime = max(o.Confirmations, 1), evm.Duration(o.BlockTime)
 	adapter, err := evm.New(ctx, cfg, n.Client())
 	if err != nil {
@@ -112,24 +123,27 @@ func (c *Chains) start(ctx context.Context, o ChainsOptions, spec Spec) error {
 	return nil
 }
 
-func (c *Chains) deploy(ctx context.Context, o ChainsOptions, spec Spec, n *Node) (evm.Config, error) {
+func (c *Chains) deploy(ctx context.Context, o ChainsOptions, spec Spec, n *Node) (deployment, error) {
 	funds, spenders, err := o.Wallets(ctx, spec.Name)
 	if err != nil {
-		return evm.Config{}, err
+		return deployment{}, err
 	}
 	started := time.Now()
 	d := &Deployer{Client: n.Client(), Key: FaucetKey(), Mine: n.Mine}
 	cfg, err := d.Deploy(ctx, Plan{Name: spec.Name, ChainID: spec.ChainID, NativeAsset: spec.NativeAsset, Tokens: spec.Tokens,
 		PricesUSD: o.PricesUSD, Protocols: Protocols, Funds: funds, Spenders: spenders})
 	if err != nil {
-		return cfg, err
+		return deployment{}, err
 	}
 	if o.Log != nil {
 		o.Log.Info("deployed the dev contracts", "chain", spec.Name, "chainId", spec.ChainID, "wallets", len(funds),
 			"took", time.Since(started).Round(time.Millisecond).String())
 	}
-	return cfg, nil
+	return deployment{Config: cfg, USDCDeployedIn: d.Created["USDC"].Hex()}, nil
 }
+
+// USDCDeployedIn is the hash of the transaction that deployed a chain's USDC, "" if none.
+func (c *Chains) USDCDeployedIn(name string) string { return c.usdc[name] }
 
 // Fund credits an address on a dev chain from its faucet, as a faucet would.
 func (c *Chains) Fund(ctx context.Context, chainName, address, asset string, amount decimal.Decimal) error {

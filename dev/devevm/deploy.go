@@ -52,6 +52,9 @@ type Deployer struct {
 	Key    *ecdsa.PrivateKey
 	// Mine seals a block, on a chain that mines on request; nil where the node mines by itself.
 	Mine func()
+	// Created are the hashes of the transactions that deployed the tokens, by symbol.
+	Created     map[string]common.Hash
+	lastCreated common.Hash
 }
 
 // reserveUSD is what the router and each pool hold of every asset, in USD; positionUSD is
@@ -73,6 +76,10 @@ func (d *Deployer) Deploy(ctx context.Context, p Plan) (evm.Config, error) {
 		if err != nil {
 			return cfg, fmt.Errorf("devevm: deploying %s: %w", t.Symbol, err)
 		}
+		if d.Created == nil {
+			d.Created = map[string]common.Hash{}
+		}
+		d.Created[t.Symbol] = d.lastCreated
 		cfg.Tokens = append(cfg.Tokens, evm.Token{Symbol: t.Symbol, Address: addr, Decimals: t.Decimals})
 	}
 	router, err := d.create(ctx, contracts.SwapRouter)
@@ -256,6 +263,7 @@ func (d *Deployer) create(ctx context.Context, name string, args ...any) (common
 	if err != nil {
 		return common.Address{}, err
 	}
+	d.lastCreated = receipts[0].TxHash
 	return receipts[0].ContractAddress, nil
 }
 

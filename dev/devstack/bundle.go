@@ -349,9 +349,13 @@ func (b *Bundle) Fund(ctx context.Context, chainName, address, asset string, amo
 // chainsLine says which chains are real EVM chains in this process and which simulated.
 func (b *Bundle) chainsLine() string {
 	var real, simulated []string
+	usdcTx := ""
 	for _, spec := range devevm.Specs {
 		if b.evm != nil && b.evm.Adapter(spec.Name) != nil {
 			real = append(real, fmt.Sprintf("%s (chain id %d)", spec.Name, spec.ChainID))
+			if tx := b.evm.USDCDeployedIn(spec.Name); tx != "" && usdcTx == "" {
+				usdcTx = fmt.Sprintf("\n                %s USDC deployed in transaction %s", spec.Name, tx)
+			}
 		} else {
 			simulated = append(simulated, spec.Name)
 		}
@@ -361,7 +365,7 @@ func (b *Bundle) chainsLine() string {
 	if len(real) > 0 {
 		line = strings.Join(real, ", ") + ": real EVM chains in this process\n                "
 	}
-	return line + strings.Join(simulated, ", ") + ": the simulated devchain"
+	return line + strings.Join(simulated, ", ") + ": the simulated devchain" + usdcTx
 }
 
 // Banner is what treasury-dev prints once it is ready.
