@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -71,7 +72,7 @@ func chainsFromEnv(get func(string) string) (served []string, evmChains []evm.Co
 			simulated = append(simulated, name)
 		}
 	}
-	for _, name := range slices.Sorted(mapKeys(byName)) {
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		c := byName[name]
 		if c.RPCURL == "" {
 			errs = append(errs, "chain "+name+": no rpcUrl")
@@ -95,16 +96,6 @@ func howToConfigure(name string) string {
 		return "set " + strings.ToUpper(name) + "_RPC_URL or list it in EVM_CHAINS_FILE"
 	}
 	return "list it in EVM_CHAINS_FILE if it is an EVM chain (there is no other real adapter yet)"
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // Chains connects to every configured chain and serves each by its adapter. Every chain

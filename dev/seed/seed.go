@@ -79,26 +79,22 @@ func Ensure(ctx context.Context, s *store.Store, dataDir string, urls URLs, log 
 	return &creds, nil
 }
 
-// LoadSignerKeys reads the dev signer's keys from the data directory, by wallet id.
+// LoadSignerKeys reads the dev signer's keys from the data directory, by wallet id: the
+// autoSign wallets' only.
 func LoadSignerKeys(dataDir string) (map[string]*keys.Key, error) {
-	signer := SignerKeys{}
-	if _, err := readJSON(filepath.Join(dataDir, SignerKeysFile), &signer); err != nil {
-		return nil, err
-	}
 	var creds Credentials
 	if _, err := readJSON(filepath.Join(dataDir, CredentialsFile), &creds); err != nil {
 		return nil, err
 	}
-	out := make(map[string]*keys.Key, len(signer))
+	all, err := WalletKeys(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*keys.Key{}
 	for _, w := range creds.Wallets {
-		if !w.AutoSign {
-			continue
+		if w.AutoSign {
+			out[w.ID] = all[w.ID]
 		}
-		k, err := walletKey(signer, w)
-		if err != nil {
-			return nil, err
-		}
-		out[w.ID] = k
 	}
 	return out, nil
 }
