@@ -36,11 +36,14 @@ type Config struct {
 	RequestTimeout        time.Duration
 	ShutdownTimeout       time.Duration
 	BalanceSyncInterval   time.Duration
-	IdempotencyRetention  time.Duration
-	RateLimit             float64
-	RateBurst             int
-	OAuthTokenTTL         time.Duration
-	SessionTTL            time.Duration
+	// ValuationMaxAge is how old the prices and portfolio a read is answered with may be
+	// (service.Service.ValuationMaxAge); 0 reads them afresh every time.
+	ValuationMaxAge      time.Duration
+	IdempotencyRetention time.Duration
+	RateLimit            float64
+	RateBurst            int
+	OAuthTokenTTL        time.Duration
+	SessionTTL           time.Duration
 	// TrustedProxies is a comma-separated list of the addresses or CIDRs of the load
 	// balancers whose X-Forwarded-For names the client.
 	TrustedProxies string
@@ -100,6 +103,7 @@ var EnvVars = []envVar{
 	{"REQUEST_TIMEOUT", "30s", "deadline of one API request"},
 	{"SHUTDOWN_TIMEOUT", "8s", "how long a graceful shutdown waits for in-flight work"},
 	{"BALANCE_SYNC_INTERVAL", "1m", "how often the Temporal Schedule refreshes wallet balances"},
+	{"VALUATION_MAX_AGE", "2s", "how old the prices and the portfolio valuation that answer a read may be (a busy dashboard costs one valuation per interval); 0s values every read afresh"},
 	{"IDEMPOTENCY_RETENTION", "24h", "how long the response to a write with an Idempotency-Key is kept for replay"},
 	{"OAUTH_TOKEN_TTL", "15m", "lifetime of an OAuth access token"},
 	{"SESSION_TTL", "12h", "how long a person stays signed in"},
@@ -178,6 +182,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		return d
 	}
+	durationOrNone := func(name string) time.Duration {
+		d, err := time.ParseDuration(get(name))
+		if err != nil || d < 0 {
+			errs = append(errs, name+": not a duration such as 2s (0s for none)")
+		}
+		return d
+	}
 	number := func(name string) float64 {
 		n, err := strconv.ParseFloat(get(name), 64)
 		if err != nil || n <= 0 {
@@ -199,6 +210,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		RequestTimeout:       duration("REQUEST_TIMEOUT"),
 		ShutdownTimeout:      duration("SHUTDOWN_TIMEOUT"),
 		BalanceSyncInterval:  duration("BALANCE_SYNC_INTERVAL"),
+		ValuationMaxAge:      durationOrNone("VALUATION_MAX_AGE"),
 		IdempotencyRetention: duration("IDEMPOTENCY_RETENTION"),
 		RateLimit:            number("RATE_LIMIT"),
 		RateBurst:            int(number("RATE_BURST")),

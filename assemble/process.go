@@ -64,7 +64,7 @@ func (p *Process) Service() *service.Service {
 	if p.service != nil {
 		return p.service
 	}
-	svc := &service.Service{Store: p.Store, Webhooks: p.Config.WebhookOptions(), Log: p.Log}
+	svc := &service.Service{Store: p.Store, Webhooks: p.Config.WebhookOptions(), Log: p.Log, ValuationMaxAge: p.Config.ValuationMaxAge}
 	if p.Temporal != nil {
 		svc.Workflows = workflows.Client{Temporal: p.Temporal}
 	}

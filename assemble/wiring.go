@@ -20,6 +20,7 @@ import (
 	"github.com/opentreasury/treasury/chain"
 	"github.com/opentreasury/treasury/chain/rpcproxy"
 	"github.com/opentreasury/treasury/console"
+	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/worker"
 	"github.com/opentreasury/treasury/workflows"
@@ -142,7 +143,7 @@ func NewAPIHandler(p *Process) http.Handler {
 	}
 	routes := api.Config{
 		Service:              p.Service(),
-		Authn:                auth.NewAuthenticator(p.Store),
+		Authn:                auth.NewAuthenticator(p.credentials()),
 		Live:                 p.Live.Hub,
 		RequestLogs:          p.Live.RequestLogs,
 		Store:                p.Store,
@@ -171,6 +172,30 @@ func NewAPIHandler(p *Process) http.Handler {
 		routes.Pages = pages
 	}
 	return api.NewRouter(routes)
+}
+
+// credentialMaxAge bounds how long a process may go on accepting a revoked key whose
+// revocation it did not hear announced (the bus lost it); an announced one fails at once.
+const credentialMaxAge = 30 * time.Second
+
+// credentials are the keys and access tokens the process's authenticator reads: the
+// store's, remembered until the bus announces their revocation (or it reconnects, having
+// perhaps missed announcements), at most credentialMaxAge.
+func (p *Process) credentials() auth.KeyStore {
+	bus := p.Service().Bus
+	if bus == nil {
+		return p.Store
+	}
+	cache := auth.NewCachedKeys(p.Store, credentialMaxAge)
+	bus.Subscribe(func(n events.Notice) {
+		switch {
+		case n.Control != nil && n.Control.Kind == events.ControlCredentialRevoked:
+			cache.Forget(n.Control.CredentialID)
+		case !n.ResyncSince.IsZero():
+			cache.ForgetAll()
+		}
+	})
+	return cache
 }
 
 // rpcNodes are the nodes the API's /rpc/{chain} forwards to: the process's own, or else

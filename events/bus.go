@@ -28,6 +28,8 @@ type Control struct {
 	CredentialID string `json:"credentialId,omitempty"`
 	// Event is the test event's data (ControlTest).
 	Event json.RawMessage `json:"event,omitempty"`
+	// Origin is the publishing process's bus, set by the bus.
+	Origin string `json:"origin,omitempty"`
 }
 
 // Notice is one thing the bus delivers to a subscriber. Exactly one field is set.

@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,24 +48,31 @@ type PostgresBus struct {
 	db          Notifier
 	log         *slog.Logger
 	local       LocalBus
+	// origin tells this process's control messages apart when they come back.
+	origin string
 }
 
 // NewPostgresBus builds a bus over the database at databaseURL; db sends its control
 // messages. Run must be running for subscribers to hear other processes.
 func NewPostgresBus(databaseURL string, db Notifier, log *slog.Logger) *PostgresBus {
-	return &PostgresBus{databaseURL: databaseURL, db: db, log: log, local: LocalBus{subs: map[int]func(Notice){}}}
+	return &PostgresBus{databaseURL: databaseURL, db: db, log: log, local: LocalBus{subs: map[int]func(Notice){}},
+		origin: rand.Text()}
 }
 
 // Committed is the store's after-commit hook: this process hears of its own events at
 // once, without the round trip through the database (the follower drops the echo).
 func (b *PostgresBus) Committed(eventIDs []string) { b.local.Committed(eventIDs) }
 
-// Publish notifies every listening process, this one included.
+// Publish delivers c to this process's subscribers before it returns, so that what it
+// announces (a revoked key, say) holds here from then on, and notifies every other
+// listening process; the copy that comes back through the database is dropped.
 func (b *PostgresBus) Publish(ctx context.Context, c Control) error {
+	c.Origin = b.origin
 	payload, err := json.Marshal(c)
 	if err != nil {
 		return err
 	}
+	b.local.deliver(Notice{Control: &c})
 	return b.db.Notify(ctx, ControlChannel, string(payload))
 }
 
@@ -158,6 +166,9 @@ func (b *PostgresBus) notified(channel, payload string) {
 		if err := json.Unmarshal([]byte(payload), &c); err != nil {
 			b.log.Error("event bus: unreadable control message", "error", err)
 			return
+		}
+		if c.Origin == b.origin {
+			return // delivered here when it was published
 		}
 		b.local.deliver(Notice{Control: &c})
 	}

@@ -66,7 +66,7 @@ func (s *Service) readOrder(ctx context.Context, who Caller, domain string, body
 	if errs := in.Check(wallet.Chain); len(errs) > 0 {
 		return nil, invalid(errs...)
 	}
-	prices, err := s.Store.Prices(ctx)
+	prices, err := s.currentPrices(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,7 @@ type valuation struct {
 
 // priced values positions at the current prices.
 func (s *Service) priced(ctx context.Context, positions []store.Position) (valuation, error) {
-	prices, err := s.Store.Prices(ctx)
+	prices, err := s.currentPrices(ctx)
 	if err != nil {
 		return valuation{}, err
 	}
@@ -68,11 +68,16 @@ type Portfolio struct {
 func treasuryRead(who Caller) error { return mayDo(who, "treasury", auth.ActionRead) }
 
 // Portfolio values the organisation's wallets × balances × prices, or those of its wallets
-// a key restricted to some reaches.
+// a key restricted to some reaches; a valuation at most ValuationMaxAge old may answer.
+// The portfolio returned is shared: callers only read it.
 func (s *Service) Portfolio(ctx context.Context, who Caller) (*Portfolio, error) {
 	if err := treasuryRead(who); err != nil {
 		return nil, err
 	}
+	if p := s.rememberedPortfolio(who); p != nil {
+		return p, nil
+	}
+	at := s.now()
 	positions, err := s.Store.ListPositions(ctx, who.OrgID, nil, 0, who.ResourceIDs...)
 	if err != nil {
 		return nil, err
@@ -95,6 +100,7 @@ func (s *Service) Portfolio(ctx context.Context, who Caller) (*Portfolio, error)
 		}
 	}
 	sort.Slice(out.ChainRollup, func(i, j int) bool { return out.ChainRollup[i].Chain < out.ChainRollup[j].Chain })
+	s.rememberPortfolio(who, out, at)
 	return out, nil
 }
 

@@ -63,6 +63,11 @@ type Service struct {
 	Log      *slog.Logger
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// ValuationMaxAge is how old the prices and portfolio valuations that answer a read
+	// may be; 0 reads them afresh every time.
+	ValuationMaxAge time.Duration
+
+	valuations valuations
 }
 
 func (s *Service) now() time.Time {

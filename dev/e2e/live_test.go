@@ -163,6 +163,8 @@ func TestLiveEventsReachEveryAPIProcessOnPostgres(t *testing.T) {
 		}
 	}
 
+	revokedOnEveryProcess(t, b.APIURL, secondURL+"/api/v1", pay.SK)
+
 	if err := second.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -179,5 +181,35 @@ func TestLiveEventsReachEveryAPIProcessOnPostgres(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), pay.PK) || strings.Contains(logs.String(), pay.SK) {
 		t.Fatal("a key appears in treasury api's logs")
+	}
+}
+
+// revokedOnEveryProcess: a key both processes have just accepted (and remember), revoked
+// through the first, is refused by the first at once and by the other as soon as the
+// revocation's announcement reaches it, well before the 30 s a process may remember a key.
+func revokedOnEveryProcess(t *testing.T, first, other, developerKey string) {
+	t.Helper()
+	r := send(t, "POST", first+"/developer/api-keys", developerKey, `{"kind":"tk","actions":["read"],"label":"revoked soon"}`)
+	if r.status != 201 {
+		t.Fatalf("create key %d %s", r.status, r.raw)
+	}
+	id, secret := r.body["id"].(string), r.body["secret"].(string)
+	for _, api := range []string{first, other} {
+		if r := send(t, "GET", api+"/payments", secret, ""); r.status != 200 {
+			t.Fatalf("the new key on %s: %d %s", api, r.status, r.raw)
+		}
+	}
+	if r := send(t, "DELETE", first+"/developer/api-keys/"+id, developerKey, ""); r.status != 200 {
+		t.Fatalf("revoke %d %s", r.status, r.raw)
+	}
+	if r := send(t, "GET", first+"/payments", secret, ""); r.status != 401 {
+		t.Fatalf("the revoked key on the process that revoked it: %d, want 401", r.status)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for send(t, "GET", other+"/payments", secret, "").status != 401 {
+		if time.Now().After(deadline) {
+			t.Fatal("the other process still accepts the revoked key 10 s after its revocation")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
