@@ -195,7 +195,9 @@ func (s *Store) CreateOrder(ctx context.Context, o *Order, legs []OrderLeg, crea
 				return err
 			}
 		}
-		o.EventSequence = 0
+		// The row is inserted as the created step leaves it (its event numbered 1), so the
+		// step neither reads it back nor updates it.
+		o.EventSequence = 1
 		if err := tx.with(ctx).Create(o).Error; err != nil {
 			return err
 		}
@@ -208,7 +210,7 @@ func (s *Store) CreateOrder(ctx context.Context, o *Order, legs []OrderLeg, crea
 			}
 		}
 		res, err := tx.applyStep(ctx, OrderChange{OrderID: o.ID, Step: orders.StepCreated.Name, To: o.Status, Reason: "created",
-			Event: &created, CorrelationID: o.CorrelationID, At: o.CreatedAt}, true)
+			Event: &created, CorrelationID: o.CorrelationID, At: o.CreatedAt}, &inserted{order: o, legs: legs})
 		if err != nil {
 			return err
 		}
@@ -226,7 +228,7 @@ func (s *Store) ApplyOrderStep(ctx context.Context, ch OrderChange) (*StepResult
 	var res *StepResult
 	err := s.Tx(ctx, func(tx *Store) error {
 		var err error
-		res, err = tx.applyStep(ctx, ch, false)
+		res, err = tx.applyStep(ctx, ch, nil)
 		return err
 	})
 	return res, err
@@ -240,17 +242,35 @@ func (s *Store) StepApplied(ctx context.Context, orderID, step string) (bool, er
 	return n > 0, err
 }
 
-func (s *Store) applyStep(ctx context.Context, ch OrderChange, initial bool) (*StepResult, error) {
+// inserted is an order and its legs just inserted in this transaction, as its first step
+// leaves them.
+type inserted struct {
+	order *Order
+	legs  []OrderLeg
+}
+
+// applyStep applies a step to the order as stored, or, for the first step of an order
+// inserted in the same transaction (created), to that order as inserted.
+func (s *Store) applyStep(ctx context.Context, ch OrderChange, created *inserted) (*StepResult, error) {
 	at := ch.At.UTC()
 	if at.IsZero() {
 		at = time.Now().UTC()
 	}
 	db := s.with(ctx)
-	// The order row is locked first: taking the step row first would hold a key-share
-	// lock on the order (the foreign key) that concurrent steps then deadlock upgrading.
-	o, legs, err := s.lockOrder(ctx, ch.OrderID)
-	if err != nil {
-		return nil, err
+	initial := created != nil
+	var (
+		o    *Order
+		legs []OrderLeg
+		err  error
+	)
+	if initial {
+		o, legs = created.order, created.legs
+	} else {
+		// The order row is locked first: taking the step row first would hold a key-share
+		// lock on the order (the foreign key) that concurrent steps then deadlock upgrading.
+		if o, legs, err = s.lockOrder(ctx, ch.OrderID); err != nil {
+			return nil, err
+		}
 	}
 	ins := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&orderStep{OrderID: ch.OrderID, Step: ch.Step, AppliedAt: at})
 	if ins.Error != nil {
@@ -270,6 +290,7 @@ func (s *Store) applyStep(ctx context.Context, ch OrderChange, initial bool) (*S
 	if len(ch.From) > 0 && !slices.Contains(ch.From, o.Status) {
 		return nil, fmt.Errorf("%w: %s is %s, step %s needs one of %v", ErrTransition, o.ID, o.Status, ch.Step, ch.From)
 	}
+	before := snapshot(legs)
 	if ch.Mutate != nil {
 		ch.Mutate(o, legs)
 	}
@@ -288,7 +309,9 @@ func (s *Store) applyStep(ctx context.Context, ch OrderChange, initial bool) (*S
 	}
 	res := &StepResult{Applied: true, Order: o, Legs: legs}
 	if ch.Event != nil {
-		o.EventSequence++
+		if !initial {
+			o.EventSequence++
+		}
 		ev, err := newEvent(o, legs, ch, at)
 		if err != nil {
 			return nil, err
@@ -304,17 +327,53 @@ func (s *Store) applyStep(ctx context.Context, ch OrderChange, initial bool) (*S
 		}
 		res.Event = ev
 	}
+	if initial {
+		return res, nil
+	}
 	o.UpdatedAt = at
 	if err := db.Model(o).Select("*").Omit("id", "created_at").Updates(o).Error; err != nil {
 		return nil, err
 	}
 	for i := range legs {
-		err := db.Model(&legs[i]).Select("leg", "status", "signing_request_id", "tx_hash", "tx_hashes").Updates(&legs[i]).Error
+		if sameLeg(legs[i], before[i]) {
+			continue
+		}
+		// The key is spelled out: gorm drops a zero primary key (position 0) from the
+		// conditions it derives from a model, which would write every leg of the order.
+		l := &legs[i]
+		err := db.Model(&OrderLeg{}).Where("order_id = ? AND position = ?", l.OrderID, l.Position).
+			Updates(map[string]any{"leg": l.Leg, "status": l.Status, "signing_request_id": l.SigningRequestID,
+				"tx_hash": l.TxHash, "tx_hashes": l.TxHashes}).Error
 		if err != nil {
 			return nil, err
 		}
 	}
 	return res, nil
+}
+
+// snapshot copies legs, what their pointers point to included.
+func snapshot(legs []OrderLeg) []OrderLeg {
+	out := slices.Clone(legs)
+	for i := range out {
+		out[i].SigningRequestID = copyOf(out[i].SigningRequestID)
+		out[i].TxHash = copyOf(out[i].TxHash)
+	}
+	return out
+}
+
+func copyOf(p *string) *string {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// sameLeg: a step left the leg as it was, so it needs no write.
+func sameLeg(a, b OrderLeg) bool {
+	same := func(x, y *string) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	return a.Leg == b.Leg && a.Status == b.Status && a.TxHashes == b.TxHashes &&
+		same(a.SigningRequestID, b.SigningRequestID) && same(a.TxHash, b.TxHash)
 }
 
 // newEvent builds the event of a step: the standard fields of SPEC 3.7, then the step's own.

@@ -157,6 +157,32 @@ func TestOrderStepMutatesLegs(t *testing.T) {
 	})
 }
 
+// A step that changes only the first leg (position 0, a zero key) writes that leg alone:
+// the second keeps its name, status and hashes.
+func TestAStepOnTheFirstLegLeavesTheOthersAsTheyAre(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		o := mustDraft(t, s, mustOrg(t, s), "APPROVE", "SWAP")
+		_, err := s.ApplyOrderStep(ctx, store.OrderChange{OrderID: o.ID, Step: "leg-0-signing-requested", To: "pending_signature",
+			Mutate: func(_ *store.Order, legs []store.OrderLeg) {
+				req := "sig_first"
+				legs[0].SigningRequestID, legs[0].Status = &req, "pending_signature"
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, legs, err := s.Order(ctx, o.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if legs[0].Leg != "APPROVE" || legs[0].Status != "pending_signature" || legs[0].SigningRequestID == nil {
+			t.Fatalf("first leg %+v", legs[0])
+		}
+		if legs[1].Leg != "SWAP" || legs[1].Status != "pending" || legs[1].SigningRequestID != nil {
+			t.Fatalf("the second leg was written with the first's values: %+v", legs[1])
+		}
+	})
+}
+
 func TestConcurrentStepsNumberEventsWithoutGaps(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		o := mustDraft(t, s, mustOrg(t, s), "TRANSFER")
