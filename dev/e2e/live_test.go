@@ -163,7 +163,7 @@ func TestLiveEventsReachEveryAPIProcessOnPostgres(t *testing.T) {
 		}
 	}
 
-	revokedOnEveryProcess(t, b.APIURL, secondURL+"/api/v1", pay.SK)
+	revokedOnEveryProcess(t, b.APIURL, secondURL, pay.SK)
 
 	if err := second.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -195,18 +195,18 @@ func revokedOnEveryProcess(t *testing.T, first, other, developerKey string) {
 	}
 	id, secret := r.body["id"].(string), r.body["secret"].(string)
 	for _, api := range []string{first, other} {
-		if r := send(t, "GET", api+"/payments", secret, ""); r.status != 200 {
+		if r := send(t, "GET", api+"/api/v1/payments", secret, ""); r.status != 200 {
 			t.Fatalf("the new key on %s: %d %s", api, r.status, r.raw)
 		}
 	}
 	if r := send(t, "DELETE", first+"/developer/api-keys/"+id, developerKey, ""); r.status != 200 {
 		t.Fatalf("revoke %d %s", r.status, r.raw)
 	}
-	if r := send(t, "GET", first+"/payments", secret, ""); r.status != 401 {
+	if r := send(t, "GET", first+"/api/v1/payments", secret, ""); r.status != 401 {
 		t.Fatalf("the revoked key on the process that revoked it: %d, want 401", r.status)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for send(t, "GET", other+"/payments", secret, "").status != 401 {
+	for send(t, "GET", other+"/api/v1/payments", secret, "").status != 401 {
 		if time.Now().After(deadline) {
 			t.Fatal("the other process still accepts the revoked key 10 s after its revocation")
 		}
