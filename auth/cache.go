@@ -14,10 +14,11 @@ import (
 // revocation whose announcement was lost goes unseen. Unknown tokens are not remembered:
 // a key works the moment it is created.
 type CachedKeys struct {
-	keys   KeyStore
-	tokens TokenStore
-	maxAge time.Duration
-	now    func() time.Time
+	keys     KeyStore
+	tokens   TokenStore
+	sessions SessionStore
+	maxAge   time.Duration
+	now      func() time.Time
 	// limit bounds the entries; past it the cache starts afresh.
 	limit int
 
@@ -43,11 +44,29 @@ func (c cachedCredential) id() string {
 }
 
 // NewCachedKeys remembers keys' lookups for at most maxAge. keys may also be a
-// TokenStore, whose access tokens are then remembered too.
+// TokenStore, whose access tokens are then remembered too, and a SessionStore, whose
+// sessions are read through every time (a person's grants apply to their next request).
 func NewCachedKeys(keys KeyStore, maxAge time.Duration) *CachedKeys {
 	tokens, _ := keys.(TokenStore)
-	return &CachedKeys{keys: keys, tokens: tokens, maxAge: maxAge, now: time.Now, limit: 10000,
+	sessions, _ := keys.(SessionStore)
+	return &CachedKeys{keys: keys, tokens: tokens, sessions: sessions, maxAge: maxAge, now: time.Now, limit: 10000,
 		byHash: map[string]cachedCredential{}}
+}
+
+// AuthSession reads a session from the store; sessions are not remembered.
+func (c *CachedKeys) AuthSession(ctx context.Context, hash string) (SessionRecord, PersonRecord, bool, error) {
+	if c.sessions == nil {
+		return SessionRecord{}, PersonRecord{}, false, nil
+	}
+	return c.sessions.AuthSession(ctx, hash)
+}
+
+// AuthGrants reads a member's grants from the store.
+func (c *CachedKeys) AuthGrants(ctx context.Context, userID string) (map[string]string, error) {
+	if c.sessions == nil {
+		return nil, nil
+	}
+	return c.sessions.AuthGrants(ctx, userID)
 }
 
 // lookup answers from the cache, or else asks read and remembers a found credential.

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -198,5 +199,46 @@ func TestCachedKeysEndAClientsTokensAndKeepTheirExpiry(t *testing.T) {
 	clock.advance(10 * time.Minute)
 	if _, err := a.Authenticate(ctx, other); !errors.Is(err, ErrUnauthenticated) {
 		t.Fatalf("an expired token served from the cache: %v, want ErrUnauthenticated", err)
+	}
+}
+
+// sessionKeys is a fakeKeys that also stores one person's sessions.
+type sessionKeys struct {
+	*fakeKeys
+	sessions map[string]SessionRecord
+	person   PersonRecord
+	grants   map[string]string
+	reads    int
+}
+
+func (k *sessionKeys) AuthSession(_ context.Context, hash string) (SessionRecord, PersonRecord, bool, error) {
+	k.reads++
+	s, ok := k.sessions[hash]
+	return s, k.person, ok, nil
+}
+
+func (k *sessionKeys) AuthGrants(context.Context, string) (map[string]string, error) {
+	return k.grants, nil
+}
+
+// Sessions pass through the cache to the store on every request: a member's grants and a
+// sign-out apply to their next request.
+func TestCachedKeysReadSessionsThroughEveryTime(t *testing.T) {
+	ctx := context.Background()
+	clock := newFakeClock()
+	token := "ses_" + strings.Repeat("s", 40)
+	keys := &sessionKeys{fakeKeys: newFakeKeys(), person: PersonRecord{ID: "usr_1", OrgID: "org_1", Role: RoleMember},
+		grants: map[string]string{"pay": "read"},
+		sessions: map[string]SessionRecord{HashSecret(token): {TokenHash: HashSecret(token), UserID: "usr_1", OrgID: "org_1",
+			CreatedAt: clock.now(), ExpiresAt: clock.now().Add(time.Hour)}}}
+	a := NewAuthenticator(NewCachedKeys(keys, time.Hour))
+	withClock(a, clock)
+	p, err := a.AuthenticateSession(ctx, token)
+	if err != nil || !p.Can("pay", ActionRead) || p.Can("pay", ActionWrite) {
+		t.Fatalf("session through the cache: %+v, %v", p, err)
+	}
+	keys.grants = map[string]string{"pay": "read,write"}
+	if p, err := a.AuthenticateSession(ctx, token); err != nil || !p.Can("pay", ActionWrite) || keys.reads != 2 {
+		t.Fatalf("a changed grant did not apply to the next request (%d reads): %+v, %v", keys.reads, p, err)
 	}
 }
