@@ -66,12 +66,15 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		db, err = gorm.Open(postgres.New(postgres.Config{DSN: cfg.DatabaseURL}), gcfg)
 	case cfg.SQLitePath != "":
 		dialect = migrations.SQLite
+		// The SQLite driver parses every statement's text again unless it is prepared: a
+		// third of a read's cost. Prepared statements are kept per connection, a bounded
+		// number (IN lists of varying length make distinct texts). pgx caches PostgreSQL's
+		// itself.
+		gcfg.PrepareStmt, gcfg.PrepareStmtMaxSize = true, 512
 		var sqlDB *sql.DB
 		sqlDB, err = sql.Open("sqlite", SQLiteDSN(cfg.SQLitePath))
 		if err == nil {
-			// pgx caches PostgreSQL's prepared statements itself; SQLite's are kept by
-			// statementPool.
-			db, err = gorm.Open(sqlite.New(sqlite.Config{Conn: newStatementPool(sqlDB, 512), DriverName: "sqlite"}), gcfg)
+			db, err = gorm.Open(sqlite.New(sqlite.Config{Conn: sqlDB, DriverName: "sqlite"}), gcfg)
 		}
 	default:
 		return nil, errors.New("store: neither a database URL nor a SQLite path is configured")
