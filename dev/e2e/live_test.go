@@ -48,7 +48,17 @@ func dialURL(t *testing.T, url string) *liveClient {
 	}
 	t.Cleanup(func() { _ = ws.Close() })
 	c := &liveClient{ws: ws, frames: make(chan map[string]any, 1000), closed: make(chan int, 1)}
+	// The server registers the connection after the upgrade's answer, then sends
+	// connection.ready first: only after it is the connection sure to hear what follows.
+	ready := make(chan struct{})
 	go func() {
+		defer func() {
+			select {
+			case <-ready:
+			default:
+				close(ready)
+			}
+		}()
 		for {
 			_, data, err := ws.ReadMessage()
 			if err != nil {
@@ -61,11 +71,25 @@ func dialURL(t *testing.T, url string) *liveClient {
 				return
 			}
 			var f map[string]any
-			if json.Unmarshal(data, &f) == nil && f["type"] != "connection.ready" {
-				c.frames <- f
+			if json.Unmarshal(data, &f) != nil {
+				continue
 			}
+			if f["type"] == "connection.ready" {
+				select {
+				case <-ready:
+				default:
+					close(ready)
+				}
+				continue
+			}
+			c.frames <- f
 		}
 	}()
+	select {
+	case <-ready:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no connection.ready from %s within 10 s", url)
+	}
 	return c
 }
 
