@@ -83,9 +83,14 @@ screenshots:
 docs-events:
 	WRITE_EVENTS_DOC=1 $(GO) test -count=1 -run TestEventsCatalogue ./dev/e2e/
 
-## bench: every benchmark below, about 10 minutes on 2 cores; figures and their reading
-## are in docs/benchmarks.md. Each part runs alone too (make bench-ceiling, ...).
-bench: bench-ceiling bench-lifecycle bench-openloop bench-http bench-live bench-webhooks
+## bench: every benchmark below, about 11 minutes on 2 cores, ending with one table of every
+## target beside its figure; figures and their reading are in docs/benchmarks.md. Each part
+## runs alone too (make bench-ceiling, ...).
+BENCH_SUMMARY = $(CURDIR)/$(BIN)/bench-summary.tsv
+bench:
+	@mkdir -p $(BIN) && rm -f $(BENCH_SUMMARY)
+	BENCH_SUMMARY=$(BENCH_SUMMARY) $(MAKE) --no-print-directory bench-ceiling bench-lifecycle bench-openloop bench-http bench-live bench-webhooks
+	$(GO) run ./dev/bench/summary $(BENCH_SUMMARY)
 
 # The lifecycle beside the engine's ceiling: a bare workflow of an order's shape on the same
 # embedded Temporal server in the same process, on the SQLite and the PostgreSQL store

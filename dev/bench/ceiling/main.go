@@ -238,6 +238,11 @@ func measure(n, rounds int, storeKind, pgServer, cpuProfile, allocProfile string
 	fmt.Printf("  throughput: lifecycle %.1f orders/s, same-shape bare workflow %.1f/s: %.0f%% of the ceiling\n", mo, mc, 100*mo/mc)
 	fmt.Printf("  CPU per order (whole process: server, worker, API, load): lifecycle %v, bare %v: %.2fx\n",
 		co.Round(10*time.Microsecond), cc.Round(10*time.Microsecond), float64(co)/float64(cc))
+	name := map[string]string{"sqlite": "SQLite", "postgres": "PostgreSQL"}[storeKind]
+	devbundle.Summarize("lifecycle ÷ same-shape bare workflow, "+name, fmt.Sprintf("%.1f orders/s", mo), fmt.Sprintf("%.1f/s", mc),
+		fmt.Sprintf("%.2f", mo/mc), "≥ 0.80", devbundle.Verdict(mo/mc >= 0.8))
+	devbundle.Summarize("CPU per order ÷ the bare workflow's, "+name, co.Round(100*time.Microsecond).String(), cc.Round(100*time.Microsecond).String(),
+		fmt.Sprintf("%.2fx", float64(co)/float64(cc)), "≤ 1.25x", devbundle.Verdict(float64(co) <= 1.25*float64(cc)))
 	return nil
 }
 

@@ -23,7 +23,10 @@ type Bundle struct {
 	Cmd *exec.Cmd
 	// CredentialsPath is the bundle's credentials.json.
 	CredentialsPath string
-	dir             string
+	// TemporalAddr and Namespace are the embedded Temporal server's frontend and the
+	// namespace of the order workflows, as the banner names them.
+	TemporalAddr, Namespace string
+	dir                     string
 }
 
 // ReadCredentials reads a bundle's credentials.json.
@@ -60,6 +63,10 @@ func Start(bin string, extra []string) (*Bundle, error) {
 	}
 	lines := bufio.NewScanner(stdout)
 	for lines.Scan() {
+		// "  Temporal      127.0.0.1:7233 (namespace default)"
+		if f := strings.Fields(lines.Text()); len(f) == 4 && f[0] == "Temporal" && f[2] == "(namespace" {
+			b.TemporalAddr, b.Namespace = f[1], strings.TrimSuffix(f[3], ")")
+		}
 		if strings.HasPrefix(lines.Text(), "Press Ctrl-C") {
 			// The bundle blocks on a full stdout pipe if nobody drains it.
 			go func() { _, _ = io.Copy(io.Discard, stdout) }()
@@ -105,4 +112,37 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 		return 0
 	}
 	return sorted[int(float64(len(sorted)-1)*p)]
+}
+
+// SummaryEnv names the file each bench program adds its headline figures to, so that
+// `make bench` ends with one table of every target beside its figure (dev/bench/summary
+// prints it). Unset, Summarize does nothing.
+const SummaryEnv = "BENCH_SUMMARY"
+
+// Summarize adds one row to the run's summary: what was measured, the figure, its
+// reference from the same run ("" for none), the ratio or comparison that the target
+// reads, the target ("report" for none) and the verdict.
+func Summarize(what, figure, reference, ratio, target, verdict string) {
+	path := os.Getenv(SummaryEnv)
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench summary:", err)
+		return
+	}
+	defer f.Close()
+	clean := func(s string) string { return strings.NewReplacer("\t", " ", "\n", " ").Replace(s) }
+	if _, err := fmt.Fprintf(f, "%s\t%s\t%s\t%s\t%s\t%s\n", clean(what), clean(figure), clean(reference), clean(ratio), clean(target), clean(verdict)); err != nil {
+		fmt.Fprintln(os.Stderr, "bench summary:", err)
+	}
+}
+
+// Verdict is "met" or "missed".
+func Verdict(met bool) string {
+	if met {
+		return "met"
+	}
+	return "missed"
 }

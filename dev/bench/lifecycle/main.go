@@ -181,12 +181,16 @@ func lone(devBin, extra string, n int, floor time.Duration, timeout time.Duratio
 	if strings.Contains(extra, "--simulated-chains") {
 		fmt.Printf("lone payment, devchain: floor (block time x confirmations) %v; p50 above the floor %v (target: at most 50ms)\n",
 			floor, (p50 - floor).Round(time.Millisecond))
+		devbundle.Summarize("a lone payment above the block-time floor, devchain", "p50 "+p50.Round(time.Millisecond).String(), "floor "+floor.String(),
+			"+"+(p50-floor).Round(time.Millisecond).String(), "≤ +50ms", devbundle.Verdict(p50-floor <= 50*time.Millisecond))
 		return nil
 	}
 	// The in-process EVM chain seals a block every block time while transactions wait: a
 	// lone transaction waits for the next one, between none and a whole block time.
 	fmt.Printf("lone payment, in-process EVM: a transaction waits 0 to %v for its block (mean %v); p50 above that mean %v\n",
 		floor, floor/2, (p50 - floor/2).Round(time.Millisecond))
+	devbundle.Summarize("a lone payment, in-process EVM", "p50 "+p50.Round(time.Millisecond).String(), "next block, mean "+(floor/2).String(),
+		"+"+(p50-floor/2).Round(time.Millisecond).String(), "report", "")
 	return nil
 }
 
@@ -233,6 +237,11 @@ func main() {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
+		if len(r.latencies) > 0 {
+			devbundle.Summarize(fmt.Sprintf("%d %s at once", *n, *scenario), fmt.Sprintf("%.1f orders/s", r.rate()), "",
+				fmt.Sprintf("submit→confirmed p50 %v, p99 %v", devbundle.Percentile(r.latencies, .5).Round(time.Millisecond),
+					devbundle.Percentile(r.latencies, .99).Round(time.Millisecond)), "report", "")
+		}
 		return
 	}
 	// Runs on this machine differ by 10 % and more from one to the next: the two kinds
@@ -265,6 +274,8 @@ func main() {
 	slices.Sort(hooked)
 	mb, mh := bare[len(bare)/2], hooked[len(hooked)/2]
 	fmt.Printf("lifecycle %s / without, medians of %d alternating rounds: %.2f (orders/s %.1f / %.1f)\n", label, *rounds, mh/mb, mh, mb)
+	devbundle.Summarize("lifecycle "+label+" ÷ without", fmt.Sprintf("%.1f orders/s", mh), fmt.Sprintf("%.1f orders/s", mb),
+		fmt.Sprintf("%.2f", mh/mb), "≥ 0.90", devbundle.Verdict(mh/mb >= 0.9))
 }
 
 // compareChains measures the lifecycle on the bundle's in-process EVM chain (go-ethereum,
@@ -298,5 +309,7 @@ func compareChains(devBin, extra, scenario string, n, rounds int, timeout time.D
 		rounds, evmRate/devRate, evmRate, devRate)
 	fmt.Printf("CPU per order on the in-process EVM / on the devchain: %.2fx (%v / %v)\n",
 		float64(evmCPU)/float64(devCPU), evmCPU.Round(10*time.Microsecond), devCPU.Round(10*time.Microsecond))
+	devbundle.Summarize("lifecycle on the in-process EVM ÷ on the devchain", fmt.Sprintf("%.1f orders/s", evmRate), fmt.Sprintf("%.1f orders/s", devRate),
+		fmt.Sprintf("%.2f (CPU %.2fx)", evmRate/devRate, float64(evmCPU)/float64(devCPU)), "≥ 0.80", devbundle.Verdict(evmRate/devRate >= 0.8))
 	return nil
 }

@@ -68,6 +68,8 @@ type result struct {
 	serverCPU, ownCPU, machineCPU float64 // cores busy, on average over the step
 	saturated                     bool
 	why                           string
+	// orders are the step's, for reading their workflows' histories afterwards.
+	orders []*order
 }
 
 func pct(s []time.Duration, p float64) time.Duration { return devbundle.Percentile(s, p) }
@@ -114,7 +116,7 @@ func runStep(ctx context.Context, r *runner, pid int, rate float64, dur time.Dur
 	end := time.Now()
 	cpu1 := readCPU(pid)
 
-	res := result{offered: rate, sent: len(orders), missed: missed, errors: map[string]int{}}
+	res := result{offered: rate, sent: len(orders), missed: missed, errors: map[string]int{}, orders: orders}
 	wall := end.Sub(start).Seconds()
 	res.serverCPU = (cpu1.server - cpu0.server).Seconds() / wall
 	res.ownCPU = (cpu1.own - cpu0.own).Seconds() / wall
@@ -275,6 +277,7 @@ func run() int {
 	warmup := flag.Duration("warmup", 3*time.Second, "unmeasured load at the first rate before the first step")
 	maxRate := flag.Float64("max-rate", 400, "stop raising the rate past this one even if unsaturated")
 	drainMax := flag.Duration("drain", time.Minute, "how long after a step's last send its orders may take to end")
+	explain := flag.Bool("explain", true, "after each step, read the orders' workflow histories and print where the submit calls' time went")
 	poll := flag.Duration("approver-poll", 50*time.Millisecond, "how often the approver lists pending items while approval orders wait")
 	extra := flag.String("dev-args", "--rate-limit 100000 --rate-burst 100000 --balance-sync-interval 1h",
 		"flags for treasury-dev, space separated (the default lifts the per-key rate limit, since one key sends the whole load, and keeps the minutely balance sync out of the measurement)")
@@ -327,6 +330,14 @@ func run() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	var histories *explainer
+	if *explain {
+		if histories, err = newExplainer(b.TemporalAddr, b.Namespace); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer histories.close()
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if err := r.follow(runCtx, creds.BaseURL); err != nil {
@@ -371,6 +382,9 @@ func run() int {
 			}
 		}
 		res.print(fmt.Sprintf("rate %s/s", rateString(rate)))
+		if histories != nil {
+			explainSubmits(runCtx, histories, r.t, res.orders)
+		}
 		results = append(results, res)
 		if res.saturated {
 			fmt.Printf("rate %s/s is saturated: %s\n", rateString(rate), res.why)
@@ -433,5 +447,9 @@ func summarize(results []result) (float64, bool) {
 	fmt.Printf("50 %% of saturation is %.1f/s; the nearest measured rate is %s/s (%.0f %% of saturation):\n", sat/2, rateString(near.offered), 100*near.offered/sat)
 	fmt.Printf("  submit p99 %s, target <= %s: %s\n", ms(sp), ms(submitTarget), verdict(sp, submitTarget))
 	fmt.Printf("  decision -> Wallet.SigningRequested p99 %s (n %d), target <= %s: %s\n", ms(dp), len(near.decision), ms(decisionTarget), verdict(dp, decisionTarget))
+	at := fmt.Sprintf("at %s/s of %.1f/s saturation", rateString(near.offered), sat)
+	devbundle.Summarize("submit p99 at about half of saturation", ms(sp), at, "", "≤ "+ms(submitTarget), strings.ToLower(verdict(sp, submitTarget)))
+	devbundle.Summarize("approval decision → Wallet.SigningRequested p99, same load", fmt.Sprintf("%s (n %d)", ms(dp), len(near.decision)), at, "",
+		"≤ "+ms(decisionTarget), strings.ToLower(verdict(dp, decisionTarget)))
 	return sat, saturated
 }

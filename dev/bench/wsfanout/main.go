@@ -213,6 +213,8 @@ func main() {
 		if *runs > 1 {
 			fmt.Printf("clients %d: %d of %d runs met p99 <= %v with nothing lost (p99s: %s)\n", n, met, *runs, *target, strings.Join(p99s, ", "))
 		}
+		devbundle.Summarize(fmt.Sprintf("live fan-out, %d clients", n), fmt.Sprintf("%d of %d runs met", met, *runs), "", "p99s "+strings.Join(p99s, ", "),
+			fmt.Sprintf("p99 ≤ %v, nothing lost, 9 runs in 10", *target), devbundle.Verdict(met*10 >= 9*(*runs)))
 	}
 	if failed {
 		os.Exit(1)
