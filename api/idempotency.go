@@ -49,6 +49,20 @@ type idempotency struct {
 	now   func() time.Time
 	// metrics counts the replays.
 	metrics *metrics.Metrics
+	// folded are the routes (gin full paths of POSTs) whose record the created order's own
+	// transaction stores: the order creates.
+	folded map[string]bool
+}
+
+// foldedKey holds a folded request's store.FoldedIdempotency for its handler.
+const foldedKey = "treasury.foldedIdempotency"
+
+// foldedIdempotency is the record the handler of an order create hands to the store, nil
+// when the request has no Idempotency-Key.
+func foldedIdempotency(c *gin.Context) *store.FoldedIdempotency {
+	f, _ := c.Get(foldedKey)
+	folded, _ := f.(*store.FoldedIdempotency)
+	return folded
 }
 
 func (m *idempotency) handle(c *gin.Context) {
@@ -89,6 +103,18 @@ func (m *idempotency) handle(c *gin.Context) {
 		OrgID: principalOf(c).OrgID, Key: key, Method: c.Request.Method, Path: target,
 		Fingerprint: fingerprint, CreatedAt: now, ExpiresAt: now.Add(m.retention),
 	}
+	if c.Request.Method == http.MethodPost && m.folded[c.FullPath()] {
+		held, err := m.store.IdempotencyRecordOf(c.Request.Context(), rec.OrgID, rec.Key)
+		if err != nil {
+			requestFailed(c, m.log, err)
+			return
+		}
+		if held == nil {
+			m.fold(c, rec, now)
+			return
+		}
+		// A record holds the key (done, in flight, or stale): the claim below answers it.
+	}
 	held, err := m.store.ClaimIdempotencyKey(c.Request.Context(), rec, now.Add(-m.lease))
 	if errors.Is(err, store.ErrIdempotencyTaken) {
 		m.answerFromRecord(c, held, rec)
@@ -102,11 +128,52 @@ func (m *idempotency) handle(c *gin.Context) {
 	capture := &capturingWriter{ResponseWriter: c.Writer}
 	c.Writer = capture
 	c.Next()
+	m.record(c, rec, capture)
+}
 
+// fold runs an order create whose key no record holds yet: the order's transaction stores
+// the record, done (store.FoldedIdempotency), so that no crash can leave an order without
+// the record that answers its retries, nor a record claimed for an order never made.
+func (m *idempotency) fold(c *gin.Context, rec *store.IdempotencyRecord, now time.Time) {
+	f := &store.FoldedIdempotency{Record: rec}
+	c.Set(foldedKey, f)
+	capture := &capturingWriter{ResponseWriter: c.Writer}
+	c.Writer = capture
+	c.Next()
+	switch {
+	case f.Held != nil:
+		// Another request with the key committed first; no record held the key when this
+		// one began, so it was still running then: 409, as for any write (422 if it was
+		// another request). A retry gets its answer. The handler wrote nothing.
+		held := *f.Held
+		held.State = store.IdempotencyInFlight
+		m.answerFromRecord(c, &held, rec)
+	case f.Stored:
+	case kept(capture.Status(), c.GetString(problemCodeKey)):
+		// No order was made, and a retry would meet this answer again: keep it, as any
+		// other write's (a refusal that depends on state, say).
+		fresh := *rec
+		if _, err := m.store.ClaimIdempotencyKey(c.Request.Context(), &fresh, now.Add(-m.lease)); err != nil {
+			m.log.Warn("idempotency record not kept", "correlationId", correlationID(c), "error", err.Error())
+			return
+		}
+		m.record(c, &fresh, capture)
+	}
+}
+
+// kept reports whether a response is one to keep for the request's retries: a success, or
+// a refusal that depends on state (keptProblemCodes).
+func kept(status int, code string) bool {
+	return status < 500 && (code == "" || keptProblemCodes[code])
+}
+
+// record stores the outcome of the request that holds rec's claim: the response to keep,
+// or the claim released.
+func (m *idempotency) record(c *gin.Context, rec *store.IdempotencyRecord, capture *capturingWriter) {
 	status := capture.Status()
 	code := c.GetString(problemCodeKey)
 	var record func(ctx context.Context) error
-	if status >= 500 || (code != "" && !keptProblemCodes[code]) {
+	if !kept(status, code) {
 		record = func(ctx context.Context) error {
 			return m.store.ReleaseIdempotencyKey(ctx, rec.OrgID, rec.Key, rec.CreatedAt)
 		}

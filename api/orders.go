@@ -95,13 +95,44 @@ func (h *orderHandlers) create(c *gin.Context) {
 	if !ok {
 		return
 	}
-	o, err := h.svc.CreateOrder(c.Request.Context(), caller(c), h.domain, body)
+	ctx := c.Request.Context()
+	f := foldedIdempotency(c)
+	if f != nil {
+		f.Render = h.created
+		ctx = store.WithFoldedIdempotency(ctx, f)
+	}
+	o, err := h.svc.CreateOrder(ctx, caller(c), h.domain, body)
+	if f != nil && f.Held != nil {
+		return // another request holds the key: the idempotency middleware answers from its record
+	}
 	if err != nil {
 		failed(c, h.log, err)
 		return
 	}
-	c.Header("Location", "/api/v1/"+h.domain.Collection+"/"+o.ID)
+	if f != nil && f.Stored {
+		// The answer is the one stored for the retries, byte for byte.
+		c.Header("Location", h.location(o.ID))
+		c.Data(f.Record.StatusCode, jsonContentType, f.Record.ResponseBody)
+		return
+	}
+	c.Header("Location", h.location(o.ID))
 	c.JSON(http.StatusCreated, orderJSON(o))
+}
+
+// jsonContentType is what gin's JSON rendering sends.
+const jsonContentType = "application/json; charset=utf-8"
+
+func (h *orderHandlers) location(id string) string { return apiBase + "/" + h.domain.Collection + "/" + id }
+
+// created renders the answer to the create of o, inside the transaction that stores it
+// with the request's Idempotency-Key record.
+func (h *orderHandlers) created(o *store.Order, legs []store.OrderLeg) (int, string, []byte, error) {
+	body, err := json.Marshal(orderJSON(&service.Order{Order: o, Legs: legs}))
+	if err != nil {
+		return 0, "", nil, err
+	}
+	headers, err := json.Marshal(map[string]string{"Content-Type": jsonContentType, "Location": h.location(o.ID)})
+	return http.StatusCreated, string(headers), body, err
 }
 
 // submit answers POST /{collection}/{id}/submit: 202 once the workflow has accepted the

@@ -91,7 +91,7 @@ func NewRouter(cfg Config) http.Handler {
 	if cfg.Pages != nil {
 		mountPages(r, cfg.Pages, rt.limiter, cfg.Metrics)
 	}
-	v1 := r.Group("/api/v1", rt.authenticated...)
+	v1 := r.Group(apiBase, rt.authenticated...)
 	rt.people(r, v1)
 	rt.treasury(v1)
 	rt.developer(r, v1)
@@ -166,12 +166,18 @@ type routes struct {
 	websockets           *websocketHandlers
 }
 
+// apiBase is where the versioned API is served.
+const apiBase = "/api/v1"
+
 func newRoutes(cfg Config) *routes {
 	rt := &routes{cfg: cfg, svc: cfg.Service, log: cfg.Log, limiter: ratelimit.New(cfg.RateLimit, cfg.RateBurst),
 		knownQuery: withKnownQuery(), jsonBody: withJSONBody(), authn: authenticate(cfg.Authn, cfg.Log)}
 	rt.limit = rateLimit(rt.limiter, cfg.Metrics)
 	idem := &idempotency{store: cfg.Store, log: cfg.Log, retention: cfg.IdempotencyRetention,
-		lease: max(2*cfg.RequestTimeout, time.Minute), now: time.Now, metrics: cfg.Metrics}
+		lease: max(2*cfg.RequestTimeout, time.Minute), now: time.Now, metrics: cfg.Metrics, folded: map[string]bool{}}
+	for _, d := range orders.Domains {
+		idem.folded[apiBase+"/"+d.Collection] = true
+	}
 	rt.authenticated = []gin.HandlerFunc{rt.authn, withRequestLog(cfg.RequestLogs), rt.limit, rt.knownQuery, rt.jsonBody, idem.handle}
 	rt.sessions = &sessionHandlers{sessions: cfg.Sessions, log: cfg.Log}
 	rt.websockets = &websocketHandlers{svc: cfg.Service, log: cfg.Log, live: cfg.Live, authn: cfg.Authn,

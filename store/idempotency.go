@@ -64,6 +64,75 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec *IdempotencyRecord,
 	return nil, errors.New("store: idempotency key contended; retry")
 }
 
+// IdempotencyRecordOf reads the record that holds (orgID, key), nil when none does.
+func (s *Store) IdempotencyRecordOf(ctx context.Context, orgID, key string) (*IdempotencyRecord, error) {
+	var cur IdempotencyRecord
+	err := s.with(ctx).Where("org_id = ? AND key = ?", orgID, key).Take(&cur).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &cur, nil
+}
+
+// FoldedIdempotency is the Idempotency-Key record of a request that creates an order,
+// stored by the order's own transaction, done, with the response Render makes of the
+// order: the order and the record that answers its retries commit together or not at all,
+// and the request costs one write transaction instead of three (claim, order, completion).
+type FoldedIdempotency struct {
+	// Record is the request's record (its org, key, method, path, fingerprint and times);
+	// once stored, it holds the response too.
+	Record *IdempotencyRecord
+	// Render gives the response to the request that created o.
+	Render func(o *Order, legs []OrderLeg) (status int, headers string, body []byte, err error)
+
+	// Stored reports that the transaction committed with the record; Held is the record
+	// that had the key already when the transaction tried (the order was not created, and
+	// CreateOrder returned ErrIdempotencyTaken).
+	Stored bool
+	Held   *IdempotencyRecord
+}
+
+type foldedKey struct{}
+
+// WithFoldedIdempotency asks the order created under ctx to store f's record with it.
+func WithFoldedIdempotency(ctx context.Context, f *FoldedIdempotency) context.Context {
+	return context.WithValue(ctx, foldedKey{}, f)
+}
+
+func foldedIdempotency(ctx context.Context) *FoldedIdempotency {
+	f, _ := ctx.Value(foldedKey{}).(*FoldedIdempotency)
+	return f
+}
+
+// storeFolded inserts f's record, done, in the transaction that created o.
+func (s *Store) storeFolded(ctx context.Context, f *FoldedIdempotency, o *Order, legs []OrderLeg) error {
+	status, headers, body, err := f.Render(o, legs)
+	if err != nil {
+		return err
+	}
+	rec := f.Record
+	rec.State, rec.StatusCode, rec.ResponseHeaders, rec.ResponseBody = IdempotencyDone, status, headers, body
+	rec.CreatedAt, rec.ExpiresAt = idemTime(rec.CreatedAt), idemTime(rec.ExpiresAt)
+	res := s.with(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(rec)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 1 {
+		return nil
+	}
+	// Another request took the key first (and has committed: SQLite runs one writer at a
+	// time, PostgreSQL waited for it): this request is answered from its record.
+	var cur IdempotencyRecord
+	if err := s.with(ctx).Where("org_id = ? AND key = ?", rec.OrgID, rec.Key).Take(&cur).Error; err != nil {
+		return err
+	}
+	f.Held = &cur
+	return ErrIdempotencyTaken
+}
+
 // CompleteIdempotencyKey stores the response of the request that owns the key.
 func (s *Store) CompleteIdempotencyKey(ctx context.Context, orgID, key string, createdAt time.Time, status int, headers string, body []byte) error {
 	createdAt = idemTime(createdAt)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
 )
@@ -123,6 +124,122 @@ func TestIdempotencyConcurrentClaimsHaveOneWinner(t *testing.T) {
 		wg.Wait()
 		if winners != 1 || taken != 19 {
 			t.Fatalf("winners %d, taken %d", winners, taken)
+		}
+	})
+}
+
+// foldedDraft builds a draft payment in org, to be created with a folded Idempotency-Key.
+func foldedDraft(t *testing.T, s *store.Store, org string) (*store.Order, []store.OrderLeg) {
+	t.Helper()
+	w := mustWallet(t, s, org, "ethereum")
+	now := time.Now().UTC()
+	o := &store.Order{ID: ids.New(ids.Order), OrgID: org, App: "pay", Domain: "payment", Status: "draft", WalletID: w.ID,
+		Chain: "ethereum", Details: `{"asset":"USDC","amount":"500"}`, PayloadHash: "h", AmountUSD: dec("500.00"),
+		CreatedBy: "key_maker", CorrelationID: "corr-create", CreatedAt: now, UpdatedAt: now}
+	o.WorkflowID = "order-" + o.ID
+	return o, []store.OrderLeg{{Position: 0, Leg: "TRANSFER", Status: "pending"}}
+}
+
+func foldedRecord(org, key string, at time.Time) *store.IdempotencyRecord {
+	return &store.IdempotencyRecord{OrgID: org, Key: key, Method: "POST", Path: "/api/v1/payments", Fingerprint: "fp",
+		CreatedAt: at, ExpiresAt: at.Add(24 * time.Hour)}
+}
+
+func renderID(o *store.Order, _ []store.OrderLeg) (int, string, []byte, error) {
+	return 201, `{"Location":"/api/v1/payments/` + o.ID + `"}`, []byte(`{"id":"` + o.ID + `"}`), nil
+}
+
+// The record that answers a create's retries commits with the order, done, or neither
+// does: no crash leaves an order without it, nor a claim for an order never made.
+func TestAnOrderAndItsIdempotencyRecordCommitTogether(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		org := mustOrg(t, s)
+		now := time.Now()
+
+		o, legs := foldedDraft(t, s, org)
+		f := &store.FoldedIdempotency{Record: foldedRecord(org, "k-fold", now), Render: renderID}
+		if _, err := s.CreateOrder(store.WithFoldedIdempotency(ctx, f), o, legs, store.EventSpec{Name: "Order.Created"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := s.IdempotencyRecordOf(ctx, org, "k-fold")
+		if err != nil || rec == nil {
+			t.Fatalf("record: %v %v", rec, err)
+		}
+		if !f.Stored || f.Held != nil || rec.State != store.IdempotencyDone || rec.StatusCode != 201 ||
+			string(rec.ResponseBody) != `{"id":"`+o.ID+`"}` || string(f.Record.ResponseBody) != string(rec.ResponseBody) {
+			t.Fatalf("stored %v held %v, record %+v", f.Stored, f.Held, rec)
+		}
+
+		// The same key again: the key's record answers, and no second order is made.
+		again, againLegs := foldedDraft(t, s, org)
+		g := &store.FoldedIdempotency{Record: foldedRecord(org, "k-fold", now.Add(time.Second)), Render: renderID}
+		_, err = s.CreateOrder(store.WithFoldedIdempotency(ctx, g), again, againLegs, store.EventSpec{Name: "Order.Created"}, nil)
+		if !errors.Is(err, store.ErrIdempotencyTaken) || g.Stored || g.Held == nil || string(g.Held.ResponseBody) != string(rec.ResponseBody) {
+			t.Fatalf("repeat: %v, stored %v, held %+v", err, g.Stored, g.Held)
+		}
+		if _, _, err := s.Order(ctx, again.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("the repeat's order must not exist: %v", err)
+		}
+
+		// A response that cannot be rendered undoes the order with it.
+		broken, brokenLegs := foldedDraft(t, s, org)
+		h := &store.FoldedIdempotency{Record: foldedRecord(org, "k-broken", now), Render: func(*store.Order, []store.OrderLeg) (int, string, []byte, error) {
+			return 0, "", nil, errors.New("cannot render")
+		}}
+		if _, err := s.CreateOrder(store.WithFoldedIdempotency(ctx, h), broken, brokenLegs, store.EventSpec{Name: "Order.Created"}, nil); err == nil || h.Stored {
+			t.Fatalf("a failed render: %v, stored %v", err, h.Stored)
+		}
+		if _, _, err := s.Order(ctx, broken.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("the order of a failed render must not exist: %v", err)
+		}
+		if rec, err := s.IdempotencyRecordOf(ctx, org, "k-broken"); rec != nil || err != nil {
+			t.Fatalf("no record for an order never made: %+v %v", rec, err)
+		}
+	})
+}
+
+// Concurrent creates under one key: one order, one record, and every other create told
+// that the key is taken, with nothing of its own left behind.
+func TestConcurrentFoldedCreatesMakeOneOrder(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		org := mustOrg(t, s)
+		const n = 8
+		drafts := make([]*store.Order, n)
+		legs := make([][]store.OrderLeg, n)
+		for i := range n {
+			drafts[i], legs[i] = foldedDraft(t, s, org)
+		}
+		folds := make([]*store.FoldedIdempotency, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			folds[i] = &store.FoldedIdempotency{Record: foldedRecord(org, "k-race", time.Now()), Render: renderID}
+			wg.Go(func() {
+				_, errs[i] = s.CreateOrder(store.WithFoldedIdempotency(ctx, folds[i]), drafts[i], legs[i], store.EventSpec{Name: "Order.Created"}, nil)
+			})
+		}
+		wg.Wait()
+		winner := -1
+		for i := range n {
+			_, _, found := s.Order(ctx, drafts[i].ID)
+			switch {
+			case errs[i] == nil && folds[i].Stored && found == nil:
+				if winner >= 0 {
+					t.Fatalf("two creates stored orders: %d and %d", winner, i)
+				}
+				winner = i
+			case errors.Is(errs[i], store.ErrIdempotencyTaken) && !folds[i].Stored && folds[i].Held != nil && errors.Is(found, store.ErrNotFound):
+			default:
+				t.Fatalf("create %d: %v, stored %v, held %v, order %v", i, errs[i], folds[i].Stored, folds[i].Held, found)
+			}
+		}
+		if winner < 0 {
+			t.Fatal("no create stored its order")
+		}
+		for i := range n {
+			if i != winner && string(folds[i].Held.ResponseBody) != `{"id":"`+drafts[winner].ID+`"}` {
+				t.Fatalf("create %d was held by %s", i, folds[i].Held.ResponseBody)
+			}
 		}
 	})
 }

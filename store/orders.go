@@ -186,10 +186,16 @@ type StepResult struct {
 
 // CreateOrder stores a new draft order, its legs, its first history row and its
 // Order.Created event, in one transaction.
-// A non-nil audit record is written in the same transaction.
+// A non-nil audit record is written in the same transaction, and so is the request's
+// Idempotency-Key record when ctx carries one (WithFoldedIdempotency); ErrIdempotencyTaken
+// then means another request holds the key, and no order was created.
 func (s *Store) CreateOrder(ctx context.Context, o *Order, legs []OrderLeg, created EventSpec, audit *AuditLog) (*Event, error) {
 	var ev *Event
+	folded := foldedIdempotency(ctx)
 	err := s.Tx(ctx, func(tx *Store) error {
+		if folded != nil {
+			folded.Held = nil
+		}
 		if audit != nil {
 			if err := tx.AppendAudit(ctx, audit); err != nil {
 				return err
@@ -216,8 +222,14 @@ func (s *Store) CreateOrder(ctx context.Context, o *Order, legs []OrderLeg, crea
 		}
 		ev = res.Event
 		*o = *res.Order
+		if folded != nil {
+			return tx.storeFolded(ctx, folded, o, legs)
+		}
 		return nil
 	})
+	if folded != nil {
+		folded.Stored = err == nil
+	}
 	return ev, err
 }
 
