@@ -19,12 +19,15 @@ import (
 
 // Config is the service configuration; the production binary reads it from the environment.
 type Config struct {
-	DatabaseURL       string
-	SQLitePath        string
-	MigrateOnStart    bool
-	TemporalAddress   string
-	TemporalNamespace string
-	TemporalAPIKey    string
+	DatabaseURL string
+	SQLitePath  string
+	// SQLiteNoWriterGate leaves SQLite's write transactions to wait for the database in
+	// SQLite's own busy handler instead of taking turns in the process (store.Config).
+	SQLiteNoWriterGate bool
+	MigrateOnStart     bool
+	TemporalAddress    string
+	TemporalNamespace  string
+	TemporalAPIKey     string
 	// TemporalNoCompression sends requests to Temporal uncompressed (the SDK gzips them
 	// by default): worth it only when the server is on the same machine, as in the dev
 	// bundle, where compressing costs CPU and saves nothing.
@@ -92,6 +95,7 @@ type envVar struct {
 var EnvVars = []envVar{
 	{"DATABASE_URL", "", "PostgreSQL URL of the treasury store (postgres://user:pass@host:5432/db?sslmode=disable)"},
 	{"SQLITE_PATH", "", "SQLite file of the treasury store when DATABASE_URL is unset (single-node only)"},
+	{"SQLITE_WRITER_GATE", "true", "on SQLite, write transactions take turns in the process, each starting the moment the one before it ends; false leaves them to SQLite's busy handler, which sleeps between tries"},
 	{"MIGRATE_ON_START", "true", "apply pending migrations when api or worker starts (guarded by a lock)"},
 	{"TEMPORAL_ADDRESS", "127.0.0.1:7233", "Temporal frontend host:port"},
 	{"TEMPORAL_NAMESPACE", "default", "Temporal namespace"},
@@ -199,6 +203,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	cfg := Config{
 		DatabaseURL:          get("DATABASE_URL"),
 		SQLitePath:           get("SQLITE_PATH"),
+		SQLiteNoWriterGate:   !boolean("SQLITE_WRITER_GATE"),
 		MigrateOnStart:       boolean("MIGRATE_ON_START"),
 		TemporalAddress:      get("TEMPORAL_ADDRESS"),
 		TemporalNamespace:    get("TEMPORAL_NAMESPACE"),

@@ -39,7 +39,7 @@ func SearchAttributeTypes() map[string]enumspb.IndexedValueType {
 // OpenStore connects to the configured database and, unless disabled, migrates it. The
 // events its transactions commit are counted into cfg.Metrics.
 func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (*store.Store, error) {
-	s, err := store.Open(ctx, store.Config{DatabaseURL: cfg.DatabaseURL, SQLitePath: cfg.SQLitePath})
+	s, err := store.Open(ctx, store.Config{DatabaseURL: cfg.DatabaseURL, SQLitePath: cfg.SQLitePath, NoWriterGate: cfg.SQLiteNoWriterGate})
 	if err != nil {
 		return nil, err
 	}

@@ -38,6 +38,8 @@ type Store struct {
 	// appended and appendedNames collect, inside a transaction, the ids and the names of
 	// the events it wrote, in step.
 	appended, appendedNames *[]string
+	// writers, on SQLite, lets one transaction at a time begin (SQLITE_WRITER_GATE=off: nil).
+	writers *writerGate
 }
 
 // Config selects the database: PostgreSQL when DatabaseURL is set, SQLite at SQLitePath otherwise.
@@ -46,6 +48,9 @@ type Config struct {
 	SQLitePath  string
 	// MaxOpenConns bounds the pool; 0 keeps a sensible default per dialect.
 	MaxOpenConns int
+	// NoWriterGate leaves SQLite's write transactions to queue in SQLite's own busy
+	// handler, as they did before the gate (see writerGate).
+	NoWriterGate bool
 }
 
 // Open connects to the configured database. It does not migrate; call Migrate.
@@ -95,6 +100,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	s := &Store{db: db, dialect: dialect, databaseURL: cfg.DatabaseURL, committed: new(func([]string)),
 		counted: new(func([]string))}
+	if dialect == migrations.SQLite && !cfg.NoWriterGate {
+		s.writers = newWriterGate(sqliteBusyTimeout)
+	}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := s.Ping(pingCtx); err != nil {
@@ -109,7 +117,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 // that take the lock up front (BEGIN IMMEDIATE) so they never deadlock on upgrade.
 func SQLiteDSN(path string) string {
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", sqliteBusyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(1)")
@@ -190,6 +198,13 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 		appended, names = new([]string), new([]string)
 	}
 	before := len(*appended)
+	if !nested && s.writers != nil {
+		release, err := s.writers.enter(ctx)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		return fn(&Store{db: tx, dialect: s.dialect, databaseURL: s.databaseURL, committed: s.committed, counted: s.counted,
 			appended: appended, appendedNames: names})

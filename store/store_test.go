@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -424,4 +425,45 @@ func TestBalanceSyncNeverMovesBackwards(t *testing.T) {
 			t.Fatal("a negative price must be refused")
 		}
 	})
+}
+
+// Many writers at once on SQLite, taking turns at the writer gate or left to SQLite's busy
+// handler (SQLITE_WRITER_GATE=false): every transaction commits, each once.
+func TestConcurrentSQLiteWritersWithAndWithoutTheGate(t *testing.T) {
+	for _, noGate := range []bool{false, true} {
+		t.Run(map[bool]string{false: "gate", true: "busy handler"}[noGate], func(t *testing.T) {
+			s, err := store.Open(ctx, store.Config{SQLitePath: filepath.Join(t.TempDir(), "treasury.db"), NoWriterGate: noGate})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			if err := s.Migrate(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+			org := mustOrg(t, s)
+			const writers, each = 12, 10
+			var wg sync.WaitGroup
+			errs := make(chan error, writers*each)
+			for range writers {
+				wg.Go(func() {
+					for range each {
+						errs <- s.Tx(ctx, func(tx *store.Store) error {
+							return tx.CreateWallet(ctx, &store.Wallet{ID: ids.New(ids.Wallet), OrgID: org, Chain: "ethereum",
+								Address: ids.New("addr"), PublicKey: "pk", CreatedAt: time.Now()})
+						})
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n, err := s.CountWallets(ctx, org); err != nil || n != writers*each {
+				t.Fatalf("wallets %d, %v", n, err)
+			}
+		})
+	}
 }
