@@ -122,7 +122,9 @@ func (h *orderHandlers) create(c *gin.Context) {
 // jsonContentType is what gin's JSON rendering sends.
 const jsonContentType = "application/json; charset=utf-8"
 
-func (h *orderHandlers) location(id string) string { return apiBase + "/" + h.domain.Collection + "/" + id }
+func (h *orderHandlers) location(id string) string {
+	return apiBase + "/" + h.domain.Collection + "/" + id
+}
 
 // created renders the answer to the create of o, inside the transaction that stores it
 // with the request's Idempotency-Key record.

@@ -41,4 +41,6 @@ func TestWriterGateLetsOneInAtATime(t *testing.T) {
 }
 
 // newWriterGateOf is g with a long timeout, for a writer that must wait its turn.
-func newWriterGateOf(g *writerGate) *writerGate { return &writerGate{turn: g.turn, timeout: time.Minute} }
+func newWriterGateOf(g *writerGate) *writerGate {
+	return &writerGate{turn: g.turn, timeout: time.Minute}
+}
