@@ -12,6 +12,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -277,6 +278,7 @@ func run() int {
 	warmup := flag.Duration("warmup", 3*time.Second, "unmeasured load at the first rate before the first step")
 	maxRate := flag.Float64("max-rate", 400, "stop raising the rate past this one even if unsaturated")
 	drainMax := flag.Duration("drain", time.Minute, "how long after a step's last send its orders may take to end")
+	halfStep := flag.Bool("half-step", true, "once saturated, offer half the saturation rate for one more step, where the targets are read (unless a step already ran within 10 % of it)")
 	explain := flag.Bool("explain", true, "after each step, read the orders' workflow histories and print where the submit calls' time went")
 	poll := flag.Duration("approver-poll", 50*time.Millisecond, "how often the approver lists pending items while approval orders wait")
 	extra := flag.String("dev-args", "--rate-limit 100000 --rate-burst 100000 --balance-sync-interval 1h",
@@ -400,6 +402,18 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "no step measured")
 		return 1
 	}
+	if sat, saturated := saturationOf(results); saturated && *halfStep && ctx.Err() == nil {
+		half := math.Round(sat*5) / 10 // one decimal
+		if !slices.ContainsFunc(results, func(r result) bool { return math.Abs(r.offered-half) <= 0.1*half }) {
+			res := runStep(runCtx, r, b.Cmd.Process.Pid, half, *step, *approvalEvery, rateString(half), *drainMax)
+			res.print(fmt.Sprintf("rate %s/s (half the saturation rate)", rateString(half)))
+			if histories != nil {
+				explainSubmits(runCtx, histories, r.t, res.orders)
+			}
+			results = append(results, res)
+			slices.SortFunc(results, func(a, b result) int { return cmp.Compare(a.offered, b.offered) })
+		}
+	}
 	printTable(results)
 
 	sat, reached := summarize(results)
@@ -415,14 +429,19 @@ func run() int {
 	return 0
 }
 
-// summarize prints the saturation rate, and the p99s at the measured rate nearest half of
-// it against the targets; it returns the saturation rate and whether a step reached it.
-func summarize(results []result) (float64, bool) {
-	sat, saturated := 0.0, false
+// saturationOf is the highest achieved rate of any step, and whether a step saturated.
+func saturationOf(results []result) (sat float64, saturated bool) {
 	for _, r := range results {
 		sat = max(sat, r.achieved)
 		saturated = saturated || r.saturated
 	}
+	return sat, saturated
+}
+
+// summarize prints the saturation rate, and the p99s at the measured rate nearest half of
+// it against the targets; it returns the saturation rate and whether a step reached it.
+func summarize(results []result) (float64, bool) {
+	sat, saturated := saturationOf(results)
 	if saturated {
 		fmt.Printf("saturation rate: %.1f orders/s (the highest achieved rate)\n", sat)
 	} else {
