@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
 )
@@ -128,18 +127,6 @@ func TestIdempotencyConcurrentClaimsHaveOneWinner(t *testing.T) {
 	})
 }
 
-// foldedDraft builds a draft payment in org, to be created with a folded Idempotency-Key.
-func foldedDraft(t *testing.T, s *store.Store, org string) (*store.Order, []store.OrderLeg) {
-	t.Helper()
-	w := mustWallet(t, s, org, "ethereum")
-	now := time.Now().UTC()
-	o := &store.Order{ID: ids.New(ids.Order), OrgID: org, App: "pay", Domain: "payment", Status: "draft", WalletID: w.ID,
-		Chain: "ethereum", Details: `{"asset":"USDC","amount":"500"}`, PayloadHash: "h", AmountUSD: dec("500.00"),
-		CreatedBy: "key_maker", CorrelationID: "corr-create", CreatedAt: now, UpdatedAt: now}
-	o.WorkflowID = "order-" + o.ID
-	return o, []store.OrderLeg{{Position: 0, Leg: "TRANSFER", Status: "pending"}}
-}
-
 func foldedRecord(org, key string, at time.Time) *store.IdempotencyRecord {
 	return &store.IdempotencyRecord{OrgID: org, Key: key, Method: "POST", Path: "/api/v1/payments", Fingerprint: "fp",
 		CreatedAt: at, ExpiresAt: at.Add(24 * time.Hour)}
@@ -156,7 +143,7 @@ func TestAnOrderAndItsIdempotencyRecordCommitTogether(t *testing.T) {
 		org := mustOrg(t, s)
 		now := time.Now()
 
-		o, legs := foldedDraft(t, s, org)
+		o, legs := newDraft(t, s, org, "TRANSFER")
 		f := &store.FoldedIdempotency{Record: foldedRecord(org, "k-fold", now), Render: renderID}
 		if _, err := s.CreateOrder(store.WithFoldedIdempotency(ctx, f), o, legs, store.EventSpec{Name: "Order.Created"}, nil); err != nil {
 			t.Fatal(err)
@@ -171,7 +158,7 @@ func TestAnOrderAndItsIdempotencyRecordCommitTogether(t *testing.T) {
 		}
 
 		// The same key again: the key's record answers, and no second order is made.
-		again, againLegs := foldedDraft(t, s, org)
+		again, againLegs := newDraft(t, s, org, "TRANSFER")
 		g := &store.FoldedIdempotency{Record: foldedRecord(org, "k-fold", now.Add(time.Second)), Render: renderID}
 		_, err = s.CreateOrder(store.WithFoldedIdempotency(ctx, g), again, againLegs, store.EventSpec{Name: "Order.Created"}, nil)
 		if !errors.Is(err, store.ErrIdempotencyTaken) || g.Stored || g.Held == nil || string(g.Held.ResponseBody) != string(rec.ResponseBody) {
@@ -182,7 +169,7 @@ func TestAnOrderAndItsIdempotencyRecordCommitTogether(t *testing.T) {
 		}
 
 		// A response that cannot be rendered undoes the order with it.
-		broken, brokenLegs := foldedDraft(t, s, org)
+		broken, brokenLegs := newDraft(t, s, org, "TRANSFER")
 		h := &store.FoldedIdempotency{Record: foldedRecord(org, "k-broken", now), Render: func(*store.Order, []store.OrderLeg) (int, string, []byte, error) {
 			return 0, "", nil, errors.New("cannot render")
 		}}
@@ -207,7 +194,7 @@ func TestConcurrentFoldedCreatesMakeOneOrder(t *testing.T) {
 		drafts := make([]*store.Order, n)
 		legs := make([][]store.OrderLeg, n)
 		for i := range n {
-			drafts[i], legs[i] = foldedDraft(t, s, org)
+			drafts[i], legs[i] = newDraft(t, s, org, "TRANSFER")
 		}
 		folds := make([]*store.FoldedIdempotency, n)
 		errs := make([]error, n)

@@ -18,7 +18,8 @@ import (
 	"github.com/opentreasury/treasury/store/storetest"
 )
 
-func mustDraft(t *testing.T, s *store.Store, org string, legs ...string) *store.Order {
+// newDraft is a draft payment of org from a new wallet, with legs, not yet stored.
+func newDraft(t *testing.T, s *store.Store, org string, legs ...string) (*store.Order, []store.OrderLeg) {
 	t.Helper()
 	w := mustWallet(t, s, org, "ethereum")
 	now := time.Now().UTC()
@@ -30,6 +31,12 @@ func mustDraft(t *testing.T, s *store.Store, org string, legs ...string) *store.
 	for i, l := range legs {
 		ls = append(ls, store.OrderLeg{Position: i, Leg: l, Status: "pending"})
 	}
+	return o, ls
+}
+
+func mustDraft(t *testing.T, s *store.Store, org string, legs ...string) *store.Order {
+	t.Helper()
+	o, ls := newDraft(t, s, org, legs...)
 	ev, err := s.CreateOrder(ctx, o, ls, store.EventSpec{Name: "Order.Created"}, nil)
 	if err != nil {
 		t.Fatal(err)
