@@ -38,7 +38,7 @@ type Store struct {
 	// appended and appendedNames collect, inside a transaction, the ids and the names of
 	// the events it wrote, in step.
 	appended, appendedNames *[]string
-	// writers, on SQLite, lets one transaction at a time begin (SQLITE_WRITER_GATE=off: nil).
+	// writers, on SQLite, lets one transaction at a time begin (nil with Config.NoWriterGate).
 	writers *writerGate
 }
 

@@ -193,7 +193,10 @@ func newServer(cfg TemporalConfig, logger tlog.Logger) (temporal.Server, error) 
 			// up to 60 ms for a worker that was idle (p99 of the submit call).
 			dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
 			dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
-			dynamicconfig.TransferProcessorMaxPollRPS.Key():         1000,
+			// The transfer queue hands new workflow and activity tasks to matching; read at
+			// most 20 times a second per shard (the default), each waited for the next read,
+			// up to 50 ms on this one-shard server.
+			dynamicconfig.TransferProcessorMaxPollRPS.Key(): 1000,
 		}),
 	)
 	if err != nil {
