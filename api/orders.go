@@ -109,13 +109,12 @@ func (h *orderHandlers) create(c *gin.Context) {
 		failed(c, h.log, err)
 		return
 	}
+	c.Header("Location", h.location(o.ID))
 	if f != nil && f.Stored {
 		// The answer is the one stored for the retries, byte for byte.
-		c.Header("Location", h.location(o.ID))
 		c.Data(f.Record.StatusCode, jsonContentType, f.Record.ResponseBody)
 		return
 	}
-	c.Header("Location", h.location(o.ID))
 	c.JSON(http.StatusCreated, orderJSON(o))
 }
 

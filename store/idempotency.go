@@ -18,6 +18,9 @@ const (
 // ErrIdempotencyTaken means another request holds the key.
 var ErrIdempotencyTaken = errors.New("store: idempotency key taken")
 
+// errKeyContended: the key's record came and went between two looks.
+var errKeyContended = errors.New("store: idempotency key contended; retry")
+
 // ClaimIdempotencyKey records that a request has started under (orgID, key). It returns
 // nil when this request now owns the key. Otherwise it returns ErrIdempotencyTaken and the
 // record that holds the key. An expired record, or an in-flight one older than
@@ -33,18 +36,17 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec *IdempotencyRecord,
 		if res.RowsAffected == 1 {
 			return nil, nil
 		}
-		var cur IdempotencyRecord
-		err := s.with(ctx).Where("org_id = ? AND key = ?", rec.OrgID, rec.Key).Take(&cur).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			continue // deleted between the insert and the read: try again
-		}
+		cur, err := s.IdempotencyRecordOf(ctx, rec.OrgID, rec.Key)
 		if err != nil {
 			return nil, err
+		}
+		if cur == nil {
+			continue // deleted between the insert and the read: try again
 		}
 		stale := cur.ExpiresAt.Before(rec.CreatedAt) ||
 			(cur.State == IdempotencyInFlight && cur.CreatedAt.Before(abandonedBefore))
 		if !stale {
-			return &cur, ErrIdempotencyTaken
+			return cur, ErrIdempotencyTaken
 		}
 		// Take the stale record over only if nobody else did meanwhile.
 		res = s.with(ctx).Model(&IdempotencyRecord{}).
@@ -61,7 +63,7 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec *IdempotencyRecord,
 			return nil, nil
 		}
 	}
-	return nil, errors.New("store: idempotency key contended; retry")
+	return nil, errKeyContended
 }
 
 // IdempotencyRecordOf reads the record that holds (orgID, key), nil when none does.
@@ -125,11 +127,14 @@ func (s *Store) storeFolded(ctx context.Context, f *FoldedIdempotency, o *Order,
 	}
 	// Another request took the key first (and has committed: SQLite runs one writer at a
 	// time, PostgreSQL waited for it): this request is answered from its record.
-	var cur IdempotencyRecord
-	if err := s.with(ctx).Where("org_id = ? AND key = ?", rec.OrgID, rec.Key).Take(&cur).Error; err != nil {
+	cur, err := s.IdempotencyRecordOf(ctx, rec.OrgID, rec.Key)
+	if err != nil {
 		return err
 	}
-	f.Held = &cur
+	if cur == nil {
+		return errKeyContended
+	}
+	f.Held = cur
 	return ErrIdempotencyTaken
 }
 

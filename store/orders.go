@@ -193,9 +193,6 @@ func (s *Store) CreateOrder(ctx context.Context, o *Order, legs []OrderLeg, crea
 	var ev *Event
 	folded := foldedIdempotency(ctx)
 	err := s.Tx(ctx, func(tx *Store) error {
-		if folded != nil {
-			folded.Held = nil
-		}
 		if audit != nil {
 			if err := tx.AppendAudit(ctx, audit); err != nil {
 				return err

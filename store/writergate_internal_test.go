@@ -25,7 +25,8 @@ func TestWriterGateLetsOneInAtATime(t *testing.T) {
 	// The next writer goes in the moment the first leaves.
 	entered := make(chan struct{})
 	go func() {
-		r, err := newWriterGateOf(g).enter(context.Background())
+		// The same gate, with a timeout long enough to wait for its turn.
+		r, err := (&writerGate{turn: g.turn, timeout: time.Minute}).enter(context.Background())
 		if err == nil {
 			r()
 		}
@@ -38,9 +39,4 @@ func TestWriterGateLetsOneInAtATime(t *testing.T) {
 	} else {
 		r()
 	}
-}
-
-// newWriterGateOf is g with a long timeout, for a writer that must wait its turn.
-func newWriterGateOf(g *writerGate) *writerGate {
-	return &writerGate{turn: g.turn, timeout: time.Minute}
 }
