@@ -71,12 +71,22 @@ func (a *Orders) apply(ctx context.Context, step orders.Step, position int, ch s
 	return res, err
 }
 
-// MarkSubmitted moves a draft into the pipeline and emits Order.Submitted.
+// MarkSubmitted moves a draft into the pipeline and emits Order.Submitted. It fixes the
+// version of the app's policy that will evaluate the order: the one in force now, whatever
+// is published while the order waits.
 func (a *Orders) MarkSubmitted(ctx context.Context, in workflows.StepInput) error {
 	now := a.now()
+	ev := &store.EventSpec{}
 	_, err := a.apply(ctx, orders.StepSubmitted, 0, store.OrderChange{OrderID: in.OrderID, Reason: "submitted",
-		CorrelationID: in.CorrelationID, At: now,
-		Mutate: func(o *store.Order, _ []store.OrderLeg) { o.SubmittedAt = &now }})
+		CorrelationID: in.CorrelationID, At: now, Event: ev,
+		Also: func(tx *store.Store, o *store.Order, _ []store.OrderLeg) error {
+			_, version, err := tx.PolicyRules(ctx, o.OrgID, o.App, nil)
+			if err != nil {
+				return err
+			}
+			o.SubmittedAt, o.PolicyVersion, ev.Body.PolicyVersion = &now, &version, &version
+			return nil
+		}})
 	return err
 }
 
@@ -114,28 +124,34 @@ func (a *Orders) EvaluatePolicy(ctx context.Context, in workflows.StepInput) (wo
 	return d, nil
 }
 
-// decide evaluates an order against its app's policy and the wallet's volume of the day.
+// decide evaluates an order against the version of its app's policy fixed at submit (the
+// one in force, for an order submitted before versions were recorded) and the volume
+// counted against its limits. It takes the organisation's turn for volume first, so that
+// concurrent evaluations count each other.
 func (a *Orders) decide(ctx context.Context, tx *store.Store, o *store.Order) (workflows.PolicyDecision, error) {
 	input, err := orderInput(o)
 	if err != nil {
 		return workflows.PolicyDecision{}, temporal.NewNonRetryableApplicationError(err.Error(), "CorruptOrder", err)
 	}
-	rules := policy.Rules{}
-	if p, err := tx.Policy(ctx, o.OrgID, o.App); err == nil {
-		if rules, err = policy.Parse([]byte(p.Document)); err != nil {
-			return workflows.PolicyDecision{}, err
-		}
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return workflows.PolicyDecision{}, err
-	}
-	now := a.now()
-	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
-	spent, err := tx.WalletVolumeSince(ctx, o.WalletID, day, o.ID)
+	rules, version, err := tx.PolicyRules(ctx, o.OrgID, o.App, o.PolicyVersion)
 	if err != nil {
 		return workflows.PolicyDecision{}, err
 	}
-	e := rules.Evaluate(input.PolicyOrder(o.AmountUSD), spent)
-	d := workflows.PolicyDecision{Allowed: e.Allowed(), ApprovalRequired: e.ApprovalRequired, Quorum: e.Quorum}
+	now := a.now()
+	if err := tx.GuardPolicyWindows(ctx, o.OrgID, now); err != nil {
+		return workflows.PolicyDecision{}, err
+	}
+	pol := input.PolicyOrder(o.AmountUSD)
+	pol.App = o.App
+	usage, err := tx.PolicyUsage(ctx, o.OrgID, rules, pol, now, o.ID)
+	if err != nil {
+		return workflows.PolicyDecision{}, err
+	}
+	e := rules.Evaluate(pol, usage)
+	o.PolicyAllowed = e.Allowed()
+	o.PolicyAsset, _ = policy.WindowKey(policy.Window{Scope: policy.ScopeAsset}, pol)
+	o.PolicyDestination, _ = policy.WindowKey(policy.Window{Scope: policy.ScopeDestination}, pol)
+	d := workflows.PolicyDecision{Allowed: e.Allowed(), ApprovalRequired: e.ApprovalRequired, Quorum: e.Quorum, PolicyVersion: version}
 	for _, v := range e.Violations() {
 		d.Violations = append(d.Violations, policy.Violation{Rule: v.Rule, Message: v.Message})
 	}

@@ -40,6 +40,8 @@ type lifecycle struct {
 	signings int
 	// startAt is when the workflow starts, in its own time (now when zero).
 	startAt time.Time
+	// meanwhile runs each function at its time into the workflow.
+	meanwhile map[time.Duration]func()
 }
 
 func newLifecycle(t *testing.T, s *store.Store) *lifecycle {
@@ -114,6 +116,9 @@ func (l *lifecycle) run(t *testing.T, o *store.Order, legs []string, approvers .
 		workflows.FailOrderActivity: l.acts.FailOrder,
 	} {
 		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+	}
+	for at, fn := range l.meanwhile {
+		env.RegisterDelayedCallback(fn, at)
 	}
 	for i, by := range approvers {
 		env.RegisterDelayedCallback(func() {

@@ -42,6 +42,8 @@ type access struct {
 	owner bool
 	// appCredential: an app's key or OAuth token only; a person's session is refused.
 	appCredential bool
+	// person: a signed-in person only (a decision of maker-checker on policy).
+	person bool
 }
 
 // routeAccess is the authorisation table: every route of the API must have an entry.
@@ -65,6 +67,16 @@ var routeAccess = map[string]access{
 	"GET /api/v1/policies/:app":                                     {app: "pay", actions: []string{"developer"}},
 	"PUT /api/v1/policies/:app":                                     {app: "pay", actions: []string{"developer"}},
 	"POST /api/v1/policies/:app/evaluate":                           {app: "pay", actions: []string{"write", "developer"}},
+	"GET /api/v1/policies/:app/versions":                            {app: "pay", actions: []string{"developer"}},
+	"GET /api/v1/policies/:app/versions/:version":                   {app: "pay", actions: []string{"developer"}, notFoundOK: true},
+	"POST /api/v1/policies/:app/versions/:version/rollback":         {app: "pay", actions: []string{"developer"}, notFoundOK: true},
+	"GET /api/v1/policies/:app/drafts":                              {app: "pay", actions: []string{"developer"}},
+	"POST /api/v1/policies/:app/drafts":                             {app: "pay", actions: []string{"developer"}},
+	"GET /api/v1/policies/:app/drafts/:id":                          {app: "pay", actions: []string{"developer"}, notFoundOK: true},
+	"PUT /api/v1/policies/:app/drafts/:id":                          {app: "pay", actions: []string{"developer"}, notFoundOK: true},
+	"POST /api/v1/policies/:app/drafts/:id/approve":                 {app: "pay", actions: []string{"developer"}, notFoundOK: true, person: true},
+	"POST /api/v1/policies/:app/drafts/:id/publish":                 {app: "pay", actions: []string{"developer"}, notFoundOK: true},
+	"POST /api/v1/policies/:app/drafts/:id/discard":                 {app: "pay", actions: []string{"developer"}, notFoundOK: true},
 	"GET /api/v1/approvals":                                         {app: "any", actions: []string{"read", "approve"}, records: "approval items"},
 	"POST /api/v1/approvals/:domain/:id/decide":                     {app: "pay", actions: []string{"approve"}, notFoundOK: true},
 	"GET /api/v1/signing-requests":                                  {app: "any", actions: []string{"read", "sign"}, records: "signing requests"},
@@ -130,6 +142,9 @@ func (a access) allowed(t *testing.T, reach reachTable, p *auth.Principal) bool 
 		return false
 	}
 	if a.appCredential && p.Kind == auth.KindUser {
+		return false
+	}
+	if a.person && p.Kind != auth.KindUser {
 		return false
 	}
 	holds := func(app string) bool {

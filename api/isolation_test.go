@@ -27,6 +27,7 @@ var (
 	wsConfig       = isolationTarget{resources: []string{"websocket config"}, body: `{}`}
 	webhookConfig  = isolationTarget{resources: []string{"webhook"}, body: `{}`}
 	member         = isolationTarget{resources: []string{"member"}, body: `{"actions":["read","approve"]}`}
+	policyDraft    = isolationTarget{resources: []string{"policy draft"}, body: `{}`}
 	signingRequest = isolationTarget{resources: []string{"signing request"}, body: `{"signature":"` + strings.Repeat("A", 86) + `=="}`}
 )
 
@@ -54,6 +55,11 @@ var isolationTable = map[string]isolationTarget{
 	"GET /developer/webhooks/:id/deliveries":                        webhookConfig,
 	"POST /developer/webhooks/:id/deliveries/:deliveryId/redeliver": webhookConfig,
 	"GET /api/v1/ws":                                                wsConfig,
+	"GET /api/v1/policies/:app/drafts/:id":                          policyDraft,
+	"PUT /api/v1/policies/:app/drafts/:id":                          {resources: []string{"policy draft"}, body: `{"rules":{}}`},
+	"POST /api/v1/policies/:app/drafts/:id/approve":                 policyDraft,
+	"POST /api/v1/policies/:app/drafts/:id/publish":                 policyDraft,
+	"POST /api/v1/policies/:app/drafts/:id/discard":                 policyDraft,
 }
 
 func init() {
@@ -71,6 +77,7 @@ var isolationRow = map[string]string{
 	"draft order": "orders", "submitted order": "orders", "approval item": "approval items",
 	"signing request": "signing requests", "api key": developerResources, "oauth client": developerResources,
 	"websocket config": developerResources, "webhook": developerResources, "member": "team",
+	"policy draft": "policy versions and drafts",
 }
 
 const developerResources = "API keys, OAuth clients, WebSocket configs and webhooks"
@@ -93,6 +100,8 @@ func listRow(path string) string {
 		return "request logs"
 	case path == "/developer/team":
 		return "team"
+	case strings.HasPrefix(path, "/api/v1/policies/"):
+		return "policy versions and drafts"
 	case strings.HasPrefix(path, "/developer/"):
 		return developerResources
 	case strings.HasSuffix(path, "/payments") || strings.HasSuffix(path, "-orders"):
@@ -161,6 +170,7 @@ func TestDataIsolation(t *testing.T) {
 	ownerSession := sessionFor(t, f, ownerUser)
 	owner := signedIn{token: ownerSession, csrf: auth.CSRFToken(ownerSession)}
 	a["member"] = created(f.as(t, owner, "POST", "/developer/team?app=pay", `{"email":"isolated@example.com","actions":["read"]}`))
+	a["policy draft"] = created(f.post(t, "/api/v1/policies/pay/drafts", pay, `{"rules":{"maxOrderUsd":"1"}}`))
 	// People belong to the organisation, not to an app: the team page of every app of org A
 	// lists them (the reach table's row "team").
 	orgWide := map[string]bool{"member": true}

@@ -57,6 +57,9 @@ func orderJSON(o *service.Order) map[string]any {
 	out["legs"] = ls
 	out["amountUsd"] = usd(o.AmountUSD)
 	out["payloadHash"] = o.PayloadHash
+	// The version of the app's policy that evaluates the order, fixed at submit; null
+	// before.
+	out["policyVersion"] = o.PolicyVersion
 	out["approval"] = apitypes.OrderApproval{Required: o.ApprovalRequired, Quorum: o.ApprovalQuorum, ItemID: o.ApprovalItemID,
 		Decisions: decisionsJSON(o.Decisions)}
 	if o.FailureCode != nil {

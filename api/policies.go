@@ -1,15 +1,18 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/policy"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
@@ -64,15 +67,30 @@ func (h *policyHandlers) put(c *gin.Context) {
 	respond(c, h.log, http.StatusOK, policyJSON)(h.svc.PutPolicy(c.Request.Context(), caller(c), c.Param("app"), body))
 }
 
-// evaluate answers POST /policies/{app}/evaluate: the dry run of an order body of the
-// app's domain against the current policy. It changes nothing.
+// evaluate answers POST /policies/{app}/evaluate[?version=|?draft=]: the dry run of an
+// order body of the app's domain against the policy in force, a published version or a
+// draft. It changes nothing.
 func (h *policyHandlers) evaluate(c *gin.Context) {
 	narrowToPathApp(c, auth.ActionWrite, auth.ActionDeveloper)
+	version := 0
+	if raw, ok := c.GetQuery("version"); ok {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 {
+			validationFailed(c, []orders.FieldError{{Field: "version", Message: "must be a published version number"}})
+			return
+		}
+		version = n
+	}
+	draft := c.Query("draft")
+	if version > 0 && draft != "" {
+		validationFailed(c, []orders.FieldError{{Field: "draft", Message: "give a version or a draft, not both"}})
+		return
+	}
 	body, ok := readBody(c)
 	if !ok {
 		return
 	}
-	e, err := h.svc.EvaluatePolicy(c.Request.Context(), caller(c), c.Param("app"), body)
+	e, err := h.svc.EvaluatePolicy(c.Request.Context(), caller(c), c.Param("app"), body, version, draft)
 	if err != nil {
 		failed(c, h.log, err)
 		return
@@ -85,7 +103,145 @@ func (h *policyHandlers) evaluate(c *gin.Context) {
 	if checks == nil {
 		checks = []policy.Check{}
 	}
-	c.JSON(http.StatusOK, apitypes.PolicyEvaluation{App: c.Param("app"), PolicyVersion: e.PolicyVersion, Allowed: e.Allowed(),
-		Violations: violations, Checks: checks, ApprovalRequired: e.ApprovalRequired, Quorum: e.Quorum,
-		AmountUSD: usd(e.AmountUSD), DailyVolumeUSD: usd(e.DailyVolumeUSD)})
+	c.JSON(http.StatusOK, apitypes.PolicyEvaluation{App: c.Param("app"), PolicyVersion: e.PolicyVersion, DraftID: nullable(e.DraftID),
+		Allowed: e.Allowed(), Violations: violations, Checks: checks, ApprovalRequired: e.ApprovalRequired, Quorum: e.Quorum,
+		AmountUSD: usd(e.AmountUSD), DailyVolumeUSD: usd(e.DailyVolumeUSD), Windows: windowsJSON(e.Windows)})
+}
+
+// windowsJSON renders volume windows' use; amounts to the cent, as every USD figure.
+func windowsJSON(ws []policy.WindowUse) []apitypes.PolicyWindowUse {
+	out := make([]apitypes.PolicyWindowUse, len(ws))
+	for i, w := range ws {
+		out[i] = apitypes.PolicyWindowUse{Scope: w.Scope, Key: w.Key, Hours: w.Hours, LimitUSD: w.LimitUSD.String(),
+			UsedUSD: usd(w.UsedUSD), RemainingUSD: usd(w.RemainingUSD)}
+	}
+	return out
+}
+
+func approvalsJSON(raw string) []apitypes.PolicyApproval {
+	var as []service.DraftApproval
+	_ = json.Unmarshal([]byte(raw), &as) // written by the service from this type
+	out := make([]apitypes.PolicyApproval, len(as))
+	for i, a := range as {
+		out[i] = apitypes.PolicyApproval{By: a.By, At: formatTime(a.At)}
+	}
+	return out
+}
+
+func policyVersionJSON(v *store.PolicyVersion) apitypes.PolicyVersion {
+	return apitypes.PolicyVersion{App: v.App, Version: v.Version, Rules: json.RawMessage(v.Document), Author: v.Author,
+		AuthorPerson: nullable(v.AuthorPerson), DraftID: v.DraftID, Approvals: approvalsJSON(v.Approvals), Restores: v.Restores,
+		PublishedAt: formatTime(v.PublishedAt)}
+}
+
+func policyVersionDiffJSON(v *service.PolicyVersionDiff) apitypes.PolicyVersion {
+	out := policyVersionJSON(&v.PolicyVersion)
+	out.Diff = v.Diff
+	return out
+}
+
+func policyDraftJSON(d *service.PolicyDraftView) apitypes.PolicyDraft {
+	return apitypes.PolicyDraft{ID: d.ID, App: d.App, Status: d.Status, Rules: json.RawMessage(d.Document), BaseVersion: d.BaseVersion,
+		InForceVersion: d.InForceVersion, Restores: d.Restores, Author: d.Author, AuthorPerson: nullable(d.AuthorPerson),
+		Approvals: approvalsJSON(d.PolicyDraft.Approvals), ApprovalsRequired: d.ApprovalsRequired, PublishedVersion: d.PublishedVersion,
+		Diff: d.Diff, CreatedAt: formatTime(d.CreatedAt), UpdatedAt: formatTime(d.UpdatedAt)}
+}
+
+// versionParam reads the path's version number; false when it answered the refusal.
+func versionParam(c *gin.Context) (int, bool) {
+	n, err := strconv.Atoi(c.Param("version"))
+	if err != nil || n < 1 {
+		c.AbortWithStatusJSON(http.StatusNotFound, NewProblem(apitypes.CodeNotFound, "A policy version is a number from 1."))
+		return 0, false
+	}
+	return n, true
+}
+
+// versions answers GET /policies/{app}/versions: the published versions, newest first.
+func (h *policyHandlers) versions(c *gin.Context) {
+	narrowToPathApp(c, auth.ActionDeveloper)
+	pg, errs := listParams(c)
+	if len(errs) > 0 {
+		validationFailed(c, errs)
+		return
+	}
+	list, next, err := h.svc.PolicyVersions(c.Request.Context(), caller(c), c.Param("app"), pg)
+	if err != nil {
+		failed(c, h.log, err)
+		return
+	}
+	writeList(c, list, next, policyVersionJSON)
+}
+
+// version answers GET /policies/{app}/versions/{version}: one version and its diff from
+// the one before.
+func (h *policyHandlers) version(c *gin.Context) {
+	narrowToPathApp(c, auth.ActionDeveloper)
+	if n, ok := versionParam(c); ok {
+		respond(c, h.log, http.StatusOK, policyVersionDiffJSON)(h.svc.PolicyVersion(c.Request.Context(), caller(c), c.Param("app"), n))
+	}
+}
+
+// rollback answers POST /policies/{app}/versions/{version}/rollback: a draft restoring the
+// version, published at once when the policy asks for no approvals.
+func (h *policyHandlers) rollback(c *gin.Context) {
+	narrowToPathApp(c, auth.ActionDeveloper)
+	if n, ok := versionParam(c); ok {
+		respond(c, h.log, http.StatusCreated, policyDraftJSON)(h.svc.RollbackPolicy(c.Request.Context(), caller(c), c.Param("app"), n))
+	}
+}
+
+// drafts answers GET /policies/{app}/drafts[?status=].
+func (h *policyHandlers) drafts(c *gin.Context) {
+	narrowToPathApp(c, auth.ActionDeveloper)
+	pg, errs := listParams(c)
+	if len(errs) > 0 {
+		validationFailed(c, errs)
+		return
+	}
+	list, next, err := h.svc.PolicyDrafts(c.Request.Context(), caller(c), c.Param("app"), c.Query("status"), pg)
+	if err != nil {
+		failed(c, h.log, err)
+		return
+	}
+	writeList(c, list, next, func(d **service.PolicyDraftView) apitypes.PolicyDraft { return policyDraftJSON(*d) })
+}
+
+// draftBody is a draft's request body: rules, or (to create one) fromVersion.
+type draftBody struct {
+	Rules       json.RawMessage `json:"rules"`
+	FromVersion int             `json:"fromVersion"`
+}
+
+// createDraft answers POST /policies/{app}/drafts.
+func (h *policyHandlers) createDraft(c *gin.Context) {
+	narrowToPathApp(c, auth.ActionDeveloper)
+	var b draftBody
+	if bindStrict(c, &b, "rules", "fromVersion") {
+		respond(c, h.log, http.StatusCreated, policyDraftJSON)(h.svc.CreatePolicyDraft(c.Request.Context(), caller(c), c.Param("app"),
+			service.PolicyDraftInput{Rules: b.Rules, FromVersion: b.FromVersion}))
+	}
+}
+
+// draft answers GET /policies/{app}/drafts/{id}.
+func (h *policyHandlers) draft(c *gin.Context) {
+	narrowToPathApp(c, auth.ActionDeveloper)
+	respond(c, h.log, http.StatusOK, policyDraftJSON)(h.svc.PolicyDraft(c.Request.Context(), caller(c), c.Param("app"), c.Param("id")))
+}
+
+// updateDraft answers PUT /policies/{app}/drafts/{id} {"rules": …}.
+func (h *policyHandlers) updateDraft(c *gin.Context) {
+	narrowToPathApp(c, auth.ActionDeveloper)
+	var b draftBody
+	if bindStrict(c, &b, "rules") {
+		respond(c, h.log, http.StatusOK, policyDraftJSON)(h.svc.UpdatePolicyDraft(c.Request.Context(), caller(c), c.Param("app"), c.Param("id"), b.Rules))
+	}
+}
+
+// draftAction answers POST /policies/{app}/drafts/{id}/{approve|publish|discard}.
+func (h *policyHandlers) draftAction(act func(context.Context, service.Caller, string, string) (*service.PolicyDraftView, error), actions ...string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		narrowToPathApp(c, actions...)
+		respond(c, h.log, http.StatusOK, policyDraftJSON)(act(c.Request.Context(), caller(c), c.Param("app"), c.Param("id")))
+	}
 }

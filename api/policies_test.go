@@ -68,7 +68,7 @@ func TestPolicyReadWriteAndDryRun(t *testing.T) {
 		t.Fatalf("after the change: %s", r.body)
 	}
 	audit, _ := f.store.ListAudit(t.Context(), f.creds.OrgID, []string{"pay"}, nil, "", 10)
-	if len(audit) != 1 || audit[0].Action != "policy.updated" {
+	if len(audit) != 1 || audit[0].Action != "policy.published" {
 		t.Fatalf("audit %+v", audit)
 	}
 

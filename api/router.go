@@ -227,6 +227,16 @@ func (rt *routes) treasury(v1 *gin.RouterGroup) {
 	v1.GET("/policies/:app", polh.get)
 	v1.PUT("/policies/:app", polh.put)
 	v1.POST("/policies/:app/evaluate", polh.evaluate)
+	v1.GET("/policies/:app/versions", polh.versions)
+	v1.GET("/policies/:app/versions/:version", polh.version)
+	v1.POST("/policies/:app/versions/:version/rollback", polh.rollback)
+	v1.GET("/policies/:app/drafts", polh.drafts)
+	v1.POST("/policies/:app/drafts", polh.createDraft)
+	v1.GET("/policies/:app/drafts/:id", polh.draft)
+	v1.PUT("/policies/:app/drafts/:id", polh.updateDraft)
+	v1.POST("/policies/:app/drafts/:id/approve", polh.draftAction(polh.svc.ApprovePolicyDraft, auth.ActionDeveloper))
+	v1.POST("/policies/:app/drafts/:id/publish", polh.draftAction(polh.svc.PublishPolicyDraft, auth.ActionDeveloper))
+	v1.POST("/policies/:app/drafts/:id/discard", polh.draftAction(polh.svc.DiscardPolicyDraft, auth.ActionDeveloper))
 
 	ah := &approvalHandlers{svc: svc, log: log}
 	v1.GET("/approvals", ah.list)

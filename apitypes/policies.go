@@ -1,13 +1,21 @@
 package apitypes
 
-import "github.com/opentreasury/treasury/policy"
+import (
+	"encoding/json"
+
+	"github.com/opentreasury/treasury/policy"
+)
 
 // PolicyEvaluation is a dry run's answer (POST /policies/{app}/evaluate): what the policy
 // would decide for an order.
 type PolicyEvaluation struct {
-	App           string `json:"app"`
-	PolicyVersion int    `json:"policyVersion"`
-	Allowed       bool   `json:"allowed"`
+	App string `json:"app"`
+	// PolicyVersion is the version evaluated: the one in force, the one asked for, or for
+	// a draft the version it is based on.
+	PolicyVersion int `json:"policyVersion"`
+	// DraftID is the draft evaluated, null for a published version.
+	DraftID *string `json:"draftId"`
+	Allowed bool    `json:"allowed"`
 	// Violations are the failed Checks; Checks every rule that applied, passed or not.
 	Violations       []PolicyCheck `json:"violations"`
 	Checks           []PolicyCheck `json:"checks"`
@@ -15,7 +23,73 @@ type PolicyEvaluation struct {
 	Quorum           int           `json:"quorum"`
 	AmountUSD        string        `json:"amountUsd"`
 	DailyVolumeUSD   string        `json:"dailyVolumeUsd"`
+	// Windows is each volume window that applies to the order, with its headroom before it.
+	Windows []PolicyWindowUse `json:"windows"`
 }
 
 // PolicyCheck is one rule applied to an order.
 type PolicyCheck = policy.Check
+
+// PolicyChange is one rule that differs between two policies.
+type PolicyChange = policy.Change
+
+// PolicyWindowUse is one volume window for one key (a wallet, an app, an asset or a
+// destination): its limit, the volume counted in it and the headroom left.
+type PolicyWindowUse struct {
+	Scope        string `json:"scope"`
+	Key          string `json:"key"`
+	Hours        int    `json:"hours"`
+	LimitUSD     string `json:"limitUsd"`
+	UsedUSD      string `json:"usedUsd"`
+	RemainingUSD string `json:"remainingUsd"`
+}
+
+// PolicyApproval is one person's approval of a policy draft.
+type PolicyApproval struct {
+	By string `json:"by"`
+	At string `json:"at"`
+}
+
+// PolicyVersion is one published version of an app's policy
+// (GET /policies/{app}/versions[/{version}]).
+type PolicyVersion struct {
+	App     string          `json:"app"`
+	Version int             `json:"version"`
+	Rules   json.RawMessage `json:"rules"`
+	// Author is the credential that wrote the rules; AuthorPerson the person behind it.
+	Author       string  `json:"author"`
+	AuthorPerson *string `json:"authorPerson"`
+	// DraftID is the draft it was published from, null for a PUT.
+	DraftID   *string          `json:"draftId"`
+	Approvals []PolicyApproval `json:"approvals"`
+	// Restores is the earlier version a rollback published again.
+	Restores    *int   `json:"restores"`
+	PublishedAt string `json:"publishedAt"`
+	// Diff is what it changed from the version before (read one version to get it).
+	Diff []PolicyChange `json:"diff,omitempty"`
+}
+
+// PolicyDraft is a proposed policy (…/policies/{app}/drafts): edited freely, in force only
+// once published.
+type PolicyDraft struct {
+	ID     string          `json:"id"`
+	App    string          `json:"app"`
+	Status string          `json:"status"`
+	Rules  json.RawMessage `json:"rules"`
+	// BaseVersion is the version in force when it was last saved; InForceVersion the
+	// version in force now. It can be published only while they are the same.
+	BaseVersion    int  `json:"baseVersion"`
+	InForceVersion int  `json:"inForceVersion"`
+	Restores       *int `json:"restores"`
+	// Author is the credential that last saved it; AuthorPerson the person behind it, who
+	// cannot approve it.
+	Author            string           `json:"author"`
+	AuthorPerson      *string          `json:"authorPerson"`
+	Approvals         []PolicyApproval `json:"approvals"`
+	ApprovalsRequired int              `json:"approvalsRequired"`
+	PublishedVersion  *int             `json:"publishedVersion"`
+	// Diff is what publishing it would change from the version in force.
+	Diff      []PolicyChange `json:"diff"`
+	CreatedAt string         `json:"createdAt"`
+	UpdatedAt string         `json:"updatedAt"`
+}

@@ -62,6 +62,9 @@ type OrderEvent struct {
 	OccurredAt  Time   `json:"occurredAt"`
 	OrderID     string `json:"orderId"`
 	OrderStatus string `json:"orderStatus"`
+	// PolicyVersion (Order.Submitted) is the version of the app's policy that evaluates
+	// the order: the one in force at submit, 0 when the app has none.
+	PolicyVersion *int `json:"policyVersion,omitempty"`
 	// Quorum (Order.Approved) is how many approvals the order needed.
 	Quorum int `json:"quorum,omitempty"`
 	// Reason (Order.Rejected) is policy, approver or expired.

@@ -24,6 +24,7 @@ const (
 	Organization    = "org"
 	User            = "usr"
 	AuditLog        = "aud"
+	PolicyDraft     = "pdr"
 )
 
 // New returns prefix_<32 hex digits of a UUIDv7>: unique, and ordered by creation time

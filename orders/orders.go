@@ -425,7 +425,11 @@ func Payload(orderID, domain, walletID, chain string, details map[string]any, le
 
 // PolicyOrder is what the policy looks at in this order, worth amountUSD.
 func (in *Input) PolicyOrder(amountUSD decimal.Decimal) policy.Order {
-	o := policy.Order{Domain: in.Domain, AmountUSD: amountUSD, SellAsset: in.SellAsset, BuyAsset: in.BuyAsset, Protocol: in.Protocol}
+	o := policy.Order{Domain: in.Domain, AmountUSD: amountUSD, WalletID: in.WalletID, Asset: in.Asset,
+		SellAsset: in.SellAsset, BuyAsset: in.BuyAsset, Protocol: in.Protocol}
+	if in.Domain == Trade {
+		o.Asset = in.SellAsset
+	}
 	if in.Destination != nil {
 		o.Destination = in.Destination.Address
 	}

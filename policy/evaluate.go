@@ -17,12 +17,16 @@ const (
 	RuleDeniedPairs          = "deniedPairs"
 	RuleAllowedProtocols     = "allowedProtocols"
 	RuleApprovalTiers        = "approvalTiers"
+	RuleWindows              = "windows"
 )
 
 // Order is what the policy looks at in an order.
 type Order struct {
 	Domain    string // payment, trade, earn, borrow
 	AmountUSD decimal.Decimal
+	// App and WalletID are the order's app and wallet; Asset the asset it moves (a trade's
+	// the one it sells). With Destination they are the keys of the volume windows.
+	App, WalletID, Asset string
 	// Destination is a payment's destination address.
 	Destination string
 	// SellAsset and BuyAsset are a trade's pair.
@@ -51,6 +55,50 @@ type Evaluation struct {
 	// ApprovalRequired and Quorum come from the approval tiers.
 	ApprovalRequired bool `json:"approvalRequired"`
 	Quorum           int  `json:"quorum"`
+	// Windows is each volume window that applies to the order, with its headroom.
+	Windows []WindowUse `json:"windows"`
+}
+
+// Usage is the volume counted against an order's limits before it.
+type Usage struct {
+	// DailyVolumeUSD is the wallet's volume of the current UTC day.
+	DailyVolumeUSD decimal.Decimal
+	// Windows[i] is the volume of Rules.Windows[i] for the order's key (WindowKey); a
+	// missing entry counts as zero.
+	Windows []decimal.Decimal
+}
+
+// WindowUse is one window for one key: its volume before the order, and the headroom left.
+type WindowUse struct {
+	Scope        string          `json:"scope"`
+	Key          string          `json:"key"`
+	Hours        int             `json:"hours"`
+	LimitUSD     decimal.Decimal `json:"limitUsd"`
+	UsedUSD      decimal.Decimal `json:"usedUsd"`
+	RemainingUSD decimal.Decimal `json:"remainingUsd"`
+}
+
+// NewWindowUse is a window's use by key with used USD counted in it.
+func NewWindowUse(w Window, key string, used decimal.Decimal) WindowUse {
+	return WindowUse{Scope: w.Scope, Key: key, Hours: w.Hours, LimitUSD: w.LimitUSD, UsedUSD: used,
+		RemainingUSD: decimal.Max(decimal.Zero, w.LimitUSD.Sub(used))}
+}
+
+// WindowKey is the key the window counts the order under, and false when the window does
+// not apply to it (a destination window and an order with no destination).
+func WindowKey(w Window, o Order) (string, bool) {
+	var key string
+	switch w.Scope {
+	case ScopeWallet:
+		key = o.WalletID
+	case ScopeApp:
+		key = o.App
+	case ScopeAsset:
+		key = strings.ToUpper(o.Asset)
+	case ScopeDestination:
+		key = strings.ToLower(o.Destination)
+	}
+	return key, key != ""
 }
 
 // Violations are the failed checks.
@@ -67,10 +115,10 @@ func (e Evaluation) Violations() []Check {
 // Allowed reports whether no rule was violated.
 func (e Evaluation) Allowed() bool { return len(e.Violations()) == 0 }
 
-// Evaluate decides an order against the rules. spentTodayUSD is the wallet's volume of
-// the current day before this order, counting only orders that were not rejected or failed.
-// It is pure: the same inputs always give the same decision.
-func (r Rules) Evaluate(o Order, spentTodayUSD decimal.Decimal) Evaluation {
+// Evaluate decides an order against the rules, given the volume counted before it (only
+// orders the policy let through that were not rejected or failed count). It is pure: the
+// same inputs always give the same decision.
+func (r Rules) Evaluate(o Order, u Usage) Evaluation {
 	var e Evaluation
 	add := func(rule string, passed bool, format string, args ...any) {
 		e.Checks = append(e.Checks, Check{Rule: rule, Passed: passed, Message: fmt.Sprintf(format, args...)})
@@ -81,9 +129,23 @@ func (r Rules) Evaluate(o Order, spentTodayUSD decimal.Decimal) Evaluation {
 		add(RuleMaxOrderUSD, ok, "order worth %s USD against a limit of %s USD", usd, r.MaxOrderUSD.String())
 	}
 	if r.DailyVolumeUSD != nil {
-		total := spentTodayUSD.Add(o.AmountUSD)
+		total := u.DailyVolumeUSD.Add(o.AmountUSD)
 		ok := total.LessThanOrEqual(*r.DailyVolumeUSD)
 		add(RuleDailyVolumeUSD, ok, "wallet volume today would be %s USD against a limit of %s USD", total.StringFixedBank(2), r.DailyVolumeUSD.String())
+	}
+	for i, w := range r.Windows {
+		key, ok := WindowKey(w, o)
+		if !ok {
+			continue
+		}
+		used := decimal.Zero
+		if i < len(u.Windows) {
+			used = u.Windows[i]
+		}
+		e.Windows = append(e.Windows, NewWindowUse(w, key, used))
+		total := used.Add(o.AmountUSD)
+		add(RuleWindows, total.LessThanOrEqual(w.LimitUSD), "volume of %s %s over %d h would be %s USD against a limit of %s USD",
+			w.Scope, key, w.Hours, total.StringFixedBank(2), w.LimitUSD.String())
 	}
 	switch o.Domain {
 	case "payment":

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/shopspring/decimal"
@@ -54,7 +55,7 @@ func TestEvaluate(t *testing.T) {
 	r := seeded(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e := r.Evaluate(tc.order, d(tc.spent))
+			e := r.Evaluate(tc.order, Usage{DailyVolumeUSD: d(tc.spent)})
 			var got []string
 			for _, v := range e.Violations() {
 				got = append(got, v.Rule)
@@ -78,15 +79,39 @@ func TestEvaluateWithAllowedPairsAndNoRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := r.Evaluate(Order{Domain: "trade", AmountUSD: d("1"), SellAsset: "USDC", BuyAsset: "ETH"}, d("0")); !e.Allowed() {
+	if e := r.Evaluate(Order{Domain: "trade", AmountUSD: d("1"), SellAsset: "USDC", BuyAsset: "ETH"}, Usage{}); !e.Allowed() {
 		t.Fatalf("allowed pair refused: %+v", e)
 	}
-	if e := r.Evaluate(Order{Domain: "trade", AmountUSD: d("1"), SellAsset: "WBTC", BuyAsset: "ETH"}, d("0")); e.Allowed() {
+	if e := r.Evaluate(Order{Domain: "trade", AmountUSD: d("1"), SellAsset: "WBTC", BuyAsset: "ETH"}, Usage{}); e.Allowed() {
 		t.Fatal("a pair outside allowedPairs must be refused")
 	}
 	empty := Rules{}
-	e := empty.Evaluate(Order{Domain: "payment", AmountUSD: d("99999999"), Destination: "0xany"}, d("0"))
+	e := empty.Evaluate(Order{Domain: "payment", AmountUSD: d("99999999"), Destination: "0xany"}, Usage{})
 	if !e.Allowed() || e.ApprovalRequired || len(e.Checks) != 0 {
 		t.Fatalf("an empty policy allows everything without approval: %+v", e)
+	}
+}
+
+func TestWindowsCountTheirKeysVolume(t *testing.T) {
+	d := decimal.RequireFromString
+	r, err := Parse([]byte(`{"windows":[{"scope":"wallet","hours":24,"limitUsd":"1000"},{"scope":"destination","hours":1,"limitUsd":"100"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pay := Order{Domain: "payment", App: "payments", WalletID: "wal_1", Asset: "USDC", AmountUSD: d("60"), Destination: "0xAB"}
+	e := r.Evaluate(pay, Usage{Windows: []decimal.Decimal{d("900"), d("40")}})
+	if !e.Allowed() || len(e.Windows) != 2 {
+		t.Fatalf("60 on 900/1000 and 40/100 passes: %+v", e)
+	}
+	if w := e.Windows[1]; w.Key != "0xab" || !w.RemainingUSD.Equal(d("60")) || !w.UsedUSD.Equal(d("40")) {
+		t.Errorf("destination window: %+v", w)
+	}
+	e = r.Evaluate(pay, Usage{Windows: []decimal.Decimal{d("940.01"), d("0")}})
+	if e.Allowed() || e.Violations()[0].Rule != RuleWindows || !strings.Contains(e.Violations()[0].Message, "wallet wal_1 over 24 h") {
+		t.Fatalf("1000.01 of 1000 must be refused: %+v", e)
+	}
+	trade := Order{Domain: "trade", App: "trading", WalletID: "wal_1", Asset: "ETH", AmountUSD: d("10")}
+	if e := r.Evaluate(trade, Usage{}); len(e.Windows) != 1 || e.Windows[0].Scope != ScopeWallet {
+		t.Errorf("a destination window does not apply to a trade: %+v", e.Windows)
 	}
 }

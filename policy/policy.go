@@ -28,10 +28,37 @@ type Rules struct {
 	DeniedPairs          [][2]string      `json:"deniedPairs,omitempty"`
 	AllowedProtocols     []string         `json:"allowedProtocols,omitempty"`
 	ApprovalTiers        []Tier           `json:"approvalTiers,omitempty"`
+	Windows              []Window         `json:"windows,omitempty"`
+	// ChangeApprovals is how many people other than a draft's author must approve it
+	// before it is published; at 0 a PUT of the rules publishes them at once. A change of
+	// it is published under the value in force.
+	ChangeApprovals int `json:"changeApprovals,omitempty"`
 }
 
+// Window limits the USD volume of the orders sharing one key (a wallet, an app, an asset
+// or a destination) over the last Hours hours, counted when each order passed the policy.
+type Window struct {
+	Scope    string          `json:"scope"`
+	Hours    int             `json:"hours"`
+	LimitUSD decimal.Decimal `json:"limitUsd"`
+}
+
+// Window scopes: what the orders a window counts together share.
+const (
+	ScopeWallet      = "wallet"
+	ScopeApp         = "app"
+	ScopeAsset       = "asset"
+	ScopeDestination = "destination"
+)
+
+// Scopes lists the window scopes.
+var Scopes = []string{ScopeWallet, ScopeApp, ScopeAsset, ScopeDestination}
+
+// MaxWindowHours is the longest window: a year.
+const MaxWindowHours = 366 * 24
+
 // ruleNames are the exact field names of a policy document.
-var ruleNames = []string{"maxOrderUsd", "dailyVolumeUsd", "destinationWhitelist", "allowedPairs", "deniedPairs", "allowedProtocols", "approvalTiers"}
+var ruleNames = []string{"maxOrderUsd", "dailyVolumeUsd", "destinationWhitelist", "allowedPairs", "deniedPairs", "allowedProtocols", "approvalTiers", "windows", "changeApprovals"}
 
 // Parse reads a policy document strictly: unknown fields (names match exactly, not in any
 // case as Go's JSON decoding would) and bad values are errors.
@@ -81,6 +108,9 @@ func Parse(doc []byte) (Rules, error) {
 			}
 		}
 	}
+	if err := checkWindows(keys["windows"]); err != nil {
+		return Rules{}, err
+	}
 	var r Rules
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.DisallowUnknownFields()
@@ -88,6 +118,29 @@ func Parse(doc []byte) (Rules, error) {
 		return Rules{}, fmt.Errorf("policy: %w", err)
 	}
 	return r, r.Validate()
+}
+
+// checkWindows refuses a window whose fields are not exactly scope, hours and limitUsd, or
+// whose limit is not a decimal string.
+func checkWindows(raw json.RawMessage) error {
+	var windows []map[string]json.RawMessage
+	if json.Unmarshal(raw, &windows) != nil {
+		return nil
+	}
+	for i, w := range windows {
+		for k := range w {
+			if k != "scope" && k != "hours" && k != "limitUsd" {
+				return fmt.Errorf("policy: windows[%d]: unknown field %q", i, k)
+			}
+		}
+		if w["limitUsd"] == nil {
+			return fmt.Errorf("policy: windows[%d].limitUsd is required", i)
+		}
+		if err := checkAmount(fmt.Sprintf("windows[%d].limitUsd", i), w["limitUsd"]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // amountPattern is an amount as a policy writes it (SPEC 2): a decimal string of digits
@@ -113,6 +166,20 @@ func (r Rules) Validate() error {
 		if d != nil && d.IsNegative() {
 			return fmt.Errorf("policy: %s must not be negative", name)
 		}
+	}
+	for i, w := range r.Windows {
+		if !slices.Contains(Scopes, w.Scope) {
+			return fmt.Errorf("policy: windows[%d].scope must be one of wallet, app, asset, destination", i)
+		}
+		if w.Hours < 1 || w.Hours > MaxWindowHours {
+			return fmt.Errorf("policy: windows[%d].hours must be from 1 to %d", i, MaxWindowHours)
+		}
+		if w.LimitUSD.IsNegative() {
+			return fmt.Errorf("policy: windows[%d].limitUsd must not be negative", i)
+		}
+	}
+	if r.ChangeApprovals < 0 || r.ChangeApprovals > 10 {
+		return fmt.Errorf("policy: changeApprovals must be from 0 to 10")
 	}
 	for i, t := range r.ApprovalTiers {
 		if t.MinUSD.IsNegative() {

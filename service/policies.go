@@ -2,12 +2,17 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/policy"
 	"github.com/opentreasury/treasury/store"
 )
@@ -37,43 +42,409 @@ func (s *Service) Policy(ctx context.Context, who Caller, app string) (*store.Po
 	return p, err
 }
 
-// PutPolicy replaces an app's rules (developer): they apply to orders submitted from now on.
+// PutPolicy publishes an app's rules at once (developer), as the app's next version: they
+// apply to orders submitted from then on. An app whose policy in force asks for change
+// approvals (changeApprovals) refuses it: its changes go through a draft.
 func (s *Service) PutPolicy(ctx context.Context, who Caller, app string, document []byte) (*store.Policy, error) {
 	if err := policyApp(who, app, auth.ActionDeveloper); err != nil {
 		return nil, err
 	}
-	rules, err := policy.Parse(document)
-	if err != nil {
-		return nil, invalid(field("body", err.Error()))
-	}
-	doc, err := rules.Document()
+	doc, err := policyDocument("body", document)
 	if err != nil {
 		return nil, err
 	}
 	stored := &store.Policy{OrgID: who.OrgID, App: app, Document: doc, UpdatedBy: who.ID, UpdatedAt: s.now()}
 	err = s.Store.Tx(ctx, func(tx *store.Store) error {
-		if err := tx.PutPolicy(ctx, stored); err != nil {
+		inForce, _, err := tx.PolicyRules(ctx, who.OrgID, app, nil)
+		if err != nil {
 			return err
 		}
-		a := s.audit(who, app, "policy.updated", "policy", app, nil)
-		a.Details = doc
-		return tx.AppendAudit(ctx, a)
+		if inForce.ChangeApprovals > 0 {
+			return refuse(Conflict, fmt.Sprintf("Changes to the %s policy need %d approval(s): create a draft (POST /api/v1/policies/%s/drafts) and have it approved.",
+				app, inForce.ChangeApprovals, app))
+		}
+		return s.publish(ctx, tx, who, stored, &store.PolicyVersion{AuthorPerson: who.Person})
 	})
 	return stored, err
+}
+
+// policyDocument parses a policy document strictly and renders it as stored.
+func policyDocument(name string, document []byte) (string, error) {
+	rules, err := policy.Parse(document)
+	if err != nil {
+		return "", invalid(field(name, err.Error()))
+	}
+	return rules.Document()
+}
+
+// publish puts a policy in force and records it as a version, with its audit record.
+func (s *Service) publish(ctx context.Context, tx *store.Store, who Caller, p *store.Policy, v *store.PolicyVersion) error {
+	if err := tx.PublishPolicy(ctx, p, v); err != nil {
+		return err
+	}
+	a := s.audit(who, p.App, "policy.published", "policy", p.App, map[string]any{"version": v.Version, "draftId": v.DraftID,
+		"restores": v.Restores, "rules": json.RawMessage(p.Document)})
+	return tx.AppendAudit(ctx, a)
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "{}"
+	}
+	return string(b)
+}
+
+// PolicyVersions pages through an app's published versions, newest first (developer).
+// The cursor is the last version number shown.
+func (s *Service) PolicyVersions(ctx context.Context, who Caller, app string, pg Page) ([]store.PolicyVersion, string, error) {
+	if err := policyApp(who, app, auth.ActionDeveloper); err != nil {
+		return nil, "", err
+	}
+	below := 0
+	if pg.After != "" {
+		n, err := strconv.Atoi(pg.After)
+		if err != nil || n < 1 {
+			return nil, "", invalid(field("cursor", "must be a cursor from an earlier page"))
+		}
+		below = n
+	}
+	rows, err := s.Store.PolicyVersions(ctx, who.OrgID, app, below, pg.Limit+1)
+	if err != nil {
+		return nil, "", err
+	}
+	rows, next := trim(rows, pg.Limit, func(v *store.PolicyVersion) string { return strconv.Itoa(v.Version) })
+	return rows, next, nil
+}
+
+// PolicyVersionDiff is a published version and what it changed from the one before.
+type PolicyVersionDiff struct {
+	store.PolicyVersion
+	Diff []policy.Change
+}
+
+// PolicyVersion reads one published version of an app's policy and its diff from the
+// version before it (developer).
+func (s *Service) PolicyVersion(ctx context.Context, who Caller, app string, version int) (*PolicyVersionDiff, error) {
+	if err := policyApp(who, app, auth.ActionDeveloper); err != nil {
+		return nil, err
+	}
+	v, err := s.Store.PolicyVersionOf(ctx, who.OrgID, app, version)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, refuse(NotFound, fmt.Sprintf("The %s policy has no version %d.", app, version))
+	}
+	if err != nil {
+		return nil, err
+	}
+	rules, err := policy.Parse([]byte(v.Document))
+	if err != nil {
+		return nil, err
+	}
+	before := policy.Rules{}
+	if version > 1 {
+		prev, err := s.Store.PolicyVersionOf(ctx, who.OrgID, app, version-1)
+		switch {
+		case err == nil:
+			if before, err = policy.Parse([]byte(prev.Document)); err != nil {
+				return nil, err
+			}
+		case !errors.Is(err, store.ErrNotFound): // versions before history was kept are unknown
+			return nil, err
+		}
+	}
+	return &PolicyVersionDiff{PolicyVersion: *v, Diff: policy.Diff(before, rules)}, nil
+}
+
+// PolicyDraftView is a draft, the approvals it needs and what it would change from the
+// version in force.
+type PolicyDraftView struct {
+	store.PolicyDraft
+	Approvals []DraftApproval
+	// ApprovalsRequired is the changeApprovals of the policy in force.
+	ApprovalsRequired int
+	// InForceVersion is the version in force; Diff is against it.
+	InForceVersion int
+	Diff           []policy.Change
+}
+
+// DraftApproval is one person's approval of a draft.
+type DraftApproval struct {
+	By string    `json:"by"`
+	At time.Time `json:"at"`
+}
+
+// draftView adds to a draft what the policy in force says of it.
+func (s *Service) draftView(ctx context.Context, tx *store.Store, d *store.PolicyDraft) (*PolicyDraftView, error) {
+	inForce, version, err := tx.PolicyRules(ctx, d.OrgID, d.App, nil)
+	if err != nil {
+		return nil, err
+	}
+	rules, err := policy.Parse([]byte(d.Document))
+	if err != nil {
+		return nil, err
+	}
+	v := &PolicyDraftView{PolicyDraft: *d, ApprovalsRequired: inForce.ChangeApprovals, InForceVersion: version,
+		Diff: policy.Diff(inForce, rules)}
+	if err := json.Unmarshal([]byte(d.Approvals), &v.Approvals); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// PolicyDraftInput is a draft's body: new rules, or the number of an earlier version whose
+// rules it restores (a rollback).
+type PolicyDraftInput struct {
+	Rules       json.RawMessage
+	FromVersion int
+}
+
+// CreatePolicyDraft starts a draft of an app's policy (developer): it has no effect until
+// published. From a version, it is a rollback to that version's rules.
+func (s *Service) CreatePolicyDraft(ctx context.Context, who Caller, app string, in PolicyDraftInput) (*PolicyDraftView, error) {
+	if err := policyApp(who, app, auth.ActionDeveloper); err != nil {
+		return nil, err
+	}
+	if (in.Rules == nil) == (in.FromVersion == 0) {
+		return nil, invalid(field("rules", "give either rules or fromVersion"))
+	}
+	now := s.now()
+	d := &store.PolicyDraft{ID: ids.New(ids.PolicyDraft), OrgID: who.OrgID, App: app, Author: who.ID,
+		AuthorPerson: who.Person, Status: store.DraftOpen, CreatedAt: now, UpdatedAt: now}
+	var view *PolicyDraftView
+	err := s.Store.Tx(ctx, func(tx *store.Store) error {
+		if in.FromVersion != 0 {
+			v, err := tx.PolicyVersionOf(ctx, who.OrgID, app, in.FromVersion)
+			if errors.Is(err, store.ErrNotFound) {
+				return invalid(field("fromVersion", fmt.Sprintf("the %s policy has no version %d", app, in.FromVersion)))
+			} else if err != nil {
+				return err
+			}
+			d.Document, d.Restores = v.Document, &v.Version
+		} else {
+			doc, err := policyDocument("rules", in.Rules)
+			if err != nil {
+				return err
+			}
+			d.Document = doc
+		}
+		_, version, err := tx.PolicyRules(ctx, who.OrgID, app, nil)
+		if err != nil {
+			return err
+		}
+		d.BaseVersion = version
+		if err := tx.CreatePolicyDraft(ctx, d); err != nil {
+			return err
+		}
+		if err := tx.AppendAudit(ctx, s.audit(who, app, "policy.draft_created", "policy_draft", d.ID,
+			map[string]any{"restores": d.Restores, "rules": json.RawMessage(d.Document)})); err != nil {
+			return err
+		}
+		view, err = s.draftView(ctx, tx, d)
+		return err
+	})
+	return view, err
+}
+
+// PolicyDrafts pages through an app's drafts, newest first (developer).
+func (s *Service) PolicyDrafts(ctx context.Context, who Caller, app, status string, pg Page) ([]*PolicyDraftView, string, error) {
+	if err := policyApp(who, app, auth.ActionDeveloper); err != nil {
+		return nil, "", err
+	}
+	if status != "" && status != store.DraftOpen && status != store.DraftPublished && status != store.DraftDiscarded {
+		return nil, "", invalid(field("status", "must be open, published or discarded"))
+	}
+	rows, err := s.Store.ListPolicyDrafts(ctx, who.OrgID, app, status, pg.After, pg.Limit+1)
+	if err != nil {
+		return nil, "", err
+	}
+	rows, next := trim(rows, pg.Limit, func(d *store.PolicyDraft) string { return d.ID })
+	out := make([]*PolicyDraftView, len(rows))
+	for i := range rows {
+		if out[i], err = s.draftView(ctx, s.Store, &rows[i]); err != nil {
+			return nil, "", err
+		}
+	}
+	return out, next, nil
+}
+
+// PolicyDraft reads one draft (developer).
+func (s *Service) PolicyDraft(ctx context.Context, who Caller, app, id string) (*PolicyDraftView, error) {
+	if err := policyApp(who, app, auth.ActionDeveloper); err != nil {
+		return nil, err
+	}
+	d, err := s.Store.PolicyDraftOf(ctx, who.OrgID, app, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, refuse(NotFound, "There is no draft "+id+" of the "+app+" policy.")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.draftView(ctx, s.Store, d)
+}
+
+// draftAction runs one action on an open draft of the app, locked, with its audit record.
+func (s *Service) draftAction(ctx context.Context, who Caller, app, id, action string, act func(tx *store.Store, d *store.PolicyDraft) error) (*PolicyDraftView, error) {
+	var view *PolicyDraftView
+	err := s.Store.Tx(ctx, func(tx *store.Store) error {
+		d, err := tx.LockPolicyDraft(ctx, who.OrgID, app, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return refuse(NotFound, "There is no draft "+id+" of the "+app+" policy.")
+		}
+		if err != nil {
+			return err
+		}
+		if d.Status != store.DraftOpen {
+			return refuse(Conflict, "The draft is "+d.Status+": only an open draft can change.")
+		}
+		d.UpdatedAt = s.now()
+		if err := act(tx, d); err != nil {
+			return err
+		}
+		if err := tx.SavePolicyDraft(ctx, d); err != nil {
+			return err
+		}
+		if err := tx.AppendAudit(ctx, s.audit(who, app, action, "policy_draft", d.ID,
+			map[string]any{"status": d.Status, "publishedVersion": d.PublishedVersion, "rules": json.RawMessage(d.Document)})); err != nil {
+			return err
+		}
+		view, err = s.draftView(ctx, tx, d)
+		return err
+	})
+	return view, err
+}
+
+// UpdatePolicyDraft replaces an open draft's rules (developer). Whoever saves it becomes
+// its author; its approvals so far are withdrawn, and it is re-based on the version in
+// force.
+func (s *Service) UpdatePolicyDraft(ctx context.Context, who Caller, app, id string, rules json.RawMessage) (*PolicyDraftView, error) {
+	if err := policyApp(who, app, auth.ActionDeveloper); err != nil {
+		return nil, err
+	}
+	if rules == nil {
+		return nil, invalid(field("rules", "is required: a draft is edited by its rules"))
+	}
+	doc, err := policyDocument("rules", rules)
+	if err != nil {
+		return nil, err
+	}
+	return s.draftAction(ctx, who, app, id, "policy.draft_updated", func(tx *store.Store, d *store.PolicyDraft) error {
+		_, version, err := tx.PolicyRules(ctx, who.OrgID, app, nil)
+		if err != nil {
+			return err
+		}
+		d.Document, d.BaseVersion, d.Restores = doc, version, nil
+		d.Author, d.AuthorPerson, d.Approvals = who.ID, who.Person, "[]"
+		return nil
+	})
+}
+
+// DiscardPolicyDraft closes an open draft unpublished (developer).
+func (s *Service) DiscardPolicyDraft(ctx context.Context, who Caller, app, id string) (*PolicyDraftView, error) {
+	if err := policyApp(who, app, auth.ActionDeveloper); err != nil {
+		return nil, err
+	}
+	return s.draftAction(ctx, who, app, id, "policy.draft_discarded", func(_ *store.Store, d *store.PolicyDraft) error {
+		d.Status = store.DraftDiscarded
+		return nil
+	})
+}
+
+// ApprovePolicyDraft records a person's approval of an open draft and publishes it once
+// it has as many as the policy in force asks for (changeApprovals). The approver is a
+// signed-in person other than the draft's author, who holds the owner role or the
+// developer action on the app.
+func (s *Service) ApprovePolicyDraft(ctx context.Context, who Caller, app, id string) (*PolicyDraftView, error) {
+	if !auth.IsApp(app) {
+		return nil, refuse(NotFound, "There is no app named "+app+".")
+	}
+	if who.Kind != auth.KindUser || (who.Role != auth.RoleOwner && !who.Can(app, auth.ActionDeveloper)) {
+		return nil, refuse(PermissionDenied, "A policy change is approved by a signed-in person who is an owner or holds the 'developer' action on the '"+app+"' app.")
+	}
+	return s.draftAction(ctx, who, app, id, "policy.draft_approved", func(tx *store.Store, d *store.PolicyDraft) error {
+		if who.Person == d.AuthorPerson || who.ID == d.Author {
+			return refuse(MakerChecker, "The author of a draft cannot approve it.")
+		}
+		var approvals []DraftApproval
+		if err := json.Unmarshal([]byte(d.Approvals), &approvals); err != nil {
+			return err
+		}
+		if slices.ContainsFunc(approvals, func(a DraftApproval) bool { return a.By == who.Person }) {
+			return refuse(Conflict, "You have approved this draft already.")
+		}
+		approvals = append(approvals, DraftApproval{By: who.Person, At: d.UpdatedAt})
+		d.Approvals = mustJSON(approvals)
+		return s.publishDraft(ctx, tx, who, d, len(approvals))
+	})
+}
+
+// PublishPolicyDraft publishes an open draft that needs no more approvals (developer).
+func (s *Service) PublishPolicyDraft(ctx context.Context, who Caller, app, id string) (*PolicyDraftView, error) {
+	if err := policyApp(who, app, auth.ActionDeveloper); err != nil {
+		return nil, err
+	}
+	return s.draftAction(ctx, who, app, id, "policy.draft_publish_requested", func(tx *store.Store, d *store.PolicyDraft) error {
+		var approvals []DraftApproval
+		if err := json.Unmarshal([]byte(d.Approvals), &approvals); err != nil {
+			return err
+		}
+		if err := s.publishDraft(ctx, tx, who, d, len(approvals)); err != nil {
+			return err
+		}
+		if d.Status != store.DraftPublished {
+			inForce, _, _ := tx.PolicyRules(ctx, who.OrgID, app, nil)
+			return refuse(Conflict, fmt.Sprintf("The draft has %d of the %d approval(s) the %s policy asks for.", len(approvals), inForce.ChangeApprovals, app))
+		}
+		return nil
+	})
+}
+
+// publishDraft publishes d when it has the approvals the policy in force asks for, and
+// leaves it open otherwise. A draft started before the version now in force would undo
+// that version's changes unseen: it must be saved again first.
+func (s *Service) publishDraft(ctx context.Context, tx *store.Store, who Caller, d *store.PolicyDraft, approvals int) error {
+	inForce, version, err := tx.PolicyRules(ctx, d.OrgID, d.App, nil)
+	if err != nil {
+		return err
+	}
+	if approvals < inForce.ChangeApprovals {
+		return nil
+	}
+	if version != d.BaseVersion {
+		return refuse(Conflict, fmt.Sprintf("Version %d of the %s policy was published after this draft was saved: save the draft again to base it on the version in force.", version, d.App))
+	}
+	p := &store.Policy{OrgID: d.OrgID, App: d.App, Document: d.Document, UpdatedBy: d.Author, UpdatedAt: d.UpdatedAt}
+	v := &store.PolicyVersion{AuthorPerson: d.AuthorPerson, DraftID: &d.ID, Approvals: d.Approvals, Restores: d.Restores}
+	if err := s.publish(ctx, tx, who, p, v); err != nil {
+		return err
+	}
+	d.Status, d.PublishedVersion = store.DraftPublished, &v.Version
+	return nil
+}
+
+// RollbackPolicy starts a draft that restores an earlier version's rules (developer), and
+// publishes it at once when the policy in force asks for no approvals.
+func (s *Service) RollbackPolicy(ctx context.Context, who Caller, app string, version int) (*PolicyDraftView, error) {
+	d, err := s.CreatePolicyDraft(ctx, who, app, PolicyDraftInput{FromVersion: version})
+	if err != nil || d.ApprovalsRequired > 0 {
+		return d, err
+	}
+	return s.PublishPolicyDraft(ctx, who, app, d.ID)
 }
 
 // Evaluation is a policy's dry run on an order body.
 type Evaluation struct {
 	policy.Evaluation
 	PolicyVersion  int
+	DraftID        string
 	AmountUSD      decimal.Decimal
 	DailyVolumeUSD decimal.Decimal
 }
 
-// EvaluatePolicy is the dry run of an order body of the app's domain against the current
-// policy (write or developer): which rules match, whether approval is needed and with what
-// quorum. It changes nothing.
-func (s *Service) EvaluatePolicy(ctx context.Context, who Caller, app string, body []byte) (*Evaluation, error) {
+// EvaluatePolicy is the dry run of an order body of the app's domain against the policy in
+// force, a published version or a draft (write or developer): which rules match, whether
+// approval is needed and with what quorum, the headroom of each volume window. It changes
+// nothing.
+func (s *Service) EvaluatePolicy(ctx context.Context, who Caller, app string, body []byte, version int, draftID string) (*Evaluation, error) {
 	if err := policyApp(who, app, auth.ActionWrite, auth.ActionDeveloper); err != nil {
 		return nil, err
 	}
@@ -85,24 +456,41 @@ func (s *Service) EvaluatePolicy(ctx context.Context, who Caller, app string, bo
 	if err != nil {
 		return nil, err
 	}
-	rules := policy.Rules{}
-	version := 0
-	if p, err := s.Store.Policy(ctx, who.OrgID, app); err == nil {
-		if rules, err = policy.Parse([]byte(p.Document)); err != nil {
+	var (
+		rules policy.Rules
+		n     int
+	)
+	switch {
+	case draftID != "":
+		d, err := s.Store.PolicyDraftOf(ctx, who.OrgID, app, draftID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, refuse(NotFound, "There is no draft "+draftID+" of the "+app+" policy.")
+		} else if err != nil {
 			return nil, err
 		}
-		version = p.Version
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return nil, err
+		if rules, err = policy.Parse([]byte(d.Document)); err != nil {
+			return nil, err
+		}
+		n = d.BaseVersion
+	case version > 0:
+		rules, n, err = s.Store.PolicyRules(ctx, who.OrgID, app, &version)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, refuse(NotFound, fmt.Sprintf("The %s policy has no version %d.", app, version))
+		}
+	default:
+		rules, n, err = s.Store.PolicyRules(ctx, who.OrgID, app, nil)
 	}
-	now := s.now()
-	dayStart := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
-	spent, err := s.Store.WalletVolumeSince(ctx, v.wallet.ID, dayStart, "")
 	if err != nil {
 		return nil, err
 	}
-	return &Evaluation{Evaluation: rules.Evaluate(v.in.PolicyOrder(v.amountUSD), spent), PolicyVersion: version,
-		AmountUSD: v.amountUSD, DailyVolumeUSD: spent}, nil
+	o := v.in.PolicyOrder(v.amountUSD)
+	o.App = app
+	usage, err := s.Store.PolicyUsage(ctx, who.OrgID, rules, o, s.now(), "")
+	if err != nil {
+		return nil, err
+	}
+	return &Evaluation{Evaluation: rules.Evaluate(o, usage), PolicyVersion: n, DraftID: draftID,
+		AmountUSD: v.amountUSD, DailyVolumeUSD: usage.DailyVolumeUSD}, nil
 }
 
 // ListRequestLogs pages through the caller's app's recent requests, newest first.

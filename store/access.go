@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/opentreasury/treasury/ids"
 )
@@ -139,31 +138,6 @@ func (s *Store) ListAudit(ctx context.Context, orgID string, apps, walletIDs []s
 		q = q.Where("resource_type = ? AND resource_id IN (?)", "order", s.ordersOfWallets(ctx, walletIDs))
 	}
 	return page[AuditLog](q, beforeID, newestFirst, limit)
-}
-
-// PutPolicy replaces an app's policy document and bumps its version, in one statement so
-// that concurrent writers each get their own version. It sets p.Version.
-func (s *Store) PutPolicy(ctx context.Context, p *Policy) error {
-	p.Version = 1
-	p.UpdatedAt = p.UpdatedAt.UTC()
-	return s.Tx(ctx, func(tx *Store) error {
-		err := tx.with(ctx).Clauses(clause.OnConflict{
-			Columns: []clause.Column{{Name: "org_id"}, {Name: "app"}},
-			DoUpdates: clause.Assignments(map[string]any{
-				"document": p.Document, "updated_by": p.UpdatedBy, "updated_at": p.UpdatedAt,
-				"version": gorm.Expr("policies.version + 1"),
-			}),
-		}).Create(p).Error
-		if err != nil {
-			return err
-		}
-		var cur Policy
-		if err := tx.with(ctx).Select("version").Where("org_id = ? AND app = ?", p.OrgID, p.App).Take(&cur).Error; err != nil {
-			return err
-		}
-		p.Version = cur.Version
-		return nil
-	})
 }
 
 // Policy returns an app's policy document.

@@ -34,10 +34,18 @@ type Order struct {
 	ApprovalQuorum   int
 	ApprovalItemID   *string
 	PolicyDecision   *string
-	FailureCode      *string
-	FailureMessage   *string
-	RejectionReason  *string
-	RejectionDetail  *string
+	// PolicyVersion is the version of the app's policy in force when the order was
+	// submitted: the one that evaluates it (nil for orders submitted before versions were
+	// recorded). PolicyAllowed says the policy let it through; PolicyAsset and
+	// PolicyDestination are the keys its volume counts under.
+	PolicyVersion     *int
+	PolicyAllowed     bool
+	PolicyAsset       string
+	PolicyDestination string
+	FailureCode       *string
+	FailureMessage    *string
+	RejectionReason   *string
+	RejectionDetail   *string
 	// CreatedBy is the credential that created the order (key_…, oac_…, or usr_… for a
 	// signed-in person); CreatedByUser the person behind it, or "" when no person is.
 	CreatedBy     string
@@ -568,20 +576,4 @@ func (s *Store) OrderEvents(ctx context.Context, orderID string) ([]Event, error
 	var out []Event
 	err := s.with(ctx).Where("order_id = ?", orderID).Order("sequence").Find(&out).Error
 	return out, err
-}
-
-// WalletVolumeSince sums the USD value of a wallet's orders submitted since a time,
-// leaving out those that ended rejected or failed: the daily volume policy counts what
-// was, or may still be, executed.
-// excludeOrderID leaves one order out (the one being evaluated).
-func (s *Store) WalletVolumeSince(ctx context.Context, walletID string, since time.Time, excludeOrderID string) (decimal.Decimal, error) {
-	var amounts []decimal.Decimal
-	err := s.with(ctx).Model(&Order{}).
-		Where("wallet_id = ? AND submitted_at >= ? AND status NOT IN ? AND id <> ?", walletID, since.UTC(), []orders.Status{orders.StatusRejected, orders.StatusFailed}, excludeOrderID).
-		Pluck("amount_usd", &amounts).Error
-	total := decimal.Zero
-	for _, a := range amounts {
-		total = total.Add(a)
-	}
-	return total, err
 }

@@ -267,7 +267,7 @@ func TestListOrdersFiltersAndPages(t *testing.T) {
 	})
 }
 
-func TestWalletVolumeCountsOnlyLiveOrdersOfTheDay(t *testing.T) {
+func TestPolicyVolumeCountsOnlyLiveAllowedOrdersOfItsKey(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		org := mustOrg(t, s)
 		day := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
@@ -281,8 +281,10 @@ func TestWalletVolumeCountsOnlyLiveOrdersOfTheDay(t *testing.T) {
 			{day.Add(2 * time.Hour), "confirmed", "0.20"},
 			{day.Add(3 * time.Hour), "rejected", "1000"},
 			{day.Add(4 * time.Hour), "failed", "1000"},
-			{day.Add(-time.Hour), "confirmed", "1000"}, // yesterday
-			{time.Time{}, "draft", "1000"},             // never submitted
+			{day.Add(-time.Hour), "confirmed", "1000"},    // yesterday
+			{time.Time{}, "draft", "1000"},                // never submitted
+			{day.Add(5 * time.Hour), "submitted", "1000"}, // not yet allowed by the policy
+			{day.Add(6 * time.Hour), "submitted", "7"},    // another asset
 		} {
 			o := mustDraft(t, s, org, "TRANSFER")
 			if wallet == "" {
@@ -292,6 +294,11 @@ func TestWalletVolumeCountsOnlyLiveOrdersOfTheDay(t *testing.T) {
 				Mutate: func(o *store.Order, _ []store.OrderLeg) {
 					o.WalletID = wallet
 					o.AmountUSD = dec(c.usd)
+					o.PolicyAllowed = i != 6
+					o.PolicyAsset = "USDC"
+					if i == 7 {
+						o.PolicyAsset = "ETH"
+					}
 					if !c.submitted.IsZero() {
 						at := c.submitted
 						o.SubmittedAt = &at
@@ -301,9 +308,16 @@ func TestWalletVolumeCountsOnlyLiveOrdersOfTheDay(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		got, err := s.WalletVolumeSince(ctx, wallet, day, "")
+		got, err := s.PolicyVolume(ctx, store.VolumeQuery{OrgID: org, WalletID: wallet, Since: day})
+		if err != nil || !got.Equal(dec("107.30")) {
+			t.Fatalf("wallet volume %s (%v), want 107.30", got, err)
+		}
+		got, err = s.PolicyVolume(ctx, store.VolumeQuery{OrgID: org, Asset: "USDC", Since: day})
 		if err != nil || !got.Equal(dec("100.30")) {
-			t.Fatalf("volume %s (%v), want 100.30", got, err)
+			t.Fatalf("USDC volume %s (%v), want 100.30", got, err)
+		}
+		if got, err = s.PolicyVolume(ctx, store.VolumeQuery{OrgID: "org_other", Since: day}); err != nil || !got.IsZero() {
+			t.Fatalf("another organisation's volume %s (%v), want 0", got, err)
 		}
 	})
 }

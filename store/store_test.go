@@ -272,13 +272,17 @@ func TestDevchainCreditIsExact(t *testing.T) {
 	})
 }
 
-func TestPolicyVersionIncreases(t *testing.T) {
+func TestPolicyVersionIncreasesAndEachIsKept(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		org := mustOrg(t, s)
 		for want := 1; want <= 3; want++ {
 			p := &store.Policy{OrgID: org, App: "pay", Document: `{"v":` + string(rune('0'+want)) + `}`, UpdatedBy: "key_x", UpdatedAt: time.Now()}
-			if err := s.PutPolicy(ctx, p); err != nil {
+			v := &store.PolicyVersion{AuthorPerson: "usr_a"}
+			if err := s.PublishPolicy(ctx, p, v); err != nil {
 				t.Fatal(err)
+			}
+			if v.Version != want {
+				t.Fatalf("recorded version %d, want %d", v.Version, want)
 			}
 			got, err := s.Policy(ctx, org, "pay")
 			if err != nil {
@@ -290,6 +294,17 @@ func TestPolicyVersionIncreases(t *testing.T) {
 		}
 		if _, err := s.Policy(ctx, org, "trade"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("missing policy: %v", err)
+		}
+		history, err := s.PolicyVersions(ctx, org, "pay", 0, 10)
+		if err != nil || len(history) != 3 || history[0].Version != 3 || history[2].Document != `{"v":1}` || history[1].AuthorPerson != "usr_a" {
+			t.Fatalf("history %+v (%v), want versions 3, 2, 1", history, err)
+		}
+		older, err := s.PolicyVersions(ctx, org, "pay", 2, 10)
+		if err != nil || len(older) != 1 || older[0].Version != 1 {
+			t.Fatalf("versions below 2: %+v (%v)", older, err)
+		}
+		if _, err := s.PolicyVersionOf(ctx, org, "pay", 4); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("an unpublished version: %v", err)
 		}
 	})
 }
@@ -374,7 +389,7 @@ func TestConcurrentWritersLoseNothing(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				p := &store.Policy{OrgID: org, App: "pay", Document: "{}", UpdatedBy: "k", UpdatedAt: time.Now()}
-				if err := s.PutPolicy(ctx, p); err != nil {
+				if err := s.PublishPolicy(ctx, p, &store.PolicyVersion{}); err != nil {
 					t.Error(err)
 					return
 				}

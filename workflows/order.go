@@ -56,6 +56,9 @@ type PolicyDecision struct {
 	Violations       []policy.Violation
 	ApprovalRequired bool
 	Quorum           int
+	// PolicyVersion is the version of the app's policy that decided: the one in force
+	// when the order was submitted (0 when the app had none).
+	PolicyVersion int
 }
 
 // ApprovalDecision reaches the workflow as a signal once the API has recorded it. The
@@ -319,6 +322,11 @@ func (r *orderRun) run(ctx workflow.Context) error {
 		return err
 	}
 	r.state.Decision, r.decided = &decision, true
+	if workflow.GetVersion(ctx, PolicyVersionAttributeChange, workflow.DefaultVersion, 1) >= 1 {
+		if err := workflow.UpsertTypedSearchAttributes(ctx, PolicyVersionKey.ValueSet(int64(decision.PolicyVersion))); err != nil {
+			workflow.GetLogger(ctx).Warn("search attribute not updated", "policyVersion", decision.PolicyVersion, "error", err)
+		}
+	}
 	if !decision.Allowed {
 		return r.reject(ctx, RejectInput{Reason: orders.RejectedByPolicy, Violations: decision.Violations})
 	}
@@ -480,6 +488,10 @@ func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err er
 	}
 }
 
+// PolicyVersionAttributeChange is the workflow.GetVersion change id of setting the
+// PolicyVersion search attribute once the policy has decided.
+const PolicyVersionAttributeChange = "policy-version-attribute"
+
 // ReplaceStuckChange is the workflow.GetVersion change id of replacing a leg's
 // transaction stuck below the fee market.
 const ReplaceStuckChange = "replace-stuck-transaction"
@@ -539,8 +551,10 @@ var (
 	OrderStatusKey   = temporal.NewSearchAttributeKeyKeyword("OrderStatus")
 	OrgIDKey         = temporal.NewSearchAttributeKeyKeyword("OrgId")
 	CorrelationIDKey = temporal.NewSearchAttributeKeyKeyword("CorrelationId")
+	// PolicyVersionKey is the version of its app's policy the order was evaluated under.
+	PolicyVersionKey = temporal.NewSearchAttributeKeyInt64("PolicyVersion")
 	// SearchAttributes are registered on the namespace at start-up.
-	SearchAttributes = []temporal.SearchAttributeKey{OrderDomainKey, OrderStatusKey, OrgIDKey, CorrelationIDKey}
+	SearchAttributes = []temporal.SearchAttributeKey{OrderDomainKey, OrderStatusKey, OrgIDKey, CorrelationIDKey, PolicyVersionKey}
 )
 
 // setStatus keeps the query state and the OrderStatus search attribute in step. The store

@@ -267,5 +267,5 @@ func seedPolicy(ctx context.Context, tx *store.Store, org, app string, now time.
 	if err != nil {
 		return err
 	}
-	return tx.PutPolicy(ctx, &store.Policy{OrgID: org, App: app, Document: doc, UpdatedBy: "seed", UpdatedAt: now})
+	return tx.PublishPolicy(ctx, &store.Policy{OrgID: org, App: app, Document: doc, UpdatedBy: "seed", UpdatedAt: now}, &store.PolicyVersion{})
 }

@@ -883,8 +883,8 @@ func TestEnsureKeepsTheStoredPolicies(t *testing.T) {
 	dir := t.TempDir()
 	first := ensure(t, s, dir, testURLs)
 	older := `{"deniedPairs":[["WBTC","SOL"]]}`
-	if err := s.PutPolicy(ctx, &store.Policy{OrgID: first.OrgID, App: "trade", Document: older, UpdatedBy: "an older seed",
-		UpdatedAt: time.Now()}); err != nil {
+	if err := s.PublishPolicy(ctx, &store.Policy{OrgID: first.OrgID, App: "trade", Document: older, UpdatedBy: "an older seed",
+		UpdatedAt: time.Now()}, &store.PolicyVersion{}); err != nil {
 		t.Fatal(err)
 	}
 	ensure(t, s, dir, testURLs)

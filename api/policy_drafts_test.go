@@ -1,0 +1,157 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/opentreasury/treasury/apitypes"
+	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/store"
+)
+
+// personOf signs in a new person of the fixture's organisation, without a password.
+func personOf(t *testing.T, f *fixture, role string, grants map[string]string) signedIn {
+	t.Helper()
+	u := matrixPerson(t, f, f.creds.OrgID, role, grants, "-")
+	token := sessionFor(t, f, u)
+	return signedIn{token: token, csrf: auth.CSRFToken(token), userID: u.ID}
+}
+
+func decodeDraft(t *testing.T, r response, status int) apitypes.PolicyDraft {
+	t.Helper()
+	var d apitypes.PolicyDraft
+	if r.status != status || json.Unmarshal(r.body, &d) != nil || d.ID == "" {
+		t.Fatalf("want a draft with %d, got %d %s", status, r.status, r.body)
+	}
+	return d
+}
+
+func TestPolicyChangesGoThroughADraftApprovedByAnotherPerson(t *testing.T) {
+	f := newFixture(t)
+	sk := f.creds.Keys["pay"].SK
+	author := personOf(t, f, store.RoleMember, map[string]string{"pay": "developer"})
+	checker := personOf(t, f, store.RoleOwner, nil)
+	inForce := func() policyResponse {
+		t.Helper()
+		var p policyResponse
+		if r := f.do(t, "GET", "/api/v1/policies/pay", sk, nil); r.status != 200 || json.Unmarshal(r.body, &p) != nil {
+			t.Fatalf("policy: %d %s", r.status, r.body)
+		}
+		return p
+	}
+	start := inForce().Version
+
+	// The app asks for one approval of its changes from now on; a PUT no longer publishes.
+	const guarded = `{"maxOrderUsd":"5000000","destinationWhitelist":["0x1111111111111111111111111111111111111111"],"changeApprovals":1}`
+	if r := f.do(t, "PUT", "/api/v1/policies/pay", sk, strings.NewReader(guarded)); r.status != 200 {
+		t.Fatalf("put %d %s", r.status, r.body)
+	}
+	f.do(t, "PUT", "/api/v1/policies/pay", sk, strings.NewReader(`{}`)).wantProblem(t, 409, apitypes.CodeConflict)
+
+	// A draft: no effect until published, its diff against the version in force.
+	d := decodeDraft(t, f.as(t, author, "POST", "/api/v1/policies/pay/drafts",
+		`{"rules":{"maxOrderUsd":"100","destinationWhitelist":["0x1111111111111111111111111111111111111111","0x2222222222222222222222222222222222222222"],"changeApprovals":1}}`), 201)
+	if d.Status != "open" || d.ApprovalsRequired != 1 || d.BaseVersion != start+1 || d.AuthorPerson == nil || *d.AuthorPerson != author.userID {
+		t.Fatalf("draft %+v", d)
+	}
+	diff := map[string]apitypes.PolicyChange{}
+	for _, c := range d.Diff {
+		diff[c.Rule] = c
+	}
+	if len(d.Diff) != 2 || string(diff["maxOrderUsd"].To) != `"100"` || len(diff["destinationWhitelist"].Added) != 1 {
+		t.Fatalf("diff %+v", d.Diff)
+	}
+	if inForce().Version != start+1 {
+		t.Fatal("a draft changed the policy in force")
+	}
+	// The dry run of the draft, beside the version in force.
+	body := `{"walletId":"` + f.creds.Wallets[0].ID + `","asset":"USDC","amount":"500","destination":{"address":"0x1111111111111111111111111111111111111111"}}`
+	var e apitypes.PolicyEvaluation
+	_ = json.Unmarshal(f.post(t, "/api/v1/policies/pay/evaluate?draft="+d.ID, sk, body).body, &e)
+	if e.Allowed || e.DraftID == nil || *e.DraftID != d.ID || e.Violations[0].Rule != "maxOrderUsd" {
+		t.Fatalf("dry run of the draft: %+v", e)
+	}
+	_ = json.Unmarshal(f.post(t, "/api/v1/policies/pay/evaluate", sk, body).body, &e)
+	if !e.Allowed || e.DraftID != nil {
+		t.Fatalf("dry run of the version in force: %+v", e)
+	}
+
+	// Maker-checker: not its author, not a key, not twice.
+	f.as(t, author, "POST", "/api/v1/policies/pay/drafts/"+d.ID+"/approve", "").wantProblem(t, 403, apitypes.CodeMakerChecker)
+	f.post(t, "/api/v1/policies/pay/drafts/"+d.ID+"/approve", sk, `{}`).wantProblem(t, 403, apitypes.CodePermissionDenied)
+	f.post(t, "/api/v1/policies/pay/drafts/"+d.ID+"/publish", sk, `{}`).wantProblem(t, 409, apitypes.CodeConflict)
+	published := decodeDraft(t, f.as(t, checker, "POST", "/api/v1/policies/pay/drafts/"+d.ID+"/approve", ""), 200)
+	if published.Status != "published" || published.PublishedVersion == nil || *published.PublishedVersion != start+2 ||
+		len(published.Approvals) != 1 || published.Approvals[0].By != checker.userID {
+		t.Fatalf("approved draft %+v", published)
+	}
+	if p := inForce(); p.Version != start+2 || !strings.Contains(string(p.Rules), `"maxOrderUsd":"100"`) {
+		t.Fatalf("in force after approval: %+v", p)
+	}
+	f.as(t, checker, "POST", "/api/v1/policies/pay/drafts/"+d.ID+"/approve", "").wantProblem(t, 409, apitypes.CodeConflict)
+
+	// Every version is kept, with its author, approvals and diff.
+	var versions struct{ Data []apitypes.PolicyVersion }
+	if r := f.do(t, "GET", "/api/v1/policies/pay/versions?limit=2", sk, nil); r.status != 200 || json.Unmarshal(r.body, &versions) != nil ||
+		len(versions.Data) != 2 || versions.Data[0].Version != start+2 || versions.Data[1].Version != start+1 {
+		t.Fatalf("versions %d %s", r.status, r.body)
+	}
+	var v apitypes.PolicyVersion
+	if r := f.do(t, "GET", fmt.Sprintf("/api/v1/policies/pay/versions/%d", start+2), sk, nil); r.status != 200 || json.Unmarshal(r.body, &v) != nil ||
+		v.DraftID == nil || *v.DraftID != d.ID || len(v.Approvals) != 1 || len(v.Diff) != 2 || *v.AuthorPerson != author.userID {
+		t.Fatalf("version %d %s", r.status, r.body)
+	}
+	f.do(t, "GET", "/api/v1/policies/pay/versions/999", sk, nil).wantProblem(t, 404, apitypes.CodeNotFound)
+
+	// Rollback publishes the earlier rules again, under the same approval.
+	rb := decodeDraft(t, f.as(t, author, "POST", fmt.Sprintf("/api/v1/policies/pay/versions/%d/rollback", start+1), ""), 201)
+	if rb.Status != "open" || rb.Restores == nil || *rb.Restores != start+1 {
+		t.Fatalf("rollback draft %+v", rb)
+	}
+	rb = decodeDraft(t, f.as(t, checker, "POST", "/api/v1/policies/pay/drafts/"+rb.ID+"/approve", ""), 200)
+	if p := inForce(); rb.Status != "published" || p.Version != start+3 || !strings.Contains(string(p.Rules), `"maxOrderUsd":"5000000"`) {
+		t.Fatalf("after the rollback: %+v, in force %+v", rb, p)
+	}
+
+	// A draft saved before another version was published would undo it unseen: it must be
+	// saved again, which re-bases it and withdraws its approvals.
+	stale := decodeDraft(t, f.as(t, author, "POST", "/api/v1/policies/pay/drafts", `{"rules":{"maxOrderUsd":"7","changeApprovals":1}}`), 201)
+	other := decodeDraft(t, f.as(t, author, "POST", "/api/v1/policies/pay/drafts", `{"rules":{"maxOrderUsd":"8","changeApprovals":1}}`), 201)
+	decodeDraft(t, f.as(t, checker, "POST", "/api/v1/policies/pay/drafts/"+other.ID+"/approve", ""), 200)
+	f.as(t, checker, "POST", "/api/v1/policies/pay/drafts/"+stale.ID+"/approve", "").wantProblem(t, 409, apitypes.CodeConflict)
+	resaved := decodeDraft(t, f.as(t, author, "PUT", "/api/v1/policies/pay/drafts/"+stale.ID, `{"rules":{"maxOrderUsd":"7","changeApprovals":1}}`), 200)
+	if resaved.BaseVersion != start+4 || len(resaved.Approvals) != 0 {
+		t.Fatalf("re-saved draft %+v", resaved)
+	}
+	decodeDraft(t, f.as(t, checker, "POST", "/api/v1/policies/pay/drafts/"+stale.ID+"/approve", ""), 200)
+
+	// Discarded drafts stay, closed.
+	gone := decodeDraft(t, f.post(t, "/api/v1/policies/pay/drafts", sk, `{"fromVersion":1}`), 201)
+	decodeDraft(t, f.post(t, "/api/v1/policies/pay/drafts/"+gone.ID+"/discard", sk, `{}`), 200)
+	f.do(t, "PUT", "/api/v1/policies/pay/drafts/"+gone.ID, sk, strings.NewReader(`{"rules":{}}`)).wantProblem(t, 409, apitypes.CodeConflict)
+	var open struct{ Data []apitypes.PolicyDraft }
+	if r := f.do(t, "GET", "/api/v1/policies/pay/drafts?status=open", sk, nil); json.Unmarshal(r.body, &open) != nil || len(open.Data) != 0 {
+		t.Fatalf("open drafts: %s", r.body)
+	}
+
+	// Refusals of bad input.
+	f.post(t, "/api/v1/policies/pay/drafts", sk, `{}`).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	f.post(t, "/api/v1/policies/pay/drafts", sk, `{"rules":{"maxOrder":"1"}}`).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	f.post(t, "/api/v1/policies/pay/drafts", sk, `{"fromVersion":999}`).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	f.post(t, "/api/v1/policies/pay/evaluate?draft=pdr_nothing", sk, body).wantProblem(t, 404, apitypes.CodeNotFound)
+
+	// Every policy action is in the audit log.
+	audit, _ := f.store.ListAudit(t.Context(), f.creds.OrgID, []string{"pay"}, nil, "", 100)
+	var actions []string
+	for _, a := range audit {
+		actions = append(actions, a.Action)
+	}
+	for _, want := range []string{"policy.published", "policy.draft_created", "policy.draft_approved", "policy.draft_updated", "policy.draft_discarded"} {
+		if !slices.Contains(actions, want) {
+			t.Errorf("no %s in the audit log: %v", want, actions)
+		}
+	}
+}

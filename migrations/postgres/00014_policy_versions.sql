@@ -1,0 +1,67 @@
+-- +goose Up
+-- Every published policy of an app, numbered from 1; policies holds the one in force. The
+-- policy in force when this migration runs becomes its app's first recorded version.
+CREATE TABLE policy_versions (
+    org_id        TEXT NOT NULL REFERENCES organizations (id),
+    app           TEXT NOT NULL,
+    version       INTEGER NOT NULL,
+    document      TEXT NOT NULL,
+    -- The credential that wrote the rules and the person behind it ('' when none).
+    author        TEXT NOT NULL,
+    author_person TEXT NOT NULL DEFAULT '',
+    -- The draft it was published from (NULL for a PUT), the people who approved it (JSON
+    -- list of {by, at}) and the version it restores, for a rollback.
+    draft_id      TEXT,
+    approvals     TEXT NOT NULL DEFAULT '[]',
+    restores      INTEGER,
+    published_at  TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (org_id, app, version)
+);
+INSERT INTO policy_versions (org_id, app, version, document, author, published_at)
+SELECT org_id, app, version, document, updated_by, updated_at FROM policies;
+
+-- A proposed policy: edited freely, in force only once published.
+CREATE TABLE policy_drafts (
+    id            TEXT PRIMARY KEY,
+    org_id        TEXT NOT NULL REFERENCES organizations (id),
+    app           TEXT NOT NULL,
+    document      TEXT NOT NULL,
+    -- The version in force when the draft was started: its diff is against it.
+    base_version  INTEGER NOT NULL,
+    restores      INTEGER,
+    author        TEXT NOT NULL,
+    author_person TEXT NOT NULL DEFAULT '',
+    status        TEXT NOT NULL CHECK (status IN ('open', 'published', 'discarded')),
+    approvals     TEXT NOT NULL DEFAULT '[]',
+    published_version INTEGER,
+    created_at    TIMESTAMPTZ NOT NULL,
+    updated_at    TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX policy_drafts_app ON policy_drafts (org_id, app, id);
+
+-- The policy version an order was evaluated under, fixed at submit; whether the policy let
+-- it through; and the asset and destination its volume windows count it under.
+ALTER TABLE orders ADD COLUMN policy_version INTEGER;
+ALTER TABLE orders ADD COLUMN policy_allowed BOOLEAN NOT NULL DEFAULT FALSE;
+ALTER TABLE orders ADD COLUMN policy_asset TEXT NOT NULL DEFAULT '';
+ALTER TABLE orders ADD COLUMN policy_destination TEXT NOT NULL DEFAULT '';
+UPDATE orders SET policy_allowed = TRUE WHERE policy_decision IS NOT NULL AND status <> 'rejected';
+CREATE INDEX orders_policy_window ON orders (org_id, submitted_at);
+
+-- One row per organisation, updated by every policy evaluation before it counts volume:
+-- evaluations of one organisation run one at a time, so two orders at a window's edge
+-- cannot both pass.
+CREATE TABLE policy_window_guards (
+    org_id     TEXT PRIMARY KEY,
+    touched_at TIMESTAMPTZ NOT NULL
+);
+
+-- +goose Down
+DROP TABLE policy_window_guards;
+DROP INDEX orders_policy_window;
+ALTER TABLE orders DROP COLUMN policy_destination;
+ALTER TABLE orders DROP COLUMN policy_asset;
+ALTER TABLE orders DROP COLUMN policy_allowed;
+ALTER TABLE orders DROP COLUMN policy_version;
+DROP TABLE policy_drafts;
+DROP TABLE policy_versions;

@@ -1,0 +1,278 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/opentreasury/treasury/orders"
+	"github.com/opentreasury/treasury/policy"
+)
+
+// PolicyVersion is one published policy of an app.
+type PolicyVersion struct {
+	OrgID   string `gorm:"primaryKey"`
+	App     string `gorm:"primaryKey"`
+	Version int    `gorm:"primaryKey"`
+	// Document is the rules as published.
+	Document string
+	// Author is the credential that wrote the rules, AuthorPerson the person behind it.
+	Author       string
+	AuthorPerson string
+	// DraftID is the draft it was published from; nil for a PUT.
+	DraftID *string
+	// Approvals is the JSON list of the people's approvals that published it.
+	Approvals string
+	// Restores is the earlier version a rollback published again.
+	Restores    *int
+	PublishedAt time.Time
+}
+
+func (PolicyVersion) TableName() string { return "policy_versions" }
+
+// Policy draft statuses.
+const (
+	DraftOpen      = "open"
+	DraftPublished = "published"
+	DraftDiscarded = "discarded"
+)
+
+// PolicyDraft is a proposed policy of an app: it has no effect until published.
+type PolicyDraft struct {
+	ID       string
+	OrgID    string
+	App      string
+	Document string
+	// BaseVersion is the version in force when the draft was started.
+	BaseVersion int
+	// Restores is the version a rollback draft publishes again.
+	Restores     *int
+	Author       string
+	AuthorPerson string
+	Status       string
+	// Approvals is the JSON list of approvals ({by, at}) given so far.
+	Approvals        string
+	PublishedVersion *int
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+func (PolicyDraft) TableName() string { return "policy_drafts" }
+
+// PublishPolicy puts rules in force as the app's next version, recorded in its history:
+// p carries the document, who and when; v the rest of the version's record. It sets the
+// version number on both, in one transaction so that concurrent publishers each get their
+// own number.
+func (s *Store) PublishPolicy(ctx context.Context, p *Policy, v *PolicyVersion) error {
+	p.Version = 1
+	p.UpdatedAt = p.UpdatedAt.UTC()
+	return s.Tx(ctx, func(tx *Store) error {
+		err := tx.with(ctx).Clauses(clause.OnConflict{
+			Columns: []clause.Column{{Name: "org_id"}, {Name: "app"}},
+			DoUpdates: clause.Assignments(map[string]any{
+				"document": p.Document, "updated_by": p.UpdatedBy, "updated_at": p.UpdatedAt,
+				"version": gorm.Expr("policies.version + 1"),
+			}),
+		}).Create(p).Error
+		if err != nil {
+			return err
+		}
+		var cur Policy
+		if err := tx.with(ctx).Select("version").Where("org_id = ? AND app = ?", p.OrgID, p.App).Take(&cur).Error; err != nil {
+			return err
+		}
+		p.Version = cur.Version
+		v.OrgID, v.App, v.Version, v.Document, v.Author, v.PublishedAt = p.OrgID, p.App, p.Version, p.Document, p.UpdatedBy, p.UpdatedAt
+		if v.Approvals == "" {
+			v.Approvals = "[]"
+		}
+		return tx.with(ctx).Create(v).Error
+	})
+}
+
+// PolicyVersions lists an app's published versions, newest first, below a version number
+// (0: from the newest).
+func (s *Store) PolicyVersions(ctx context.Context, orgID, app string, below, limit int) ([]PolicyVersion, error) {
+	q := s.with(ctx).Where("org_id = ? AND app = ?", orgID, app)
+	if below > 0 {
+		q = q.Where("version < ?", below)
+	}
+	var out []PolicyVersion
+	err := q.Order("version DESC").Limit(limit).Find(&out).Error
+	return out, err
+}
+
+// PolicyVersionOf returns one published version of an app's policy.
+func (s *Store) PolicyVersionOf(ctx context.Context, orgID, app string, version int) (*PolicyVersion, error) {
+	var v PolicyVersion
+	if err := s.with(ctx).Where("org_id = ? AND app = ? AND version = ?", orgID, app, version).Take(&v).Error; err != nil {
+		return nil, notFound(err)
+	}
+	return &v, nil
+}
+
+// CreatePolicyDraft stores a new draft.
+func (s *Store) CreatePolicyDraft(ctx context.Context, d *PolicyDraft) error {
+	d.CreatedAt, d.UpdatedAt = d.CreatedAt.UTC(), d.UpdatedAt.UTC()
+	if d.Approvals == "" {
+		d.Approvals = "[]"
+	}
+	return s.with(ctx).Create(d).Error
+}
+
+// PolicyDraftOf returns one draft of an organisation's app.
+func (s *Store) PolicyDraftOf(ctx context.Context, orgID, app, id string) (*PolicyDraft, error) {
+	var d PolicyDraft
+	if err := s.with(ctx).Where("org_id = ? AND app = ? AND id = ?", orgID, app, id).Take(&d).Error; err != nil {
+		return nil, notFound(err)
+	}
+	return &d, nil
+}
+
+// LockPolicyDraft reads a draft and locks it for the rest of the transaction: its edits
+// and approvals are decided one at a time.
+func (s *Store) LockPolicyDraft(ctx context.Context, orgID, app, id string) (*PolicyDraft, error) {
+	var d PolicyDraft
+	if err := s.forUpdate(ctx).Where("org_id = ? AND app = ? AND id = ?", orgID, app, id).Take(&d).Error; err != nil {
+		return nil, notFound(err)
+	}
+	return &d, nil
+}
+
+// SavePolicyDraft writes a draft back.
+func (s *Store) SavePolicyDraft(ctx context.Context, d *PolicyDraft) error {
+	d.UpdatedAt = d.UpdatedAt.UTC()
+	return s.with(ctx).Save(d).Error
+}
+
+// ListPolicyDrafts lists an app's drafts, newest first, after a cursor id; status narrows
+// them when not empty.
+func (s *Store) ListPolicyDrafts(ctx context.Context, orgID, app, status, beforeID string, limit int) ([]PolicyDraft, error) {
+	q := s.with(ctx).Where("org_id = ? AND app = ?", orgID, app)
+	if status != "" {
+		q = q.Where("status = ?", status)
+	}
+	return page[PolicyDraft](q, beforeID, newestFirst, limit)
+}
+
+// GuardPolicyWindows makes the organisation's policy evaluations in transactions take
+// turns from here to commit: each counts volume only after the ones before it committed,
+// so two orders at a window's edge cannot both pass. It must come after the order's own
+// lock (ApplyOrderStep takes it first), so that no two transactions wait on each other.
+func (s *Store) GuardPolicyWindows(ctx context.Context, orgID string, at time.Time) error {
+	return s.with(ctx).Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: "org_id"}},
+		DoUpdates: clause.AssignmentColumns([]string{"touched_at"}),
+	}).Create(&policyWindowGuard{OrgID: orgID, TouchedAt: at.UTC()}).Error
+}
+
+type policyWindowGuard struct {
+	OrgID     string `gorm:"primaryKey"`
+	TouchedAt time.Time
+}
+
+func (policyWindowGuard) TableName() string { return "policy_window_guards" }
+
+// VolumeQuery selects the orders a policy limit counts: the organisation's orders the
+// policy let through since a time, that were not rejected and have not failed, narrowed by
+// whichever of the keys are set.
+type VolumeQuery struct {
+	OrgID          string
+	App            string
+	WalletID       string
+	Asset          string
+	Destination    string
+	Since          time.Time
+	ExcludeOrderID string
+}
+
+// PolicyVolume sums the USD value of the orders q selects.
+func (s *Store) PolicyVolume(ctx context.Context, q VolumeQuery) (decimal.Decimal, error) {
+	db := s.with(ctx).Model(&Order{}).
+		Where("org_id = ? AND submitted_at >= ? AND policy_allowed = ? AND status NOT IN ?", q.OrgID, q.Since.UTC(), true,
+			[]orders.Status{orders.StatusRejected, orders.StatusFailed})
+	for column, value := range map[string]string{"app": q.App, "wallet_id": q.WalletID, "policy_asset": q.Asset,
+		"policy_destination": q.Destination} {
+		if value != "" {
+			db = db.Where(column+" = ?", value)
+		}
+	}
+	if q.ExcludeOrderID != "" {
+		db = db.Where("id <> ?", q.ExcludeOrderID)
+	}
+	var amounts []decimal.Decimal
+	err := db.Pluck("amount_usd", &amounts).Error
+	total := decimal.Zero
+	for _, a := range amounts {
+		total = total.Add(a)
+	}
+	return total, err
+}
+
+// PolicyRules reads an app's rules: those of version when it is given, else those in force
+// (an app without a policy has version 0 and no rules). It returns the version read.
+func (s *Store) PolicyRules(ctx context.Context, orgID, app string, version *int) (policy.Rules, int, error) {
+	doc, n := "", 0
+	switch {
+	case version != nil && *version == 0:
+	case version != nil:
+		v, err := s.PolicyVersionOf(ctx, orgID, app, *version)
+		if err != nil {
+			return policy.Rules{}, 0, err
+		}
+		doc, n = v.Document, v.Version
+	default:
+		p, err := s.Policy(ctx, orgID, app)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return policy.Rules{}, 0, err
+		}
+		if p != nil {
+			doc, n = p.Document, p.Version
+		}
+	}
+	if doc == "" {
+		return policy.Rules{}, n, nil
+	}
+	rules, err := policy.Parse([]byte(doc))
+	return rules, n, err
+}
+
+// PolicyUsage counts, for each volume limit of rules that applies to o, the volume of the
+// organisation's orders that share its key: the wallet's of the UTC day of now for
+// dailyVolumeUsd (counted whether or not the rule is set, for the dry run's answer), the
+// key's of the last hours of each window. excludeOrderID leaves out the order evaluated.
+func (s *Store) PolicyUsage(ctx context.Context, orgID string, rules policy.Rules, o policy.Order, now time.Time, excludeOrderID string) (policy.Usage, error) {
+	var u policy.Usage
+	now = now.UTC()
+	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	var err error
+	if u.DailyVolumeUSD, err = s.PolicyVolume(ctx, VolumeQuery{OrgID: orgID, WalletID: o.WalletID, Since: day, ExcludeOrderID: excludeOrderID}); err != nil {
+		return u, err
+	}
+	u.Windows = make([]decimal.Decimal, len(rules.Windows))
+	for i, w := range rules.Windows {
+		key, ok := policy.WindowKey(w, o)
+		if !ok {
+			continue
+		}
+		q := VolumeQuery{OrgID: orgID, Since: now.Add(-time.Duration(w.Hours) * time.Hour), ExcludeOrderID: excludeOrderID}
+		switch w.Scope {
+		case policy.ScopeWallet:
+			q.WalletID = key
+		case policy.ScopeApp:
+			q.App = key
+		case policy.ScopeAsset:
+			q.Asset = key
+		case policy.ScopeDestination:
+			q.Destination = key
+		}
+		if u.Windows[i], err = s.PolicyVolume(ctx, q); err != nil {
+			return u, err
+		}
+	}
+	return u, nil
+}
