@@ -143,7 +143,7 @@ func (a *Orders) decide(ctx context.Context, tx *store.Store, o *store.Order) (w
 	}
 	pol := input.PolicyOrder(o.AmountUSD)
 	pol.App = o.App
-	usage, err := tx.PolicyUsage(ctx, o.OrgID, rules, pol, now, o.ID)
+	usage, err := tx.PolicyUsage(ctx, o.OrgID, rules, pol, now, false, o.ID)
 	if err != nil {
 		return workflows.PolicyDecision{}, err
 	}

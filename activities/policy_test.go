@@ -2,14 +2,21 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/shopspring/decimal"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
+	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/orders"
+	"github.com/opentreasury/treasury/policy"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
 	"github.com/opentreasury/treasury/workflows"
@@ -142,6 +149,82 @@ func TestOrdersAtAWindowsEdgeCannotBothPass(t *testing.T) {
 			if d, err := l.acts.EvaluatePolicy(ctx, workflows.StepInput{OrderID: next.ID}); err != nil || !d.Allowed {
 				t.Fatalf("round %d: after the rejection the window refused %+v (%v)", round, d, err)
 			}
+		}
+	})
+}
+
+// A dry run evaluates the app's past orders under a draft, page by page, and reports what
+// would have changed against what each order's own policy decided; a page whose answer was
+// lost after it was saved is not counted twice.
+func TestADryRunReportsWhatADraftWouldHaveChanged(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		l := newLifecycle(t, s)
+		ctx := context.Background()
+		l.publish(t, `{"maxOrderUsd":"100000","approvalTiers":[{"minUsd":"1000","quorum":1}]}`)
+		byAmount := map[string]string{}
+		for _, amount := range []string{"10", "500", "2000", "50000", "200000"} {
+			o, _ := l.payment(t, amount, payee)
+			in := workflows.StepInput{OrderID: o.ID}
+			if err := l.acts.MarkSubmitted(ctx, in); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.acts.EvaluatePolicy(ctx, in); err != nil {
+				t.Fatal(err)
+			}
+			byAmount[amount] = o.ID
+		}
+		l.draft(t, "payment", `{"walletId":"`+l.wallet.ID+`","asset":"USDC","amount":"7","destination":{"address":"`+payee+`"}}`) // never submitted
+
+		draft := `{"maxOrderUsd":"20000","approvalTiers":[{"minUsd":"100","quorum":1},{"minUsd":"10000","quorum":2}]}`
+		report, _ := json.Marshal(policy.NewHistoryReport())
+		now := time.Now()
+		run := &store.PolicyDryRun{ID: ids.New(ids.PolicyDryRun), OrgID: l.creds.OrgID, App: "pay", DraftID: "pdr_x", Document: draft,
+			Days: 1, Examples: 1, Since: now.Add(-time.Hour), Until: now.Add(time.Minute), Status: store.DryRunRunning, Total: 5,
+			Report: string(report), CreatedBy: "key_dev", CreatedAt: now, UpdatedAt: now}
+		if err := s.CreatePolicyDryRun(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+
+		acts := &Policies{Store: s, Log: l.acts.Log, PageSize: 2}
+		var suite testsuite.WorkflowTestSuite
+		env := suite.NewTestWorkflowEnvironment()
+		env.RegisterWorkflowWithOptions(workflows.PolicyDryRun, workflow.RegisterOptions{Name: workflows.PolicyDryRunWorkflow})
+		calls := 0
+		env.RegisterActivityWithOptions(func(ctx context.Context, in workflows.DryRunInput) (workflows.DryRunProgress, error) {
+			calls++
+			p, err := acts.DryRunPage(ctx, in)
+			if calls == 2 {
+				return p, errors.New("the worker died before the answer left")
+			}
+			return p, err
+		}, activity.RegisterOptions{Name: workflows.DryRunPageActivity})
+		env.ExecuteWorkflow(workflows.PolicyDryRunWorkflow, workflows.DryRunInput{DryRunID: run.ID})
+		if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+			t.Fatalf("completed %v, error %v", env.IsWorkflowCompleted(), env.GetWorkflowError())
+		}
+
+		done, err := s.PolicyDryRunOf(ctx, "", run.ID)
+		if err != nil || done.Status != store.DryRunCompleted || done.Evaluated != 5 || done.CompletedAt == nil {
+			t.Fatalf("dry run %+v (%v)", done, err)
+		}
+		got := policy.NewHistoryReport()
+		if err := json.Unmarshal([]byte(done.Report), got); err != nil {
+			t.Fatal(err)
+		}
+		shift := func(name string) *policy.ShiftReport { return got.Shifts[name] }
+		if got.Evaluated != 5 || got.Unchanged != 3 || shift(policy.ShiftApprovalAdded).Count != 1 ||
+			shift(policy.ShiftAllowedToRefused).Count != 1 || shift(policy.ShiftRefusedToAllowed).Count != 0 {
+			t.Fatalf("report %s", done.Report)
+		}
+		if ex := shift(policy.ShiftApprovalAdded).Examples; len(ex) != 1 || ex[0].OrderID != byAmount["500"] || ex[0].After.Quorum != 1 {
+			t.Errorf("approval added: %+v", ex)
+		}
+		if ex := shift(policy.ShiftAllowedToRefused).Examples; len(ex) != 1 || ex[0].OrderID != byAmount["50000"] ||
+			ex[0].After.Violations[0] != "maxOrderUsd" {
+			t.Errorf("allowed to refused: %+v", ex)
+		}
+		if c := got.ByRule["maxOrderUsd"]; c == nil || c.NewlyRefused != 1 || c.NoLongerRefused != 0 {
+			t.Errorf("by rule: %+v", got.ByRule)
 		}
 	})
 }

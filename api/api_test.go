@@ -19,6 +19,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/dev/logtest"
@@ -63,7 +64,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	ready := &readyFlag{}
 	hooks := testWebhooks(t)
-	h := NewRouter(Config{Store: s, Log: log, Readiness: []ReadinessCheck{{Name: "database", Check: ready.check}}, Service: &service.Service{Store: s, Log: log, Webhooks: hooks}})
+	h := NewRouter(Config{Store: s, Log: log, Readiness: []ReadinessCheck{{Name: "database", Check: ready.check}}, Service: &service.Service{Store: s, Log: log, Webhooks: hooks, DryRuns: inlineDryRuns{&activities.Policies{Store: s, Log: log}}}})
 	return &fixture{store: s, creds: creds, handler: h, logs: logs, ready: ready, webhooks: hooks}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/service"
@@ -77,6 +78,8 @@ var routeAccess = map[string]access{
 	"POST /api/v1/policies/:app/drafts/:id/approve":                 {app: "pay", actions: []string{"developer"}, notFoundOK: true, person: true},
 	"POST /api/v1/policies/:app/drafts/:id/publish":                 {app: "pay", actions: []string{"developer"}, notFoundOK: true},
 	"POST /api/v1/policies/:app/drafts/:id/discard":                 {app: "pay", actions: []string{"developer"}, notFoundOK: true},
+	"POST /api/v1/policies/:app/dry-runs":                           {app: "pay", actions: []string{"developer"}},
+	"GET /api/v1/policies/:app/dry-runs/:id":                        {app: "pay", actions: []string{"developer"}, notFoundOK: true},
 	"GET /api/v1/approvals":                                         {app: "any", actions: []string{"read", "approve"}, records: "approval items"},
 	"POST /api/v1/approvals/:domain/:id/decide":                     {app: "pay", actions: []string{"approve"}, notFoundOK: true},
 	"GET /api/v1/signing-requests":                                  {app: "any", actions: []string{"read", "sign"}, records: "signing requests"},
@@ -311,7 +314,8 @@ func unlimitedRouter(f *fixture) *gin.Engine {
 		Log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		RateBurst: 1 << 20,
 		RateLimit: 1 << 20,
-		Service:   &service.Service{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Workflows: &fakeWorkflows{decision: workflows.PolicyDecision{Allowed: true}}, Webhooks: f.webhooks},
+		Service: &service.Service{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Workflows: &fakeWorkflows{decision: workflows.PolicyDecision{Allowed: true}}, Webhooks: f.webhooks,
+			DryRuns: inlineDryRuns{&activities.Policies{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}}},
 	})
 	return f.handler.(*gin.Engine)
 }

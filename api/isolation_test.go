@@ -60,6 +60,7 @@ var isolationTable = map[string]isolationTarget{
 	"POST /api/v1/policies/:app/drafts/:id/approve":                 policyDraft,
 	"POST /api/v1/policies/:app/drafts/:id/publish":                 policyDraft,
 	"POST /api/v1/policies/:app/drafts/:id/discard":                 policyDraft,
+	"GET /api/v1/policies/:app/dry-runs/:id":                        {resources: []string{"policy dry run"}},
 }
 
 func init() {
@@ -77,7 +78,7 @@ var isolationRow = map[string]string{
 	"draft order": "orders", "submitted order": "orders", "approval item": "approval items",
 	"signing request": "signing requests", "api key": developerResources, "oauth client": developerResources,
 	"websocket config": developerResources, "webhook": developerResources, "member": "team",
-	"policy draft": "policy versions and drafts",
+	"policy draft": "policy versions and drafts", "policy dry run": "policy versions and drafts",
 }
 
 const developerResources = "API keys, OAuth clients, WebSocket configs and webhooks"
@@ -125,14 +126,17 @@ func TestDataIsolation(t *testing.T) {
 	reach := readReachTable(t)
 	authn := auth.NewAuthenticator(f.store)
 	pay := f.creds.Keys["pay"].SK
-	created := func(r response) string {
-		t.Helper()
-		var body struct{ ID string }
-		if err := json.Unmarshal(r.body, &body); err != nil || r.status != 201 || body.ID == "" {
-			t.Fatalf("create: %d %s", r.status, r.body)
+	answered := func(status int) func(r response) string {
+		return func(r response) string {
+			t.Helper()
+			var body struct{ ID string }
+			if err := json.Unmarshal(r.body, &body); err != nil || r.status != status || body.ID == "" {
+				t.Fatalf("create: %d %s", r.status, r.body)
+			}
+			return body.ID
 		}
-		return body.ID
 	}
+	created, accepted := answered(201), answered(202)
 
 	// Org A pay's resources, by the name isolationTable gives them.
 	wallet := f.creds.Wallets[0].ID
@@ -171,6 +175,7 @@ func TestDataIsolation(t *testing.T) {
 	owner := signedIn{token: ownerSession, csrf: auth.CSRFToken(ownerSession)}
 	a["member"] = created(f.as(t, owner, "POST", "/developer/team?app=pay", `{"email":"isolated@example.com","actions":["read"]}`))
 	a["policy draft"] = created(f.post(t, "/api/v1/policies/pay/drafts", pay, `{"rules":{"maxOrderUsd":"1"}}`))
+	a["policy dry run"] = accepted(f.post(t, "/api/v1/policies/pay/dry-runs", pay, `{"draftId":"`+a["policy draft"]+`"}`))
 	// People belong to the organisation, not to an app: the team page of every app of org A
 	// lists them (the reach table's row "team").
 	orgWide := map[string]bool{"member": true}

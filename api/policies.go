@@ -123,7 +123,7 @@ func approvalsJSON(raw string) []apitypes.PolicyApproval {
 	_ = json.Unmarshal([]byte(raw), &as) // written by the service from this type
 	out := make([]apitypes.PolicyApproval, len(as))
 	for i, a := range as {
-		out[i] = apitypes.PolicyApproval{By: a.By, At: formatTime(a.At)}
+		out[i] = apitypes.PolicyApproval{By: a.By, At: timeOf(a.At)}
 	}
 	return out
 }
@@ -131,7 +131,7 @@ func approvalsJSON(raw string) []apitypes.PolicyApproval {
 func policyVersionJSON(v *store.PolicyVersion) apitypes.PolicyVersion {
 	return apitypes.PolicyVersion{App: v.App, Version: v.Version, Rules: json.RawMessage(v.Document), Author: v.Author,
 		AuthorPerson: nullable(v.AuthorPerson), DraftID: v.DraftID, Approvals: approvalsJSON(v.Approvals), Restores: v.Restores,
-		PublishedAt: formatTime(v.PublishedAt)}
+		PublishedAt: timeOf(v.PublishedAt)}
 }
 
 func policyVersionDiffJSON(v *service.PolicyVersionDiff) apitypes.PolicyVersion {
@@ -144,14 +144,14 @@ func policyDraftJSON(d *service.PolicyDraftView) apitypes.PolicyDraft {
 	return apitypes.PolicyDraft{ID: d.ID, App: d.App, Status: d.Status, Rules: json.RawMessage(d.Document), BaseVersion: d.BaseVersion,
 		InForceVersion: d.InForceVersion, Restores: d.Restores, Author: d.Author, AuthorPerson: nullable(d.AuthorPerson),
 		Approvals: approvalsJSON(d.PolicyDraft.Approvals), ApprovalsRequired: d.ApprovalsRequired, PublishedVersion: d.PublishedVersion,
-		Diff: d.Diff, CreatedAt: formatTime(d.CreatedAt), UpdatedAt: formatTime(d.UpdatedAt)}
+		Diff: d.Diff, CreatedAt: timeOf(d.CreatedAt), UpdatedAt: timeOf(d.UpdatedAt)}
 }
 
 // versionParam reads the path's version number; false when it answered the refusal.
 func versionParam(c *gin.Context) (int, bool) {
 	n, err := strconv.Atoi(c.Param("version"))
 	if err != nil || n < 1 {
-		c.AbortWithStatusJSON(http.StatusNotFound, NewProblem(apitypes.CodeNotFound, "A policy version is a number from 1."))
+		fail(c, apitypes.CodeNotFound, "A policy version is a number from 1.")
 		return 0, false
 	}
 	return n, true
@@ -244,4 +244,60 @@ func (h *policyHandlers) draftAction(act func(context.Context, service.Caller, s
 		narrowToPathApp(c, actions...)
 		respond(c, h.log, http.StatusOK, policyDraftJSON)(act(c.Request.Context(), caller(c), c.Param("app"), c.Param("id")))
 	}
+}
+
+// dryRunBody is the body of POST /policies/{app}/dry-runs.
+type dryRunBody struct {
+	DraftID  string `json:"draftId"`
+	Days     int    `json:"days"`
+	Examples int    `json:"examples"`
+}
+
+// startDryRun answers POST /policies/{app}/dry-runs: 202 and the run as it starts.
+func (h *policyHandlers) startDryRun(c *gin.Context) {
+	narrowToPathApp(c, auth.ActionDeveloper)
+	var b dryRunBody
+	if bindStrict(c, &b, "draftId", "days", "examples") {
+		respond(c, h.log, http.StatusAccepted, policyDryRunJSON)(h.svc.StartPolicyDryRun(c.Request.Context(), caller(c), c.Param("app"),
+			service.PolicyDryRunInput{DraftID: b.DraftID, Days: b.Days, Examples: b.Examples}))
+	}
+}
+
+// dryRun answers GET /policies/{app}/dry-runs/{id}: its progress and report so far.
+func (h *policyHandlers) dryRun(c *gin.Context) {
+	narrowToPathApp(c, auth.ActionDeveloper)
+	respond(c, h.log, http.StatusOK, policyDryRunJSON)(h.svc.PolicyDryRun(c.Request.Context(), caller(c), c.Param("app"), c.Param("id")))
+}
+
+func policyDryRunJSON(d *store.PolicyDryRun) apitypes.PolicyDryRun {
+	out := apitypes.PolicyDryRun{ID: d.ID, App: d.App, DraftID: d.DraftID, Rules: json.RawMessage(d.Document), Days: d.Days,
+		Since: timeOf(d.Since), Until: timeOf(d.Until), Status: d.Status,
+		Progress: apitypes.DryRunProgress{Evaluated: d.Evaluated, Total: d.Total}, Error: nullable(d.Error), CreatedBy: d.CreatedBy,
+		CreatedAt: timeOf(d.CreatedAt), UpdatedAt: timeOf(d.UpdatedAt), CompletedAt: timeOrNull(d.CompletedAt)}
+	report := policy.NewHistoryReport()
+	_ = json.Unmarshal([]byte(d.Report), report) // written by the dry run from this type
+	out.Report = apitypes.DryRunReport{Evaluated: report.Evaluated, Unchanged: report.Unchanged,
+		Shifts: map[string]apitypes.DryRunShift{}, ByRule: map[string]policy.RuleCounts{}}
+	for name, s := range report.Shifts {
+		shift := apitypes.DryRunShift{Count: s.Count, Examples: make([]apitypes.DryRunExample, len(s.Examples))}
+		for i, ex := range s.Examples {
+			shift.Examples[i] = apitypes.DryRunExample{OrderID: ex.OrderID, Domain: ex.Domain, Href: orderHref(ex.Domain, ex.OrderID),
+				AmountUSD: ex.AmountUSD, SubmittedAt: timeOf(ex.SubmittedAt), Before: ex.Before, After: ex.After}
+		}
+		out.Report.Shifts[name] = shift
+	}
+	for rule, n := range report.ByRule {
+		out.Report.ByRule[rule] = *n
+	}
+	return out
+}
+
+// orderHref is an order's address in the API.
+func orderHref(domain, id string) string {
+	for _, d := range orders.Domains {
+		if d.Name == domain {
+			return apiBase + "/" + d.Collection + "/" + id
+		}
+	}
+	return ""
 }

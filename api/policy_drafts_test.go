@@ -1,15 +1,19 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/workflows"
 )
 
 // personOf signs in a new person of the fixture's organisation, without a password.
@@ -154,4 +158,67 @@ func TestPolicyChangesGoThroughADraftApprovedByAnotherPerson(t *testing.T) {
 			t.Errorf("no %s in the audit log: %v", want, actions)
 		}
 	}
+}
+
+// inlineDryRuns runs a policy dry run to its end inside its start, page by page as the
+// worker would, so that a test reads its report at once.
+type inlineDryRuns struct{ acts *activities.Policies }
+
+func (r inlineDryRuns) StartPolicyDryRun(ctx context.Context, id string) error {
+	for {
+		p, err := r.acts.DryRunPage(ctx, workflows.DryRunInput{DryRunID: id})
+		if err != nil || p.Done {
+			return err
+		}
+	}
+}
+
+func TestADraftsDryRunAgainstHistoryIsABackgroundJobWithAReport(t *testing.T) {
+	f := newFixture(t)
+	sk := f.creds.Keys["pay"].SK
+	ctx := t.Context()
+	// Two past orders the seeded policy let through, one of them needing no approval.
+	var orderIDs []string
+	for _, amount := range []string{"50", "20000"} {
+		var o struct{ ID string }
+		r := f.post(t, "/api/v1/payments", sk, `{"walletId":"`+f.creds.Wallets[0].ID+`","asset":"USDC","amount":"`+amount+
+			`","destination":{"address":"0x1111111111111111111111111111111111111111"}}`)
+		if r.status != 201 || json.Unmarshal(r.body, &o) != nil {
+			t.Fatalf("create %d %s", r.status, r.body)
+		}
+		quorum := map[string]int{"50": 0, "20000": 1}[amount]
+		decision, _ := json.Marshal(workflows.PolicyDecision{Allowed: true, ApprovalRequired: quorum > 0, Quorum: quorum, PolicyVersion: 1})
+		_, err := f.store.ApplyOrderStep(ctx, store.OrderChange{OrderID: o.ID, Step: "submitted", To: "submitted", CorrelationID: "c",
+			Mutate: func(o *store.Order, _ []store.OrderLeg) {
+				at, doc := time.Now().Add(-time.Hour), string(decision)
+				o.SubmittedAt, o.PolicyDecision, o.PolicyAllowed = &at, &doc, true
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		orderIDs = append(orderIDs, o.ID)
+	}
+	d := decodeDraft(t, f.post(t, "/api/v1/policies/pay/drafts", sk, `{"rules":{"maxOrderUsd":"10000","approvalTiers":[{"minUsd":"10","quorum":1}]}}`), 201)
+
+	r := f.post(t, "/api/v1/policies/pay/dry-runs", sk, `{"draftId":"`+d.ID+`","days":7,"examples":3}`)
+	var run apitypes.PolicyDryRun
+	if r.status != 202 || json.Unmarshal(r.body, &run) != nil || run.ID == "" || run.Progress.Total != 2 || run.Days != 7 {
+		t.Fatalf("start %d %s", r.status, r.body)
+	}
+	// The test's worker ran it within the start; the stored run is what a client polls.
+	r = f.do(t, "GET", "/api/v1/policies/pay/dry-runs/"+run.ID, sk, nil)
+	if r.status != 200 || json.Unmarshal(r.body, &run) != nil || run.Status != "completed" || run.Progress.Evaluated != 2 {
+		t.Fatalf("read %d %s", r.status, r.body)
+	}
+	added, refused := run.Report.Shifts["approvalAdded"], run.Report.Shifts["allowedToRefused"]
+	if added.Count != 1 || added.Examples[0].OrderID != orderIDs[0] || added.Examples[0].Href != "/api/v1/payments/"+orderIDs[0] ||
+		refused.Count != 1 || refused.Examples[0].OrderID != orderIDs[1] || run.Report.ByRule["maxOrderUsd"].NewlyRefused != 1 {
+		t.Fatalf("report %s", r.body)
+	}
+
+	f.post(t, "/api/v1/policies/pay/dry-runs", sk, `{}`).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	f.post(t, "/api/v1/policies/pay/dry-runs", sk, `{"draftId":"`+d.ID+`","days":400}`).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	f.post(t, "/api/v1/policies/pay/dry-runs", sk, `{"draftId":"pdr_nothing"}`).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	f.do(t, "GET", "/api/v1/policies/pay/dry-runs/pdx_nothing", sk, nil).wantProblem(t, 404, apitypes.CodeNotFound)
+	f.do(t, "GET", "/api/v1/policies/trade/dry-runs/"+run.ID, f.creds.Keys["trade"].SK, nil).wantProblem(t, 404, apitypes.CodeNotFound)
 }

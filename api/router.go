@@ -237,6 +237,8 @@ func (rt *routes) treasury(v1 *gin.RouterGroup) {
 	v1.POST("/policies/:app/drafts/:id/approve", polh.draftAction(polh.svc.ApprovePolicyDraft, auth.ActionDeveloper))
 	v1.POST("/policies/:app/drafts/:id/publish", polh.draftAction(polh.svc.PublishPolicyDraft, auth.ActionDeveloper))
 	v1.POST("/policies/:app/drafts/:id/discard", polh.draftAction(polh.svc.DiscardPolicyDraft, auth.ActionDeveloper))
+	v1.POST("/policies/:app/dry-runs", polh.startDryRun)
+	v1.GET("/policies/:app/dry-runs/:id", polh.dryRun)
 
 	ah := &approvalHandlers{svc: svc, log: log}
 	v1.GET("/approvals", ah.list)

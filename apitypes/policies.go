@@ -3,6 +3,8 @@ package apitypes
 import (
 	"encoding/json"
 
+	"github.com/opentreasury/treasury/events"
+
 	"github.com/opentreasury/treasury/policy"
 )
 
@@ -46,8 +48,8 @@ type PolicyWindowUse struct {
 
 // PolicyApproval is one person's approval of a policy draft.
 type PolicyApproval struct {
-	By string `json:"by"`
-	At string `json:"at"`
+	By string      `json:"by"`
+	At events.Time `json:"at"`
 }
 
 // PolicyVersion is one published version of an app's policy
@@ -63,8 +65,8 @@ type PolicyVersion struct {
 	DraftID   *string          `json:"draftId"`
 	Approvals []PolicyApproval `json:"approvals"`
 	// Restores is the earlier version a rollback published again.
-	Restores    *int   `json:"restores"`
-	PublishedAt string `json:"publishedAt"`
+	Restores    *int        `json:"restores"`
+	PublishedAt events.Time `json:"publishedAt"`
 	// Diff is what it changed from the version before (read one version to get it).
 	Diff []PolicyChange `json:"diff,omitempty"`
 }
@@ -90,6 +92,60 @@ type PolicyDraft struct {
 	PublishedVersion  *int             `json:"publishedVersion"`
 	// Diff is what publishing it would change from the version in force.
 	Diff      []PolicyChange `json:"diff"`
-	CreatedAt string         `json:"createdAt"`
-	UpdatedAt string         `json:"updatedAt"`
+	CreatedAt events.Time    `json:"createdAt"`
+	UpdatedAt events.Time    `json:"updatedAt"`
+}
+
+// PolicyDryRun is a draft's dry run against the app's past orders
+// (…/policies/{app}/dry-runs): what would have changed had the draft been in force.
+type PolicyDryRun struct {
+	ID      string `json:"id"`
+	App     string `json:"app"`
+	DraftID string `json:"draftId"`
+	// Rules are the draft's rules when the run started.
+	Rules    json.RawMessage `json:"rules"`
+	Days     int             `json:"days"`
+	Since    events.Time     `json:"since"`
+	Until    events.Time     `json:"until"`
+	Status   string          `json:"status"`
+	Progress DryRunProgress  `json:"progress"`
+	Report   DryRunReport    `json:"report"`
+	// Error says why a failed run stopped.
+	Error       *string      `json:"error"`
+	CreatedBy   string       `json:"createdBy"`
+	CreatedAt   events.Time  `json:"createdAt"`
+	UpdatedAt   events.Time  `json:"updatedAt"`
+	CompletedAt *events.Time `json:"completedAt"`
+}
+
+// DryRunProgress is how many of the run's orders have been evaluated.
+type DryRunProgress struct {
+	Evaluated int `json:"evaluated"`
+	Total     int `json:"total"`
+}
+
+// DryRunReport tallies the orders evaluated so far: unchanged, each shift of outcome with
+// its first orders, and what each rule newly refuses or stops refusing.
+type DryRunReport struct {
+	Evaluated int                          `json:"evaluated"`
+	Unchanged int                          `json:"unchanged"`
+	Shifts    map[string]DryRunShift       `json:"shifts"`
+	ByRule    map[string]policy.RuleCounts `json:"byRule"`
+}
+
+// DryRunShift counts the orders of one shift and shows the first of them.
+type DryRunShift struct {
+	Count    int             `json:"count"`
+	Examples []DryRunExample `json:"examples"`
+}
+
+// DryRunExample is one order whose outcome would change, linked to the order.
+type DryRunExample struct {
+	OrderID     string         `json:"orderId"`
+	Domain      string         `json:"domain"`
+	Href        string         `json:"href"`
+	AmountUSD   string         `json:"amountUsd"`
+	SubmittedAt events.Time    `json:"submittedAt"`
+	Before      policy.Outcome `json:"before"`
+	After       policy.Outcome `json:"after"`
 }

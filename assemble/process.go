@@ -67,6 +67,7 @@ func (p *Process) Service() *service.Service {
 	svc := &service.Service{Store: p.Store, Webhooks: p.Config.WebhookOptions(), Log: p.Log, ValuationMaxAge: p.Config.ValuationMaxAge}
 	if p.Temporal != nil {
 		svc.Workflows = workflows.Client{Temporal: p.Temporal}
+		svc.DryRuns = workflows.Client{Temporal: p.Temporal}
 	}
 	switch {
 	case p.Live != nil:

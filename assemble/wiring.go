@@ -221,6 +221,7 @@ func NewWorker(s *store.Store, ch chain.Adapter, tc client.Client, log *slog.Log
 		Portfolio:   &activities.Portfolio{Store: s, Chain: ch, Log: log},
 		Maintenance: &activities.Maintenance{Store: s},
 		Orders:      &activities.Orders{Store: s, Chain: ch, Log: log, ReplaceAfter: cfg.ReplaceStuckAfter},
+		Policies:    &activities.Policies{Store: s, Log: log},
 	}, sdkworker.Options{WorkerStopTimeout: cfg.ShutdownTimeout, OnFatalError: onFatal})
 }
 

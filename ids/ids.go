@@ -25,6 +25,7 @@ const (
 	User            = "usr"
 	AuditLog        = "aud"
 	PolicyDraft     = "pdr"
+	PolicyDryRun    = "pdx"
 )
 
 // New returns prefix_<32 hex digits of a UUIDv7>: unique, and ordered by creation time

@@ -13,6 +13,7 @@ import (
 
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/policy"
 	"github.com/opentreasury/treasury/store"
 )
@@ -431,6 +432,93 @@ func (s *Service) RollbackPolicy(ctx context.Context, who Caller, app string, ve
 	return s.PublishPolicyDraft(ctx, who, app, d.ID)
 }
 
+// Dry runs against history: how far back, and how many orders of each shift they show.
+const (
+	DefaultDryRunDays     = 30
+	MaxDryRunDays         = 366
+	DefaultDryRunExamples = 5
+	MaxDryRunExamples     = 50
+)
+
+// PolicyDryRunInput asks for a draft's dry run against the last Days days of orders.
+type PolicyDryRunInput struct {
+	DraftID  string
+	Days     int
+	Examples int
+}
+
+// StartPolicyDryRun starts a dry run of a draft against the app's orders of the last days
+// (developer), in the background: the answer is the run as it starts; its progress and
+// report are read with PolicyDryRun.
+func (s *Service) StartPolicyDryRun(ctx context.Context, who Caller, app string, in PolicyDryRunInput) (*store.PolicyDryRun, error) {
+	if err := policyApp(who, app, auth.ActionDeveloper); err != nil {
+		return nil, err
+	}
+	if in.Days == 0 {
+		in.Days = DefaultDryRunDays
+	}
+	if in.Examples == 0 {
+		in.Examples = DefaultDryRunExamples
+	}
+	var errs []orders.FieldError
+	if in.DraftID == "" {
+		errs = append(errs, field("draftId", "is required"))
+	}
+	if in.Days < 1 || in.Days > MaxDryRunDays {
+		errs = append(errs, field("days", fmt.Sprintf("must be from 1 to %d", MaxDryRunDays)))
+	}
+	if in.Examples < 1 || in.Examples > MaxDryRunExamples {
+		errs = append(errs, field("examples", fmt.Sprintf("must be from 1 to %d", MaxDryRunExamples)))
+	}
+	if len(errs) > 0 {
+		return nil, invalid(errs...)
+	}
+	if s.DryRuns == nil {
+		return nil, ErrWorkflowsUnavailable
+	}
+	draft, err := s.Store.PolicyDraftOf(ctx, who.OrgID, app, in.DraftID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, invalid(field("draftId", "is not a draft of the "+app+" policy"))
+	} else if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	report, err := json.Marshal(policy.NewHistoryReport())
+	if err != nil {
+		return nil, err
+	}
+	d := &store.PolicyDryRun{ID: ids.New(ids.PolicyDryRun), OrgID: who.OrgID, App: app, DraftID: draft.ID, Document: draft.Document,
+		Days: in.Days, Examples: in.Examples, Since: now.AddDate(0, 0, -in.Days), Until: now, Status: store.DryRunRunning,
+		Report: string(report), CreatedBy: who.ID, CreatedAt: now, UpdatedAt: now}
+	if d.Total, err = s.Store.CountHistoryOrders(ctx, who.OrgID, app, d.Since, d.Until); err != nil {
+		return nil, err
+	}
+	err = s.writeAudited(ctx, who, func(tx *store.Store) error { return tx.CreatePolicyDryRun(ctx, d) },
+		"policy.dry_run_started", "policy_dry_run", d.ID, map[string]any{"draftId": d.DraftID, "days": d.Days})
+	if err != nil {
+		return nil, err
+	}
+	// Started after the commit, so the workflow finds its run; a failed start leaves the
+	// run to be asked for again (a retry with the same Idempotency-Key answers the same).
+	if err := s.DryRuns.StartPolicyDryRun(ctx, d.ID); err != nil {
+		s.Log.Error("policy dry run not started", "dryRunId", d.ID, "error", err)
+		return nil, refuse(Unavailable, "The dry run could not be started; try again.")
+	}
+	return d, nil
+}
+
+// PolicyDryRun reads a dry run: its progress, and its report so far (developer).
+func (s *Service) PolicyDryRun(ctx context.Context, who Caller, app, id string) (*store.PolicyDryRun, error) {
+	if err := policyApp(who, app, auth.ActionDeveloper); err != nil {
+		return nil, err
+	}
+	d, err := s.Store.PolicyDryRunOf(ctx, who.OrgID, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && d.App != app) {
+		return nil, refuse(NotFound, "There is no dry run "+id+" of the "+app+" policy.")
+	}
+	return d, err
+}
+
 // Evaluation is a policy's dry run on an order body.
 type Evaluation struct {
 	policy.Evaluation
@@ -485,7 +573,7 @@ func (s *Service) EvaluatePolicy(ctx context.Context, who Caller, app string, bo
 	}
 	o := v.in.PolicyOrder(v.amountUSD)
 	o.App = app
-	usage, err := s.Store.PolicyUsage(ctx, who.OrgID, rules, o, s.now(), "")
+	usage, err := s.Store.PolicyUsage(ctx, who.OrgID, rules, o, s.now(), false, "")
 	if err != nil {
 		return nil, err
 	}

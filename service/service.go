@@ -37,6 +37,11 @@ type Workflows interface {
 	SignalSignature(ctx context.Context, orderID string, s workflows.Signature) error
 }
 
+// DryRunStarter starts the workflow of a policy dry run against history.
+type DryRunStarter interface {
+	StartPolicyDryRun(ctx context.Context, dryRunID string) error
+}
+
 // LiveCounts counts the live WebSocket connections of configs (on every replica).
 type LiveCounts interface {
 	LiveConnections(ctx context.Context, configIDs []string) map[string]int
@@ -54,6 +59,9 @@ type Service struct {
 	// Workflows starts and signals order workflows; nil fails those operations with
 	// ErrWorkflowsUnavailable.
 	Workflows Workflows
+	// DryRuns starts the background dry runs of policy drafts against history; nil fails
+	// them with ErrWorkflowsUnavailable.
+	DryRuns DryRunStarter
 	// Bus tells every process about config changes and revoked credentials.
 	Bus events.Bus
 	// Live counts WebSocket connections; nil counts none.

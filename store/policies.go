@@ -181,12 +181,14 @@ func (policyWindowGuard) TableName() string { return "policy_window_guards" }
 // policy let through since a time, that were not rejected and have not failed, narrowed by
 // whichever of the keys are set.
 type VolumeQuery struct {
-	OrgID          string
-	App            string
-	WalletID       string
-	Asset          string
-	Destination    string
-	Since          time.Time
+	OrgID       string
+	App         string
+	WalletID    string
+	Asset       string
+	Destination string
+	Since       time.Time
+	// Until, when set, leaves out orders submitted after it: the volume as it stood then.
+	Until          time.Time
 	ExcludeOrderID string
 }
 
@@ -203,6 +205,9 @@ func (s *Store) PolicyVolume(ctx context.Context, q VolumeQuery) (decimal.Decima
 	}
 	if q.ExcludeOrderID != "" {
 		db = db.Where("id <> ?", q.ExcludeOrderID)
+	}
+	if !q.Until.IsZero() {
+		db = db.Where("submitted_at <= ?", q.Until.UTC())
 	}
 	var amounts []decimal.Decimal
 	err := db.Pluck("amount_usd", &amounts).Error
@@ -245,12 +250,17 @@ func (s *Store) PolicyRules(ctx context.Context, orgID, app string, version *int
 // organisation's orders that share its key: the wallet's of the UTC day of now for
 // dailyVolumeUsd (counted whether or not the rule is set, for the dry run's answer), the
 // key's of the last hours of each window. excludeOrderID leaves out the order evaluated.
-func (s *Store) PolicyUsage(ctx context.Context, orgID string, rules policy.Rules, o policy.Order, now time.Time, excludeOrderID string) (policy.Usage, error) {
+// With past set, now is a past instant and only orders submitted by then count.
+func (s *Store) PolicyUsage(ctx context.Context, orgID string, rules policy.Rules, o policy.Order, now time.Time, past bool, excludeOrderID string) (policy.Usage, error) {
 	var u policy.Usage
 	now = now.UTC()
 	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
 	var err error
-	if u.DailyVolumeUSD, err = s.PolicyVolume(ctx, VolumeQuery{OrgID: orgID, WalletID: o.WalletID, Since: day, ExcludeOrderID: excludeOrderID}); err != nil {
+	var until time.Time
+	if past {
+		until = now
+	}
+	if u.DailyVolumeUSD, err = s.PolicyVolume(ctx, VolumeQuery{OrgID: orgID, WalletID: o.WalletID, Since: day, Until: until, ExcludeOrderID: excludeOrderID}); err != nil {
 		return u, err
 	}
 	u.Windows = make([]decimal.Decimal, len(rules.Windows))
@@ -259,7 +269,7 @@ func (s *Store) PolicyUsage(ctx context.Context, orgID string, rules policy.Rule
 		if !ok {
 			continue
 		}
-		q := VolumeQuery{OrgID: orgID, Since: now.Add(-time.Duration(w.Hours) * time.Hour), ExcludeOrderID: excludeOrderID}
+		q := VolumeQuery{OrgID: orgID, Since: now.Add(-time.Duration(w.Hours) * time.Hour), Until: until, ExcludeOrderID: excludeOrderID}
 		switch w.Scope {
 		case policy.ScopeWallet:
 			q.WalletID = key
@@ -275,4 +285,88 @@ func (s *Store) PolicyUsage(ctx context.Context, orgID string, rules policy.Rule
 		}
 	}
 	return u, nil
+}
+
+// Policy dry run statuses.
+const (
+	DryRunRunning   = "running"
+	DryRunCompleted = "completed"
+	DryRunFailed    = "failed"
+)
+
+// PolicyDryRun is a draft evaluated against an app's past orders, advanced page by page.
+type PolicyDryRun struct {
+	ID      string
+	OrgID   string
+	App     string
+	DraftID string
+	// Document is the draft's rules when the run started.
+	Document string
+	Days     int
+	Examples int
+	Since    time.Time
+	Until    time.Time
+	Status   string
+	// LastOrderID is the last order evaluated; the next page starts after it.
+	LastOrderID string
+	Evaluated   int
+	Total       int
+	// Report is the running policy.HistoryReport, as JSON.
+	Report      string
+	Error       string
+	CreatedBy   string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	CompletedAt *time.Time
+}
+
+func (PolicyDryRun) TableName() string { return "policy_dry_runs" }
+
+// CreatePolicyDryRun stores a new dry run.
+func (s *Store) CreatePolicyDryRun(ctx context.Context, d *PolicyDryRun) error {
+	d.Since, d.Until, d.CreatedAt, d.UpdatedAt = d.Since.UTC(), d.Until.UTC(), d.CreatedAt.UTC(), d.UpdatedAt.UTC()
+	return s.with(ctx).Create(d).Error
+}
+
+// PolicyDryRunOf returns one dry run; orgID "" finds it in any organisation (the worker).
+func (s *Store) PolicyDryRunOf(ctx context.Context, orgID, id string) (*PolicyDryRun, error) {
+	q := s.with(ctx).Where("id = ?", id)
+	if orgID != "" {
+		q = q.Where("org_id = ?", orgID)
+	}
+	var d PolicyDryRun
+	if err := q.Take(&d).Error; err != nil {
+		return nil, notFound(err)
+	}
+	return &d, nil
+}
+
+// AdvancePolicyDryRun saves the dry run's next page, unless a page from the same place was
+// saved already (a retried activity): it reports whether it saved. d.LastOrderID is the
+// place the page started from; next the place it ends.
+func (s *Store) AdvancePolicyDryRun(ctx context.Context, d *PolicyDryRun, next string) (bool, error) {
+	res := s.with(ctx).Model(&PolicyDryRun{}).Where("id = ? AND last_order_id = ? AND status = ?", d.ID, d.LastOrderID, DryRunRunning).
+		Updates(map[string]any{"last_order_id": next, "evaluated": d.Evaluated, "report": d.Report, "status": d.Status,
+			"error": d.Error, "updated_at": d.UpdatedAt.UTC(), "completed_at": d.CompletedAt})
+	return res.RowsAffected == 1, res.Error
+}
+
+// HistoryOrders pages through the app's orders submitted in [since, until] that the policy
+// decided, by id after afterID.
+func (s *Store) HistoryOrders(ctx context.Context, orgID, app string, since, until time.Time, afterID string, limit int) ([]Order, error) {
+	var out []Order
+	err := s.historyOrders(ctx, orgID, app, since, until).Where("id > ?", afterID).Order("id").Limit(limit).Find(&out).Error
+	return out, err
+}
+
+// CountHistoryOrders counts what HistoryOrders pages through.
+func (s *Store) CountHistoryOrders(ctx context.Context, orgID, app string, since, until time.Time) (int, error) {
+	var n int64
+	err := s.historyOrders(ctx, orgID, app, since, until).Count(&n).Error
+	return int(n), err
+}
+
+func (s *Store) historyOrders(ctx context.Context, orgID, app string, since, until time.Time) *gorm.DB {
+	return s.with(ctx).Model(&Order{}).Where("org_id = ? AND app = ? AND submitted_at >= ? AND submitted_at <= ? AND policy_decision IS NOT NULL",
+		orgID, app, since.UTC(), until.UTC())
 }

@@ -26,10 +26,11 @@ type Activities struct {
 	Portfolio   *activities.Portfolio
 	Maintenance *activities.Maintenance
 	Orders      *activities.Orders
+	Policies    *activities.Policies
 }
 
 // structs lists what New registers; the test holds it to the workflows' activity names.
-func (a Activities) structs() []any { return []any{a.Portfolio, a.Maintenance, a.Orders} }
+func (a Activities) structs() []any { return []any{a.Portfolio, a.Maintenance, a.Orders, a.Policies} }
 
 // New builds a worker on the treasury task queue with every workflow and activity registered.
 func New(c client.Client, acts Activities, opts sdkworker.Options) sdkworker.Worker {
@@ -37,6 +38,7 @@ func New(c client.Client, acts Activities, opts sdkworker.Options) sdkworker.Wor
 	w.RegisterWorkflowWithOptions(workflows.PortfolioSync, workflow.RegisterOptions{Name: workflows.PortfolioSyncWorkflow})
 	w.RegisterWorkflowWithOptions(workflows.Maintenance, workflow.RegisterOptions{Name: workflows.MaintenanceWorkflow})
 	w.RegisterWorkflowWithOptions(workflows.OrderLifecycle, workflow.RegisterOptions{Name: workflows.OrderWorkflow})
+	w.RegisterWorkflowWithOptions(workflows.PolicyDryRun, workflow.RegisterOptions{Name: workflows.PolicyDryRunWorkflow})
 	for _, s := range acts.structs() {
 		w.RegisterActivity(s)
 	}

@@ -20,7 +20,7 @@ import (
 // would leave a workflow calling an activity no worker serves (it would wait for it
 // forever), and a method no workflow calls is an activity nobody runs.
 func TestWorkflowActivitiesAreRegisteredMethods(t *testing.T) {
-	acts := Activities{Portfolio: &activities.Portfolio{}, Maintenance: &activities.Maintenance{}, Orders: &activities.Orders{}}
+	acts := Activities{Portfolio: &activities.Portfolio{}, Maintenance: &activities.Maintenance{}, Orders: &activities.Orders{}, Policies: &activities.Policies{}}
 	if n := reflect.TypeOf(acts).NumField(); len(acts.structs()) != n {
 		t.Fatalf("New registers %d structs, Activities has %d", len(acts.structs()), n)
 	}

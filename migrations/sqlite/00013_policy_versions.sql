@@ -56,7 +56,36 @@ CREATE TABLE policy_window_guards (
     touched_at DATETIME NOT NULL
 );
 
+-- A dry run of a draft against the organisation's history: the orders of the app submitted
+-- in [since, until] evaluated as if the draft had been in force. A background workflow
+-- advances it page by page from last_order_id, so that it resumes
+-- where it stopped; report is the running tally (JSON).
+CREATE TABLE policy_dry_runs (
+    id          TEXT PRIMARY KEY,
+    org_id      TEXT NOT NULL REFERENCES organizations (id),
+    app         TEXT NOT NULL,
+    draft_id    TEXT NOT NULL,
+    -- The draft's rules when the run started: an edit of the draft does not change it.
+    document    TEXT NOT NULL,
+    days        INTEGER NOT NULL,
+    examples    INTEGER NOT NULL,
+    since       DATETIME NOT NULL,
+    until       DATETIME NOT NULL,
+    status      TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed')),
+    last_order_id TEXT NOT NULL DEFAULT '',
+    evaluated   INTEGER NOT NULL DEFAULT 0,
+    total       INTEGER NOT NULL,
+    report      TEXT NOT NULL,
+    error       TEXT NOT NULL DEFAULT '',
+    created_by  TEXT NOT NULL,
+    created_at  DATETIME NOT NULL,
+    updated_at  DATETIME NOT NULL,
+    completed_at DATETIME
+);
+CREATE INDEX policy_dry_runs_app ON policy_dry_runs (org_id, app, id);
+
 -- +goose Down
+DROP TABLE policy_dry_runs;
 DROP TABLE policy_window_guards;
 DROP INDEX orders_policy_window;
 ALTER TABLE orders DROP COLUMN policy_destination;
