@@ -69,6 +69,7 @@ var routeAccess = map[string]access{
 	"PUT /api/v1/policies/:app":                                     {app: "pay", actions: []string{"developer"}},
 	"POST /api/v1/policies/:app/evaluate":                           {app: "pay", actions: []string{"write", "developer"}},
 	"GET /api/v1/policies/:app/versions":                            {app: "pay", actions: []string{"developer"}},
+	"GET /api/v1/policies/:app/windows":                             {app: "pay", actions: []string{"developer"}},
 	"GET /api/v1/policies/:app/versions/:version":                   {app: "pay", actions: []string{"developer"}, notFoundOK: true},
 	"POST /api/v1/policies/:app/versions/:version/rollback":         {app: "pay", actions: []string{"developer"}, notFoundOK: true},
 	"GET /api/v1/policies/:app/drafts":                              {app: "pay", actions: []string{"developer"}},

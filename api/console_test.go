@@ -18,6 +18,11 @@ import (
 // consoleIsolationTable says which of org A pay's resources each console route that takes
 // an id is tried with. A route added without an entry fails the test.
 var consoleIsolationTable = map[string][]string{
+	"GET /console/{app}/policy/drafts/{id}":                             {"policy draft"},
+	"POST /console/{app}/policy/drafts/{id}":                            {"policy draft"},
+	"POST /console/{app}/policy/drafts/{id}/approve":                    {"policy draft"},
+	"POST /console/{app}/policy/drafts/{id}/publish":                    {"policy draft"},
+	"POST /console/{app}/policy/drafts/{id}/discard":                    {"policy draft"},
 	"GET /console/{app}/orders/{id}":                                    {"draft order", "submitted order"},
 	"POST /console/{app}/approvals/{id}/decide":                         {"approval item"},
 	"POST /console/{app}/api-keys/{id}/revoke":                          {"api key"},
@@ -42,6 +47,7 @@ var consoleForm = map[string]url.Values{
 	"POST /console/{app}/websockets/{id}/enabled": {"enabled": {"false"}},
 	"POST /console/{app}/webhooks/{id}":           {"enabled": {"false"}},
 	"POST /console/{app}/team/{id}":               {"actions": {"read", "write", "approve", "sign", "developer"}},
+	"POST /console/{app}/policy/drafts/{id}":      {"rules": {`{}`}},
 }
 
 // consoleIsolation is TestDataIsolation's walk of the console: the people of another app

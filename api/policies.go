@@ -301,3 +301,14 @@ func orderHref(domain, id string) string {
 	}
 	return ""
 }
+
+// windows answers GET /policies/{app}/windows: the headroom of each volume window now.
+func (h *policyHandlers) windows(c *gin.Context) {
+	narrowToPathApp(c, auth.ActionDeveloper)
+	ws, version, err := h.svc.PolicyWindows(c.Request.Context(), caller(c), c.Param("app"))
+	if err != nil {
+		failed(c, h.log, err)
+		return
+	}
+	c.JSON(http.StatusOK, apitypes.PolicyWindows{App: c.Param("app"), PolicyVersion: version, Windows: windowsJSON(ws)})
+}

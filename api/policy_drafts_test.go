@@ -222,3 +222,44 @@ func TestADraftsDryRunAgainstHistoryIsABackgroundJobWithAReport(t *testing.T) {
 	f.do(t, "GET", "/api/v1/policies/pay/dry-runs/pdx_nothing", sk, nil).wantProblem(t, 404, apitypes.CodeNotFound)
 	f.do(t, "GET", "/api/v1/policies/trade/dry-runs/"+run.ID, f.creds.Keys["trade"].SK, nil).wantProblem(t, 404, apitypes.CodeNotFound)
 }
+
+func TestWindowsShowTheirHeadroom(t *testing.T) {
+	f := newFixture(t)
+	sk := f.creds.Keys["pay"].SK
+	rules := `{"windows":[{"scope":"wallet","hours":24,"limitUsd":"1000"},{"scope":"app","hours":1,"limitUsd":"500"},{"scope":"destination","hours":24,"limitUsd":"10"}]}`
+	if r := f.do(t, "PUT", "/api/v1/policies/pay", sk, strings.NewReader(rules)); r.status != 200 {
+		t.Fatalf("put %d %s", r.status, r.body)
+	}
+	// Two orders the policy let through, 30 minutes ago; a third it refused counts nothing.
+	for i, amount := range []string{"100.25", "200", "300"} {
+		var o struct{ ID string }
+		r := f.post(t, "/api/v1/payments", sk, `{"walletId":"`+f.creds.Wallets[0].ID+`","asset":"USDC","amount":"`+amount+
+			`","destination":{"address":"0x1111111111111111111111111111111111111111"}}`)
+		if json.Unmarshal(r.body, &o) != nil {
+			t.Fatalf("create %d %s", r.status, r.body)
+		}
+		_, err := f.store.ApplyOrderStep(t.Context(), store.OrderChange{OrderID: o.ID, Step: "submitted", To: "submitted", CorrelationID: "c",
+			Mutate: func(o *store.Order, _ []store.OrderLeg) {
+				at := time.Now().Add(-30 * time.Minute)
+				o.SubmittedAt, o.PolicyAllowed, o.PolicyAsset = &at, i < 2, "USDC"
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got apitypes.PolicyWindows
+	r := f.do(t, "GET", "/api/v1/policies/pay/windows", sk, nil)
+	if r.status != 200 || json.Unmarshal(r.body, &got) != nil || len(got.Windows) != 3 {
+		t.Fatalf("windows %d %s", r.status, r.body)
+	}
+	want := []apitypes.PolicyWindowUse{
+		{Scope: "wallet", Key: f.creds.Wallets[0].ID, Hours: 24, LimitUSD: "1000", UsedUSD: "300.25", RemainingUSD: "699.75"},
+		{Scope: "app", Key: "pay", Hours: 1, LimitUSD: "500", UsedUSD: "300.25", RemainingUSD: "199.75"},
+		{Scope: "destination", Key: "", Hours: 24, LimitUSD: "10", UsedUSD: "0.00", RemainingUSD: "10.00"},
+	}
+	for i, w := range want {
+		if got.Windows[i] != w {
+			t.Errorf("window %d: %+v, want %+v", i, got.Windows[i], w)
+		}
+	}
+}

@@ -227,6 +227,7 @@ func (rt *routes) treasury(v1 *gin.RouterGroup) {
 	v1.GET("/policies/:app", polh.get)
 	v1.PUT("/policies/:app", polh.put)
 	v1.POST("/policies/:app/evaluate", polh.evaluate)
+	v1.GET("/policies/:app/windows", polh.windows)
 	v1.GET("/policies/:app/versions", polh.versions)
 	v1.GET("/policies/:app/versions/:version", polh.version)
 	v1.POST("/policies/:app/versions/:version/rollback", polh.rollback)

@@ -149,3 +149,12 @@ type DryRunExample struct {
 	Before      policy.Outcome `json:"before"`
 	After       policy.Outcome `json:"after"`
 }
+
+// PolicyWindows is the headroom of the volume windows of the policy in force
+// (GET /policies/{app}/windows): per window, the keys with volume in it, the most used
+// first; a window no key has used has one entry with an empty key.
+type PolicyWindows struct {
+	App           string            `json:"app"`
+	PolicyVersion int               `json:"policyVersion"`
+	Windows       []PolicyWindowUse `json:"windows"`
+}

@@ -109,11 +109,26 @@ func TestTheClientCoversTheOpenAPIDocument(t *testing.T) {
 	ignore(key.SubmitSignature(ctx, "sig_1", make([]byte, 64)))
 	ignore(key.ListEvents(ctx, client.EventFilter{OrderID: "ord_1", Cursor: "evt_1", Limit: 10}))
 	ignore(key.ListAuditLogs(ctx, page))
-	ignore(key.GetPolicy(ctx, "pay"))
-	ignore(key.PutPolicy(ctx, "pay", client.PolicyRules{MaxOrderUSD: "5000000", DailyVolumeUSD: "20000000",
+	window := client.PolicyWindow{Scope: "destination", Hours: 168, LimitUSD: "1000000.50"}
+	rules := client.PolicyRules{MaxOrderUSD: "5000000", DailyVolumeUSD: "20000000",
 		DestinationWhitelist: []string{"0x1111111111111111111111111111111111111111"}, AllowedPairs: [][2]string{{"ETH", "USDC"}},
-		DeniedPairs: [][2]string{{"WBTC", "USDC"}}, AllowedProtocols: []string{"aave"},
-		ApprovalTiers: []client.ApprovalTier{{MinUSD: "10000", Quorum: 1}}}))
+		DeniedPairs: [][2]string{{"WBTC", "USDC"}}, AllowedProtocols: []string{"aave"}, ChangeApprovals: 1,
+		ApprovalTiers: []client.ApprovalTier{{MinUSD: "10000", Quorum: 1}}, Windows: []client.PolicyWindow{window}}
+	ignore(key.GetPolicy(ctx, "pay"))
+	ignore(key.PutPolicy(ctx, "pay", rules))
+	ignore(key.EvaluatePolicyAgainst(ctx, payment, client.PolicyTarget{Version: 2}))
+	ignore(key.EvaluatePolicyAgainst(ctx, payment, client.PolicyTarget{DraftID: "pdr_1"}))
+	ignore(key.ListPolicyVersions(ctx, "pay", page))
+	ignore(key.GetPolicyVersion(ctx, "pay", 2))
+	ignore(key.RollbackPolicy(ctx, "pay", 1))
+	ignore(key.CreatePolicyDraft(ctx, "pay", client.PolicyDraftRequest{Rules: &rules}))
+	ignore(key.CreatePolicyDraft(ctx, "pay", client.PolicyDraftRequest{FromVersion: 1}))
+	ignore(key.ListPolicyDrafts(ctx, "pay", client.PolicyDraftFilter{Status: client.PolicyDraftOpen, ListOptions: page}))
+	ignore(key.GetPolicyDraft(ctx, "pay", "pdr_1"))
+	ignore(key.UpdatePolicyDraft(ctx, "pay", "pdr_1", rules))
+	ignore(person.ApprovePolicyDraft(ctx, "pay", "pdr_1"))
+	ignore(key.PublishPolicyDraft(ctx, "pay", "pdr_1"))
+	ignore(key.DiscardPolicyDraft(ctx, "pay", "pdr_1"))
 
 	// The developer surface.
 	ignore(key.ListAPIKeys(ctx, page))

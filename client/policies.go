@@ -3,8 +3,10 @@ package client
 import (
 	"context"
 	"fmt"
+	"iter"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/opentreasury/treasury/apitypes"
@@ -25,6 +27,22 @@ type PolicyRules struct {
 	AllowedProtocols []string `json:"allowedProtocols,omitempty"`
 	// ApprovalTiers: an order needs the quorum of the highest tier whose MinUSD it reaches.
 	ApprovalTiers []ApprovalTier `json:"approvalTiers,omitempty"`
+	// Windows limit the volume of the orders sharing a key over rolling windows.
+	Windows []PolicyWindow `json:"windows,omitempty"`
+	// ChangeApprovals is how many people other than a draft's author must approve a change
+	// of the policy, 0 to 10. Above 0, PutPolicy is refused (409 conflict): changes go
+	// through CreatePolicyDraft and ApprovePolicyDraft.
+	ChangeApprovals int `json:"changeApprovals,omitempty"`
+}
+
+// PolicyWindow limits to LimitUSD the USD volume of the orders sharing one key over the
+// last Hours hours, 1 to 8784. Scope names the key: wallet, app, asset (a trade's sold
+// asset) or destination (a payment's). The orders counted are those the policy let
+// through and that were not rejected or failed.
+type PolicyWindow struct {
+	Scope    string `json:"scope"`
+	Hours    int    `json:"hours"`
+	LimitUSD string `json:"limitUsd"`
 }
 
 // ApprovalTier requires Quorum approvals for orders worth at least MinUSD.
@@ -49,22 +67,140 @@ type PolicyEvaluation = apitypes.PolicyEvaluation
 // PolicyCheck is one rule applied to an order.
 type PolicyCheck = apitypes.PolicyCheck
 
+// PolicyWindowUse is one volume window for the key of the order evaluated: the volume
+// counted in it before the order and the headroom left.
+type PolicyWindowUse = apitypes.PolicyWindowUse
+
+// PolicyChange is one rule that differs between two policies.
+type PolicyChange = apitypes.PolicyChange
+
+// PolicyApproval is one person's approval of a policy draft.
+type PolicyApproval struct {
+	By string    `json:"by"`
+	At time.Time `json:"at"`
+}
+
+// PolicyVersion is one published version of an app's policy, kept for good. An order's
+// PolicyVersion names the one that evaluated it.
+type PolicyVersion struct {
+	App     string      `json:"app"`
+	Version int         `json:"version"`
+	Rules   PolicyRules `json:"rules"`
+	// Author is the credential that wrote the rules ("seed" for the dev bundle's seed);
+	// AuthorPerson the person behind it, empty when there is none.
+	Author       string `json:"author"`
+	AuthorPerson string `json:"authorPerson"`
+	// DraftID is the draft it was published from, empty for a PutPolicy.
+	DraftID   string           `json:"draftId"`
+	Approvals []PolicyApproval `json:"approvals"`
+	// Restores is the earlier version a rollback published again, 0 otherwise.
+	Restores    int       `json:"restores"`
+	PublishedAt time.Time `json:"publishedAt"`
+	// Diff is what it changed from the version before; only GetPolicyVersion fills it.
+	Diff []PolicyChange `json:"diff,omitempty"`
+}
+
+// The statuses of a PolicyDraft. Only an open draft changes.
+const (
+	PolicyDraftOpen      = "open"
+	PolicyDraftPublished = "published"
+	PolicyDraftDiscarded = "discarded"
+)
+
+// PolicyDraft is a proposed policy: edited freely, in force only once published.
+type PolicyDraft struct {
+	ID     string      `json:"id"`
+	App    string      `json:"app"`
+	Status string      `json:"status"`
+	Rules  PolicyRules `json:"rules"`
+	// BaseVersion is the version in force when the draft was last saved, InForceVersion
+	// the one in force now. It is published only while they are equal; UpdatePolicyDraft
+	// re-bases it.
+	BaseVersion    int `json:"baseVersion"`
+	InForceVersion int `json:"inForceVersion"`
+	// Restores is the earlier version whose rules it restores, 0 otherwise.
+	Restores int `json:"restores"`
+	// Author is the credential that last saved it; AuthorPerson, the person behind it,
+	// cannot approve it.
+	Author       string           `json:"author"`
+	AuthorPerson string           `json:"authorPerson"`
+	Approvals    []PolicyApproval `json:"approvals"`
+	// ApprovalsRequired is the ChangeApprovals of the policy in force.
+	ApprovalsRequired int `json:"approvalsRequired"`
+	// PublishedVersion is the version it became, 0 unless published.
+	PublishedVersion int `json:"publishedVersion"`
+	// Diff is what publishing it would change from the version in force.
+	Diff      []PolicyChange `json:"diff"`
+	CreatedAt time.Time      `json:"createdAt"`
+	UpdatedAt time.Time      `json:"updatedAt"`
+}
+
+// PolicyDraftRequest is a new draft: Rules, or FromVersion, a published version whose
+// rules it restores. Rules is a pointer because empty rules (no rule at all) are a policy
+// too.
+type PolicyDraftRequest struct {
+	Rules       *PolicyRules `json:"rules,omitempty"`
+	FromVersion int          `json:"fromVersion,omitempty"`
+}
+
+// PolicyDraftFilter narrows a list of policy drafts.
+type PolicyDraftFilter struct {
+	// Status is PolicyDraftOpen, PolicyDraftPublished or PolicyDraftDiscarded; empty for all.
+	Status string
+	ListOptions
+}
+
+func (f PolicyDraftFilter) query() url.Values {
+	q := f.ListOptions.query()
+	set(q, "status", f.Status)
+	return q
+}
+
+// PolicyTarget is what EvaluatePolicyAgainst evaluates an order against: a published
+// Version, or the draft DraftID; the zero value is the policy in force.
+type PolicyTarget struct {
+	Version int
+	DraftID string
+}
+
+func (t PolicyTarget) query() url.Values {
+	q := url.Values{}
+	if t.Version != 0 {
+		q.Set("version", strconv.Itoa(t.Version))
+	}
+	set(q, "draft", t.DraftID)
+	return q
+}
+
 func policyPath(app string) string { return "/policies/" + url.PathEscape(app) }
+
+func policyVersionPath(app string, version int) string {
+	return policyPath(app) + "/versions/" + strconv.Itoa(version)
+}
+
+func policyDraftPath(app, id string) string { return policyPath(app) + "/drafts/" + url.PathEscape(id) }
 
 // GetPolicy reads an app's policy (GET /policies/{app}, action developer).
 func (c *Client) GetPolicy(ctx context.Context, app string, opts ...CallOption) (*Policy, error) {
 	return get[Policy](ctx, c, policyPath(app), opts)
 }
 
-// PutPolicy replaces an app's rules (PUT /policies/{app}, action developer) and bumps its
-// version; orders submitted afterwards are held to them.
+// PutPolicy replaces an app's rules (PUT /policies/{app}, action developer) and publishes
+// them at once as its next version; orders submitted afterwards are held to them. A policy
+// whose ChangeApprovals is above 0 refuses it (409 conflict): use CreatePolicyDraft.
 func (c *Client) PutPolicy(ctx context.Context, app string, rules PolicyRules, opts ...CallOption) (*Policy, error) {
 	return do[Policy](ctx, c, http.MethodPut, policyPath(app), rules, opts)
 }
 
-// EvaluatePolicy runs the policy of the order's app over it without changing anything
-// (POST /policies/{app}/evaluate, action write or developer).
+// EvaluatePolicy runs the policy in force of the order's app over it without changing
+// anything (POST /policies/{app}/evaluate, action write or developer).
 func (c *Client) EvaluatePolicy(ctx context.Context, order OrderRequest, opts ...CallOption) (*PolicyEvaluation, error) {
+	return c.EvaluatePolicyAgainst(ctx, order, PolicyTarget{}, opts...)
+}
+
+// EvaluatePolicyAgainst is EvaluatePolicy against a published version or a draft of the
+// policy: what an order would meet if that version were restored or the draft published.
+func (c *Client) EvaluatePolicyAgainst(ctx context.Context, order OrderRequest, target PolicyTarget, opts ...CallOption) (*PolicyEvaluation, error) {
 	if order == nil {
 		return nil, fmt.Errorf("client: EvaluatePolicy needs a PaymentRequest, TradeRequest, EarnRequest or BorrowRequest")
 	}
@@ -72,5 +208,81 @@ func (c *Client) EvaluatePolicy(ctx context.Context, order OrderRequest, opts ..
 	if err != nil {
 		return nil, err
 	}
-	return do[PolicyEvaluation](ctx, c, http.MethodPost, policyPath(info.App)+"/evaluate", order, opts)
+	return do[PolicyEvaluation](ctx, c, http.MethodPost, withQuery(policyPath(info.App)+"/evaluate", target.query()), order, opts)
+}
+
+// ListPolicyVersions reads a page of an app's published policy versions, newest first,
+// without their Diff (GET /policies/{app}/versions, action developer).
+func (c *Client) ListPolicyVersions(ctx context.Context, app string, o ListOptions, opts ...CallOption) (*Page[PolicyVersion], error) {
+	return list[PolicyVersion](ctx, c, policyPath(app)+"/versions", o.query(), opts)
+}
+
+// PolicyVersions iterates over an app's published policy versions, newest first.
+func (c *Client) PolicyVersions(ctx context.Context, app string, o ListOptions, opts ...CallOption) iter.Seq2[PolicyVersion, error] {
+	return all[PolicyVersion](ctx, c, policyPath(app)+"/versions", o.query(), "cursor", opts)
+}
+
+// GetPolicyVersion reads one published version of an app's policy with its Diff from the
+// version before (action developer).
+func (c *Client) GetPolicyVersion(ctx context.Context, app string, version int, opts ...CallOption) (*PolicyVersion, error) {
+	return get[PolicyVersion](ctx, c, policyVersionPath(app, version), opts)
+}
+
+// RollbackPolicy starts a draft restoring an earlier version's rules (action developer).
+// When the policy in force asks for no change approvals the draft is published at once
+// (Status PolicyDraftPublished, PublishedVersion set); otherwise it waits for approvals.
+func (c *Client) RollbackPolicy(ctx context.Context, app string, version int, opts ...CallOption) (*PolicyDraft, error) {
+	return do[PolicyDraft](ctx, c, http.MethodPost, policyVersionPath(app, version)+"/rollback", nil, opts)
+}
+
+// CreatePolicyDraft starts an open draft of an app's policy (action developer); it changes
+// nothing until published.
+func (c *Client) CreatePolicyDraft(ctx context.Context, app string, req PolicyDraftRequest, opts ...CallOption) (*PolicyDraft, error) {
+	return do[PolicyDraft](ctx, c, http.MethodPost, policyPath(app)+"/drafts", req, opts)
+}
+
+// ListPolicyDrafts reads a page of an app's policy drafts, newest first (action developer).
+func (c *Client) ListPolicyDrafts(ctx context.Context, app string, f PolicyDraftFilter, opts ...CallOption) (*Page[PolicyDraft], error) {
+	return list[PolicyDraft](ctx, c, policyPath(app)+"/drafts", f.query(), opts)
+}
+
+// PolicyDrafts iterates over an app's policy drafts, newest first.
+func (c *Client) PolicyDrafts(ctx context.Context, app string, f PolicyDraftFilter, opts ...CallOption) iter.Seq2[PolicyDraft, error] {
+	return all[PolicyDraft](ctx, c, policyPath(app)+"/drafts", f.query(), "cursor", opts)
+}
+
+// GetPolicyDraft reads one draft (action developer).
+func (c *Client) GetPolicyDraft(ctx context.Context, app, id string, opts ...CallOption) (*PolicyDraft, error) {
+	return get[PolicyDraft](ctx, c, policyDraftPath(app, id), opts)
+}
+
+// UpdatePolicyDraft replaces an open draft's rules (PUT, action developer). The caller
+// becomes its author, its approvals are withdrawn and it is re-based on the version in
+// force.
+func (c *Client) UpdatePolicyDraft(ctx context.Context, app, id string, rules PolicyRules, opts ...CallOption) (*PolicyDraft, error) {
+	body := PolicyDraftRequest{Rules: &rules}
+	return do[PolicyDraft](ctx, c, http.MethodPut, policyDraftPath(app, id), body, opts)
+}
+
+// ApprovePolicyDraft records the approval of a signed-in person (WithSession), the owner
+// or holding developer on the app, and publishes the draft once it has ApprovalsRequired.
+// Its author may not approve it (403 maker_checker_violation); a stale draft, one not
+// open or one already approved by the caller is a 409 conflict.
+func (c *Client) ApprovePolicyDraft(ctx context.Context, app, id string, opts ...CallOption) (*PolicyDraft, error) {
+	return c.policyDraftAction(ctx, app, id, "approve", opts)
+}
+
+// PublishPolicyDraft publishes an open draft that has the approvals the policy in force
+// asks for (action developer); missing approvals or a stale draft are a 409 conflict.
+func (c *Client) PublishPolicyDraft(ctx context.Context, app, id string, opts ...CallOption) (*PolicyDraft, error) {
+	return c.policyDraftAction(ctx, app, id, "publish", opts)
+}
+
+// DiscardPolicyDraft closes an open draft unpublished (action developer).
+func (c *Client) DiscardPolicyDraft(ctx context.Context, app, id string, opts ...CallOption) (*PolicyDraft, error) {
+	return c.policyDraftAction(ctx, app, id, "discard", opts)
+}
+
+func (c *Client) policyDraftAction(ctx context.Context, app, id, action string, opts []CallOption) (*PolicyDraft, error) {
+	return do[PolicyDraft](ctx, c, http.MethodPost, policyDraftPath(app, id)+"/"+action, nil, opts)
 }

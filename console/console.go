@@ -5,8 +5,10 @@
 // secrets.
 //
 // Read console.go first (routing, signing in, what every page gets), then pages.go (the
-// order side: overview, orders, approvals, logs, policy) and developer.go (keys, OAuth
-// clients, WebSockets, webhooks, team). The templates are in templates/, one per page.
+// order side: overview, orders, approvals, logs), policy.go (the policy, its drafts,
+// versions and dry run) and developer.go (keys, OAuth clients, WebSockets, webhooks,
+// team). The templates are in templates/, one per page; those named _*.html hold parts
+// that several pages share.
 package console
 
 import (
@@ -72,10 +74,10 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	for _, name := range names {
 		page := strings.TrimSuffix(strings.TrimPrefix(name, "templates/"), ".html")
-		if page == "layout" {
+		if page == "layout" || strings.HasPrefix(page, "_") {
 			continue
 		}
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", name)
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/_*.html", name)
 		if err != nil {
 			return nil, err
 		}
@@ -108,7 +110,7 @@ type route struct {
 }
 
 func (c *console) routes() []route {
-	return append(append([]route{{"GET /console/{app}/{$}", "", c.appHome}}, c.orderRoutes()...), c.developerRoutes()...)
+	return append(append(append([]route{{"GET /console/{app}/{$}", "", c.appHome}}, c.orderRoutes()...), c.policyRoutes()...), c.developerRoutes()...)
 }
 
 // Routes lists the console's routes, as "METHOD /console/{app}/…" patterns, for tests that

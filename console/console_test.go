@@ -692,3 +692,161 @@ func withPages(t testing.TB, cfg api.Config, opts console.Options) api.Config {
 	cfg.Pages = pages
 	return cfg
 }
+
+// The policy page's drafts and versions follow the API's rules: a draft changes nothing
+// until published; once the policy asks for change approvals, its author cannot approve
+// it and another person's approval publishes it; a rollback is a draft like any other, or
+// published at once where no approval is asked for. Refused input comes back as typed.
+func TestPolicyDraftsAndVersions(t *testing.T) {
+	p := newPages(t)
+	author := p.member(t, store.RoleMember, map[string]string{"pay": "developer", "trade": "developer"})
+	checker := p.member(t, store.RoleMember, map[string]string{"pay": "developer"})
+	draftOf := func(t *testing.T, r reply) string {
+		t.Helper()
+		m := regexp.MustCompile(`^/console/pay/policy/drafts/(pdr_[0-9a-f]+)\?notice=`).FindStringSubmatch(r.location)
+		if r.status != http.StatusSeeOther || m == nil {
+			t.Fatalf("a draft saved: %d → %s %s", r.status, r.location, r.html)
+		}
+		return m[1]
+	}
+	notice := func(t *testing.T, r reply, path, want string) {
+		t.Helper()
+		if r.status != http.StatusSeeOther || !strings.HasPrefix(r.location, path+"?notice=") {
+			t.Fatalf("%d → %s, want %s with a notice", r.status, r.location, path)
+		}
+		if got, _ := url.QueryUnescape(strings.TrimPrefix(r.location, path+"?notice=")); !strings.Contains(got, want) {
+			t.Fatalf("the notice %q does not say %q", got, want)
+		}
+	}
+	refusal := func(t *testing.T, r reply, path, want string) {
+		t.Helper()
+		got, _ := url.QueryUnescape(strings.TrimPrefix(r.location, path+"?error="))
+		if r.status != http.StatusSeeOther || !strings.HasPrefix(r.location, path+"?error=") || !strings.Contains(got, want) {
+			t.Fatalf("%d → %s, want %s saying %q", r.status, r.location, path, want)
+		}
+	}
+	page := func(t *testing.T, who person, path string, want ...string) string {
+		t.Helper()
+		r := p.get(t, who, path)
+		if r.status != http.StatusOK {
+			t.Fatalf("%s: %d %s", path, r.status, r.html)
+		}
+		for _, w := range want {
+			if !strings.Contains(r.html, w) {
+				t.Fatalf("%s does not show %q:\n%s", path, w, r.html)
+			}
+		}
+		return r.html
+	}
+
+	page(t, author, "/console/pay/policy", "In force: version 1", `href="/console/pay/policy/versions/1"`, "No open drafts.",
+		`action="/console/pay/policy/drafts"`, "Publish now, without a draft")
+
+	// Rules that do not parse: the page again, saying why, with the text as typed.
+	r := p.post(t, author, "/console/pay/policy/drafts", url.Values{"rules": {`{"maxOrderUsd": 5}`}})
+	if r.status != http.StatusUnprocessableEntity || !strings.Contains(r.html, `role="alert"`) ||
+		!strings.Contains(r.html, "maxOrderUsd must be a decimal string") || !strings.Contains(r.html, `{&#34;maxOrderUsd&#34;: 5}</textarea>`) {
+		t.Fatalf("a draft with bad rules: %d %s", r.status, r.html)
+	}
+
+	// changeApprovals 1, from a draft published directly: the policy asks for no approval yet.
+	seedRules := `"maxOrderUsd":"5000000","destinationWhitelist":["0x1111111111111111111111111111111111111111","0x2222222222222222222222222222222222222222"],` +
+		`"approvalTiers":[{"minUsd":"10000","quorum":1}]`
+	id := draftOf(t, p.post(t, author, "/console/pay/policy/drafts", url.Values{"rules": {`{` + seedRules + `,"changeApprovals":1}`}}))
+	html := page(t, author, "/console/pay/policy/drafts/"+id, "0 of 0", "changeApprovals", `action="/console/pay/policy/drafts/`+id+`/publish"`)
+	if strings.Contains(html, "/approve\"") {
+		t.Fatal("a draft that needs no approval offers Approve")
+	}
+	notice(t, p.post(t, author, "/console/pay/policy/drafts/"+id+"/publish", nil), "/console/pay/policy", "Published as version 2")
+	html = page(t, author, "/console/pay/policy", "In force: version 2", "<strong>1 person(s)</strong> other than its author")
+	if strings.Contains(html, "Publish now") {
+		t.Fatal("the policy page offers to publish without a draft though changes need an approval")
+	}
+	// Publishing without a draft is refused now, and says where to go.
+	r = p.post(t, author, "/console/pay/policy", url.Values{"rules": {`{}`}})
+	if r.status != http.StatusConflict || !strings.Contains(r.html, "need 1 approval(s)") {
+		t.Fatalf("PUT with changeApprovals 1: %d %s", r.status, r.html)
+	}
+
+	// A draft needing one approval: what it changes from the version in force.
+	rules := `{` + strings.Replace(seedRules, `,"0x2222222222222222222222222222222222222222"`, "", 1) +
+		`,"changeApprovals":1,"windows":[{"scope":"wallet","hours":24,"limitUsd":"100000"}]}`
+	rules = strings.Replace(rules, `"5000000"`, `"250000"`, 1)
+	id = draftOf(t, p.post(t, author, "/console/pay/policy/drafts", url.Values{"rules": {rules}}))
+	html = page(t, author, "/console/pay/policy/drafts/"+id, "0 of 1",
+		`maxOrderUsd changed from &#34;5000000&#34; to &#34;250000&#34;`, `<span class="status k-changed">changed</span>`,
+		`<code>windows</code>`, `<code>{&#34;scope&#34;:&#34;wallet&#34;,&#34;hours&#34;:24,&#34;limitUsd&#34;:&#34;100000&#34;}</code>`,
+		`class="minus"`, `&#34;0x2222222222222222222222222222222222222222&#34;`, "you cannot approve it")
+	if strings.Contains(html, `/approve"`) || strings.Contains(html, `/publish"`) {
+		t.Fatal("the author is offered Approve or Publish")
+	}
+	page(t, author, "/console/pay/policy", `href="/console/pay/policy/drafts/`+id+`"`, "0 of 1",
+		"<code>maxOrderUsd</code>, <code>destinationWhitelist</code>, <code>windows</code>")
+
+	// The author's own approval, forced, is refused with the service's reason; so is
+	// publishing before the approval.
+	refusal(t, p.post(t, author, "/console/pay/policy/drafts/"+id+"/approve", nil), "/console/pay/policy/drafts/"+id,
+		"The author of a draft cannot approve it.")
+	refusal(t, p.post(t, author, "/console/pay/policy/drafts/"+id+"/publish", nil), "/console/pay/policy/drafts/"+id,
+		"0 of the 1 approval(s)")
+
+	// Edited: bad rules come back as typed; good ones are saved.
+	r = p.post(t, author, "/console/pay/policy/drafts/"+id, url.Values{"rules": {`{"windows":[{"scope":"planet","hours":1,"limitUsd":"1"}]}`}})
+	if r.status != http.StatusUnprocessableEntity || !strings.Contains(r.html, "scope must be one of") || !strings.Contains(r.html, "planet") {
+		t.Fatalf("a draft saved with bad rules: %d %s", r.status, r.html)
+	}
+	rules = strings.Replace(rules, `"250000"`, `"300000"`, 1)
+	notice(t, p.post(t, author, "/console/pay/policy/drafts/"+id, url.Values{"rules": {rules}}), "/console/pay/policy/drafts/"+id, "Draft saved")
+	page(t, author, "/console/pay/policy/drafts/"+id, `&#34;300000&#34;`)
+
+	// The dry run, against the draft: its window's headroom.
+	r = p.post(t, author, "/console/pay/policy/evaluate", url.Values{"draft": {id}, "order": {`{"walletId":"` + p.creds.Wallets[0].ID +
+		`","asset":"USDC","amount":"25000","destination":{"address":"0x1111111111111111111111111111111111111111"}}`}})
+	for _, want := range []string{"draft <code>" + id + "</code>, based on version 2", "needs 1 approval(s)", "Volume windows",
+		"<td>wallet</td><td><code>" + p.creds.Wallets[0].ID + "</code></td><td class=\"num\">24</td><td class=\"num\">100,000.00</td>",
+		`<option value="` + id + `" selected>`} {
+		if r.status != http.StatusOK || !strings.Contains(r.html, want) {
+			t.Fatalf("the dry run against the draft does not show %q: %d %s", want, r.status, r.html)
+		}
+	}
+
+	// Another person approves it, which publishes it.
+	page(t, checker, "/console/pay/policy/drafts/"+id, "Approve and publish")
+	notice(t, p.post(t, checker, "/console/pay/policy/drafts/"+id+"/approve", nil), "/console/pay/policy", "Approved and published as version 3")
+	page(t, checker, "/console/pay/policy", "In force: version 3", "No open drafts.", ", approved by ")
+	page(t, checker, "/console/pay/policy/versions/3", "What it changed from", `href="/console/pay/policy/versions/2"`, "maxOrderUsd changed from",
+		`href="/console/pay/policy/drafts/`+id+`"`)
+	if html := page(t, checker, "/console/pay/policy/versions/3"); strings.Contains(html, "/rollback") {
+		t.Fatal("the version in force offers a rollback to itself")
+	}
+
+	// A rollback to version 2 is a draft that needs an approval too: the checker starts
+	// it, the author approves it.
+	page(t, checker, "/console/pay/policy/versions/2", "Roll back to version 2", "starts a draft")
+	rollback := draftOf(t, p.post(t, checker, "/console/pay/policy/versions/2/rollback", nil))
+	page(t, author, "/console/pay/policy/drafts/"+rollback, "a rollback", "maxOrderUsd changed from &#34;300000&#34; to &#34;5000000&#34;")
+	notice(t, p.post(t, author, "/console/pay/policy/drafts/"+rollback+"/approve", nil), "/console/pay/policy", "published as version 4")
+	page(t, author, "/console/pay/policy", "In force: version 4", "a rollback to <a href=\"/console/pay/policy/versions/2\">version 2</a>",
+		"rollback to version 2")
+
+	// Discarded, a draft is closed: nothing to approve, publish or edit.
+	id = draftOf(t, p.post(t, author, "/console/pay/policy/drafts", url.Values{"rules": {`{}`}}))
+	notice(t, p.post(t, author, "/console/pay/policy/drafts/"+id+"/discard", nil), "/console/pay/policy", "discarded")
+	if html := page(t, checker, "/console/pay/policy/drafts/"+id, "discarded"); strings.Contains(html, "<form method=\"post\" action=\"/console/pay/policy/drafts/") {
+		t.Fatal("a discarded draft offers a form")
+	}
+
+	// Where no approval is asked for, a rollback is published at once.
+	notice(t, p.post(t, author, "/console/trade/policy/versions/1/rollback", nil), "/console/trade/policy", "Version 1 restored: published as version 2")
+
+	for _, path := range []string{"/console/pay/policy/versions/99", "/console/pay/policy/versions/x", "/console/pay/policy/drafts/pdr_nothing"} {
+		if r := p.get(t, author, path); r.status != http.StatusNotFound {
+			t.Errorf("%s: %d", path, r.status)
+		}
+	}
+	// Someone with Write but not Developer tries orders against the policy in force only.
+	writer := p.member(t, store.RoleMember, map[string]string{"pay": "write"})
+	if html := page(t, writer, "/console/pay/policy", "Dry run"); strings.Contains(html, "History") || strings.Contains(html, "pdr_") {
+		t.Fatal("the dry run page shows a writer the policy's history or drafts")
+	}
+}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/orders"
-	"github.com/opentreasury/treasury/policy"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 )
@@ -29,9 +28,6 @@ func (c *console) orderRoutes() []route {
 		{"GET /console/{app}/approvals", "approvals", c.approvals},
 		{"POST /console/{app}/approvals/{id}/decide", "approvals", c.decide},
 		{"GET /console/{app}/logs", "logs", c.logs},
-		{"GET /console/{app}/policy", "policy", c.policy},
-		{"POST /console/{app}/policy", "policy", c.putPolicy},
-		{"POST /console/{app}/policy/evaluate", "policy", c.evaluate},
 	}
 }
 
@@ -320,59 +316,6 @@ func (c *console) logs(w http.ResponseWriter, r *http.Request, rq *request) {
 	}
 	page.Rows, page.Next = rows, next
 	c.render(w, r, rq, http.StatusOK, "logs", page)
-}
-
-type policyPage struct {
-	Policy     *store.Policy
-	Document   string
-	CanEdit    bool
-	Body       string
-	Evaluation *service.Evaluation
-	Violations []policy.Check
-}
-
-// policy shows the app's policy, editable by those with Developer, and its dry run.
-func (c *console) policy(w http.ResponseWriter, r *http.Request, rq *request) {
-	c.policyPage(w, r, rq, http.StatusOK, "", nil)
-}
-
-func (c *console) policyPage(w http.ResponseWriter, r *http.Request, rq *request, status int, body string, e *service.Evaluation) {
-	rq.v.Title = "Policy"
-	page := policyPage{CanEdit: rq.p.Can(rq.app, auth.ActionDeveloper), Body: body, Evaluation: e}
-	if page.Body == "" {
-		page.Body = sampleOrder(rq.app)
-	}
-	if e != nil {
-		page.Violations = e.Violations()
-	}
-	if page.CanEdit {
-		p, err := c.Service.Policy(r.Context(), rq.caller(r), rq.app)
-		if err != nil {
-			c.failed(w, r, rq, err)
-			return
-		}
-		page.Policy = p
-		page.Document = indent(p.Document)
-	}
-	c.render(w, r, rq, status, "policy", page)
-}
-
-// putPolicy replaces the app's rules from the policy page.
-func (c *console) putPolicy(w http.ResponseWriter, r *http.Request, rq *request) {
-	_, err := c.Service.PutPolicy(r.Context(), rq.caller(r), rq.app, []byte(r.PostFormValue("document")))
-	c.back(w, r, "/console/"+rq.app+"/policy", err, "Policy saved: it applies to orders submitted from now on.")
-}
-
-// evaluate runs the dry run of an order body against the app's policy.
-func (c *console) evaluate(w http.ResponseWriter, r *http.Request, rq *request) {
-	body := r.PostFormValue("order")
-	e, err := c.Service.EvaluatePolicy(r.Context(), rq.caller(r), rq.app, []byte(body))
-	if err != nil {
-		rq.v.Error = message(err)
-		c.policyPage(w, r, rq, c.statusOf(r, err), body, nil)
-		return
-	}
-	c.policyPage(w, r, rq, http.StatusOK, body, e)
 }
 
 // sampleOrder is an order body of the app's domain to start a dry run from.

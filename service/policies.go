@@ -519,6 +519,41 @@ func (s *Service) PolicyDryRun(ctx context.Context, who Caller, app, id string) 
 	return d, err
 }
 
+// MaxWindowKeys is how many keys of each window PolicyWindows shows, the most used first.
+const MaxWindowKeys = 20
+
+// PolicyWindows reads the headroom of each volume window of the policy in force
+// (developer): for each window, the keys with volume in it now, the most used first, or one
+// entry with no key when none has any (every key has the whole limit).
+func (s *Service) PolicyWindows(ctx context.Context, who Caller, app string) ([]policy.WindowUse, int, error) {
+	if err := policyApp(who, app, auth.ActionDeveloper); err != nil {
+		return nil, 0, err
+	}
+	rules, version, err := s.Store.PolicyRules(ctx, who.OrgID, app, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	now := s.now()
+	out := []policy.WindowUse{}
+	for _, w := range rules.Windows {
+		used, err := s.Store.WindowUse(ctx, who.OrgID, app, w, now, MaxWindowKeys)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(used) == 0 {
+			key := ""
+			if w.Scope == policy.ScopeApp {
+				key = app
+			}
+			used = []store.WindowKeyUse{{Key: key}}
+		}
+		for _, u := range used {
+			out = append(out, policy.NewWindowUse(w, u.Key, u.Used))
+		}
+	}
+	return out, version, nil
+}
+
 // Evaluation is a policy's dry run on an order body.
 type Evaluation struct {
 	policy.Evaluation

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -369,4 +371,46 @@ func (s *Store) CountHistoryOrders(ctx context.Context, orgID, app string, since
 func (s *Store) historyOrders(ctx context.Context, orgID, app string, since, until time.Time) *gorm.DB {
 	return s.with(ctx).Model(&Order{}).Where("org_id = ? AND app = ? AND submitted_at >= ? AND submitted_at <= ? AND policy_decision IS NOT NULL",
 		orgID, app, since.UTC(), until.UTC())
+}
+
+// WindowKeyUse is the volume one key has used in a window.
+type WindowKeyUse struct {
+	Key  string          `gorm:"column:window_key"`
+	Used decimal.Decimal `gorm:"column:used"`
+}
+
+// windowColumns is the orders' column that holds each scope's key.
+var windowColumns = map[string]string{policy.ScopeWallet: "wallet_id", policy.ScopeApp: "app",
+	policy.ScopeAsset: "policy_asset", policy.ScopeDestination: "policy_destination"}
+
+// WindowUse sums the volume each key has used in a window up to now, counting the orders
+// PolicyVolume counts, the most used first; app narrows an app window to its own key.
+func (s *Store) WindowUse(ctx context.Context, orgID, app string, w policy.Window, now time.Time, limit int) ([]WindowKeyUse, error) {
+	column := windowColumns[w.Scope]
+	db := s.with(ctx).Model(&Order{}).Select(column+" AS window_key, amount_usd AS used").
+		Where("org_id = ? AND submitted_at >= ? AND policy_allowed = ? AND status NOT IN ? AND "+column+" <> ''",
+			orgID, now.UTC().Add(-time.Duration(w.Hours)*time.Hour), true, []orders.Status{orders.StatusRejected, orders.StatusFailed})
+	if w.Scope == policy.ScopeApp {
+		db = db.Where("app = ?", app)
+	}
+	// Amounts are summed here, exactly: SQLite would sum its text amounts as floats.
+	var rows []WindowKeyUse
+	if err := db.Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	sums := map[string]decimal.Decimal{}
+	for _, r := range rows {
+		sums[r.Key] = sums[r.Key].Add(r.Used)
+	}
+	out := make([]WindowKeyUse, 0, len(sums))
+	for k, used := range sums {
+		out = append(out, WindowKeyUse{Key: k, Used: used})
+	}
+	slices.SortFunc(out, func(a, b WindowKeyUse) int {
+		if c := b.Used.Cmp(a.Used); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	return out[:min(len(out), limit)], nil
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -252,6 +253,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	consoleApprove(t, member, orderID)
 	consoleOrderConfirms(t, member, b, orderID)
 	everyPage(t, owner, b, shots, orderID)
+	consolePolicy(t, owner, b, shots)
 
 	if status := member.submit("sign out", chromedp.Click(chromedp.CSS(`form.who button`))); status != http.StatusOK ||
 		!strings.HasPrefix(member.location(), "/console/sign-in") {
@@ -368,23 +370,31 @@ func consoleWebSockets(t *testing.T, owner *tab, b *devstack.Bundle) {
 // consoleInvite: the owner invites a member with Read and Approve on Pay, and is shown
 // their first password once.
 func consoleInvite(t *testing.T, owner *tab) string {
+	password := invite(t, owner, "approver@example.com", "read", "approve")
+	owner.screenshot("team")
+	return password
+}
+
+// invite: the owner invites a member with actions on Pay on the team page, and is shown
+// their first password once.
+func invite(t *testing.T, owner *tab, email string, actions ...string) string {
+	t.Helper()
 	owner.open("/console/pay/team")
-	owner.do("fill in the invitation",
-		chromedp.SetValue(chromedp.CSS("#email"), "approver@example.com"),
-		chromedp.Click(chromedp.CSS(`form[action="team"] input[value="read"]`)),
-		chromedp.Click(chromedp.CSS(`form[action="team"] input[value="approve"]`)))
+	owner.do("fill in the invitation", chromedp.SetValue(chromedp.CSS("#email"), email))
+	for _, a := range actions {
+		owner.do("tick "+a, chromedp.Click(chromedp.CSS(fmt.Sprintf(`form[action="team"] input[value=%q]`, a))))
+	}
 	if status := owner.submit("invite", chromedp.Click(chromedp.CSS(`form[action="team"] button[type="submit"]`))); status != http.StatusCreated {
-		t.Fatalf("invite: HTTP %d", status)
+		t.Fatalf("invite %s: HTTP %d", email, status)
 	}
 	password := eval[string](owner, `document.getElementById("secret").value`)
 	if len(password) < 16 {
 		t.Fatalf("the first password shown: %q", password)
 	}
 	owner.open("/console/pay/team")
-	if row := owner.text("tbody"); !strings.Contains(row, "approver@example.com") {
-		t.Fatalf("the team page does not list the member: %s", row)
+	if row := owner.text("tbody"); !strings.Contains(row, email) {
+		t.Fatalf("the team page does not list %s: %s", email, row)
 	}
-	owner.screenshot("team")
 	return password
 }
 
@@ -472,7 +482,7 @@ func everyPage(t *testing.T, owner *tab, b *devstack.Bundle, shots, orderID stri
 	owner.open("/console/pay/policy")
 	owner.do("an order to try", chromedp.SetValue(chromedp.CSS("#order"), `{"walletId":"`+b.Credentials.Wallets[0].ID+
 		`","asset":"USDC","amount":"25000","destination":{"address":"0x1111111111111111111111111111111111111111"}}`))
-	owner.submit("dry run", chromedp.Click(chromedp.CSS(`form[action="policy/evaluate"] button`)))
+	owner.submit("dry run", chromedp.Click(chromedp.CSS(`form[action$="/policy/evaluate#result"] button`)))
 	if result := owner.text(".result"); !strings.Contains(result, "needs 1 approval") {
 		t.Fatalf("the dry run of 25,000 USDC: %s", result)
 	}
@@ -514,4 +524,144 @@ func everyPage(t *testing.T, owner *tab, b *devstack.Bundle, shots, orderID stri
 	if r := send(t, "POST", b.APIURL+hint[1], b.Credentials.Keys["trade"].SK, "{}"); r.status == http.StatusNotFound {
 		t.Fatalf("POST %s, named on the trade orders page: HTTP %d %s", hint[1], r.status, r.raw)
 	}
+}
+
+// consolePolicy: the Pay policy changed by maker-checker. The owner has changes need one
+// approval (changeApprovals 1, in a draft published directly, since none is asked for
+// yet), then drafts a lower order limit, a volume window and a shorter whitelist: its diff
+// from the version in force shows, it offers the owner no approval of their own draft,
+// and its dry run shows the window's headroom. A reviewer, a second person with Developer
+// on Pay, approves it in a browser of their own, which publishes it; the reviewer then
+// rolls back to the version before, a draft the owner approves.
+func consolePolicy(t *testing.T, owner *tab, b *devstack.Bundle, shots string) {
+	password := invite(t, owner, "reviewer@example.com", "read", "developer")
+	reviewerCtx, closeReviewer := chromedp.NewContext(owner.ctx, chromedp.WithNewBrowserContext())
+	defer closeReviewer()
+	if err := chromedp.Do(reviewerCtx); err != nil { // the tab lives as long as this call's context
+		t.Fatalf("a third browser context: %v", err)
+	}
+	reviewer := &tab{t: t, ctx: reviewerCtx, base: owner.base}
+	reviewer.signIn("reviewer@example.com", password)
+	reviewer.shots = shots
+
+	// rules is the draft form's rules, changed by edit.
+	rules := func(p *tab, edit func(r map[string]any)) string {
+		t.Helper()
+		var r map[string]any
+		if err := json.Unmarshal([]byte(eval[string](p, `document.getElementById("rules").value`)), &r); err != nil {
+			t.Fatalf("the rules in the draft form: %v", err)
+		}
+		edit(r)
+		out, _ := json.MarshalIndent(r, "", "  ")
+		return string(out)
+	}
+	inForce := func(p *tab, want string) {
+		t.Helper()
+		if h := p.text("#in-force"); h != want {
+			t.Fatalf("the policy page says %q, want %q", h, want)
+		}
+	}
+	noticeSays := func(p *tab, want string) {
+		t.Helper()
+		if notice := p.text("p.notice"); !strings.Contains(notice, want) {
+			t.Fatalf("the notice %q does not say %q", notice, want)
+		}
+	}
+	newDraft := func(edit func(r map[string]any)) string {
+		t.Helper()
+		owner.open("/console/pay/policy")
+		owner.do("open the draft form", chromedp.Click(chromedp.CSS(`details.new-draft > summary`)))
+		owner.do("edit the rules", chromedp.SetValue(chromedp.CSS("#rules"), rules(owner, edit)))
+		if status := owner.submit("save the draft", chromedp.Click(chromedp.CSS(`form[action$="/policy/drafts"] button:not([formaction])`))); status != http.StatusOK {
+			t.Fatalf("save the draft: HTTP %d %s", status, owner.text("main"))
+		}
+		noticeSays(owner, "Draft saved")
+		id := regexp.MustCompile(`/policy/drafts/(pdr_[0-9a-f]+)`).FindStringSubmatch(owner.location())
+		if id == nil {
+			t.Fatalf("saving a draft led to %s", owner.location())
+		}
+		return id[1]
+	}
+
+	owner.open("/console/pay/policy")
+	inForce(owner, "In force: version 1")
+	newDraft(func(r map[string]any) { r["changeApprovals"] = 1 })
+	if got := owner.text("#approval-count"); got != "0 of 0" {
+		t.Fatalf("a draft under a policy asking for no approval needs %s", got)
+	}
+	owner.submit("publish", chromedp.Click(chromedp.CSS(`form[action$="/publish"] button`)))
+	noticeSays(owner, "Published as version 2")
+	inForce(owner, "In force: version 2")
+
+	id := newDraft(func(r map[string]any) {
+		r["maxOrderUsd"] = "2500000"
+		r["windows"] = []map[string]any{{"scope": "wallet", "hours": 24, "limitUsd": "1000000"}}
+		r["destinationWhitelist"] = []string{"0x1111111111111111111111111111111111111111", "0x2222222222222222222222222222222222222222"}
+	})
+	diff := owner.text("table.diff")
+	for _, want := range []string{"maxOrderUsd", "changed from \"5000000\" to \"2500000\"", "windows", "added", "destinationWhitelist", "removed"} {
+		if !strings.Contains(diff, want) {
+			t.Fatalf("the draft's diff does not show %q: %s", want, diff)
+		}
+	}
+	if got := owner.text("#approval-count"); got != "0 of 1" {
+		t.Fatalf("the draft's approvals: %s, want 0 of 1", got)
+	}
+	if n := eval[int](owner, `document.querySelectorAll('form[action$="/approve"], form[action$="/publish"]').length`); n != 0 ||
+		!strings.Contains(owner.text("#not-yours"), "cannot approve it") {
+		t.Fatalf("the author is offered %d approve or publish forms, or no word why not", n)
+	}
+	owner.screenshot("policy-draft")
+
+	// The dry run against the draft: the window's headroom.
+	owner.submit("dry run against the draft", chromedp.Click(chromedp.CSS(`a[href$="?draft=`+id+`#dry"]`)))
+	if selected := eval[string](owner, `document.getElementById("draft").value`); selected != id {
+		t.Fatalf("the dry run is against %q, not the draft %s", selected, id)
+	}
+	owner.do("an order to try", chromedp.SetValue(chromedp.CSS("#order"), `{"walletId":"`+b.Credentials.Wallets[0].ID+
+		`","asset":"USDC","amount":"25000","destination":{"address":"0x1111111111111111111111111111111111111111"}}`))
+	owner.submit("dry run", chromedp.Click(chromedp.CSS(`form[action$="/policy/evaluate#result"] button`)))
+	if result := owner.text(".result"); !strings.Contains(result, "draft "+id) {
+		t.Fatalf("the dry run was not against the draft: %s", result)
+	}
+	window := owner.text("table.windows tbody")
+	for _, want := range []string{"wallet", b.Credentials.Wallets[0].ID, "24", "1,000,000.00"} {
+		if !strings.Contains(window, want) {
+			t.Fatalf("the window's headroom does not show %q: %s", want, window)
+		}
+	}
+	owner.screenshot("policy-dry-run")
+
+	// The reviewer approves it, which publishes it.
+	reviewer.open("/console/pay/policy")
+	reviewer.submit("open the draft", chromedp.Click(chromedp.CSS(`#drafts ~ table a[href$="/drafts/`+id+`"]`)))
+	reviewer.screenshot("policy-approve")
+	reviewer.submit("approve", chromedp.Click(chromedp.CSS(`form[action$="/drafts/`+id+`/approve"] button`)))
+	noticeSays(reviewer, "Approved and published as version 3")
+	inForce(reviewer, "In force: version 3")
+
+	// Version 3's diff, then a rollback to version 2: a draft, since changes need an
+	// approval, which the owner gives.
+	reviewer.submit("version 3", chromedp.Click(chromedp.CSS(`#history ~ table a[href$="/versions/3"]`)))
+	if diff := reviewer.text("table.diff"); !strings.Contains(diff, "2500000") {
+		t.Fatalf("version 3's diff from version 2: %s", diff)
+	}
+	reviewer.screenshot("policy-version")
+	reviewer.submit("version 2", chromedp.Click(chromedp.CSS(`#changes a[href$="/versions/2"]`)))
+	reviewer.submit("roll back", chromedp.Click(chromedp.CSS(`form[action$="/versions/2/rollback"] button`)))
+	noticeSays(reviewer, "Draft saved to restore version 2")
+	rollback := regexp.MustCompile(`pdr_[0-9a-f]+`).FindString(reviewer.location())
+	if got := reviewer.text("#approval-count"); got != "0 of 1" {
+		t.Fatalf("the rollback draft's approvals: %s", got)
+	}
+	owner.open("/console/pay/policy/drafts/" + rollback)
+	owner.submit("approve the rollback", chromedp.Click(chromedp.CSS(`form[action$="/approve"] button`)))
+	noticeSays(owner, "Approved and published as version 4")
+	if about := owner.text("#in-force + p"); !strings.Contains(about, "a rollback to version 2") {
+		t.Fatalf("the policy in force: %s", about)
+	}
+	if latest := owner.text("#history ~ table tbody tr"); !strings.Contains(latest, "rollback to version 2") || !strings.Contains(latest, "reviewer@example.com") {
+		t.Fatalf("the history's latest version: %s", latest)
+	}
+	owner.screenshot("policy-history")
 }
