@@ -12,6 +12,7 @@ import (
 	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/workflows"
 )
@@ -261,5 +262,52 @@ func TestWindowsShowTheirHeadroom(t *testing.T) {
 		if got.Windows[i] != w {
 			t.Errorf("window %d: %+v, want %+v", i, got.Windows[i], w)
 		}
+	}
+}
+
+// Publishing is an event of the app: in its stream, and for its live configs and webhooks
+// that name it.
+func TestPublishingAPolicyIsAnEventOfTheApp(t *testing.T) {
+	f := newFixture(t)
+	sk := f.creds.Keys["pay"].SK
+	if r := f.do(t, "PUT", "/api/v1/policies/pay", sk, strings.NewReader(`{"maxOrderUsd":"42"}`)); r.status != 200 {
+		t.Fatalf("put %d %s", r.status, r.body)
+	}
+	var page struct{ Data []map[string]any }
+	if r := f.do(t, "GET", "/api/v1/events?limit=200", sk, nil); r.status != 200 || json.Unmarshal(r.body, &page) != nil {
+		t.Fatalf("events %d %s", r.status, r.body)
+	}
+	last := page.Data[len(page.Data)-1]
+	if last["event"] != "Policy.Published" || last["app"] != "pay" || last["policyVersion"] != float64(2) || last["draftId"] != nil {
+		t.Fatalf("last event %v", last)
+	}
+	stored, err := f.store.EventsSince(t.Context(), time.Now().Add(-time.Minute), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev *events.Event
+	for i := range stored {
+		if stored[i].Name == events.PolicyPublished {
+			ev = &stored[i]
+		}
+	}
+	if ev == nil || ev.OrderID != "" || ev.App != "pay" || ev.OrgID != f.creds.OrgID {
+		t.Fatalf("the outbox's followers read %+v", ev)
+	}
+	for _, entry := range []string{"policy.*", "Policy.Published"} {
+		normal, err := events.NormalizeEntry(entry)
+		if err != nil {
+			t.Fatalf("%s: %v", entry, err)
+		}
+		sub := events.Subscription{OrgID: f.creds.OrgID, App: "pay", Entries: []string{normal}, Enabled: true}
+		if !sub.Wants(ev) {
+			t.Errorf("a config of pay naming %s does not want %s", entry, ev.Name)
+		}
+	}
+	if r := f.post(t, "/developer/webhooks", sk, `{"url":"https://hooks.example.com/policy","events":["policy.*"]}`); r.status != 201 {
+		t.Fatalf("a webhook for policy.*: %d %s", r.status, r.body)
+	}
+	if (&events.Subscription{OrgID: f.creds.OrgID, App: "trade", Entries: []string{"*"}, Enabled: true}).Wants(ev) {
+		t.Error("another app's config wants pay's policy")
 	}
 }

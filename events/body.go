@@ -125,11 +125,32 @@ type TestEvent struct {
 	WebhookID     string `json:"webhookId,omitempty"`
 }
 
-// Body is an event's body: an *OrderEvent or a *TestEvent.
+// PolicyEvent is the body of Policy.Published: a new version of an app's policy is in
+// force, for orders submitted from then on. Its fields are in the order of their JSON
+// names, as OrderEvent's are.
+type PolicyEvent struct {
+	App           string `json:"app"`
+	CorrelationID string `json:"correlationId"`
+	// DraftID is the draft published, null for rules put in force at once.
+	DraftID    *string `json:"draftId"`
+	Event      string  `json:"event"`
+	ID         string  `json:"id"`
+	OccurredAt Time    `json:"occurredAt"`
+	// PolicyVersion is the version now in force.
+	PolicyVersion int `json:"policyVersion"`
+	// PublishedBy is the credential whose request published it: the rules' PUT, or the
+	// approval that completed the draft's quorum.
+	PublishedBy string `json:"publishedBy"`
+	// Restores is the earlier version a rollback put in force again, else null.
+	Restores *int `json:"restores"`
+}
+
+// Body is an event's body: an *OrderEvent, a *PolicyEvent or a *TestEvent.
 type Body interface{ body() }
 
-func (*OrderEvent) body() {}
-func (*TestEvent) body()  {}
+func (*OrderEvent) body()  {}
+func (*PolicyEvent) body() {}
+func (*TestEvent) body()   {}
 
 // Encode writes an event's body as every channel carries it (the outbox, a live frame's
 // data, a webhook message). It is the one place that does, so that a body is written one

@@ -19,6 +19,7 @@ const (
 	OrderBroadcast            = "Order.Broadcast"
 	OrderConfirmed            = "Order.Confirmed"
 	OrderFailed               = "Order.Failed"
+	PolicyPublished           = "Policy.Published"
 	WebSocketTest             = "websocket.test"
 	WebhookTest               = "webhook.test"
 	wildcardAll               = "*"
@@ -34,7 +35,7 @@ const TreasuryApp = "treasury"
 
 // Names lists every event a subscription may name.
 var Names = []string{OrderCreated, OrderSubmitted, OrderApproved, OrderRejected, WalletSigningRequested,
-	WalletTransactionSigned, OrderBroadcast, OrderConfirmed, OrderFailed, WebSocketTest, WebhookTest}
+	WalletTransactionSigned, OrderBroadcast, OrderConfirmed, OrderFailed, PolicyPublished, WebSocketTest, WebhookTest}
 
 // Canonical returns the canonical spelling of a known event name, matched case-insensitively.
 func Canonical(name string) (string, bool) {
@@ -47,7 +48,7 @@ func Canonical(name string) (string, bool) {
 }
 
 // ErrEntry explains why a subscription entry was refused.
-var ErrEntry = errors.New("must be a known event name, a prefix.* wildcard of one (order.*, wallet.*, websocket.*, webhook.*) or *")
+var ErrEntry = errors.New("must be a known event name, a prefix.* wildcard of one (order.*, wallet.*, policy.*, websocket.*, webhook.*) or *")
 
 // NormalizeEntry checks one subscription entry and returns the form it is stored in:
 // lowercase.

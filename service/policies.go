@@ -12,6 +12,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/policy"
@@ -81,6 +82,11 @@ func policyDocument(name string, document []byte) (string, error) {
 // publish puts a policy in force and records it as a version, with its audit record.
 func (s *Service) publish(ctx context.Context, tx *store.Store, who Caller, p *store.Policy, v *store.PolicyVersion) error {
 	if err := tx.PublishPolicy(ctx, p, v); err != nil {
+		return err
+	}
+	err := tx.AppendPolicyEvent(ctx, p.OrgID, &events.PolicyEvent{App: p.App, CorrelationID: who.CorrelationID, DraftID: v.DraftID,
+		OccurredAt: events.TimeOf(p.UpdatedAt), PolicyVersion: v.Version, PublishedBy: who.ID, Restores: v.Restores})
+	if err != nil {
 		return err
 	}
 	a := s.audit(who, p.App, "policy.published", "policy", p.App, map[string]any{"version": v.Version, "draftId": v.DraftID,

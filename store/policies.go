@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/policy"
 )
@@ -413,4 +416,23 @@ func (s *Store) WindowUse(ctx context.Context, orgID, app string, w policy.Windo
 		return strings.Compare(a.Key, b.Key)
 	})
 	return out[:min(len(out), limit)], nil
+}
+
+// AppendPolicyEvent writes Policy.Published to the outbox: an event of the app about no
+// order, delivered to its live channel and webhooks like the order events.
+func (s *Store) AppendPolicyEvent(ctx context.Context, orgID string, body *events.PolicyEvent) error {
+	body.ID, body.Event = ids.New(ids.Event), events.PolicyPublished
+	body.OccurredAt = events.TimeOf(body.OccurredAt.UTC())
+	data, err := events.Encode(body)
+	if err != nil {
+		return err
+	}
+	// order_id stays NULL: the column names an order when there is one.
+	err = s.with(ctx).Table("events").Create(map[string]any{"id": body.ID, "org_id": orgID, "app": body.App, "domain": "",
+		"order_id": nil, "sequence": 0, "event": body.Event, "leg": "", "step": fmt.Sprintf("policy-%s-v%d", body.App, body.PolicyVersion),
+		"data": string(data), "correlation_id": body.CorrelationID, "occurred_at": body.OccurredAt.Time, "wallet_id": ""}).Error
+	if err != nil {
+		return err
+	}
+	return s.eventAppended(ctx, body.ID, body.Event)
 }
