@@ -129,6 +129,10 @@ func TestTheClientCoversTheOpenAPIDocument(t *testing.T) {
 	ignore(person.ApprovePolicyDraft(ctx, "pay", "pdr_1"))
 	ignore(key.PublishPolicyDraft(ctx, "pay", "pdr_1"))
 	ignore(key.DiscardPolicyDraft(ctx, "pay", "pdr_1"))
+	ignore(key.GetPolicyWindows(ctx, "pay"))
+	ignore(key.StartPolicyDryRun(ctx, "pay", client.PolicyDryRunRequest{DraftID: "pdr_1", Days: 7, Examples: 3}))
+	ignore(key.StartPolicyDryRun(ctx, "pay", client.PolicyDryRunRequest{DraftID: "pdr_1"}))
+	ignore(key.GetPolicyDryRun(ctx, "pay", "pdx_1"))
 
 	// The developer surface.
 	ignore(key.ListAPIKeys(ctx, page))

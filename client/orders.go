@@ -132,8 +132,11 @@ type Order struct {
 	AmountUSD string `json:"amountUsd"`
 	// PayloadHash is the SHA-256 of the order's canonical JSON, which approvals bind to and
 	// signing requests are derived from.
-	PayloadHash string        `json:"payloadHash"`
-	Approval    OrderApproval `json:"approval"`
+	PayloadHash string `json:"payloadHash"`
+	// PolicyVersion is the version of the app's policy that evaluates the order, fixed at
+	// submit (0 when the app had none); nil before submit. GetPolicyVersion reads it.
+	PolicyVersion *int          `json:"policyVersion"`
+	Approval      OrderApproval `json:"approval"`
 	// Failure is set when the order failed, Rejection when it was rejected.
 	Failure   *Failure   `json:"failure,omitempty"`
 	Rejection *Rejection `json:"rejection,omitempty"`

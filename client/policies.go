@@ -286,3 +286,134 @@ func (c *Client) DiscardPolicyDraft(ctx context.Context, app, id string, opts ..
 func (c *Client) policyDraftAction(ctx context.Context, app, id, action string, opts []CallOption) (*PolicyDraft, error) {
 	return do[PolicyDraft](ctx, c, http.MethodPost, policyDraftPath(app, id)+"/"+action, nil, opts)
 }
+
+// PolicyWindows is the headroom of the volume windows of an app's policy in force, now:
+// per window, the keys with volume in it, the most used first (at most 20); a window no
+// key has used has one entry with an empty Key (the app's name for an app window).
+type PolicyWindows = apitypes.PolicyWindows
+
+// GetPolicyWindows reads the headroom of each volume window of an app's policy in force
+// (GET /policies/{app}/windows, action developer).
+func (c *Client) GetPolicyWindows(ctx context.Context, app string, opts ...CallOption) (*PolicyWindows, error) {
+	return get[PolicyWindows](ctx, c, policyPath(app)+"/windows", opts)
+}
+
+// The statuses of a PolicyDryRun. Only a running one changes.
+const (
+	PolicyDryRunRunning   = "running"
+	PolicyDryRunCompleted = "completed"
+	PolicyDryRunFailed    = "failed"
+)
+
+// The shifts of a PolicyDryRunReport: how an order's outcome would move. An order that
+// moves counts in the first that applies, in this order.
+const (
+	PolicyShiftAllowedToRefused = "allowedToRefused"
+	PolicyShiftRefusedToAllowed = "refusedToAllowed"
+	PolicyShiftApprovalAdded    = "approvalAdded"
+	PolicyShiftApprovalRemoved  = "approvalRemoved"
+	PolicyShiftQuorumRaised     = "quorumRaised"
+	PolicyShiftQuorumLowered    = "quorumLowered"
+)
+
+// PolicyDryRunRequest asks for a draft's dry run against the app's orders of the last
+// Days days (1 to 366), showing up to Examples orders of each shift (1 to 50). Zero
+// means the service's default: 30 days, 5 examples.
+type PolicyDryRunRequest struct {
+	DraftID  string `json:"draftId"`
+	Days     int    `json:"days,omitempty"`
+	Examples int    `json:"examples,omitempty"`
+}
+
+// PolicyDryRun is a draft's dry run against the app's past orders: what would have
+// changed had the draft been in force when each was submitted. It runs in the background;
+// GetPolicyDryRun reads its progress and its report so far.
+type PolicyDryRun struct {
+	ID      string `json:"id"`
+	App     string `json:"app"`
+	DraftID string `json:"draftId"`
+	// Rules are the draft's rules when the run started: later saves of the draft do not
+	// change the run.
+	Rules PolicyRules `json:"rules"`
+	Days  int         `json:"days"`
+	// The orders evaluated are those submitted from Since to Until (when the run started)
+	// that the policy decided.
+	Since    time.Time            `json:"since"`
+	Until    time.Time            `json:"until"`
+	Status   string               `json:"status"`
+	Progress PolicyDryRunProgress `json:"progress"`
+	Report   PolicyDryRunReport   `json:"report"`
+	// Error says why a failed run stopped, empty otherwise.
+	Error     string    `json:"error"`
+	CreatedBy string    `json:"createdBy"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	// CompletedAt is nil while the run is running.
+	CompletedAt *time.Time `json:"completedAt"`
+}
+
+// PolicyDryRunProgress is how many of the run's orders have been evaluated, of Total
+// counted when it started.
+type PolicyDryRunProgress struct {
+	Evaluated int `json:"evaluated"`
+	Total     int `json:"total"`
+}
+
+// PolicyDryRunReport tallies the orders evaluated so far: unchanged, each shift of
+// outcome (keyed by the PolicyShift names, every one present) with its first orders, and
+// per rule the orders it would newly refuse or stop refusing.
+type PolicyDryRunReport struct {
+	Evaluated int                          `json:"evaluated"`
+	Unchanged int                          `json:"unchanged"`
+	Shifts    map[string]PolicyDryRunShift `json:"shifts"`
+	ByRule    map[string]PolicyRuleCounts  `json:"byRule"`
+}
+
+// PolicyDryRunShift counts the orders of one shift and shows the first of them.
+type PolicyDryRunShift struct {
+	Count    int                   `json:"count"`
+	Examples []PolicyDryRunExample `json:"examples"`
+}
+
+// PolicyDryRunExample is one order whose outcome would change: Before is what its policy
+// decided at submit, After what the draft would have.
+type PolicyDryRunExample struct {
+	OrderID string `json:"orderId"`
+	Domain  Domain `json:"domain"`
+	// Href is the order's path in the API (/api/v1/payments/ord_…).
+	Href        string        `json:"href"`
+	AmountUSD   string        `json:"amountUsd"`
+	SubmittedAt time.Time     `json:"submittedAt"`
+	Before      PolicyOutcome `json:"before"`
+	After       PolicyOutcome `json:"after"`
+}
+
+// PolicyOutcome is what a policy decided, or would decide, for an order. Violations names
+// each rule violated once.
+type PolicyOutcome struct {
+	Allowed          bool     `json:"allowed"`
+	ApprovalRequired bool     `json:"approvalRequired"`
+	Quorum           int      `json:"quorum"`
+	Violations       []string `json:"violations"`
+}
+
+// PolicyRuleCounts is how many orders one rule would newly refuse, and stop refusing.
+type PolicyRuleCounts struct {
+	NewlyRefused    int `json:"newlyRefused"`
+	NoLongerRefused int `json:"noLongerRefused"`
+}
+
+// StartPolicyDryRun starts a dry run of a draft of any status against the app's past
+// orders (POST /policies/{app}/dry-runs, action developer); it changes nothing. The
+// answer is the run as it starts: poll GetPolicyDryRun until its Status is no longer
+// PolicyDryRunRunning. An unknown draft or a number out of range is a 422; a run that
+// could not be started is a 503, retried as the client's RetryPolicy says.
+func (c *Client) StartPolicyDryRun(ctx context.Context, app string, req PolicyDryRunRequest, opts ...CallOption) (*PolicyDryRun, error) {
+	return do[PolicyDryRun](ctx, c, http.MethodPost, policyPath(app)+"/dry-runs", req, opts)
+}
+
+// GetPolicyDryRun reads a dry run: its progress and its report so far (action
+// developer). A run of another app is a 404.
+func (c *Client) GetPolicyDryRun(ctx context.Context, app, id string, opts ...CallOption) (*PolicyDryRun, error) {
+	return get[PolicyDryRun](ctx, c, policyPath(app)+"/dry-runs/"+url.PathEscape(id), opts)
+}

@@ -12,13 +12,14 @@ import (
 	"github.com/opentreasury/treasury/events"
 )
 
-// Event is one event of the shared stream: an order's or a wallet's lifecycle step, or a
-// websocket.test. It is what GET /events lists, what a live frame carries as its data, and
-// the body of a webhook message. Its fields are those of an order's event (a
-// websocket.test has its ID, Event, CorrelationID and OccurredAt); Event is the canonical
-// name: Order.Created, Order.Submitted, Order.Approved, Order.Rejected,
+// Event is one event of the shared stream: an order's or a wallet's lifecycle step, a
+// policy's publication, or a websocket.test. It is what GET /events lists, what a live
+// frame carries as its data, and the body of a webhook message. Its fields are those of an
+// order's event (a websocket.test has its ID, Event, CorrelationID and OccurredAt; a
+// Policy.Published has those and PolicyVersion, the rest of it is in Data); Event is the
+// canonical name: Order.Created, Order.Submitted, Order.Approved, Order.Rejected,
 // Wallet.SigningRequested, Wallet.TransactionSigned, Order.Broadcast, Order.Confirmed,
-// Order.Failed (or websocket.test).
+// Order.Failed, Policy.Published (or websocket.test).
 type Event struct {
 	events.OrderEvent
 	// Data is the whole event as the server sent it, with every field of its kind.

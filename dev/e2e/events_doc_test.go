@@ -33,6 +33,7 @@ var eventMeaning = map[string]string{
 	events.OrderBroadcast:          "The leg's signed transaction was sent to the chain (`txHash`).",
 	events.OrderConfirmed:          "The last leg is final on the chain: the order ends confirmed.",
 	events.OrderFailed:             "The order ends failed (`failure.code`: `tx_reverted`, `signing_expired`, …).",
+	events.PolicyPublished:         "A new version of the app's policy is in force, for orders submitted from then on: rules put in force at once (`PUT /api/v1/policies/{app}`, `draftId` null), a published draft, or a rollback (`restores`). An event of the app about no order (no `orderId`, `domain`, `walletId`, `orderStatus` or `sequence`): a live config or webhook of the app receives it when it names `Policy.Published` or `policy.*`, and `GET /api/v1/events` lists it. `publishedBy` is the credential whose request put it in force: the `PUT`, the publish, or the approval that completed the draft's quorum.",
 	events.WebSocketTest:           "Sent by Send test (`POST /developer/websockets/{id}/test`) to every live connection of the config, whatever it subscribes to. Live only: not stored.",
 	events.WebhookTest:             "Sent by `POST /developer/webhooks/{id}/test` to the webhook's URL, whatever it subscribes to.",
 }
@@ -114,8 +115,21 @@ func TestEventsCatalogue(t *testing.T) {
 	follow(pay.SK, "payments", payment("10", "0x000000000000000000000000000000000000dEaD"), "", "failed")
 	follow(trade.SK, "trade-orders", fmt.Sprintf(`{"walletId":%q,"sellAsset":"USDC","buyAsset":"ETH","sellAmount":"300","maxSlippageBps":50}`, wallet), "", "confirmed")
 
+	// A policy published at once: trade's, whose orders have all run.
+	r := send(t, "GET", api+"/policies/trade", trade.SK, "")
+	rules, _ := json.Marshal(r.body["rules"])
+	if r = send(t, "PUT", api+"/policies/trade", trade.SK, string(rules)); r.status != http.StatusOK {
+		t.Fatalf("put the trade policy: %d %s", r.status, r.raw)
+	}
+	r = call(t, "GET", api+"/events?limit=200", trade.SK)
+	for _, ev := range r.body["data"].([]any) {
+		if ev := ev.(map[string]any); ev["event"] == events.PolicyPublished {
+			examples[events.PolicyPublished], _ = json.Marshal(ev)
+		}
+	}
+
 	// websocket.test reaches a live connection; webhook.test a receiver.
-	r := send(t, "POST", b.APIURL+"/developer/websockets", pay.SK, `{"events":["order.*"]}`)
+	r = send(t, "POST", b.APIURL+"/developer/websockets", pay.SK, `{"events":["order.*"]}`)
 	configID := r.body["id"].(string)
 	live := dialLive(t, b.APIURL, configID, pay.PK)
 	send(t, "POST", b.APIURL+"/developer/websockets/"+configID+"/test", pay.SK, "")
@@ -171,7 +185,8 @@ func renderEventsDoc(examples map[string]json.RawMessage, edges map[[2]string]bo
 	var b strings.Builder
 	b.WriteString(`# Events
 
-Every change of an order appends one event, in the same transaction as the change. The same
+Every change of an order appends one event, in the same transaction as the change, and so
+does every publish of an app's policy (` + "`Policy.Published`" + `, an event of the app). The same
 event reaches you three ways, with the same body (its ` + "`data`" + `): live over a WebSocket
 ([live-events.md](live-events.md)), durably by webhook ([webhooks.md](webhooks.md)), and on
 request from ` + "`GET /api/v1/events?orderId=&cursor=`" + ` (kept 30 days).
