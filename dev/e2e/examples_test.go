@@ -58,7 +58,7 @@ func buildExamples(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
-		"./examples/payout-job", "./examples/approvals-bot", "./examples/dashboard")
+		"./examples/payout-job", "./examples/approvals-bot", "./examples/dashboard", "./examples/policy-review")
 	build.Dir = "../.." // the module root
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -196,6 +196,31 @@ func TestExamplesRunWithLeastPrivilege(t *testing.T) {
 		t.Fatalf("the payout job on webhooks did not end confirmed\n%s", hooked.report())
 	}
 
+	// A proposed policy, tried on the orders above before anyone publishes it: the payouts
+	// of 25 USD it would refuse.
+	r = send(t, "POST", b.APIURL+"/developer/api-keys", pay.SK, `{"kind":"tk","actions":["developer"]}`)
+	developerKey, _ := r.body["secret"].(string)
+	if r.status != http.StatusCreated || developerKey == "" {
+		t.Fatalf("create the developer key: HTTP %d", r.status)
+	}
+	rulesFile := filepath.Join(t.TempDir(), "rules.json")
+	if err := os.WriteFile(rulesFile, []byte(`{"maxOrderUsd":"20","approvalTiers":[{"minUsd":"10","quorum":1}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	review := startExample(t, bins, "policy-review", map[string]string{"TREASURY_TOKEN": developerKey},
+		"--url", b.APIURL, "--app", "pay", "--rules", rulesFile, "--days", "1")
+	review.wait(t, 60*time.Second)
+	out = review.stdout.String()
+	if review.exitCode() != 0 || !regexp.MustCompile(`(?m)^Draft pdr_[0-9a-f]+ of the pay policy`).MatchString(out) ||
+		!strings.Contains(out, "maxOrderUsd changed from") ||
+		!regexp.MustCompile(`(?m)^ +[1-9][0-9]* +would be refused \(were let through\)$`).MatchString(out) ||
+		!strings.Contains(out, "/api/v1/payments/ord_") {
+		t.Fatalf("the policy review did not report the payouts it would refuse\n%s", review.report())
+	}
+	if r := call(t, "GET", api+"/policies/pay", pay.SK); r.body["version"] != float64(1) {
+		t.Errorf("the review published the policy: %v", r.body["version"])
+	}
+
 	// Least privilege: each credential is refused what its program does not do.
 	denied := func(what string, r reply) {
 		t.Helper()
@@ -206,6 +231,8 @@ func TestExamplesRunWithLeastPrivilege(t *testing.T) {
 	denied("the bot's approve key creating a payment", send(t, "POST", api+"/payments", pay.Approve,
 		`{"walletId":"`+b.Credentials.Wallets[0].ID+`","asset":"USDC","amount":"1","destination":{"address":"`+to+`"}}`))
 	denied("the dashboard's read key listing payments", call(t, "GET", api+"/payments", treasury.Read))
+	denied("the policy review's developer key creating a payment", send(t, "POST", api+"/payments", developerKey,
+		`{"walletId":"`+b.Credentials.Wallets[0].ID+`","asset":"USDC","amount":"1","destination":{"address":"`+to+`"}}`))
 	denied("the payout job's OAuth token deciding an approval", send(t, "POST", api+"/approvals/payment/"+itemID+"/decide",
 		oauthToken(t, api, clientID, clientSecret), `{"decision":"APPROVE"}`))
 }
