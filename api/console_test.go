@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/console"
 	"github.com/opentreasury/treasury/service"
@@ -23,6 +24,8 @@ var consoleIsolationTable = map[string][]string{
 	"POST /console/{app}/policy/drafts/{id}/approve":                    {"policy draft"},
 	"POST /console/{app}/policy/drafts/{id}/publish":                    {"policy draft"},
 	"POST /console/{app}/policy/drafts/{id}/discard":                    {"policy draft"},
+	"POST /console/{app}/policy/drafts/{id}/dry-runs":                   {"policy draft"},
+	"GET /console/{app}/policy/dry-runs/{id}":                           {"policy dry run"},
 	"GET /console/{app}/orders/{id}":                                    {"draft order", "submitted order"},
 	"POST /console/{app}/approvals/{id}/decide":                         {"approval item"},
 	"POST /console/{app}/api-keys/{id}/revoke":                          {"api key"},
@@ -43,11 +46,12 @@ var consoleIsolationTable = map[string][]string{
 // consoleForm is the body each console form is tried with: one that would change the
 // resource if the person could.
 var consoleForm = map[string]url.Values{
-	"POST /console/{app}/approvals/{id}/decide":   {"decision": {"APPROVE"}},
-	"POST /console/{app}/websockets/{id}/enabled": {"enabled": {"false"}},
-	"POST /console/{app}/webhooks/{id}":           {"enabled": {"false"}},
-	"POST /console/{app}/team/{id}":               {"actions": {"read", "write", "approve", "sign", "developer"}},
-	"POST /console/{app}/policy/drafts/{id}":      {"rules": {`{}`}},
+	"POST /console/{app}/approvals/{id}/decide":       {"decision": {"APPROVE"}},
+	"POST /console/{app}/websockets/{id}/enabled":     {"enabled": {"false"}},
+	"POST /console/{app}/webhooks/{id}":               {"enabled": {"false"}},
+	"POST /console/{app}/team/{id}":                   {"actions": {"read", "write", "approve", "sign", "developer"}},
+	"POST /console/{app}/policy/drafts/{id}":          {"rules": {`{}`}},
+	"POST /console/{app}/policy/drafts/{id}/dry-runs": {"days": {"7"}},
 }
 
 // consoleIsolation is TestDataIsolation's walk of the console: the people of another app
@@ -61,7 +65,8 @@ func consoleIsolation(t *testing.T, f *fixture, a map[string]string, orgWide map
 		Log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		RateBurst: 1 << 20,
 		RateLimit: 1 << 20,
-		Service:   &service.Service{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Workflows: &fakeWorkflows{decision: workflows.PolicyDecision{Allowed: true}}, Webhooks: f.webhooks},
+		Service: &service.Service{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Workflows: &fakeWorkflows{decision: workflows.PolicyDecision{Allowed: true}}, Webhooks: f.webhooks,
+			DryRuns: inlineDryRuns{&activities.Policies{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}}},
 	}, console.Options{}))
 	open := func(cr credential, method, path string, form url.Values) *httptest.ResponseRecorder {
 		if form == nil {

@@ -6,7 +6,8 @@
 //
 // Read console.go first (routing, signing in, what every page gets), then pages.go (the
 // order side: overview, orders, approvals, logs), policy.go (the policy, its drafts,
-// versions and dry run) and developer.go (keys, OAuth clients, WebSockets, webhooks,
+// versions and dry run) with dryruns.go (a draft's dry run against history) and
+// developer.go (keys, OAuth clients, WebSockets, webhooks,
 // team). The templates are in templates/, one per page; those named _*.html hold parts
 // that several pages share.
 package console

@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/api"
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/console"
@@ -27,11 +29,36 @@ import (
 )
 
 // pages is the API's router with the console mounted, over a seeded store. Orders are
-// submitted to a fake that allows them; no workflow runs.
+// submitted to a fake that allows them; no workflow runs. A policy dry run against
+// history runs within its start, unless dryRuns holds it.
 type pages struct {
 	store   *store.Store
 	creds   *seed.Credentials
 	handler http.Handler
+	dryRuns *dryRuns
+}
+
+// dryRuns runs a policy dry run to its end inside its start, page by page as the worker
+// would; held, it leaves the run running until the test calls run.
+type dryRuns struct {
+	acts *activities.Policies
+	held bool
+}
+
+func (r *dryRuns) StartPolicyDryRun(ctx context.Context, id string) error {
+	if r.held {
+		return nil
+	}
+	return r.run(ctx, id)
+}
+
+func (r *dryRuns) run(ctx context.Context, id string) error {
+	for {
+		p, err := r.acts.DryRunPage(ctx, workflows.DryRunInput{DryRunID: id})
+		if err != nil || p.Done {
+			return err
+		}
+	}
 }
 
 type allowAll struct{}
@@ -59,13 +86,14 @@ func newPagesAt(t *testing.T, now func() time.Time) *pages {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runs := &dryRuns{acts: &activities.Policies{Store: s, Log: log}}
 	h := api.NewRouter(withPages(t, api.Config{
 		Store:   s,
 		Log:     log,
 		Now:     now,
-		Service: &service.Service{Store: s, Log: log, Workflows: allowAll{}},
+		Service: &service.Service{Store: s, Log: log, Workflows: allowAll{}, DryRuns: runs},
 	}, console.Options{TemporalUIURL: "http://temporal-ui.test", Namespace: "treasury"}))
-	return &pages{store: s, creds: creds, handler: h}
+	return &pages{store: s, creds: creds, handler: h, dryRuns: runs}
 }
 
 // person is a browser: its session cookie, if any.
@@ -167,6 +195,21 @@ func (p *pages) api(t *testing.T, who person, path, body string) string {
 		t.Fatalf("POST %s: %d %s", path, rec.Code, rec.Body)
 	}
 	return id[1]
+}
+
+// page gets a page that must answer 200 and show each of want, and returns its HTML.
+func (p *pages) page(t *testing.T, who person, path string, want ...string) string {
+	t.Helper()
+	r := p.get(t, who, path)
+	if r.status != http.StatusOK {
+		t.Fatalf("%s: %d %s", path, r.status, r.html)
+	}
+	for _, w := range want {
+		if !strings.Contains(r.html, w) {
+			t.Fatalf("%s does not show %q:\n%s", path, w, r.html)
+		}
+	}
+	return r.html
 }
 
 func (p *pages) owner(t *testing.T) person {
@@ -725,19 +768,7 @@ func TestPolicyDraftsAndVersions(t *testing.T) {
 			t.Fatalf("%d → %s, want %s saying %q", r.status, r.location, path, want)
 		}
 	}
-	page := func(t *testing.T, who person, path string, want ...string) string {
-		t.Helper()
-		r := p.get(t, who, path)
-		if r.status != http.StatusOK {
-			t.Fatalf("%s: %d %s", path, r.status, r.html)
-		}
-		for _, w := range want {
-			if !strings.Contains(r.html, w) {
-				t.Fatalf("%s does not show %q:\n%s", path, w, r.html)
-			}
-		}
-		return r.html
-	}
+	page := p.page
 
 	page(t, author, "/console/pay/policy", "In force: version 1", `href="/console/pay/policy/versions/1"`, "No open drafts.",
 		`action="/console/pay/policy/drafts"`, "Publish now, without a draft")
@@ -848,5 +879,157 @@ func TestPolicyDraftsAndVersions(t *testing.T) {
 	writer := p.member(t, store.RoleMember, map[string]string{"pay": "write"})
 	if html := page(t, writer, "/console/pay/policy", "Dry run"); strings.Contains(html, "History") || strings.Contains(html, "pdr_") {
 		t.Fatal("the dry run page shows a writer the policy's history or drafts")
+	}
+}
+
+// pastPayment is a payment of 0x1111… from the first wallet, submitted an hour ago and
+// decided by its policy as decided says.
+func (p *pages) pastPayment(t *testing.T, who person, amount string, decided workflows.PolicyDecision) string {
+	t.Helper()
+	id := p.api(t, who, "/api/v1/payments", `{"walletId":"`+p.creds.Wallets[0].ID+`","asset":"USDC","amount":"`+amount+
+		`","destination":{"address":"0x1111111111111111111111111111111111111111"}}`)
+	decision, _ := json.Marshal(decided)
+	_, err := p.store.ApplyOrderStep(t.Context(), store.OrderChange{OrderID: id, Step: "submitted", To: orders.StatusSubmitted, CorrelationID: "c",
+		Mutate: func(o *store.Order, _ []store.OrderLeg) {
+			at, doc := time.Now().Add(-time.Hour), string(decision)
+			o.SubmittedAt, o.PolicyDecision, o.PolicyAllowed = &at, &doc, decided.Allowed
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// compact is a page's HTML without the white space between its tags.
+func compact(html string) string { return regexp.MustCompile(`>\s+<`).ReplaceAllString(html, "><") }
+
+// A draft's dry run against history, started from the draft's page: the run's page shows
+// its progress and reloads itself while it runs; then, beside what the draft changes,
+// what would have changed, shift by shift with the first orders linked, and rule by rule.
+// The draft's page and the policy page list the latest runs. What the service refuses
+// goes back to the draft, saying why; another app's run is not found.
+func TestPolicyDryRunAgainstHistory(t *testing.T) {
+	p := newPages(t)
+	author := p.member(t, store.RoleMember, map[string]string{"pay": "read,write,developer"})
+	small := p.pastPayment(t, author, "50", workflows.PolicyDecision{Allowed: true, PolicyVersion: 1})
+	large := p.pastPayment(t, author, "20000", workflows.PolicyDecision{Allowed: true, ApprovalRequired: true, Quorum: 1, PolicyVersion: 1})
+	r := p.post(t, author, "/console/pay/policy/drafts", url.Values{"rules": {`{"maxOrderUsd":"10000","approvalTiers":[{"minUsd":"10","quorum":1}]}`}})
+	m := regexp.MustCompile(`^(/console/pay/policy/drafts/(pdr_[0-9a-f]+))\?notice=`).FindStringSubmatch(r.location)
+	if m == nil {
+		t.Fatalf("a draft saved: %d → %s", r.status, r.location)
+	}
+	draft, draftID := m[1], m[2]
+	html := p.page(t, author, draft, "Dry run against history", `<form method="post" action="`+draft+`/dry-runs"`,
+		`name="days" type="number" min="1" max="366" value="30"`)
+	if strings.Contains(html, "/policy/dry-runs/") {
+		t.Fatal("a draft never tried against history lists a dry run")
+	}
+
+	// Held by the worker, the run is running: its page says how far it is, and reloads.
+	p.dryRuns.held = true
+	r = p.post(t, author, draft+"/dry-runs", url.Values{"days": {"7"}})
+	m = regexp.MustCompile(`^/console/pay/policy/dry-runs/(pdx_[0-9a-f]{32})$`).FindStringSubmatch(r.location)
+	if r.status != http.StatusSeeOther || m == nil {
+		t.Fatalf("start a dry run: %d → %s %s", r.status, r.location, r.html)
+	}
+	run, runID := r.location, m[1]
+	p.page(t, author, run, `<meta http-equiv="refresh" content="2">`, `id="dry-run-status">running</span>`,
+		`<span id="dry-run-progress">0 of 2</span>`, "in the last 7 day(s)", `href="`+draft+`"`, "reloads every 2 seconds",
+		"maxOrderUsd changed from &#34;5000000&#34; to &#34;10000&#34;", "What the draft changes from version 1, in force")
+
+	// Run by the worker to its end: the report beside the diff.
+	p.dryRuns.held = false
+	if err := p.dryRuns.run(t.Context(), runID); err != nil {
+		t.Fatal(err)
+	}
+	html = compact(p.page(t, author, run))
+	for _, want := range []string{`id="dry-run-status">completed</span>`, `<span id="dry-run-progress">2 of 2</span>`,
+		"<strong>2</strong> order(s) evaluated: <strong>2</strong> would have had another outcome under the draft, 0 the same.",
+		`<td><a href="#allowedToRefused">Would be refused (now allowed)</a></td><td class="num">1</td>`,
+		`<td><a href="#approvalAdded">Would need approval (now none)</a></td><td class="num">1</td>`,
+		`<td>Would be allowed (now refused)</td><td class="num">0</td>`,
+		`<td class="num">20,000.00</td><td>allowed with 1 approval(s)</td><td>refused: maxOrderUsd</td>`,
+		`<td class="num">50.00</td><td>allowed, no approval</td><td>allowed with 1 approval(s)</td>`,
+		`<td><code>maxOrderUsd</code></td><td class="num">1</td><td class="num">0</td>`, "maxOrderUsd changed from"} {
+		if !strings.Contains(html, want) {
+			t.Fatalf("the completed dry run does not show %q:\n%s", want, html)
+		}
+	}
+	// Each order under its shift, linked to its page.
+	refused, added := strings.Index(html, `<h3 id="allowedToRefused">`), strings.Index(html, `<h3 id="approvalAdded">`)
+	largeAt, smallAt := strings.Index(html, `<a href="/console/pay/orders/`+large+`">`), strings.Index(html, `<a href="/console/pay/orders/`+small+`">`)
+	if refused < 0 || added < refused || largeAt < refused || largeAt > added || smallAt < added {
+		t.Fatalf("the orders are not under their shifts (%d, %d, %d, %d):\n%s", refused, added, largeAt, smallAt, html)
+	}
+	if strings.Contains(html, `http-equiv="refresh"`) {
+		t.Fatal("a completed dry run's page still reloads itself")
+	}
+
+	// The draft's page and the policy page list it, to another developer too.
+	checker := p.member(t, store.RoleMember, map[string]string{"pay": "developer"})
+	link := `<a href="/console/pay/policy/dry-runs/` + runID + `">`
+	for _, path := range []string{draft, "/console/pay/policy"} {
+		if html := compact(p.page(t, checker, path)); !strings.Contains(html, link) || !strings.Contains(html, ` 2 of 2</td><td class="num">2</td>`) {
+			t.Fatalf("%s does not list the dry run:\n%s", path, html)
+		}
+	}
+
+	// Unheld, a run ends within its start; no days asks for the default 30.
+	r = p.post(t, author, draft+"/dry-runs", nil)
+	p.page(t, author, r.location, `id="dry-run-status">completed</span>`, "in the last 30 day(s)")
+
+	// Refused: days out of range or not a number, back to the draft saying why.
+	for _, days := range []string{"400", "0", "soon"} {
+		r = p.post(t, author, draft+"/dry-runs", url.Values{"days": {days}})
+		got, _ := url.QueryUnescape(strings.TrimPrefix(r.location, draft+"?error="))
+		if r.status != http.StatusSeeOther || !strings.HasPrefix(r.location, draft+"?error=") || !strings.Contains(got, "days must be from 1 to 366") {
+			t.Fatalf("a dry run of %q days: %d → %s", days, r.status, r.location)
+		}
+	}
+	// Someone who may not read the policy's drafts, another app, no such run.
+	writer := p.member(t, store.RoleMember, map[string]string{"pay": "write"})
+	if r := p.get(t, writer, run); r.status != http.StatusForbidden {
+		t.Errorf("a writer on a dry run's page: %d", r.status)
+	}
+	if r := p.post(t, writer, draft+"/dry-runs", nil); r.status != http.StatusSeeOther || !strings.HasPrefix(r.location, draft+"?error=") {
+		t.Errorf("a writer starts a dry run: %d → %s", r.status, r.location)
+	}
+	trade := p.member(t, store.RoleMember, map[string]string{"pay": "developer", "trade": "developer"})
+	for _, path := range []string{"/console/trade/policy/dry-runs/" + runID, "/console/pay/policy/dry-runs/pdx_nothing"} {
+		if r := p.get(t, trade, path); r.status != http.StatusNotFound {
+			t.Errorf("%s: %d", path, r.status)
+		}
+	}
+	if r := p.post(t, trade, "/console/trade/policy/drafts/"+draftID+"/dry-runs", nil); !strings.Contains(r.location, "error=") {
+		t.Errorf("a dry run of pay's draft in trade: %d → %s", r.status, r.location)
+	}
+}
+
+// The policy page shows the headroom of each volume window of the policy in force: the
+// keys with volume in it, the most used first, or, when none has any, every key's whole
+// limit.
+func TestPolicyPageShowsWindowHeadroom(t *testing.T) {
+	p := newPages(t)
+	author := p.member(t, store.RoleMember, map[string]string{"pay": "read,write,developer"})
+	p.page(t, author, "/console/pay/policy", "Volume windows", "The policy in force sets no volume window.")
+	for _, amount := range []string{"100.25", "200"} {
+		p.pastPayment(t, author, amount, workflows.PolicyDecision{Allowed: true, PolicyVersion: 1})
+	}
+	rules := `{"windows":[{"scope":"wallet","hours":24,"limitUsd":"1000"},{"scope":"destination","hours":24,"limitUsd":"10"}]}`
+	if r := p.post(t, author, "/console/pay/policy", url.Values{"rules": {rules}}); r.status != http.StatusSeeOther {
+		t.Fatalf("publish windows: %d %s", r.status, r.html)
+	}
+	html := compact(p.page(t, author, "/console/pay/policy"))
+	for _, want := range []string{"<caption>Headroom under version 2</caption>",
+		`<td>wallet</td><td><code>` + p.creds.Wallets[0].ID + `</code></td><td class="num">24</td><td class="num">1,000.00</td><td class="num">300.25</td><td class="num">699.75</td>`,
+		`<td>destination</td><td>every key</td><td class="num">24</td><td class="num">10.00</td><td class="num">no volume yet</td><td class="num">10.00</td>`} {
+		if !strings.Contains(html, want) {
+			t.Fatalf("the policy page does not show %q:\n%s", want, html)
+		}
+	}
+	// Someone with Write but not Developer sees no headroom.
+	writer := p.member(t, store.RoleMember, map[string]string{"pay": "write"})
+	if html := p.page(t, writer, "/console/pay/policy"); strings.Contains(html, "Volume windows") {
+		t.Fatal("a writer sees the windows' headroom")
 	}
 }

@@ -14,9 +14,10 @@ import (
 	"github.com/opentreasury/treasury/store"
 )
 
-// The policy pages: the policy in force with its history, drafts and their approvals
-// (maker-checker), rollbacks, and the dry run. Every form calls the service function of
-// the matching /api/v1/policies route.
+// The policy pages: the policy in force with its volume windows' headroom and its
+// history, drafts and their approvals (maker-checker), rollbacks, the dry run of an order
+// and a draft's dry run against history (dryruns.go). Every form calls the service
+// function of the matching /api/v1/policies route.
 func (c *console) policyRoutes() []route {
 	return []route{
 		{"GET /console/{app}/policy", "policy", c.policy},
@@ -28,13 +29,19 @@ func (c *console) policyRoutes() []route {
 		{"POST /console/{app}/policy/drafts/{id}/approve", "policy", c.approveDraft},
 		{"POST /console/{app}/policy/drafts/{id}/publish", "policy", c.publishDraft},
 		{"POST /console/{app}/policy/drafts/{id}/discard", "policy", c.discardDraft},
+		{"POST /console/{app}/policy/drafts/{id}/dry-runs", "policy", c.startDryRun},
+		{"GET /console/{app}/policy/dry-runs/{id}", "policy", c.dryRun},
 		{"GET /console/{app}/policy/versions/{version}", "policy", c.policyVersion},
 		{"POST /console/{app}/policy/versions/{version}/rollback", "policy", c.rollback},
 	}
 }
 
-// versionsShown is how many versions the policy page's history shows at a time.
-const versionsShown = 20
+// versionsShown is how many versions the policy page's history shows at a time;
+// dryRunsShown how many dry runs against history it and a draft's page list.
+const (
+	versionsShown = 20
+	dryRunsShown  = 5
+)
 
 type policyPage struct {
 	CanEdit bool
@@ -48,6 +55,12 @@ type policyPage struct {
 	// a draft's author must approve a change.
 	Rules           string
 	ChangeApprovals int
+	// DryRuns are the latest dry runs against history, of any draft.
+	DryRuns []dryRunRow
+	// Windows is the headroom of each volume window of the policy in force (version
+	// WindowsVersion), now.
+	Windows        []policy.WindowUse
+	WindowsVersion int
 	// Draft is the text of the new draft's form: the rules in force, or what was typed
 	// (DraftTyped), which opens the form.
 	Draft        string
@@ -187,6 +200,10 @@ func (c *console) policyPage(w http.ResponseWriter, r *http.Request, rq *request
 	if rules, err := policy.Parse([]byte(p.Document)); err == nil {
 		page.ChangeApprovals = rules.ChangeApprovals
 	}
+	if page.Windows, page.WindowsVersion, err = c.Service.PolicyWindows(ctx, who, rq.app); err != nil {
+		c.failed(w, r, rq, err)
+		return
+	}
 	drafts, _, err := c.Service.PolicyDrafts(ctx, who, rq.app, store.DraftOpen, service.Page{Limit: pageSize})
 	if err != nil {
 		c.failed(w, r, rq, err)
@@ -199,6 +216,10 @@ func (c *console) policyPage(w http.ResponseWriter, r *http.Request, rq *request
 			row.Changes = append(row.Changes, ch.Rule)
 		}
 		page.Drafts = append(page.Drafts, row)
+	}
+	if page.DryRuns, err = c.dryRuns(r, rq, n, "", dryRunsShown); err != nil {
+		c.failed(w, r, rq, err)
+		return
 	}
 	versions, next, err := c.Service.PolicyVersions(ctx, who, rq.app, service.Page{After: r.URL.Query().Get("after"), Limit: versionsShown})
 	if err != nil {
@@ -283,6 +304,9 @@ type draftPage struct {
 	Completes bool
 	// Stale: a version was published since the draft was saved.
 	Stale bool
+	// DryRuns are its latest dry runs against history; DryRunDays the form's default.
+	DryRuns    []dryRunRow
+	DryRunDays int
 }
 
 type approval struct {
@@ -317,6 +341,11 @@ func (c *console) draftPage(w http.ResponseWriter, r *http.Request, rq *request,
 	page.CanApprove = open && !enough && !page.Mine && !page.Approved && (rq.p.Role == auth.RoleOwner || page.CanEdit)
 	page.CanPublish = open && enough && page.CanEdit
 	page.Completes = len(d.Approvals)+1 >= d.ApprovalsRequired
+	page.DryRunDays = service.DefaultDryRunDays
+	if page.DryRuns, err = c.dryRuns(r, rq, n, d.ID, dryRunsShown); err != nil {
+		c.failed(w, r, rq, err)
+		return
+	}
 	c.render(w, r, rq, status, "policy_draft", page)
 }
 

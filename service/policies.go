@@ -525,6 +525,20 @@ func (s *Service) PolicyDryRun(ctx context.Context, who Caller, app, id string) 
 	return d, err
 }
 
+// PolicyDryRuns pages through an app's dry runs, newest first, only those of one draft
+// when draftID is set (developer).
+func (s *Service) PolicyDryRuns(ctx context.Context, who Caller, app, draftID string, pg Page) ([]store.PolicyDryRun, string, error) {
+	if err := policyApp(who, app, auth.ActionDeveloper); err != nil {
+		return nil, "", err
+	}
+	list, err := s.Store.ListPolicyDryRuns(ctx, who.OrgID, app, draftID, pg.After, pg.Limit+1)
+	if err != nil {
+		return nil, "", err
+	}
+	list, next := trim(list, pg.Limit, func(d *store.PolicyDryRun) string { return d.ID })
+	return list, next, nil
+}
+
 // MaxWindowKeys is how many keys of each window PolicyWindows shows, the most used first.
 const MaxWindowKeys = 20
 

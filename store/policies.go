@@ -346,6 +346,16 @@ func (s *Store) PolicyDryRunOf(ctx context.Context, orgID, id string) (*PolicyDr
 	return &d, nil
 }
 
+// ListPolicyDryRuns lists an app's dry runs, newest first, before an id; only those of one
+// draft when draftID is set.
+func (s *Store) ListPolicyDryRuns(ctx context.Context, orgID, app, draftID, beforeID string, limit int) ([]PolicyDryRun, error) {
+	q := s.with(ctx).Where("org_id = ? AND app = ?", orgID, app)
+	if draftID != "" {
+		q = q.Where("draft_id = ?", draftID)
+	}
+	return page[PolicyDryRun](q, beforeID, newestFirst, limit)
+}
+
 // AdvancePolicyDryRun saves the dry run's next page, unless a page from the same place was
 // saved already (a retried activity): it reports whether it saved. d.LastOrderID is the
 // place the page started from; next the place it ends.

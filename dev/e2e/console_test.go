@@ -253,7 +253,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	consoleApprove(t, member, orderID)
 	consoleOrderConfirms(t, member, b, orderID)
 	everyPage(t, owner, b, shots, orderID)
-	consolePolicy(t, owner, b, shots)
+	consolePolicy(t, owner, b, shots, orderID)
 
 	if status := member.submit("sign out", chromedp.Click(chromedp.CSS(`form.who button`))); status != http.StatusOK ||
 		!strings.HasPrefix(member.location(), "/console/sign-in") {
@@ -531,9 +531,24 @@ func everyPage(t *testing.T, owner *tab, b *devstack.Bundle, shots, orderID stri
 // yet), then drafts a lower order limit, a volume window and a shorter whitelist: its diff
 // from the version in force shows, it offers the owner no approval of their own draft,
 // and its dry run shows the window's headroom. A reviewer, a second person with Developer
-// on Pay, approves it in a browser of their own, which publishes it; the reviewer then
-// rolls back to the version before, a draft the owner approves.
-func consolePolicy(t *testing.T, owner *tab, b *devstack.Bundle, shots string) {
+// on Pay, approves it in a browser of their own, which publishes it, and the policy page
+// shows the window's headroom; the reviewer then rolls back to the version before, a
+// draft the owner approves. Last, the owner tries a stricter draft against the week's
+// orders: the worker's dry run reports the 20,000 USDC payment refused and a small one
+// needing approval, each linked.
+func consolePolicy(t *testing.T, owner *tab, b *devstack.Bundle, shots string, orderID string) {
+	// A small payment besides the 20,000 USDC one: it needed no approval.
+	payKey := b.Credentials.Keys["pay"].SK
+	r := send(t, "POST", b.APIURL+"/api/v1/payments", payKey, `{"walletId":"`+b.Credentials.Wallets[0].ID+
+		`","asset":"USDC","amount":"50","destination":{"address":"0x1111111111111111111111111111111111111111"}}`)
+	small, _ := r.body["id"].(string)
+	if r.status != http.StatusCreated {
+		t.Fatalf("create a small payment: HTTP %d %s", r.status, r.raw)
+	}
+	if r := send(t, "POST", b.APIURL+"/api/v1/payments/"+small+"/submit", payKey, "{}"); r.status != http.StatusAccepted {
+		t.Fatalf("submit the small payment: HTTP %d %s", r.status, r.raw)
+	}
+
 	password := invite(t, owner, "reviewer@example.com", "read", "developer")
 	reviewerCtx, closeReviewer := chromedp.NewContext(owner.ctx, chromedp.WithNewBrowserContext())
 	defer closeReviewer()
@@ -639,6 +654,14 @@ func consolePolicy(t *testing.T, owner *tab, b *devstack.Bundle, shots string) {
 	reviewer.submit("approve", chromedp.Click(chromedp.CSS(`form[action$="/drafts/`+id+`/approve"] button`)))
 	noticeSays(reviewer, "Approved and published as version 3")
 	inForce(reviewer, "In force: version 3")
+	// Its window's headroom now: the wallet's payments of the day count in it.
+	headroom := reviewer.text("table.headroom tbody")
+	for _, want := range []string{"wallet", b.Credentials.Wallets[0].ID, "24", "1,000,000.00"} {
+		if !strings.Contains(headroom, want) || strings.Contains(headroom, "no volume yet") {
+			t.Fatalf("the policy page's window headroom does not show %q, or no volume: %s", want, headroom)
+		}
+	}
+	reviewer.screenshot("policy-windows")
 
 	// Version 3's diff, then a rollback to version 2: a draft, since changes need an
 	// approval, which the owner gives.
@@ -664,4 +687,57 @@ func consolePolicy(t *testing.T, owner *tab, b *devstack.Bundle, shots string) {
 		t.Fatalf("the history's latest version: %s", latest)
 	}
 	owner.screenshot("policy-history")
+
+	// A stricter draft tried against the week's orders, by the worker.
+	strict := newDraft(func(r map[string]any) {
+		r["maxOrderUsd"] = "10000"
+		r["approvalTiers"] = []map[string]any{{"minUsd": "10", "quorum": 1}}
+	})
+	owner.do("days", chromedp.SetValue(chromedp.CSS("#days"), "7"))
+	owner.submit("dry run against history", chromedp.Click(chromedp.CSS(`form[action$="/drafts/`+strict+`/dry-runs"] button`)))
+	run := regexp.MustCompile(`^/console/pay/policy/dry-runs/(pdx_[0-9a-f]+)$`).FindStringSubmatch(owner.location())
+	if run == nil {
+		t.Fatalf("starting a dry run led to %s: %s", owner.location(), owner.text("main"))
+	}
+	// The page reloads itself every 2 seconds while the run goes on.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		status, _ := chromedp.Run(owner.ctx, chromedp.Evaluate[string](`(document.getElementById("dry-run-status") || {}).textContent || ""`))
+		if status == "completed" {
+			break
+		}
+		if status == "failed" || time.Now().After(deadline) {
+			t.Fatalf("the dry run never completed (last %q): %s", status, owner.text("main"))
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if progress := owner.text("#dry-run-progress"); !regexp.MustCompile(`^(\d+) of (\d+)$`).MatchString(progress) ||
+		strings.Split(progress, " of ")[0] != strings.Split(progress, " of ")[1] || progress == "0 of 0" {
+		t.Fatalf("the completed dry run's progress: %q", progress)
+	}
+	for shift, order := range map[string]string{"allowedToRefused": orderID, "approvalAdded": small} {
+		if !eval[bool](owner, fmt.Sprintf(`!!document.querySelector('h3#%s + table a[href="/console/pay/orders/%s"]')`, shift, order)) {
+			t.Fatalf("the report does not link %s under %s: %s", order, shift, owner.text("main"))
+		}
+	}
+	if shifts := owner.text("table.shifts"); !strings.Contains(shifts, "Would be refused (now allowed)") || !strings.Contains(shifts, "Would need approval (now none)") {
+		t.Fatalf("the report's shifts: %s", shifts)
+	}
+	if byRule := owner.text("table.by-rule tbody"); !strings.Contains(byRule, "maxOrderUsd") {
+		t.Fatalf("the report by rule: %s", byRule)
+	}
+	if diff := owner.text("table.diff"); !strings.Contains(diff, "changed from \"5000000\" to \"10000\"") {
+		t.Fatalf("the dry run's page does not show the draft's diff: %s", diff)
+	}
+	owner.screenshot("policy-dry-run-history")
+
+	// Back on the draft, the run is listed; so it is on the policy page.
+	owner.submit("back to the draft", chromedp.Click(chromedp.CSS(`main > p > a[href$="/drafts/`+strict+`"]`)))
+	if runs := owner.text("table.dry-runs"); !strings.Contains(runs, run[1]) || !strings.Contains(runs, "completed") {
+		t.Fatalf("the draft's page does not list its dry run: %s", runs)
+	}
+	owner.open("/console/pay/policy")
+	if runs := owner.text("table.dry-runs"); !strings.Contains(runs, run[1]) || !strings.Contains(runs, strict) {
+		t.Fatalf("the policy page does not list the dry run: %s", runs)
+	}
 }
