@@ -25,7 +25,7 @@ const eventsDoc = "../../docs/events.md"
 // eventMeaning says when each event is emitted; the payloads beside it come from a run.
 var eventMeaning = map[string]string{
 	events.OrderCreated:            "A draft order was created (`POST /api/v1/{collection}`).",
-	events.OrderSubmitted:          "The order was submitted: its workflow started and the policy let it through.",
+	events.OrderSubmitted:          "The order was submitted: its workflow started, and the version of the app's policy that evaluates it is fixed (`policyVersion`, 0 when the app has none): a version published later does not change its decision.",
 	events.OrderApproved:           "The approvers reached the quorum; signing starts.",
 	events.OrderRejected:           "The order ends rejected: by the policy at submit (`reason: policy`), by an approver (`approver`), or because its approval expired (`expired`).",
 	events.WalletSigningRequested:  "A leg waits for its signature: a signing request (`sig_…`) with the digest to sign.",
