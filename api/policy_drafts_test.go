@@ -265,21 +265,17 @@ func TestWindowsShowTheirHeadroom(t *testing.T) {
 	}
 }
 
-// Publishing is an event of the app: in its stream, and for its live configs and webhooks
-// that name it.
+// Publishing is an event of the app, in the outbox for its live configs and webhooks that
+// name it.
 func TestPublishingAPolicyIsAnEventOfTheApp(t *testing.T) {
 	f := newFixture(t)
 	sk := f.creds.Keys["pay"].SK
 	if r := f.do(t, "PUT", "/api/v1/policies/pay", sk, strings.NewReader(`{"maxOrderUsd":"42"}`)); r.status != 200 {
 		t.Fatalf("put %d %s", r.status, r.body)
 	}
-	var page struct{ Data []map[string]any }
-	if r := f.do(t, "GET", "/api/v1/events?limit=200", sk, nil); r.status != 200 || json.Unmarshal(r.body, &page) != nil {
+	// GET /events is the orders' stream: the policy's record is its versions.
+	if r := f.do(t, "GET", "/api/v1/events?limit=200", sk, nil); r.status != 200 || strings.Contains(string(r.body), "Policy.Published") {
 		t.Fatalf("events %d %s", r.status, r.body)
-	}
-	last := page.Data[len(page.Data)-1]
-	if last["event"] != "Policy.Published" || last["app"] != "pay" || last["policyVersion"] != float64(2) || last["draftId"] != nil {
-		t.Fatalf("last event %v", last)
 	}
 	stored, err := f.store.EventsSince(t.Context(), time.Now().Add(-time.Minute), 100)
 	if err != nil {
@@ -291,7 +287,9 @@ func TestPublishingAPolicyIsAnEventOfTheApp(t *testing.T) {
 			ev = &stored[i]
 		}
 	}
-	if ev == nil || ev.OrderID != "" || ev.App != "pay" || ev.OrgID != f.creds.OrgID {
+	var body map[string]any
+	if ev == nil || ev.OrderID != "" || ev.App != "pay" || ev.OrgID != f.creds.OrgID || json.Unmarshal(ev.Data, &body) != nil ||
+		body["policyVersion"] != float64(2) || body["draftId"] != nil || body["app"] != "pay" {
 		t.Fatalf("the outbox's followers read %+v", ev)
 	}
 	for _, entry := range []string{"policy.*", "Policy.Published"} {
@@ -307,7 +305,11 @@ func TestPublishingAPolicyIsAnEventOfTheApp(t *testing.T) {
 	if r := f.post(t, "/developer/webhooks", sk, `{"url":"https://hooks.example.com/policy","events":["policy.*"]}`); r.status != 201 {
 		t.Fatalf("a webhook for policy.*: %d %s", r.status, r.body)
 	}
-	if (&events.Subscription{OrgID: f.creds.OrgID, App: "trade", Entries: []string{"*"}, Enabled: true}).Wants(ev) {
+	if (&events.Subscription{OrgID: f.creds.OrgID, App: "trade", Entries: []string{"policy.*"}, Enabled: true}).Wants(ev) {
 		t.Error("another app's config wants pay's policy")
+	}
+	// A config of every event gets the orders' events it always did, and this one only by name.
+	if (&events.Subscription{OrgID: f.creds.OrgID, App: "pay", Entries: []string{"*"}, Enabled: true}).Wants(ev) {
+		t.Error("* selects Policy.Published")
 	}
 }

@@ -49,11 +49,11 @@ func (c *console) startDryRun(w http.ResponseWriter, r *http.Request, rq *reques
 type dryRunRow struct {
 	ID, DraftID, By, Status string
 	// Href and DraftHref are the run's page and its draft's.
-	Href, DraftHref string
-	Days                    int
-	CreatedAt               time.Time
-	Evaluated, Total        int
-	Changed                 int
+	Href, DraftHref  string
+	Days             int
+	CreatedAt        time.Time
+	Evaluated, Total int
+	Changed          int
 }
 
 // dryRuns reads the app's latest dry runs, of one draft when draftID is set.

@@ -107,13 +107,21 @@ func quote(s string) string {
 	return "'" + s + "'"
 }
 
+// IsAppEvent reports whether an event is about an app rather than an order
+// (Policy.Published): its body has none of an order event's fields (orderId, sequence, …),
+// so a config receives it only when it names it, by name or by its prefix.* wildcard, never
+// through *, and GET /events, the orders' stream, does not list it.
+func IsAppEvent(name string) bool { return strings.EqualFold(name, PolicyPublished) }
+
 // Matches reports whether an event name is selected by any of the (normalised) entries.
 func Matches(entries []string, name string) bool {
 	lower := strings.ToLower(name)
 	for _, e := range entries {
 		switch {
 		case e == wildcardAll:
-			return true
+			if !IsAppEvent(name) {
+				return true
+			}
 		case strings.HasSuffix(e, wildcardSuffix):
 			if strings.HasPrefix(lower, e[:len(e)-1]) {
 				return true

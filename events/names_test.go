@@ -71,6 +71,11 @@ func TestMatches(t *testing.T) {
 		{[]string{"*"}, "websocket.test", true},
 		{[]string{"order.confirmed", "order.failed"}, "Order.Failed", true},
 		{nil, "Order.Failed", false},
+		// An app's own event is delivered only to a config that names it.
+		{[]string{"*"}, "Policy.Published", false},
+		{[]string{"policy.*"}, "Policy.Published", true},
+		{[]string{"*", "policy.published"}, "Policy.Published", true},
+		{[]string{"order.*"}, "Policy.Published", false},
 	} {
 		if got := Matches(tc.entries, tc.name); got != tc.want {
 			t.Errorf("Matches(%v, %s) = %v, want %v", tc.entries, tc.name, got, tc.want)

@@ -510,7 +510,9 @@ type EventFilter struct {
 // ListEvents pages through stored events oldest first, after an event id. One order's
 // events come in sequence order (ids are minted by several processes, sequences are not).
 func (s *Store) ListEvents(ctx context.Context, f EventFilter) ([]Event, error) {
-	q := s.with(ctx).Where("org_id = ? AND app IN ?", f.OrgID, f.Apps)
+	// The orders' events only: an app's own events (Policy.Published) reach the configs that
+	// name them, and the policy's versions are their record.
+	q := s.with(ctx).Where("org_id = ? AND app IN ? AND order_id IS NOT NULL", f.OrgID, f.Apps)
 	if len(f.WalletIDs) > 0 {
 		q = q.Where("order_id IN (?)", s.ordersOfWallets(ctx, f.WalletIDs))
 	}

@@ -33,7 +33,7 @@ var eventMeaning = map[string]string{
 	events.OrderBroadcast:          "The leg's signed transaction was sent to the chain (`txHash`).",
 	events.OrderConfirmed:          "The last leg is final on the chain: the order ends confirmed.",
 	events.OrderFailed:             "The order ends failed (`failure.code`: `tx_reverted`, `signing_expired`, …).",
-	events.PolicyPublished:         "A new version of the app's policy is in force, for orders submitted from then on: rules put in force at once (`PUT /api/v1/policies/{app}`, `draftId` null), a published draft, or a rollback (`restores`). An event of the app about no order (no `orderId`, `domain`, `walletId`, `orderStatus` or `sequence`): a live config or webhook of the app receives it when it names `Policy.Published` or `policy.*`, and `GET /api/v1/events` lists it. `publishedBy` is the credential whose request put it in force: the `PUT`, the publish, or the approval that completed the draft's quorum.",
+	events.PolicyPublished:         "A new version of the app's policy is in force, for orders submitted from then on: rules put in force at once (`PUT /api/v1/policies/{app}`, `draftId` null), a published draft, or a rollback (`restores`). An event of the app about no order (no `orderId`, `domain`, `walletId`, `orderStatus` or `sequence`): a live config or webhook of the app receives it only when it names it, as `Policy.Published` or `policy.*` (`*` keeps to the orders' events, whose fields it lacks), and `GET /api/v1/events`, the orders' stream, does not list it: the policy's versions are its record. `publishedBy` is the credential whose request put it in force: the `PUT`, the publish, or the approval that completed the draft's quorum.",
 	events.WebSocketTest:           "Sent by Send test (`POST /developer/websockets/{id}/test`) to every live connection of the config, whatever it subscribes to. Live only: not stored.",
 	events.WebhookTest:             "Sent by `POST /developer/webhooks/{id}/test` to the webhook's URL, whatever it subscribes to.",
 }
@@ -115,17 +115,20 @@ func TestEventsCatalogue(t *testing.T) {
 	follow(pay.SK, "payments", payment("10", "0x000000000000000000000000000000000000dEaD"), "", "failed")
 	follow(trade.SK, "trade-orders", fmt.Sprintf(`{"walletId":%q,"sellAsset":"USDC","buyAsset":"ETH","sellAmount":"300","maxSlippageBps":50}`, wallet), "", "confirmed")
 
-	// A policy published at once: trade's, whose orders have all run.
-	r := send(t, "GET", api+"/policies/trade", trade.SK, "")
+	// A policy published at once, heard by a live config that names policy events: trade's,
+	// whose orders have all run.
+	r := send(t, "POST", b.APIURL+"/developer/websockets", trade.SK, `{"events":["policy.*"]}`)
+	policyLive := dialLive(t, b.APIURL, r.body["id"].(string), trade.PK)
+	r = send(t, "GET", api+"/policies/trade", trade.SK, "")
 	rules, _ := json.Marshal(r.body["rules"])
 	if r = send(t, "PUT", api+"/policies/trade", trade.SK, string(rules)); r.status != http.StatusOK {
 		t.Fatalf("put the trade policy: %d %s", r.status, r.raw)
 	}
-	r = call(t, "GET", api+"/events?limit=200", trade.SK)
-	for _, ev := range r.body["data"].([]any) {
-		if ev := ev.(map[string]any); ev["event"] == events.PolicyPublished {
-			examples[events.PolicyPublished], _ = json.Marshal(ev)
-		}
+	select {
+	case f := <-policyLive.frames:
+		examples[events.PolicyPublished], _ = json.Marshal(f["data"])
+	case <-time.After(10 * time.Second):
+		t.Fatal("no Policy.Published frame")
 	}
 
 	// websocket.test reaches a live connection; webhook.test a receiver.
