@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
@@ -18,7 +19,8 @@ import (
 //	RECORD_HISTORIES=$PWD/workflows/testdata go test ./e2e -run TestRecordHistories
 //
 // Record new histories when the workflow changes in a way old runs must survive; keep the
-// old files, so that a change that breaks running workflows fails the replay test.
+// old files, so that a change that breaks running workflows fails the replay test
+// (RECORD_HISTORIES_PREFIX names the new ones apart).
 func TestRecordHistories(t *testing.T) {
 	dir := os.Getenv("RECORD_HISTORIES")
 	if dir == "" {
@@ -59,15 +61,29 @@ func TestRecordHistories(t *testing.T) {
 	send(t, "POST", api+"/trade-orders/"+swap+"/submit", trade.SK, "{}")
 	waitStatus(t, api+"/trade-orders/"+swap, trade.Read, "confirmed")
 	runs["trade-two-legs"] = swap
+	workflowIDs := map[string]string{}
+	for name, id := range runs {
+		workflowIDs[name] = "order-" + id
+	}
+	// A policy's dry run against the history above.
+	r = send(t, "POST", api+"/policies/pay/drafts", pay.SK, `{"rules":{"maxOrderUsd":"1000"}}`)
+	r = send(t, "POST", api+"/policies/pay/dry-runs", pay.SK, `{"draftId":"`+r.body["id"].(string)+`","days":1}`)
+	dryRun := r.body["id"].(string)
+	for deadline := time.Now().Add(30 * time.Second); call(t, "GET", api+"/policies/pay/dry-runs/"+dryRun, pay.SK).body["status"] != "completed"; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("dry run %s did not complete", dryRun)
+		}
+	}
+	workflowIDs["policy-dry-run"] = "policy-dry-run-" + dryRun
 
 	c, err := client.Dial(client.Options{HostPort: b.TemporalAddr, Namespace: b.Namespace})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	for name, id := range runs {
+	for name, workflowID := range workflowIDs {
 		var events []*historypb.HistoryEvent
-		it := c.GetWorkflowHistory(context.Background(), "order-"+id, "", false, 0)
+		it := c.GetWorkflowHistory(context.Background(), workflowID, "", false, 0)
 		for it.HasNext() {
 			ev, err := it.Next()
 			if err != nil {
@@ -79,7 +95,7 @@ func TestRecordHistories(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, name+".json"), raw, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, os.Getenv("RECORD_HISTORIES_PREFIX")+name+".json"), raw, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
