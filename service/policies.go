@@ -57,6 +57,9 @@ func (s *Service) PutPolicy(ctx context.Context, who Caller, app string, documen
 	}
 	stored := &store.Policy{OrgID: who.OrgID, App: app, Document: doc, UpdatedBy: who.ID, UpdatedAt: s.now()}
 	err = s.Store.Tx(ctx, func(tx *store.Store) error {
+		if err := tx.LockPolicy(ctx, who.OrgID, app, stored.UpdatedAt); err != nil {
+			return err
+		}
 		inForce, _, err := tx.PolicyRules(ctx, who.OrgID, app, nil)
 		if err != nil {
 			return err
@@ -378,6 +381,9 @@ func (s *Service) ApprovePolicyDraft(ctx context.Context, who Caller, app, id st
 		if slices.ContainsFunc(approvals, func(a DraftApproval) bool { return a.By == who.Person }) {
 			return refuse(Conflict, "You have approved this draft already.")
 		}
+		if err := staleDraft(ctx, tx, d); err != nil {
+			return err
+		}
 		approvals = append(approvals, DraftApproval{By: who.Person, At: d.UpdatedAt})
 		d.Approvals = mustJSON(approvals)
 		return s.publishDraft(ctx, tx, who, d, len(approvals))
@@ -409,6 +415,9 @@ func (s *Service) PublishPolicyDraft(ctx context.Context, who Caller, app, id st
 // leaves it open otherwise. A draft started before the version now in force would undo
 // that version's changes unseen: it must be saved again first.
 func (s *Service) publishDraft(ctx context.Context, tx *store.Store, who Caller, d *store.PolicyDraft, approvals int) error {
+	if err := tx.LockPolicy(ctx, d.OrgID, d.App, d.UpdatedAt); err != nil {
+		return err
+	}
 	inForce, version, err := tx.PolicyRules(ctx, d.OrgID, d.App, nil)
 	if err != nil {
 		return err
@@ -417,7 +426,7 @@ func (s *Service) publishDraft(ctx context.Context, tx *store.Store, who Caller,
 		return nil
 	}
 	if version != d.BaseVersion {
-		return refuse(Conflict, fmt.Sprintf("Version %d of the %s policy was published after this draft was saved: save the draft again to base it on the version in force.", version, d.App))
+		return staleRefusal(version, d.App)
 	}
 	p := &store.Policy{OrgID: d.OrgID, App: d.App, Document: d.Document, UpdatedBy: d.Author, UpdatedAt: d.UpdatedAt}
 	v := &store.PolicyVersion{AuthorPerson: d.AuthorPerson, DraftID: &d.ID, Approvals: d.Approvals, Restores: d.Restores}
@@ -426,6 +435,20 @@ func (s *Service) publishDraft(ctx context.Context, tx *store.Store, who Caller,
 	}
 	d.Status, d.PublishedVersion = store.DraftPublished, &v.Version
 	return nil
+}
+
+// staleDraft refuses an approval of a draft saved before the version now in force: it
+// would undo that version's changes unseen.
+func staleDraft(ctx context.Context, tx *store.Store, d *store.PolicyDraft) error {
+	_, version, err := tx.PolicyRules(ctx, d.OrgID, d.App, nil)
+	if err == nil && version != d.BaseVersion {
+		err = staleRefusal(version, d.App)
+	}
+	return err
+}
+
+func staleRefusal(version int, app string) error {
+	return refuse(Conflict, fmt.Sprintf("Version %d of the %s policy was published after this draft was saved: save the draft again to base it on the version in force.", version, app))
 }
 
 // RollbackPolicy starts a draft that restores an earlier version's rules (developer), and

@@ -66,7 +66,12 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	s := storetest.NewSQLite(t)
+	return newFixtureOn(t, storetest.NewSQLite(t))
+}
+
+// newFixtureOn is newFixture on a store of the test's choice.
+func newFixtureOn(t *testing.T, s *store.Store) *fixture {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	dir := t.TempDir()
 	creds, err := seed.Ensure(context.Background(), s, dir, seed.URLs{}, log)

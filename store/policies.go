@@ -99,6 +99,20 @@ func (s *Store) PublishPolicy(ctx context.Context, p *Policy, v *PolicyVersion) 
 	})
 }
 
+// LockPolicy holds an app's policy in force for the rest of the transaction, so that what
+// the transaction reads of it (its version, its changeApprovals) still holds when it
+// publishes: publishers of one app take turns. An app without a policy gets a version-0
+// row with no rules, which reads as no policy, so that there is a row to hold.
+func (s *Store) LockPolicy(ctx context.Context, orgID, app string, at time.Time) error {
+	err := s.with(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&Policy{OrgID: orgID, App: app, Document: "{}",
+		UpdatedAt: at.UTC()}).Error
+	if err != nil {
+		return err
+	}
+	var p Policy
+	return s.forUpdate(ctx).Select("version").Where("org_id = ? AND app = ?", orgID, app).Take(&p).Error
+}
+
 // PolicyVersions lists an app's published versions, newest first, below a version number
 // (0: from the newest).
 func (s *Store) PolicyVersions(ctx context.Context, orgID, app string, below, limit int) ([]PolicyVersion, error) {

@@ -139,3 +139,29 @@ func PostgresSchemaURL(t testing.TB) string {
 	u.RawQuery = q.Encode()
 	return u.String()
 }
+
+// AwaitLockWaiter returns once a session of the test PostgreSQL server waits on a lock
+// while running a statement that contains fragment: a test that must let a transaction go
+// only after another one queued behind it asserts that state instead of sleeping.
+func AwaitLockWaiter(t testing.TB, fragment string) {
+	t.Helper()
+	db, err := sql.Open("pgx", PostgresURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var waiting int
+		err := db.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND position($1 in query) > 0`, fragment).Scan(&waiting)
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case waiting > 0:
+			return
+		case time.Now().After(deadline):
+			t.Fatalf("no session waits on a lock running %q", fragment)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
