@@ -302,8 +302,26 @@ func TestPublishingAPolicyIsAnEventOfTheApp(t *testing.T) {
 			t.Errorf("a config of pay naming %s does not want %s", entry, ev.Name)
 		}
 	}
-	if r := f.post(t, "/developer/webhooks", sk, `{"url":"https://hooks.example.com/policy","events":["policy.*"]}`); r.status != 201 {
-		t.Fatalf("a webhook for policy.*: %d %s", r.status, r.body)
+	// Webhooks: one naming policy events gets a message of the next publish, byte for byte its
+	// body; one of every event gets none.
+	var policyHook, everyHook struct{ ID string }
+	for hook, entry := range map[*struct{ ID string }]string{&policyHook: "policy.*", &everyHook: "*"} {
+		r := f.post(t, "/developer/webhooks", sk, `{"url":"https://hooks.example.com/policy","events":["`+entry+`"]}`)
+		if r.status != 201 || json.Unmarshal(r.body, hook) != nil {
+			t.Fatalf("a webhook for %s: %d %s", entry, r.status, r.body)
+		}
+	}
+	if r := f.do(t, "PUT", "/api/v1/policies/pay", sk, strings.NewReader(`{"maxOrderUsd":"43"}`)); r.status != 200 {
+		t.Fatalf("put %d %s", r.status, r.body)
+	}
+	for hook, want := range map[string]int{policyHook.ID: 1, everyHook.ID: 0} {
+		deliveries, _, err := f.store.ListWebhookDeliveries(t.Context(), store.DeliveryFilter{ConfigID: hook, Limit: 10})
+		if err != nil || len(deliveries) != want {
+			t.Fatalf("webhook %s: %d deliveries (%v), want %d", hook, len(deliveries), err, want)
+		}
+		if want == 1 && (deliveries[0].Event != events.PolicyPublished || !strings.Contains(deliveries[0].Payload, `"policyVersion":3`)) {
+			t.Fatalf("delivery %+v", deliveries[0])
+		}
 	}
 	if (&events.Subscription{OrgID: f.creds.OrgID, App: "trade", Entries: []string{"policy.*"}, Enabled: true}).Wants(ev) {
 		t.Error("another app's config wants pay's policy")

@@ -451,12 +451,17 @@ func (s *Store) AppendPolicyEvent(ctx context.Context, orgID string, body *event
 	if err != nil {
 		return err
 	}
+	ev := &Event{ID: body.ID, OrgID: orgID, App: body.App, Event: body.Event, Step: fmt.Sprintf("policy-%s-v%d", body.App, body.PolicyVersion),
+		Data: string(data), CorrelationID: body.CorrelationID, OccurredAt: body.OccurredAt.Time}
 	// order_id stays NULL: the column names an order when there is one.
-	err = s.with(ctx).Table("events").Create(map[string]any{"id": body.ID, "org_id": orgID, "app": body.App, "domain": "",
-		"order_id": nil, "sequence": 0, "event": body.Event, "leg": "", "step": fmt.Sprintf("policy-%s-v%d", body.App, body.PolicyVersion),
-		"data": string(data), "correlation_id": body.CorrelationID, "occurred_at": body.OccurredAt.Time, "wallet_id": ""}).Error
+	err = s.with(ctx).Table("events").Create(map[string]any{"id": ev.ID, "org_id": ev.OrgID, "app": ev.App, "domain": "",
+		"order_id": nil, "sequence": 0, "event": ev.Event, "leg": "", "step": ev.Step, "data": ev.Data,
+		"correlation_id": ev.CorrelationID, "occurred_at": ev.OccurredAt, "wallet_id": ""}).Error
 	if err != nil {
 		return err
 	}
-	return s.eventAppended(ctx, body.ID, body.Event)
+	if err := s.queueWebhooks(ctx, ev); err != nil {
+		return err
+	}
+	return s.eventAppended(ctx, ev.ID, ev.Event)
 }
