@@ -263,6 +263,11 @@ func TestWindowsShowTheirHeadroom(t *testing.T) {
 			t.Errorf("window %d: %+v, want %+v", i, got.Windows[i], w)
 		}
 	}
+	// A key restricted to one wallet reads nothing that spans them all.
+	narrow := f.newKey(t, sk, `{"kind":"tk","actions":["developer"],"resourceIds":["`+f.creds.Wallets[0].ID+`"]}`).Secret
+	f.do(t, "GET", "/api/v1/policies/pay/windows", narrow, nil).wantProblem(t, 403, apitypes.CodePermissionDenied)
+	d := decodeDraft(t, f.post(t, "/api/v1/policies/pay/drafts", narrow, `{"rules":{}}`), 201)
+	f.post(t, "/api/v1/policies/pay/dry-runs", narrow, `{"draftId":"`+d.ID+`"}`).wantProblem(t, 403, apitypes.CodePermissionDenied)
 }
 
 // Publishing is an event of the app, in the outbox for its live configs and webhooks that

@@ -32,6 +32,16 @@ func policyApp(who Caller, app string, actions ...string) error {
 	return refuse(PermissionDenied, "This credential may not do this on the '"+app+"' app.")
 }
 
+// everyWallet refuses a credential restricted to some wallets what shows the orders and
+// volume of every wallet of the app (window headroom, dry runs against history): its
+// answers are narrowed to its wallets everywhere, and these cannot be.
+func everyWallet(who Caller) error {
+	if len(who.ResourceIDs) > 0 {
+		return refuse(PermissionDenied, "This credential is restricted to some wallets; window headroom and dry runs against history show every wallet's orders.")
+	}
+	return nil
+}
+
 // Policy reads an app's policy (developer); an app without one has version 0 and no rules.
 func (s *Service) Policy(ctx context.Context, who Caller, app string) (*store.Policy, error) {
 	if err := policyApp(who, app, auth.ActionDeveloper); err != nil {
@@ -483,6 +493,9 @@ func (s *Service) StartPolicyDryRun(ctx context.Context, who Caller, app string,
 	if err := policyApp(who, app, auth.ActionDeveloper); err != nil {
 		return nil, err
 	}
+	if err := everyWallet(who); err != nil {
+		return nil, err
+	}
 	if in.Days == 0 {
 		in.Days = DefaultDryRunDays
 	}
@@ -541,6 +554,9 @@ func (s *Service) PolicyDryRun(ctx context.Context, who Caller, app, id string) 
 	if err := policyApp(who, app, auth.ActionDeveloper); err != nil {
 		return nil, err
 	}
+	if err := everyWallet(who); err != nil {
+		return nil, err
+	}
 	d, err := s.Store.PolicyDryRunOf(ctx, who.OrgID, id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && d.App != app) {
 		return nil, refuse(NotFound, "There is no dry run "+id+" of the "+app+" policy.")
@@ -552,6 +568,9 @@ func (s *Service) PolicyDryRun(ctx context.Context, who Caller, app, id string) 
 // when draftID is set (developer).
 func (s *Service) PolicyDryRuns(ctx context.Context, who Caller, app, draftID string, pg Page) ([]store.PolicyDryRun, string, error) {
 	if err := policyApp(who, app, auth.ActionDeveloper); err != nil {
+		return nil, "", err
+	}
+	if err := everyWallet(who); err != nil {
 		return nil, "", err
 	}
 	list, err := s.Store.ListPolicyDryRuns(ctx, who.OrgID, app, draftID, pg.After, pg.Limit+1)
@@ -570,6 +589,9 @@ const MaxWindowKeys = 20
 // entry with no key when none has any (every key has the whole limit).
 func (s *Service) PolicyWindows(ctx context.Context, who Caller, app string) ([]policy.WindowUse, int, error) {
 	if err := policyApp(who, app, auth.ActionDeveloper); err != nil {
+		return nil, 0, err
+	}
+	if err := everyWallet(who); err != nil {
 		return nil, 0, err
 	}
 	rules, version, err := s.Store.PolicyRules(ctx, who.OrgID, app, nil)
