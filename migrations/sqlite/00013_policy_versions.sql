@@ -46,6 +46,13 @@ ALTER TABLE orders ADD COLUMN policy_allowed INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE orders ADD COLUMN policy_asset TEXT NOT NULL DEFAULT '';
 ALTER TABLE orders ADD COLUMN policy_destination TEXT NOT NULL DEFAULT '';
 UPDATE orders SET policy_allowed = 1 WHERE policy_decision IS NOT NULL AND status <> 'rejected';
+-- The keys of the orders evaluated before, as the evaluation writes them (asset upper-case,
+-- a trade's the one it sells; a payment's destination lower-case), so that a window counts
+-- them from the start.
+UPDATE orders SET
+    policy_asset = UPPER(COALESCE(json_extract(details, '$.asset'), json_extract(details, '$.sellAsset'), '')),
+    policy_destination = CASE WHEN domain = 'payment' THEN LOWER(COALESCE(json_extract(details, '$.destination.address'), '')) ELSE '' END
+WHERE policy_decision IS NOT NULL;
 CREATE INDEX orders_policy_window ON orders (org_id, submitted_at);
 
 -- One row per organisation, updated by every policy evaluation before it counts volume:
