@@ -540,10 +540,15 @@ func (s *Service) StartPolicyDryRun(ctx context.Context, who Caller, app string,
 	if err != nil {
 		return nil, err
 	}
-	// Started after the commit, so the workflow finds its run; a failed start leaves the
-	// run to be asked for again (a retry with the same Idempotency-Key answers the same).
+	// Started after the commit, so that the workflow finds its run. A run whose workflow
+	// could not be started ends failed, saying so, rather than stay running for ever.
 	if err := s.DryRuns.StartPolicyDryRun(ctx, d.ID); err != nil {
 		s.Log.Error("policy dry run not started", "dryRunId", d.ID, "error", err)
+		at := s.now()
+		d.Status, d.Error, d.UpdatedAt, d.CompletedAt = store.DryRunFailed, "its background job could not be started", at, &at
+		if _, err := s.Store.AdvancePolicyDryRun(context.WithoutCancel(ctx), d, d.LastOrderID); err != nil {
+			s.Log.Error("policy dry run not marked failed", "dryRunId", d.ID, "error", err)
+		}
 		return nil, refuse(Unavailable, "The dry run could not be started; try again.")
 	}
 	return d, nil

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -50,5 +51,29 @@ func TestAPutDoesNotPublishOverAGuardedPolicyPublishedMeanwhile(t *testing.T) {
 	p, err := s.Policy(ctx, f.creds.OrgID, "pay")
 	if err != nil || p.Document != `{"changeApprovals":1}` {
 		t.Fatalf("in force: %+v (%v)", p, err)
+	}
+}
+
+type unstartable struct{}
+
+func (unstartable) StartPolicyDryRun(context.Context, string) error { return errors.New("temporal is away") }
+
+// A dry run whose workflow cannot be started ends failed, saying why, instead of showing
+// as running for ever.
+func TestADryRunThatCannotStartEndsFailed(t *testing.T) {
+	f := newFixture(t)
+	f.svc.DryRuns = unstartable{}
+	ctx := context.Background()
+	who := f.as(t, f.creds.Keys["pay"].SK)
+	d, err := f.svc.CreatePolicyDraft(ctx, who, "pay", PolicyDraftInput{Rules: []byte(`{"maxOrderUsd":"1"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.StartPolicyDryRun(ctx, who, "pay", PolicyDryRunInput{DraftID: d.ID}); KindOf(err) != Unavailable {
+		t.Fatalf("start: %v, want unavailable", err)
+	}
+	runs, _, err := f.svc.PolicyDryRuns(ctx, who, "pay", d.ID, Page{Limit: 10})
+	if err != nil || len(runs) != 1 || runs[0].Status != store.DryRunFailed || runs[0].Error == "" || runs[0].CompletedAt == nil {
+		t.Fatalf("runs %+v (%v), want one failed", runs, err)
 	}
 }
