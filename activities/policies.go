@@ -58,9 +58,10 @@ func (a *Policies) DryRunPage(ctx context.Context, in workflows.DryRunInput) (wo
 		rules, err = policy.Parse([]byte(d.Document))
 	}
 	next := d.LastOrderID
+	own := map[int]policy.Rules{} // the orders' own versions, read once a page
 	for i := 0; err == nil && i < len(page); i++ {
 		var ex policy.HistoryExample
-		if ex, err = a.replay(ctx, rules, &page[i]); err == nil {
+		if ex, err = a.replay(ctx, rules, own, &page[i]); err == nil {
 			report.Add(ex, d.Examples)
 			next = page[i].ID
 		}
@@ -100,9 +101,11 @@ type corruptOrder struct{ err error }
 
 func (e *corruptOrder) Error() string { return e.err.Error() }
 
-// replay compares an order's recorded decision with the one rules would have taken when
-// it was submitted, counting the volume of the orders submitted until then.
-func (a *Policies) replay(ctx context.Context, rules policy.Rules, o *store.Order) (policy.HistoryExample, error) {
+// replay evaluates an order under rules as if they had been in force when it was
+// submitted, counting the volume of the orders submitted until then as it stands now,
+// and under its own version the same way: the two differ only where the rules do. An order
+// submitted before versions were kept is compared with the decision it recorded.
+func (a *Policies) replay(ctx context.Context, rules policy.Rules, own map[int]policy.Rules, o *store.Order) (policy.HistoryExample, error) {
 	var recorded workflows.PolicyDecision
 	if err := json.Unmarshal([]byte(*o.PolicyDecision), &recorded); err != nil {
 		return policy.HistoryExample{}, &corruptOrder{fmt.Errorf("order %s: recorded decision: %w", o.ID, err)}
@@ -113,7 +116,11 @@ func (a *Policies) replay(ctx context.Context, rules policy.Rules, o *store.Orde
 	}
 	pol := input.PolicyOrder(o.AmountUSD)
 	pol.App = o.App
-	usage, err := a.Store.PolicyUsage(ctx, o.OrgID, rules, pol, *o.SubmittedAt, true, o.ID)
+	evaluate := func(r policy.Rules) (policy.Outcome, error) {
+		usage, err := a.Store.PolicyUsage(ctx, o.OrgID, r, pol, *o.SubmittedAt, true, o.ID)
+		return policy.OutcomeOf(r.Evaluate(pol, usage)), err
+	}
+	after, err := evaluate(rules)
 	if err != nil {
 		return policy.HistoryExample{}, err
 	}
@@ -121,6 +128,18 @@ func (a *Policies) replay(ctx context.Context, rules policy.Rules, o *store.Orde
 	for _, v := range recorded.Violations {
 		before.Violations = append(before.Violations, v.Rule)
 	}
+	if o.PolicyVersion != nil {
+		ownRules, ok := own[*o.PolicyVersion]
+		if !ok {
+			if ownRules, _, err = a.Store.PolicyRules(ctx, o.OrgID, o.App, o.PolicyVersion); err != nil {
+				return policy.HistoryExample{}, err
+			}
+			own[*o.PolicyVersion] = ownRules
+		}
+		if before, err = evaluate(ownRules); err != nil {
+			return policy.HistoryExample{}, err
+		}
+	}
 	return policy.HistoryExample{OrderID: o.ID, Domain: o.Domain, AmountUSD: o.AmountUSD.StringFixedBank(2),
-		SubmittedAt: o.SubmittedAt.UTC(), Before: before, After: policy.OutcomeOf(rules.Evaluate(pol, usage))}, nil
+		SubmittedAt: o.SubmittedAt.UTC(), Before: before, After: after}, nil
 }
