@@ -14,6 +14,7 @@ import (
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/orders"
+	"github.com/opentreasury/treasury/policy"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
 )
@@ -318,6 +319,14 @@ func TestPolicyVolumeCountsOnlyLiveAllowedOrdersOfItsKey(t *testing.T) {
 		}
 		if got, err = s.PolicyVolume(ctx, store.VolumeQuery{OrgID: "org_other", Since: day}); err != nil || !got.IsZero() {
 			t.Fatalf("another organisation's volume %s (%v), want 0", got, err)
+		}
+		// Per key, the most used first: yesterday's confirmed 1000 is within 48 hours.
+		uses, err := s.WindowUse(ctx, org, "pay", policy.Window{Scope: policy.ScopeAsset, Hours: 48}, day.Add(24*time.Hour), 10)
+		if err != nil || len(uses) != 2 || uses[0].Key != "USDC" || !uses[0].Used.Equal(dec("1100.30")) || uses[1].Key != "ETH" || !uses[1].Used.Equal(dec("7")) {
+			t.Fatalf("window use %+v (%v)", uses, err)
+		}
+		if uses, err = s.WindowUse(ctx, org, "pay", policy.Window{Scope: policy.ScopeAsset, Hours: 48}, day.Add(24*time.Hour), 1); err != nil || len(uses) != 1 {
+			t.Fatalf("limited window use %+v (%v)", uses, err)
 		}
 	})
 }

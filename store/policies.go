@@ -14,6 +14,7 @@ import (
 
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/migrations"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/policy"
 )
@@ -228,9 +229,15 @@ func (s *Store) PolicyVolume(ctx context.Context, q VolumeQuery) (decimal.Decima
 	if !q.Until.IsZero() {
 		db = db.Where("submitted_at <= ?", q.Until.UTC())
 	}
+	total := decimal.Zero
+	if s.dialect == migrations.Postgres {
+		// NUMERIC sums exactly, in the database.
+		err := db.Select("COALESCE(SUM(amount_usd), 0)").Row().Scan(&total)
+		return total, err
+	}
+	// SQLite keeps amounts as text and would sum them as floats: they are summed here.
 	var amounts []decimal.Decimal
 	err := db.Pluck("amount_usd", &amounts).Error
-	total := decimal.Zero
 	for _, a := range amounts {
 		total = total.Add(a)
 	}
@@ -420,7 +427,13 @@ func (s *Store) WindowUse(ctx context.Context, orgID, app string, w policy.Windo
 	if w.Scope == policy.ScopeApp {
 		db = db.Where("app = ?", app)
 	}
-	// Amounts are summed here, exactly: SQLite would sum its text amounts as floats.
+	if s.dialect == migrations.Postgres {
+		var out []WindowKeyUse
+		err := db.Select(column + " AS window_key, SUM(amount_usd) AS used").Group(column).
+			Order("used DESC, window_key").Limit(limit).Find(&out).Error
+		return out, err
+	}
+	// SQLite keeps amounts as text and would sum them as floats: they are summed here.
 	var rows []WindowKeyUse
 	if err := db.Find(&rows).Error; err != nil {
 		return nil, err

@@ -42,7 +42,8 @@ func PolicyDryRunWorkflowID(dryRunID string) string { return "policy-dry-run-" +
 // after a crash of the worker, and a retried page is never counted twice.
 func PolicyDryRun(ctx workflow.Context, in DryRunInput) error {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 2 * time.Minute,
+		// A page of 200 orders takes a few queries each; a slow database gets time.
+		StartToCloseTimeout: 5 * time.Minute,
 		// The store being away is waited out; a page that cannot be evaluated ends the run
 		// failed from inside the activity.
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute},
