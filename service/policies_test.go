@@ -56,7 +56,9 @@ func TestAPutDoesNotPublishOverAGuardedPolicyPublishedMeanwhile(t *testing.T) {
 
 type unstartable struct{}
 
-func (unstartable) StartPolicyDryRun(context.Context, string) error { return errors.New("temporal is away") }
+func (unstartable) StartPolicyDryRun(context.Context, string) error {
+	return errors.New("temporal is away")
+}
 
 // A dry run whose workflow cannot be started ends failed, saying why, instead of showing
 // as running for ever.
