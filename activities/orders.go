@@ -80,8 +80,12 @@ func (a *Orders) MarkSubmitted(ctx context.Context, in workflows.StepInput) erro
 	_, err := a.apply(ctx, orders.StepSubmitted, 0, store.OrderChange{OrderID: in.OrderID, Reason: "submitted",
 		CorrelationID: in.CorrelationID, At: now, Event: ev,
 		Also: func(tx *store.Store, o *store.Order, _ []store.OrderLeg) error {
-			_, version, err := tx.PolicyRules(ctx, o.OrgID, o.App, nil)
-			if err != nil {
+			version := 0 // an app without a policy
+			p, err := tx.Policy(ctx, o.OrgID, o.App)
+			switch {
+			case err == nil:
+				version = p.Version
+			case !errors.Is(err, store.ErrNotFound):
 				return err
 			}
 			o.SubmittedAt, o.PolicyVersion, ev.Body.PolicyVersion = &now, &version, &version
@@ -141,8 +145,7 @@ func (a *Orders) decide(ctx context.Context, tx *store.Store, o *store.Order) (w
 	if err := tx.GuardPolicyWindows(ctx, o.OrgID, now); err != nil {
 		return workflows.PolicyDecision{}, err
 	}
-	pol := input.PolicyOrder(o.AmountUSD)
-	pol.App = o.App
+	pol := input.PolicyOrder(o.App, o.AmountUSD)
 	usage, err := tx.PolicyUsage(ctx, o.OrgID, rules, pol, now, false, o.ID)
 	if err != nil {
 		return workflows.PolicyDecision{}, err

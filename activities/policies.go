@@ -114,8 +114,7 @@ func (a *Policies) replay(ctx context.Context, rules policy.Rules, own map[int]p
 	if err != nil {
 		return policy.HistoryExample{}, &corruptOrder{err}
 	}
-	pol := input.PolicyOrder(o.AmountUSD)
-	pol.App = o.App
+	pol := input.PolicyOrder(o.App, o.AmountUSD)
 	evaluate := func(r policy.Rules) (policy.Outcome, error) {
 		usage, err := a.Store.PolicyUsage(ctx, o.OrgID, r, pol, *o.SubmittedAt, true, o.ID)
 		return policy.OutcomeOf(r.Evaluate(pol, usage)), err

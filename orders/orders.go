@@ -423,9 +423,9 @@ func Payload(orderID, domain, walletID, chain string, details map[string]any, le
 	return string(b), hex.EncodeToString(sum[:]), nil
 }
 
-// PolicyOrder is what the policy looks at in this order, worth amountUSD.
-func (in *Input) PolicyOrder(amountUSD decimal.Decimal) policy.Order {
-	o := policy.Order{Domain: in.Domain, AmountUSD: amountUSD, WalletID: in.WalletID, Asset: in.Asset,
+// PolicyOrder is what the policy looks at in this order of app, worth amountUSD.
+func (in *Input) PolicyOrder(app string, amountUSD decimal.Decimal) policy.Order {
+	o := policy.Order{Domain: in.Domain, App: app, AmountUSD: amountUSD, WalletID: in.WalletID, Asset: in.Asset,
 		SellAsset: in.SellAsset, BuyAsset: in.BuyAsset, Protocol: in.Protocol}
 	if in.Domain == Trade {
 		o.Asset = in.SellAsset

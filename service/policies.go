@@ -107,14 +107,6 @@ func (s *Service) publish(ctx context.Context, tx *store.Store, who Caller, p *s
 	return tx.AppendAudit(ctx, a)
 }
 
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "{}"
-	}
-	return string(b)
-}
-
 // PolicyVersions pages through an app's published versions, newest first (developer).
 // The cursor is the last version number shown.
 func (s *Service) PolicyVersions(ctx context.Context, who Caller, app string, pg Page) ([]store.PolicyVersion, string, error) {
@@ -203,12 +195,9 @@ func (s *Service) draftView(ctx context.Context, tx *store.Store, d *store.Polic
 	if err != nil {
 		return nil, err
 	}
-	v := &PolicyDraftView{PolicyDraft: *d, ApprovalsRequired: inForce.ChangeApprovals, InForceVersion: version,
-		Diff: policy.Diff(inForce, rules)}
-	if err := json.Unmarshal([]byte(d.Approvals), &v.Approvals); err != nil {
-		return nil, err
-	}
-	return v, nil
+	approvals, err := approvalsOf(d)
+	return &PolicyDraftView{PolicyDraft: *d, Approvals: approvals, ApprovalsRequired: inForce.ChangeApprovals, InForceVersion: version,
+		Diff: policy.Diff(inForce, rules)}, err
 }
 
 // PolicyDraftInput is a draft's body: new rules, or the number of an earlier version whose
@@ -384,19 +373,20 @@ func (s *Service) ApprovePolicyDraft(ctx context.Context, who Caller, app, id st
 		if who.Person == d.AuthorPerson || who.ID == d.Author {
 			return refuse(MakerChecker, "The author of a draft cannot approve it.")
 		}
-		var approvals []DraftApproval
-		if err := json.Unmarshal([]byte(d.Approvals), &approvals); err != nil {
+		approvals, err := approvalsOf(d)
+		if err != nil {
 			return err
 		}
 		if slices.ContainsFunc(approvals, func(a DraftApproval) bool { return a.By == who.Person }) {
 			return refuse(Conflict, "You have approved this draft already.")
 		}
-		if err := staleDraft(ctx, tx, d); err != nil {
+		encoded, err := json.Marshal(append(approvals, DraftApproval{By: who.Person, At: d.UpdatedAt}))
+		if err != nil {
 			return err
 		}
-		approvals = append(approvals, DraftApproval{By: who.Person, At: d.UpdatedAt})
-		d.Approvals = mustJSON(approvals)
-		return s.publishDraft(ctx, tx, who, d, len(approvals))
+		d.Approvals = string(encoded)
+		_, _, err = s.publishDraft(ctx, tx, who, d, len(approvals)+1)
+		return err
 	})
 }
 
@@ -406,59 +396,49 @@ func (s *Service) PublishPolicyDraft(ctx context.Context, who Caller, app, id st
 		return nil, err
 	}
 	return s.draftAction(ctx, who, app, id, "policy.draft_publish_requested", func(tx *store.Store, d *store.PolicyDraft) error {
-		var approvals []DraftApproval
-		if err := json.Unmarshal([]byte(d.Approvals), &approvals); err != nil {
+		approvals, err := approvalsOf(d)
+		if err != nil {
 			return err
 		}
-		if err := s.publishDraft(ctx, tx, who, d, len(approvals)); err != nil {
-			return err
+		published, required, err := s.publishDraft(ctx, tx, who, d, len(approvals))
+		if err == nil && !published {
+			err = refuse(Conflict, fmt.Sprintf("The draft has %d of the %d approval(s) the %s policy asks for.", len(approvals), required, app))
 		}
-		if d.Status != store.DraftPublished {
-			inForce, _, _ := tx.PolicyRules(ctx, who.OrgID, app, nil)
-			return refuse(Conflict, fmt.Sprintf("The draft has %d of the %d approval(s) the %s policy asks for.", len(approvals), inForce.ChangeApprovals, app))
-		}
-		return nil
+		return err
 	})
 }
 
-// publishDraft publishes d when it has the approvals the policy in force asks for, and
-// leaves it open otherwise. A draft started before the version now in force would undo
-// that version's changes unseen: it must be saved again first.
-func (s *Service) publishDraft(ctx context.Context, tx *store.Store, who Caller, d *store.PolicyDraft, approvals int) error {
+// publishDraft publishes d when it has the approvals the policy in force asks for
+// (required), and leaves it open otherwise. A draft saved before the version now in force
+// would undo that version's changes unseen: neither approved nor published, it must be
+// saved again first.
+func (s *Service) publishDraft(ctx context.Context, tx *store.Store, who Caller, d *store.PolicyDraft, approvals int) (published bool, required int, err error) {
 	if err := tx.LockPolicy(ctx, d.OrgID, d.App, d.UpdatedAt); err != nil {
-		return err
+		return false, 0, err
 	}
 	inForce, version, err := tx.PolicyRules(ctx, d.OrgID, d.App, nil)
-	if err != nil {
-		return err
-	}
-	if approvals < inForce.ChangeApprovals {
-		return nil
-	}
-	if version != d.BaseVersion {
-		return staleRefusal(version, d.App)
+	switch {
+	case err != nil:
+		return false, 0, err
+	case version != d.BaseVersion:
+		return false, 0, refuse(Conflict, fmt.Sprintf("Version %d of the %s policy was published after this draft was saved: save the draft again to base it on the version in force.", version, d.App))
+	case approvals < inForce.ChangeApprovals:
+		return false, inForce.ChangeApprovals, nil
 	}
 	p := &store.Policy{OrgID: d.OrgID, App: d.App, Document: d.Document, UpdatedBy: d.Author, UpdatedAt: d.UpdatedAt}
 	v := &store.PolicyVersion{AuthorPerson: d.AuthorPerson, DraftID: &d.ID, Approvals: d.Approvals, Restores: d.Restores}
 	if err := s.publish(ctx, tx, who, p, v); err != nil {
-		return err
+		return false, 0, err
 	}
 	d.Status, d.PublishedVersion = store.DraftPublished, &v.Version
-	return nil
+	return true, inForce.ChangeApprovals, nil
 }
 
-// staleDraft refuses an approval of a draft saved before the version now in force: it
-// would undo that version's changes unseen.
-func staleDraft(ctx context.Context, tx *store.Store, d *store.PolicyDraft) error {
-	_, version, err := tx.PolicyRules(ctx, d.OrgID, d.App, nil)
-	if err == nil && version != d.BaseVersion {
-		err = staleRefusal(version, d.App)
-	}
-	return err
-}
-
-func staleRefusal(version int, app string) error {
-	return refuse(Conflict, fmt.Sprintf("Version %d of the %s policy was published after this draft was saved: save the draft again to base it on the version in force.", version, app))
+// approvalsOf reads a draft's approvals.
+func approvalsOf(d *store.PolicyDraft) ([]DraftApproval, error) {
+	var out []DraftApproval
+	err := json.Unmarshal([]byte(d.Approvals), &out)
+	return out, err
 }
 
 // RollbackPolicy starts a draft that restores an earlier version's rules (developer), and
@@ -676,8 +656,7 @@ func (s *Service) EvaluatePolicy(ctx context.Context, who Caller, app string, bo
 	if err != nil {
 		return nil, err
 	}
-	o := v.in.PolicyOrder(v.amountUSD)
-	o.App = app
+	o := v.in.PolicyOrder(app, v.amountUSD)
 	usage, err := s.Store.PolicyUsage(ctx, who.OrgID, rules, o, s.now(), false, "")
 	if err != nil {
 		return nil, err
