@@ -2,19 +2,47 @@ package activities
 
 import (
 	"context"
+	"math"
 	"time"
+
+	"go.temporal.io/sdk/activity"
 
 	"github.com/opentreasury/treasury/store"
 )
 
-// Maintenance holds the housekeeping activities.
+// Maintenance holds the housekeeping activities: each deletes one kind of row past its
+// retention, in batches (store.DeleteExpired), and returns how many rows went.
 type Maintenance struct {
-	Store *store.Store
-	Now   func() time.Time
+	Store     *store.Store
+	Retention Retention
+	Now       func() time.Time
+	// Observe, when set, hears what each delete removed and what its batches cost.
+	Observe func(kind store.Expiring, d store.Deleted)
 }
 
-// EventRetention is how long stored events stay listable (SPEC 3.7).
-const EventRetention = 30 * 24 * time.Hour
+// Retention says how long maintenance keeps each kind of row it deletes, and how many rows
+// one delete statement takes; assemble reads it from EVENT_RETENTION, WEBHOOK_RETENTION,
+// REQUEST_LOG_RETENTION, OAUTH_TOKEN_RETENTION and MAINTENANCE_BATCH. Idempotency records
+// and console sessions carry their own expiry, written with them, and go once it passes.
+type Retention struct {
+	// Events is how long a stored event stays listable (GET /events, SPEC 3.7).
+	Events time.Duration
+	// Webhooks is how long a webhook delivery that has ended (succeeded, failed or was
+	// skipped) is kept, with its attempts, after it ended.
+	Webhooks time.Duration
+	// RequestLogs is how long a request log is kept.
+	RequestLogs time.Duration
+	// OAuthTokens is how long an OAuth access token's row outlives its expiry.
+	OAuthTokens time.Duration
+	// Batch is how many rows one delete statement takes, in a transaction of its own.
+	Batch int
+}
+
+// Forever, as a retention, keeps every row of its kind.
+const Forever time.Duration = math.MaxInt64
+
+// deadlineMargin is how long before its timeout a delete stops and reports what it did.
+const deadlineMargin = 15 * time.Second
 
 func (m *Maintenance) now() time.Time {
 	if m.Now != nil {
@@ -23,27 +51,64 @@ func (m *Maintenance) now() time.Time {
 	return time.Now()
 }
 
-// DeleteExpiredIdempotencyKeys removes idempotency records past their retention.
+// DeleteExpiredIdempotencyKeys removes idempotency records past their expiry.
 func (m *Maintenance) DeleteExpiredIdempotencyKeys(ctx context.Context) (int64, error) {
-	return m.Store.DeleteExpiredIdempotencyKeys(ctx, m.now())
+	return m.deleteExpired(ctx, store.ExpiringIdempotencyRecords, 0)
 }
 
-// DeleteExpiredEvents removes stored events older than EventRetention.
+// DeleteExpiredEvents removes stored events older than Retention.Events.
 func (m *Maintenance) DeleteExpiredEvents(ctx context.Context) (int64, error) {
-	return m.Store.DeleteEventsBefore(ctx, m.now().Add(-EventRetention))
+	return m.deleteExpired(ctx, store.ExpiringEvents, m.Retention.Events)
 }
 
-// DeleteExpiredOAuthTokens removes access tokens past their expiry.
+// DeleteExpiredOAuthTokens removes access tokens expired longer ago than
+// Retention.OAuthTokens.
 func (m *Maintenance) DeleteExpiredOAuthTokens(ctx context.Context) (int64, error) {
-	return m.Store.DeleteExpiredOAuthTokens(ctx, m.now())
+	return m.deleteExpired(ctx, store.ExpiringOAuthTokens, m.Retention.OAuthTokens)
 }
 
-// DeleteExpiredRequestLogs removes request logs older than their retention.
+// DeleteExpiredRequestLogs removes request logs older than Retention.RequestLogs.
 func (m *Maintenance) DeleteExpiredRequestLogs(ctx context.Context) (int64, error) {
-	return m.Store.DeleteRequestLogsBefore(ctx, m.now().Add(-store.RequestLogRetention))
+	return m.deleteExpired(ctx, store.ExpiringRequestLogs, m.Retention.RequestLogs)
 }
 
 // DeleteExpiredSessions removes console sessions past their expiry.
 func (m *Maintenance) DeleteExpiredSessions(ctx context.Context) (int64, error) {
-	return m.Store.DeleteExpiredSessions(ctx, m.now())
+	return m.deleteExpired(ctx, store.ExpiringSessions, 0)
+}
+
+// DeleteExpiredWebhookDeliveries removes webhook deliveries that ended longer ago than
+// Retention.Webhooks, with their attempts; pending ones stay.
+func (m *Maintenance) DeleteExpiredWebhookDeliveries(ctx context.Context) (int64, error) {
+	return m.deleteExpired(ctx, store.ExpiringWebhookDeliveries, m.Retention.Webhooks)
+}
+
+// deleteExpired deletes the rows of a kind whose time is more than keep ago. Run as an
+// activity, it heartbeats after every batch, and stops short of its timeout: a backlog too
+// large for one run (a retention just shortened, a table that was never cleaned) is worked
+// off by the hourly runs that follow, each reporting what it deleted, instead of timing
+// out and being retried.
+func (m *Maintenance) deleteExpired(ctx context.Context, kind store.Expiring, keep time.Duration) (int64, error) {
+	if keep == Forever {
+		return 0, nil
+	}
+	cutoff := m.now().Add(-keep)
+	var progress func(store.Deleted)
+	stop := ctx
+	if activity.IsActivity(ctx) {
+		progress = func(d store.Deleted) { activity.RecordHeartbeat(ctx, d.Rows) }
+		if deadline := activity.GetInfo(ctx).Deadline; !deadline.IsZero() {
+			var cancel context.CancelFunc
+			stop, cancel = context.WithDeadline(ctx, deadline.Add(-deadlineMargin))
+			defer cancel()
+		}
+	}
+	d, err := m.Store.DeleteExpired(stop, kind, cutoff, m.Retention.Batch, progress)
+	if m.Observe != nil {
+		m.Observe(kind, d)
+	}
+	if err != nil && stop.Err() != nil && ctx.Err() == nil {
+		return d.Rows, nil // out of time: the next run goes on from here
+	}
+	return d.Rows, err
 }

@@ -125,7 +125,7 @@ func TestMaintenanceDeletesOnlyExpiredEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m := &Maintenance{Store: s, Now: func() time.Time { return now }}
+	m := &Maintenance{Store: s, Retention: Retention{Events: 30 * 24 * time.Hour, Batch: 1000}, Now: func() time.Time { return now }}
 	n, err := m.DeleteExpiredEvents(ctx)
 	if err != nil || n != 1 {
 		t.Fatalf("deleted %d (%v), want the one event older than 30 days", n, err)

@@ -55,7 +55,12 @@ func (r *readyFlag) check(context.Context) error {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	s := storetest.NewSQLite(t)
+	return newFixtureOn(t, storetest.NewSQLite(t))
+}
+
+// newFixtureOn is newFixture on a store of the test's choice.
+func newFixtureOn(t *testing.T, s *store.Store) *fixture {
+	t.Helper()
 	logs := &logtest.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	creds, err := seed.Ensure(context.Background(), s, t.TempDir(), seed.URLs{BaseURL: "http://test"}, log)
@@ -64,7 +69,8 @@ func newFixture(t *testing.T) *fixture {
 	}
 	ready := &readyFlag{}
 	hooks := testWebhooks(t)
-	h := NewRouter(Config{Store: s, Log: log, Readiness: []ReadinessCheck{{Name: "database", Check: ready.check}}, Service: &service.Service{Store: s, Log: log, Webhooks: hooks, DryRuns: inlineDryRuns{&activities.Policies{Store: s, Log: log}}}})
+	h := NewRouter(Config{Store: s, Log: log, Readiness: []ReadinessCheck{{Name: "database", Check: ready.check}}, Service: &service.Service{Store: s, Log: log, Webhooks: hooks, DryRuns: inlineDryRuns{&activities.Policies{Store: s, Log: log}},
+		Recoveries: inlineRecoveries{&activities.WebhookRecoveries{Store: s}}}})
 	return &fixture{store: s, creds: creds, handler: h, logs: logs, ready: ready, webhooks: hooks}
 }
 

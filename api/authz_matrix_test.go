@@ -110,11 +110,17 @@ var routeAccess = map[string]access{
 	"POST /developer/webhooks/:id/test":                             {app: "own", actions: []string{"developer"}, notFoundOK: true},
 	"GET /developer/webhooks/:id/deliveries":                        {app: "own", actions: []string{"developer"}, notFoundOK: true},
 	"POST /developer/webhooks/:id/deliveries/:deliveryId/redeliver": {app: "own", actions: []string{"developer"}, notFoundOK: true},
+	"POST /developer/webhooks/:id/recover":                          {app: "own", actions: []string{"developer"}, notFoundOK: true},
+	"GET /developer/webhooks/:id/recoveries":                        {app: "own", actions: []string{"developer"}, notFoundOK: true},
+	"GET /developer/webhooks/:id/recoveries/:recoveryId":            {app: "own", actions: []string{"developer"}, notFoundOK: true},
 	// The channel: sk_, tk_ and pk_ keys and OAuth tokens of the config's app (wshub
 	// tests cover the 403 of another app or organisation with a real config).
 	"GET /api/v1/ws":         {channel: true, notFoundOK: true},
 	"GET /api/v1/events":     {app: "any", actions: []string{"read"}, records: "events"},
 	"GET /api/v1/audit-logs": {app: "any", actions: []string{"read"}, records: "audit records"},
+	// The organisation's whole chain, every app's records: the dashboard's.
+	"GET /api/v1/audit-logs/export": {app: "any", actions: []string{"read"}, records: auditChain},
+	"GET /api/v1/audit-logs/verify": {app: "any", actions: []string{"read"}, records: auditChain},
 	// The chains' JSON-RPC: read on the credential's own app (the matrix's router has no
 	// node, so an allowed caller hears 404).
 	"POST /rpc/:chain": {app: "own", actions: []string{"read"}, appCredential: true},
@@ -316,7 +322,8 @@ func unlimitedRouter(f *fixture) *gin.Engine {
 		RateBurst: 1 << 20,
 		RateLimit: 1 << 20,
 		Service: &service.Service{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Workflows: &fakeWorkflows{decision: workflows.PolicyDecision{Allowed: true}}, Webhooks: f.webhooks,
-			DryRuns: inlineDryRuns{&activities.Policies{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}}},
+			DryRuns:    inlineDryRuns{&activities.Policies{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}},
+			Recoveries: inlineRecoveries{&activities.WebhookRecoveries{Store: f.store}}},
 	})
 	return f.handler.(*gin.Engine)
 }

@@ -38,6 +38,7 @@ var consoleIsolationTable = map[string][]string{
 	"POST /console/{app}/webhooks/{id}/delete":                          {"webhook"},
 	"POST /console/{app}/webhooks/{id}/rotate":                          {"webhook"},
 	"POST /console/{app}/webhooks/{id}/test":                            {"webhook"},
+	"POST /console/{app}/webhooks/{id}/recover":                         {"webhook"},
 	"POST /console/{app}/webhooks/{id}/deliveries/{delivery}/redeliver": {"webhook"},
 	"POST /console/{app}/team/{id}":                                     {"member"},
 	"POST /console/{app}/team/{id}/remove":                              {"member"},
@@ -49,6 +50,7 @@ var consoleForm = map[string]url.Values{
 	"POST /console/{app}/approvals/{id}/decide":       {"decision": {"APPROVE"}},
 	"POST /console/{app}/websockets/{id}/enabled":     {"enabled": {"false"}},
 	"POST /console/{app}/webhooks/{id}":               {"enabled": {"false"}},
+	"POST /console/{app}/webhooks/{id}/recover":       {"since": {"2020-01-01T00:00"}},
 	"POST /console/{app}/team/{id}":                   {"actions": {"read", "write", "approve", "sign", "developer"}},
 	"POST /console/{app}/policy/drafts/{id}":          {"rules": {`{}`}},
 	"POST /console/{app}/policy/drafts/{id}/dry-runs": {"days": {"7"}},
@@ -66,7 +68,8 @@ func consoleIsolation(t *testing.T, f *fixture, a map[string]string, orgWide map
 		RateBurst: 1 << 20,
 		RateLimit: 1 << 20,
 		Service: &service.Service{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Workflows: &fakeWorkflows{decision: workflows.PolicyDecision{Allowed: true}}, Webhooks: f.webhooks,
-			DryRuns: inlineDryRuns{&activities.Policies{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}}},
+			DryRuns:    inlineDryRuns{&activities.Policies{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}},
+			Recoveries: inlineRecoveries{&activities.WebhookRecoveries{Store: f.store}}},
 	}, console.Options{}))
 	open := func(cr credential, method, path string, form url.Values) *httptest.ResponseRecorder {
 		if form == nil {

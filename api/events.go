@@ -8,10 +8,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/service"
-	"github.com/opentreasury/treasury/store"
 )
 
 type recordHandlers struct {
@@ -54,19 +52,4 @@ func eventCursor(c *gin.Context, errs *[]orders.FieldError) string {
 	// Not UTF-8 text (which the database could not compare) never gets here:
 	// withPrintableTarget refuses it for every route.
 	return cmp.Or(cursor, after)
-}
-
-func auditJSON(a *store.AuditLog) apitypes.AuditLog {
-	details := json.RawMessage(a.Details)
-	if !json.Valid(details) {
-		details = json.RawMessage(`{}`)
-	}
-	return apitypes.AuditLog{ID: a.ID, App: a.App, Actor: apitypes.Actor{ID: a.ActorID, Type: a.ActorType},
-		Action: a.Action, ResourceType: a.ResourceType, ResourceID: a.ResourceID,
-		CorrelationID: a.CorrelationID, Details: details, CreatedAt: timeOf(a.CreatedAt)}
-}
-
-// auditLogs answers GET /audit-logs: newest first.
-func (h *recordHandlers) auditLogs(c *gin.Context) {
-	listPage(c, h.log, h.svc.AuditLogs, auditJSON)
 }

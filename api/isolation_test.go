@@ -23,12 +23,14 @@ type isolationTarget struct {
 }
 
 var (
-	bothOrders     = isolationTarget{resources: []string{"draft order", "submitted order"}, body: `{}`}
-	wsConfig       = isolationTarget{resources: []string{"websocket config"}, body: `{}`}
-	webhookConfig  = isolationTarget{resources: []string{"webhook"}, body: `{}`}
-	member         = isolationTarget{resources: []string{"member"}, body: `{"actions":["read","approve"]}`}
-	policyDraft    = isolationTarget{resources: []string{"policy draft"}, body: `{}`}
-	signingRequest = isolationTarget{resources: []string{"signing request"}, body: `{"signature":"` + strings.Repeat("A", 86) + `=="}`}
+	bothOrders    = isolationTarget{resources: []string{"draft order", "submitted order"}, body: `{}`}
+	wsConfig      = isolationTarget{resources: []string{"websocket config"}, body: `{}`}
+	webhookConfig = isolationTarget{resources: []string{"webhook"}, body: `{}`}
+	// A recovery needs its window before the webhook is looked up.
+	webhookRecovery = isolationTarget{resources: []string{"webhook"}, body: `{"since":"2026-01-01T00:00:00Z"}`}
+	member          = isolationTarget{resources: []string{"member"}, body: `{"actions":["read","approve"]}`}
+	policyDraft     = isolationTarget{resources: []string{"policy draft"}, body: `{}`}
+	signingRequest  = isolationTarget{resources: []string{"signing request"}, body: `{"signature":"` + strings.Repeat("A", 86) + `=="}`}
 )
 
 // isolationTable lists every route that takes an id (and the channel, whose config id is in
@@ -54,6 +56,9 @@ var isolationTable = map[string]isolationTarget{
 	"POST /developer/webhooks/:id/test":                             webhookConfig,
 	"GET /developer/webhooks/:id/deliveries":                        webhookConfig,
 	"POST /developer/webhooks/:id/deliveries/:deliveryId/redeliver": webhookConfig,
+	"POST /developer/webhooks/:id/recover":                          webhookRecovery,
+	"GET /developer/webhooks/:id/recoveries":                        webhookConfig,
+	"GET /developer/webhooks/:id/recoveries/:recoveryId":            webhookConfig,
 	"GET /api/v1/ws":                                                wsConfig,
 	"GET /api/v1/policies/:app/drafts/:id":                          policyDraft,
 	"PUT /api/v1/policies/:app/drafts/:id":                          {resources: []string{"policy draft"}, body: `{"rules":{}}`},
@@ -81,7 +86,10 @@ var isolationRow = map[string]string{
 	"policy draft": "policy versions and drafts", "policy dry run": "policy versions and drafts",
 }
 
-const developerResources = "API keys, OAuth clients, WebSocket configs and webhooks"
+const (
+	developerResources = "API keys, OAuth clients, WebSocket configs and webhooks"
+	auditChain         = "audit chain (export and check)"
+)
 
 // listRow is the row of the reach table whose records a list route shows (the ids of
 // other resources it mentions, such as a signing request's order, come with them); ""
@@ -97,6 +105,8 @@ func listRow(path string) string {
 		return "events"
 	case strings.HasSuffix(path, "/audit-logs"):
 		return "audit records"
+	case strings.HasPrefix(path, "/api/v1/audit-logs/"):
+		return auditChain
 	case path == "/developer/logs":
 		return "request logs"
 	case path == "/developer/team":
@@ -225,10 +235,12 @@ func TestDataIsolation(t *testing.T) {
 		return concretePath(route.path, id)
 	}
 
-	// The resources are real: pay's own sk reads each of them.
+	// The resources are real: pay's own sk reads each of them (a webhook's recovery is
+	// tried with the webhook's id for both, which reaches no recovery).
 	idRoutes := routesIn(t, engine, isolationTable, takesAnID)
 	for _, route := range idRoutes {
-		if route.method != "GET" || route.path == "/api/v1/ws" || strings.Contains(route.path, "-orders/") {
+		if route.method != "GET" || route.path == "/api/v1/ws" || strings.Contains(route.path, "-orders/") ||
+			strings.Contains(route.path, "/recoveries/") {
 			continue
 		}
 		for _, name := range route.entry.resources {

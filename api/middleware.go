@@ -149,6 +149,7 @@ func withAccessLog(log *slog.Logger) gin.HandlerFunc {
 var loggableQueryParams = map[string]bool{
 	"limit": true, "cursor": true, "status": true, "domain": true, "createdAfter": true,
 	"orderId": true, "after": true, "id": true, "app": true, "correlationId": true, "event": true,
+	"since": true, "until": true,
 }
 
 // redactQuery renders a query for the log with every value not known to be harmless

@@ -22,6 +22,7 @@ var routeQuery = map[string][]string{
 	"GET /api/v1/signing-requests":           append([]string{"status"}, pageQuery...),
 	"GET /api/v1/events":                     {"orderId", "cursor", "after", "limit"},
 	"GET /api/v1/audit-logs":                 pageQuery,
+	"GET /api/v1/audit-logs/export":          {"since", "until", "cursor", "limit"},
 	"GET /api/v1/policies/:app/versions":     pageQuery,
 	"GET /api/v1/policies/:app/drafts":       append([]string{"status"}, pageQuery...),
 	"POST /api/v1/policies/:app/evaluate":    {"version", "draft"},
@@ -34,6 +35,7 @@ var routeQuery = map[string][]string{
 	"GET /developer/webhooks":                pageQuery,
 	"GET /developer/logs":                    append([]string{"correlationId", "status"}, pageQuery...),
 	"GET /developer/webhooks/:id/deliveries": append([]string{"status", "event"}, pageQuery...),
+	"GET /developer/webhooks/:id/recoveries": pageQuery,
 }
 
 func init() {

@@ -252,6 +252,9 @@ func (rt *routes) treasury(v1 *gin.RouterGroup) {
 	rh := &recordHandlers{svc: svc, log: log}
 	v1.GET("/events", requireReach(service.Events), rh.events)
 	v1.GET("/audit-logs", requireReach(service.AuditRecords), rh.auditLogs)
+	// The chain holds every app's records: the dashboard's read on treasury reads it.
+	v1.GET("/audit-logs/export", treasuryRead, rh.exportAuditLog)
+	v1.GET("/audit-logs/verify", treasuryRead, rh.verifyAuditChain)
 }
 
 // developer registers the developer surface. It sits at the root, /developer/… (SPEC 6).
@@ -373,6 +376,9 @@ func (d developerHandlers) register(g *gin.RouterGroup) {
 	g.POST("/webhooks/:id/test", dev, d.webhooks.test)
 	g.GET("/webhooks/:id/deliveries", dev, d.webhooks.deliveries)
 	g.POST("/webhooks/:id/deliveries/:deliveryId/redeliver", dev, d.webhooks.redeliver)
+	g.POST("/webhooks/:id/recover", dev, d.webhooks.startRecovery)
+	g.GET("/webhooks/:id/recoveries", dev, d.webhooks.recoveries)
+	g.GET("/webhooks/:id/recoveries/:recoveryId", dev, d.webhooks.recovery)
 }
 
 // mountPages serves the people's pages behind the API's edge (correlation id, access

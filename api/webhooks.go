@@ -1,12 +1,15 @@
 package api
 
 import (
+	"encoding/json"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/apitypes"
+	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 )
@@ -24,7 +27,8 @@ func webhookJSON(c *store.WebhookConfig) apitypes.Webhook {
 		entries = []string{}
 	}
 	out := apitypes.Webhook{ID: c.ID, App: c.App, URL: c.URL, Events: entries, Description: c.Description, Enabled: c.Enabled,
-		DisabledReason: c.DisabledReason, CreatedAt: timeOf(c.CreatedAt), UpdatedAt: timeOf(c.UpdatedAt)}
+		DisabledReason: c.DisabledReason, FailingSince: timeOrNull(c.FailingSince), RateLimit: c.RateLimit,
+		CreatedAt: timeOf(c.CreatedAt), UpdatedAt: timeOf(c.UpdatedAt)}
 	if c.PreviousSecret != nil && c.PreviousSecretUntil != nil {
 		out.PreviousSecretExpiresAt = timeOrNull(c.PreviousSecretUntil)
 	}
@@ -59,24 +63,41 @@ func (h *webhookHandlers) get(c *gin.Context) {
 // this answer only.
 func (h *webhookHandlers) create(c *gin.Context) {
 	var req apitypes.WebhookRequest
-	if !bindStrict(c, &req, "url", "events", "description") {
+	if !bindStrict(c, &req, "url", "events", "description", "rateLimit") {
 		return
 	}
-	withSecret(c, h.log, http.StatusCreated, webhookJSON, "secret")(h.svc.CreateWebhook(c.Request.Context(), caller(c), req.URL, req.Events, req.Description))
+	if req.RateLimit != nil && *req.RateLimit == 0 {
+		validationFailed(c, []orders.FieldError{{Field: "rateLimit", Message: "must be from 1 to 10000 messages per second, or absent for none"}})
+		return
+	}
+	withSecret(c, h.log, http.StatusCreated, webhookJSON, "secret")(h.svc.CreateWebhook(c.Request.Context(), caller(c), req.URL, req.Events,
+		req.Description, req.RateLimit))
 }
 
-// update answers PATCH /developer/webhooks/{id} {url?, events?, description?, enabled?}.
+// update answers PATCH /developer/webhooks/{id} {url?, events?, description?, enabled?,
+// rateLimit?}: a rateLimit of null removes the webhook's own limit.
 func (h *webhookHandlers) update(c *gin.Context) {
 	var req struct {
-		URL         *string   `json:"url"`
-		Events      *[]string `json:"events"`
-		Description *string   `json:"description"`
-		Enabled     *bool     `json:"enabled"`
+		URL         *string         `json:"url"`
+		Events      *[]string       `json:"events"`
+		Description *string         `json:"description"`
+		Enabled     *bool           `json:"enabled"`
+		RateLimit   json.RawMessage `json:"rateLimit"`
 	}
-	if !bindStrict(c, &req, "url", "events", "description", "enabled") {
+	if !bindStrict(c, &req, "url", "events", "description", "enabled", "rateLimit") {
 		return
 	}
 	ch := service.WebhookChange{URL: req.URL, Events: req.Events, Description: req.Description, Enabled: req.Enabled}
+	if len(req.RateLimit) > 0 {
+		n := 0
+		if string(req.RateLimit) != "null" {
+			if err := json.Unmarshal(req.RateLimit, &n); err != nil || n == 0 {
+				validationFailed(c, []orders.FieldError{{Field: "rateLimit", Message: "must be from 1 to 10000 messages per second, or null for none"}})
+				return
+			}
+		}
+		ch.RateLimit = &n
+	}
 	respond(c, h.log, http.StatusOK, webhookJSON)(h.svc.UpdateWebhook(c.Request.Context(), caller(c), c.Param("id"), ch))
 }
 
@@ -121,4 +142,64 @@ func (h *webhookHandlers) deliveries(c *gin.Context) {
 // message again, same webhook-id.
 func (h *webhookHandlers) redeliver(c *gin.Context) {
 	respond(c, h.log, http.StatusAccepted, webhookDeliveryJSON)(h.svc.Redeliver(c.Request.Context(), caller(c), c.Param("id"), c.Param("deliveryId")))
+}
+
+func webhookRecoveryJSON(r *store.WebhookRecovery) apitypes.WebhookRecovery {
+	out := apitypes.WebhookRecovery{ID: r.ID, WebhookID: r.ConfigID, Since: timeOf(r.Since), Until: timeOf(r.Until), Status: r.Status,
+		Scanned: r.Scanned, Requeued: r.Requeued, CreatedAt: timeOf(r.CreatedAt), UpdatedAt: timeOf(r.UpdatedAt),
+		CompletedAt: timeOrNull(r.CompletedAt)}
+	if r.Error != "" {
+		out.Error = &r.Error
+	}
+	return out
+}
+
+// startRecovery answers POST /developer/webhooks/{id}/recover {since, until?}: 202 the recovery,
+// which sends the window's failed and skipped messages again in the background.
+func (h *webhookHandlers) startRecovery(c *gin.Context) {
+	var req struct {
+		Since string  `json:"since"`
+		Until *string `json:"until"`
+	}
+	if !bindStrict(c, &req, "since", "until") {
+		return
+	}
+	var errs []orders.FieldError
+	since, err := time.Parse(time.RFC3339Nano, req.Since)
+	if err != nil {
+		errs = append(errs, orders.FieldError{Field: "since", Message: "must be an ISO 8601 timestamp such as 2026-11-22T01:24:34.123Z"})
+	}
+	var until *time.Time
+	if req.Until != nil {
+		t, err := time.Parse(time.RFC3339Nano, *req.Until)
+		if err != nil {
+			errs = append(errs, orders.FieldError{Field: "until", Message: "must be an ISO 8601 timestamp such as 2026-11-22T01:24:34.123Z"})
+		}
+		until = &t
+	}
+	if len(errs) > 0 {
+		validationFailed(c, errs)
+		return
+	}
+	respond(c, h.log, http.StatusAccepted, webhookRecoveryJSON)(h.svc.RecoverWebhook(c.Request.Context(), caller(c), c.Param("id"), since, until))
+}
+
+// recovery answers GET /developer/webhooks/{id}/recoveries/{recoveryId}.
+func (h *webhookHandlers) recovery(c *gin.Context) {
+	respond(c, h.log, http.StatusOK, webhookRecoveryJSON)(h.svc.WebhookRecovery(c.Request.Context(), caller(c), c.Param("id"), c.Param("recoveryId")))
+}
+
+// recoveries answers GET /developer/webhooks/{id}/recoveries: newest first.
+func (h *webhookHandlers) recoveries(c *gin.Context) {
+	pg, errs := listParams(c)
+	if len(errs) > 0 {
+		validationFailed(c, errs)
+		return
+	}
+	list, next, err := h.svc.WebhookRecoveries(c.Request.Context(), caller(c), c.Param("id"), pg)
+	if err != nil {
+		failed(c, h.log, err)
+		return
+	}
+	writeList(c, list, next, webhookRecoveryJSON)
 }

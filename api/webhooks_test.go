@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -8,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/webhook"
+	"github.com/opentreasury/treasury/workflows"
 )
 
 type createdWebhook = apitypes.Webhook
@@ -125,3 +128,93 @@ func TestWebhooksNeedASealingKey(t *testing.T) {
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// inlineRecoveries runs a webhook recovery to its end inside its start, page by page as
+// the worker would.
+type inlineRecoveries struct{ acts *activities.WebhookRecoveries }
+
+func (r inlineRecoveries) StartWebhookRecovery(ctx context.Context, id string) error {
+	for {
+		p, err := r.acts.RecoveryPage(ctx, workflows.RecoveryInput{RecoveryID: id})
+		if err != nil || p.Done {
+			return err
+		}
+	}
+}
+
+// A webhook's own rate limit is set, changed and removed; a recovery of a window sends
+// again, with their webhook-ids, the messages skipped while the webhook was disabled,
+// once under its Idempotency-Key, and is another app's to read by no one.
+func TestWebhookRateLimitAndRecovery(t *testing.T) {
+	f := newFixture(t)
+	dev := f.creds.Keys["pay"].SK
+	var hook apitypes.Webhook
+	r := f.post(t, "/developer/webhooks", dev, `{"url":"https://hooks.example.com/t","events":["order.*"],"rateLimit":50}`)
+	if err := json.Unmarshal(r.body, &hook); err != nil || r.status != 201 || hook.RateLimit == nil || *hook.RateLimit != 50 || hook.FailingSince != nil {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	path := "/developer/webhooks/" + hook.ID
+	f.post(t, "/developer/webhooks", dev, `{"url":"https://hooks.example.com/t","events":["*"],"rateLimit":0}`).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	f.do(t, "PATCH", path, dev, strings.NewReader(`{"rateLimit":10001}`)).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	f.do(t, "PATCH", path, dev, strings.NewReader(`{"rateLimit":"fast"}`)).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	if got := f.do(t, "PATCH", path, dev, strings.NewReader(`{"rateLimit":null,"enabled":false}`)); got.status != 200 ||
+		!strings.Contains(string(got.body), `"rateLimit":null`) {
+		t.Fatalf("patch: %d %s", got.status, got.body)
+	}
+
+	since := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)
+	for range 2 {
+		p := f.post(t, "/api/v1/payments", dev, `{"walletId":"`+f.creds.Wallets[0].ID+`","asset":"USDC","amount":"5",`+
+			`"destination":{"address":"0x1111111111111111111111111111111111111111"}}`)
+		if p.status != 201 {
+			t.Fatalf("payment: %d %s", p.status, p.body)
+		}
+	}
+	var skipped deliveryList
+	if err := json.Unmarshal(f.do(t, "GET", path+"/deliveries?status=skipped", dev, nil).body, &skipped); err != nil || len(skipped.Data) != 2 {
+		t.Fatalf("skipped while disabled: %+v %v", skipped, err)
+	}
+	body := `{"since":"` + since + `"}`
+	f.post(t, path+"/recover", dev, body).wantProblem(t, 409, apitypes.CodeConflict)
+	f.do(t, "PATCH", path, dev, strings.NewReader(`{"enabled":true}`))
+
+	for _, bad := range []string{`{}`, `{"since":"yesterday"}`, `{"since":"` + since + `","until":"` + since + `"}`,
+		`{"since":"` + time.Now().Add(time.Hour).UTC().Format(time.RFC3339) + `"}`, `{"since":"` + since + `","from":"x"}`} {
+		f.post(t, path+"/recover", dev, bad).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	}
+	started := f.post(t, path+"/recover", dev, body, "Idempotency-Key", "recover-1")
+	var rec apitypes.WebhookRecovery
+	if err := json.Unmarshal(started.body, &rec); err != nil || started.status != 202 || !strings.HasPrefix(rec.ID, "rcv_") ||
+		rec.WebhookID != hook.ID || rec.Status != "running" {
+		t.Fatalf("recover: %d %s", started.status, started.body)
+	}
+	if replay := f.post(t, path+"/recover", dev, body, "Idempotency-Key", "recover-1"); replay.status != 202 ||
+		!strings.Contains(string(replay.body), rec.ID) {
+		t.Fatalf("replay: %d %s", replay.status, replay.body)
+	}
+	var recs struct{ Data []apitypes.WebhookRecovery }
+	if err := json.Unmarshal(f.do(t, "GET", path+"/recoveries", dev, nil).body, &recs); err != nil || len(recs.Data) != 1 || recs.Data[0].ID != rec.ID {
+		t.Fatalf("recoveries %+v %v", recs, err)
+	}
+	// The test's starter runs the job to its end before the answer.
+	var done apitypes.WebhookRecovery
+	if got := f.do(t, "GET", path+"/recoveries/"+rec.ID, dev, nil); got.status != 200 || json.Unmarshal(got.body, &done) != nil ||
+		done.Status != "completed" || done.Scanned != 2 || done.Requeued != 2 || done.CompletedAt == nil {
+		t.Fatalf("recovery: %d %s", got.status, got.body)
+	}
+	var pending deliveryList
+	if err := json.Unmarshal(f.do(t, "GET", path+"/deliveries?status=pending", dev, nil).body, &pending); err != nil || len(pending.Data) != 2 {
+		t.Fatalf("pending after the recovery: %+v %v", pending, err)
+	}
+	ids := map[string]bool{skipped.Data[0].MessageID: true, skipped.Data[1].MessageID: true}
+	for _, d := range pending.Data {
+		if !ids[d.MessageID] {
+			t.Fatalf("a recovered message has a new webhook-id: %+v", d)
+		}
+	}
+
+	trade := f.creds.Keys["trade"].SK
+	f.post(t, path+"/recover", trade, body).wantProblem(t, 404, apitypes.CodeNotFound)
+	f.do(t, "GET", path+"/recoveries/"+rec.ID, trade, nil).wantProblem(t, 404, apitypes.CodeNotFound)
+	f.do(t, "GET", path+"/recoveries/rcv_nothing", dev, nil).wantProblem(t, 404, apitypes.CodeNotFound)
+}

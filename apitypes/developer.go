@@ -92,6 +92,11 @@ type Webhook struct {
 	// DisabledReason says why the service disabled the webhook (every delivery failing for
 	// 5 days); null when it is enabled or a person disabled it.
 	DisabledReason *string `json:"disabledReason"`
+	// FailingSince is when the unbroken run of failed attempts to the endpoint began;
+	// null while the last attempt succeeded.
+	FailingSince *events.Time `json:"failingSince"`
+	// RateLimit bounds the messages sent to the endpoint per second; null: none of its own.
+	RateLimit *int `json:"rateLimit"`
 	// PreviousSecretExpiresAt is when the secret before the last rotation stops signing.
 	PreviousSecretExpiresAt *events.Time `json:"previousSecretExpiresAt"`
 	CreatedAt               events.Time  `json:"createdAt"`
@@ -106,6 +111,34 @@ type WebhookRequest struct {
 	URL         string   `json:"url"`
 	Events      []string `json:"events"`
 	Description string   `json:"description,omitempty"`
+	// RateLimit bounds the messages sent to the endpoint per second (1–10000).
+	RateLimit *int `json:"rateLimit,omitempty"`
+}
+
+// WebhookRecoveryRequest asks for a webhook's failed and skipped messages of a window
+// again: since ≤ the event's time < until (now when absent).
+type WebhookRecoveryRequest struct {
+	Since events.Time  `json:"since"`
+	Until *events.Time `json:"until,omitempty"`
+}
+
+// WebhookRecovery is the background job that sends a webhook's messages again, with
+// where it stands.
+type WebhookRecovery struct {
+	ID        string      `json:"id"`
+	WebhookID string      `json:"webhookId"`
+	Since     events.Time `json:"since"`
+	Until     events.Time `json:"until"`
+	// Status is running, completed or failed.
+	Status string `json:"status"`
+	// Scanned counts the messages of the window looked at so far; Requeued those queued
+	// again.
+	Scanned     int          `json:"scanned"`
+	Requeued    int          `json:"requeued"`
+	Error       *string      `json:"error"`
+	CreatedAt   events.Time  `json:"createdAt"`
+	UpdatedAt   events.Time  `json:"updatedAt"`
+	CompletedAt *events.Time `json:"completedAt"`
 }
 
 // WebhookDelivery is one message to one webhook, with its attempts.
@@ -117,7 +150,7 @@ type WebhookDelivery struct {
 	EventID   string `json:"eventId"`
 	// OrderID is the order the event is about; absent for a test message.
 	OrderID string `json:"orderId,omitempty"`
-	// Status is pending, succeeded or failed.
+	// Status is pending, succeeded, failed or skipped (the webhook was disabled).
 	Status   string            `json:"status"`
 	Attempts []DeliveryAttempt `json:"attempts"`
 	// NextAttemptAt is when a pending message is sent next; null once it is not pending.

@@ -5,6 +5,7 @@ package assemble
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/chain/evm"
 	"github.com/opentreasury/treasury/metrics"
 	"github.com/opentreasury/treasury/webhook"
@@ -47,6 +49,9 @@ type Config struct {
 	RateBurst            int
 	OAuthTokenTTL        time.Duration
 	SessionTTL           time.Duration
+	// Retention is how long the hourly maintenance keeps each kind of row it deletes, and
+	// its batch size; a Config that leaves it zero gets the documented defaults.
+	Retention activities.Retention
 	// TrustedProxies is a comma-separated list of the addresses or CIDRs of the load
 	// balancers whose X-Forwarded-For names the client.
 	TrustedProxies string
@@ -109,6 +114,11 @@ var EnvVars = []envVar{
 	{"BALANCE_SYNC_INTERVAL", "1m", "how often the Temporal Schedule refreshes wallet balances"},
 	{"VALUATION_MAX_AGE", "2s", "how old the prices and the portfolio valuation that answer a read may be (a busy dashboard costs one valuation per interval); 0s values every read afresh"},
 	{"IDEMPOTENCY_RETENTION", "24h", "how long the response to a write with an Idempotency-Key is kept for replay"},
+	{"EVENT_RETENTION", "30d", "how long stored events stay listable at GET /events: whole days such as 30d, or a duration such as 12h, at least 1h; forever keeps every event"},
+	{"WEBHOOK_RETENTION", "30d", "how long a webhook delivery that has ended (succeeded, failed or skipped) is kept with its attempts; pending ones are never deleted; forever keeps them all"},
+	{"REQUEST_LOG_RETENTION", "7d", "how long request logs (/developer/logs) are kept; forever keeps them all"},
+	{"OAUTH_TOKEN_RETENTION", "0s", "how long an expired OAuth access token's row is kept past its expiry (0s: the next hourly maintenance deletes it); forever keeps them all"},
+	{"MAINTENANCE_BATCH", "1000", "rows one delete statement of the hourly maintenance takes, each in a short transaction of its own"},
 	{"OAUTH_TOKEN_TTL", "15m", "lifetime of an OAuth access token"},
 	{"SESSION_TTL", "12h", "how long a person stays signed in"},
 	{"TRUSTED_PROXIES", "", "comma-separated addresses or CIDRs of load balancers whose X-Forwarded-For is believed"},
@@ -193,6 +203,33 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		return d
 	}
+	// retention reads how long rows are kept, at least least: whole days such as 30d or a
+	// duration such as 12h, or "forever" where keeping every row is allowed.
+	retention := func(name string, least time.Duration, forever bool) time.Duration {
+		v := get(name)
+		if forever && v == "forever" {
+			return activities.Forever
+		}
+		d, err := durationInDays(v)
+		if err != nil || d < least {
+			want := fmt.Sprintf("%s: not a duration such as 30d or 12h", name)
+			if least > time.Second {
+				want += fmt.Sprintf(", at least %v", least)
+			}
+			if forever {
+				want += ", or forever"
+			}
+			errs = append(errs, want)
+		}
+		return d
+	}
+	whole := func(name string) int {
+		n, err := strconv.Atoi(get(name))
+		if err != nil || n <= 0 {
+			errs = append(errs, name+": not a positive whole number")
+		}
+		return n
+	}
 	number := func(name string) float64 {
 		n, err := strconv.ParseFloat(get(name), 64)
 		if err != nil || n <= 0 {
@@ -216,7 +253,16 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		ShutdownTimeout:      duration("SHUTDOWN_TIMEOUT"),
 		BalanceSyncInterval:  duration("BALANCE_SYNC_INTERVAL"),
 		ValuationMaxAge:      durationOrNone("VALUATION_MAX_AGE"),
-		IdempotencyRetention: duration("IDEMPOTENCY_RETENTION"),
+		IdempotencyRetention: retention("IDEMPOTENCY_RETENTION", time.Second, false),
+		Retention: activities.Retention{
+			// A shorter window could delete events that a replica's live channel, back from
+			// a lost database connection, still has to re-read (events.Follower).
+			Events:      retention("EVENT_RETENTION", time.Hour, true),
+			Webhooks:    retention("WEBHOOK_RETENTION", time.Second, true),
+			RequestLogs: retention("REQUEST_LOG_RETENTION", time.Second, true),
+			OAuthTokens: retention("OAUTH_TOKEN_RETENTION", 0, true),
+			Batch:       whole("MAINTENANCE_BATCH"),
+		},
 		RateLimit:            number("RATE_LIMIT"),
 		RateBurst:            int(number("RATE_BURST")),
 		OAuthTokenTTL:        duration("OAUTH_TOKEN_TTL"),
@@ -262,6 +308,30 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return cfg, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
 	}
 	return cfg, nil
+}
+
+// retention is the configured Retention or, for a Config made in code that sets none (the
+// dev bundle's), the documented defaults, which always parse (TestConfigFromEnvDefaults).
+func (c Config) retention() activities.Retention {
+	if c.Retention != (activities.Retention{}) {
+		return c.Retention
+	}
+	defaults, _ := ConfigFromEnv(func(string) string { return "" })
+	return defaults.Retention
+}
+
+// durationInDays parses a duration as time.ParseDuration does, or a whole number of days
+// such as 30d, the unit retentions are usually thought of in.
+func durationInDays(s string) (time.Duration, error) {
+	days, ok := strings.CutSuffix(s, "d")
+	if !ok {
+		return time.ParseDuration(s)
+	}
+	n, err := strconv.Atoi(days)
+	if err != nil || n < 0 || n > math.MaxInt64/int(24*time.Hour) {
+		return 0, fmt.Errorf("not a number of days: %q", s)
+	}
+	return time.Duration(n) * 24 * time.Hour, nil
 }
 
 // NewLogger returns the service's structured JSON logger on stderr.

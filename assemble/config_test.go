@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/opentreasury/treasury/activities"
 )
 
 // env returns a getenv over a fixed map.
@@ -43,6 +45,8 @@ func TestConfigFromEnvDefaults(t *testing.T) {
 		LogLevel:             slog.LevelInfo,
 		Chains:               []string{"ethereum", "polygon", "solana"},
 		ReplaceStuckAfter:    3 * time.Minute,
+		Retention: activities.Retention{Events: 30 * 24 * time.Hour, Webhooks: 30 * 24 * time.Hour,
+			RequestLogs: 7 * 24 * time.Hour, Batch: 1000},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", cfg, want)
@@ -86,6 +90,11 @@ func TestConfigFromEnvValues(t *testing.T) {
 		"BALANCE_SYNC_INTERVAL":  "10m",
 		"VALUATION_MAX_AGE":      "0s",
 		"IDEMPOTENCY_RETENTION":  "2h",
+		"EVENT_RETENTION":        "90d",
+		"WEBHOOK_RETENTION":      "forever",
+		"REQUEST_LOG_RETENTION":  "36h",
+		"OAUTH_TOKEN_RETENTION":  "1d",
+		"MAINTENANCE_BATCH":      "250",
 		"RATE_LIMIT":             "10.5",
 		"RATE_BURST":             "20",
 		"OAUTH_TOKEN_TTL":        "5m",
@@ -136,6 +145,8 @@ func TestConfigFromEnvValues(t *testing.T) {
 		LogLevel:             slog.LevelDebug,
 		Chains:               []string{"ethereum", "polygon", "solana"},
 		ReplaceStuckAfter:    3 * time.Minute,
+		Retention: activities.Retention{Events: 90 * 24 * time.Hour, Webhooks: activities.Forever,
+			RequestLogs: 36 * time.Hour, OAuthTokens: 24 * time.Hour, Batch: 250},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("\n got %+v\nwant %+v", cfg, want)
@@ -162,6 +173,14 @@ func TestConfigFromEnvErrors(t *testing.T) {
 		{"key without cert", map[string]string{"TEMPORAL_TLS_KEY": "/k.pem"}, []string{"TEMPORAL_TLS_CERT", "TEMPORAL_TLS_KEY"}},
 		{"webhook key too short", map[string]string{"WEBHOOK_SECRET_KEY": "c2hvcnQ="}, []string{"WEBHOOK_SECRET_KEY"}},
 		{"webhook scale", map[string]string{"WEBHOOK_BACKOFF_SCALE": "0"}, []string{"WEBHOOK_BACKOFF_SCALE"}},
+		{"events kept under an hour", map[string]string{"EVENT_RETENTION": "30m"}, []string{"EVENT_RETENTION"}},
+		{"retention in weeks", map[string]string{"REQUEST_LOG_RETENTION": "2w"}, []string{"REQUEST_LOG_RETENTION"}},
+		{"part of a day", map[string]string{"WEBHOOK_RETENTION": "1.5d"}, []string{"WEBHOOK_RETENTION"}},
+		{"no retention", map[string]string{"WEBHOOK_RETENTION": "0s"}, []string{"WEBHOOK_RETENTION"}},
+		{"tokens kept negative", map[string]string{"OAUTH_TOKEN_RETENTION": "-1h"}, []string{"OAUTH_TOKEN_RETENTION"}},
+		{"idempotency forever", map[string]string{"IDEMPOTENCY_RETENTION": "forever"}, []string{"IDEMPOTENCY_RETENTION"}},
+		{"batch of none", map[string]string{"MAINTENANCE_BATCH": "0"}, []string{"MAINTENANCE_BATCH"}},
+		{"batch of a fraction", map[string]string{"MAINTENANCE_BATCH": "0.5"}, []string{"MAINTENANCE_BATCH"}},
 		{"console maybe", map[string]string{"CONSOLE": "maybe"}, []string{"CONSOLE"}},
 		{"temporal ui not a URL", map[string]string{"TEMPORAL_UI_URL": "temporal-ui:8080"}, []string{"TEMPORAL_UI_URL"}},
 		{"metrics address without port", map[string]string{"METRICS_ADDR": "metrics"}, []string{"METRICS_ADDR"}},

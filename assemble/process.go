@@ -68,6 +68,7 @@ func (p *Process) Service() *service.Service {
 	if p.Temporal != nil {
 		svc.Workflows = workflows.Client{Temporal: p.Temporal}
 		svc.DryRuns = workflows.Client{Temporal: p.Temporal}
+		svc.Recoveries = workflows.Client{Temporal: p.Temporal}
 	}
 	switch {
 	case p.Live != nil:

@@ -219,9 +219,10 @@ func (p *Process) rpcNodes() rpcproxy.Nodes {
 func NewWorker(s *store.Store, ch chain.Adapter, tc client.Client, log *slog.Logger, cfg Config, onFatal func(error)) sdkworker.Worker {
 	return worker.New(tc, worker.Activities{
 		Portfolio:   &activities.Portfolio{Store: s, Chain: ch, Log: log},
-		Maintenance: &activities.Maintenance{Store: s},
+		Maintenance: &activities.Maintenance{Store: s, Retention: cfg.retention()},
 		Orders:      &activities.Orders{Store: s, Chain: ch, Log: log, ReplaceAfter: cfg.ReplaceStuckAfter},
 		Policies:    &activities.Policies{Store: s, Log: log},
+		Webhooks:    &activities.WebhookRecoveries{Store: s},
 	}, sdkworker.Options{WorkerStopTimeout: cfg.ShutdownTimeout, OnFatalError: onFatal})
 }
 

@@ -109,6 +109,8 @@ func TestTheClientCoversTheOpenAPIDocument(t *testing.T) {
 	ignore(key.SubmitSignature(ctx, "sig_1", make([]byte, 64)))
 	ignore(key.ListEvents(ctx, client.EventFilter{OrderID: "ord_1", Cursor: "evt_1", Limit: 10}))
 	ignore(key.ListAuditLogs(ctx, page))
+	ignore(key.ExportAuditLog(ctx, client.AuditExportOptions{Since: since, Until: since.Add(time.Hour), Limit: 10}, io.Discard))
+	ignore(key.VerifyAuditChain(ctx))
 	window := client.PolicyWindow{Scope: "destination", Hours: 168, LimitUSD: "1000000.50"}
 	rules := client.PolicyRules{MaxOrderUSD: "5000000", DailyVolumeUSD: "20000000",
 		DestinationWhitelist: []string{"0x1111111111111111111111111111111111111111"}, AllowedPairs: [][2]string{{"ETH", "USDC"}},
@@ -165,6 +167,13 @@ func TestTheClientCoversTheOpenAPIDocument(t *testing.T) {
 	ignore(key.TestWebhook(ctx, "whk_1"))
 	ignore(key.ListWebhookDeliveries(ctx, "whk_1", client.DeliveryFilter{Status: "failed", Event: "Order.Confirmed", Limit: 10}))
 	ignore(key.RedeliverWebhookDelivery(ctx, "whk_1", "dlv_1"))
+	limit := 5
+	ignore(key.UpdateWebhook(ctx, "whk_1", client.WebhookChange{RateLimit: &limit}))
+	ignore(key.UpdateWebhook(ctx, "whk_1", client.WebhookChange{RemoveRateLimit: true}))
+	ignore(key.RecoverWebhook(ctx, "whk_1", time.Now().Add(-time.Hour), time.Time{}))
+	ignore(key.RecoverWebhook(ctx, "whk_1", time.Now().Add(-time.Hour), time.Now()))
+	ignore(key.GetWebhookRecovery(ctx, "whk_1", "rcv_1"))
+	ignore(key.ListWebhookRecoveries(ctx, "whk_1", page))
 
 	// A chain's node, read through POST /rpc/{chain}.
 	ignore(key.ChainRPC(ctx, "ethereum", []byte(`{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}`)))

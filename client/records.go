@@ -4,9 +4,12 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"io"
 	"iter"
+	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/events"
@@ -81,12 +84,80 @@ type AuditLog = apitypes.AuditLog
 // Actor is who acted: a key, an OAuth client or a person (Type key, oauth_client, user).
 type Actor = apitypes.Actor
 
+// AuditLogPage is a page of audit records with the head of the organisation's audit
+// chain as the answer found it (nil before the first record): keep one, and a later
+// export that reaches it proves that nothing up to it changed since.
+type AuditLogPage struct {
+	Page[AuditLog]
+	ChainHead *AuditChainHead `json:"chainHead"`
+}
+
 // ListAuditLogs reads a page of GET /audit-logs, newest first.
-func (c *Client) ListAuditLogs(ctx context.Context, o ListOptions, opts ...CallOption) (*Page[AuditLog], error) {
-	return list[AuditLog](ctx, c, "/audit-logs", o.query(), opts)
+func (c *Client) ListAuditLogs(ctx context.Context, o ListOptions, opts ...CallOption) (*AuditLogPage, error) {
+	return get[AuditLogPage](ctx, c, withQuery("/audit-logs", o.query()), opts)
 }
 
 // AuditLogs iterates over the audit records the caller may read, newest first.
 func (c *Client) AuditLogs(ctx context.Context, o ListOptions, opts ...CallOption) iter.Seq2[AuditLog, error] {
 	return all[AuditLog](ctx, c, "/audit-logs", o.query(), "cursor", opts)
+}
+
+// AuditChainHead is where an organisation's audit chain ends: its last seq and hash.
+type AuditChainHead = apitypes.AuditChainHead
+
+// AuditChainEntry is one entry of an export of the audit chain: a record with its seq,
+// prevHash and hash. Verify a run of them with package auditchain, the code the service
+// chains them with.
+type AuditChainEntry = apitypes.AuditChainEntry
+
+// AuditChainCheck is what GET /audit-logs/verify found of the stored chain.
+type AuditChainCheck = apitypes.AuditChainCheck
+
+// AuditExportOptions choose a run of the chain: the records written from Since until
+// (before) Until, either zero for the chain's end; Limit entries a request (1 to 10000;
+// zero: the server's default, 1000; an answer must fit the client's 8 MiB, so keep it to
+// a few thousand).
+type AuditExportOptions struct {
+	Since, Until time.Time
+	Limit        int
+}
+
+// ExportAuditLog writes the organisation's audit chain, or the run of it o chooses, to w
+// as the API sends it: one JSON entry a line, oldest first (GET /audit-logs/export, read
+// on treasury). Save it, and `treasury audit verify FILE` checks it offline. It follows
+// the export's cursor request after request; each answer is read whole, retried as every
+// call is, and written to w only then, so w never holds a line twice. It returns how many
+// bytes it wrote.
+func (c *Client) ExportAuditLog(ctx context.Context, o AuditExportOptions, w io.Writer, opts ...CallOption) (int64, error) {
+	q := url.Values{}
+	for name, t := range map[string]time.Time{"since": o.Since, "until": o.Until} {
+		if !t.IsZero() {
+			q.Set(name, t.UTC().Format(time.RFC3339Nano))
+		}
+	}
+	if o.Limit != 0 {
+		q.Set("limit", strconv.Itoa(o.Limit))
+	}
+	var written int64
+	for {
+		var body []byte
+		var header http.Header
+		err := c.send(ctx, call{method: http.MethodGet, path: withQuery("/audit-logs/export", q), out: &body, header: &header, opts: opts})
+		if err != nil {
+			return written, err
+		}
+		n, err := w.Write(body)
+		written += int64(n)
+		next := header.Get("Next-Cursor")
+		if err != nil || next == "" {
+			return written, err
+		}
+		q.Set("cursor", next)
+	}
+}
+
+// VerifyAuditChain asks the service to check the organisation's stored audit chain
+// (GET /audit-logs/verify, read on treasury): intact, or its first broken entry.
+func (c *Client) VerifyAuditChain(ctx context.Context, opts ...CallOption) (*AuditChainCheck, error) {
+	return get[AuditChainCheck](ctx, c, "/audit-logs/verify", opts)
 }

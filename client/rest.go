@@ -232,6 +232,10 @@ func (c *Client) roundTrip(req *http.Request, what string, out any, header *http
 	if out == nil || res.StatusCode == http.StatusNoContent {
 		return nil
 	}
+	if b, ok := out.(*[]byte); ok {
+		*b = raw // an answer that is not one JSON value (an export)
+		return nil
+	}
 	if err := json.Unmarshal(raw, out); err != nil {
 		return fmt.Errorf("client: %s: decode the answer: %w", what, err)
 	}

@@ -2,12 +2,14 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"iter"
 	"net/http"
 	"net/url"
 	"time"
 
 	"github.com/opentreasury/treasury/apitypes"
+	"github.com/opentreasury/treasury/events"
 )
 
 // WebSocketConfig is a config of the live channel: the events its connections receive.
@@ -100,7 +102,27 @@ type WebhookChange struct {
 	Description *string  `json:"description,omitempty"`
 	// Enabled false holds messages back; true again sends what was held.
 	Enabled *bool `json:"enabled,omitempty"`
+	// RateLimit sets the most messages sent to the endpoint per second;
+	// RemoveRateLimit removes it.
+	RateLimit       *int `json:"rateLimit,omitempty"`
+	RemoveRateLimit bool `json:"-"`
 }
+
+// MarshalJSON writes the change, with rateLimit null when RemoveRateLimit.
+func (ch WebhookChange) MarshalJSON() ([]byte, error) {
+	type fields WebhookChange
+	if !ch.RemoveRateLimit {
+		return json.Marshal(fields(ch))
+	}
+	return json.Marshal(struct {
+		fields
+		RateLimit *int `json:"rateLimit"`
+	}{fields: fields(ch)})
+}
+
+// WebhookRecovery is a background job that sends a webhook's failed and skipped messages
+// of a window again, with where it stands.
+type WebhookRecovery = apitypes.WebhookRecovery
 
 // WebhookDelivery is one message to one webhook, with its attempts.
 type WebhookDelivery = apitypes.WebhookDelivery
@@ -110,7 +132,7 @@ type DeliveryAttempt = apitypes.DeliveryAttempt
 
 // DeliveryFilter narrows a webhook's deliveries.
 type DeliveryFilter struct {
-	Status string // pending, succeeded or failed
+	Status string // pending, succeeded, failed or skipped
 	Event  string
 	Limit  int
 	Cursor string
@@ -181,4 +203,28 @@ func (c *Client) WebhookDeliveries(ctx context.Context, webhookID string, f Deli
 func (c *Client) RedeliverWebhookDelivery(ctx context.Context, webhookID, deliveryID string, opts ...CallOption) (*WebhookDelivery, error) {
 	path := developerPath("webhooks", webhookID, "deliveries", deliveryID, "redeliver")
 	return do[WebhookDelivery](ctx, c, http.MethodPost, path, nil, opts)
+}
+
+// RecoverWebhook sends again, with their webhook-ids, the webhook's messages whose event
+// falls in [since, until) and whose last delivery failed or was skipped while it was
+// disabled; until is now when zero. It answers the recovery, a background job: follow it
+// with GetWebhookRecovery. Give it an Idempotency-Key (WithIdempotencyKey) to repeat it
+// safely.
+func (c *Client) RecoverWebhook(ctx context.Context, webhookID string, since, until time.Time, opts ...CallOption) (*WebhookRecovery, error) {
+	req := apitypes.WebhookRecoveryRequest{Since: events.TimeOf(since.UTC())}
+	if !until.IsZero() {
+		u := events.TimeOf(until.UTC())
+		req.Until = &u
+	}
+	return do[WebhookRecovery](ctx, c, http.MethodPost, developerPath("webhooks", webhookID, "recover"), req, opts)
+}
+
+// GetWebhookRecovery reads where a recovery stands.
+func (c *Client) GetWebhookRecovery(ctx context.Context, webhookID, recoveryID string, opts ...CallOption) (*WebhookRecovery, error) {
+	return get[WebhookRecovery](ctx, c, developerPath("webhooks", webhookID, "recoveries", recoveryID), opts)
+}
+
+// ListWebhookRecoveries reads a page of a webhook's recoveries, newest first.
+func (c *Client) ListWebhookRecoveries(ctx context.Context, webhookID string, o ListOptions, opts ...CallOption) (*Page[WebhookRecovery], error) {
+	return list[WebhookRecovery](ctx, c, developerPath("webhooks", webhookID, "recoveries"), o.query(), opts)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/webhook"
 	"github.com/opentreasury/treasury/workflows"
 )
 
@@ -61,6 +62,38 @@ func (r *dryRuns) run(ctx context.Context, id string) error {
 	}
 }
 
+// recoveries runs a webhook recovery to its end inside its start, page by page as the
+// worker would.
+type recoveries struct{ acts *activities.WebhookRecoveries }
+
+func (r recoveries) StartWebhookRecovery(ctx context.Context, id string) error {
+	for {
+		p, err := r.acts.RecoveryPage(ctx, workflows.RecoveryInput{RecoveryID: id})
+		if err != nil || p.Done {
+			return err
+		}
+	}
+}
+
+// webhookOptions seal webhook secrets with a fresh key, behind the production guard
+// (https only, no private addresses).
+func webhookOptions(t *testing.T) service.WebhookOptions {
+	t.Helper()
+	k, err := webhook.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := webhook.ParseKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := webhook.NewBox(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return service.WebhookOptions{Box: box}
+}
+
 type allowAll struct{}
 
 func (allowAll) Submit(context.Context, workflows.Submission) (workflows.PolicyDecision, error) {
@@ -88,10 +121,11 @@ func newPagesAt(t *testing.T, now func() time.Time) *pages {
 	}
 	runs := &dryRuns{acts: &activities.Policies{Store: s, Log: log}}
 	h := api.NewRouter(withPages(t, api.Config{
-		Store:   s,
-		Log:     log,
-		Now:     now,
-		Service: &service.Service{Store: s, Log: log, Workflows: allowAll{}, DryRuns: runs},
+		Store: s,
+		Log:   log,
+		Now:   now,
+		Service: &service.Service{Store: s, Log: log, Workflows: allowAll{}, DryRuns: runs, Webhooks: webhookOptions(t),
+			Recoveries: recoveries{&activities.WebhookRecoveries{Store: s}}},
 	}, console.Options{TemporalUIURL: "http://temporal-ui.test", Namespace: "treasury"}))
 	return &pages{store: s, creds: creds, handler: h, dryRuns: runs}
 }
@@ -1031,5 +1065,253 @@ func TestPolicyPageShowsWindowHeadroom(t *testing.T) {
 	writer := p.member(t, store.RoleMember, map[string]string{"pay": "write"})
 	if html := p.page(t, writer, "/console/pay/policy"); strings.Contains(html, "Volume windows") {
 		t.Fatal("a writer sees the windows' headroom")
+	}
+}
+
+// createWebhook makes a webhook of pay through the console's form and returns its id.
+func (p *pages) createWebhook(t *testing.T, who person, form url.Values) string {
+	t.Helper()
+	if !form.Has("url") {
+		form.Set("url", "https://hooks.example.com/treasury")
+	}
+	if !form.Has("events") {
+		form.Set("events", "order.*")
+	}
+	r := p.post(t, who, "/console/pay/webhooks", form)
+	m := regexp.MustCompile(`/console/pay/webhooks/(whk_[0-9a-z]+)`).FindStringSubmatch(r.html)
+	if r.status != http.StatusCreated || m == nil {
+		t.Fatalf("create a webhook: %d → %s %s", r.status, r.location, r.html)
+	}
+	return m[1]
+}
+
+// hook reads a webhook from the store.
+func (p *pages) hook(t *testing.T, id string) *store.WebhookConfig {
+	t.Helper()
+	c, err := p.store.WebhookConfig(context.Background(), p.creds.OrgID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// failing marks a webhook failing since a time, as the dispatcher does; with a reason, the
+// dispatcher has disabled it too.
+func (p *pages) failing(t *testing.T, id string, since time.Time, reason string) {
+	t.Helper()
+	c := p.hook(t, id)
+	c.FailingSince = &since
+	if reason != "" {
+		c.Enabled, c.DisabledReason = false, &reason
+	}
+	if err := p.store.SaveWebhookConfig(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// banner is the banner of webhooks the service disabled, on the webhooks page.
+var banner = regexp.MustCompile(`<section class="error banner" role="alert"[\s\S]*?</section>`)
+
+// The webhooks page names, in a banner at its top, each webhook the service disabled, with
+// why, since when it fails and how to fix it; a webhook a person disabled, or one failing
+// but still enabled, is not in it. The webhook's own page says the same of it, or warns
+// while it fails but is still enabled.
+func TestWebhooksPageNamesTheWebhooksTheServiceDisabled(t *testing.T) {
+	p := newPages(t)
+	dev := p.member(t, store.RoleMember, map[string]string{"pay": "developer"})
+	broken := p.createWebhook(t, dev, url.Values{"description": {"ERP"}})
+	flaky := p.createWebhook(t, dev, url.Values{})
+	paused := p.createWebhook(t, dev, url.Values{})
+	if r := p.post(t, dev, "/console/pay/webhooks/"+paused, url.Values{"enabled": {"false"}}); !strings.Contains(r.location, "notice=") {
+		t.Fatalf("disable a webhook: %d → %s", r.status, r.location)
+	}
+	if html := p.page(t, dev, "/console/pay/webhooks", paused); banner.MatchString(html) {
+		t.Fatalf("a banner with no webhook disabled by the service:\n%s", html)
+	}
+
+	since := time.Date(2025, 1, 2, 3, 4, 5, 678e6, time.UTC)
+	reason := "every delivery to this URL has failed for 5 days; fix the endpoint and enable the webhook again"
+	p.failing(t, broken, since, reason)
+	p.failing(t, flaky, since.Add(time.Hour), "")
+	html := p.page(t, dev, "/console/pay/webhooks")
+	shown := banner.FindString(html)
+	for _, want := range []string{"A webhook was disabled by the service", `<a href="webhooks/` + broken + `"><code>` + broken + `</code></a>`,
+		reason, `failing since <time datetime="2025-01-02T03:04:05.678Z">`, "<strong>Enable</strong> it again", "<strong>recover its messages</strong>"} {
+		if !strings.Contains(shown, want) {
+			t.Fatalf("the banner does not show %q:\n%s", want, html)
+		}
+	}
+	if strings.Contains(shown, flaky) || strings.Contains(shown, paused) {
+		t.Fatalf("the banner names a webhook the service did not disable:\n%s", shown)
+	}
+	if i := strings.Index(html, "<h1>Webhooks</h1>"); i < 0 || strings.Index(html, shown) < i || strings.Index(html, shown) > strings.Index(html, "<table>") {
+		t.Fatalf("the banner is not at the top of the page:\n%s", html)
+	}
+
+	// Its own page: the banner, and the recovery form filled in from when it began failing.
+	html = p.page(t, dev, "/console/pay/webhooks/"+broken, "Disabled by the service", reason,
+		`failing since <time datetime="2025-01-02T03:04:05.678Z">`, `name="enabled" value="true"><button type="submit">Enable</button>`,
+		`<form method="post" action="`+broken+`/recover"`, `id="since" name="since" type="datetime-local" step="1" required value="2025-01-02T03:04:05"`,
+		"Enable the webhook first")
+	if !strings.Contains(html, `<section class="error banner" role="alert"`) {
+		t.Fatalf("the disabled webhook's page has no banner:\n%s", html)
+	}
+	// Failing, still enabled: a warning, no banner.
+	html = p.page(t, dev, "/console/pay/webhooks/"+flaky, `<p class="warning" role="status">Every delivery to this URL has failed since <time datetime="2025-01-02T04:04:05.678Z">`)
+	if strings.Contains(html, "error banner") {
+		t.Fatalf("a failing, enabled webhook has the disabled banner:\n%s", html)
+	}
+	// Disabled by a person: neither.
+	html = p.page(t, dev, "/console/pay/webhooks/"+paused, "Disabled · no rate limit of its own")
+	if strings.Contains(html, "error banner") || strings.Contains(html, `class="warning"`) {
+		t.Fatalf("a webhook a person disabled has a banner or a warning:\n%s", html)
+	}
+}
+
+// A webhook's rate limit is set on its creation, changed, removed (empty) and refused out
+// of range from its page's settings form, and shown there as it is.
+func TestWebhookRateLimitRoundTrips(t *testing.T) {
+	p := newPages(t)
+	dev := p.member(t, store.RoleMember, map[string]string{"pay": "developer"})
+	p.page(t, dev, "/console/pay/webhooks", `<input id="rateLimit" name="rateLimit" type="number" min="1" max="10000" step="1">`,
+		"Rate limit (messages per second, empty for none)")
+	id := p.createWebhook(t, dev, url.Values{"rateLimit": {"25"}})
+	if got := p.hook(t, id).RateLimit; got == nil || *got != 25 {
+		t.Fatalf("the rate limit created: %v", got)
+	}
+	path := "/console/pay/webhooks/" + id
+	p.page(t, dev, path, `name="rateLimit" type="number" min="1" max="10000" step="1" value="25"`, "at most 25 messages per second")
+	p.page(t, dev, "/console/pay/webhooks", "at most 25 messages per second")
+	if none := p.createWebhook(t, dev, url.Values{"rateLimit": {""}}); p.hook(t, none).RateLimit != nil {
+		t.Fatal("an empty rate limit made one")
+	}
+
+	settings := func(limit string) reply {
+		return p.post(t, dev, path, url.Values{"url": {"https://hooks.example.com/treasury"}, "events": {"order.*"},
+			"description": {""}, "rateLimit": {limit}})
+	}
+	if r := settings("40"); !strings.HasPrefix(r.location, path+"?notice=") {
+		t.Fatalf("save a rate limit of 40: %d → %s", r.status, r.location)
+	}
+	p.page(t, dev, path, `step="1" value="40"`, "at most 40 messages per second")
+	// The Enable/Disable button leaves it alone.
+	p.post(t, dev, path, url.Values{"enabled": {"false"}})
+	if got := p.hook(t, id).RateLimit; got == nil || *got != 40 {
+		t.Fatalf("the rate limit after disabling: %v", got)
+	}
+	for _, bad := range []string{"0", "10001", "-3", "fast"} {
+		r := settings(bad)
+		got, _ := url.QueryUnescape(strings.TrimPrefix(r.location, path+"?error="))
+		if !strings.HasPrefix(r.location, path+"?error=") || !strings.Contains(got, "rateLimit must be from 1 to 10000") {
+			t.Fatalf("a rate limit of %q: %d → %s", bad, r.status, r.location)
+		}
+	}
+	if r := settings(""); !strings.HasPrefix(r.location, path+"?notice=") {
+		t.Fatalf("remove the rate limit: %d → %s", r.status, r.location)
+	}
+	if got := p.hook(t, id).RateLimit; got != nil {
+		t.Fatalf("the rate limit after removing it: %v", *got)
+	}
+	p.page(t, dev, path, `step="1" value=""`, "no rate limit of its own")
+}
+
+// A webhook the service disabled is enabled again from its page, which comes back with
+// the recovery form filled in from when its failures began; the form starts a recovery
+// of the window's failed and skipped messages, which the page then lists. Skipped
+// deliveries are filtered and labelled as such. What the service refuses comes back
+// saying why.
+func TestWebhookRecoveryFromItsPage(t *testing.T) {
+	p := newPages(t)
+	ctx := context.Background()
+	dev := p.member(t, store.RoleMember, map[string]string{"pay": "developer"})
+	id := p.createWebhook(t, dev, url.Values{})
+	path := "/console/pay/webhooks/" + id
+	now := time.Now().UTC()
+	failingSince := now.Add(-time.Hour)
+	p.failing(t, id, failingSince, "every delivery to this URL has failed for 5 days; fix the endpoint and enable the webhook again")
+	for i, status := range []string{store.DeliveryFailed, store.DeliverySkipped, store.DeliverySkipped, store.DeliverySucceeded} {
+		d := &store.WebhookDelivery{ID: ids.New(ids.WebhookDelivery), MessageID: ids.New(ids.WebhookMessage), ConfigID: id,
+			EventID: ids.New(ids.Event), Event: "payment.confirmed", Payload: "{}", Status: status,
+			CreatedAt: now.Add(-time.Duration(40-10*i) * time.Minute)}
+		if err := p.store.CreateWebhookDelivery(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	html := p.page(t, dev, path+"?status=skipped", `<option value="skipped" selected>skipped</option>`, "No recoveries yet.")
+	if n := strings.Count(html, `<span class="status s-skipped">skipped</span>`); n != 2 ||
+		strings.Count(html, "not sent: the webhook was disabled (a recovery sends it)") != 2 {
+		t.Fatalf("the skipped deliveries: %d shown:\n%s", n, html)
+	}
+
+	recoverForm := func(since, until string) reply {
+		return p.post(t, dev, path+"/recover", url.Values{"since": {since}, "until": {until}})
+	}
+	errorOf := func(r reply) string {
+		if r.status != http.StatusSeeOther || !strings.HasPrefix(r.location, path+"?error=") {
+			t.Fatalf("a refused recovery: %d → %s", r.status, r.location)
+		}
+		got, _ := url.QueryUnescape(strings.TrimPrefix(r.location, path+"?error="))
+		return got
+	}
+	if got := errorOf(recoverForm(failingSince.Format("2006-01-02T15:04:05"), "")); !strings.Contains(got, "enable it to recover") {
+		t.Fatalf("a recovery while disabled: %s", got)
+	}
+
+	// Enabled again: back to its page with the form filled in from when it began failing.
+	r := p.post(t, dev, path, url.Values{"enabled": {"true"}})
+	typed := failingSince.Format("2006-01-02T15:04:05")
+	if !strings.HasPrefix(r.location, path+"?since="+url.QueryEscape(typed)+"&notice=Webhook+enabled") {
+		t.Fatalf("enable the webhook: %d → %s", r.status, r.location)
+	}
+	if c := p.hook(t, id); !c.Enabled || c.DisabledReason != nil || c.FailingSince != nil {
+		t.Fatalf("the webhook enabled again: %+v", c)
+	}
+	html = p.page(t, dev, r.location, `id="since" name="since" type="datetime-local" step="1" required value="`+typed+`"`, "recover them below")
+	if strings.Contains(html, "error banner") || strings.Contains(html, "Enable the webhook first") {
+		t.Fatalf("an enabled webhook's page still says it is disabled:\n%s", html)
+	}
+
+	for _, bad := range []struct{ since, until, want string }{
+		{"", "", "since must be a date and time in UTC"},
+		{"yesterday", "", "since must be a date and time in UTC"},
+		{typed, "soon", "until must be a date and time in UTC"},
+		{typed, typed, "since must be before until"},
+		{now.Add(time.Hour).Format(time.RFC3339), "", "since must be before until and before now"},
+	} {
+		if got := errorOf(recoverForm(bad.since, bad.until)); !strings.Contains(got, bad.want) {
+			t.Fatalf("a recovery from %q to %q: %s, want %q", bad.since, bad.until, got, bad.want)
+		}
+	}
+	// Another app's person reaches none of it.
+	trade := p.member(t, store.RoleMember, map[string]string{"trade": "developer"})
+	if r := p.post(t, trade, "/console/trade/webhooks/"+id+"/recover", url.Values{"since": {typed}}); !strings.Contains(r.location, "error=") {
+		t.Fatalf("a recovery of pay's webhook from trade: %d → %s", r.status, r.location)
+	}
+
+	// The form's datetime-local value, taken as UTC: the failed and skipped messages since
+	// are queued again.
+	r = recoverForm(typed, "")
+	m := regexp.MustCompile(`^` + regexp.QuoteMeta(path) + `\?notice=Recovery\+(rcv_[0-9a-z]+)\+started`).FindStringSubmatch(r.location)
+	if r.status != http.StatusSeeOther || m == nil {
+		t.Fatalf("recover: %d → %s", r.status, r.location)
+	}
+	html = compact(p.page(t, dev, r.location))
+	row := regexp.MustCompile(`<tr><td><code>` + m[1] + `</code></td><td><time datetime="([^"]+)">[^<]+</time> – <time datetime="[^"]+">[^<]+</time></td>` +
+		`<td><span class="status s-completed">completed</span></td><td class="num">4</td><td class="num">3</td><td><time[^>]*>[^<]+</time></td>` +
+		`<td><time[^>]*>[^<]+</time></td><td>—</td></tr>`).FindStringSubmatch(html)
+	if row == nil || row[1] != failingSince.Truncate(time.Second).Format("2006-01-02T15:04:05.000Z") {
+		t.Fatalf("the recovery is not listed as completed, 4 scanned, 3 requeued, from %s:\n%s", typed, html)
+	}
+	pending := p.page(t, dev, path+"?status=pending")
+	if n := strings.Count(pending, `<span class="status s-pending">pending</span>`); n != 3 {
+		t.Fatalf("%d deliveries pending after the recovery, want 3", n)
+	}
+	// An RFC 3339 until is taken too.
+	r = recoverForm(now.Add(-2*time.Hour).Format(time.RFC3339), now.Add(-90*time.Minute).Format(time.RFC3339))
+	if !strings.Contains(r.location, "notice=Recovery") {
+		t.Fatalf("recover an RFC 3339 window: %d → %s", r.status, r.location)
+	}
+	if html := compact(p.page(t, dev, path)); strings.Count(html, `<span class="status s-completed">completed</span>`) != 2 {
+		t.Fatalf("the page does not list both recoveries:\n%s", html)
 	}
 }

@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/sessioncookie"
 	"github.com/opentreasury/treasury/store"
@@ -34,6 +37,7 @@ func (c *console) developerRoutes() []route {
 		{"POST /console/{app}/webhooks/{id}/delete", "webhooks", c.deleteWebhook},
 		{"POST /console/{app}/webhooks/{id}/rotate", "webhooks", c.rotateWebhook},
 		{"POST /console/{app}/webhooks/{id}/test", "webhooks", c.testWebhook},
+		{"POST /console/{app}/webhooks/{id}/recover", "webhooks", c.recoverWebhook},
 		{"POST /console/{app}/webhooks/{id}/deliveries/{delivery}/redeliver", "webhooks", c.redeliver},
 		{"GET /console/{app}/team", "team", c.team},
 		{"POST /console/{app}/team", "team", c.invite},
@@ -239,7 +243,13 @@ func (c *console) testWebSocket(w http.ResponseWriter, r *http.Request, rq *requ
 
 type webhooksPage struct {
 	Webhooks []store.WebhookConfig
+	// Disabled are the webhooks the service disabled (every delivery failing), for the
+	// banner above the list.
+	Disabled []store.WebhookConfig
 }
+
+// disabledByService says whether the service, not a person, disabled a webhook.
+func disabledByService(c *store.WebhookConfig) bool { return !c.Enabled && c.DisabledReason != nil }
 
 func (c *console) webhooks(w http.ResponseWriter, r *http.Request, rq *request) {
 	rq.v.Title = "Webhooks"
@@ -248,12 +258,39 @@ func (c *console) webhooks(w http.ResponseWriter, r *http.Request, rq *request) 
 		c.failed(w, r, rq, err)
 		return
 	}
-	c.render(w, r, rq, http.StatusOK, "webhooks", webhooksPage{Webhooks: list})
+	page := webhooksPage{Webhooks: list}
+	for i := range list {
+		if disabledByService(&list[i]) {
+			page.Disabled = append(page.Disabled, list[i])
+		}
+	}
+	c.render(w, r, rq, http.StatusOK, "webhooks", page)
+}
+
+// rateLimit reads a form's rate limit: nil when the field is absent, 0 (none) when it is
+// empty, and -1 (refused by the service, with its range) when it is not a number of
+// messages per second.
+func rateLimit(r *http.Request) *int {
+	if !r.PostForm.Has("rateLimit") {
+		return nil
+	}
+	n := 0
+	if typed := strings.TrimSpace(r.PostFormValue("rateLimit")); typed != "" {
+		var err error
+		if n, err = strconv.Atoi(typed); err != nil || n == 0 {
+			n = -1
+		}
+	}
+	return &n
 }
 
 func (c *console) createWebhook(w http.ResponseWriter, r *http.Request, rq *request) {
+	limit := rateLimit(r)
+	if limit != nil && *limit == 0 {
+		limit = nil // empty: no rate limit of its own
+	}
 	hook, secret, err := c.Service.CreateWebhook(r.Context(), rq.caller(r), strings.TrimSpace(r.PostFormValue("url")),
-		entries(r.PostFormValue("events")), strings.TrimSpace(r.PostFormValue("description")))
+		entries(r.PostFormValue("events")), strings.TrimSpace(r.PostFormValue("description")), limit)
 	if err != nil {
 		c.back(w, r, "/console/"+rq.app+"/webhooks", err, "")
 		return
@@ -263,12 +300,25 @@ func (c *console) createWebhook(w http.ResponseWriter, r *http.Request, rq *requ
 		Note: "Your endpoint verifies every message with it (client.VerifyWebhook). It cannot be shown again; rotate it to get a new one."})
 }
 
+// recoveriesShown is how many of a webhook's recoveries its page lists, newest first.
+const recoveriesShown = 20
+
 type webhookPage struct {
 	Webhook    *store.WebhookConfig
 	Deliveries []service.Delivery
 	Status     string
+	Statuses   []string
 	Next       string
+	// DisabledByService puts the banner on the page: the service disabled the webhook.
+	DisabledByService bool
+	Recoveries        []store.WebhookRecovery
+	// Since fills the recovery form's since: the ?since= of the page, or when the
+	// webhook's failures began.
+	Since string
 }
+
+// deliveryStatuses are the statuses the deliveries list is filtered by.
+var deliveryStatuses = []string{store.DeliveryPending, store.DeliverySucceeded, store.DeliveryFailed, store.DeliverySkipped}
 
 func (c *console) webhook(w http.ResponseWriter, r *http.Request, rq *request) {
 	ctx, who := r.Context(), rq.caller(r)
@@ -285,22 +335,103 @@ func (c *console) webhook(w http.ResponseWriter, r *http.Request, rq *request) {
 		c.failed(w, r, rq, err)
 		return
 	}
-	c.render(w, r, rq, http.StatusOK, "webhook", webhookPage{Webhook: hook, Deliveries: list, Status: q.Get("status"), Next: next})
+	recoveries, _, err := c.Service.WebhookRecoveries(ctx, who, hook.ID, service.Page{Limit: recoveriesShown})
+	if err != nil {
+		c.failed(w, r, rq, err)
+		return
+	}
+	page := webhookPage{Webhook: hook, Deliveries: list, Status: q.Get("status"), Statuses: deliveryStatuses, Next: next,
+		DisabledByService: disabledByService(hook), Recoveries: recoveries}
+	if t, ok := formTime(q.Get("since")); ok {
+		page.Since = localInput(t)
+	} else if hook.FailingSince != nil {
+		page.Since = localInput(*hook.FailingSince)
+	}
+	c.render(w, r, rq, http.StatusOK, "webhook", page)
 }
 
+// updateWebhook saves the settings form (URL, events, description, rate limit) or the
+// Enable/Disable button. Enabling a webhook the service disabled clears when its failures
+// began; the page comes back with the recovery form filled in from then.
 func (c *console) updateWebhook(w http.ResponseWriter, r *http.Request, rq *request) {
 	ch := service.WebhookChange{}
 	if r.PostForm.Has("url") {
 		url, evs, desc := strings.TrimSpace(r.PostFormValue("url")), entries(r.PostFormValue("events")), strings.TrimSpace(r.PostFormValue("description"))
 		ch.URL, ch.Events, ch.Description = &url, &evs, &desc
 	}
+	ch.RateLimit = rateLimit(r)
 	if r.PostForm.Has("enabled") {
 		enabled := r.PostFormValue("enabled") == "true"
 		ch.Enabled = &enabled
 	}
+	ctx, who, id := r.Context(), rq.caller(r), r.PathValue("id")
+	path, done := "/console/"+rq.app+"/webhooks/"+id, "Webhook saved."
+	var failingSince *time.Time
+	if ch.Enabled != nil && *ch.Enabled {
+		if before, err := c.Service.GetWebhook(ctx, who, id); err == nil && disabledByService(before) {
+			failingSince = before.FailingSince
+		}
+	}
+	_, err := c.Service.UpdateWebhook(ctx, who, id, ch)
+	if err == nil && failingSince != nil {
+		path += "?" + url.Values{"since": {localInput(*failingSince)}}.Encode()
+		done = "Webhook enabled. Its messages since its failures began (" + events.FormatTime(*failingSince) +
+			") were not delivered: recover them below."
+	}
+	c.back(w, r, path, err, done)
+}
+
+// localInput is a time as a datetime-local input's value, in UTC, to the second (rounded
+// down, so that a window from it takes in the time itself).
+func localInput(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05") }
+
+// formTime reads a time typed in a form: a datetime-local input's value, taken as UTC, or
+// an RFC 3339 timestamp.
+func formTime(typed string) (time.Time, bool) {
+	typed = strings.TrimSpace(typed)
+	if typed == "" {
+		return time.Time{}, false
+	}
+	if t, err := time.Parse(time.RFC3339Nano, typed); err == nil {
+		return t, true
+	}
+	for _, layout := range []string{"2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04:05", "2006-01-02 15:04"} {
+		if t, err := time.ParseInLocation(layout, typed, time.UTC); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// recoverWebhook starts a recovery of the webhook's failed and skipped messages of the
+// window typed (until now when until is empty), as POST /developer/webhooks/{id}/recover
+// does, and goes back to the webhook's page, which lists it.
+func (c *console) recoverWebhook(w http.ResponseWriter, r *http.Request, rq *request) {
 	id := r.PathValue("id")
-	_, err := c.Service.UpdateWebhook(r.Context(), rq.caller(r), id, ch)
-	c.back(w, r, "/console/"+rq.app+"/webhooks/"+id, err, "Webhook saved.")
+	path := "/console/" + rq.app + "/webhooks/" + id
+	const format = "must be a date and time in UTC, such as 2026-11-22T01:24, or an RFC 3339 timestamp"
+	var errs []orders.FieldError
+	since, ok := formTime(r.PostFormValue("since"))
+	if !ok {
+		errs = append(errs, orders.FieldError{Field: "since", Message: format})
+	}
+	var until *time.Time
+	if typed := strings.TrimSpace(r.PostFormValue("until")); typed != "" {
+		t, ok := formTime(typed)
+		if !ok {
+			errs = append(errs, orders.FieldError{Field: "until", Message: format})
+		}
+		until = &t
+	}
+	if len(errs) > 0 {
+		c.back(w, r, path, &service.Error{Kind: service.Invalid, Detail: "The request has invalid fields; see errors.", Fields: errs}, "")
+		return
+	}
+	rec, err := c.Service.RecoverWebhook(r.Context(), rq.caller(r), id, since, until)
+	c.after(w, r, path, err, func() string {
+		return "Recovery " + rec.ID + " started: the failed and skipped messages of " + events.FormatTime(rec.Since) + " to " +
+			events.FormatTime(rec.Until) + " are sent again, each with its webhook-id. Its progress is listed below."
+	})
 }
 
 func (c *console) deleteWebhook(w http.ResponseWriter, r *http.Request, rq *request) {

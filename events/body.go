@@ -145,12 +145,30 @@ type PolicyEvent struct {
 	Restores *int `json:"restores"`
 }
 
-// Body is an event's body: an *OrderEvent, a *PolicyEvent or a *TestEvent.
+// WebhookEvent is the body of Webhook.Disabled: the service stopped sending to one of the
+// app's webhooks after every attempt failed for days. The disabled webhook itself is not
+// told; the app's other webhooks and its live channel are. Its fields are in the order of
+// their JSON names, as OrderEvent's are. The URL is left out: its query may hold a token.
+type WebhookEvent struct {
+	App            string `json:"app"`
+	CorrelationID  string `json:"correlationId"`
+	DisabledReason string `json:"disabledReason"`
+	Event          string `json:"event"`
+	// FailingSince is when the unbroken run of failed attempts began.
+	FailingSince Time   `json:"failingSince"`
+	ID           string `json:"id"`
+	OccurredAt   Time   `json:"occurredAt"`
+	WebhookID    string `json:"webhookId"`
+}
+
+// Body is an event's body: an *OrderEvent, a *PolicyEvent, a *WebhookEvent or a
+// *TestEvent.
 type Body interface{ body() }
 
-func (*OrderEvent) body()  {}
-func (*PolicyEvent) body() {}
-func (*TestEvent) body()   {}
+func (*OrderEvent) body()   {}
+func (*PolicyEvent) body()  {}
+func (*WebhookEvent) body() {}
+func (*TestEvent) body()    {}
 
 // Encode writes an event's body as every channel carries it (the outbox, a live frame's
 // data, a webhook message). It is the one place that does, so that a body is written one

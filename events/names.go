@@ -20,6 +20,7 @@ const (
 	OrderConfirmed            = "Order.Confirmed"
 	OrderFailed               = "Order.Failed"
 	PolicyPublished           = "Policy.Published"
+	WebhookDisabled           = "Webhook.Disabled"
 	WebSocketTest             = "websocket.test"
 	WebhookTest               = "webhook.test"
 	wildcardAll               = "*"
@@ -35,7 +36,7 @@ const TreasuryApp = "treasury"
 
 // Names lists every event a subscription may name.
 var Names = []string{OrderCreated, OrderSubmitted, OrderApproved, OrderRejected, WalletSigningRequested,
-	WalletTransactionSigned, OrderBroadcast, OrderConfirmed, OrderFailed, PolicyPublished, WebSocketTest, WebhookTest}
+	WalletTransactionSigned, OrderBroadcast, OrderConfirmed, OrderFailed, PolicyPublished, WebhookDisabled, WebSocketTest, WebhookTest}
 
 // Canonical returns the canonical spelling of a known event name, matched case-insensitively.
 func Canonical(name string) (string, bool) {
@@ -108,10 +109,12 @@ func quote(s string) string {
 }
 
 // IsAppEvent reports whether an event is about an app rather than an order
-// (Policy.Published): its body has none of an order event's fields (orderId, sequence, …),
-// so a config receives it only when it names it, by name or by its prefix.* wildcard, never
-// through *, and GET /events, the orders' stream, does not list it.
-func IsAppEvent(name string) bool { return strings.EqualFold(name, PolicyPublished) }
+// (Policy.Published, Webhook.Disabled): its body has none of an order event's fields
+// (orderId, sequence, …), so a config receives it only when it names it, by name or by its
+// prefix.* wildcard, never through *, and GET /events, the orders' stream, does not list it.
+func IsAppEvent(name string) bool {
+	return strings.EqualFold(name, PolicyPublished) || strings.EqualFold(name, WebhookDisabled)
+}
 
 // Matches reports whether an event name is selected by any of the (normalised) entries.
 func Matches(entries []string, name string) bool {

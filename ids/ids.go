@@ -26,6 +26,7 @@ const (
 	AuditLog        = "aud"
 	PolicyDraft     = "pdr"
 	PolicyDryRun    = "pdx"
+	WebhookRecovery = "rcv"
 )
 
 // New returns prefix_<32 hex digits of a UUIDv7>: unique, and ordered by creation time

@@ -37,6 +37,9 @@ const (
 	WebhookNotSent = "not_sent"
 	// WebhookAbandoned: the process stopped during the send; the delivery is sent again.
 	WebhookAbandoned = "abandoned"
+	// WebhookThrottled: the receiver answered 429 or 503 with Retry-After; the next attempt
+	// waits as asked, and this one is no failure.
+	WebhookThrottled = "throttled"
 )
 
 // Limiters whose refusals are counted.
@@ -59,6 +62,7 @@ type Metrics struct {
 	eventsCommitted    *prometheus.CounterVec
 	webhookAttempts    *prometheus.CounterVec
 	webhookDuration    *prometheus.HistogramVec
+	webhooksDisabled   prometheus.Counter
 	idempotencyReplays prometheus.Counter
 	rateLimited        *prometheus.CounterVec
 	live               *liveCollector
@@ -95,6 +99,10 @@ func New() *Metrics {
 			Help:    "Time of a webhook delivery attempt, from signing to the receiver's answer read, by outcome.",
 			Buckets: latencyBuckets,
 		}, []string{"outcome"}),
+		webhooksDisabled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "treasury_webhooks_disabled_total",
+			Help: "Webhooks the dispatcher disabled after every attempt failed for the failing window.",
+		}),
 		idempotencyReplays: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "treasury_idempotency_replays_total",
 			Help: "Writes answered with the stored response of an earlier request with the same Idempotency-Key.",
@@ -110,7 +118,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.httpRequests, m.httpDuration, m.eventsCommitted, m.webhookAttempts, m.webhookDuration,
-		m.idempotencyReplays, m.rateLimited, m.live, m.temporal,
+		m.webhooksDisabled, m.idempotencyReplays, m.rateLimited, m.live, m.temporal,
 	)
 	return m
 }
@@ -175,6 +183,14 @@ func (m *Metrics) WebhookAttempt(outcome string, took time.Duration) {
 	}
 	m.webhookAttempts.WithLabelValues(outcome).Inc()
 	m.webhookDuration.WithLabelValues(outcome).Observe(took.Seconds())
+}
+
+// WebhooksDisabled counts webhooks the dispatcher disabled.
+func (m *Metrics) WebhooksDisabled(n int) {
+	if m == nil {
+		return
+	}
+	m.webhooksDisabled.Add(float64(n))
 }
 
 // IdempotencyReplay counts a write answered from its Idempotency-Key's stored response.

@@ -62,6 +62,9 @@ type Service struct {
 	// DryRuns starts the background dry runs of policy drafts against history; nil fails
 	// them with ErrWorkflowsUnavailable.
 	DryRuns DryRunStarter
+	// Recoveries starts the background recoveries of webhook messages; nil fails them with
+	// ErrWorkflowsUnavailable.
+	Recoveries RecoveryStarter
 	// Bus tells every process about config changes and revoked credentials.
 	Bus events.Bus
 	// Live counts WebSocket connections; nil counts none.

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -34,13 +35,18 @@ type Delivery struct {
 	Attempts []store.WebhookAttempt
 }
 
-// WebhookChange is a change to a webhook: only the fields set change.
+// WebhookChange is a change to a webhook: only the fields set change. A RateLimit of 0
+// removes the webhook's own rate limit.
 type WebhookChange struct {
 	URL         *string
 	Events      *[]string
 	Description *string
 	Enabled     *bool
+	RateLimit   *int
 }
+
+// MaxWebhookRateLimit bounds a webhook's own rate limit, in messages per second.
+const MaxWebhookRateLimit = 10000
 
 // box is the sealing box, or a refusal when none is configured.
 func (s *Service) box() (*webhook.Box, error) {
@@ -81,6 +87,9 @@ func (s *Service) checkWebhook(ch WebhookChange) ([]string, []orders.FieldError)
 	if ch.Description != nil && len(*ch.Description) > maxDescription {
 		errs = append(errs, field("description", "must be at most 500 characters"))
 	}
+	if ch.RateLimit != nil && (*ch.RateLimit < 0 || *ch.RateLimit > MaxWebhookRateLimit) {
+		errs = append(errs, field("rateLimit", fmt.Sprintf("must be from 1 to %d messages per second, or null for none", MaxWebhookRateLimit)))
+	}
 	return entries, errs
 }
 
@@ -108,11 +117,11 @@ func (s *Service) GetWebhook(ctx context.Context, who Caller, id string) (*store
 
 // CreateWebhook registers an endpoint of the caller's app for the events its entries name
 // (SPEC 6); its signing secret is in this answer and nowhere else, ever.
-func (s *Service) CreateWebhook(ctx context.Context, who Caller, url string, entries []string, description string) (*store.WebhookConfig, string, error) {
+func (s *Service) CreateWebhook(ctx context.Context, who Caller, url string, entries []string, description string, rateLimit *int) (*store.WebhookConfig, string, error) {
 	if err := developer(who); err != nil {
 		return nil, "", err
 	}
-	normal, errs := s.checkWebhook(WebhookChange{URL: &url, Events: &entries, Description: &description})
+	normal, errs := s.checkWebhook(WebhookChange{URL: &url, Events: &entries, Description: &description, RateLimit: rateLimit})
 	if len(errs) > 0 {
 		return nil, "", invalid(errs...)
 	}
@@ -122,9 +131,10 @@ func (s *Service) CreateWebhook(ctx context.Context, who Caller, url string, ent
 	}
 	now := s.now()
 	c := &store.WebhookConfig{ID: ids.New(ids.WebhookConfig), OrgID: who.OrgID, App: who.App, URL: url,
-		Events: strings.Join(normal, ","), Description: description, Enabled: true, Secret: sealed, CreatedAt: now, UpdatedAt: now}
+		Events: strings.Join(normal, ","), Description: description, Enabled: true, RateLimit: ownRateLimit(rateLimit), Secret: sealed,
+		CreatedAt: now, UpdatedAt: now}
 	err = s.writeAudited(ctx, who, func(tx *store.Store) error { return tx.CreateWebhookConfig(ctx, c) },
-		"webhook.created", "webhook", c.ID, map[string]any{"url": url, "events": normal})
+		"webhook.created", "webhook", c.ID, map[string]any{"url": url, "events": normal, "rateLimit": c.RateLimit})
 	if err != nil {
 		return nil, "", err
 	}
@@ -152,6 +162,10 @@ func (s *Service) UpdateWebhook(ctx context.Context, who Caller, id string, ch W
 	if ch.Description != nil {
 		c.Description, changed["description"] = *ch.Description, *ch.Description
 	}
+	if ch.RateLimit != nil {
+		c.RateLimit = ownRateLimit(ch.RateLimit)
+		changed["rateLimit"] = c.RateLimit
+	}
 	if ch.Enabled != nil {
 		if *ch.Enabled && !c.Enabled {
 			c.DisabledReason, c.FailingSince = nil, nil
@@ -169,6 +183,15 @@ func (s *Service) UpdateWebhook(ctx context.Context, who Caller, id string, ch W
 		s.announce(ctx, who, events.Control{Kind: events.ControlWebhooksQueued, OrgID: c.OrgID, ConfigID: c.ID})
 	}
 	return c, nil
+}
+
+// ownRateLimit is the rate limit a webhook keeps for a requested one: nil for none (0).
+func ownRateLimit(requested *int) *int {
+	if requested == nil || *requested == 0 {
+		return nil
+	}
+	n := *requested
+	return &n
 }
 
 // DeleteWebhook removes a webhook with its deliveries.
@@ -246,14 +269,14 @@ type DeliveryFilter struct {
 }
 
 // deliveryStatuses are the statuses a delivery filter takes.
-var deliveryStatuses = []string{store.DeliveryPending, store.DeliverySucceeded, store.DeliveryFailed}
+var deliveryStatuses = []string{store.DeliveryPending, store.DeliverySucceeded, store.DeliveryFailed, store.DeliverySkipped}
 
 // ListWebhookDeliveries pages through a webhook's deliveries, newest first, each with its
 // attempts.
 func (s *Service) ListWebhookDeliveries(ctx context.Context, who Caller, id string, f DeliveryFilter) ([]Delivery, string, error) {
 	var errs []orders.FieldError
 	if f.Status != "" && !slices.Contains(deliveryStatuses, f.Status) {
-		errs = append(errs, field("status", "must be pending, succeeded or failed"))
+		errs = append(errs, field("status", "must be pending, succeeded, failed or skipped"))
 	}
 	if f.Event != "" {
 		name, ok := events.Canonical(f.Event)
@@ -308,4 +331,78 @@ func (s *Service) Redeliver(ctx context.Context, who Caller, id, deliveryID stri
 		Event: old.Event, OrderID: old.OrderID, CorrelationID: old.CorrelationID, Payload: old.Payload, Redelivery: n,
 		Status: store.DeliveryPending, NextAttemptAt: &now, CreatedAt: now}
 	return s.queueDelivery(ctx, who, d)
+}
+
+// RecoveryStarter starts the background job of a webhook recovery.
+type RecoveryStarter interface {
+	StartWebhookRecovery(ctx context.Context, recoveryID string) error
+}
+
+// RecoverWebhook sends again a webhook's messages of [since, until) whose last delivery
+// failed or was skipped while it was disabled, as a background job whose progress the
+// recovery shows. until is now when nil, and never later. Each message keeps its
+// webhook-id, so receivers deduplicate what they had after all.
+func (s *Service) RecoverWebhook(ctx context.Context, who Caller, id string, since time.Time, until *time.Time) (*store.WebhookRecovery, error) {
+	c, err := s.GetWebhook(ctx, who, id)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	end := now
+	if until != nil && until.Before(now) {
+		end = *until
+	}
+	if !since.Before(end) {
+		return nil, invalid(field("since", "must be before until and before now"))
+	}
+	if !c.Enabled {
+		return nil, refuse(Conflict, "The webhook is disabled; enable it to recover its messages.")
+	}
+	if s.Recoveries == nil {
+		return nil, ErrWorkflowsUnavailable
+	}
+	r := &store.WebhookRecovery{ID: ids.New(ids.WebhookRecovery), OrgID: c.OrgID, ConfigID: c.ID, Since: since.UTC(), Until: end.UTC(),
+		Status: store.RecoveryRunning, CreatedBy: who.ID, CorrelationID: who.CorrelationID, CreatedAt: now, UpdatedAt: now}
+	err = s.writeAudited(ctx, who, func(tx *store.Store) error { return tx.CreateWebhookRecovery(ctx, r) },
+		"webhook.recovery_started", "webhook", c.ID, map[string]any{"recoveryId": r.ID, "since": r.Since, "until": r.Until})
+	if err != nil {
+		return nil, err
+	}
+	// Started after the commit, so that the workflow finds its recovery; one that could
+	// not be started ends failed, saying so, rather than stay running for ever.
+	if err := s.Recoveries.StartWebhookRecovery(ctx, r.ID); err != nil {
+		s.Log.Error("webhook recovery not started", "recoveryId", r.ID, "error", err)
+		if err := s.Store.FailWebhookRecovery(context.WithoutCancel(ctx), r.ID, "its background job could not be started", s.now()); err != nil {
+			s.Log.Error("webhook recovery not marked failed", "recoveryId", r.ID, "error", err)
+		}
+		return nil, refuse(Unavailable, "The recovery could not be started; try again.")
+	}
+	return r, nil
+}
+
+// WebhookRecovery reads a recovery of a webhook: where it stands.
+func (s *Service) WebhookRecovery(ctx context.Context, who Caller, id, recoveryID string) (*store.WebhookRecovery, error) {
+	c, err := s.GetWebhook(ctx, who, id)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.Store.WebhookRecoveryOf(ctx, c.ID, recoveryID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, refuse(NotFound, "No recovery of this webhook with this id.")
+	}
+	return r, err
+}
+
+// WebhookRecoveries pages through a webhook's recoveries, newest first.
+func (s *Service) WebhookRecoveries(ctx context.Context, who Caller, id string, pg Page) ([]store.WebhookRecovery, string, error) {
+	c, err := s.GetWebhook(ctx, who, id)
+	if err != nil {
+		return nil, "", err
+	}
+	rows, err := s.Store.ListWebhookRecoveries(ctx, c.ID, pg.After, pg.Limit+1)
+	if err != nil {
+		return nil, "", err
+	}
+	rows, next := trim(rows, pg.Limit, func(r *store.WebhookRecovery) string { return r.ID })
+	return rows, next, nil
 }

@@ -125,11 +125,6 @@ func (s *Store) MemberPermissions(ctx context.Context, userID string) ([]MemberP
 	return out, err
 }
 
-// AppendAudit writes one audit record.
-func (s *Store) AppendAudit(ctx context.Context, a *AuditLog) error {
-	return s.with(ctx).Create(a).Error
-}
-
 // ListAudit lists an organisation's audit records of the given apps, newest first, after a
 // cursor id. With walletIDs, only records about orders from those wallets are listed.
 func (s *Store) ListAudit(ctx context.Context, orgID string, apps, walletIDs []string, beforeID string, limit int) ([]AuditLog, error) {
@@ -193,12 +188,6 @@ func (s *Store) OAuthTokenByHash(ctx context.Context, hash string) (*OAuthToken,
 	}
 	c, err := s.OAuthClient(ctx, t.ClientID)
 	return &t, c, err
-}
-
-// DeleteExpiredOAuthTokens removes tokens past their expiry.
-func (s *Store) DeleteExpiredOAuthTokens(ctx context.Context, now time.Time) (int64, error) {
-	res := s.with(ctx).Where("expires_at < ?", now.UTC()).Delete(&OAuthToken{})
-	return res.RowsAffected, res.Error
 }
 
 // RevokeOAuthClient revokes a client; its access tokens stop working with it.

@@ -155,12 +155,6 @@ func (s *Store) ReleaseIdempotencyKey(ctx context.Context, orgID, key string, cr
 		Delete(&IdempotencyRecord{}).Error
 }
 
-// DeleteExpiredIdempotencyKeys removes records past their retention and says how many went.
-func (s *Store) DeleteExpiredIdempotencyKeys(ctx context.Context, now time.Time) (int64, error) {
-	res := s.with(ctx).Where("expires_at < ?", now.UTC()).Delete(&IdempotencyRecord{})
-	return res.RowsAffected, res.Error
-}
-
 // idemTime is how a claim's time is stored: UTC, microseconds (PostgreSQL's precision), so
 // that the owner can match its own claim exactly on both databases.
 func idemTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }

@@ -85,14 +85,14 @@ func TestIdempotencyReleaseExpiryAndAbandonedClaims(t *testing.T) {
 		if held, err := claim(s, "old", "other", dayLater, dayLater.Add(-time.Minute)); err != nil || held != nil {
 			t.Fatalf("an expired key is free again: %v %v", held, err)
 		}
-		n, err := s.DeleteExpiredIdempotencyKeys(ctx, t0.Add(48*time.Hour))
+		d, err := s.DeleteExpired(ctx, store.ExpiringIdempotencyRecords, t0.Add(48*time.Hour), 1000, nil)
 		// "released" and "abandoned" are past their day; "old" was claimed anew at dayLater.
-		if err != nil || n != 2 {
-			t.Fatalf("cleanup removed %d (%v), want 2", n, err)
+		if err != nil || d.Rows != 2 {
+			t.Fatalf("cleanup removed %+v (%v), want 2", d, err)
 		}
-		n, err = s.DeleteExpiredIdempotencyKeys(ctx, t0.Add(48*time.Hour))
-		if err != nil || n != 0 {
-			t.Fatalf("second cleanup removed %d (%v)", n, err)
+		d, err = s.DeleteExpired(ctx, store.ExpiringIdempotencyRecords, t0.Add(48*time.Hour), 1000, nil)
+		if err != nil || d.Rows != 0 {
+			t.Fatalf("second cleanup removed %+v (%v)", d, err)
 		}
 	})
 }

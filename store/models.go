@@ -153,6 +153,11 @@ type AuditLog struct {
 	CorrelationID string
 	Details       string
 	CreatedAt     time.Time
+	// Seq, PrevHash and Hash place the record in its organisation's audit chain (see
+	// AppendAudit); NULL in the database (zero here) until the record is placed.
+	Seq      int64
+	PrevHash string
+	Hash     string
 }
 
 func (AuditLog) TableName() string { return "audit_logs" }

@@ -566,13 +566,6 @@ func (s *Store) listStream(ctx context.Context, q *gorm.DB, f EventFilter) ([]Ev
 	return out, err
 }
 
-// DeleteEventsBefore removes stored events that occurred before cutoff (the retention of
-// GET /events) and says how many went.
-func (s *Store) DeleteEventsBefore(ctx context.Context, cutoff time.Time) (int64, error) {
-	res := s.with(ctx).Where("occurred_at < ?", cutoff.UTC()).Delete(&Event{})
-	return res.RowsAffected, res.Error
-}
-
 // OrderEvents returns every event of an order in sequence order.
 func (s *Store) OrderEvents(ctx context.Context, orderID string) ([]Event, error) {
 	var out []Event

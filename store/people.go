@@ -126,9 +126,3 @@ func (s *Store) RevokeSession(ctx context.Context, hash string, at time.Time) er
 	return s.with(ctx).Model(&Session{}).Where("token_hash = ? AND revoked_at IS NULL", hash).
 		Update("revoked_at", at.UTC()).Error
 }
-
-// DeleteExpiredSessions removes sessions past their expiry.
-func (s *Store) DeleteExpiredSessions(ctx context.Context, now time.Time) (int64, error) {
-	res := s.with(ctx).Where("expires_at < ?", now.UTC()).Delete(&Session{})
-	return res.RowsAffected, res.Error
-}

@@ -76,8 +76,8 @@ func TestPeopleAndSessions(t *testing.T) {
 		if c, _, _ := s.SessionByHash(ctx, "c"); c.RevokedAt == nil {
 			t.Fatal("signed out, not revoked")
 		}
-		if n, err := s.DeleteExpiredSessions(ctx, now); err != nil || n != 1 {
-			t.Fatalf("expired sessions deleted: %d %v", n, err)
+		if d, err := s.DeleteExpired(ctx, store.ExpiringSessions, now, 1000, nil); err != nil || d.Rows != 1 {
+			t.Fatalf("expired sessions deleted: %+v %v", d, err)
 		}
 	})
 }

@@ -460,12 +460,19 @@ func (s *Store) WindowUse(ctx context.Context, orgID, app string, w policy.Windo
 func (s *Store) AppendPolicyEvent(ctx context.Context, orgID string, body *events.PolicyEvent) error {
 	body.ID, body.Event = ids.New(ids.Event), events.PolicyPublished
 	body.OccurredAt = events.TimeOf(body.OccurredAt.UTC())
+	return s.appendAppEvent(ctx, &Event{ID: body.ID, OrgID: orgID, App: body.App, Event: body.Event,
+		Step: fmt.Sprintf("policy-%s-v%d", body.App, body.PolicyVersion), CorrelationID: body.CorrelationID,
+		OccurredAt: body.OccurredAt.Time}, body)
+}
+
+// appendAppEvent writes an event of an app about no order (events.IsAppEvent) to the
+// outbox, with its webhook deliveries, in the caller's transaction.
+func (s *Store) appendAppEvent(ctx context.Context, ev *Event, body events.Body) error {
 	data, err := events.Encode(body)
 	if err != nil {
 		return err
 	}
-	ev := &Event{ID: body.ID, OrgID: orgID, App: body.App, Event: body.Event, Step: fmt.Sprintf("policy-%s-v%d", body.App, body.PolicyVersion),
-		Data: string(data), CorrelationID: body.CorrelationID, OccurredAt: body.OccurredAt.Time}
+	ev.Data = string(data)
 	// order_id stays NULL: the column names an order when there is one.
 	err = s.with(ctx).Table("events").Create(map[string]any{"id": ev.ID, "org_id": ev.OrgID, "app": ev.App, "domain": "",
 		"order_id": nil, "sequence": 0, "event": ev.Event, "leg": "", "step": ev.Step, "data": ev.Data,

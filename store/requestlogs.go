@@ -21,9 +21,6 @@ type RequestLog struct {
 
 func (RequestLog) TableName() string { return "request_logs" }
 
-// RequestLogRetention is how long request logs are kept.
-const RequestLogRetention = 7 * 24 * time.Hour
-
 // AppendRequestLogs stores a batch of request logs.
 func (s *Store) AppendRequestLogs(ctx context.Context, rows []RequestLog) error {
 	if len(rows) == 0 {
@@ -49,10 +46,4 @@ func (s *Store) ListRequestLogs(ctx context.Context, orgID, app string, f Reques
 		q = q.Where("status = ?", f.Status)
 	}
 	return page[RequestLog](q, beforeID, newestFirst, limit)
-}
-
-// DeleteRequestLogsBefore removes request logs older than cutoff.
-func (s *Store) DeleteRequestLogsBefore(ctx context.Context, cutoff time.Time) (int64, error) {
-	res := s.with(ctx).Where("at < ?", cutoff.UTC()).Delete(&RequestLog{})
-	return res.RowsAffected, res.Error
 }

@@ -20,9 +20,9 @@ func TestRequestLogsRetentionAndPaging(t *testing.T) {
 		if err := s.AppendRequestLogs(ctx, []store.RequestLog{old, recent, other}); err != nil {
 			t.Fatal(err)
 		}
-		n, err := s.DeleteRequestLogsBefore(ctx, now.Add(-store.RequestLogRetention))
-		if err != nil || n != 1 {
-			t.Fatalf("deleted %d, %v", n, err)
+		d, err := s.DeleteExpired(ctx, store.ExpiringRequestLogs, now.Add(-7*24*time.Hour), 1000, nil)
+		if err != nil || d.Rows != 1 {
+			t.Fatalf("deleted %+v, %v", d, err)
 		}
 		list, err := s.ListRequestLogs(ctx, "org_1", "pay", store.RequestLogFilter{}, "", 10)
 		if err != nil || len(list) != 1 || list[0].ID != recent.ID {

@@ -38,6 +38,11 @@ type Store struct {
 	// appended and appendedNames collect, inside a transaction, the ids and the names of
 	// the events it wrote, in step.
 	appended, appendedNames *[]string
+	// audited collects, inside a transaction on PostgreSQL, the organisations of the
+	// audit records it wrote, which the process's chainers place in their chains once it
+	// has committed (see AppendAudit).
+	audited  *[]string
+	chainers *auditChainers
 	// writers, on SQLite, lets one transaction at a time begin (nil with Config.NoWriterGate).
 	writers *writerGate
 }
@@ -99,7 +104,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	sqlDB.SetMaxIdleConns(maxOpen)
 	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	s := &Store{db: db, dialect: dialect, databaseURL: cfg.DatabaseURL, committed: new(func([]string)),
-		counted: new(func([]string))}
+		counted: new(func([]string)), chainers: &auditChainers{orgs: map[string]*auditRounds{}}}
 	if dialect == migrations.SQLite && !cfg.NoWriterGate {
 		s.writers = newWriterGate(sqliteBusyTimeout)
 	}
@@ -153,7 +158,8 @@ func (s *Store) Close() error {
 }
 
 // Migrate applies every pending migration. On PostgreSQL it holds an advisory lock so
-// that several replicas starting at once apply each migration exactly once.
+// that several replicas starting at once apply each migration exactly once. Then it
+// chains any audit record that has no place in its organisation's chain yet.
 func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
 	fsys, err := migrations.FS(s.dialect)
 	if err != nil {
@@ -186,16 +192,27 @@ func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
 			log.Info("migration applied", "version", r.Source.Version, "file", r.Source.Path, "took", r.Duration.String())
 		}
 	}
+	// Chaining needs the hash code, which SQL cannot run: it is a step of its own after the
+	// migrations, a no-op once every record is chained.
+	chained, err := s.chainAuditBacklog(ctx)
+	if err != nil {
+		return fmt.Errorf("store: chain the audit records written before the chain: %w", err)
+	}
+	if log != nil && chained > 0 {
+		log.Info("audit records chained", "records", chained)
+	}
 	return nil
 }
 
 // Tx runs fn in one database transaction; fn receives a Store bound to it.
-// Events the transaction appends are announced once it commits (see OnEventsCommitted).
+// Events the transaction appends are announced once it commits (see OnEventsCommitted),
+// and on PostgreSQL the audit records it appends are then placed in their chains (see
+// AppendAudit).
 func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 	nested := s.appended != nil
-	appended, names := s.appended, s.appendedNames
+	appended, names, audited := s.appended, s.appendedNames, s.audited
 	if !nested {
-		appended, names = new([]string), new([]string)
+		appended, names, audited = new([]string), new([]string), new([]string)
 	}
 	before := len(*appended)
 	if !nested && s.writers != nil {
@@ -207,7 +224,7 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 	}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		return fn(&Store{db: tx, dialect: s.dialect, databaseURL: s.databaseURL, committed: s.committed, counted: s.counted,
-			appended: appended, appendedNames: names})
+			appended: appended, appendedNames: names, audited: audited})
 	})
 	if err != nil {
 		// A nested transaction rolled back to its savepoint: its events never happened.
@@ -220,6 +237,9 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 		if s.counted != nil && *s.counted != nil {
 			(*s.counted)(*names)
 		}
+	}
+	if err == nil && !nested && len(*audited) > 0 {
+		s.chainCommitted(ctx, *audited)
 	}
 	return err
 }

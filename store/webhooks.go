@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
@@ -33,8 +34,11 @@ type WebhookConfig struct {
 	PreviousSecretUntil *time.Time
 	// FailingSince is when the first of an unbroken run of failed attempts was made.
 	FailingSince *time.Time
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// RateLimit bounds the messages sent to the endpoint per second; nil: no bound of its
+	// own.
+	RateLimit *int
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 func (WebhookConfig) TableName() string { return "webhook_configs" }
@@ -52,11 +56,13 @@ func (c *WebhookConfig) Subscription() events.Subscription {
 	return events.Subscription{ID: c.ID, OrgID: c.OrgID, App: c.App, Entries: c.EventList(), Enabled: c.Enabled}
 }
 
-// Statuses of a webhook delivery.
+// Statuses of a webhook delivery. A skipped delivery is a message the webhook wanted
+// while it was disabled: recorded, never sent, until a recovery sends it.
 const (
 	DeliveryPending   = "pending"
 	DeliverySucceeded = "succeeded"
 	DeliveryFailed    = "failed"
+	DeliverySkipped   = "skipped"
 )
 
 // WebhookDelivery is one message to one config: the first delivery of an event, or a
@@ -71,10 +77,13 @@ type WebhookDelivery struct {
 	OrderID       string
 	CorrelationID string
 	// Payload is the body sent: the event's data.
-	Payload       string
-	Redelivery    int
-	Status        string
+	Payload    string
+	Redelivery int
+	Status     string
+	// Attempts counts every attempt made; Throttled those of them the receiver answered
+	// 429 or 503 with Retry-After, which the retry schedule does not count.
 	Attempts      int
+	Throttled     int
 	NextAttemptAt *time.Time
 	LeaseUntil    *time.Time
 	LeasedBy      *string
@@ -136,7 +145,7 @@ func (s *Store) ListWebhookConfigs(ctx context.Context, orgID, app string) ([]We
 func (s *Store) SaveWebhookConfig(ctx context.Context, c *WebhookConfig) error {
 	res := s.with(ctx).Model(c).Where("org_id = ?", c.OrgID).
 		Select("url", "events", "description", "enabled", "disabled_reason", "secret", "previous_secret",
-			"previous_secret_until", "failing_since", "updated_at").Updates(c)
+			"previous_secret_until", "failing_since", "rate_limit", "updated_at").Updates(c)
 	if res.Error == nil && res.RowsAffected == 0 {
 		return ErrNotFound
 	}
@@ -153,23 +162,29 @@ func (s *Store) DeleteWebhookConfig(ctx context.Context, orgID, id string) error
 }
 
 // queueWebhooks writes, in the transaction that appends ev, one delivery for every
-// enabled webhook config of the event's organisation and app that wants it.
+// webhook config of the event's organisation and app that wants it: due now when the
+// config is enabled, skipped when it is disabled (a recovery sends it later).
 func (s *Store) queueWebhooks(ctx context.Context, ev *Event) error {
 	var configs []WebhookConfig
 	err := s.with(ctx).Select("id", "org_id", "app", "events", "enabled").
-		Where("org_id = ? AND app = ? AND enabled", ev.OrgID, ev.App).Find(&configs).Error
+		Where("org_id = ? AND app = ?", ev.OrgID, ev.App).Find(&configs).Error
 	if err != nil || len(configs) == 0 {
 		return err
 	}
 	rec := ev.Record()
 	for i := range configs {
-		if sub := configs[i].Subscription(); !sub.Wants(&rec) {
+		sub := configs[i].Subscription()
+		sub.Enabled = true
+		if !sub.Wants(&rec) {
 			continue
 		}
 		at := ev.OccurredAt
 		d := &WebhookDelivery{ID: ids.New(ids.WebhookDelivery), MessageID: ids.New(ids.WebhookMessage), ConfigID: configs[i].ID,
 			EventID: ev.ID, Event: ev.Event, OrderID: ev.OrderID, CorrelationID: ev.CorrelationID, Payload: ev.Data,
 			Status: DeliveryPending, NextAttemptAt: &at, CreatedAt: at}
+		if !configs[i].Enabled {
+			d.Status, d.NextAttemptAt, d.CompletedAt = DeliverySkipped, nil, &at
+		}
 		if err := s.with(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(d).Error; err != nil {
 			return err
 		}
@@ -301,14 +316,25 @@ type AttemptOutcome struct {
 	// is spent and the delivery has failed.
 	Succeeded     bool
 	NextAttemptAt *time.Time
-	ConfigID      string
+	// Throttled: the receiver asked for a later attempt (429 or 503 with Retry-After). It
+	// neither continues nor ends the config's run of failures.
+	Throttled bool
+	ConfigID  string
+}
+
+// DisabledWebhook is a config the dispatcher disabled.
+type DisabledWebhook struct {
+	ID, OrgID, App string
 }
 
 // RecordWebhookAttempts writes outcomes in one transaction: each attempt, its delivery's
 // new state, and its config's run of failures. A config whose attempts have all failed
-// since before disableBefore is disabled with a reason.
-func (s *Store) RecordWebhookAttempts(ctx context.Context, outcomes []AttemptOutcome, disableBefore time.Time, reason string) error {
-	return s.Tx(ctx, func(tx *Store) error {
+// since before disableBefore is disabled with a reason, and Webhook.Disabled tells the
+// app's other webhooks and live channel; the configs disabled are returned.
+func (s *Store) RecordWebhookAttempts(ctx context.Context, outcomes []AttemptOutcome, disableBefore time.Time, reason string) ([]DisabledWebhook, error) {
+	var disabled []DisabledWebhook
+	err := s.Tx(ctx, func(tx *Store) error {
+		disabled = disabled[:0]
 		db := tx.with(ctx)
 		attempts := make([]WebhookAttempt, 0, len(outcomes))
 		// The latest outcome of each config in the batch says whether its run of failures
@@ -319,6 +345,8 @@ func (s *Store) RecordWebhookAttempts(ctx context.Context, outcomes []AttemptOut
 			a.At = a.At.UTC()
 			updates := map[string]any{"attempts": a.N, "lease_until": nil, "leased_by": nil, "next_attempt_at": o.NextAttemptAt}
 			switch {
+			case o.Throttled:
+				updates["throttled"] = gorm.Expr("throttled + 1")
 			case o.Succeeded:
 				updates["status"], updates["completed_at"] = DeliverySucceeded, a.At
 			case o.NextAttemptAt == nil:
@@ -333,6 +361,9 @@ func (s *Store) RecordWebhookAttempts(ctx context.Context, outcomes []AttemptOut
 				continue
 			}
 			attempts = append(attempts, a)
+			if o.Throttled {
+				continue
+			}
 			succeeded[o.ConfigID] = o.Succeeded
 			if o.Succeeded {
 				delete(failedAt, o.ConfigID)
@@ -356,12 +387,46 @@ func (s *Store) RecordWebhookAttempts(ctx context.Context, outcomes []AttemptOut
 			if err := cfg.Where("failing_since IS NULL").Update("failing_since", failedAt[configID]).Error; err != nil {
 				return err
 			}
-			err := db.Model(&WebhookConfig{}).Where("id = ? AND enabled AND failing_since < ?", configID, disableBefore.UTC()).
-				Updates(map[string]any{"enabled": false, "disabled_reason": reason, "updated_at": failedAt[configID]}).Error
-			if err != nil {
-				return err
+			res := db.Model(&WebhookConfig{}).Where("id = ? AND enabled AND failing_since < ?", configID, disableBefore.UTC()).
+				Updates(map[string]any{"enabled": false, "disabled_reason": reason, "updated_at": failedAt[configID]})
+			if res.Error != nil {
+				return res.Error
+			}
+			if res.RowsAffected == 1 {
+				d, err := tx.announceDisabled(ctx, configID, failedAt[configID])
+				if err != nil {
+					return err
+				}
+				disabled = append(disabled, d)
 			}
 		}
 		return nil
 	})
+	return disabled, err
+}
+
+// announceDisabled writes Webhook.Disabled for a config just disabled at at.
+func (s *Store) announceDisabled(ctx context.Context, configID string, at time.Time) (DisabledWebhook, error) {
+	var c WebhookConfig
+	if err := s.with(ctx).Where("id = ?", configID).Take(&c).Error; err != nil {
+		return DisabledWebhook{}, err
+	}
+	body := &events.WebhookEvent{App: c.App, CorrelationID: uuid.NewString(), Event: events.WebhookDisabled,
+		ID: ids.New(ids.Event), OccurredAt: events.TimeOf(at.UTC()), WebhookID: c.ID}
+	if c.DisabledReason != nil {
+		body.DisabledReason = *c.DisabledReason
+	}
+	if c.FailingSince != nil {
+		body.FailingSince = events.TimeOf(c.FailingSince.UTC())
+	}
+	ev := &Event{ID: body.ID, OrgID: c.OrgID, App: c.App, Event: body.Event, Step: "webhook-disabled-" + body.ID,
+		CorrelationID: body.CorrelationID, OccurredAt: body.OccurredAt.Time}
+	return DisabledWebhook{ID: c.ID, OrgID: c.OrgID, App: c.App}, s.appendAppEvent(ctx, ev, body)
+}
+
+// ReleaseWebhookDeliveries gives back a worker's leases of some pending deliveries, due
+// again at once for any worker.
+func (s *Store) ReleaseWebhookDeliveries(ctx context.Context, worker string, deliveryIDs []string) error {
+	return s.with(ctx).Model(&WebhookDelivery{}).Where("id IN ? AND leased_by = ? AND status = ?", deliveryIDs, worker, DeliveryPending).
+		Updates(map[string]any{"lease_until": nil, "leased_by": nil}).Error
 }

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,8 +32,8 @@ func deliveriesOf(t *testing.T, s *store.Store, configID string) []store.Webhook
 }
 
 // The transaction that commits an event queues one delivery for each enabled config of
-// the event's organisation and app that wants it, and none for any other; a retried step
-// queues nothing twice.
+// the event's organisation and app that wants it, records one skipped for a disabled one,
+// and none for any other; a retried step queues nothing twice.
 func TestEventsQueueWebhookDeliveries(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		org := mustOrg(t, s)
@@ -62,7 +63,16 @@ func TestEventsQueueWebhookDeliveries(t *testing.T) {
 		if got := deliveriesOf(t, s, submitted.ID); len(got) != 1 || got[0].Event != "Order.Submitted" || got[0].MessageID == d.MessageID {
 			t.Fatalf("the order.submitted config has %+v", got)
 		}
-		for name, c := range map[string]*store.WebhookConfig{"disabled": disabled, "other app": otherApp, "other org": otherOrg} {
+		skipped := deliveriesOf(t, s, disabled.ID)
+		if len(skipped) != 2 {
+			t.Fatalf("the disabled config has %d deliveries", len(skipped))
+		}
+		for _, d := range skipped {
+			if d.Status != store.DeliverySkipped || d.NextAttemptAt != nil || d.CompletedAt == nil {
+				t.Errorf("the disabled config's delivery %+v", d)
+			}
+		}
+		for name, c := range map[string]*store.WebhookConfig{"other app": otherApp, "other org": otherOrg} {
 			if got := deliveriesOf(t, s, c.ID); len(got) != 0 {
 				t.Errorf("the %s config has %d deliveries", name, len(got))
 			}
@@ -77,6 +87,8 @@ func TestWebhookLeasesAndOutcomes(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		org := mustOrg(t, s)
 		c := mustWebhook(t, s, org, "pay", "*", true)
+		everything := mustWebhook(t, s, org, "pay", "*", false)
+		watcher := mustWebhook(t, s, org, "pay", "webhook.*", false)
 		for range 3 {
 			mustDraft(t, s, org, "TRANSFER")
 		}
@@ -113,8 +125,8 @@ func TestWebhookLeasesAndOutcomes(t *testing.T) {
 			// Worker b's lease is lost: what it reports now changes nothing.
 			{Attempt: store.WebhookAttempt{DeliveryID: b[0].ID, N: 1, At: now, LatencyMs: 1}, Worker: "worker-b", Succeeded: true, ConfigID: c.ID},
 		}
-		if err := s.RecordWebhookAttempts(ctx, outcomes, now.Add(-time.Hour), "failing"); err != nil {
-			t.Fatal(err)
+		if disabled, err := s.RecordWebhookAttempts(ctx, outcomes, now.Add(-time.Hour), "failing"); err != nil || len(disabled) != 0 {
+			t.Fatalf("disabled %v: %v", disabled, err)
 		}
 		byID := map[string]store.WebhookDelivery{}
 		list, attempts, err := s.ListWebhookDeliveries(ctx, store.DeliveryFilter{ConfigID: c.ID, Limit: 10})
@@ -147,12 +159,24 @@ func TestWebhookLeasesAndOutcomes(t *testing.T) {
 		failAt := retry
 		outcome := store.AttemptOutcome{Attempt: store.WebhookAttempt{DeliveryID: a[0].ID, N: 2, At: failAt, StatusCode: &code},
 			Worker: "worker-a", ConfigID: c.ID}
-		if err := s.RecordWebhookAttempts(ctx, []store.AttemptOutcome{outcome}, failAt.Add(time.Second), "every delivery failed"); err != nil {
-			t.Fatal(err)
+		disabled, err := s.RecordWebhookAttempts(ctx, []store.AttemptOutcome{outcome}, failAt.Add(time.Second), "every delivery failed")
+		if err != nil || len(disabled) != 1 || disabled[0] != (store.DisabledWebhook{ID: c.ID, OrgID: org, App: "pay"}) {
+			t.Fatalf("disabled %v: %v", disabled, err)
 		}
 		got, _ = s.WebhookConfig(ctx, org, c.ID)
 		if got.Enabled || got.DisabledReason == nil || *got.DisabledReason != "every delivery failed" {
 			t.Fatalf("config %+v", got)
+		}
+		// Webhook.Disabled is an event of the app: a config that names it (webhook.*) has
+		// it, one of * does not.
+		if got := deliveriesOf(t, s, watcher.ID); len(got) != 1 || got[0].Event != "Webhook.Disabled" ||
+			!strings.Contains(got[0].Payload, `"webhookId":"`+c.ID+`"`) || !strings.Contains(got[0].Payload, `"disabledReason":"every delivery failed"`) {
+			t.Fatalf("the webhook.* config has %+v", got)
+		}
+		for _, d := range deliveriesOf(t, s, everything.ID) {
+			if d.Event == "Webhook.Disabled" {
+				t.Fatal("a * config has Webhook.Disabled")
+			}
 		}
 		far := retry.Add(time.Hour)
 		if more, _ := s.LeaseWebhookDeliveries(ctx, "worker-a", far, far.Add(time.Minute), 10); len(more) != 0 {

@@ -27,10 +27,13 @@ type Activities struct {
 	Maintenance *activities.Maintenance
 	Orders      *activities.Orders
 	Policies    *activities.Policies
+	Webhooks    *activities.WebhookRecoveries
 }
 
 // structs lists what New registers; the test holds it to the workflows' activity names.
-func (a Activities) structs() []any { return []any{a.Portfolio, a.Maintenance, a.Orders, a.Policies} }
+func (a Activities) structs() []any {
+	return []any{a.Portfolio, a.Maintenance, a.Orders, a.Policies, a.Webhooks}
+}
 
 // New builds a worker on the treasury task queue with every workflow and activity registered.
 func New(c client.Client, acts Activities, opts sdkworker.Options) sdkworker.Worker {
@@ -39,6 +42,7 @@ func New(c client.Client, acts Activities, opts sdkworker.Options) sdkworker.Wor
 	w.RegisterWorkflowWithOptions(workflows.Maintenance, workflow.RegisterOptions{Name: workflows.MaintenanceWorkflow})
 	w.RegisterWorkflowWithOptions(workflows.OrderLifecycle, workflow.RegisterOptions{Name: workflows.OrderWorkflow})
 	w.RegisterWorkflowWithOptions(workflows.PolicyDryRun, workflow.RegisterOptions{Name: workflows.PolicyDryRunWorkflow})
+	w.RegisterWorkflowWithOptions(workflows.WebhookRecovery, workflow.RegisterOptions{Name: workflows.WebhookRecoveryWorkflow})
 	for _, s := range acts.structs() {
 		w.RegisterActivity(s)
 	}
@@ -53,7 +57,7 @@ func EnsureSchedules(ctx context.Context, c client.Client, balanceSyncInterval t
 		return err
 	}
 	return ensureSchedule(ctx, c, workflows.MaintenanceScheduleID, workflows.MaintenanceWorkflow,
-		nil, time.Hour, "Deletes data past its retention (idempotency records, events, OAuth tokens).")
+		nil, time.Hour, "Deletes data past its retention (events, webhook deliveries, request logs, idempotency records, OAuth tokens, sessions), in batches.")
 }
 
 // ensureSchedule creates a schedule or updates an existing one. A run still going when

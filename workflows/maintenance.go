@@ -7,15 +7,16 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// Names of the housekeeping workflow, its activity and its schedule.
+// Names of the housekeeping workflow, its activities and its schedule.
 const (
-	MaintenanceWorkflow                  = "Maintenance"
-	DeleteExpiredIdempotencyKeysActivity = "DeleteExpiredIdempotencyKeys"
-	DeleteExpiredEventsActivity          = "DeleteExpiredEvents"
-	DeleteExpiredOAuthTokensActivity     = "DeleteExpiredOAuthTokens"
-	DeleteExpiredRequestLogsActivity     = "DeleteExpiredRequestLogs"
-	DeleteExpiredSessionsActivity        = "DeleteExpiredSessions"
-	MaintenanceScheduleID                = "maintenance"
+	MaintenanceWorkflow                    = "Maintenance"
+	DeleteExpiredIdempotencyKeysActivity   = "DeleteExpiredIdempotencyKeys"
+	DeleteExpiredEventsActivity            = "DeleteExpiredEvents"
+	DeleteExpiredOAuthTokensActivity       = "DeleteExpiredOAuthTokens"
+	DeleteExpiredRequestLogsActivity       = "DeleteExpiredRequestLogs"
+	DeleteExpiredSessionsActivity          = "DeleteExpiredSessions"
+	DeleteExpiredWebhookDeliveriesActivity = "DeleteExpiredWebhookDeliveries"
+	MaintenanceScheduleID                  = "maintenance"
 )
 
 // MaintenanceResult says what a run cleaned up.
@@ -25,6 +26,8 @@ type MaintenanceResult struct {
 	OAuthTokensDeleted     int64
 	RequestLogsDeleted     int64
 	SessionsDeleted        int64
+	// WebhookDeliveriesDeleted counts deliveries; their attempts went with them.
+	WebhookDeliveriesDeleted int64
 }
 
 // requestLogRetentionChange marks the version of Maintenance that also removes old request
@@ -34,10 +37,17 @@ const requestLogRetentionChange = "request-log-retention"
 // sessionRetentionChange marks the version that also removes expired console sessions.
 const sessionRetentionChange = "session-retention"
 
+// webhookRetentionChange marks the version that also removes webhook deliveries that
+// ended longer ago than their retention.
+const webhookRetentionChange = "webhook-retention"
+
 // Maintenance removes data past its retention. A Temporal Schedule runs it hourly.
+// Each activity deletes in batches and heartbeats after each one, so a worker that dies
+// mid-delete is noticed within the heartbeat timeout rather than the activity's.
 func Maintenance(ctx workflow.Context) (MaintenanceResult, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute,
+		HeartbeatTimeout:    time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 5},
 	})
 	var res MaintenanceResult
@@ -59,6 +69,12 @@ func Maintenance(ctx workflow.Context) (MaintenanceResult, error) {
 	if workflow.GetVersion(ctx, sessionRetentionChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return res, nil
 	}
-	err := workflow.ExecuteActivity(ctx, DeleteExpiredSessionsActivity).Get(ctx, &res.SessionsDeleted)
+	if err := workflow.ExecuteActivity(ctx, DeleteExpiredSessionsActivity).Get(ctx, &res.SessionsDeleted); err != nil {
+		return res, err
+	}
+	if workflow.GetVersion(ctx, webhookRetentionChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return res, nil
+	}
+	err := workflow.ExecuteActivity(ctx, DeleteExpiredWebhookDeliveriesActivity).Get(ctx, &res.WebhookDeliveriesDeleted)
 	return res, err
 }

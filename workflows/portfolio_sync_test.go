@@ -145,10 +145,13 @@ func TestMaintenanceDeletesExpiredIdempotencyKeys(t *testing.T) {
 		activity.RegisterOptions{Name: DeleteExpiredRequestLogsActivity})
 	env.RegisterActivityWithOptions(func(context.Context) (int64, error) { return 4, nil },
 		activity.RegisterOptions{Name: DeleteExpiredSessionsActivity})
+	env.RegisterActivityWithOptions(func(context.Context) (int64, error) { return 9, nil },
+		activity.RegisterOptions{Name: DeleteExpiredWebhookDeliveriesActivity})
 	env.ExecuteWorkflow(MaintenanceWorkflow)
 	var res MaintenanceResult
 	if err := env.GetWorkflowResult(&res); err != nil || res.IdempotencyKeysDeleted != 7 || res.EventsDeleted != 3 ||
-		res.OAuthTokensDeleted != 2 || res.RequestLogsDeleted != 11 || res.SessionsDeleted != 4 || calls != 2 {
+		res.OAuthTokensDeleted != 2 || res.RequestLogsDeleted != 11 || res.SessionsDeleted != 4 ||
+		res.WebhookDeliveriesDeleted != 9 || calls != 2 {
 		t.Fatalf("result %+v err %v calls %d", res, err, calls)
 	}
 }

@@ -23,6 +23,8 @@ import (
 type command struct {
 	words   []string
 	summary string
+	// args names the arguments it takes after its flags (e.g. FILE); "" takes none.
+	args string
 	// flags registers the command's flags; they override the environment.
 	flags func(fs *flag.FlagSet, cfg *assemble.Config)
 	run   func(ctx context.Context, cfg assemble.Config, proc commandEnv) error
@@ -32,7 +34,10 @@ type command struct {
 // tests pass their own.
 type commandEnv struct {
 	getenv         func(string) string
+	stdin          io.Reader
 	stdout, stderr io.Writer
+	// args are the arguments after the command's flags.
+	args []string
 }
 
 // configOnly adapts a command that needs nothing but its configuration.
@@ -91,6 +96,15 @@ var commands = []command{
 		words:   []string{"temporal", "setup"},
 		summary: "register the custom search attributes on the Temporal namespace",
 		run:     configOnly(assemble.SetupTemporal),
+	},
+	{
+		words:   []string{"audit", "verify"},
+		args:    "FILE",
+		summary: "verify an export of the audit log (FILE, - for stdin): intact, or its first broken entry",
+		flags: func(fs *flag.FlagSet, _ *assemble.Config) {
+			fs.StringVar(&auditFlags.head, "head", "", "a chain head seen before, SEQ:HASH (chainHead of GET /api/v1/audit-logs, or the\nhead of an earlier verification): the export must reach it, with that hash")
+		},
+		run: runAuditVerify,
 	},
 }
 
@@ -161,6 +175,13 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	if getenv == nil {
 		getenv = os.Getenv
 	}
+	return runIn(args, commandEnv{getenv: getenv, stdin: os.Stdin, stdout: stdout, stderr: stderr})
+}
+
+// runIn runs the command args name in the process proc describes, and returns its exit
+// status.
+func runIn(args []string, proc commandEnv) int {
+	getenv, stderr := proc.getenv, proc.stderr
 	cmd, rest := findCommand(args)
 	if cmd == nil {
 		usage(stderr)
@@ -182,13 +203,19 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		}
 		return 2
 	}
-	if fs.NArg() > 0 {
+	if fs.NArg() > 0 && cmd.args == "" {
 		fmt.Fprintf(stderr, "treasury %s: unexpected arguments %q\n", strings.Join(cmd.words, " "), fs.Args())
 		return 2
 	}
+	proc.args = fs.Args()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := cmd.run(ctx, cfg, commandEnv{getenv: getenv, stdout: stdout, stderr: stderr}); err != nil {
+	if err := cmd.run(ctx, cfg, proc); err != nil {
+		var usage usageError
+		if errors.As(err, &usage) {
+			fmt.Fprintf(stderr, "treasury %s: %v\n", strings.Join(cmd.words, " "), err)
+			return 2
+		}
 		fmt.Fprintf(stderr, "treasury %s: %v\n", strings.Join(cmd.words, " "), err)
 		return 1
 	}
@@ -228,7 +255,7 @@ func newFlagSet(cmd *command, cfg *assemble.Config, out io.Writer) *flag.FlagSet
 		cmd.flags(fs, cfg)
 	}
 	fs.Usage = func() {
-		fmt.Fprintf(out, "Usage: treasury %s [flags]\n\n%s.\n\nFlags:\n", name, cmd.summary)
+		fmt.Fprintf(out, "Usage: treasury %s [flags]%s\n\n%s.\n\nFlags:\n", name, strings.TrimRight(" "+cmd.args, " "), cmd.summary)
 		fs.PrintDefaults()
 		fmt.Fprintf(out, "\nEnvironment:\n%s", assemble.EnvHelp())
 	}

@@ -32,11 +32,11 @@ import (
 
 var httpClient = &http.Client{Timeout: 10 * time.Second}
 
-func startBundle(t *testing.T, dataDir, databaseURL string) *devstack.Bundle {
+func startBundle(t *testing.T, dataDir, databaseURL string, tweaks ...func(*devstack.Options)) *devstack.Bundle {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	b, err := devstack.Start(ctx, devstack.Options{
+	opts := devstack.Options{
 		DataDir:      dataDir,
 		HTTPAddr:     "127.0.0.1:0",
 		TemporalPort: 0,
@@ -47,7 +47,11 @@ func startBundle(t *testing.T, dataDir, databaseURL string) *devstack.Bundle {
 		DevSigner:           true,
 		BlockTime:           50 * time.Millisecond,
 		Log:                 slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	})
+	}
+	for _, tweak := range tweaks {
+		tweak(&opts)
+	}
+	b, err := devstack.Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("start dev bundle: %v", err)
 	}

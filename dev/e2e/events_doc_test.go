@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opentreasury/treasury/dev/devstack"
 	"github.com/opentreasury/treasury/events"
 )
 
@@ -34,6 +35,7 @@ var eventMeaning = map[string]string{
 	events.OrderConfirmed:          "The last leg is final on the chain: the order ends confirmed.",
 	events.OrderFailed:             "The order ends failed (`failure.code`: `tx_reverted`, `signing_expired`, …).",
 	events.PolicyPublished:         "A new version of the app's policy is in force, for orders submitted from then on: rules put in force at once (`PUT /api/v1/policies/{app}`, `draftId` null), a published draft, or a rollback (`restores`). An event of the app about no order (no `orderId`, `domain`, `walletId`, `orderStatus` or `sequence`): a live config or webhook of the app receives it only when it names it, as `Policy.Published` or `policy.*` (`*` keeps to the orders' events, whose fields it lacks), and `GET /api/v1/events`, the orders' stream, does not list it: the policy's versions are its record. `publishedBy` is the credential whose request put it in force: the `PUT`, the publish, or the approval that completed the draft's quorum.",
+	events.WebhookDisabled:         "The service stopped sending to one of the app's webhooks: every attempt to its URL failed for 5 days (`failingSince`). An event of the app about no order, like `Policy.Published`: the app's live configs and other webhooks receive it when they name it (`Webhook.Disabled` or `webhook.*`); the disabled webhook records it as skipped. Fix the endpoint, enable the webhook again (`PATCH {\"enabled\": true}`), then recover what it missed (`POST /developer/webhooks/{id}/recover`).",
 	events.WebSocketTest:           "Sent by Send test (`POST /developer/websockets/{id}/test`) to every live connection of the config, whatever it subscribes to. Live only: not stored.",
 	events.WebhookTest:             "Sent by `POST /developer/webhooks/{id}/test` to the webhook's URL, whatever it subscribes to.",
 }
@@ -44,7 +46,9 @@ var eventMeaning = map[string]string{
 // docs/events.md must show exactly those events with exactly those fields, and that
 // status machine; WRITE_EVENTS_DOC=1 rewrites it from the run.
 func TestEventsCatalogue(t *testing.T) {
-	b := startBundle(t, t.TempDir(), "")
+	// Webhook retries and the 5-day failing window a millionth as long (0.43 s), so that
+	// an endpoint that fails every attempt is disabled within the run.
+	b := startBundle(t, t.TempDir(), "", func(o *devstack.Options) { o.WebhookBackoffScale = 1e-6 })
 	defer func() { _ = b.Shutdown() }()
 	api := b.APIURL + "/api/v1"
 	pay, trade := b.Credentials.Keys["pay"], b.Credentials.Keys["trade"]
@@ -161,6 +165,33 @@ func TestEventsCatalogue(t *testing.T) {
 		t.Fatal("no webhook.test message")
 	}
 
+	// An endpoint that fails every attempt, sent test messages until the service disables
+	// it; a live config of the app that names webhook events hears of it.
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	defer failing.Close()
+	r = send(t, "POST", b.APIURL+"/developer/websockets", pay.SK, `{"events":["webhook.*"]}`)
+	hookLive := dialLive(t, b.APIURL, r.body["id"].(string), pay.PK)
+	r = send(t, "POST", b.APIURL+"/developer/webhooks", pay.SK, `{"url":"`+failing.URL+`/hooks","events":["order.confirmed"]}`)
+	failingID := r.body["id"].(string)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	giveUp := time.After(30 * time.Second)
+	for examples[events.WebhookDisabled] == nil {
+		select {
+		case f := <-hookLive.frames:
+			if f["event"] == events.WebhookDisabled {
+				examples[events.WebhookDisabled], _ = json.Marshal(f["data"])
+			}
+		case <-tick.C:
+			// 202 while it is enabled; 409 once it is disabled.
+			send(t, "POST", b.APIURL+"/developer/webhooks/"+failingID+"/test", pay.SK, "")
+		case <-giveUp:
+			t.Fatal("no Webhook.Disabled frame")
+		}
+	}
+
 	for _, name := range events.Names {
 		if examples[name] == nil {
 			t.Fatalf("the run emitted no %s", name)
@@ -189,7 +220,8 @@ func renderEventsDoc(examples map[string]json.RawMessage, edges map[[2]string]bo
 	b.WriteString(`# Events
 
 Every change of an order appends one event, in the same transaction as the change, and so
-does every publish of an app's policy (` + "`Policy.Published`" + `, an event of the app). The same
+does every publish of an app's policy (` + "`Policy.Published`" + `) and every webhook the service
+disables (` + "`Webhook.Disabled`" + `): events of the app. The same
 event reaches you three ways, with the same body (its ` + "`data`" + `): live over a WebSocket
 ([live-events.md](live-events.md)), durably by webhook ([webhooks.md](webhooks.md)), and on
 request from ` + "`GET /api/v1/events?orderId=&cursor=`" + ` (kept 30 days).

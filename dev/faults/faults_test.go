@@ -67,7 +67,7 @@ func TestMain(m *testing.M) {
 
 // startCluster starts a cluster of its own (databases named after the test, dropped
 // before and after) on free ports.
-func startCluster(t *testing.T, name string) *cluster.Cluster {
+func startCluster(t *testing.T, name string, env ...string) *cluster.Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -92,9 +92,9 @@ func startCluster(t *testing.T, name string) *cluster.Cluster {
 		TreasuryBin: os.Getenv("TREASURY_BIN"), DevBin: os.Getenv("TREASURY_DEV_BIN"),
 		Postgres: server, Name: name, DataDir: dir,
 		APIPorts: ports[:2], TemporalPort: ports[2], UIPort: ports[3],
-		Env: []string{"RATE_LIMIT=100000", "RATE_BURST=100000", "BALANCE_SYNC_INTERVAL=1h",
+		Env: append([]string{"RATE_LIMIT=100000", "RATE_BURST=100000", "BALANCE_SYNC_INTERVAL=1h",
 			// Webhook retries in milliseconds to seconds instead of 5 s to 10 h.
-			"WEBHOOK_BACKOFF_SCALE=0.001", "LOG_LEVEL=warn"},
+			"WEBHOOK_BACKOFF_SCALE=0.001", "LOG_LEVEL=warn"}, env...),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

@@ -212,6 +212,10 @@ type receiver struct {
 	mu       sync.Mutex
 	accepted map[string]int
 	bad      int
+	// down makes it answer 503 to everything, as an endpoint that is down does.
+	down bool
+	// webhookID is the webhook that sends to it.
+	webhookID string
 }
 
 func newReceiver(t *testing.T) *receiver {
@@ -220,6 +224,10 @@ func newReceiver(t *testing.T) *receiver {
 		body, _ := io.ReadAll(req.Body)
 		r.mu.Lock()
 		defer r.mu.Unlock()
+		if r.down {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
 		if err := client.VerifyWebhook(r.secret, req.Header, body); err != nil {
 			r.bad++
 			http.Error(w, err.Error(), http.StatusUnauthorized)
@@ -232,6 +240,24 @@ func newReceiver(t *testing.T) *receiver {
 	}))
 	t.Cleanup(r.Close)
 	return r
+}
+
+// setDown takes the receiver down or brings it back.
+func (r *receiver) setDown(down bool) {
+	r.mu.Lock()
+	r.down = down
+	r.mu.Unlock()
+}
+
+// repeats counts the messages the receiver accepted more than once.
+func (r *receiver) repeats() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, c := range r.accepted {
+		n += max(c-1, 0)
+	}
+	return n
 }
 
 // missing counts the ids the receiver has not accepted.
@@ -248,25 +274,28 @@ func (r *receiver) missing(ids []string) int {
 }
 
 // hookEveryApp gives every order app a webhook on its order and wallet events.
-func hookEveryApp(t *testing.T, c *cluster.Cluster) map[string]*receiver {
+func hookEveryApp(t *testing.T, c *cluster.Cluster, down ...bool) map[string]*receiver {
 	t.Helper()
 	out := map[string]*receiver{}
 	for _, d := range domains {
 		rc := newReceiver(t)
+		rc.down = len(down) > 0 && down[0]
 		r := send("POST", c.APIURLs[0]+"/developer/webhooks", c.Credentials.Keys[d.app].SK,
 			fmt.Sprintf(`{"url":%q,"events":["order.*","wallet.*"]}`, rc.URL+"/hooks"))
 		if r.status != 201 {
 			t.Fatalf("webhook of %s: %d %s %v", d.app, r.status, r.raw, r.err)
 		}
 		rc.secret = r.body["secret"].(string)
+		rc.webhookID = r.body["id"].(string)
 		out[d.app] = rc
 	}
 	return out
 }
 
 // account checks every order's events and broadcasts and every webhook message once the
-// orders are terminal, and fills in the row.
-func account(t *testing.T, c *cluster.Cluster, orders []placed, hooks map[string]*receiver, r *row) {
+// orders are terminal, fills in the row, and returns the ids of the orders' events by
+// app: the messages each app's webhook is owed.
+func account(t *testing.T, c *cluster.Cluster, orders []placed, hooks map[string]*receiver, r *row) map[string][]string {
 	t.Helper()
 	ctx := context.Background()
 	r.orders = len(orders)
@@ -332,6 +361,7 @@ func account(t *testing.T, c *cluster.Cluster, orders []placed, hooks map[string
 			t.Errorf("%d webhook messages never delivered", r.webhookLost)
 		}
 	}
+	return wantHooks
 }
 
 // signedDigests returns the digest of every signed leg of the orders: each must have been

@@ -26,6 +26,29 @@ import (
 // routes once, at the root.
 const developerAlias = "/api/v1/developer/"
 
+// JSON Lines (the audit export) is held to the document line by line: the document
+// describes such a body as an array whose items are its lines, in order.
+func init() { openapi3filter.RegisterBodyDecoder("application/jsonl", jsonLinesDecoder) }
+
+func jsonLinesDecoder(body io.Reader, h http.Header, schema *openapi3.SchemaRef, enc openapi3filter.EncodingFn) (any, error) {
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return nil, err
+	}
+	lines := []any{}
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		v, err := openapi3filter.JSONBodyDecoder(bytes.NewReader(line), h, schema, enc)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		lines = append(lines, v)
+	}
+	return lines, nil
+}
+
 // Checker checks exchanges and remembers which operations they covered. It is safe for
 // concurrent use.
 type Checker struct {

@@ -41,10 +41,54 @@ func ForEachDialect(t *testing.T, fn func(t *testing.T, s *store.Store)) {
 	t.Run("postgres", func(t *testing.T) { fn(t, NewPostgres(t)) })
 }
 
+// ForEachDialectWithSQL is ForEachDialect with a database/sql handle on the store's
+// database besides, for tests that change rows behind the store's back (as someone
+// tampering with the database would). Statements take $1, $2, … on both databases.
+func ForEachDialectWithSQL(t *testing.T, fn func(t *testing.T, s *store.Store, db *sql.DB)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "treasury.db")
+		fn(t, openSQLite(t, path), rawDB(t, "sqlite", store.SQLiteDSN(path)))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		dsn := PostgresSchemaURL(t)
+		fn(t, openPostgres(t, dsn), rawDB(t, "pgx", dsn))
+	})
+}
+
+// ForEachDialectInTwoProcesses runs fn with two stores on one database, as two
+// processes of the service (replicas) have them, on SQLite and on PostgreSQL.
+func ForEachDialectInTwoProcesses(t *testing.T, fn func(t *testing.T, a, b *store.Store)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "treasury.db")
+		fn(t, openSQLite(t, path), openSQLite(t, path))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		dsn := PostgresSchemaURL(t)
+		fn(t, openPostgres(t, dsn), openPostgres(t, dsn))
+	})
+}
+
+func rawDB(t testing.TB, driver, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatalf("open %s: %v", driver, err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
 // NewSQLite opens a migrated SQLite store in a temp directory.
 func NewSQLite(t testing.TB) *store.Store {
 	t.Helper()
-	s, err := store.Open(context.Background(), store.Config{SQLitePath: filepath.Join(t.TempDir(), "treasury.db")})
+	return openSQLite(t, filepath.Join(t.TempDir(), "treasury.db"))
+}
+
+func openSQLite(t testing.TB, path string) *store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), store.Config{SQLitePath: path})
 	if err != nil {
 		t.Fatalf("open sqlite: %v", err)
 	}
@@ -59,7 +103,11 @@ func NewSQLite(t testing.TB) *store.Store {
 // drops the schema when the test ends.
 func NewPostgres(t testing.TB) *store.Store {
 	t.Helper()
-	dsn := PostgresSchemaURL(t)
+	return openPostgres(t, PostgresSchemaURL(t))
+}
+
+func openPostgres(t testing.TB, dsn string) *store.Store {
+	t.Helper()
 	s, err := store.Open(context.Background(), store.Config{DatabaseURL: dsn})
 	if err != nil {
 		t.Fatalf("open postgres: %v", err)

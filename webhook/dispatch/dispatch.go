@@ -14,6 +14,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -32,7 +34,9 @@ type Options struct {
 	Log *slog.Logger
 	// Guard says where webhooks may be sent.
 	Guard webhook.Guard
-	// Senders bounds the sends in flight [64]; PerEndpoint bounds them per config [16].
+	// Senders bounds the sends in flight [64]; PerEndpoint bounds them per config [16]. A
+	// config holds at most twice PerEndpoint leased deliveries, so with PerEndpoint at most
+	// a quarter of Senders an endpoint that hangs leaves half the senders to the others.
 	Senders, PerEndpoint int
 	// Timeout bounds one send [10 s].
 	Timeout time.Duration
@@ -49,6 +53,8 @@ type Options struct {
 	// transaction, and on SQLite every write takes the database's one lock, which the
 	// order steps need too.
 	Settle time.Duration
+	// MaxRetryAfter caps how long a receiver's Retry-After may hold a delivery back [1 h].
+	MaxRetryAfter time.Duration
 	// Now is the clock [time.Now].
 	Now func() time.Time
 	// Metrics counts the attempts by outcome [nothing].
@@ -61,6 +67,11 @@ const (
 	maxResponseRead = 64 << 10
 	responseKept    = 2 << 10
 )
+
+// maxThrottles is how many attempts of one delivery a receiver may answer with
+// Retry-After before the next such answer counts as a failure: a receiver that only ever
+// asks for later must still end up failed, not held for ever.
+const maxThrottles = 50
 
 // disabledReason is what the owner sees on a config the dispatcher disabled.
 const disabledReason = "every delivery to this URL has failed for 5 days; fix the endpoint and enable the webhook again"
@@ -98,6 +109,9 @@ func New(opts Options) *Dispatcher {
 	}
 	if opts.Settle <= 0 {
 		opts.Settle = 100 * time.Millisecond
+	}
+	if opts.MaxRetryAfter <= 0 {
+		opts.MaxRetryAfter = time.Hour
 	}
 	transport := &http.Transport{
 		// No proxy: a proxy would dial the address the guard never saw.
@@ -139,10 +153,12 @@ func (s subscriber) Control(_ context.Context, c *events.Control) {
 	}
 }
 
-// job is one leased delivery on its way.
+// job is one leased delivery on its way; wait is how long its config's rate limit holds
+// it before it is sent.
 type job struct {
 	delivery store.WebhookDelivery
 	config   *store.WebhookConfig
+	wait     time.Duration
 }
 
 // Run delivers until ctx ends: lease what is due and fits the free senders, send, record.
@@ -162,7 +178,15 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	inFlight := 0
 	perConfig := map[string]int{}
 	waiting := map[string][]job{}
+	rates := rateLimits{}
+	var giveBack []string
 	start := func(j job) {
+		var ok bool
+		if j.wait, ok = rates.reserve(j.config, d.opts.Now(), d.opts.Lease/2); !ok {
+			// Its turn would come after its lease: another lease takes it up then.
+			giveBack = append(giveBack, j.delivery.ID)
+			return
+		}
 		inFlight++
 		perConfig[j.config.ID]++
 		go func() { done <- d.send(ctx, j) }()
@@ -202,7 +226,8 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		if free > 0 && ((!leaseAt.IsZero() && !now.Before(leaseAt)) || (more && free >= batch)) {
 			// A config with as many sends as it may have is left out of the lease, so that
 			// a slow endpoint's backlog never takes the senders from the others.
-			var full []string
+			// So is one whose rate limit has no message to spare now.
+			full := rates.spent(now)
 			for id, n := range perConfig {
 				if n+len(waiting[id]) >= d.opts.PerEndpoint {
 					full = append(full, id)
@@ -210,11 +235,21 @@ func (d *Dispatcher) Run(ctx context.Context) {
 			}
 			jobs := d.lease(ctx, free, full)
 			for _, j := range jobs {
-				if perConfig[j.config.ID] < d.opts.PerEndpoint {
+				id := j.config.ID
+				switch {
+				case perConfig[id] < d.opts.PerEndpoint:
 					start(j)
-				} else {
-					waiting[j.config.ID] = append(waiting[j.config.ID], j)
+				case len(waiting[id]) < d.opts.PerEndpoint:
+					waiting[id] = append(waiting[id], j)
+				default:
+					// One config holds at most twice its sends in flight, so that a slow
+					// endpoint's backlog leaves the other senders to the other endpoints.
+					giveBack = append(giveBack, j.delivery.ID)
 				}
+			}
+			if len(giveBack) > 0 {
+				d.giveBack(ctx, giveBack)
+				giveBack = giveBack[:0]
 			}
 			leaseAt, more = time.Time{}, len(jobs) == free
 		}
@@ -256,6 +291,13 @@ func (d *Dispatcher) release() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := d.opts.Store.ReleaseWebhookLeases(ctx, d.worker); err != nil {
+		d.opts.Log.Warn("webhook leases not given back; they end by themselves", "error", err)
+	}
+}
+
+// giveBack ends this worker's leases of deliveries it will not send yet.
+func (d *Dispatcher) giveBack(ctx context.Context, deliveryIDs []string) {
+	if err := d.opts.Store.ReleaseWebhookDeliveries(ctx, d.worker, deliveryIDs); err != nil && ctx.Err() == nil {
 		d.opts.Log.Warn("webhook leases not given back; they end by themselves", "error", err)
 	}
 }
@@ -323,8 +365,18 @@ type result struct {
 	abandoned bool
 }
 
-// send makes one attempt of a delivery and says what became of it.
+// send makes one attempt of a delivery, once its config's rate limit lets it, and says
+// what became of it.
 func (d *Dispatcher) send(ctx context.Context, j job) result {
+	if j.wait > 0 {
+		t := time.NewTimer(j.wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return result{outcome: store.AttemptOutcome{ConfigID: j.config.ID}, abandoned: true}
+		}
+	}
 	start := time.Now()
 	o, sent := d.attempt(ctx, j)
 	r := result{outcome: o, abandoned: ctx.Err() != nil && !o.Succeeded}
@@ -339,6 +391,8 @@ func (r result) metricOutcome(sent bool) string {
 	switch {
 	case r.outcome.Succeeded:
 		return metrics.WebhookSucceeded
+	case r.outcome.Throttled:
+		return metrics.WebhookThrottled
 	case r.abandoned:
 		return metrics.WebhookAbandoned
 	case !sent:
@@ -360,11 +414,13 @@ func (d *Dispatcher) attempt(ctx context.Context, j job) (_ store.AttemptOutcome
 	dl, cfg := j.delivery, j.config
 	now := d.opts.Now()
 	n := dl.Attempts + 1
+	// The schedule counts failures only: the attempts a receiver throttled are not.
+	failures := n - dl.Throttled
 	outcome := store.AttemptOutcome{Worker: d.worker, ConfigID: cfg.ID,
 		Attempt: store.WebhookAttempt{DeliveryID: dl.ID, N: n, At: now}}
 	fail := func(msg string) store.AttemptOutcome {
 		outcome.Attempt.Error = &msg
-		outcome.NextAttemptAt = d.opts.Schedule.After(n, now)
+		outcome.NextAttemptAt = d.opts.Schedule.After(failures, now)
 		return outcome
 	}
 	secrets, err := d.secrets(cfg, now)
@@ -397,8 +453,39 @@ func (d *Dispatcher) attempt(ctx context.Context, j job) (_ store.AttemptOutcome
 		outcome.Succeeded = true
 		return outcome, true
 	}
-	outcome.NextAttemptAt = d.opts.Schedule.After(n, now)
+	// Retry-After counts from the answer, not from when the attempt began.
+	answered := d.opts.Now()
+	if wait, ok := retryAfter(res, answered); ok && dl.Throttled < maxThrottles {
+		at := answered.Add(min(wait, d.opts.MaxRetryAfter))
+		outcome.Throttled, outcome.NextAttemptAt = true, &at
+		return outcome, true
+	}
+	outcome.NextAttemptAt = d.opts.Schedule.After(failures, now)
 	return outcome, true
+}
+
+// retryAfter is how long a 429 or 503 answer asks the sender to wait (Retry-After, in
+// seconds or as a date), at least a second; ok is false for any other answer.
+func retryAfter(res *http.Response, now time.Time) (_ time.Duration, ok bool) {
+	if res.StatusCode != http.StatusTooManyRequests && res.StatusCode != http.StatusServiceUnavailable {
+		return 0, false
+	}
+	v := strings.TrimSpace(res.Header.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	var wait time.Duration
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs < 0 {
+			return 0, false
+		}
+		wait = time.Duration(min(secs, int64(365*24*time.Hour/time.Second))) * time.Second
+	} else if at, err := http.ParseTime(v); err == nil {
+		wait = at.Sub(now)
+	} else {
+		return 0, false
+	}
+	return max(wait, time.Second), true
 }
 
 // sendError describes a failed send without the URL's query (it may carry a token).
@@ -447,15 +534,20 @@ func (d *Dispatcher) record(outcomes <-chan store.AttemptOutcome) {
 		}
 		disableBefore := d.opts.Now().Add(-d.opts.Schedule.scaled(failingWindow))
 		var err error
+		var disabled []store.DisabledWebhook
 		for attempt, wait := 0, 100*time.Millisecond; attempt < 6; attempt, wait = attempt+1, 2*wait {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err = d.opts.Store.RecordWebhookAttempts(ctx, batch, disableBefore, disabledReason)
+			disabled, err = d.opts.Store.RecordWebhookAttempts(ctx, batch, disableBefore, disabledReason)
 			cancel()
 			if err == nil {
 				break
 			}
 			time.Sleep(wait)
 		}
+		for _, c := range disabled {
+			d.opts.Log.Warn("webhook disabled: every attempt failed for the failing window", "webhookId", c.ID, "orgId", c.OrgID, "app", c.App)
+		}
+		d.opts.Metrics.WebhooksDisabled(len(disabled))
 		if err != nil {
 			d.opts.Log.Error("webhook attempts not recorded; their deliveries are sent again when their leases end",
 				"attempts", len(batch), "error", err)

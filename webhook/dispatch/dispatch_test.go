@@ -65,7 +65,7 @@ type fixture struct {
 	org   string
 }
 
-func newFixture(t *testing.T, s *store.Store) *fixture {
+func newFixture(t testing.TB, s *store.Store) *fixture {
 	t.Helper()
 	creds, err := seed.Ensure(context.Background(), s, t.TempDir(), seed.URLs{}, quiet)
 	if err != nil {
@@ -78,7 +78,7 @@ func newFixture(t *testing.T, s *store.Store) *fixture {
 }
 
 // config stores an enabled config of the pay app for url, with a fresh secret.
-func (f *fixture) config(t *testing.T, url string) (*store.WebhookConfig, string) {
+func (f *fixture) config(t testing.TB, url string) (*store.WebhookConfig, string) {
 	t.Helper()
 	secret, _ := webhook.NewSecret()
 	sealed, _ := f.box.Seal(secret)
@@ -92,7 +92,7 @@ func (f *fixture) config(t *testing.T, url string) (*store.WebhookConfig, string
 }
 
 // queue queues n messages to a config, due now.
-func (f *fixture) queue(t *testing.T, configID string, n int) []store.WebhookDelivery {
+func (f *fixture) queue(t testing.TB, configID string, n int) []store.WebhookDelivery {
 	t.Helper()
 	var out []store.WebhookDelivery
 	for i := range n {
@@ -110,7 +110,7 @@ func (f *fixture) queue(t *testing.T, configID string, n int) []store.WebhookDel
 	return out
 }
 
-func (f *fixture) start(t *testing.T, opts Options) *Dispatcher {
+func (f *fixture) start(t testing.TB, opts Options) *Dispatcher {
 	t.Helper()
 	opts.Store, opts.Box, opts.Log = f.store, f.box, quiet
 	opts.Guard.AllowHTTP, opts.Guard.AllowLoopback = true, true
