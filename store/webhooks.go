@@ -402,7 +402,11 @@ func (s *Store) RecordWebhookAttempts(ctx context.Context, outcomes []AttemptOut
 		}
 		return nil
 	})
-	return disabled, err
+	if err != nil {
+		// Rolled back: nothing was disabled.
+		return nil, err
+	}
+	return disabled, nil
 }
 
 // announceDisabled writes Webhook.Disabled for a config just disabled at at.

@@ -180,16 +180,24 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	waiting := map[string][]job{}
 	rates := rateLimits{}
 	var giveBack []string
-	start := func(j job) {
+	// start sends a job once its config's rate limit lets it, or gives it back (false)
+	// when that turn would leave too little of its lease for the send.
+	start := func(j job) bool {
+		now := d.opts.Now()
+		within := d.opts.Lease / 2
+		if until := j.delivery.LeaseUntil; until != nil {
+			within = until.Sub(now) - d.opts.Timeout
+		}
 		var ok bool
-		if j.wait, ok = rates.reserve(j.config, d.opts.Now(), d.opts.Lease/2); !ok {
-			// Its turn would come after its lease: another lease takes it up then.
+		if j.wait, ok = rates.reserve(j.config, now, within); !ok {
+			// Another lease takes it up when its turn is nearer.
 			giveBack = append(giveBack, j.delivery.ID)
-			return
+			return false
 		}
 		inFlight++
 		perConfig[j.config.ID]++
 		go func() { done <- d.send(ctx, j) }()
+		return true
 	}
 	finish := func(r result) {
 		if !r.abandoned {
@@ -200,8 +208,15 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		perConfig[id]--
 		if q := waiting[id]; len(q) > 0 && ctx.Err() == nil {
 			waiting[id] = q[1:]
-			start(q[0])
-		} else if perConfig[id] == 0 {
+			if !start(q[0]) {
+				// The rest of its queue would have later turns still: all go back.
+				for _, j := range waiting[id] {
+					giveBack = append(giveBack, j.delivery.ID)
+				}
+				waiting[id] = nil
+			}
+		}
+		if perConfig[id] == 0 && len(waiting[id]) == 0 {
 			delete(perConfig, id)
 			delete(waiting, id)
 		}
@@ -221,6 +236,10 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	leaseAt := d.opts.Now()
 	more := false
 	for {
+		if len(giveBack) > 0 {
+			d.giveBack(ctx, giveBack)
+			giveBack = giveBack[:0]
+		}
 		now := d.opts.Now()
 		free := d.opts.Senders - held()
 		if free > 0 && ((!leaseAt.IsZero() && !now.Before(leaseAt)) || (more && free >= batch)) {
@@ -247,10 +266,6 @@ func (d *Dispatcher) Run(ctx context.Context) {
 					giveBack = append(giveBack, j.delivery.ID)
 				}
 			}
-			if len(giveBack) > 0 {
-				d.giveBack(ctx, giveBack)
-				giveBack = giveBack[:0]
-			}
 			leaseAt, more = time.Time{}, len(jobs) == free
 		}
 		var wait time.Duration
@@ -260,7 +275,9 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		case inFlight > 0 || more:
 			wait = d.opts.Poll
 		default:
-			wait = d.untilDue(ctx)
+			// What is due may belong to a config whose rate limit has no turn yet: the
+			// next lease is no use before one comes.
+			wait = max(d.untilDue(ctx), min(rates.nextTurn(now), d.opts.Poll))
 		}
 		timer := time.NewTimer(wait)
 		select {

@@ -51,3 +51,18 @@ func (r rateLimits) spent(now time.Time) []string {
 	}
 	return out
 }
+
+// nextTurn is how long until the first config without a turn to spare has one; zero
+// when none is without.
+func (r rateLimits) nextTurn(now time.Time) time.Duration {
+	var next time.Duration
+	for _, lim := range r {
+		if tokens := lim.TokensAt(now); tokens < 1 {
+			wait := time.Duration((1 - tokens) / float64(lim.Limit()) * float64(time.Second))
+			if next == 0 || wait < next {
+				next = wait
+			}
+		}
+	}
+	return next
+}
