@@ -326,11 +326,7 @@ func (s *Service) Redeliver(ctx context.Context, who Caller, id, deliveryID stri
 	if err != nil {
 		return nil, err
 	}
-	now := s.now()
-	d := &store.WebhookDelivery{ID: ids.New(ids.WebhookDelivery), MessageID: old.MessageID, ConfigID: c.ID, EventID: old.EventID,
-		Event: old.Event, OrderID: old.OrderID, CorrelationID: old.CorrelationID, Payload: old.Payload, Redelivery: n,
-		Status: store.DeliveryPending, NextAttemptAt: &now, CreatedAt: now}
-	return s.queueDelivery(ctx, who, d)
+	return s.queueDelivery(ctx, who, old.Again(n, s.now()))
 }
 
 // RecoveryStarter starts the background job of a webhook recovery.

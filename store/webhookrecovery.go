@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"gorm.io/gorm/clause"
-
-	"github.com/opentreasury/treasury/ids"
 )
 
 // Statuses of a webhook recovery.
@@ -152,9 +150,7 @@ func (s *Store) requeueLatest(ctx context.Context, configID string, firsts []Web
 		if !ok || (d.Status != DeliveryFailed && d.Status != DeliverySkipped) {
 			continue
 		}
-		again := &WebhookDelivery{ID: ids.New(ids.WebhookDelivery), MessageID: d.MessageID, ConfigID: configID, EventID: d.EventID,
-			Event: d.Event, OrderID: d.OrderID, CorrelationID: d.CorrelationID, Payload: d.Payload, Redelivery: d.Redelivery + 1,
-			Status: DeliveryPending, NextAttemptAt: &now, CreatedAt: now}
+		again := d.Again(d.Redelivery+1, now)
 		// A redelivery asked for meanwhile took the number: that one sends the message.
 		res := s.with(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(again)
 		if res.Error != nil {

@@ -93,6 +93,14 @@ type WebhookDelivery struct {
 
 func (WebhookDelivery) TableName() string { return "webhook_deliveries" }
 
+// Again is a new delivery of the same message (same webhook-id and body), redelivery n,
+// due at now.
+func (d *WebhookDelivery) Again(n int, now time.Time) *WebhookDelivery {
+	return &WebhookDelivery{ID: ids.New(ids.WebhookDelivery), MessageID: d.MessageID, ConfigID: d.ConfigID, EventID: d.EventID,
+		Event: d.Event, OrderID: d.OrderID, CorrelationID: d.CorrelationID, Payload: d.Payload, Redelivery: n,
+		Status: DeliveryPending, NextAttemptAt: &now, CreatedAt: now}
+}
+
 // WebhookAttempt is one attempt of a delivery.
 type WebhookAttempt struct {
 	DeliveryID string `gorm:"primaryKey"`
