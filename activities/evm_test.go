@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"encoding/json"
 	"math/big"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -209,5 +210,50 @@ func TestAnExpiredSigningRequestGivesItsNonceBack(t *testing.T) {
 	})
 	if err != nil || next != *reqs[0].Nonce {
 		t.Fatalf("the next nonce is %d (%v), want the expired request's %d back", next, err, *reqs[0].Nonce)
+	}
+}
+
+// A payment of more than the wallet holds, or of an asset the chain's configuration lacks,
+// fails at once with a code of its own, before its signing request: no nonce is taken, so
+// the wallet's next transaction goes out at the nonce the chain expects.
+func TestALegTheChainRefusesFailsTheOrderWithoutANonce(t *testing.T) {
+	l, _, _ := evmLifecycle(t)
+	ctx := context.Background()
+	const to = "0x1111111111111111111111111111111111111111"
+	for _, tc := range []struct {
+		body, code string
+		approvers  []string
+	}{
+		{`{"walletId":"` + l.wallet.ID + `","asset":"USDC","amount":"1000.000001","destination":{"address":"` + to + `"}}`, "insufficient_funds", nil},
+		// All the wallet's ether, and none left for gas ($30,000: one approver).
+		{`{"walletId":"` + l.wallet.ID + `","asset":"ETH","amount":"10","destination":{"address":"` + to + `"}}`, "insufficient_funds", []string{"key_a"}},
+		{`{"walletId":"` + l.wallet.ID + `","asset":"WBTC","amount":"0.1","destination":{"address":"` + to + `"}}`, "unsupported_asset", nil},
+	} {
+		o, legs := l.draft(t, "payment", tc.body)
+		st := l.run(t, o, legs, tc.approvers...)
+		got, _, err := l.store.Order(ctx, o.ID)
+		if err != nil || st.Status != "failed" || got.FailureCode == nil || *got.FailureCode != tc.code {
+			t.Fatalf("%s: state %+v, order %+v %v; want failed %s", tc.body, st, got, err, tc.code)
+		}
+		names, data := l.events(t, o.ID)
+		if names[len(names)-1] != "Order.Failed" || slices.Contains(names, "Wallet.SigningRequested") {
+			t.Fatalf("%s: events %v", tc.body, names)
+		}
+		if f, _ := data[len(data)-1]["failure"].(map[string]any); f["code"] != tc.code || f["message"] == "" {
+			t.Fatalf("%s: Order.Failed carries %v", tc.body, data[len(data)-1])
+		}
+	}
+	reqs, err := l.store.ListSigningRequests(ctx, store.SigningFilter{WalletIDs: []string{l.wallet.ID}, Limit: 10})
+	if err != nil || len(reqs) != 0 {
+		t.Fatalf("signing requests %+v %v: want none", reqs, err)
+	}
+	var next uint64
+	err = l.store.Tx(ctx, func(tx *store.Store) error {
+		var err error
+		next, err = tx.TakeNonce(ctx, "ethereum", l.wallet.Address, 0)
+		return err
+	})
+	if err != nil || next != 0 {
+		t.Fatalf("the wallet's next nonce is %d (%v): a refused leg took one", next, err)
 	}
 }

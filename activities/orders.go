@@ -328,6 +328,9 @@ func (a *Orders) RequestSignature(ctx context.Context, in workflows.LegInput) (w
 		return workflows.SigningRequestRef{}, temporal.NewNonRetryableApplicationError(err.Error(), "CorruptOrder", err)
 	}
 	draft, err := a.Chain.Prepare(ctx, leg)
+	if code, refused := refusal(err); refused {
+		return workflows.SigningRequestRef{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeLegRefused, err, string(code))
+	}
 	if err != nil {
 		return workflows.SigningRequestRef{}, err
 	}
@@ -368,6 +371,20 @@ func (a *Orders) RequestSignature(ctx context.Context, in workflows.LegInput) (w
 		return workflows.SigningRequestRef{ID: created.ID, Digest: created.Digest}, nil
 	}
 	return a.signingRequestRef(ctx, res.Order.OrgID, *res.Legs[in.Position].SigningRequestID)
+}
+
+// refusal is the failure code of a leg the chain refused for good, before any nonce: a
+// retry would meet the same refusal.
+func refusal(err error) (orders.FailureCode, bool) {
+	switch {
+	case errors.Is(err, chain.ErrInsufficientFunds):
+		return orders.FailureInsufficientFunds, true
+	case errors.Is(err, chain.ErrUnsupportedAsset):
+		return orders.FailureUnsupportedAsset, true
+	case errors.Is(err, chain.ErrAmountTooLarge):
+		return orders.FailureAmountTooLarge, true
+	}
+	return "", false
 }
 
 // requestReplacement asks for the signature of the transaction that replaces the leg's

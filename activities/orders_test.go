@@ -239,6 +239,29 @@ func TestPaymentLifecycleOnTheDevchain(t *testing.T) {
 	})
 }
 
+// A payment of more than the wallet holds ends failed with insufficient_funds instead of
+// retrying its step: its approvals stand, its Order.Failed says why, and it has no signing
+// request.
+func TestAPaymentOfMoreThanTheWalletHoldsFails(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		l := newLifecycle(t, s)
+		ctx := context.Background()
+		const to = "0x1111111111111111111111111111111111111111"
+		// The wallet holds 1,000 ETH on the devchain; 1,000.5 ETH needs two approvers.
+		o, legs := l.draft(t, "payment", `{"walletId":"`+l.wallet.ID+`","asset":"ETH","amount":"1000.5","destination":{"address":"`+to+`"}}`)
+		st := l.run(t, o, legs, "key_a", "key_b")
+		got, legsNow, err := s.Order(ctx, o.ID)
+		if err != nil || st.Status != "failed" || got.Status != "failed" || got.FailureCode == nil || *got.FailureCode != "insufficient_funds" ||
+			legsNow[0].Status != "failed" || legsNow[0].SigningRequestID != nil {
+			t.Fatalf("state %+v order %+v legs %+v %v", st, got, legsNow, err)
+		}
+		names, _ := l.events(t, o.ID)
+		if strings.Join(names, " ") != "Order.Created Order.Submitted Order.Approved Order.Failed" {
+			t.Fatalf("events %v", names)
+		}
+	})
+}
+
 func TestLifecycleWithApprovalRevertAndTwoLegs(t *testing.T) {
 	s := storetest.NewSQLite(t)
 	l := newLifecycle(t, s)

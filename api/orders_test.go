@@ -3,11 +3,16 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"math/big"
 	"strings"
 	"testing"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/opentreasury/treasury/apitypes"
+	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/store/storetest"
 )
 
 func (f *fixture) post(t *testing.T, target, token, body string, headers ...string) response {
@@ -131,6 +136,58 @@ func TestCreateOrderRefusals(t *testing.T) {
 	if len(list) != 0 {
 		t.Fatalf("refused requests created %d orders", len(list))
 	}
+}
+
+// An amount a chain cannot carry is refused at create and at evaluate, naming the field:
+// never a 201 that the chain would encode as another amount, never a 500 from the
+// database (a 5,000-digit amount overflowed PostgreSQL's NUMERIC).
+func TestAmountsTheChainCannotCarryAreRefused(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		f := newFixtureOn(t, s)
+		var eth, sol string
+		for _, w := range f.creds.Wallets {
+			switch {
+			case w.Chain == "ethereum" && eth == "":
+				eth = w.ID
+			case w.Chain == "solana" && sol == "":
+				sol = w.ID
+			}
+		}
+		// 2^256 base units of USDC and one USDC more: as an ERC-20 transfer, 1 USDC.
+		overWord := new(big.Int).Add(new(big.Int).Lsh(big.NewInt(1), 256), big.NewInt(1_000_000))
+		overU64 := new(big.Int).Lsh(big.NewInt(1), 64)
+		payment := func(wallet, amount, to string) string {
+			return `{"walletId":"` + wallet + `","asset":"USDC","amount":"` + amount + `","destination":{"address":"` + to + `"}}`
+		}
+		const evmTo, solTo = "0x1111111111111111111111111111111111111111", "C68HJbL4YDuM47YaQrB7vQGKLVtTKkxifD2XgUtaXTss"
+		bodies := map[string]string{
+			"over a 256-bit word on ethereum": payment(eth, decimal.NewFromBigInt(overWord, -6).String(), evmTo),
+			"over a u64 on solana":            payment(sol, decimal.NewFromBigInt(overU64, -6).String(), solTo),
+			"5,000 digits":                    payment(eth, strings.Repeat("9", 5000), evmTo),
+		}
+		for name, body := range bodies {
+			for _, target := range []string{"/api/v1/payments", "/api/v1/policies/pay/evaluate"} {
+				r := f.post(t, target, f.creds.Keys["pay"].SK, body)
+				r.wantProblem(t, 422, apitypes.CodeValidationFailed)
+				if len(r.problem.Errors) != 1 || r.problem.Errors[0].Field != "amount" {
+					t.Fatalf("%s at %s: %s", name, target, r.body)
+				}
+			}
+		}
+		list, _ := f.store.ListOrders(context.Background(), store.OrderFilter{OrgID: f.creds.OrgID, App: "pay", Limit: 10})
+		if len(list) != 0 {
+			t.Fatalf("refused amounts created %d orders", len(list))
+		}
+		// The largest amount each chain carries is an order like any other.
+		for _, body := range []string{
+			payment(eth, decimal.NewFromBigInt(orders.MaxBaseUnits(256), -6).String(), evmTo),
+			payment(sol, decimal.NewFromBigInt(orders.MaxBaseUnits(64), -6).String(), solTo),
+		} {
+			if r := f.post(t, "/api/v1/payments", f.creds.Keys["pay"].SK, body); r.status != 201 {
+				t.Fatalf("the largest amount the chain carries: %d %s", r.status, r.body)
+			}
+		}
+	})
 }
 
 func TestOrdersAreInvisibleAcrossAppsAndOrgs(t *testing.T) {

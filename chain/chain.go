@@ -136,6 +136,19 @@ type TxStatus struct {
 // transaction at its nonce: for a replacement, the transaction it replaces.
 var ErrNonceUsed = errors.New("chain: the chain has already mined a transaction at this nonce")
 
+// Errors of a leg that no retry fixes: Prepare wraps them, and the order fails with a code
+// of its own instead of retrying its step.
+var (
+	// ErrInsufficientFunds: the wallet holds less than the leg spends (its asset, or the
+	// native asset its fee is paid in).
+	ErrInsufficientFunds = errors.New("chain: the wallet holds less than the leg spends")
+	// ErrUnsupportedAsset: the chain's configuration has no such asset (or no venue for it).
+	ErrUnsupportedAsset = errors.New("chain: the chain's configuration has no such asset")
+	// ErrAmountTooLarge: the amount's base units do not fit the integer the chain carries
+	// amounts in; encoded anyway, it would be another amount.
+	ErrAmountTooLarge = errors.New("chain: the amount does not fit the chain's integer")
+)
+
 // ErrUnknownChain is returned for a chain no adapter serves.
 var ErrUnknownChain = errors.New("chain: no adapter serves this chain")
 

@@ -40,6 +40,12 @@ const (
 	FailureSigningExpired FailureCode = "signing_expired"
 	FailureTxReverted     FailureCode = "tx_reverted"
 	FailureTxTimeout      FailureCode = "tx_timeout"
+	// Refused before the leg's signing request, so that no nonce is spent: the wallet
+	// holds less than the leg spends, the chain's configuration lacks the asset, or the
+	// amount is more than the chain's integer carries.
+	FailureInsufficientFunds FailureCode = "insufficient_funds"
+	FailureUnsupportedAsset  FailureCode = "unsupported_asset"
+	FailureAmountTooLarge    FailureCode = "amount_too_large"
 )
 
 // Step is one step of the order lifecycle: the statuses it may start from, the status it
@@ -98,8 +104,11 @@ var (
 		Event: "Wallet.TransactionSigned"}
 	StepReplacementBroadcast = Step{Name: "replacement-broadcast", PerLeg: true, From: []Status{StatusBroadcast},
 		Event: "Order.Broadcast"}
-	StepFailed = Step{Name: "failed", From: []Status{StatusPendingSignature, StatusSigned, StatusBroadcast}, To: StatusFailed,
-		Event: "Order.Failed"}
+	// An order fails at a leg: its signature never came, its transaction failed, or the
+	// chain refused the leg before its signing request (from where that request would have
+	// been made).
+	StepFailed = Step{Name: "failed", From: []Status{StatusSubmitted, StatusApproved, StatusPendingSignature, StatusSigned, StatusBroadcast},
+		To: StatusFailed, Event: "Order.Failed"}
 )
 
 // Steps lists every step of the lifecycle.

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"regexp"
 	"slices"
 	"sort"
@@ -96,6 +97,29 @@ const MaxSlippageBps = 5000
 
 // maxDecimals is the most fractional digits an amount may have.
 const maxDecimals = 18
+
+// MaxAmountLength bounds an amount as written. The largest amount any chain can carry,
+// 2^256-1 base units of an asset without decimals, has 78 digits; a longer string can
+// only be refused, and is refused before it is read as a number.
+const MaxAmountLength = 100
+
+// amountBits is the width of the integer a chain carries an amount in: an EVM word (256
+// bits) on EVM chains, a u64 for SOL and SPL tokens on Solana.
+var amountBits = map[string]uint{"ethereum": 256, "polygon": 256, "solana": 64}
+
+// AmountBits is the width of the integer an amount on chain is carried in (256 when the
+// chain is not known here: an EVM chain added by configuration).
+func AmountBits(chain string) uint {
+	if b, ok := amountBits[chain]; ok {
+		return b
+	}
+	return 256
+}
+
+// MaxBaseUnits is the largest amount, in base units, an integer of bits carries.
+func MaxBaseUnits(bits uint) *big.Int {
+	return new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), bits), big.NewInt(1))
+}
 
 // FieldError names one invalid field.
 type FieldError struct {
@@ -199,6 +223,10 @@ func Parse(domain string, body []byte) (*Input, []FieldError) {
 		var s string
 		if err := json.Unmarshal(v, &s); err != nil {
 			add(name, `must be a decimal string such as "1250.50", not a number`)
+			return
+		}
+		if len(s) > MaxAmountLength {
+			add(name, "is %d characters long; no chain carries an amount of more than %d", len(s), MaxAmountLength)
 			return
 		}
 		d, err := decimal.NewFromString(s)
@@ -328,10 +356,22 @@ func (in *Input) Check(chain string) []FieldError {
 	known("sellAsset", in.SellAsset)
 	known("buyAsset", in.BuyAsset)
 	known("collateralAsset", in.CollateralAsset)
+	bits := AmountBits(chain)
 	exact := func(name, asset string, amount decimal.Decimal) {
 		places, ok := AssetDecimals[asset]
-		if shifted := amount.Shift(places); ok && !shifted.Equal(shifted.Truncate(0)) {
+		if !ok {
+			return
+		}
+		shifted := amount.Shift(places)
+		switch {
+		case !shifted.Equal(shifted.Truncate(0)):
 			errs = append(errs, FieldError{Field: name, Message: fmt.Sprintf("has more decimal places than %s's %d", asset, places)})
+		case shifted.BigInt().BitLen() > int(bits):
+			// The chain would carry it as another amount (an EVM word wraps), so the
+			// signed transaction would say something else than the order and its approval.
+			most := decimal.NewFromBigInt(MaxBaseUnits(bits), -places)
+			errs = append(errs, FieldError{Field: name, Message: fmt.Sprintf("is more than %s carries on %s: its base units do not fit in %d bits (at most %s %s)",
+				asset, chain, bits, most.String(), asset)})
 		}
 	}
 	exact("amount", in.Asset, in.Amount)

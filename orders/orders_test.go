@@ -2,9 +2,12 @@ package orders
 
 import (
 	"encoding/json"
+	"math/big"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/shopspring/decimal"
 )
 
 func fieldsOf(errs []FieldError) []string {
@@ -90,6 +93,66 @@ func TestCheckAgainstTheWalletChain(t *testing.T) {
 		if got := fieldsOf(in.Check(tc.chain)); !slices.Equal(got, tc.wantErrs) {
 			t.Errorf("%s on %s: errors on %v, want %v", tc.body, tc.chain, got, tc.wantErrs)
 		}
+	}
+}
+
+// TestAmountsAChainCannotCarryAreRefused: an amount whose base units overflow the chain's
+// integer (an EVM word, Solana's u64) would be carried as another amount, so the signed
+// transaction would differ from the order; it is refused naming the field, and so is an
+// amount too long to be one at all.
+func TestAmountsAChainCannotCarryAreRefused(t *testing.T) {
+	word := MaxBaseUnits(256)
+	u64 := MaxBaseUnits(64)
+	one := big.NewInt(1)
+	amount := func(units *big.Int, places int32) string { return decimal.NewFromBigInt(units, -places).String() }
+	evm := "0x1111111111111111111111111111111111111111"
+	sol := "9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin"
+	payment := func(asset, amt, to string) string {
+		return `{"walletId":"w","asset":"` + asset + `","amount":"` + amt + `","destination":{"address":"` + to + `"}}`
+	}
+	cases := []struct {
+		name, domain, body, chain string
+		refused                   string
+	}{
+		{"USDC at the word", Payment, payment("USDC", amount(word, 6), evm), "ethereum", ""},
+		{"USDC a base unit over the word", Payment, payment("USDC", amount(new(big.Int).Add(word, one), 6), evm), "ethereum", "amount"},
+		// The amount of the report: 2^256 base units and a little more, which an ERC-20
+		// transfer would have encoded as 1 USDC.
+		{"USDC 2^256 and one USDC", Payment, payment("USDC", amount(new(big.Int).Add(new(big.Int).Add(word, one), big.NewInt(1_000_000)), 6), evm), "ethereum", "amount"},
+		{"ETH at the word", Payment, payment("ETH", amount(word, 18), evm), "ethereum", ""},
+		{"MATIC over the word", Payment, payment("MATIC", amount(new(big.Int).Add(word, one), 18), evm), "polygon", "amount"},
+		{"trade sell amount over the word", Trade, `{"walletId":"w","sellAsset":"WBTC","buyAsset":"ETH","sellAmount":"` + amount(new(big.Int).Add(word, one), 8) + `","maxSlippageBps":10}`, "ethereum", "sellAmount"},
+		{"SOL at u64", Payment, payment("SOL", amount(u64, 9), sol), "solana", ""},
+		{"SOL over u64", Payment, payment("SOL", amount(new(big.Int).Add(u64, one), 9), sol), "solana", "amount"},
+		{"SPL USDC over u64", Payment, payment("USDC", amount(new(big.Int).Add(u64, one), 6), sol), "solana", "amount"},
+		{"SPL USDC far under the word but over u64", Earn, `{"walletId":"w","protocol":"aave","action":"deposit","asset":"USDC","amount":"1` + strings.Repeat("0", 20) + `"}`, "solana", "amount"},
+	}
+	for _, tc := range cases {
+		in, errs := Parse(tc.domain, []byte(tc.body))
+		if len(errs) > 0 {
+			t.Fatalf("%s: parse: %+v", tc.name, errs)
+		}
+		errs = in.Check(tc.chain)
+		switch got := fieldsOf(errs); {
+		case tc.refused == "" && len(got) > 0:
+			t.Errorf("%s: refused %v: %+v", tc.name, got, errs)
+		case tc.refused != "" && !slices.Equal(got, []string{tc.refused}):
+			t.Errorf("%s: errors on %v, want on %s", tc.name, got, tc.refused)
+		case tc.refused != "" && !strings.Contains(errs[0].Message, "bits"):
+			t.Errorf("%s: message %q does not say why", tc.name, errs[0].Message)
+		}
+	}
+
+	// A 5,000-digit amount is no amount: refused as it is read, never carried on to be
+	// priced or stored.
+	for _, long := range []string{strings.Repeat("9", 5000), "1." + strings.Repeat("0", 4998), strings.Repeat("1", MaxAmountLength+1)} {
+		_, errs := Parse(Payment, []byte(payment("USDC", long, evm)))
+		if !slices.Equal(fieldsOf(errs), []string{"amount"}) {
+			t.Errorf("a %d-character amount: errors %+v", len(long), errs)
+		}
+	}
+	if _, errs := Parse(Payment, []byte(payment("USDC", "1"+strings.Repeat("0", MaxAmountLength-1), evm))); len(errs) > 0 {
+		t.Errorf("a %d-character amount is refused as it is read: %+v", MaxAmountLength, errs)
 	}
 }
 

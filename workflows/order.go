@@ -311,6 +311,32 @@ const ErrTypeInvalidState = "InvalidOrderState"
 // it replaces (another at its nonce) meanwhile.
 const ErrTypeNonceUsed = "NonceUsed"
 
+// ErrTypeLegRefused marks a leg that no retry can send: its details are the failure code
+// (an orders.FailureCode, as a string) the order fails with: insufficient_funds, …
+const ErrTypeLegRefused = "LegRefused"
+
+// refusedLeg is the failure code of an ErrTypeLegRefused error.
+func refusedLeg(err error) (orders.FailureCode, bool) {
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != ErrTypeLegRefused {
+		return "", false
+	}
+	var code string
+	if appErr.Details(&code) != nil || code == "" {
+		return "", false
+	}
+	return orders.FailureCode(code), true
+}
+
+// messageOf is an activity error's own message, without what the SDK wraps it in.
+func messageOf(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Message()
+	}
+	return err.Error()
+}
+
 func (r *orderRun) run(ctx workflow.Context) error {
 	lctx := localCtx(ctx)
 	step := StepInput{OrderID: r.in.OrderID, CorrelationID: r.in.CorrelationID}
@@ -415,6 +441,12 @@ func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err er
 	leg.ExpiresAt = workflow.Now(ctx).Add(r.in.SigningTimeout)
 	var req SigningRequestRef
 	if err := workflow.ExecuteLocalActivity(lctx, RequestSignatureActivity, leg).Get(ctx, &req); err != nil {
+		// Version 1 fails an order whose leg no retry can send (more than the wallet
+		// holds, an asset the chain lacks); before it, such a step retried until an
+		// operator stepped in, so no history of an earlier version ever got here.
+		if code, ok := refusedLeg(err); ok && workflow.GetVersion(ctx, RefusedLegChange, workflow.DefaultVersion, 1) >= 1 {
+			return true, r.fail(ctx, FailInput{Code: code, Message: messageOf(err), Position: leg.Position, Leg: leg.Leg})
+		}
 		return true, err
 	}
 	r.setStatus(ctx, orders.StatusPendingSignature)
@@ -495,6 +527,10 @@ const PolicyVersionAttributeChange = "policy-version-attribute"
 // ReplaceStuckChange is the workflow.GetVersion change id of replacing a leg's
 // transaction stuck below the fee market.
 const ReplaceStuckChange = "replace-stuck-transaction"
+
+// RefusedLegChange is the workflow.GetVersion change id of failing an order whose leg the
+// chain refuses for good before its signing request (ErrTypeLegRefused).
+const RefusedLegChange = "refused-leg-fails-order"
 
 // replace has the leg's latest transaction, stuck below the fee market, replaced: a new
 // signing request for the same call at the same nonce with a higher fee, its signature,

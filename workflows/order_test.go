@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -25,6 +26,8 @@ type fakeOrder struct {
 	checks   int
 	// outcome is what the store says of the approval item when the workflow asks.
 	outcome string
+	// refused are the legs the chain refuses for good, with the failure code.
+	refused map[string]string
 }
 
 func (f *fakeOrder) record(name string) {
@@ -49,6 +52,9 @@ func (f *fakeOrder) register(env *testsuite.TestWorkflowEnvironment) {
 	reg(func(_ context.Context, in RejectInput) error { f.record("rejected:" + in.Reason); return nil }, RejectOrderActivity)
 	reg(func(_ context.Context, in LegInput) (SigningRequestRef, error) {
 		f.record("sign-requested:" + in.Leg)
+		if code := f.refused[in.Leg]; code != "" {
+			return SigningRequestRef{}, temporal.NewNonRetryableApplicationError("the chain refused "+in.Leg, ErrTypeLegRefused, nil, code)
+		}
 		return SigningRequestRef{ID: "sig_" + in.Leg, Digest: "d"}, nil
 	}, RequestSignatureActivity)
 	reg(func(_ context.Context, in LegInput) error { f.record("signed:" + in.Leg); return nil }, RecordSignatureActivity)
@@ -76,6 +82,7 @@ type scenario struct {
 	decision PolicyDecision
 	chain    []string
 	outcome  string
+	refused  map[string]string
 	// script runs signals at points in (workflow) time.
 	script    func(env *testsuite.TestWorkflowEnvironment)
 	want      string
@@ -171,13 +178,24 @@ func TestOrderLifecyclePaths(t *testing.T) {
 			},
 			want: "submitted policy sign-requested:APPROVE signed:APPROVE broadcast:APPROVE leg-confirmed:APPROVE " +
 				"sign-requested:SWAP signed:SWAP broadcast:SWAP leg-confirmed:SWAP", endStatus: "confirmed"},
+		{name: "a leg the chain refuses for good fails the order", legs: []string{"TRANSFER"}, decision: allowed, chain: []string{"confirmed"},
+			refused: map[string]string{"TRANSFER": "insufficient_funds"}, script: func(*testsuite.TestWorkflowEnvironment) {},
+			want: "submitted policy sign-requested:TRANSFER failed:insufficient_funds", endStatus: "failed"},
+		{name: "a second leg the chain refuses fails the order after the first", legs: []string{"APPROVE", "SWAP"}, decision: quorum(1),
+			chain: []string{"confirmed"}, refused: map[string]string{"SWAP": "unsupported_asset"},
+			script: func(env *testsuite.TestWorkflowEnvironment) {
+				decide(env, time.Hour, "key_approver", "APPROVE", "approved")
+				sign(env, 2*time.Hour, "sig_APPROVE")
+			},
+			want: "submitted policy approval-requested approved sign-requested:APPROVE signed:APPROVE broadcast:APPROVE leg-confirmed:APPROVE " +
+				"sign-requested:SWAP failed:unsupported_asset", endStatus: "failed"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestWorkflowEnvironment()
 			env.RegisterWorkflowWithOptions(OrderLifecycle, workflow.RegisterOptions{Name: OrderWorkflow})
-			f := &fakeOrder{decision: tc.decision, chain: tc.chain, outcome: tc.outcome}
+			f := &fakeOrder{decision: tc.decision, chain: tc.chain, outcome: tc.outcome, refused: tc.refused}
 			f.register(env)
 			tc.script(env)
 			env.ExecuteWorkflow(OrderWorkflow, OrderInput{OrderID: "ord_1", CorrelationID: "c", Legs: tc.legs})

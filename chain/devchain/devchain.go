@@ -72,12 +72,24 @@ func (d *Chain) Fund(ctx context.Context, chainName, address, asset string, amou
 // Prepare describes the leg as the simulation signs it: the order's canonical payload
 // and hash, the leg and the sender, as JSON, whose SHA-256 is the digest the wallet's key
 // signs (ed25519 unless the wallet is a secp256k1 one). It takes no nonce.
-func (d *Chain) Prepare(_ context.Context, leg chain.Leg) (chain.Draft, error) {
+// A transfer of more than the sender holds is refused (chain.ErrInsufficientFunds), as a
+// real chain's node would refuse it.
+func (d *Chain) Prepare(ctx context.Context, leg chain.Leg) (chain.Draft, error) {
 	if err := d.known(leg.Chain); err != nil {
 		return chain.Draft{}, err
 	}
 	if leg.Replaces != nil {
 		return chain.Draft{}, fmt.Errorf("devchain: a simulated transaction is never stuck, and is never replaced")
+	}
+	if leg.Kind == "TRANSFER" {
+		held, err := d.store.DevchainBalances(ctx, leg.Chain, leg.From)
+		if err != nil {
+			return chain.Draft{}, err
+		}
+		if held[leg.Asset].LessThan(leg.Amount) {
+			return chain.Draft{}, fmt.Errorf("%w: %s holds %s %s, the transfer sends %s", chain.ErrInsufficientFunds,
+				leg.From, held[leg.Asset], leg.Asset, leg.Amount)
+		}
 	}
 	fields, err := json.Marshal(map[string]any{"chain": leg.Chain, "from": leg.From, "leg": leg.Kind, "position": leg.Position,
 		"payloadHash": leg.PayloadHash, "payload": leg.Payload})

@@ -28,6 +28,20 @@ func (c *Chain) intent(ctx context.Context, leg chain.Leg, from common.Address) 
 			return intent{}, err
 		}
 	}
+	in, err := c.legCall(ctx, leg, from, asset, isToken, units)
+	if err == nil && isToken && spends[leg.Kind] {
+		in.token, in.tokenUnits = &asset, units
+	}
+	return in, err
+}
+
+// spends are the legs that take the leg's asset from the wallet: an APPROVE only grants
+// it, but the SWAP after it spends it, and a trade is better refused before its first leg.
+var spends = map[string]bool{"TRANSFER": true, "APPROVE": true, "SWAP": true, "DEPOSIT": true, "REPAY": true}
+
+// legCall is intent's table: the leg's call, given its asset and amount in base units.
+func (c *Chain) legCall(ctx context.Context, leg chain.Leg, from common.Address, asset Token, isToken bool, units *big.Int) (intent, error) {
+	var err error
 	amount := leg.Amount.String() + " " + leg.Asset
 	zero := new(big.Int)
 	switch leg.Kind {
@@ -109,7 +123,7 @@ func (c *Chain) vaultOf(leg chain.Leg) (common.Address, error) {
 	if v, ok := c.cfg.Vaults[leg.Protocol][leg.Asset]; ok {
 		return v, nil
 	}
-	return common.Address{}, fmt.Errorf("evm: %s has no %s vault for %s configured", c.cfg.Name, leg.Protocol, leg.Asset)
+	return common.Address{}, fmt.Errorf("%w: %s has no %s vault for %s configured", chain.ErrUnsupportedAsset, c.cfg.Name, leg.Protocol, leg.Asset)
 }
 
 // swap sells the leg's asset for BuyAsset at the router's quote, accepting at least the

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
+
+	"github.com/opentreasury/treasury/chain"
 )
 
 // Config describes one EVM chain: where its node is and what the service may call on it.
@@ -126,5 +128,5 @@ func (c Config) token(symbol string) (Token, bool, error) {
 			return t, true, nil
 		}
 	}
-	return Token{}, false, fmt.Errorf("evm: %s has no token %q configured", c.Name, symbol)
+	return Token{}, false, fmt.Errorf("%w: %s has no token %q configured", chain.ErrUnsupportedAsset, c.Name, symbol)
 }

@@ -138,7 +138,8 @@ func (c *Chain) serves(chainName string) error {
 }
 
 // Units converts a decimal amount to an asset's base units, exactly: an amount finer than
-// the asset's decimals is an error, never a rounding.
+// the asset's decimals is an error, never a rounding, and so is one whose base units do
+// not fit in the 256-bit word a transaction carries them in.
 func Units(amount decimal.Decimal, decimals int32) (*big.Int, error) {
 	shifted := amount.Shift(decimals)
 	if !shifted.Equal(shifted.Truncate(0)) {
@@ -147,7 +148,12 @@ func Units(amount decimal.Decimal, decimals int32) (*big.Int, error) {
 	if shifted.IsNegative() {
 		return nil, fmt.Errorf("evm: %s is negative", amount)
 	}
-	return shifted.BigInt(), nil
+	units := shifted.BigInt()
+	if units.BitLen() > 256 {
+		// ABI encoding would keep the low 256 bits: another amount than the order's.
+		return nil, fmt.Errorf("%w: %s in base units of %d decimals is more than a 256-bit word carries", chain.ErrAmountTooLarge, amount, decimals)
+	}
+	return units, nil
 }
 
 // call is what a leg's transaction does, in words for the signer.
@@ -175,12 +181,15 @@ type fields struct {
 	Position             int    `json:"position"`
 }
 
-// intent is a leg as a transaction: where it goes, what it carries, what it says.
+// intent is a leg as a transaction: where it goes, what it carries, what it says; and the
+// token it takes from the wallet, if it takes one.
 type intent struct {
-	to    common.Address
-	value *big.Int
-	data  []byte
-	call  call
+	to         common.Address
+	value      *big.Int
+	data       []byte
+	call       call
+	token      *Token
+	tokenUnits *big.Int
 }
 
 // Prepare turns a leg into a transaction and prices it: fees from the node (twice the
@@ -205,6 +214,16 @@ func (c *Chain) Prepare(ctx context.Context, leg chain.Leg) (chain.Draft, error)
 	if err != nil {
 		return chain.Draft{}, err
 	}
+	if in.token != nil {
+		var held *big.Int
+		if err := c.view(ctx, in.token.Address, c.erc20ABI, "balanceOf", &held, from); err != nil {
+			return chain.Draft{}, fmt.Errorf("evm: %s balanceOf: %w", in.token.Symbol, err)
+		}
+		if held.Cmp(in.tokenUnits) < 0 {
+			return chain.Draft{}, fmt.Errorf("%w: %s holds %s %s, the %s leg spends %s", chain.ErrInsufficientFunds, from.Hex(),
+				decimal.NewFromBigInt(held, -in.token.Decimals), in.token.Symbol, leg.Kind, leg.Amount)
+		}
+	}
 	feeCap, tip, err := c.fees(ctx, nil)
 	if err != nil {
 		return chain.Draft{}, err
@@ -213,10 +232,26 @@ func (c *Chain) Prepare(ctx context.Context, leg chain.Leg) (chain.Draft, error)
 	switch {
 	case err != nil && isRevert(err):
 		gas = c.cfg.RevertingCallGas
-	case err != nil:
+	case err != nil && !isShortOfFunds(err):
 		return chain.Draft{}, fmt.Errorf("evm: estimating gas: %w", err)
+	case err != nil:
+		// The node cannot run the call without the value it sends: the check below says
+		// what is missing.
+		gas = c.cfg.RevertingCallGas
 	default:
 		gas += gas * uint64(c.cfg.GasHeadroomPercent) / 100
+	}
+	// A node admits a transaction only while its sender holds its value and its gas at the
+	// fee cap: short of that, the transaction can never be sent.
+	native, err := c.client.BalanceAt(ctx, from, nil)
+	if err != nil {
+		return chain.Draft{}, err
+	}
+	needs := new(big.Int).Add(in.value, new(big.Int).Mul(new(big.Int).SetUint64(gas), feeCap))
+	if native.Cmp(needs) < 0 {
+		return chain.Draft{}, fmt.Errorf("%w: %s holds %s %s, the %s leg needs %s (its value and up to %s for gas)", chain.ErrInsufficientFunds,
+			from.Hex(), decimal.NewFromBigInt(native, -18), c.cfg.NativeAsset, leg.Kind, decimal.NewFromBigInt(needs, -18),
+			decimal.NewFromBigInt(new(big.Int).Sub(needs, in.value), -18))
 	}
 	floor, err := c.client.NonceAt(ctx, from, nil)
 	if err != nil {
@@ -520,6 +555,12 @@ func NotFound(err error) bool {
 }
 
 // isRevert reports whether a node's error says the call reverts.
+// isShortOfFunds reports a node's refusal of a call whose sender lacks the value it sends
+// (geth: "insufficient funds for transfer", "insufficient funds for gas * price + value").
+func isShortOfFunds(err error) bool {
+	return err != nil && strings.Contains(strings.ToLower(err.Error()), "insufficient funds")
+}
+
 func isRevert(err error) bool {
 	return err != nil && strings.Contains(strings.ToLower(err.Error()), "execution reverted")
 }

@@ -202,6 +202,43 @@ func TestAnAmountFinerThanTheTokenIsRefusedNotRounded(t *testing.T) {
 	}
 }
 
+// TestALegNoRetryCanFixIsRefusedAsSuch: more than the wallet holds (of the token, or of
+// the native asset its value and gas are paid in), an asset the chain's configuration
+// lacks, and an amount a 256-bit word cannot carry are refused by Prepare with the errors
+// the worker fails the order on, instead of retrying.
+func TestALegNoRetryCanFixIsRefusedAsSuch(t *testing.T) {
+	n := newNet(t, 1)
+	ctx := context.Background()
+	word := new(big.Int).Lsh(big.NewInt(1), 256)
+	cases := []struct {
+		name string
+		leg  chain.Leg
+		want error
+	}{
+		{"more USDC than held", chain.Leg{Kind: "TRANSFER", Asset: "USDC", Amount: decimal.RequireFromString("1000000.000001"), To: receiver.Hex()}, chain.ErrInsufficientFunds},
+		{"more ETH than held", chain.Leg{Kind: "TRANSFER", Asset: "ETH", Amount: decimal.RequireFromString("100.5"), To: receiver.Hex()}, chain.ErrInsufficientFunds},
+		{"all the ETH, nothing left for gas", chain.Leg{Kind: "TRANSFER", Asset: "ETH", Amount: decimal.RequireFromString("100"), To: receiver.Hex()}, chain.ErrInsufficientFunds},
+		{"a swap of WBTC never held", chain.Leg{Kind: "APPROVE", Asset: "WBTC", Amount: decimal.RequireFromString("1"), BuyAsset: "ETH", MaxSlippageBps: 50}, chain.ErrInsufficientFunds},
+		{"a deposit of more than held", chain.Leg{Kind: "DEPOSIT", Asset: "USDC", Amount: decimal.RequireFromString("2000000"), Protocol: "aave"}, chain.ErrInsufficientFunds},
+		{"an asset not configured", chain.Leg{Kind: "TRANSFER", Asset: "DAI", Amount: decimal.RequireFromString("1"), To: receiver.Hex()}, chain.ErrUnsupportedAsset},
+		{"a vault not configured", chain.Leg{Kind: "DEPOSIT", Asset: "USDC", Amount: decimal.RequireFromString("1"), Protocol: "compound"}, chain.ErrUnsupportedAsset},
+		{"2^256 base units", chain.Leg{Kind: "TRANSFER", Asset: "USDC", Amount: decimal.NewFromBigInt(word, -6), To: receiver.Hex()}, chain.ErrAmountTooLarge},
+	}
+	for _, tc := range cases {
+		leg := tc.leg
+		leg.Chain, leg.From = "ethereum", n.wallet.Address()
+		if _, err := n.chain.Prepare(ctx, leg); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	// What the wallet holds, to the base unit and with gas to spare, still goes.
+	_, hash := n.send(chain.Leg{Kind: "TRANSFER", Asset: "USDC", Amount: decimal.RequireFromString("1000000"), To: receiver.Hex()})
+	n.commit()
+	if st := n.status(hash); st.State != chain.TxConfirmed {
+		t.Fatalf("a transfer of the whole USDC balance: %+v", st)
+	}
+}
+
 func TestARevertFailsWithItsReason(t *testing.T) {
 	n := newNet(t, 1)
 	_, token := n.send(chain.Leg{Kind: "TRANSFER", Asset: "USDC", Amount: decimal.NewFromInt(5), To: dead.Hex()})
