@@ -113,7 +113,8 @@ var routeAccess = map[string]access{
 	"POST /developer/webhooks/:id/recover":                          {app: "own", actions: []string{"developer"}, notFoundOK: true},
 	"GET /developer/webhooks/:id/recoveries":                        {app: "own", actions: []string{"developer"}, notFoundOK: true},
 	"GET /developer/webhooks/:id/recoveries/:recoveryId":            {app: "own", actions: []string{"developer"}, notFoundOK: true},
-	// The channel: sk_, tk_ and pk_ keys and OAuth tokens of the config's app (wshub
+	// The channel: sk_ and pk_ keys, tk_ keys holding read (or a device key), and OAuth
+	// tokens of the config's app (wshub
 	// tests cover the 403 of another app or organisation with a real config).
 	"GET /api/v1/ws":         {channel: true, notFoundOK: true},
 	"GET /api/v1/events":     {app: "any", actions: []string{"read"}, records: "events"},
@@ -143,7 +144,9 @@ func (a access) allowed(t *testing.T, reach reachTable, p *auth.Principal) bool 
 		return false
 	}
 	if a.channel {
-		return p.Kind == auth.KindSecret || p.Kind == auth.KindResource || p.Kind == auth.KindPublishable || p.Kind == auth.KindAccessToken
+		// Listening needs read: a tk_ holds it, or is a signing device's key.
+		return p.Kind == auth.KindSecret || p.Kind == auth.KindPublishable || p.Kind == auth.KindAccessToken ||
+			(p.Kind == auth.KindResource && (slices.Contains(p.Actions, auth.ActionRead) || p.SigningDevice()))
 	}
 	if a.session {
 		return p.Kind == auth.KindUser
@@ -168,13 +171,12 @@ func (a access) allowed(t *testing.T, reach reachTable, p *auth.Principal) bool 
 		return holds(p.App)
 	case "any":
 		return slices.ContainsFunc(p.Apps(), func(app string) bool {
-			held := slices.DeleteFunc(slices.Clone(auth.AllActions), func(x string) bool { return !p.Can(app, x) })
 			// Records of its own app, or, for treasury, the cross-app ones the table gives.
 			column := reachOwnApp
 			if app == "treasury" {
 				column = reachTreasury
 			}
-			return reach.reaches(t, a.records, column, held, a.actions)
+			return reach.reaches(t, a.records, column, held(p, app), a.actions)
 		})
 	default:
 		return holds(a.app)
@@ -344,7 +346,9 @@ func TestAuthorisationMatrix(t *testing.T) {
 		}
 	}
 	creds["other org pay sk"] = credential{bearer: f.creds.OtherOrg.Keys["pay"]["sk"]}
-	creds["treasury sign (a signing device)"] = credential{bearer: f.newKey(t, f.creds.Keys["treasury"].SK, `{"kind":"tk","actions":["sign"]}`).Secret}
+	creds["treasury sign (a signing device)"] = credential{bearer: f.newKey(t, f.creds.Keys["treasury"].SK,
+		`{"kind":"tk","actions":["sign"],"resourceIds":["`+f.creds.Wallets[0].ID+`"]}`).Secret}
+	creds["treasury sign, unrestricted (no device)"] = credential{bearer: f.newKey(t, f.creds.Keys["treasury"].SK, `{"kind":"tk","actions":["sign"]}`).Secret}
 	// OAuth access tokens: one per app and scope, as clients of the organisation get them.
 	for _, app := range auth.Apps {
 		for _, action := range auth.AllActions {

@@ -21,6 +21,7 @@ import (
 	"github.com/opentreasury/treasury/policy"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/store/storetest"
 	"github.com/opentreasury/treasury/workflows"
 )
 
@@ -80,7 +81,13 @@ func (f *fakeWorkflows) SignalSignature(_ context.Context, _ string, s workflows
 
 func newLifecycleFixture(t *testing.T) (*fixture, *fakeWorkflows, string) {
 	t.Helper()
-	f := newFixture(t)
+	return newLifecycleFixtureOn(t, storetest.NewSQLite(t))
+}
+
+// newLifecycleFixtureOn is newLifecycleFixture on a store of the test's choice.
+func newLifecycleFixtureOn(t *testing.T, s *store.Store) (*fixture, *fakeWorkflows, string) {
+	t.Helper()
+	f := newFixtureOn(t, s)
 	fw := &fakeWorkflows{decision: workflows.PolicyDecision{Allowed: true}}
 	f.handler = NewRouter(Config{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Service: &service.Service{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Workflows: fw}})
 	r := f.post(t, "/api/v1/payments", f.creds.Keys["pay"].SK,
@@ -266,4 +273,84 @@ func TestSignaturesAreVerified(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.post(t, url, f.creds.Keys["pay"].Sign, body(good)).wantProblem(t, 409, apitypes.CodeConflict)
+}
+
+// Signing requests reach only their own app: the treasury sk_ (in the dev credentials), a
+// treasury tk_ with sign but no wallets, or another app's signer neither list, read nor
+// sign a pay request (404, nothing signalled); a device key (a treasury tk_ with sign,
+// restricted to the wallet) does, and one restricted to another wallet does not. The list
+// shows pending requests unless asked for another status.
+func TestSigningRequestsReachOnlyTheirOwnApp(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		f, fw, id := newLifecycleFixtureOn(t, s)
+		ctx := context.Background()
+		var manual, other seed.Wallet
+		for _, w := range f.creds.Wallets {
+			switch {
+			case !w.AutoSign && w.Chain == "ethereum":
+				manual = w
+			case w.Chain == "ethereum" && other.ID == "":
+				other = w
+			}
+		}
+		digest := strings.Repeat("cd", 32)
+		req := &store.SigningRequest{ID: "sig_reach", OrgID: f.creds.OrgID, App: "pay", Domain: "payment", OrderID: id, Position: 0,
+			Leg: "TRANSFER", WalletID: manual.ID, Chain: "ethereum", UnsignedTx: "{}", Scheme: manual.Scheme, Digest: digest,
+			Status: "pending", CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
+		if _, err := f.store.CreateSigningRequest(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		key, err := keys.Parse(manual.Scheme, manual.PrivateKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := hex.DecodeString(digest)
+		raw, err := key.Sign(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := fmt.Sprintf(`{"signature":%q}`, base64.StdEncoding.EncodeToString(raw))
+		treasury := f.creds.Keys["treasury"].SK
+		device := func(wallet string) string {
+			return f.newKey(t, treasury, `{"kind":"tk","actions":["sign"],"resourceIds":["`+wallet+`"]}`).Secret
+		}
+		url := "/api/v1/signing-requests/sig_reach"
+		for name, token := range map[string]string{
+			"the treasury sk_":                    treasury,
+			"a treasury tk_ with sign, no wallet": f.newKey(t, treasury, `{"kind":"tk","actions":["sign","read"]}`).Secret,
+			"a device key of another wallet":      device(other.ID),
+			"trade's signer":                      f.creds.Keys["trade"].Sign,
+		} {
+			f.do(t, "GET", url, token, nil).wantProblem(t, 404, apitypes.CodeNotFound)
+			f.post(t, url+"/signature", token, body).wantProblem(t, 404, apitypes.CodeNotFound)
+			if list := f.do(t, "GET", "/api/v1/signing-requests?status=all", token, nil); strings.Contains(string(list.body), "sig_reach") {
+				t.Fatalf("%s lists another app's signing request: %s", name, list.body)
+			}
+		}
+		if len(fw.signatures) != 0 {
+			t.Fatalf("a signature from beyond the request's app reached the workflow: %+v", fw.signatures)
+		}
+		mine := device(manual.ID)
+		if list := f.do(t, "GET", "/api/v1/signing-requests", mine, nil); !strings.Contains(string(list.body), "sig_reach") {
+			t.Fatalf("the wallet's device does not list the request: %d %s", list.status, list.body)
+		}
+		if r := f.post(t, url+"/signature", mine, body); r.status != 202 || len(fw.signatures) != 1 {
+			t.Fatalf("the wallet's device signs: %d %s, signals %+v", r.status, r.body, fw.signatures)
+		}
+
+		// The list is a signer's queue: pending by default, any status on request.
+		if err := f.store.SetSigningRequestStatus(ctx, "sig_reach", "signed", &body, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		pay := f.creds.Keys["pay"].Sign
+		if queue := f.do(t, "GET", "/api/v1/signing-requests", pay, nil); queue.status != 200 || strings.Contains(string(queue.body), "sig_reach") {
+			t.Fatalf("the default list holds a signed request: %d %s", queue.status, queue.body)
+		}
+		for _, status := range []string{"all", "signed"} {
+			if r := f.do(t, "GET", "/api/v1/signing-requests?status="+status, pay, nil); !strings.Contains(string(r.body), "sig_reach") {
+				t.Fatalf("status=%s misses the signed request: %s", status, r.body)
+			}
+		}
+		f.do(t, "GET", "/api/v1/signing-requests?status=done", pay, nil).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	})
 }

@@ -63,6 +63,9 @@ func readReachTable(t *testing.T) reachTable {
 					}
 					actions = append(actions, m[1])
 				}
+				if strings.Contains(cell, "device key") {
+					actions = append(actions, heldByADevice)
+				}
 				row[header[i+1]] = actions
 			}
 			table[cells[0]] = row
@@ -76,6 +79,20 @@ func readReachTable(t *testing.T) reachTable {
 	return table
 }
 
+// heldByADevice stands, among the actions a credential holds, for its being a signing
+// device's key (auth.Principal.SigningDevice); among a cell's actions, for "a device key's
+// only": the cell's actions reach only when the credential is one.
+const heldByADevice = "(device key)"
+
+// held lists the actions p holds on app, with heldByADevice when p is a device key.
+func held(p *auth.Principal, app string) []string {
+	out := slices.DeleteFunc(slices.Clone(auth.AllActions), func(x string) bool { return !p.Can(app, x) })
+	if p.SigningDevice() {
+		out = append(out, heldByADevice)
+	}
+	return out
+}
+
 // reaches says whether a credential of column, holding held actions, reaches resource
 // through a route that asks for one of routeActions (any action when empty).
 func (rt reachTable) reaches(t *testing.T, resource, column string, held, routeActions []string) bool {
@@ -84,8 +101,11 @@ func (rt reachTable) reaches(t *testing.T, resource, column string, held, routeA
 	if !ok {
 		t.Fatalf("docs/api.md reach table has no row %q", resource)
 	}
+	if slices.Contains(row[column], heldByADevice) && !slices.Contains(held, heldByADevice) {
+		return false
+	}
 	return slices.ContainsFunc(row[column], func(a string) bool {
-		return slices.Contains(held, a) && (len(routeActions) == 0 || slices.Contains(routeActions, a))
+		return a != heldByADevice && slices.Contains(held, a) && (len(routeActions) == 0 || slices.Contains(routeActions, a))
 	})
 }
 

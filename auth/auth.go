@@ -14,7 +14,10 @@ import (
 )
 
 // Apps are the verticals of the platform; every key, client and permission names one.
-var Apps = []string{"treasury", "pay", "trade", "earn", "borrow"}
+var Apps = []string{TreasuryApp, "pay", "trade", "earn", "borrow"}
+
+// TreasuryApp is the organisation's own app: its wallets, portfolio and audit chain.
+const TreasuryApp = "treasury"
 
 // Actions a credential may hold on an app.
 const (

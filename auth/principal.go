@@ -94,6 +94,24 @@ func (p *Principal) ActorType() string {
 	return "key"
 }
 
+// SigningDevice reports whether the principal is a signing device's: a treasury tk_ key
+// holding sign and restricted to wallets (or the dev bundle's signer inside the service),
+// the one credential that signs — and lists, reads and hears — every app's signing
+// requests, for its own wallets only. No other treasury credential crosses apps to sign:
+// an sk_ holds sign too, but a key that leaks from a dashboard must not sign payments.
+func (p *Principal) SigningDevice() bool {
+	if p == nil || len(p.ResourceIDs) == 0 {
+		return false
+	}
+	switch p.Kind {
+	case KindResource:
+		return p.App == TreasuryApp && slices.Contains(p.Actions, ActionSign)
+	case KindDevice:
+		return slices.Contains(p.Actions, ActionSign)
+	}
+	return false
+}
+
 // CanReach reports whether a resource id is within the principal's resource restriction.
 func (p *Principal) CanReach(resourceID string) bool {
 	return len(p.ResourceIDs) == 0 || slices.Contains(p.ResourceIDs, resourceID)

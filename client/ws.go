@@ -26,7 +26,7 @@ const (
 var closeMeaning = map[int]string{
 	closecode.GoingAway:      "server restarting",
 	closecode.ConfigDisabled: "config disabled",
-	closecode.Credential:     "credential revoked or token expired",
+	closecode.Credential:     "credential revoked",
 	closecode.ConfigDeleted:  "config deleted",
 	closecode.TooSlow:        "too slow",
 }

@@ -71,14 +71,14 @@ func (s *Subscription) WantsForDevices(ev *Event) bool {
 // config's events.
 type Recipient struct {
 	// CredentialID is the key or OAuth client that opened it: its revocation closes the
-	// connection with 4003.
+	// connection with 4003. The credential is checked once, at the upgrade: an OAuth
+	// token's expiry does not end the connection.
 	CredentialID string
-	// ExpiresAt, when not zero, closes the connection (4003) as its token expires.
-	ExpiresAt time.Time
 	// Wallets, when not empty, is the credential's wallet restriction: of the events that
 	// name a wallet, only these wallets' reach the connection.
 	Wallets []string
-	// SigningDevice: the credential signs for the organisation (sign on treasury), and
-	// receives what WantsForDevices selects besides its config's events.
-	SigningDevice bool
+	// SigningDevice: the credential is a signing device's key (a treasury tk_ with sign,
+	// restricted to wallets), and receives what WantsForDevices selects besides its
+	// config's events; SigningOnly, that alone (the key does not hold read).
+	SigningDevice, SigningOnly bool
 }

@@ -14,9 +14,9 @@ type Records int
 const (
 	// ApprovalItems: read or approve on the item's app.
 	ApprovalItems Records = iota
-	// SigningRequests: read or sign on the request's app; or sign on treasury, the
-	// credential of a signing device, which signs its wallets' transactions whichever app
-	// ordered them.
+	// SigningRequests: read or sign on the request's app; or a signing device's key (a
+	// treasury tk_ with sign, restricted to wallets: auth.Principal.SigningDevice), which
+	// signs its wallets' transactions whichever app ordered them.
 	SigningRequests
 	// Events: read on the event's app.
 	Events
@@ -38,8 +38,8 @@ func Reach(p *auth.Principal, r Records) []string {
 	case ApprovalItems:
 		return orderApps(p, auth.ActionRead, auth.ActionApprove)
 	case SigningRequests:
-		if p.Can(events.TreasuryApp, auth.ActionSign) {
-			return orderingApps
+		if p.SigningDevice() {
+			return orderingApps // of its wallets only: ResourceIDs narrow every answer
 		}
 		return orderApps(p, auth.ActionRead, auth.ActionSign)
 	case Events:

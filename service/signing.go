@@ -10,7 +10,6 @@ import (
 
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/chain/keys"
-	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/workflows"
@@ -22,14 +21,23 @@ type SigningFilter struct {
 	Page
 }
 
-// ListSigningRequests pages through the signing requests the caller may see (SPEC 3.5).
+// SigningRequestsAll asks a list of signing requests for every status.
+const SigningRequestsAll = "all"
+
+// ListSigningRequests pages through the signing requests the caller may see (SPEC 3.5):
+// the pending ones unless Status asks for another status, or for all.
 func (s *Service) ListSigningRequests(ctx context.Context, who Caller, f SigningFilter) (list []store.SigningRequest, next string, err error) {
-	if f.Status != "" && !slices.Contains(orders.SigningStatuses, f.Status) {
-		return nil, "", invalid(field("status", "must be pending, signed or expired"))
+	switch {
+	case f.Status == "":
+		f.Status = orders.SigningPending
+	case f.Status == SigningRequestsAll:
+		f.Status = ""
+	case !slices.Contains(orders.SigningStatuses, f.Status):
+		return nil, "", invalid(field("status", "must be pending (the default), signed, expired or all"))
 	}
 	apps := Reach(who.Principal, SigningRequests)
 	if apps == nil {
-		return nil, "", refuse(PermissionDenied, "Listing signing requests needs read or sign on an app that orders, or sign on treasury (a signing device).")
+		return nil, "", refuse(PermissionDenied, "Listing signing requests needs read or sign on an app that orders, or a signing device's key (a treasury tk_ with sign, restricted to its wallets).")
 	}
 	list, err = s.Store.ListSigningRequests(ctx, store.SigningFilter{OrgID: who.OrgID, Apps: apps,
 		WalletIDs: who.ResourceIDs, Status: f.Status, AfterID: f.After, Limit: f.Limit + 1})
@@ -41,7 +49,8 @@ func (s *Service) ListSigningRequests(ctx context.Context, who Caller, f Signing
 }
 
 // SigningRequest reads a signing request the caller may see: of an app it holds read or
-// sign on, for a wallet within its reach; any other is not found.
+// sign on, or of any app for a signing device, for a wallet within its reach; any other is
+// not found.
 func (s *Service) SigningRequest(ctx context.Context, who Caller, id string) (*store.SigningRequest, error) {
 	r, err := s.Store.SigningRequest(ctx, who.OrgID, id)
 	if errors.Is(err, store.ErrNotFound) ||
@@ -61,8 +70,8 @@ func (s *Service) SubmitSignature(ctx context.Context, who Caller, requestID, si
 	if err != nil {
 		return nil, err
 	}
-	if !who.Can(r.App, auth.ActionSign) && !who.Can(events.TreasuryApp, auth.ActionSign) {
-		return nil, refuse(PermissionDenied, "Signing needs the 'sign' action on the '"+r.App+"' app, or on treasury (a signing device's key).")
+	if !who.Can(r.App, auth.ActionSign) && !who.SigningDevice() {
+		return nil, refuse(PermissionDenied, "Signing needs the 'sign' action on the '"+r.App+"' app, or a signing device's key (a treasury tk_ with sign, restricted to the wallet).")
 	}
 	if r.Status != orders.SigningPending || !s.now().Before(r.ExpiresAt) {
 		return nil, refuse(Conflict, "This signing request is no longer pending (signed or expired).")

@@ -97,9 +97,10 @@ type conn struct {
 	configID     string
 	credentialID string
 	// wallets, when not nil, are the only wallets whose events it receives; device marks
-	// a signing device's connection (see events.Recipient).
-	wallets map[string]bool
-	device  bool
+	// a signing device's connection, and signingOnly one that receives nothing else (see
+	// events.Recipient).
+	wallets             map[string]bool
+	device, signingOnly bool
 	// pingSlot is the tick of the ping interval on which the keepalive pings it.
 	pingSlot uint32
 	// fd is the socket's descriptor for non-blocking writes (one at a time, or through the
@@ -135,7 +136,7 @@ type conn struct {
 
 func newConn(h *Hub, ws *websocket.Conn, out net.Conn, configID string, peer events.Recipient) *conn {
 	c := &conn{hub: h, ws: ws, out: out, configID: configID, credentialID: peer.CredentialID, device: peer.SigningDevice,
-		fd: -1, done: make(chan struct{})}
+		signingOnly: peer.SigningOnly, fd: -1, done: make(chan struct{})}
 	if len(peer.Wallets) > 0 {
 		c.wallets = make(map[string]bool, len(peer.Wallets))
 		for _, w := range peer.Wallets {

@@ -60,7 +60,7 @@ func (h *Hub) fanOut(ev *events.Event) {
 		}
 		f := &frame{wire: wire, delivery: &delivery{configID: lc.sub.ID, eventID: ev.ID, event: ev.Name}}
 		for _, c := range lc.list() {
-			if (c.device || !devicesOnly) && c.reaches(ev.WalletID) {
+			if (c.device || !devicesOnly) && (!c.signingOnly || devicesOnly) && c.reaches(ev.WalletID) {
 				to = append(to, offerTo{c, f})
 			}
 		}

@@ -297,10 +297,6 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, cfg events.Subscript
 	}
 	go func() { defer h.connections.Done(); c.flush() }()
 	go func() { defer h.connections.Done(); c.readLoop() }()
-	if !peer.ExpiresAt.IsZero() {
-		t := time.AfterFunc(time.Until(peer.ExpiresAt), func() { c.close(closecode.Credential, "token expired") })
-		go func() { <-c.done; t.Stop() }()
-	}
 	// A change of the config, or a revocation, between the caller's checks and the
 	// registration would have missed this connection: look once more, for it only.
 	h.applyConfig(r.Context(), cfg.ID, []*conn{c})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/opentreasury/treasury/api"
 	"github.com/opentreasury/treasury/assemble"
@@ -13,9 +14,11 @@ import (
 )
 
 // A connection receives what its credential reaches (docs/api.md, "What a credential
-// reaches"): a key restricted to some wallets only their events; a signing device (sign on
-// treasury, on a treasury config) the signing requests of every app for its wallets, and
-// nothing else of them; other credentials on a treasury config none of another app's.
+// reaches"): a key restricted to some wallets only their events; a signing device (a
+// treasury tk_ with sign, restricted to wallets, on a treasury config) the signing
+// requests of every app for its wallets, and nothing else of them; other credentials on a
+// treasury config, its sk_ included, none of another app's, and the config's delivery log
+// names only what reached a connection.
 func TestChannelNarrowsEventsToTheCredentialsReach(t *testing.T) {
 	s := storetest.NewSQLite(t)
 	creds := seedStore(t, s)
@@ -50,6 +53,7 @@ func TestChannelNarrowsEventsToTheCredentialsReach(t *testing.T) {
 		"pay tk (one wallet)": r.connect(t, payConfig, restricted),
 		"device (one wallet)": r.connect(t, treasuryConfig, device),
 		"treasury pk":         r.connect(t, treasuryConfig, treasury.PK),
+		"treasury sk":         r.connect(t, treasuryConfig, treasury.SK),
 	}
 
 	ctx := context.Background()
@@ -81,14 +85,15 @@ func TestChannelNarrowsEventsToTheCredentialsReach(t *testing.T) {
 		"pay tk (one wallet)": {{events.OrderCreated, mineOrder}, {events.WalletSigningRequested, mineOrder}, {events.OrderCreated, last}},
 		"device (one wallet)": {{events.WalletSigningRequested, mineOrder}},
 		"treasury pk":         nil,
+		"treasury sk":         nil,
 	}
-	for _, name := range []string{"pay pk", "pay tk (one wallet)", "device (one wallet)", "treasury pk"} {
+	for _, name := range []string{"pay pk", "pay tk (one wallet)", "device (one wallet)", "treasury pk", "treasury sk"} {
 		c := clients[name]
 		end := func(f map[string]any) bool {
 			data, _ := f["data"].(map[string]any)
 			return f["event"] == events.WalletSigningRequested && data["orderId"] == last
 		}
-		if name == "treasury pk" {
+		if name == "treasury pk" || name == "treasury sk" {
 			// It receives none of these: the test event, sent now, comes after whatever
 			// the fan-out offered it.
 			r.sendTestEvent(t, treasuryConfig, treasury.SK)
@@ -104,6 +109,86 @@ func TestChannelNarrowsEventsToTheCredentialsReach(t *testing.T) {
 		}
 		if !slices.Equal(got, want[name]) {
 			t.Errorf("%s received %v, want %v", name, got, want[name])
+		}
+	}
+
+	// The treasury config's delivery log names what reached one of its connections: its
+	// device's wallet's signing requests, never the other wallet's.
+	signingRequest := func(order string) string {
+		evs, err := s.OrderEvents(ctx, order)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			if ev.Event == events.WalletSigningRequested {
+				return ev.ID
+			}
+		}
+		t.Fatalf("order %s has no signing request", order)
+		return ""
+	}
+	var logged []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		status, out := r.call(t, "GET", "/developer/websockets/"+treasuryConfig, treasury.SK, nil)
+		if status != 200 {
+			t.Fatalf("config: %d %v", status, out)
+		}
+		logged = logged[:0]
+		entries, _ := out["deliveryLog"].([]any)
+		for _, e := range entries {
+			logged = append(logged, e.(map[string]any)["eventId"].(string))
+		}
+		if slices.Contains(logged, signingRequest(last)) || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !slices.Contains(logged, signingRequest(mineOrder)) || !slices.Contains(logged, signingRequest(last)) ||
+		slices.Contains(logged, signingRequest(otherOrder)) {
+		t.Errorf("the treasury config's delivery log %v: want %s and %s (the device's wallet), not %s", logged,
+			signingRequest(mineOrder), signingRequest(last), signingRequest(otherOrder))
+	}
+}
+
+// A signing device's key that does not hold read hears its wallets' signing requests and
+// nothing else of its config; one that holds read hears the config's events besides.
+func TestADeviceWithoutReadHearsOnlyItsSigningRequests(t *testing.T) {
+	s := storetest.NewSQLite(t)
+	creds := seedStore(t, s)
+	r := startReplica(t, s, assemble.LiveOptions{}, api.Config{})
+	pay, treasury := creds.Keys["pay"], creds.Keys["treasury"]
+	wallet := creds.Wallets[0].ID
+	newKey := func(actions ...string) string {
+		t.Helper()
+		status, out := r.call(t, "POST", "/developer/api-keys", treasury.SK, map[string]any{"kind": "tk", "actions": actions,
+			"resourceIds": []string{wallet}})
+		if status != 201 {
+			t.Fatalf("create key: %d %v", status, out)
+		}
+		return out["secret"].(string)
+	}
+	cfg := r.createConfig(t, treasury.SK, "policy.*", "wallet.*")
+	signing := r.connect(t, cfg, newKey("sign"))
+	reading := r.connect(t, cfg, newKey("sign", "read"))
+	// An event of the treasury app the config wants, then another app's signing request.
+	if status, out := r.call(t, "PUT", "/api/v1/policies/treasury", treasury.SK, map[string]any{"maxOrderUsd": "1000"}); status != 200 {
+		t.Fatalf("publish the treasury policy: %d %v", status, out)
+	}
+	status, out := r.call(t, "POST", "/api/v1/payments", pay.SK, map[string]any{"walletId": wallet, "asset": "USDC",
+		"amount": "1", "destination": map[string]any{"address": "0x1111111111111111111111111111111111111111"}})
+	if status != 201 {
+		t.Fatalf("create payment: %d %v", status, out)
+	}
+	leg := 0
+	if _, err := s.ApplyOrderStep(context.Background(), store.OrderChange{OrderID: out["id"].(string), Step: "leg-0-signing-requested",
+		To: "pending_signature", Event: &store.EventSpec{Name: events.WalletSigningRequested, Leg: &leg}}); err != nil {
+		t.Fatal(err)
+	}
+	if f := reading.next(t); f["event"] != events.PolicyPublished {
+		t.Fatalf("a device that reads: first %v, want the config's Policy.Published", f)
+	}
+	for name, c := range map[string]*client{"signing only": signing, "reading too": reading} {
+		if f := c.next(t); f["event"] != events.WalletSigningRequested {
+			t.Fatalf("%s: %v, want the signing request", name, f)
 		}
 	}
 }

@@ -6,7 +6,7 @@ package closecode
 const (
 	GoingAway      = 1001 // the server is restarting
 	ConfigDisabled = 4001
-	Credential     = 4003 // the key or OAuth client was revoked, or the token expired
+	Credential     = 4003 // the key or OAuth client was revoked
 	ConfigDeleted  = 4004
 	TooSlow        = 4008
 )
