@@ -114,8 +114,8 @@ var routeAccess = map[string]access{
 	"GET /developer/webhooks/:id/recoveries":                        {app: "own", actions: []string{"developer"}, notFoundOK: true},
 	"GET /developer/webhooks/:id/recoveries/:recoveryId":            {app: "own", actions: []string{"developer"}, notFoundOK: true},
 	// The channel: sk_ and pk_ keys, tk_ keys holding read (or a device key), and OAuth
-	// tokens of the config's app (wshub
-	// tests cover the 403 of another app or organisation with a real config).
+	// tokens of the config's app (wshub tests cover the 403 of another app or organisation
+	// with a real config).
 	"GET /api/v1/ws":         {channel: true, notFoundOK: true},
 	"GET /api/v1/events":     {app: "any", actions: []string{"read"}, records: "events"},
 	"GET /api/v1/audit-logs": {app: "any", actions: []string{"read"}, records: "audit records"},
