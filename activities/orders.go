@@ -227,7 +227,7 @@ func (a *Orders) ApprovalOutcome(ctx context.Context, in workflows.ApprovalReque
 	out := workflows.ApprovalOutcome{Status: it.Status}
 	for _, d := range ds {
 		if d.Decision == orders.Reject && out.RejectedBy == "" {
-			out.RejectedBy = d.DecidedBy
+			out.RejectedBy, out.RejectedByUser = d.DecidedBy, d.DecidedByUser
 		}
 		if (it.Status == orders.ItemRejected && d.Decision == orders.Reject) || (it.Status == orders.ItemApproved && d.Decision == orders.Approve) {
 			out.CorrelationID = d.CorrelationID
@@ -243,11 +243,13 @@ func (a *Orders) RejectOrder(ctx context.Context, in workflows.RejectInput) erro
 	if len(in.Violations) > 0 {
 		detail["violations"] = in.Violations
 	}
+	body := events.OrderEvent{Reason: in.Reason}
 	if in.DecidedBy != "" {
-		detail["decidedBy"] = in.DecidedBy
+		user := events.NullableString(in.DecidedByUser)
+		detail["decidedBy"], detail["decidedByUser"] = in.DecidedBy, &user
+		body.DecidedBy, body.DecidedByUser = in.DecidedBy, &user
 	}
 	detailJSON, _ := json.Marshal(detail)
-	body := events.OrderEvent{Reason: in.Reason, DecidedBy: in.DecidedBy}
 	for _, v := range in.Violations {
 		body.Violations = append(body.Violations, events.Violation(v))
 	}

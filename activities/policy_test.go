@@ -181,7 +181,7 @@ func TestADryRunReportsWhatADraftWouldHaveChanged(t *testing.T) {
 		now := time.Now()
 		run := &store.PolicyDryRun{ID: ids.New(ids.PolicyDryRun), OrgID: l.creds.OrgID, App: "pay", DraftID: "pdr_x", Document: draft,
 			Days: 1, Examples: 1, Since: now.Add(-time.Hour), Until: now.Add(time.Minute), Status: store.DryRunRunning, Total: 5,
-			Report: string(report), CreatedBy: "key_dev", CreatedAt: now, UpdatedAt: now}
+			Report: string(report), Creator: store.Creator{CreatedBy: "key_dev"}, CreatedAt: now, UpdatedAt: now}
 		if err := s.CreatePolicyDryRun(ctx, run); err != nil {
 			t.Fatal(err)
 		}

@@ -31,7 +31,7 @@ const (
 // credentials, invalid input, not found, overload, a failure on our side) releases the key,
 // so a corrected or later retry runs anew.
 var keptProblemCodes = map[string]bool{
-	apitypes.CodeConflict: true, apitypes.CodePolicyViolation: true, apitypes.CodeInvalidSignature: true, apitypes.CodeMakerChecker: true,
+	apitypes.CodeConflict: true, apitypes.CodeAlreadyDecided: true, apitypes.CodePolicyViolation: true, apitypes.CodeInvalidSignature: true, apitypes.CodeMakerChecker: true,
 }
 
 // replayedHeaders are the response headers stored with a kept response.

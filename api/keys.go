@@ -34,7 +34,7 @@ func keyJSON(k *store.APIKey) apitypes.APIKey {
 	}
 	return apitypes.APIKey{ID: k.ID, App: k.App, Kind: k.Kind, Actions: actions, ResourceIDs: resources, Label: k.Label,
 		Hint: k.SecretHint, CreatedAt: timeOf(k.CreatedAt), LastUsedAt: timeOrNull(k.LastUsedAt),
-		RevokedAt: timeOrNull(k.RevokedAt), CreatedBy: nullable(k.CreatedBy)}
+		RevokedAt: timeOrNull(k.RevokedAt), Creator: creatorJSON(k.Creator)}
 }
 
 // list answers GET /developer/api-keys: the app's keys, newest first, never their secrets.

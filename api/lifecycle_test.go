@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/opentreasury/treasury/apitypes"
+	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/chain/keys"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/orders"
@@ -352,5 +354,90 @@ func TestSigningRequestsReachOnlyTheirOwnApp(t *testing.T) {
 			}
 		}
 		f.do(t, "GET", "/api/v1/signing-requests?status=done", pay, nil).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	})
+}
+
+// One person is one approver: two bots a person made, or their session, decide an item
+// once between them. The second is told so (409 already_decided, naming the credential
+// that decided) and nothing is recorded; the quorum counts people, a seeded key with no
+// person behind it as one of its own; each decision names its credential and its person.
+// An item beyond the caller's reach is 404 before maker-checker is looked at.
+func TestOnePersonIsOneApprover(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		f, fw, id := newLifecycleFixtureOn(t, s)
+		ctx := context.Background()
+		u := matrixPerson(t, f, f.creds.OrgID, store.RoleMember, map[string]string{"pay": "read,write,approve,developer"}, "-")
+		session := sessionFor(t, f, u)
+		m := signedIn{token: session, csrf: auth.CSRFToken(session), userID: u.ID}
+		bot := func(body string) createdKey {
+			t.Helper()
+			var k createdKey
+			if r := f.as(t, m, "POST", "/developer/api-keys?app=pay", body); r.status != 201 || json.Unmarshal(r.body, &k) != nil {
+				t.Fatalf("the person's key: %d %s", r.status, r.body)
+			}
+			return k
+		}
+		first, second := bot(`{"kind":"tk","actions":["approve"]}`), bot(`{"kind":"tk","actions":["approve"]}`)
+		item := &store.ApprovalItem{ID: "apr_people", OrgID: f.creds.OrgID, App: "pay", Domain: "payment", OrderID: id, Status: "pending",
+			RequiredApprovals: 2, Reason: "r", PayloadHash: "h", Summary: "{}", CreatedBy: "key_maker",
+			CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
+		if err := f.store.CreateApprovalItem(ctx, item); err != nil {
+			t.Fatal(err)
+		}
+		decide, approve := "/api/v1/approvals/payment/apr_people/decide", `{"decision":"APPROVE"}`
+		if r := f.post(t, decide, first.Secret, approve); r.status != 202 {
+			t.Fatalf("the person's first bot: %d %s", r.status, r.body)
+		}
+		for name, refused := range map[string]response{
+			"the person's second bot": f.post(t, decide, second.Secret, approve),
+			"the person's session":    f.as(t, m, "POST", decide, approve),
+		} {
+			refused.wantProblem(t, 409, apitypes.CodeAlreadyDecided)
+			if !strings.Contains(refused.problem.Detail, first.ID) {
+				t.Fatalf("%s: the refusal does not name the credential that decided: %s", name, refused.body)
+			}
+		}
+		// The first bot again is a retry, answered as before.
+		if r := f.post(t, decide, first.Secret, approve); r.status != 202 {
+			t.Fatalf("a retry of the first bot: %d %s", r.status, r.body)
+		}
+		it, ds, err := f.store.ApprovalItem(ctx, f.creds.OrgID, "apr_people")
+		if err != nil || it.Status != "pending" || len(ds) != 1 || ds[0].DecidedBy != first.ID || ds[0].DecidedByUser != u.ID {
+			t.Fatalf("after one person's three tries: item %+v decisions %+v %v", it, ds, err)
+		}
+		// A seeded key, made by no person, is an approver of its own: the quorum of two.
+		r := f.post(t, decide, f.creds.Keys["pay"].Approve, approve)
+		if r.status != 202 || !strings.Contains(string(r.body), `"status":"approved"`) {
+			t.Fatalf("a second approver: %d %s", r.status, r.body)
+		}
+		var decided struct {
+			Decisions []apitypes.ApprovalDecision `json:"decisions"`
+		}
+		_ = json.Unmarshal(r.body, &decided)
+		if len(decided.Decisions) != 2 || decided.Decisions[0].DecidedBy != first.ID || decided.Decisions[0].DecidedByUser == nil ||
+			*decided.Decisions[0].DecidedByUser != u.ID || !strings.HasPrefix(decided.Decisions[1].DecidedBy, "key_") ||
+			decided.Decisions[1].DecidedByUser != nil {
+			t.Fatalf("decisions %s", r.body)
+		}
+		var signalled []string
+		for _, d := range fw.approvals {
+			signalled = append(signalled, d.DecidedBy+"/"+d.DecidedByUser)
+		}
+		if len(signalled) != 3 || signalled[0] != first.ID+"/"+u.ID || signalled[2] != decided.Decisions[1].DecidedBy+"/" {
+			t.Fatalf("signals %v: the first bot (and its retry) and the seeded key", signalled)
+		}
+
+		// Reach before maker-checker: the person's own order, seen through a key of theirs
+		// restricted to another wallet, is not there at all.
+		mine := decodeOrder(t, f.as(t, m, "POST", "/api/v1/payments", `{"walletId":"`+f.creds.Wallets[0].ID+
+			`","asset":"USDC","amount":"5","destination":{"address":"0x1111111111111111111111111111111111111111"}}`))["id"].(string)
+		if err := f.store.CreateApprovalItem(ctx, &store.ApprovalItem{ID: "apr_mine", OrgID: f.creds.OrgID, App: "pay", Domain: "payment",
+			OrderID: mine, Status: "pending", RequiredApprovals: 1, Reason: "r", PayloadHash: "h", Summary: "{}", CreatedBy: u.ID,
+			CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		elsewhere := bot(`{"kind":"tk","actions":["approve"],"resourceIds":["` + f.creds.Wallets[1].ID + `"]}`)
+		f.post(t, "/api/v1/approvals/payment/apr_mine/decide", elsewhere.Secret, approve).wantProblem(t, 404, apitypes.CodeNotFound)
+		f.post(t, "/api/v1/approvals/payment/apr_mine/decide", first.Secret, approve).wantProblem(t, 403, apitypes.CodeMakerChecker)
 	})
 }

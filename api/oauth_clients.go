@@ -20,7 +20,7 @@ type oauthClientHandlers struct {
 
 func oauthClientJSON(oc *store.OAuthClient) apitypes.OAuthClient {
 	return apitypes.OAuthClient{ID: oc.ID, ClientID: oc.ID, App: oc.App, Scopes: oc.Scopes, Label: oc.Label,
-		CreatedAt: timeOf(oc.CreatedAt), RevokedAt: timeOrNull(oc.RevokedAt), CreatedBy: nullable(oc.CreatedBy)}
+		CreatedAt: timeOf(oc.CreatedAt), RevokedAt: timeOrNull(oc.RevokedAt), Creator: creatorJSON(oc.Creator)}
 }
 
 // list answers GET /developer/oauth-clients: newest first, never a secret.

@@ -26,8 +26,8 @@ type orderHandlers struct {
 func decisionsJSON(ds []store.ApprovalDecision) []apitypes.ApprovalDecision {
 	out := make([]apitypes.ApprovalDecision, len(ds))
 	for i, d := range ds {
-		out[i] = apitypes.ApprovalDecision{Decision: d.Decision, DecidedBy: d.DecidedBy, DecidedAt: timeOf(d.DecidedAt),
-			Comment: d.Comment}
+		out[i] = apitypes.ApprovalDecision{Decision: d.Decision, DecidedBy: d.DecidedBy, DecidedByUser: nullable(d.DecidedByUser),
+			DecidedAt: timeOf(d.DecidedAt), Comment: d.Comment}
 	}
 	return out
 }

@@ -142,7 +142,7 @@ func policyVersionDiffJSON(v *service.PolicyVersionDiff) apitypes.PolicyVersion 
 
 func policyDraftJSON(d *service.PolicyDraftView) apitypes.PolicyDraft {
 	return apitypes.PolicyDraft{ID: d.ID, App: d.App, Status: d.Status, Rules: json.RawMessage(d.Document), BaseVersion: d.BaseVersion,
-		InForceVersion: d.InForceVersion, Restores: d.Restores, Author: d.Author, AuthorPerson: nullable(d.AuthorPerson),
+		InForceVersion: d.InForceVersion, Restores: d.Restores, Author: d.Author, AuthorPerson: nullable(d.AuthorPerson), Creator: creatorJSON(d.Creator),
 		Approvals: approvalsJSON(d.PolicyDraft.Approvals), ApprovalsRequired: d.ApprovalsRequired, PublishedVersion: d.PublishedVersion,
 		Diff: d.Diff, CreatedAt: timeOf(d.CreatedAt), UpdatedAt: timeOf(d.UpdatedAt)}
 }
@@ -272,7 +272,7 @@ func (h *policyHandlers) dryRun(c *gin.Context) {
 func policyDryRunJSON(d *store.PolicyDryRun) apitypes.PolicyDryRun {
 	out := apitypes.PolicyDryRun{ID: d.ID, App: d.App, DraftID: d.DraftID, Rules: json.RawMessage(d.Document), Days: d.Days,
 		Since: timeOf(d.Since), Until: timeOf(d.Until), Status: d.Status,
-		Progress: apitypes.DryRunProgress{Evaluated: d.Evaluated, Total: d.Total}, Error: nullable(d.Error), CreatedBy: d.CreatedBy,
+		Progress: apitypes.DryRunProgress{Evaluated: d.Evaluated, Total: d.Total}, Error: nullable(d.Error), Creator: creatorJSON(d.Creator),
 		CreatedAt: timeOf(d.CreatedAt), UpdatedAt: timeOf(d.UpdatedAt), CompletedAt: timeOrNull(d.CompletedAt)}
 	report := policy.NewHistoryReport()
 	_ = json.Unmarshal([]byte(d.Report), report) // written by the dry run from this type

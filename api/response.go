@@ -9,7 +9,9 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/shopspring/decimal"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/store"
 )
 
 func formatTime(t time.Time) string { return events.FormatTime(t) }
@@ -27,6 +29,11 @@ func nullable(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// creatorJSON is who made a record, as every answer names it.
+func creatorJSON(c store.Creator) apitypes.Creator {
+	return apitypes.Creator{CreatedBy: nullable(c.CreatedBy), CreatedByUser: nullable(c.CreatedByUser)}
 }
 
 func deref(s *string) string {

@@ -28,7 +28,7 @@ func webhookJSON(c *store.WebhookConfig) apitypes.Webhook {
 	}
 	out := apitypes.Webhook{ID: c.ID, App: c.App, URL: c.URL, Events: entries, Description: c.Description, Enabled: c.Enabled,
 		DisabledReason: c.DisabledReason, FailingSince: timeOrNull(c.FailingSince), RateLimit: c.RateLimit,
-		CreatedAt: timeOf(c.CreatedAt), UpdatedAt: timeOf(c.UpdatedAt)}
+		Creator: creatorJSON(c.Creator), CreatedAt: timeOf(c.CreatedAt), UpdatedAt: timeOf(c.UpdatedAt)}
 	if c.PreviousSecret != nil && c.PreviousSecretUntil != nil {
 		out.PreviousSecretExpiresAt = timeOrNull(c.PreviousSecretUntil)
 	}
@@ -146,7 +146,7 @@ func (h *webhookHandlers) redeliver(c *gin.Context) {
 
 func webhookRecoveryJSON(r *store.WebhookRecovery) apitypes.WebhookRecovery {
 	out := apitypes.WebhookRecovery{ID: r.ID, WebhookID: r.ConfigID, Since: timeOf(r.Since), Until: timeOf(r.Until), Status: r.Status,
-		Scanned: r.Scanned, Requeued: r.Requeued, CreatedAt: timeOf(r.CreatedAt), UpdatedAt: timeOf(r.UpdatedAt),
+		Scanned: r.Scanned, Requeued: r.Requeued, Creator: creatorJSON(r.Creator), CreatedAt: timeOf(r.CreatedAt), UpdatedAt: timeOf(r.UpdatedAt),
 		CompletedAt: timeOrNull(r.CompletedAt)}
 	if r.Error != "" {
 		out.Error = &r.Error

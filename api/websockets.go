@@ -44,7 +44,8 @@ type websocketConfigJSON struct {
 	Events          []string       `json:"events"`
 	Enabled         bool           `json:"enabled"`
 	LiveConnections int            `json:"liveConnections"`
-	CreatedAt       string         `json:"createdAt"`
+	apitypes.Creator
+	CreatedAt string `json:"createdAt"`
 	DeliveryLog     []deliveryJSON `json:"deliveryLog"`
 }
 
@@ -60,7 +61,7 @@ func configJSON(cfg *service.WebSocketConfig) websocketConfigJSON {
 		entries = []string{}
 	}
 	return websocketConfigJSON{ID: cfg.ID, App: cfg.App, Events: entries, Enabled: cfg.Enabled,
-		LiveConnections: cfg.LiveConnections, CreatedAt: formatTime(cfg.CreatedAt), DeliveryLog: log}
+		LiveConnections: cfg.LiveConnections, Creator: creatorJSON(cfg.Creator), CreatedAt: formatTime(cfg.CreatedAt), DeliveryLog: log}
 }
 
 // list answers GET /developer/websockets.

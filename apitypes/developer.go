@@ -2,6 +2,16 @@ package apitypes
 
 import "github.com/opentreasury/treasury/events"
 
+// Creator is who made a record, in the one meaning createdBy has everywhere (SPEC 3.2):
+// the credential, and the person behind it.
+type Creator struct {
+	// CreatedBy is the credential that made it: key_…, oac_…, or usr_… for a signed-in
+	// person; null when none did (the dev bundle's seed).
+	CreatedBy *string `json:"createdBy"`
+	// CreatedByUser is the person behind that credential; null when there is none.
+	CreatedByUser *string `json:"createdByUser"`
+}
+
 // APIKey is a key of an app (/developer/api-keys). Its secret is shown once, when the key
 // is created.
 type APIKey struct {
@@ -18,8 +28,7 @@ type APIKey struct {
 	CreatedAt  events.Time  `json:"createdAt"`
 	LastUsedAt *events.Time `json:"lastUsedAt"`
 	RevokedAt  *events.Time `json:"revokedAt"`
-	// CreatedBy is the person who created the key; null when a key created it.
-	CreatedBy *string `json:"createdBy"`
+	Creator
 	// Secret is the key itself, in the answer to its creation only (not in a replay of it).
 	Secret string `json:"secret,omitempty"`
 }
@@ -42,8 +51,7 @@ type OAuthClient struct {
 	Label     string       `json:"label"`
 	CreatedAt events.Time  `json:"createdAt"`
 	RevokedAt *events.Time `json:"revokedAt"`
-	// CreatedBy is the person who created the client; null when a key created it.
-	CreatedBy *string `json:"createdBy"`
+	Creator
 	// ClientSecret is in the answer to its creation only.
 	ClientSecret string `json:"clientSecret,omitempty"`
 }
@@ -99,8 +107,9 @@ type Webhook struct {
 	RateLimit *int `json:"rateLimit"`
 	// PreviousSecretExpiresAt is when the secret before the last rotation stops signing.
 	PreviousSecretExpiresAt *events.Time `json:"previousSecretExpiresAt"`
-	CreatedAt               events.Time  `json:"createdAt"`
-	UpdatedAt               events.Time  `json:"updatedAt"`
+	Creator
+	CreatedAt events.Time `json:"createdAt"`
+	UpdatedAt events.Time `json:"updatedAt"`
 	// Secret (whsec_…) verifies the messages; it is in the answers to the webhook's
 	// creation and to a rotation of its secret only.
 	Secret string `json:"secret,omitempty"`
@@ -135,7 +144,8 @@ type WebhookRecovery struct {
 	// again.
 	Scanned     int          `json:"scanned"`
 	Requeued    int          `json:"requeued"`
-	Error       *string      `json:"error"`
+	Error *string `json:"error"`
+	Creator
 	CreatedAt   events.Time  `json:"createdAt"`
 	UpdatedAt   events.Time  `json:"updatedAt"`
 	CompletedAt *events.Time `json:"completedAt"`

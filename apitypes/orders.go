@@ -26,12 +26,15 @@ type OrderApproval struct {
 	Decisions []ApprovalDecision `json:"decisions"`
 }
 
-// ApprovalDecision is one approver's decision.
+// ApprovalDecision is one approver's decision: DecidedBy is the credential that recorded
+// it (key_…, oac_…, or usr_… for a signed-in person), DecidedByUser the person behind it
+// (null for a credential no person made, which counts as an approver of its own).
 type ApprovalDecision struct {
-	Decision  string      `json:"decision"` // APPROVE or REJECT
-	DecidedBy string      `json:"decidedBy"`
-	DecidedAt events.Time `json:"decidedAt"`
-	Comment   string      `json:"comment"`
+	Decision      string      `json:"decision"` // APPROVE or REJECT
+	DecidedBy     string      `json:"decidedBy"`
+	DecidedByUser *string     `json:"decidedByUser"`
+	DecidedAt     events.Time `json:"decidedAt"`
+	Comment       string      `json:"comment"`
 }
 
 // Decision is the body of POST /approvals/{domain}/{id}/decide.

@@ -85,8 +85,10 @@ type PolicyDraft struct {
 	Restores       *int `json:"restores"`
 	// Author is the credential that last saved it; AuthorPerson the person behind it, who
 	// cannot approve it.
-	Author            string           `json:"author"`
-	AuthorPerson      *string          `json:"authorPerson"`
+	Author       string  `json:"author"`
+	AuthorPerson *string `json:"authorPerson"`
+	// Creator is who started the draft.
+	Creator
 	Approvals         []PolicyApproval `json:"approvals"`
 	ApprovalsRequired int              `json:"approvalsRequired"`
 	PublishedVersion  *int             `json:"publishedVersion"`
@@ -111,8 +113,8 @@ type PolicyDryRun struct {
 	Progress DryRunProgress  `json:"progress"`
 	Report   DryRunReport    `json:"report"`
 	// Error says why a failed run stopped.
-	Error       *string      `json:"error"`
-	CreatedBy   string       `json:"createdBy"`
+	Error *string `json:"error"`
+	Creator
 	CreatedAt   events.Time  `json:"createdAt"`
 	UpdatedAt   events.Time  `json:"updatedAt"`
 	CompletedAt *events.Time `json:"completedAt"`

@@ -8,6 +8,7 @@ const (
 	CodeMakerChecker         = "maker_checker_violation"
 	CodeNotFound             = "not_found"
 	CodeConflict             = "conflict"
+	CodeAlreadyDecided       = "already_decided"
 	CodeIdempotencyKeyInUse  = "idempotency_key_in_use"
 	CodeValidationFailed     = "validation_failed"
 	CodeIdempotencyKeyReused = "idempotency_key_reused"

@@ -24,8 +24,8 @@ type KeyRecord struct {
 	SecretHash  string
 	LastUsedAt  *time.Time
 	RevokedAt   *time.Time
-	// CreatedBy is the person (usr_…) who created the key, or "".
-	CreatedBy string
+	// CreatedByUser is the person (usr_…) behind the credential that created the key, or "".
+	CreatedByUser string
 }
 
 // TokenRecord is an issued OAuth access token with what the authenticator needs of its
@@ -40,8 +40,9 @@ type TokenRecord struct {
 	ExpiresAt time.Time
 	// ClientRevoked: the token's client is revoked, which ends its tokens at once.
 	ClientRevoked bool
-	// ClientCreatedBy is the person (usr_…) who created the client, or "".
-	ClientCreatedBy string
+	// ClientCreatedByUser is the person (usr_…) behind the credential that created the
+	// client, or "".
+	ClientCreatedByUser string
 }
 
 // The interfaces below are what the authenticator reads and writes of stored credentials.
@@ -104,7 +105,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (*Princi
 		// Best effort: a failed write of lastUsedAt must not fail the request.
 		_ = a.keys.TouchAPIKey(ctx, k.ID, now)
 	}
-	p := &Principal{OrgID: k.OrgID, App: k.App, Kind: k.Kind, ID: k.ID, Person: k.CreatedBy}
+	p := &Principal{OrgID: k.OrgID, App: k.App, Kind: k.Kind, ID: k.ID, Person: k.CreatedByUser}
 	switch k.Kind {
 	case KindSecret:
 		p.Actions = append([]string(nil), AllActions...)
@@ -131,5 +132,5 @@ func (a *Authenticator) accessToken(ctx context.Context, token, hash string) (*P
 		return nil, ErrUnauthenticated
 	}
 	return &Principal{OrgID: t.OrgID, App: t.App, Kind: KindAccessToken, ID: t.ClientID, Actions: ParseActions(t.Actions),
-		ExpiresAt: t.ExpiresAt, Person: t.ClientCreatedBy}, nil
+		ExpiresAt: t.ExpiresAt, Person: t.ClientCreatedByUser}, nil
 }

@@ -25,6 +25,10 @@ func developerPath(resource string, ids ...string) string {
 // APIKey is a key of the app. Its secret is shown once, by CreateAPIKey.
 type APIKey = apitypes.APIKey
 
+// Creator is who made a record: CreatedBy the credential (key_…, oac_…, or usr_… for a
+// signed-in person), CreatedByUser the person behind it; nil when there is none.
+type Creator = apitypes.Creator
+
 // APIKeyRequest is a new key: Kind sk, tk (with at least one action) or pk.
 type APIKeyRequest = apitypes.APIKeyRequest
 

@@ -187,11 +187,13 @@ type OrderApproval = apitypes.OrderApproval
 type Failure = events.Failure
 
 // Rejection is why an order was rejected: by the policy (with its violations), by an
-// approver (DecidedBy), or because its approval expired.
+// approver (DecidedBy, the credential, and DecidedByUser, the person behind it), or
+// because its approval expired.
 type Rejection struct {
-	Reason     string      `json:"reason"` // policy, approver or expired
-	Violations []Violation `json:"violations,omitempty"`
-	DecidedBy  string      `json:"decidedBy,omitempty"`
+	Reason        string      `json:"reason"` // policy, approver or expired
+	Violations    []Violation `json:"violations,omitempty"`
+	DecidedBy     string      `json:"decidedBy,omitempty"`
+	DecidedByUser string      `json:"decidedByUser,omitempty"`
 }
 
 // StatusChange is one entry of an order's history.

@@ -122,9 +122,11 @@ type PolicyDraft struct {
 	Restores int `json:"restores"`
 	// Author is the credential that last saved it; AuthorPerson, the person behind it,
 	// cannot approve it.
-	Author       string           `json:"author"`
-	AuthorPerson string           `json:"authorPerson"`
-	Approvals    []PolicyApproval `json:"approvals"`
+	Author       string `json:"author"`
+	AuthorPerson string `json:"authorPerson"`
+	// Creator is who started the draft.
+	Creator
+	Approvals []PolicyApproval `json:"approvals"`
 	// ApprovalsRequired is the ChangeApprovals of the policy in force.
 	ApprovalsRequired int `json:"approvalsRequired"`
 	// PublishedVersion is the version it became, 0 unless published.
@@ -344,8 +346,8 @@ type PolicyDryRun struct {
 	Progress PolicyDryRunProgress `json:"progress"`
 	Report   PolicyDryRunReport   `json:"report"`
 	// Error says why a failed run stopped, empty otherwise.
-	Error     string    `json:"error"`
-	CreatedBy string    `json:"createdBy"`
+	Error string `json:"error"`
+	Creator
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
 	// CompletedAt is nil while the run is running.

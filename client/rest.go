@@ -279,6 +279,7 @@ const (
 	CodeMakerChecker         = apitypes.CodeMakerChecker
 	CodeNotFound             = apitypes.CodeNotFound
 	CodeConflict             = apitypes.CodeConflict
+	CodeAlreadyDecided       = apitypes.CodeAlreadyDecided
 	CodeIdempotencyKeyInUse  = apitypes.CodeIdempotencyKeyInUse
 	CodeValidationFailed     = apitypes.CodeValidationFailed
 	CodeIdempotencyKeyReused = apitypes.CodeIdempotencyKeyReused

@@ -20,8 +20,10 @@ type WebSocketConfig struct {
 	Events  []string `json:"events"`
 	Enabled bool     `json:"enabled"`
 	// LiveConnections counts the config's connections on every replica.
-	LiveConnections int       `json:"liveConnections"`
-	CreatedAt       time.Time `json:"createdAt"`
+	LiveConnections int `json:"liveConnections"`
+	// Creator is who made the config: the credential (createdBy) and the person behind it.
+	Creator
+	CreatedAt time.Time `json:"createdAt"`
 	// DeliveryLog is the last five events written to a live connection, newest first.
 	DeliveryLog []LiveDelivery `json:"deliveryLog"`
 }

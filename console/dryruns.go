@@ -63,7 +63,7 @@ func (c *console) dryRuns(r *http.Request, rq *request, n names, draftID string,
 	for i := range list {
 		d := &list[i]
 		report := reportOf(d)
-		out[i] = dryRunRow{ID: d.ID, DraftID: d.DraftID, Href: dryRunPath(rq.app, d.ID), DraftHref: draftPath(rq.app, d.DraftID), By: n.of(d.CreatedBy, ""), Status: d.Status, Days: d.Days, CreatedAt: d.CreatedAt,
+		out[i] = dryRunRow{ID: d.ID, DraftID: d.DraftID, Href: dryRunPath(rq.app, d.ID), DraftHref: draftPath(rq.app, d.DraftID), By: n.of(d.CreatedByUser, d.CreatedBy), Status: d.Status, Days: d.Days, CreatedAt: d.CreatedAt,
 			Evaluated: d.Evaluated, Total: d.Total, Changed: report.Evaluated - report.Unchanged}
 	}
 	return out, err
@@ -175,7 +175,7 @@ func (c *console) dryRun(w http.ResponseWriter, r *http.Request, rq *request) {
 	if d.Status == store.DryRunRunning {
 		rq.v.Refresh = 2
 	}
-	page := dryRunPage{Run: d, By: c.people(ctx, who).of(d.CreatedBy, ""), Draft: draft, Edited: draft.Document != d.Document,
+	page := dryRunPage{Run: d, By: c.people(ctx, who).of(d.CreatedByUser, d.CreatedBy), Draft: draft, Edited: draft.Document != d.Document,
 		Rules: indent(d.Document), InForce: p.Version, Changes: changes(policy.Diff(inForce, tried))}
 	report := reportOf(d)
 	page.Report = dryRunReport{Evaluated: report.Evaluated, Unchanged: report.Unchanged, Changed: report.Evaluated - report.Unchanged}

@@ -46,8 +46,10 @@ type OrderEvent struct {
 	// there is none.
 	CreatedBy     string          `json:"createdBy,omitempty"`
 	CreatedByUser *NullableString `json:"createdByUser,omitempty"`
-	// DecidedBy (Order.Rejected by an approver) is who rejected it.
-	DecidedBy string `json:"decidedBy,omitempty"`
+	// DecidedBy (Order.Rejected by an approver) is the credential that rejected it;
+	// DecidedByUser the person behind it, null when there is none.
+	DecidedBy     string          `json:"decidedBy,omitempty"`
+	DecidedByUser *NullableString `json:"decidedByUser,omitempty"`
 	Domain    string `json:"domain"`
 	// Event is the canonical name.
 	Event string `json:"event"`

@@ -98,9 +98,12 @@ type Decision struct {
 }
 
 // Decide records the caller's decision on a pending approval item of a domain and signals
-// it to the order's workflow, which counts it (SPEC 3.3). The creator of the order may not
-// decide it (MakerChecker); one decision per approver, so the same decision again is a
-// retry, answered as before, and another one a Conflict; a closed item is a Conflict.
+// it to the order's workflow, which counts it (SPEC 3.3). An item beyond the caller's
+// reach is NotFound before anything else is said of it; the creator of the order may not
+// decide it (MakerChecker). One person is one approver: a person who has decided through
+// another credential is told so (AlreadyDecided, naming it), and a credential no person
+// made counts as its own approver. The same decision again through the same credential is
+// a retry, answered as before, and another one a Conflict; a closed item is a Conflict.
 func (s *Service) Decide(ctx context.Context, who Caller, domainName, itemID string, d Decision) (*Approval, error) {
 	domain, ok := DomainNamed(domainName)
 	if !ok {
@@ -127,20 +130,25 @@ func (s *Service) Decide(ctx context.Context, who Caller, domainName, itemID str
 	if err != nil {
 		return nil, err
 	}
+	if !who.CanReach(order.WalletID) {
+		return nil, refuse(NotFound, "No approval item with this id.")
+	}
 	// People are compared, not credentials: a bot keyed by the person who created an
 	// order may not approve it.
 	if order.Maker() == who.Actor() {
 		return nil, refuse(MakerChecker, "The creator of an order may not decide it; another approver must.")
 	}
-	if !who.CanReach(order.WalletID) {
-		return nil, refuse(NotFound, "No approval item with this id.")
-	}
 	now := s.now()
-	decision := &store.ApprovalDecision{ItemID: item.ID, DecidedBy: who.Actor(), Decision: d.Decision, Comment: d.Comment,
-		CorrelationID: who.CorrelationID, DecidedAt: now}
+	decision := &store.ApprovalDecision{ItemID: item.ID, Approver: who.Actor(), DecidedBy: who.ID, DecidedByUser: who.Person,
+		Decision: d.Decision, Comment: d.Comment, CorrelationID: who.CorrelationID, DecidedAt: now}
 	audit := s.audit(who, app, "approval."+strings.ToLower(d.Decision), "approval_item", item.ID, nil)
 	decided, err := s.Store.RecordApprovalDecision(ctx, who.OrgID, decision, audit)
 	switch {
+	case errors.Is(err, store.ErrAlreadyDecided) && decision.DecidedBy != who.ID:
+		// A quorum of two bots made by one person is one approver: say so, rather than
+		// let the caller believe a second approval was counted.
+		return nil, refuse(AlreadyDecided, "This person has already decided this item ("+decision.Decision+") through "+
+			decision.DecidedBy+"; one person is one approver, whatever credentials they hold. Another person must decide.")
 	case errors.Is(err, store.ErrAlreadyDecided):
 		if decision.Decision != d.Decision {
 			return nil, refuse(Conflict, "You have already decided this item ("+decision.Decision+").")
@@ -152,8 +160,8 @@ func (s *Service) Decide(ctx context.Context, who Caller, domainName, itemID str
 	case err != nil:
 		return nil, err
 	}
-	signal := workflows.ApprovalDecision{ItemID: item.ID, DecidedBy: who.Actor(), Decision: decision.Decision,
-		Outcome: decided.Status, CorrelationID: decision.CorrelationID}
+	signal := workflows.ApprovalDecision{ItemID: item.ID, DecidedBy: decision.DecidedBy, DecidedByUser: decision.DecidedByUser,
+		Decision: decision.Decision, Outcome: decided.Status, CorrelationID: decision.CorrelationID}
 	if err := s.signalApproval(ctx, item.OrderID, signal); err != nil {
 		// The decision is stored: the workflow also finds it in the store when its wait
 		// ends, and a retry of this request signals again.

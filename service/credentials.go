@@ -139,7 +139,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, who Caller, req KeyRequest) 
 	}
 	k := &store.APIKey{ID: ids.New(ids.APIKey), OrgID: who.OrgID, App: who.App, Kind: req.Kind,
 		Actions: auth.FormatActions(actions), ResourceIDs: auth.FormatActions(resourceIDs), Label: req.Label,
-		SecretHash: auth.HashSecret(secret), SecretHint: auth.Hint(secret), CreatedAt: s.now(), CreatedBy: who.Person}
+		SecretHash: auth.HashSecret(secret), SecretHint: auth.Hint(secret), CreatedAt: s.now(), Creator: creatorOf(who)}
 	err = s.writeAudited(ctx, who, func(tx *store.Store) error { return tx.CreateAPIKey(ctx, k) },
 		"api_key.created", "api_key", k.ID, map[string]any{"kind": k.Kind})
 	if err != nil {
@@ -283,7 +283,7 @@ func (s *Service) CreateOAuthClient(ctx context.Context, who Caller, scopes, lab
 		return nil, "", err
 	}
 	oc := &store.OAuthClient{ID: ids.New(ids.OAuthClient), OrgID: who.OrgID, App: who.App, SecretHash: auth.HashSecret(secret),
-		Scopes: strings.Join(list, " "), Label: label, CreatedAt: s.now(), CreatedBy: who.Person}
+		Scopes: strings.Join(list, " "), Label: label, CreatedAt: s.now(), Creator: creatorOf(who)}
 	err = s.writeAudited(ctx, who, func(tx *store.Store) error { return tx.CreateOAuthClient(ctx, oc) },
 		"oauth_client.created", "oauth_client", oc.ID, map[string]any{"scopes": oc.Scopes})
 	if err != nil {

@@ -22,6 +22,9 @@ const (
 	MakerChecker
 	// Conflict: the resource's state does not allow it.
 	Conflict
+	// AlreadyDecided: the person behind the credential has decided the approval item
+	// already, through another credential (one person is one approver).
+	AlreadyDecided
 	// Invalid: the request has invalid fields (Fields names each).
 	Invalid
 	// PolicyViolation: the policy refused the order (Violations names the rules).
@@ -53,6 +56,7 @@ var answers = [kinds]answer{
 	PermissionDenied: {http.StatusForbidden, apitypes.CodePermissionDenied},
 	MakerChecker:     {http.StatusForbidden, apitypes.CodeMakerChecker},
 	Conflict:         {http.StatusConflict, apitypes.CodeConflict},
+	AlreadyDecided:   {http.StatusConflict, apitypes.CodeAlreadyDecided},
 	Invalid:          {http.StatusUnprocessableEntity, apitypes.CodeValidationFailed},
 	PolicyViolation:  {http.StatusUnprocessableEntity, apitypes.CodePolicyViolation},
 	InvalidSignature: {http.StatusUnprocessableEntity, apitypes.CodeInvalidSignature},

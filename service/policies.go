@@ -218,7 +218,7 @@ func (s *Service) CreatePolicyDraft(ctx context.Context, who Caller, app string,
 	}
 	now := s.now()
 	d := &store.PolicyDraft{ID: ids.New(ids.PolicyDraft), OrgID: who.OrgID, App: app, Author: who.ID,
-		AuthorPerson: who.Person, Status: store.DraftOpen, CreatedAt: now, UpdatedAt: now}
+		AuthorPerson: who.Person, Creator: creatorOf(who), Status: store.DraftOpen, CreatedAt: now, UpdatedAt: now}
 	var view *PolicyDraftView
 	err := s.Store.Tx(ctx, func(tx *store.Store) error {
 		if in.FromVersion != 0 {
@@ -511,7 +511,7 @@ func (s *Service) StartPolicyDryRun(ctx context.Context, who Caller, app string,
 	}
 	d := &store.PolicyDryRun{ID: ids.New(ids.PolicyDryRun), OrgID: who.OrgID, App: app, DraftID: draft.ID, Document: draft.Document,
 		Days: in.Days, Examples: in.Examples, Since: now.AddDate(0, 0, -in.Days), Until: now, Status: store.DryRunRunning,
-		Report: string(report), CreatedBy: who.ID, CreatedAt: now, UpdatedAt: now}
+		Report: string(report), Creator: creatorOf(who), CreatedAt: now, UpdatedAt: now}
 	if d.Total, err = s.Store.CountHistoryOrders(ctx, who.OrgID, app, d.Since, d.Until); err != nil {
 		return nil, err
 	}

@@ -88,6 +88,12 @@ func (s *Service) now() time.Time {
 	return time.Now().UTC()
 }
 
+// creatorOf is who makes a record the caller creates: its credential and the person
+// behind it.
+func creatorOf(who Caller) store.Creator {
+	return store.Creator{CreatedBy: who.ID, CreatedByUser: who.Person}
+}
+
 // Caller is who asks: the authenticated principal, and the correlation id of the request,
 // which the audit log, events and workflows carry.
 type Caller struct {

@@ -132,7 +132,7 @@ func (s *Service) CreateWebhook(ctx context.Context, who Caller, url string, ent
 	now := s.now()
 	c := &store.WebhookConfig{ID: ids.New(ids.WebhookConfig), OrgID: who.OrgID, App: who.App, URL: url,
 		Events: strings.Join(normal, ","), Description: description, Enabled: true, RateLimit: ownRateLimit(rateLimit), Secret: sealed,
-		CreatedAt: now, UpdatedAt: now}
+		Creator: creatorOf(who), CreatedAt: now, UpdatedAt: now}
 	err = s.writeAudited(ctx, who, func(tx *store.Store) error { return tx.CreateWebhookConfig(ctx, c) },
 		"webhook.created", "webhook", c.ID, map[string]any{"url": url, "events": normal, "rateLimit": c.RateLimit})
 	if err != nil {
@@ -358,7 +358,7 @@ func (s *Service) RecoverWebhook(ctx context.Context, who Caller, id string, sin
 		return nil, ErrWorkflowsUnavailable
 	}
 	r := &store.WebhookRecovery{ID: ids.New(ids.WebhookRecovery), OrgID: c.OrgID, ConfigID: c.ID, Since: since.UTC(), Until: end.UTC(),
-		Status: store.RecoveryRunning, CreatedBy: who.ID, CorrelationID: who.CorrelationID, CreatedAt: now, UpdatedAt: now}
+		Status: store.RecoveryRunning, Creator: creatorOf(who), CorrelationID: who.CorrelationID, CreatedAt: now, UpdatedAt: now}
 	err = s.writeAudited(ctx, who, func(tx *store.Store) error { return tx.CreateWebhookRecovery(ctx, r) },
 		"webhook.recovery_started", "webhook", c.ID, map[string]any{"recoveryId": r.ID, "since": r.Since, "until": r.Until})
 	if err != nil {

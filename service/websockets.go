@@ -91,7 +91,7 @@ func (s *Service) CreateWebSocketConfig(ctx context.Context, who Caller, entries
 		return nil, invalid(field("events", err.Error()))
 	}
 	cfg := &store.WebSocketConfig{ID: ids.New(ids.WebSocketConfig), OrgID: who.OrgID, App: who.App,
-		Events: strings.Join(normal, ","), Enabled: true, CreatedAt: s.now()}
+		Events: strings.Join(normal, ","), Enabled: true, Creator: creatorOf(who), CreatedAt: s.now()}
 	err = s.writeAudited(ctx, who, func(tx *store.Store) error { return tx.CreateWebSocketConfig(ctx, cfg) },
 		"websocket_config.created", "websocket_config", cfg.ID, map[string]any{"events": normal})
 	if err != nil {

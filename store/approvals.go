@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -30,10 +31,17 @@ type ApprovalItem struct {
 
 func (ApprovalItem) TableName() string { return "approval_items" }
 
-// ApprovalDecision is one approver's decision on an item.
+// ApprovalDecision is one approver's decision on an item. The approver is a person, or a
+// credential no person made: one person is one approver, whatever credentials they
+// decide through, so the quorum counts people.
 type ApprovalDecision struct {
-	ItemID        string `gorm:"primaryKey"`
-	DecidedBy     string `gorm:"primaryKey"`
+	ItemID string `gorm:"primaryKey"`
+	// Approver is who the quorum counts: DecidedByUser when there is one, else DecidedBy.
+	Approver string `gorm:"primaryKey"`
+	// DecidedBy is the credential that recorded the decision (key_…, oac_…, or usr_… for
+	// a signed-in person); DecidedByUser the person behind it, "" when none is.
+	DecidedBy     string
+	DecidedByUser string
 	Decision      string
 	Comment       string
 	CorrelationID string
@@ -95,16 +103,21 @@ func (s *Store) SetApprovalItemStatus(ctx context.Context, id, status string, at
 
 // RecordApprovalDecision stores one approver's decision on a pending, unexpired item and
 // decides the item in the same transaction: rejected at the first REJECT, approved once
-// the APPROVEs reach the quorum. The store is the authority on the outcome; the workflow
-// is told it. An audit record, when given, is written in the same transaction.
+// the APPROVEs of distinct approvers reach the quorum. The store is the authority on the
+// outcome; the workflow is told it. An approver who has decided already gets
+// ErrAlreadyDecided, with d set to that first decision (and the credential that made it).
+// An audit record, when given, is written in the same transaction.
 func (s *Store) RecordApprovalDecision(ctx context.Context, orgID string, d *ApprovalDecision, audit *AuditLog) (*ApprovalItem, error) {
 	var it ApprovalItem
 	err := s.Tx(ctx, func(tx *Store) error {
 		if err := tx.forUpdate(ctx).Where("id = ? AND org_id = ?", d.ItemID, orgID).Take(&it).Error; err != nil {
 			return notFound(err)
 		}
+		if d.Approver == "" {
+			d.Approver = cmp.Or(d.DecidedByUser, d.DecidedBy)
+		}
 		var mine ApprovalDecision
-		if err := tx.with(ctx).Where("item_id = ? AND decided_by = ?", d.ItemID, d.DecidedBy).Take(&mine).Error; err == nil {
+		if err := tx.with(ctx).Where("item_id = ? AND approver = ?", d.ItemID, d.Approver).Take(&mine).Error; err == nil {
 			*d = mine
 			return ErrAlreadyDecided
 		}
@@ -153,7 +166,7 @@ func (s *Store) ApprovalDecisions(ctx context.Context, itemID string) ([]Approva
 // DecisionsOf returns the decisions on several items, by item id, oldest first.
 func (s *Store) DecisionsOf(ctx context.Context, itemIDs []string) (map[string][]ApprovalDecision, error) {
 	var ds []ApprovalDecision
-	if err := s.with(ctx).Where("item_id IN ?", itemIDs).Order("decided_at, decided_by").Find(&ds).Error; err != nil {
+	if err := s.with(ctx).Where("item_id IN ?", itemIDs).Order("decided_at, approver").Find(&ds).Error; err != nil {
 		return nil, err
 	}
 	out := make(map[string][]ApprovalDecision, len(itemIDs))

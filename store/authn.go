@@ -24,7 +24,7 @@ func (s *Store) AuthKey(ctx context.Context, hash string) (auth.KeyRecord, bool,
 		return auth.KeyRecord{}, false, lookupErr(err)
 	}
 	return auth.KeyRecord{ID: k.ID, OrgID: k.OrgID, App: k.App, Kind: k.Kind, Actions: k.Actions, ResourceIDs: k.ResourceIDs,
-		SecretHash: k.SecretHash, LastUsedAt: k.LastUsedAt, RevokedAt: k.RevokedAt, CreatedBy: k.CreatedBy}, true, nil
+		SecretHash: k.SecretHash, LastUsedAt: k.LastUsedAt, RevokedAt: k.RevokedAt, CreatedByUser: k.CreatedByUser}, true, nil
 }
 
 // AuthAccessToken is the access token whose hash is hash, with its client's revocation.
@@ -34,7 +34,7 @@ func (s *Store) AuthAccessToken(ctx context.Context, hash string) (auth.TokenRec
 		return auth.TokenRecord{}, false, lookupErr(err)
 	}
 	return auth.TokenRecord{TokenHash: t.TokenHash, ClientID: t.ClientID, OrgID: t.OrgID, App: t.App, Actions: t.Actions,
-		ExpiresAt: t.ExpiresAt, ClientRevoked: c.RevokedAt != nil, ClientCreatedBy: c.CreatedBy}, true, nil
+		ExpiresAt: t.ExpiresAt, ClientRevoked: c.RevokedAt != nil, ClientCreatedByUser: c.CreatedByUser}, true, nil
 }
 
 // AuthSession is the session whose token hashes to hash, revoked or expired or not, with

@@ -30,7 +30,8 @@ func TestTheStoreAnswersTheAuthenticator(t *testing.T) {
 
 		tk := secret(auth.KindResource)
 		key := &store.APIKey{ID: ids.New(ids.APIKey), OrgID: org, App: "pay", Kind: auth.KindResource, Actions: "read,sign",
-			ResourceIDs: "wal_a", SecretHash: auth.HashSecret(tk), SecretHint: "tk_", CreatedAt: now, CreatedBy: "usr_maker"}
+			ResourceIDs: "wal_a", SecretHash: auth.HashSecret(tk), SecretHint: "tk_", CreatedAt: now,
+			Creator: store.Creator{CreatedBy: "key_parent", CreatedByUser: "usr_maker"}}
 		if err := s.CreateAPIKey(ctx, key); err != nil {
 			t.Fatal(err)
 		}
@@ -41,7 +42,7 @@ func TestTheStoreAnswersTheAuthenticator(t *testing.T) {
 		}
 
 		client := &store.OAuthClient{ID: ids.New(ids.OAuthClient), OrgID: org, App: "trade", SecretHash: "x", Scopes: "trade:read",
-			CreatedAt: now, CreatedBy: "usr_dev"}
+			CreatedAt: now, Creator: store.Creator{CreatedBy: "usr_dev", CreatedByUser: "usr_dev"}}
 		if err := s.CreateOAuthClient(ctx, client); err != nil {
 			t.Fatal(err)
 		}

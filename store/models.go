@@ -52,8 +52,7 @@ type APIKey struct {
 	CreatedAt   time.Time
 	LastUsedAt  *time.Time
 	RevokedAt   *time.Time
-	// CreatedBy is the person (usr_…) who created the key, or "".
-	CreatedBy string
+	Creator     `gorm:"embedded"`
 }
 
 func (APIKey) TableName() string { return "api_keys" }
@@ -68,8 +67,16 @@ type OAuthClient struct {
 	Label      string
 	CreatedAt  time.Time
 	RevokedAt  *time.Time
-	// CreatedBy is the person (usr_…) who created the client, or "".
-	CreatedBy string
+	Creator    `gorm:"embedded"`
+}
+
+// Creator is who made a record, in the one meaning createdBy has everywhere (SPEC 3.2):
+// CreatedBy the credential that made it (key_…, oac_…, or usr_… for a signed-in person),
+// CreatedByUser the person behind that credential. Either is "" when unknown: the seed
+// made the record, or it predates this record of it.
+type Creator struct {
+	CreatedBy     string
+	CreatedByUser string
 }
 
 func (OAuthClient) TableName() string { return "oauth_clients" }

@@ -56,9 +56,12 @@ type PolicyDraft struct {
 	// BaseVersion is the version in force when the draft was started.
 	BaseVersion int
 	// Restores is the version a rollback draft publishes again.
-	Restores     *int
+	Restores *int
+	// Author is who saved it last (the credential, AuthorPerson the person behind it);
+	// Creator who started it.
 	Author       string
 	AuthorPerson string
+	Creator      `gorm:"embedded"`
 	Status       string
 	// Approvals is the JSON list of approvals ({by, at}) given so far.
 	Approvals        string
@@ -340,7 +343,7 @@ type PolicyDryRun struct {
 	// Report is the running policy.HistoryReport, as JSON.
 	Report      string
 	Error       string
-	CreatedBy   string
+	Creator     `gorm:"embedded"`
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	CompletedAt *time.Time

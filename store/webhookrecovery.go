@@ -29,7 +29,7 @@ type WebhookRecovery struct {
 	LastAt        *time.Time
 	LastID        string
 	Error         string
-	CreatedBy     string
+	Creator       `gorm:"embedded"`
 	CorrelationID string
 	CreatedAt     time.Time
 	UpdatedAt     time.Time

@@ -29,7 +29,7 @@ func newRecovery(t *testing.T, s *store.Store, c *store.WebhookConfig, since, un
 	t.Helper()
 	now := time.Now()
 	r := &store.WebhookRecovery{ID: ids.New(ids.WebhookRecovery), OrgID: c.OrgID, ConfigID: c.ID, Since: since, Until: until,
-		Status: store.RecoveryRunning, CreatedBy: "key_test", CorrelationID: "corr", CreatedAt: now, UpdatedAt: now}
+		Status: store.RecoveryRunning, Creator: store.Creator{CreatedBy: "key_test"}, CorrelationID: "corr", CreatedAt: now, UpdatedAt: now}
 	if err := s.CreateWebhookRecovery(ctx, r); err != nil {
 		t.Fatal(err)
 	}

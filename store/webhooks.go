@@ -37,6 +37,7 @@ type WebhookConfig struct {
 	// RateLimit bounds the messages sent to the endpoint per second; nil: no bound of its
 	// own.
 	RateLimit *int
+	Creator   `gorm:"embedded"`
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }

@@ -20,6 +20,7 @@ type WebSocketConfig struct {
 	App       string
 	Events    string
 	Enabled   bool
+	Creator   `gorm:"embedded"`
 	CreatedAt time.Time
 	DeletedAt *time.Time
 }

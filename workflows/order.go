@@ -64,8 +64,11 @@ type PolicyDecision struct {
 // ApprovalDecision reaches the workflow as a signal once the API has recorded it. The
 // store decides the item; Outcome is its status after this decision.
 type ApprovalDecision struct {
-	ItemID        string
+	ItemID string
+	// DecidedBy is the credential that decided, DecidedByUser the person behind it ("" for
+	// none): the approver is the person, or the credential when no person is.
 	DecidedBy     string
+	DecidedByUser string
 	Decision      string // APPROVE or REJECT
 	Outcome       string // pending, approved or rejected
 	CorrelationID string
@@ -73,9 +76,9 @@ type ApprovalDecision struct {
 
 // ApprovalOutcome is an approval item's state as the store holds it.
 type ApprovalOutcome struct {
-	Status        string // pending, approved, rejected
-	RejectedBy    string
-	CorrelationID string
+	Status                     string // pending, approved, rejected
+	RejectedBy, RejectedByUser string
+	CorrelationID              string
 }
 
 // Signature reaches the workflow as a signal once the API has verified it.
@@ -106,7 +109,8 @@ type RejectInput struct {
 	Reason        string // policy, approver, expired
 	ItemID        string
 	Violations    []policy.Violation
-	DecidedBy     string
+	// DecidedBy and DecidedByUser are the credential that rejected and the person behind it.
+	DecidedBy, DecidedByUser string
 }
 
 // LegInput identifies one leg of an order.
@@ -186,8 +190,8 @@ type orderRun struct {
 	decided   bool
 	approvers map[string]bool
 	// outcome is the item's status as the latest signal reported it.
-	outcome    string
-	rejectedBy string
+	outcome                    string
+	rejectedBy, rejectedByUser string
 	// The correlation ids of the requests that decided: events they cause carry them.
 	approvedIn, rejectedIn string
 	finished               bool
@@ -259,11 +263,11 @@ func (r *orderRun) setup(ctx workflow.Context) error {
 	return nil
 }
 
-// onDecision takes the outcome the store decided. Each approver is listed once, however
-// often its signal is repeated.
+// onDecision takes the outcome the store decided. Each approver (the person, or a
+// credential no person made) is listed once, however often its signal is repeated.
 func (r *orderRun) onDecision(d ApprovalDecision) {
-	if !r.approvers[d.DecidedBy] {
-		r.approvers[d.DecidedBy] = true
+	if approver := or(d.DecidedByUser, d.DecidedBy); !r.approvers[approver] {
+		r.approvers[approver] = true
 		r.state.Approvals = append(r.state.Approvals, d)
 	}
 	if r.outcome == orders.ItemApproved || r.outcome == orders.ItemRejected {
@@ -273,7 +277,7 @@ func (r *orderRun) onDecision(d ApprovalDecision) {
 	case orders.ItemApproved:
 		r.outcome, r.approvedIn = orders.ItemApproved, d.CorrelationID
 	case orders.ItemRejected:
-		r.outcome, r.rejectedBy, r.rejectedIn = orders.ItemRejected, d.DecidedBy, d.CorrelationID
+		r.outcome, r.rejectedBy, r.rejectedByUser, r.rejectedIn = orders.ItemRejected, d.DecidedBy, d.DecidedByUser, d.CorrelationID
 	}
 }
 
@@ -397,13 +401,13 @@ func (r *orderRun) approve(ctx workflow.Context, quorum int) (done bool, err err
 		case orders.ItemApproved:
 			r.outcome, r.approvedIn = orders.ItemApproved, o.CorrelationID
 		case orders.ItemRejected:
-			r.outcome, r.rejectedBy, r.rejectedIn = orders.ItemRejected, o.RejectedBy, o.CorrelationID
+			r.outcome, r.rejectedBy, r.rejectedByUser, r.rejectedIn = orders.ItemRejected, o.RejectedBy, o.RejectedByUser, o.CorrelationID
 		}
 	}
 	switch r.outcome {
 	case orders.ItemRejected:
 		return true, r.reject(ctx, RejectInput{Reason: orders.RejectedByApprover, ItemID: r.state.ItemID, DecidedBy: r.rejectedBy,
-			CorrelationID: r.rejectedIn})
+			DecidedByUser: r.rejectedByUser, CorrelationID: r.rejectedIn})
 	case orders.ItemApproved:
 	default:
 		return true, r.reject(ctx, RejectInput{Reason: orders.RejectedExpired, ItemID: r.state.ItemID})
