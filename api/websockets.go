@@ -39,14 +39,14 @@ type deliveryJSON struct {
 }
 
 type websocketConfigJSON struct {
-	ID              string         `json:"id"`
-	App             string         `json:"app"`
-	Events          []string       `json:"events"`
-	Enabled         bool           `json:"enabled"`
-	LiveConnections int            `json:"liveConnections"`
+	ID              string   `json:"id"`
+	App             string   `json:"app"`
+	Events          []string `json:"events"`
+	Enabled         bool     `json:"enabled"`
+	LiveConnections int      `json:"liveConnections"`
 	apitypes.Creator
-	CreatedAt string `json:"createdAt"`
-	DeliveryLog     []deliveryJSON `json:"deliveryLog"`
+	CreatedAt   string         `json:"createdAt"`
+	DeliveryLog []deliveryJSON `json:"deliveryLog"`
 }
 
 // configJSON renders a config as the WebSockets page shows it: with its live connections

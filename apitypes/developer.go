@@ -142,9 +142,9 @@ type WebhookRecovery struct {
 	Status string `json:"status"`
 	// Scanned counts the messages of the window looked at so far; Requeued those queued
 	// again.
-	Scanned     int          `json:"scanned"`
-	Requeued    int          `json:"requeued"`
-	Error *string `json:"error"`
+	Scanned  int     `json:"scanned"`
+	Requeued int     `json:"requeued"`
+	Error    *string `json:"error"`
 	Creator
 	CreatedAt   events.Time  `json:"createdAt"`
 	UpdatedAt   events.Time  `json:"updatedAt"`

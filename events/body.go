@@ -50,7 +50,7 @@ type OrderEvent struct {
 	// DecidedByUser the person behind it, null when there is none.
 	DecidedBy     string          `json:"decidedBy,omitempty"`
 	DecidedByUser *NullableString `json:"decidedByUser,omitempty"`
-	Domain    string `json:"domain"`
+	Domain        string          `json:"domain"`
 	// Event is the canonical name.
 	Event string `json:"event"`
 	// ExpiresAt (Wallet.SigningRequested) is when the signing request expires.
