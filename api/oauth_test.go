@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/apitypes"
+	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/store"
 )
 
@@ -103,6 +105,61 @@ func TestOAuthClientCredentials(t *testing.T) {
 	for _, secret := range []string{client.ClientSecret, full, readOnly} {
 		if strings.Contains(f.logs.String(), secret) {
 			t.Fatal("a secret appeared in the logs")
+		}
+	}
+}
+
+// Every write takes an Idempotency-Key (the seed's words); the three whose answer is a new
+// secret, never stored, take it and ignore it: each repeat simply runs and gets a secret of
+// its own, never a replay and never a refusal.
+func TestSecretIssuingWritesTakeAnIdempotencyKeyAndIgnoreIt(t *testing.T) {
+	f, _ := newPeopleFixture(t)
+	client := f.creds.OAuthClients["trade"]
+	form := url.Values{"grant_type": {"client_credentials"}}
+	var tokens []string
+	for range 2 {
+		req := httptest.NewRequest("POST", "/api/v1/oauth/token", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set(idempotencyHeader, "token-once")
+		req.SetBasicAuth(client.ClientID, client.ClientSecret)
+		rec := httptest.NewRecorder()
+		f.handler.ServeHTTP(rec, req)
+		var body map[string]any
+		_ = json.Unmarshal(rec.Body.Bytes(), &body)
+		token, _ := body["access_token"].(string)
+		if rec.Code != 200 || token == "" || rec.Header().Get(replayedHeader) != "" {
+			t.Fatalf("a token under an Idempotency-Key: %d %v %s", rec.Code, rec.Header(), rec.Body)
+		}
+		tokens = append(tokens, token)
+	}
+	if tokens[0] == tokens[1] {
+		t.Fatal("the second token request was answered with the first's token")
+	}
+
+	var sessions []signedIn
+	for range 2 {
+		r := f.trySignIn(t, "192.0.2.7:1", f.creds.Owner.Email, f.creds.Owner.Password, idempotencyHeader, "sign-in-once")
+		if r.status != 201 || r.header.Get(replayedHeader) != "" {
+			t.Fatalf("a sign-in under an Idempotency-Key: %d %s", r.status, r.body)
+		}
+		cookies := (&http.Response{Header: r.header}).Cookies()
+		var body apitypes.Session
+		_ = json.Unmarshal(r.body, &body)
+		sessions = append(sessions, signedIn{token: cookies[0].Value, csrf: body.CSRFToken, userID: body.User.ID})
+	}
+	if sessions[0].token == sessions[1].token {
+		t.Fatal("the second sign-in was answered with the first's session")
+	}
+
+	r := f.do(t, "POST", "/api/v1/session/password", "", strings.NewReader(`{"currentPassword":"`+f.creds.Owner.Password+
+		`","newPassword":"another long password"}`), "Cookie", auth.SessionCookie+"="+sessions[1].token, auth.CSRFHeader, sessions[1].csrf,
+		idempotencyHeader, "password-once")
+	if r.status != 200 || r.header.Get(replayedHeader) != "" {
+		t.Fatalf("a password change under an Idempotency-Key: %d %s", r.status, r.body)
+	}
+	for _, key := range []string{"token-once", "sign-in-once", "password-once"} {
+		if rec, err := f.store.IdempotencyRecordOf(context.Background(), f.creds.OrgID, key); err != nil || rec != nil {
+			t.Fatalf("%s was stored: %+v %v", key, rec, err)
 		}
 	}
 }

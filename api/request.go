@@ -103,20 +103,3 @@ func withJSONBody() gin.HandlerFunc {
 		c.Next()
 	}
 }
-
-// withoutIdempotencyKey refuses Idempotency-Key on a write whose answer carries a new
-// secret (an access token, a session): the secret is never stored, so the answer cannot be
-// replayed, and a key that did nothing would be worse than a refusal. Such a write is
-// safe to repeat without one; each repeat gets a secret of its own.
-func withoutIdempotencyKey() gin.HandlerFunc {
-	return func(c *gin.Context) {
-		if _, sent := c.Request.Header[http.CanonicalHeaderKey(idempotencyHeader)]; sent {
-			p := NewProblem(apitypes.CodeValidationFailed, "This request does not take an Idempotency-Key: its answer carries a new "+
-				"secret, which is never stored and so cannot be replayed. Send it without the header; repeating it is safe.")
-			p.Errors = []orders.FieldError{{Field: idempotencyHeader, Message: "is not taken by this request"}}
-			abortProblem(c, p)
-			return
-		}
-		c.Next()
-	}
-}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -161,9 +162,12 @@ type routes struct {
 	// not take, a JSON body.
 	knownQuery, jsonBody gin.HandlerFunc
 	authn, limit         gin.HandlerFunc
-	authenticated        []gin.HandlerFunc
-	sessions             *sessionHandlers
-	websockets           *websocketHandlers
+	// authenticated is what every bearer-authenticated route runs first, Idempotency-Key
+	// included; unreplayed the same without it, for a route whose answers are never stored
+	// (the read-only JSON-RPC), which takes the header and ignores it.
+	authenticated, unreplayed []gin.HandlerFunc
+	sessions                  *sessionHandlers
+	websockets                *websocketHandlers
 }
 
 // apiBase is where the versioned API is served.
@@ -178,7 +182,8 @@ func newRoutes(cfg Config) *routes {
 	for _, d := range orders.Domains {
 		idem.folded[apiBase+"/"+d.Collection] = true
 	}
-	rt.authenticated = []gin.HandlerFunc{rt.authn, withRequestLog(cfg.RequestLogs), rt.limit, rt.knownQuery, rt.jsonBody, idem.handle}
+	rt.unreplayed = []gin.HandlerFunc{rt.authn, withRequestLog(cfg.RequestLogs), rt.limit, rt.knownQuery, rt.jsonBody}
+	rt.authenticated = append(slices.Clone(rt.unreplayed), idem.handle)
 	rt.sessions = &sessionHandlers{sessions: cfg.Sessions, log: cfg.Log}
 	rt.websockets = &websocketHandlers{svc: cfg.Service, log: cfg.Log, live: cfg.Live, authn: cfg.Authn,
 		limit: rt.limit, knownQuery: rt.knownQuery}
@@ -195,9 +200,11 @@ func (rt *routes) open(r *gin.Engine) {
 		c.Data(http.StatusOK, "application/json", docs.OpenAPI)
 	})
 	oauth := &oauthHandlers{oauth: &service.OAuth{Store: rt.cfg.Store, TTL: rt.cfg.OAuthTokenTTL}, log: rt.log}
-	// The token endpoint is form-encoded (RFC 6749 §4.4).
-	r.POST("/api/v1/oauth/token", rt.knownQuery, withoutIdempotencyKey(), oauth.token)
-	r.POST("/api/v1/sessions", rt.knownQuery, rt.jsonBody, withoutIdempotencyKey(), rt.sessions.signIn)
+	// The token endpoint is form-encoded (RFC 6749 §4.4). It and sign-in answer with a new
+	// secret, never stored: they take an Idempotency-Key as every write does, and ignore
+	// it (a repeat simply runs, and gets a secret of its own).
+	r.POST("/api/v1/oauth/token", rt.knownQuery, oauth.token)
+	r.POST("/api/v1/sessions", rt.knownQuery, rt.jsonBody, rt.sessions.signIn)
 	// The channel authenticates by the token in its URL (browsers cannot set headers on
 	// a WebSocket), so it sits outside the bearer-authenticated group.
 	r.GET("/api/v1/ws", rt.websockets.connect)
@@ -207,10 +214,9 @@ func (rt *routes) open(r *gin.Engine) {
 func (rt *routes) people(r *gin.Engine, v1 *gin.RouterGroup) {
 	v1.GET("/session", rt.sessions.current)
 	v1.DELETE("/session", rt.sessions.signOut)
-	// Not under Idempotency-Key: its answer is a new session, and a kept request's
-	// fingerprint would be a fast hash of the passwords in its body.
-	r.POST("/api/v1/session/password", rt.authn, withRequestLog(rt.cfg.RequestLogs), rt.limit, rt.knownQuery, rt.jsonBody,
-		withoutIdempotencyKey(), rt.sessions.changePassword)
+	// An Idempotency-Key is taken and ignored: the answer is a new session, and a kept
+	// request's fingerprint would be a fast hash of the passwords in its body.
+	r.POST("/api/v1/session/password", append(slices.Clone(rt.unreplayed), rt.sessions.changePassword)...)
 }
 
 // treasury registers the treasury reads, policies, approvals, signing requests and the
@@ -291,7 +297,7 @@ func (rt *routes) orders(v1 *gin.RouterGroup) {
 // it, behind the same middleware as every authenticated route.
 func (rt *routes) rpc(r *gin.Engine) {
 	h := &rpcHandlers{nodes: rt.cfg.RPCNodes, log: rt.log}
-	r.Group("/rpc", rt.authenticated...).POST("/:chain", requireAppCredential(auth.ActionRead), h.forward)
+	r.Group("/rpc", rt.unreplayed...).POST("/:chain", requireAppCredential(auth.ActionRead), h.forward)
 }
 
 // readiness answers 200 when every dependency answers within two seconds, 503 otherwise,

@@ -37,9 +37,6 @@ func (h *rpcHandlers) forward(c *gin.Context) {
 	if answer.NodeErr != nil {
 		h.log.Warn("chain node did not answer", "correlationId", correlationID(c), "chain", name,
 			"error", rpcproxy.RedactURL(answer.NodeErr))
-		// A retry under the same Idempotency-Key must reach the node again, not hear this
-		// answer replayed: the key is released as for any failure on our side.
-		c.Set(problemCodeKey, apitypes.CodeUnavailable)
 	}
 	c.Data(http.StatusOK, "application/json", answer.Body)
 }
