@@ -65,6 +65,7 @@ var routeAccess = map[string]access{
 	"GET /api/v1/treasury/portfolio":                                {app: "treasury", actions: []string{"read"}},
 	"GET /api/v1/treasury/wallets":                                  {app: "treasury", actions: []string{"read"}},
 	"GET /api/v1/treasury/positions":                                {app: "treasury", actions: []string{"read"}},
+	"GET /api/v1/wallets":                                           {app: "any", actions: []string{"read"}, records: "wallets"},
 	"GET /api/v1/policies/:app":                                     {app: "pay", actions: []string{"developer"}},
 	"PUT /api/v1/policies/:app":                                     {app: "pay", actions: []string{"developer"}},
 	"POST /api/v1/policies/:app/evaluate":                           {app: "pay", actions: []string{"write", "developer"}},

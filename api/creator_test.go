@@ -81,3 +81,59 @@ func TestCreatedByIsTheCredentialEverywhere(t *testing.T) {
 		}
 	})
 }
+
+// Every app can find its wallets: any app's read lists the organisation's wallets (id,
+// chain, address, scheme, label; no balances), a key restricted to some wallets only
+// those, another organisation none of them, and a credential without read nothing.
+func TestEveryAppListsTheOrganisationsWallets(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		f := newFixtureOn(t, s)
+		type listed struct {
+			Data       []map[string]any `json:"data"`
+			NextCursor *string          `json:"nextCursor"`
+		}
+		list := func(token, query string) (listed, response) {
+			t.Helper()
+			r := f.do(t, "GET", "/api/v1/wallets"+query, token, nil)
+			var l listed
+			if r.status == 200 {
+				if err := json.Unmarshal(r.body, &l); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return l, r
+		}
+		for _, token := range []string{f.creds.Keys["pay"].SK, f.creds.Keys["trade"].Read, f.creds.Keys["earn"].Read, f.creds.Keys["treasury"].Read} {
+			l, r := list(token, "?limit=200")
+			if r.status != 200 || len(l.Data) != len(f.creds.Wallets) {
+				t.Fatalf("any app's read lists every wallet: %d %s", r.status, r.body)
+			}
+			for _, w := range l.Data {
+				if len(w) != 5 || w["id"] == nil || w["chain"] == nil || w["address"] == nil || w["scheme"] == nil || w["label"] == nil {
+					t.Fatalf("a wallet of the directory: %v (id, chain, address, scheme, label, nothing else)", w)
+				}
+			}
+		}
+		// Paged like every list.
+		first, _ := list(f.creds.Keys["pay"].SK, "?limit=2")
+		if len(first.Data) != 2 || first.NextCursor == nil {
+			t.Fatalf("first page %+v", first)
+		}
+		second, _ := list(f.creds.Keys["pay"].SK, "?limit=200&cursor="+*first.NextCursor)
+		if len(second.Data) != len(f.creds.Wallets)-2 || second.Data[0]["id"] == first.Data[1]["id"] {
+			t.Fatalf("second page %+v", second)
+		}
+		// A key restricted to a wallet lists that one.
+		mine := f.creds.Wallets[3].ID
+		restricted := f.newKey(t, f.creds.Keys["pay"].SK, `{"kind":"tk","actions":["read","write"],"resourceIds":["`+mine+`"]}`)
+		if l, r := list(restricted.Secret, ""); r.status != 200 || len(l.Data) != 1 || l.Data[0]["id"] != mine {
+			t.Fatalf("a restricted key: %d %s", r.status, r.body)
+		}
+		// Without read, or from another organisation: nothing of ours.
+		_, r := list(f.creds.Keys["pay"].Approve, "")
+		r.wantProblem(t, 403, "permission_denied")
+		if l, r := list(f.creds.OtherOrg.Keys["pay"]["sk"], ""); r.status != 200 || len(l.Data) != 1 || l.Data[0]["id"] == mine {
+			t.Fatalf("another organisation: %d %s", r.status, r.body)
+		}
+	})
+}

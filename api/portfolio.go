@@ -8,6 +8,7 @@ import (
 
 	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/service"
+	"github.com/opentreasury/treasury/store"
 )
 
 type portfolioHandlers struct {
@@ -34,6 +35,16 @@ func (h *portfolioHandlers) portfolio(c *gin.Context) {
 func walletJSON(w *service.Wallet) apitypes.Wallet {
 	return apitypes.Wallet{ID: w.ID, Chain: w.Chain, Address: w.Address, Label: w.Label, AutoSign: w.AutoSign,
 		PublicKey: w.PublicKey, Scheme: w.Scheme, USDValue: usd(w.USDValue), SyncedAt: timeOrNull(w.SyncedAt), CreatedAt: timeOf(w.CreatedAt)}
+}
+
+func walletRefJSON(w *store.Wallet) apitypes.WalletRef {
+	return apitypes.WalletRef{ID: w.ID, Chain: w.Chain, Address: w.Address, Scheme: w.Scheme, Label: w.Label}
+}
+
+// walletDirectory answers GET /wallets: the organisation's wallets (a restricted key's
+// own), for any app's read.
+func (h *portfolioHandlers) walletDirectory(c *gin.Context) {
+	listPage(c, h.log, h.svc.WalletDirectory, walletRefJSON)
 }
 
 // wallets answers GET /treasury/wallets, a page of the org's wallets (a restricted key's

@@ -27,6 +27,7 @@ var routeQuery = map[string][]string{
 	"GET /api/v1/policies/:app/drafts":       append([]string{"status"}, pageQuery...),
 	"POST /api/v1/policies/:app/evaluate":    {"version", "draft"},
 	"GET /api/v1/treasury/wallets":           pageQuery,
+	"GET /api/v1/wallets":                    pageQuery,
 	"GET /api/v1/treasury/positions":         pageQuery,
 	"GET /developer/api-keys":                pageQuery,
 	"GET /developer/oauth-clients":           pageQuery,

@@ -228,6 +228,7 @@ func (rt *routes) treasury(v1 *gin.RouterGroup) {
 	v1.GET("/treasury/portfolio", treasuryRead, ph.portfolio)
 	v1.GET("/treasury/wallets", treasuryRead, ph.wallets)
 	v1.GET("/treasury/positions", treasuryRead, ph.positions)
+	v1.GET("/wallets", ph.walletDirectory)
 
 	polh := &policyHandlers{svc: svc, log: log}
 	v1.GET("/policies/:app", polh.get)

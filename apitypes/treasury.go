@@ -18,6 +18,17 @@ type ChainValue struct {
 	USDValue string `json:"usdValue"`
 }
 
+// WalletRef is a wallet as every app's read lists it (GET /api/v1/wallets): what names it,
+// without its balances.
+type WalletRef struct {
+	ID      string `json:"id"`
+	Chain   string `json:"chain"`
+	Address string `json:"address"`
+	// Scheme is what the wallet signs with: secp256k1 on EVM chains, ed25519 on Solana.
+	Scheme string `json:"scheme"`
+	Label  string `json:"label"`
+}
+
 // Wallet is one of the organisation's wallets. The service holds its public key only.
 type Wallet struct {
 	ID       string `json:"id"`

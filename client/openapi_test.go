@@ -87,6 +87,7 @@ func TestTheClientCoversTheOpenAPIDocument(t *testing.T) {
 	// Treasury.
 	ignore(key.Portfolio(ctx))
 	ignore(key.ListWallets(ctx, page))
+	ignore(key.ListWalletRefs(ctx, page))
 	ignore(key.ListPositions(ctx, page))
 
 	// Orders of every domain.

@@ -67,6 +67,21 @@ type Portfolio struct {
 // treasuryRead refuses a caller without read on the treasury app.
 func treasuryRead(who Caller) error { return mayDo(who, "treasury", auth.ActionRead) }
 
+// WalletDirectory pages through the organisation's wallets as every app's read sees them
+// (SPEC 5): what a payout job needs to name one (id, chain, address, scheme, label), no
+// balances, which stay the treasury app's. A key restricted to some wallets lists those.
+func (s *Service) WalletDirectory(ctx context.Context, who Caller, pg Page) ([]store.Wallet, string, error) {
+	if !slices.ContainsFunc(who.Apps(), func(app string) bool { return who.Can(app, auth.ActionRead) }) {
+		return nil, "", refuse(PermissionDenied, "Listing the organisation's wallets needs 'read' on an app.")
+	}
+	ws, err := s.Store.ListWallets(ctx, who.OrgID, pg.After, pg.Limit+1, who.ResourceIDs...)
+	if err != nil {
+		return nil, "", err
+	}
+	ws, next := trim(ws, pg.Limit, func(w *store.Wallet) string { return w.ID })
+	return ws, next, nil
+}
+
 // Portfolio values the organisation's wallets × balances × prices, or those of its wallets
 // a key restricted to some reaches; a valuation at most ValuationMaxAge old may answer.
 // The portfolio returned is shared: callers only read it.

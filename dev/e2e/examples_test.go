@@ -130,10 +130,12 @@ func TestExamplesRunWithLeastPrivilege(t *testing.T) {
 		t.Fatalf("create the OAuth client: HTTP %d", r.status) // the body holds the secret
 	}
 
-	// 20,000 USD: the seeded policy asks for one approval from 10,000 USD.
+	// 20,000 USD: the seeded policy asks for one approval from 10,000 USD. The job is not
+	// told its wallet: it lists the organisation's with its pay credential and pays from
+	// the first on ethereum.
 	job := startExample(t, bins, "payout-job",
 		map[string]string{"TREASURY_CLIENT_ID": clientID, "TREASURY_CLIENT_SECRET": clientSecret},
-		"--url", b.APIURL, "--wallet", b.Credentials.Wallets[0].ID, "--amount", "20000", "--to", to, "--timeout", "90s")
+		"--url", b.APIURL, "--amount", "20000", "--to", to, "--timeout", "90s")
 
 	var itemID string
 	for deadline := time.Now().Add(30 * time.Second); itemID == ""; {

@@ -113,7 +113,7 @@ type reportRow struct {
 
 // runCSV pays every payout of a file and reports how each ended. concurrency bounds the
 // requests in flight.
-func runCSV(ctx context.Context, c *client.Client, path, defaultAsset string, concurrency int, stdout io.Writer, logf func(string, ...any)) int {
+func runCSV(ctx context.Context, c *client.Client, wallets directory, path, defaultAsset string, concurrency int, stdout io.Writer, logf func(string, ...any)) int {
 	f, err := os.Open(path)
 	if err != nil {
 		logf("payout-job: %v", err)
@@ -123,6 +123,21 @@ func runCSV(ctx context.Context, c *client.Client, path, defaultAsset string, co
 	_ = f.Close()
 	if err != nil {
 		logf("payout-job: %s: %v", path, err)
+		return exitUsage
+	}
+	// A row names its wallet by id, address or label; every name is found before anything
+	// is paid.
+	var unknown []string
+	for i := range rows {
+		w, err := wallets.find(rows[i].WalletID, "")
+		if err != nil {
+			unknown = append(unknown, fmt.Sprintf("line %d: %v", rows[i].line, err))
+			continue
+		}
+		rows[i].WalletID = w.ID
+	}
+	if len(unknown) > 0 {
+		logf("payout-job: %s: %s", path, strings.Join(unknown, "; "))
 		return exitUsage
 	}
 	logf("%d payouts in %s", len(rows), path)

@@ -75,7 +75,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		token    = fs.String("token", "", "a pay sk_ key, or a tk_ key with read and write on pay (default $TREASURY_TOKEN)")
 		clientID = fs.String("client-id", "", "an OAuth client of pay with pay:read pay:write (default $TREASURY_CLIENT_ID)")
 		secret   = fs.String("client-secret", "", "its secret (default $TREASURY_CLIENT_SECRET)")
-		wallet   = fs.String("wallet", "", "the paying wallet (wal_…)")
+		wallet   = fs.String("wallet", "", "the paying wallet: its id (wal_…), address or label, as GET /api/v1/wallets lists\nthem (default: the organisation's first wallet on --chain)")
+		chain    = fs.String("chain", "ethereum", "the chain of the paying wallet, when --wallet does not name one")
 		asset    = fs.String("asset", "USDC", "the asset to pay")
 		amount   = fs.String("amount", "", "the amount, a decimal string such as 1250.50")
 		to       = fs.String("to", "", "the destination address")
@@ -123,8 +124,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case batch && (*wallet != "" || *amount != "" || *to != "" || *idemKey != "" || *ref != "" || *hookAddr != ""):
 		return usage("--csv takes the payouts from the file: leave out --wallet, --amount, --to, --reference, --idempotency-key and --webhook-listen")
-	case !batch && (*wallet == "" || *to == "" || *amount == ""):
-		return usage("--wallet, --amount and --to are required (or --csv)")
+	case !batch && (*to == "" || *amount == ""):
+		return usage("--amount and --to are required (or --csv)")
 	}
 	// Checked here to fail early; the string itself is sent, so that a rerun with the
 	// same key sends the very same body.
@@ -147,9 +148,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
-	if batch {
-		return runCSV(ctx, c, *csvPath, *asset, *parallel, stdout, logf)
+	// The job finds its wallet itself, as its pay credential lists the organisation's.
+	wallets, err := listWallets(ctx, c)
+	if err != nil {
+		return fail(ctx, logf, "find the wallet", err)
 	}
+	if batch {
+		return runCSV(ctx, c, wallets, *csvPath, *asset, *parallel, stdout, logf)
+	}
+	from, err := wallets.find(*wallet, *chain)
+	if err != nil {
+		return usage(err.Error())
+	}
+	logf("paying from %s (%s, %s %s)", from.ID, from.Label, from.Chain, from.Address)
 	logf("idempotency key %s (rerun with --idempotency-key %s to resume this payout)", *idemKey, *idemKey)
 	var messages <-chan event
 	if *hookAddr != "" {
@@ -159,7 +170,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	body := payment{WalletID: *wallet, Asset: *asset, Amount: *amount, Destination: client.Destination{Address: *to}, Reference: *ref}
+	body := payment{WalletID: from.ID, Asset: *asset, Amount: *amount, Destination: client.Destination{Address: *to}, Reference: *ref}
 	orderID, err := pay(ctx, c, body, *idemKey, logf)
 	if err != nil {
 		return fail(ctx, logf, "pay", err)
