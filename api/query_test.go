@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"net/http"
 	"regexp"
 	"slices"
 	"strings"
@@ -144,35 +143,3 @@ func TestEveryWriteRefusesABodyThatIsNotJSON(t *testing.T) {
 	}
 }
 
-// The writes whose answers carry a new secret (an access token, a session) refuse an
-// Idempotency-Key, saying why, rather than ignore it: their answers are never stored, so
-// nothing could be replayed.
-func TestWritesThatIssueSecretsRefuseAnIdempotencyKey(t *testing.T) {
-	f := newFixture(t)
-	owner := f.signIn(t, f.creds.Owner.Email, f.creds.Owner.Password)
-	client := f.creds.OAuthClients["trade"]
-	check := func(name string, req *http.Request) {
-		t.Helper()
-		req.Header.Set("Idempotency-Key", "retry-1")
-		rec := serve(t, f.handler, req)
-		var p Problem
-		_ = json.Unmarshal(rec.Body.Bytes(), &p)
-		if rec.Code != 422 || p.Code != apitypes.CodeValidationFailed || len(p.Errors) != 1 || p.Errors[0].Field != "Idempotency-Key" ||
-			!strings.Contains(p.Detail, "never stored") {
-			t.Errorf("%s with an Idempotency-Key: %d %s", name, rec.Code, rec.Body)
-		}
-		req.Header.Del("Idempotency-Key")
-	}
-	token := httptestRequest("POST", "/api/v1/oauth/token", "grant_type=client_credentials")
-	token.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	token.SetBasicAuth(client.ClientID, client.ClientSecret)
-	check("POST /oauth/token", token)
-	check("POST /sessions", httptestRequest("POST", "/api/v1/sessions", `{"email":"`+f.creds.Owner.Email+`","password":"`+f.creds.Owner.Password+`"}`))
-	password := credential{session: owner.token}.requestWith("POST", "/api/v1/session/password",
-		`{"currentPassword":"`+f.creds.Owner.Password+`","newPassword":"a new long password"}`)
-	check("POST /session/password", password)
-	// Without the header, each goes through.
-	if r := f.as(t, owner, "POST", "/api/v1/session/password", `{"currentPassword":"`+f.creds.Owner.Password+`","newPassword":"a new long password"}`); r.status != 200 {
-		t.Fatalf("the password change without a key: %d %s", r.status, r.body)
-	}
-}

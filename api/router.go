@@ -46,6 +46,10 @@ type Config struct {
 	// (50 and 100 when zero).
 	RateLimit float64
 	RateBurst int
+	// RPCRateLimit and RPCRateBurst are each app's JSON-RPC calls per second and burst,
+	// shared by all its credentials, every call of a batch counted (100 and 200 when zero).
+	RPCRateLimit float64
+	RPCRateBurst int
 	// OAuthTokenTTL is the lifetime of an access token (15 minutes when zero).
 	OAuthTokenTTL time.Duration
 	// SessionTTL is how long a person stays signed in (12 hours when zero).
@@ -106,6 +110,8 @@ func (cfg Config) withDefaults() Config {
 	cfg.IdempotencyRetention = cmp.Or(cfg.IdempotencyRetention, 24*time.Hour)
 	cfg.RateLimit = cmp.Or(max(cfg.RateLimit, 0), 50)
 	cfg.RateBurst = cmp.Or(max(cfg.RateBurst, 0), 100)
+	cfg.RPCRateLimit = cmp.Or(max(cfg.RPCRateLimit, 0), 100)
+	cfg.RPCRateBurst = cmp.Or(max(cfg.RPCRateBurst, 0), 200)
 	if cfg.Authn == nil {
 		cfg.Authn = auth.NewAuthenticator(cfg.Store)
 	}
@@ -297,7 +303,8 @@ func (rt *routes) orders(v1 *gin.RouterGroup) {
 // rpc registers the JSON-RPC endpoint of the chains' nodes, at the root as SPEC 3.6 places
 // it, behind the same middleware as every authenticated route.
 func (rt *routes) rpc(r *gin.Engine) {
-	h := &rpcHandlers{nodes: rt.cfg.RPCNodes, log: rt.log}
+	h := &rpcHandlers{nodes: rt.cfg.RPCNodes, log: rt.log, budget: ratelimit.New(rt.cfg.RPCRateLimit, rt.cfg.RPCRateBurst),
+		metrics: rt.cfg.Metrics}
 	r.Group("/rpc", rt.unreplayed...).POST("/:chain", requireAppCredential(auth.ActionRead), h.forward)
 }
 

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -11,7 +12,9 @@ import (
 	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/chain/rpcproxy"
+	"github.com/opentreasury/treasury/metrics"
 	"github.com/opentreasury/treasury/orders"
+	"github.com/opentreasury/treasury/ratelimit"
 )
 
 // rpcHandlers serve POST /rpc/{chain}: an app's read-only JSON-RPC calls, forwarded to the
@@ -20,6 +23,11 @@ type rpcHandlers struct {
 	nodes rpcproxy.Nodes
 	proxy rpcproxy.Proxy
 	log   *slog.Logger
+	// budget is each app's calls per second, shared by its credentials: the calls reach
+	// the app's node provider, whose quota the apps share, so one app's job cannot spend
+	// it for the others by spreading its calls over many keys.
+	budget  *ratelimit.Limiter
+	metrics *metrics.Metrics
 }
 
 func (h *rpcHandlers) forward(c *gin.Context) {
@@ -31,6 +39,15 @@ func (h *rpcHandlers) forward(c *gin.Context) {
 	}
 	body, ok := readBody(c)
 	if !ok {
+		return
+	}
+	p := principalOf(c)
+	if ok, _, wait := h.budget.TakeN("rpc "+p.OrgID+" "+p.App, rpcproxy.Calls(body)); !ok {
+		h.metrics.RateLimited(metrics.LimiterRPC)
+		seconds := retryAfter(wait)
+		c.Header("Retry-After", seconds)
+		fail(c, apitypes.CodeRateLimited, fmt.Sprintf("The %s app's JSON-RPC budget (%g calls a second, a burst of %d, every call of a batch "+
+			"counted, shared by all its credentials) is spent; retry after %s s.", p.App, float64(h.budget.PerSecond), h.budget.Burst, seconds))
 		return
 	}
 	answer := h.proxy.Forward(c.Request.Context(), name, node, body)

@@ -124,7 +124,7 @@ type rpcFixture struct {
 	logs *capturedLogs
 }
 
-func newRPCFixture(t *testing.T, limit float64, burst int) *rpcFixture {
+func newRPCFixture(t *testing.T, limit float64, burst int, more ...func(*Config)) *rpcFixture {
 	t.Helper()
 	f := newFixture(t)
 	eth := &fakeEth{head: 20_000}
@@ -144,9 +144,13 @@ func newRPCFixture(t *testing.T, limit float64, burst int) *rpcFixture {
 	dead := ln.Addr().String()
 	_ = ln.Close()
 	logs := &capturedLogs{}
-	f.handler = NewRouter(Config{Store: f.store, Log: slog.New(slog.NewJSONHandler(f.logs, nil)), RequestLogs: logs,
+	cfg := Config{Store: f.store, Log: slog.New(slog.NewJSONHandler(f.logs, nil)), RequestLogs: logs,
 		RateLimit: limit, RateBurst: burst, Service: &service.Service{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
-		RPCNodes: rpcproxy.Nodes{"ethereum": node, "polygon": rpcproxy.Dial("http://" + dead + "/v3/secret-project-key")}})
+		RPCNodes: rpcproxy.Nodes{"ethereum": node, "polygon": rpcproxy.Dial("http://" + dead + "/v3/secret-project-key")}}
+	for _, m := range more {
+		m(&cfg)
+	}
+	f.handler = NewRouter(cfg)
 	return &rpcFixture{fixture: f, eth: eth, logs: logs}
 }
 
@@ -514,5 +518,45 @@ func TestRPCAllowListIsTheDocumentedOne(t *testing.T) {
 		if !slices.Equal(got, rpcproxy.Methods) {
 			t.Errorf("%s lists %v; the proxy serves %v", where, got, rpcproxy.Methods)
 		}
+	}
+}
+
+// Each app has its own budget of JSON-RPC calls, every call of a batch counted and shared
+// by all its credentials: spent through two keys of pay, it refuses pay's next call with
+// 429 and Retry-After, asking nothing of the node, while trade's budget is untouched.
+func TestEachAppHasItsOwnBudgetOfRPCCalls(t *testing.T) {
+	f := newRPCFixture(t, 1000, 1000, func(c *Config) { c.RPCRateLimit, c.RPCRateBurst = 0.001, 5 })
+	pay, trade := f.creds.Keys["pay"], f.creds.Keys["trade"]
+	batch := func(n int) string {
+		calls := make([]string, n)
+		for i := range calls {
+			calls[i] = rpcRequest(i+1, "eth_chainId")
+		}
+		return "[" + strings.Join(calls, ",") + "]"
+	}
+	if answers := f.rpc(t, "ethereum", pay.SK, batch(3)); len(answers) != 3 || answers[0].Error != nil {
+		t.Fatalf("three calls of five: %+v", answers)
+	}
+	if answers := f.rpc(t, "ethereum", pay.Read, batch(2)); len(answers) != 2 || answers[1].Error != nil {
+		t.Fatalf("two more, through another key of the app: %+v", answers)
+	}
+	f.eth.mu.Lock()
+	before := f.eth.calls
+	f.eth.mu.Unlock()
+	for _, token := range []string{pay.SK, pay.Read} {
+		r := f.post(t, "/rpc/ethereum", token, rpcRequest(1, "eth_chainId"))
+		r.wantProblem(t, 429, apitypes.CodeRateLimited)
+		if r.header.Get("Retry-After") == "" || !strings.Contains(r.problem.Detail, "pay app's JSON-RPC budget") {
+			t.Fatalf("the spent budget: %v %s", r.header, r.body)
+		}
+	}
+	f.eth.mu.Lock()
+	asked := f.eth.calls - before
+	f.eth.mu.Unlock()
+	if asked != 0 {
+		t.Fatalf("refused calls reached the node %d times", asked)
+	}
+	if answers := f.rpc(t, "ethereum", trade.SK, batch(5)); len(answers) != 5 || answers[4].Error != nil {
+		t.Fatalf("another app's budget is its own: %+v", answers)
 	}
 }

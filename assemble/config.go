@@ -47,6 +47,8 @@ type Config struct {
 	IdempotencyRetention time.Duration
 	RateLimit            float64
 	RateBurst            int
+	RPCRateLimit         float64
+	RPCRateBurst         int
 	OAuthTokenTTL        time.Duration
 	SessionTTL           time.Duration
 	// Retention is how long the hourly maintenance keeps each kind of row it deletes, and
@@ -124,6 +126,8 @@ var EnvVars = []envVar{
 	{"TRUSTED_PROXIES", "", "comma-separated addresses or CIDRs of load balancers whose X-Forwarded-For is believed"},
 	{"RATE_LIMIT", "50", "requests per second per credential, per API replica"},
 	{"RATE_BURST", "100", "burst of requests per credential, per API replica"},
+	{"RPC_RATE_LIMIT", "100", "JSON-RPC calls per second per app (every call of a batch counted, shared by the app's credentials), per API replica"},
+	{"RPC_RATE_BURST", "200", "burst of JSON-RPC calls per app, per API replica"},
 	{"WS_PING_INTERVAL", "25s", "how often the WebSocket channel pings each client (a pong must follow within 10 s)"},
 	{"WS_SEND_RING", "true", "batch the live channel's sends through io_uring where the kernel allows it; false writes each frame with its own system call"},
 	{"WEBHOOK_SECRET_KEY", "", "base64 of 32 random bytes (openssl rand -base64 32) that seals webhook signing secrets at rest; the same on every api and worker; without it webhooks are refused"},
@@ -265,6 +269,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		},
 		RateLimit:            number("RATE_LIMIT"),
 		RateBurst:            int(number("RATE_BURST")),
+		RPCRateLimit:         number("RPC_RATE_LIMIT"),
+		RPCRateBurst:         int(number("RPC_RATE_BURST")),
 		OAuthTokenTTL:        duration("OAUTH_TOKEN_TTL"),
 		SessionTTL:           duration("SESSION_TTL"),
 		TrustedProxies:       get("TRUSTED_PROXIES"),

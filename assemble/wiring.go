@@ -152,6 +152,8 @@ func NewAPIHandler(p *Process) http.Handler {
 		IdempotencyRetention: cfg.IdempotencyRetention,
 		RateLimit:            cfg.RateLimit,
 		RateBurst:            cfg.RateBurst,
+		RPCRateLimit:         cfg.RPCRateLimit,
+		RPCRateBurst:         cfg.RPCRateBurst,
 		OAuthTokenTTL:        cfg.OAuthTokenTTL,
 		SessionTTL:           cfg.SessionTTL,
 		TrustedProxies:       cfg.TrustedProxyList(),

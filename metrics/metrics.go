@@ -50,6 +50,8 @@ const (
 	LimiterConsole = "console"
 	// LimiterSignIn is the bound on failed sign-ins and wrong passwords.
 	LimiterSignIn = "sign_in"
+	// LimiterRPC is each app's budget of JSON-RPC calls.
+	LimiterRPC = "rpc"
 )
 
 // Metrics holds the collectors of one process. Its methods are safe for concurrent use
@@ -109,7 +111,7 @@ func New() *Metrics {
 		}),
 		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "treasury_rate_limit_refusals_total",
-			Help: "Requests refused by a rate limit (429), by limiter: credential, console or sign_in.",
+			Help: "Requests refused by a rate limit (429), by limiter: credential, console, sign_in or rpc.",
 		}, []string{"limiter"}),
 		live:     newLiveCollector(),
 		temporal: newTemporalCollector(),

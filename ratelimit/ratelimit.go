@@ -36,6 +36,13 @@ func New(perSecond float64, burst int) *Limiter {
 
 // Take spends one token of key's bucket and says what is left, or how long to wait.
 func (l *Limiter) Take(key string) (ok bool, remaining int, wait time.Duration) {
+	return l.TakeN(key, 1)
+}
+
+// TakeN spends n tokens of key's bucket at once (no more than a full bucket: a request of
+// more than Burst would wait forever) and says what is left, or how long to wait.
+func (l *Limiter) TakeN(key string, n int) (ok bool, remaining int, wait time.Duration) {
+	n = min(max(n, 1), max(l.Burst, 1))
 	now := l.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -54,10 +61,10 @@ func (l *Limiter) Take(key string) (ok bool, remaining int, wait time.Duration) 
 		l.buckets[key] = b
 	}
 	b.lastSeen = now
-	if b.limiter.AllowN(now, 1) {
+	if b.limiter.AllowN(now, n) {
 		return true, int(math.Floor(b.limiter.TokensAt(now))), 0
 	}
-	r := b.limiter.ReserveN(now, 1)
+	r := b.limiter.ReserveN(now, n)
 	wait = r.DelayFrom(now)
 	r.CancelAt(now)
 	return false, 0, wait

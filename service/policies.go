@@ -614,12 +614,18 @@ type Evaluation struct {
 }
 
 // EvaluatePolicy is the dry run of an order body of the app's domain against the policy in
-// force, a published version or a draft (write or developer): which rules match, whether
+// force (write or developer) or, for a developer, a published version or a draft: which rules match, whether
 // approval is needed and with what quorum, the headroom of each volume window. It changes
 // nothing.
 func (s *Service) EvaluatePolicy(ctx context.Context, who Caller, app string, body []byte, version int, draftID string) (*Evaluation, error) {
 	if err := policyApp(who, app, auth.ActionWrite, auth.ActionDeveloper); err != nil {
 		return nil, err
+	}
+	// The policy in force is what a writer's orders meet; a draft or an earlier version is
+	// a developer's setting, which a key that only writes does not read.
+	if (draftID != "" || version > 0) && !who.Can(app, auth.ActionDeveloper) {
+		return nil, refuse(PermissionDenied, "Evaluating against a draft or an earlier version of the "+app+" policy needs 'developer' on the app; "+
+			"without version or draft, the policy in force evaluates with 'write'.")
 	}
 	domain, ok := DomainOfApp(app)
 	if !ok {

@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -40,7 +42,28 @@ const (
 	MaxLogBlocks = 10_000
 	// DefaultTimeout bounds the node's work for one request, the calls of a batch together.
 	DefaultTimeout = 10 * time.Second
+	// MaxAnswerBytes bounds what the node may answer one request: a larger answer is
+	// refused (CodeLimitExceeded) as it is read, never read whole.
+	MaxAnswerBytes = 10 << 20
 )
+
+// ErrAnswerTooLarge is a node's answer cut off at MaxAnswerBytes.
+var ErrAnswerTooLarge = fmt.Errorf("rpcproxy: the node's answer is larger than %d MiB", MaxAnswerBytes>>20)
+
+// Calls is how many calls body asks the node for, as a budget of calls counts them: one
+// for a single request, each call of a batch; a batch refused whole (empty, over
+// MaxBatch, not JSON) reaches no node and counts one.
+func Calls(body []byte) int {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 || body[0] != '[' {
+		return 1
+	}
+	var elems []json.RawMessage
+	if json.Unmarshal(body, &elems) != nil || len(elems) == 0 || len(elems) > MaxBatch {
+		return 1
+	}
+	return len(elems)
+}
 
 // Methods is the allow-list: the read-only methods served, in the order docs/api.md lists them.
 var Methods = []string{
@@ -233,6 +256,7 @@ func (f *forwarding) send(calls []*call) {
 	case 1:
 		c := pending[0]
 		c.err = f.outcome(f.node.CallContext(f.ctx, &c.result, c.method, c.args...))
+		f.bound(pending)
 		return
 	}
 	batch := make([]rpc.BatchElem, len(pending))
@@ -249,6 +273,22 @@ func (f *forwarding) send(calls []*call) {
 	for i, c := range pending {
 		c.err = f.outcome(batch[i].Error)
 	}
+	f.bound(pending)
+}
+
+// bound refuses the answers of calls that together came to more than MaxAnswerBytes (a
+// node in process hands them over whole; one over HTTP is cut off as it is read).
+func (f *forwarding) bound(calls []*call) {
+	total := 0
+	for _, c := range calls {
+		total += len(c.result)
+	}
+	if total <= MaxAnswerBytes {
+		return
+	}
+	for _, c := range calls {
+		c.result, c.err = nil, f.outcome(ErrAnswerTooLarge)
+	}
 }
 
 // outcome is the answer to a call that went to the node: its own error passed through,
@@ -256,6 +296,10 @@ func (f *forwarding) send(calls []*call) {
 func (f *forwarding) outcome(err error) *Error {
 	if err == nil || errors.Is(err, rpc.ErrNoResult) {
 		return nil
+	}
+	if errors.Is(err, ErrAnswerTooLarge) {
+		return &Error{Code: CodeLimitExceeded, Message: fmt.Sprintf("limit exceeded: the %s node's answer is larger than %d MiB; "+
+			"ask for less (a narrower eth_getLogs range, fewer calls in a batch)", f.chain, MaxAnswerBytes>>20)}
 	}
 	var answered rpc.Error
 	if errors.As(err, &answered) {
@@ -394,7 +438,10 @@ func (n *lazyNode) connected(ctx context.Context) (*rpc.Client, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.client == nil {
-		c, err := rpc.DialContext(ctx, n.url)
+		// The node's answers are read through a cap: one larger than MaxAnswerBytes is
+		// cut off, not read whole (over HTTP, and over a WebSocket by its message limit).
+		c, err := rpc.DialOptions(ctx, n.url, rpc.WithHTTPClient(&http.Client{Transport: cappedTransport{http.DefaultTransport}}),
+			rpc.WithWebsocketMessageSizeLimit(MaxAnswerBytes))
 		if err != nil {
 			return nil, err
 		}
@@ -418,6 +465,44 @@ func (n *lazyNode) BatchCallContext(ctx context.Context, b []rpc.BatchElem) erro
 	}
 	return c.BatchCallContext(ctx, b)
 }
+
+// cappedTransport hands over each answer's body cut off at MaxAnswerBytes.
+type cappedTransport struct{ next http.RoundTripper }
+
+func (t cappedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	res, err := t.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	res.Body = &cappedBody{body: res.Body, left: MaxAnswerBytes}
+	return res, nil
+}
+
+// cappedBody reads up to left bytes of body, then fails with ErrAnswerTooLarge.
+type cappedBody struct {
+	body io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells an answer of exactly the cap from a longer one.
+		var one [1]byte
+		n, err := b.body.Read(one[:])
+		if n > 0 {
+			return 0, ErrAnswerTooLarge
+		}
+		return 0, err
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.body.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *cappedBody) Close() error { return b.body.Close() }
 
 // RedactURL is err's text without the URL a transport error quotes: a node's URL often
 // carries the provider's API key.

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -92,6 +95,77 @@ func TestTheAllowListHoldsNoWrite(t *testing.T) {
 	for _, m := range []string{"eth_sendRawTransaction", "eth_sendTransaction", "eth_sign", "eth_signTransaction", "personal_sendTransaction"} {
 		if !isWrite(m) {
 			t.Errorf("%s is not taken for a write", m)
+		}
+	}
+}
+
+// An answer larger than MaxAnswerBytes is refused with a JSON-RPC error, not handed on:
+// from a node over HTTP it is cut off as it is read, and from a node in process it is
+// refused once it is there. One just under the cap goes through.
+func TestAnAnswerOverTheCapIsRefused(t *testing.T) {
+	const over, under = MaxAnswerBytes + 1<<20, MaxAnswerBytes - 1<<10
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		size := under
+		if req.Method == "eth_getLogs" {
+			size = over
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":"`+strings.Repeat("a", size)+`"}`)
+	}))
+	defer srv.Close()
+	p := Proxy{}
+	big := `{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"blockHash":"0x01"}]}`
+	a := p.Forward(context.Background(), "ethereum", Dial(srv.URL), []byte(big))
+	r := decode(t, a)[0]
+	if r.Error == nil || r.Error.Code != CodeLimitExceeded || !strings.Contains(r.Error.Message, "larger than 10 MiB") || a.NodeErr != nil {
+		t.Fatalf("an answer over the cap: %.300s (node error %v)", a.Body, a.NodeErr)
+	}
+	if len(a.Body) > 1<<10 {
+		t.Fatalf("the refusal carries %d bytes of the answer", len(a.Body))
+	}
+	small := `{"jsonrpc":"2.0","id":2,"method":"eth_blockNumber"}`
+	if r := decode(t, p.Forward(context.Background(), "ethereum", Dial(srv.URL), []byte(small)))[0]; r.Error != nil || len(r.Result) < under {
+		t.Fatalf("an answer under the cap: error %+v, %d bytes", r.Error, len(r.Result))
+	}
+
+	// In process: the same refusal of results that together pass the cap.
+	inProc := rpc.NewServer()
+	if err := inProc.RegisterName("eth", bigEth{}); err != nil {
+		t.Fatal(err)
+	}
+	node := rpc.DialInProc(inProc)
+	defer node.Close()
+	batch := `[{"jsonrpc":"2.0","id":1,"method":"eth_chainId"},{"jsonrpc":"2.0","id":2,"method":"eth_gasPrice"}]`
+	for _, r := range decode(t, p.Forward(context.Background(), "ethereum", node, []byte(batch))) {
+		if r.Error == nil || r.Error.Code != CodeLimitExceeded || r.Result != nil {
+			t.Fatalf("a batch whose answers pass the cap together: %+v", r)
+		}
+	}
+}
+
+// bigEth answers two calls of 6 MiB each.
+type bigEth struct{}
+
+func (bigEth) ChainId() string  { return strings.Repeat("c", 6<<20) }
+func (bigEth) GasPrice() string { return strings.Repeat("g", 6<<20) }
+
+// Calls counts what a budget of calls counts: each call of a batch the node will hear.
+func TestCallsCountsEachCallOfABatch(t *testing.T) {
+	one := `{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}`
+	for body, want := range map[string]int{
+		one:                                     1,
+		"[" + one + "," + one + "," + one + "]": 3,
+		"[" + strings.Repeat(one+",", MaxBatch) + one + "]": 1, // refused whole
+		"[]":       1,
+		"not json": 1,
+	} {
+		if got := Calls([]byte(body)); got != want {
+			t.Errorf("Calls(%.40s…) = %d, want %d", body, got, want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
@@ -134,6 +135,31 @@ func TestEveryAppListsTheOrganisationsWallets(t *testing.T) {
 		r.wantProblem(t, 403, "permission_denied")
 		if l, r := list(f.creds.OtherOrg.Keys["pay"]["sk"], ""); r.status != 200 || len(l.Data) != 1 || l.Data[0]["id"] == mine {
 			t.Fatalf("another organisation: %d %s", r.status, r.body)
+		}
+	})
+}
+
+// Evaluating an order against the policy in force takes write; against a draft or an
+// earlier version, which are a developer's settings, it takes developer.
+func TestEvaluatingAgainstADraftOrAnEarlierVersionNeedsDeveloper(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		f := newFixtureOn(t, s)
+		sk := f.creds.Keys["pay"].SK
+		writer := f.newKey(t, sk, `{"kind":"tk","actions":["write"]}`).Secret
+		developer := f.newKey(t, sk, `{"kind":"tk","actions":["developer"]}`).Secret
+		var draft struct{ ID string }
+		if r := f.post(t, "/api/v1/policies/pay/drafts", sk, `{"rules":{"maxOrderUsd":"7"}}`); r.status != 201 || json.Unmarshal(r.body, &draft) != nil {
+			t.Fatalf("draft: %d %s", r.status, r.body)
+		}
+		body := `{"walletId":"` + f.creds.Wallets[0].ID + `","asset":"USDC","amount":"5","destination":{"address":"0x1111111111111111111111111111111111111111"}}`
+		if r := f.post(t, "/api/v1/policies/pay/evaluate", writer, body); r.status != 200 {
+			t.Fatalf("a writer against the policy in force: %d %s", r.status, r.body)
+		}
+		for _, q := range []string{"?draft=" + draft.ID, "?version=1"} {
+			f.post(t, "/api/v1/policies/pay/evaluate"+q, writer, body).wantProblem(t, 403, apitypes.CodePermissionDenied)
+			if r := f.post(t, "/api/v1/policies/pay/evaluate"+q, developer, body); r.status != 200 {
+				t.Fatalf("a developer %s: %d %s", q, r.status, r.body)
+			}
 		}
 	})
 }
