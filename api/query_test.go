@@ -142,4 +142,3 @@ func TestEveryWriteRefusesABodyThatIsNotJSON(t *testing.T) {
 		t.Fatalf("an unauthenticated form: %d", rec.Code)
 	}
 }
-
