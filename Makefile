@@ -8,7 +8,7 @@ export CGO_ENABLED ?= 0
 # built once, without the race detector, to keep the build within reach of 2 cores.
 FAST_PKGS = $(shell $(GO) list ./... | grep -v -e '/e2e$$' -e '/devstack$$' -e '/cmd/treasury-dev$$' -e '/bench/ceiling$$' -e '/faults$$' -e '/gethe2e$$')
 
-.PHONY: run run-cluster build test test-unit test-e2e test-geth test-faults lint fmt bench bench-ceiling bench-lifecycle bench-openloop bench-http bench-live bench-webhooks bench-retention screenshots docs-events
+.PHONY: run run-cluster build test test-unit test-e2e test-geth test-faults lint fmt bench bench-ceiling bench-lifecycle bench-burst bench-openloop bench-http bench-live bench-webhooks bench-retention screenshots docs-events
 
 ## run: build and start the dev bundle (embedded Temporal + UI, API, worker, demo org)
 run: $(BIN)/treasury-dev
@@ -94,7 +94,7 @@ docs-events:
 BENCH_SUMMARY = $(CURDIR)/$(BIN)/bench-summary.tsv
 bench:
 	@mkdir -p $(BIN) && rm -f $(BENCH_SUMMARY)
-	BENCH_SUMMARY=$(BENCH_SUMMARY) $(MAKE) --no-print-directory bench-ceiling bench-lifecycle bench-openloop bench-http bench-live bench-webhooks bench-retention
+	BENCH_SUMMARY=$(BENCH_SUMMARY) $(MAKE) --no-print-directory bench-ceiling bench-lifecycle bench-burst bench-openloop bench-http bench-live bench-webhooks bench-retention
 	$(GO) run ./dev/bench/summary $(BENCH_SUMMARY)
 
 # The lifecycle beside the engine's ceiling: a bare workflow of an order's shape on the same
@@ -112,6 +112,13 @@ bench-lifecycle: $(BIN)/treasury-dev
 	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -lone 20 -dev-args "--rate-limit 100000 --rate-burst 100000 --simulated-chains ethereum,polygon"
 	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -lone 20
 	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -chains -orders 200 -rounds 3
+
+# A burst: 1,000 payments submitted at once to a fresh bundle (the per-key rate limit
+# lifted, so that one key sends them all): how many answers were not 2xx (target 0), how
+# many were accepted with the policy's decision still pending, and the answers' p50 and p99
+# beside a lone submit's; then every order followed to its end.
+bench-burst: $(BIN)/treasury-dev
+	$(GO) run ./dev/bench/burst -dev-bin $(BIN)/treasury-dev -orders 1000
 
 # Open-loop latency curves: payments at fixed rates, raised until the bundle saturates;
 # prints the table and draws docs/bench/openloop-sqlite.svg.

@@ -65,33 +65,23 @@ func (a *Orders) apply(ctx context.Context, step orders.Step, position int, ch s
 		ch.At = a.now()
 	}
 	res, err := a.Store.ApplyOrderStep(ctx, ch)
+	return res, invalidState(err)
+}
+
+// invalidState makes a step refused for the order's status an error no retry fixes.
+func invalidState(err error) error {
 	if errors.Is(err, store.ErrTransition) {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeInvalidState, err)
+		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeInvalidState, err)
 	}
-	return res, err
+	return err
 }
 
 // MarkSubmitted moves a draft into the pipeline and emits Order.Submitted. It fixes the
 // version of the app's policy that will evaluate the order: the one in force now, whatever
 // is published while the order waits.
 func (a *Orders) MarkSubmitted(ctx context.Context, in workflows.StepInput) error {
-	now := a.now()
-	ev := &store.EventSpec{}
-	_, err := a.apply(ctx, orders.StepSubmitted, 0, store.OrderChange{OrderID: in.OrderID, Reason: "submitted",
-		CorrelationID: in.CorrelationID, At: now, Event: ev,
-		Also: func(tx *store.Store, o *store.Order, _ []store.OrderLeg) error {
-			version := 0 // an app without a policy
-			p, err := tx.Policy(ctx, o.OrgID, o.App)
-			switch {
-			case err == nil:
-				version = p.Version
-			case !errors.Is(err, store.ErrNotFound):
-				return err
-			}
-			o.SubmittedAt, o.PolicyVersion, ev.Body.PolicyVersion = &now, &version, &version
-			return nil
-		}})
-	return err
+	_, err := a.Store.MarkSubmitted(ctx, in.OrderID, in.CorrelationID, a.now())
+	return invalidState(err)
 }
 
 // EvaluatePolicy decides the order against its app's policy as it stands now, and records

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,13 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/api/serviceerror"
 
 	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/chain/keys"
 	"github.com/opentreasury/treasury/dev/seed"
-	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/policy"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
@@ -38,6 +37,12 @@ type fakeWorkflows struct {
 	// loseAnswer, when set, runs after a submission is taken and its error is returned
 	// instead of the decision: the workflow got it, the caller never heard.
 	loseAnswer func() error
+	// pending: the workflows start, and their policy does not decide within the wait;
+	// notStarted: Temporal does not start them within it. starts counts Start's calls (a
+	// worker starting queued orders), which answer startErr.
+	pending, notStarted bool
+	starts              int
+	startErr            error
 }
 
 func (f *fakeWorkflows) Submit(_ context.Context, s workflows.Submission) (workflows.PolicyDecision, error) {
@@ -54,7 +59,21 @@ func (f *fakeWorkflows) Submit(_ context.Context, s workflows.Submission) (workf
 		f.loseAnswer = nil
 		return workflows.PolicyDecision{}, lose()
 	}
+	if f.notStarted {
+		return workflows.PolicyDecision{}, fmt.Errorf("%w: context deadline exceeded", workflows.ErrNotStarted)
+	}
+	if f.pending {
+		return workflows.PolicyDecision{}, workflows.ErrDecisionPending
+	}
 	return f.decision, nil
+}
+
+// Start starts nothing: the fake's workflows are started by Submit.
+func (f *fakeWorkflows) Start(context.Context, workflows.Submission) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.starts++
+	return f.startErr
 }
 
 func (f *fakeWorkflows) SubmitOutcome(_ context.Context, _, submission string) (workflows.PolicyDecision, error) {
@@ -63,6 +82,9 @@ func (f *fakeWorkflows) SubmitOutcome(_ context.Context, _, submission string) (
 	d, ok := f.submissions[submission]
 	if !ok {
 		return d, service.ErrUnknownSubmission
+	}
+	if f.pending {
+		return workflows.PolicyDecision{}, workflows.ErrDecisionPending
 	}
 	return d, nil
 }
@@ -105,8 +127,12 @@ func TestSubmitAnswers(t *testing.T) {
 	if len(r.problem.Violations) != 1 || r.problem.Violations[0].Rule != "maxOrderUsd" {
 		t.Fatalf("violations %s", r.body)
 	}
+	// Refused, the order is no draft any more: it is not submitted again.
+	f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}").wantProblem(t, 409, apitypes.CodeConflict)
 	fw.decision = workflows.PolicyDecision{Allowed: true}
-	if r := f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}"); r.status != 202 {
+	id = decodeOrder(t, f.post(t, "/api/v1/payments", f.creds.Keys["pay"].SK,
+		`{"walletId":"`+f.creds.Wallets[0].ID+`","asset":"USDC","amount":"20000","destination":{"address":"0x1111111111111111111111111111111111111111"}}`))["id"].(string)
+	if r := f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}"); r.status != 202 || decodeOrder(t, r)["policyDecision"] != "allowed" {
 		t.Fatalf("allowed submit %d %s", r.status, r.body)
 	}
 	f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].Approve, "{}").wantProblem(t, 403, apitypes.CodePermissionDenied)
@@ -120,24 +146,23 @@ func TestSubmitAnswers(t *testing.T) {
 	f.post(t, "/api/v1/payments/"+other+"/submit", f.creds.Keys["pay"].SK, "{}").wantProblem(t, 503, apitypes.CodeUnavailable)
 }
 
-// A submit that reached its workflow but whose answer was lost (Temporal went away, the
-// API answered 503), retried with its Idempotency-Key once the order has moved on, gets
-// that submission's outcome: 202, not 409. Another key, or none, still gets 409.
+// A submit that reached its workflow but whose answer was lost with its Idempotency-Key's
+// record (the process died before storing it, or it expired), retried with that key once
+// the order has moved on, gets that submission's outcome: 202, not 409. Another key, or
+// none, still gets 409.
 func TestARetriedSubmitGetsItsFirstOutcome(t *testing.T) {
-	f, fw, id := newLifecycleFixture(t)
-	fw.loseAnswer = func() error {
-		_, err := f.store.ApplyOrderStep(context.Background(), store.OrderChange{OrderID: id, Step: "submitted",
-			From: []orders.Status{"draft"}, To: "submitted", Reason: "submitted"})
-		if err != nil {
-			t.Error(err)
-		}
-		return serviceerror.NewUnavailable("frontend gone")
-	}
+	f, _, id := newLifecycleFixture(t)
 	key := []string{"Idempotency-Key", "submit-once"}
-	f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}", key...).wantProblem(t, 503, apitypes.CodeUnavailable)
+	if r := f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}", key...); r.status != 202 {
+		t.Fatalf("the submission: %d %s", r.status, r.body)
+	}
+	// Its record expires (as if a day had passed).
+	if _, err := f.store.DeleteExpired(context.Background(), store.ExpiringIdempotencyRecords, time.Now().Add(48*time.Hour), 100, nil); err != nil {
+		t.Fatal(err)
+	}
 	r := f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}", key...)
-	if r.status != 202 || decodeOrder(t, r)["status"] != "submitted" {
-		t.Fatalf("the retried submission: %d %s", r.status, r.body)
+	if r.status != 202 || r.header.Get(replayedHeader) != "" || decodeOrder(t, r)["status"] != "submitted" {
+		t.Fatalf("the retried submission: %d %v %s", r.status, r.header, r.body)
 	}
 	f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}", "Idempotency-Key", "another").wantProblem(t, 409, apitypes.CodeConflict)
 	f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}").wantProblem(t, 409, apitypes.CodeConflict)
@@ -439,5 +464,104 @@ func TestOnePersonIsOneApprover(t *testing.T) {
 		elsewhere := bot(`{"kind":"tk","actions":["approve"],"resourceIds":["` + f.creds.Wallets[1].ID + `"]}`)
 		f.post(t, "/api/v1/approvals/payment/apr_mine/decide", elsewhere.Secret, approve).wantProblem(t, 404, apitypes.CodeNotFound)
 		f.post(t, "/api/v1/approvals/payment/apr_mine/decide", first.Secret, approve).wantProblem(t, 403, apitypes.CodeMakerChecker)
+	})
+}
+
+// A submit whose workflow is durably started but whose policy has not decided within the
+// wait is accepted, not timed out: 202 with policyDecision pending and the order submitted
+// (stored so, with its one Order.Submitted), as a later read and a retry agree; a submit
+// decided in time says allowed.
+func TestASubmitWhoseDecisionIsLateIsAccepted(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		f, fw, id := newLifecycleFixtureOn(t, s)
+		fw.pending = true
+		key := []string{"Idempotency-Key", "late-decision"}
+		r := f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}", key...)
+		o := decodeOrder(t, r)
+		if r.status != 202 || o["policyDecision"] != "pending" || o["status"] != "submitted" || o["submittedAt"] == nil || o["policyVersion"] == nil {
+			t.Fatalf("a submit whose decision is late: %d %s", r.status, r.body)
+		}
+		if got := decodeOrder(t, f.do(t, "GET", "/api/v1/payments/"+id, f.creds.Keys["pay"].Read, nil)); got["status"] != "submitted" {
+			t.Fatalf("read after the answer: %v", got["status"])
+		}
+		evs, err := f.store.OrderEvents(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		submitted := 0
+		for _, ev := range evs {
+			if ev.Event == "Order.Submitted" {
+				submitted++
+			}
+		}
+		if submitted != 1 {
+			t.Fatalf("Order.Submitted %d times", submitted)
+		}
+		// The workflow's own first step finds it done: nothing changes, nothing is emitted.
+		if res, err := f.store.MarkSubmitted(context.Background(), id, "corr-workflow", time.Now()); err != nil || res.Applied {
+			t.Fatalf("the workflow's step after the service's: %+v %v", res, err)
+		}
+		if again := f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}", key...); again.status != 202 ||
+			again.header.Get(replayedHeader) != "true" || decodeOrder(t, again)["policyDecision"] != "pending" {
+			t.Fatalf("the retry: %d %v %s", again.status, again.header, again.body)
+		}
+		f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}").wantProblem(t, 409, apitypes.CodeConflict)
+
+		fw.pending = false
+		other := decodeOrder(t, f.post(t, "/api/v1/payments", f.creds.Keys["pay"].SK,
+			`{"walletId":"`+f.creds.Wallets[0].ID+`","asset":"USDC","amount":"1","destination":{"address":"0x1111111111111111111111111111111111111111"}}`))
+		if r := f.post(t, "/api/v1/payments/"+other["id"].(string)+"/submit", f.creds.Keys["pay"].SK, "{}"); r.status != 202 ||
+			decodeOrder(t, r)["policyDecision"] != "allowed" {
+			t.Fatalf("a submit decided in time: %d %s", r.status, r.body)
+		}
+	})
+}
+
+// A submission whose workflow Temporal does not start within the wait is accepted and
+// queued in the database, not lost and not refused: 202 pending, the order submitted.
+// Before it is due a worker leaves it to the submit; once due, a worker starts it and
+// forgets it; a start that fails stays queued, due again later, with its error.
+func TestASubmissionTemporalDoesNotStartIsQueuedForAWorker(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		f, fw, id := newLifecycleFixtureOn(t, s)
+		ctx := context.Background()
+		fw.notStarted = true
+		r := f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}", "Idempotency-Key", "queued-1")
+		if o := decodeOrder(t, r); r.status != 202 || o["policyDecision"] != "pending" || o["status"] != "submitted" {
+			t.Fatalf("a submit Temporal did not start: %d %s", r.status, r.body)
+		}
+		queued, err := f.store.QueuedOrderStart(ctx, id)
+		if err != nil || queued == nil || queued.SubmissionID == "" || queued.CorrelationID == "" {
+			t.Fatalf("the queued start: %+v %v", queued, err)
+		}
+		now := time.Now()
+		svc := &service.Service{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Workflows: fw, Now: func() time.Time { return now }}
+		if n, err := svc.StartQueuedOrders(ctx, 10); err != nil || n != 0 || fw.starts != 0 {
+			t.Fatalf("before it is due: started %d, %v, starts %d", n, err, fw.starts)
+		}
+		// Due: the first start fails, and the start stays queued for the next claim.
+		now = now.Add(service.DefaultStartGrace + time.Second)
+		fw.startErr = errors.New("temporal: unavailable")
+		if n, err := svc.StartQueuedOrders(ctx, 10); err != nil || n != 0 || fw.starts != 1 {
+			t.Fatalf("a failing start: started %d, %v, starts %d", n, err, fw.starts)
+		}
+		if q, _ := f.store.QueuedOrderStart(ctx, id); q == nil || q.Attempts != 1 || q.LastError == "" || !q.DueAt.After(now) {
+			t.Fatalf("after a failed start: %+v", q)
+		}
+		// Claimed for a minute: not started again before.
+		if n, _ := svc.StartQueuedOrders(ctx, 10); n != 0 || fw.starts != 1 {
+			t.Fatalf("within its claim: started %d, starts %d", n, fw.starts)
+		}
+		now, fw.startErr = now.Add(2*time.Minute), nil
+		if n, err := svc.StartQueuedOrders(ctx, 10); err != nil || n != 1 || fw.starts != 2 {
+			t.Fatalf("once due again: started %d, %v, starts %d", n, err, fw.starts)
+		}
+		if q, err := f.store.QueuedOrderStart(ctx, id); err != nil || q != nil {
+			t.Fatalf("a started order stays queued: %+v %v", q, err)
+		}
+		// A retry of the submission replays its answer.
+		if again := f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}", "Idempotency-Key", "queued-1"); again.status != 202 {
+			t.Fatalf("the retry: %d %s", again.status, again.body)
+		}
 	})
 }

@@ -73,6 +73,10 @@ func orderJSON(o *service.Order) map[string]any {
 		rej["reason"] = *o.RejectionReason
 		out["rejection"] = rej
 	}
+	if o.PolicyDecision != "" {
+		// A submit's answer only: whether the policy decided within the submit's wait.
+		out["policyDecision"] = o.PolicyDecision
+	}
 	out["createdBy"] = o.CreatedBy
 	out["createdByUser"] = nullable(o.CreatedByUser)
 	out["correlationId"] = o.CorrelationID

@@ -49,8 +49,11 @@ type Config struct {
 	RateBurst            int
 	RPCRateLimit         float64
 	RPCRateBurst         int
-	OAuthTokenTTL        time.Duration
-	SessionTTL           time.Duration
+	// SubmitDecisionWait bounds how long a submit waits for the policy's decision once the
+	// order's workflow is durably started (workflows.Client.DecisionWait).
+	SubmitDecisionWait time.Duration
+	OAuthTokenTTL      time.Duration
+	SessionTTL         time.Duration
 	// Retention is how long the hourly maintenance keeps each kind of row it deletes, and
 	// its batch size; a Config that leaves it zero gets the documented defaults.
 	Retention activities.Retention
@@ -128,6 +131,7 @@ var EnvVars = []envVar{
 	{"RATE_BURST", "100", "burst of requests per credential, per API replica"},
 	{"RPC_RATE_LIMIT", "100", "JSON-RPC calls per second per app (every call of a batch counted, shared by the app's credentials), per API replica"},
 	{"RPC_RATE_BURST", "200", "burst of JSON-RPC calls per app, per API replica"},
+	{"SUBMIT_DECISION_WAIT", "2s", "how long a submit waits for the policy's decision once the order's workflow is durably started; past it the answer is 202 with policyDecision pending"},
 	{"WS_PING_INTERVAL", "25s", "how often the WebSocket channel pings each client (a pong must follow within 10 s)"},
 	{"WS_SEND_RING", "true", "batch the live channel's sends through io_uring where the kernel allows it; false writes each frame with its own system call"},
 	{"WEBHOOK_SECRET_KEY", "", "base64 of 32 random bytes (openssl rand -base64 32) that seals webhook signing secrets at rest; the same on every api and worker; without it webhooks are refused"},
@@ -271,6 +275,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		RateBurst:            int(number("RATE_BURST")),
 		RPCRateLimit:         number("RPC_RATE_LIMIT"),
 		RPCRateBurst:         int(number("RPC_RATE_BURST")),
+		SubmitDecisionWait:   duration("SUBMIT_DECISION_WAIT"),
 		OAuthTokenTTL:        duration("OAUTH_TOKEN_TTL"),
 		SessionTTL:           duration("SESSION_TTL"),
 		TrustedProxies:       get("TRUSTED_PROXIES"),

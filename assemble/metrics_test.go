@@ -47,6 +47,8 @@ type suiteOrders struct {
 	mu    sync.Mutex
 }
 
+func (w *suiteOrders) Start(context.Context, workflows.Submission) error { return nil }
+
 func (w *suiteOrders) SubmitOutcome(context.Context, string, string) (workflows.PolicyDecision, error) {
 	return workflows.PolicyDecision{}, service.ErrUnknownSubmission
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -66,7 +67,7 @@ func (p *Process) Service() *service.Service {
 	}
 	svc := &service.Service{Store: p.Store, Webhooks: p.Config.WebhookOptions(), Log: p.Log, ValuationMaxAge: p.Config.ValuationMaxAge}
 	if p.Temporal != nil {
-		svc.Workflows = workflows.Client{Temporal: p.Temporal}
+		svc.Workflows = workflows.Client{Temporal: p.Temporal, DecisionWait: p.Config.SubmitDecisionWait}
 		svc.DryRuns = workflows.Client{Temporal: p.Temporal}
 		svc.Recoveries = workflows.Client{Temporal: p.Temporal}
 	}
@@ -190,6 +191,45 @@ func (p *Process) Worker(newChain func() chain.Adapter) Component {
 		Stop: func(context.Context) error { w.Stop(); p.Log.Info("worker stopped"); return nil },
 	}
 }
+
+// QueuedStarts starts, every QueuedStartInterval, the order workflows whose submits could
+// not start them in time (service.StartQueuedOrders): each worker process shares the
+// queue with the others.
+func (p *Process) QueuedStarts() Component {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	return Component{Name: "queued order starts",
+		Start: func(context.Context) error {
+			svc := p.Service()
+			go func() {
+				defer close(done)
+				for {
+					// A full batch may have more behind it: go on at once.
+					n, err := svc.StartQueuedOrders(ctx, queuedStartBatch)
+					if err != nil && ctx.Err() == nil {
+						p.Log.Warn("queued order starts", "error", err.Error())
+					}
+					if n == queuedStartBatch && err == nil {
+						continue
+					}
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(QueuedStartInterval):
+					}
+				}
+			}()
+			return nil
+		},
+		Stop: func(context.Context) error { cancel(); <-done; return nil },
+	}
+}
+
+// QueuedStartInterval is how often a worker looks for queued order starts that are due.
+const QueuedStartInterval = 2 * time.Second
+
+// queuedStartBatch is how many queued starts one look takes.
+const queuedStartBatch = 100
 
 // Webhooks runs the webhook dispatcher, woken by the process's follower.
 func (p *Process) Webhooks() Component {

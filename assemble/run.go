@@ -38,6 +38,7 @@ func WorkerComponents(p *Process) []Component {
 		p.Webhooks(),
 		p.Chains(),
 		p.Worker(func() chain.Adapter { return p.chains }),
+		p.QueuedStarts(),
 	}
 }
 

@@ -100,6 +100,8 @@ func (allowAll) Submit(context.Context, workflows.Submission) (workflows.PolicyD
 	return workflows.PolicyDecision{Allowed: true}, nil
 }
 
+func (allowAll) Start(context.Context, workflows.Submission) error { return nil }
+
 func (allowAll) SubmitOutcome(context.Context, string, string) (workflows.PolicyDecision, error) {
 	return workflows.PolicyDecision{}, service.ErrUnknownSubmission
 }

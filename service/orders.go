@@ -23,7 +23,16 @@ type Order struct {
 	Legs      []store.OrderLeg
 	History   []store.OrderStatusChange
 	Decisions []store.ApprovalDecision
+	// PolicyDecision, in the answer to a submit only, is whether the policy had decided
+	// within the submit's wait (PolicyAllowed) or not yet (PolicyPending).
+	PolicyDecision string
 }
+
+// What a submit's answer says of the policy's decision.
+const (
+	PolicyAllowed = "allowed"
+	PolicyPending = "pending"
+)
 
 // Page asks for one page of a list: at most Limit items after the one whose key is After.
 type Page struct {
@@ -199,9 +208,16 @@ func (s *Service) ListOrders(ctx context.Context, who Caller, domain orders.Doma
 	return list, next, nil
 }
 
-// SubmitOrder starts the order's workflow and waits for its policy decision (SPEC 3.2,
-// 3.4): the order as it stands once the workflow accepted it, or a PolicyViolation naming
-// the rules that refused it (the order is then rejected).
+// SubmitOrder accepts a draft into the pipeline and answers with its policy's decision,
+// waited for a bounded time (SPEC 3.2, 3.4). The acceptance is durable first: one
+// transaction marks the order submitted (Order.Submitted) and queues its workflow's start.
+// Then the workflow is started and its decision awaited, the two within the submit's wait:
+// the order as it stands once the workflow accepted it (PolicyDecision allowed), a
+// PolicyViolation naming the rules that refused it (the order is then rejected), or, when
+// the decision has not come in time, the order submitted with PolicyDecision pending: a
+// workflow not started yet is started by a worker from the queue (StartQueuedOrders), and
+// a later refusal is Order.Rejected. So a burst of submits is answered within the wait
+// while the database answers, never timed out behind Temporal.
 func (s *Service) SubmitOrder(ctx context.Context, who Caller, domain orders.DomainInfo, id string) (*Order, error) {
 	if err := mayDo(who, domain.App, auth.ActionWrite); err != nil {
 		return nil, err
@@ -214,36 +230,142 @@ func (s *Service) SubmitOrder(ctx context.Context, who Caller, domain orders.Dom
 		return nil, ErrWorkflowsUnavailable
 	}
 	submission := submissionID(who)
-	var decision workflows.PolicyDecision
 	if o.Status != orders.StatusDraft {
-		// Not a draft any more: only the retry of the submission that moved it on (its
-		// first try's answer lost, e.g. to a timeout) gets that submission's outcome.
-		if submission == "" {
-			return nil, refuse(Conflict, "This "+domain.Name+" is "+string(o.Status)+"; only a draft can be submitted.")
-		}
-		if decision, err = s.Workflows.SubmitOutcome(ctx, o.ID, submission); errors.Is(err, ErrUnknownSubmission) {
-			return nil, refuse(Conflict, "This "+domain.Name+" is "+string(o.Status)+"; only a draft can be submitted.")
-		}
-	} else {
-		names := make([]string, len(o.Legs))
-		for i, l := range o.Legs {
-			names[i] = l.Leg
-		}
-		decision, err = s.Workflows.Submit(ctx, workflows.Submission{OrderID: o.ID, OrgID: o.OrgID, WalletID: o.WalletID,
-			Domain: o.Domain, AmountUSD: o.AmountUSD.StringFixedBank(2), Legs: names,
-			CorrelationID: who.CorrelationID, SubmissionID: submission})
+		return s.earlierSubmission(ctx, who, domain, o, submission)
 	}
+	now := s.now()
+	accepted, err := s.Store.SubmitOrder(ctx, &store.OrderStart{OrderID: o.ID, SubmissionID: submission, CorrelationID: who.CorrelationID,
+		DueAt: now.Add(s.startGrace())}, now, s.audit(who, domain.App, domain.Name+".submitted", "order", o.ID, nil))
 	if err != nil {
 		return nil, err
 	}
-	s.auditAfter(ctx, s.audit(who, domain.App, domain.Name+".submitted", "order", o.ID, nil))
+	if !accepted.Applied {
+		// Another submission of the draft got there first.
+		return s.earlierSubmission(ctx, who, domain, &Order{Order: accepted.Order, Legs: accepted.Legs}, submission)
+	}
+	decision, err := s.Workflows.Submit(ctx, submissionOf(o.Order, o.Legs, who.CorrelationID, submission))
+	if errors.Is(err, workflows.ErrNotStarted) {
+		// Accepted, and queued: a worker starts it once it is due.
+		s.Log.Warn("order workflow not started in time; a worker will start it", "orderId", o.ID,
+			"correlationId", who.CorrelationID, "error", err.Error())
+		return s.submitted(ctx, who, domain, o.ID, PolicyPending)
+	}
+	// Started: the queue has nothing left to do for it. A start left queued is harmless
+	// (the worker's start finds the workflow running).
+	if cerr := s.Store.OrderStarted(ctx, o.ID); cerr != nil {
+		s.Log.Warn("queued start not cleared", "orderId", o.ID, "error", cerr.Error())
+	}
+	switch {
+	case errors.Is(err, workflows.ErrDecisionPending):
+		return s.submitted(ctx, who, domain, o.ID, PolicyPending)
+	case err != nil:
+		// Its decision could not be read: it comes as the workflow's events.
+		s.Log.Warn("policy decision not read", "orderId", o.ID, "correlationId", who.CorrelationID, "error", err.Error())
+		return s.submitted(ctx, who, domain, o.ID, PolicyPending)
+	}
+	return s.decided(ctx, who, domain, o.ID, decision)
+}
+
+// earlierSubmission answers a submit of an order that is no longer a draft: only the
+// retry of the submission that moved it on (its first try's answer lost, e.g. to a
+// timeout) gets that submission's outcome; anything else is a Conflict.
+func (s *Service) earlierSubmission(ctx context.Context, who Caller, domain orders.DomainInfo, o *Order, submission string) (*Order, error) {
+	conflict := refuse(Conflict, "This "+domain.Name+" is "+string(o.Status)+"; only a draft can be submitted.")
+	if submission == "" {
+		return nil, conflict
+	}
+	decision, err := s.Workflows.SubmitOutcome(ctx, o.ID, submission)
+	switch {
+	case errors.Is(err, ErrUnknownSubmission):
+		// Its workflow may be queued, not started yet.
+		queued, qerr := s.Store.QueuedOrderStart(ctx, o.ID)
+		if qerr != nil || queued == nil || queued.SubmissionID != submission {
+			return nil, conflict
+		}
+		return s.submitted(ctx, who, domain, o.ID, PolicyPending)
+	case errors.Is(err, workflows.ErrDecisionPending):
+		return s.submitted(ctx, who, domain, o.ID, PolicyPending)
+	case err != nil:
+		return nil, err
+	}
 	if o.Status == orders.StatusRejected && decision.Allowed {
 		// A retried submission whose first answer was lost, of an order its policy refused.
 		return nil, refuse(Conflict, "This "+domain.Name+" was rejected by its policy when it was submitted.")
 	}
-	if !decision.Allowed {
-		return nil, &Error{Kind: PolicyViolation, Violations: decision.Violations,
+	return s.decided(ctx, who, domain, o.ID, decision)
+}
+
+// decided answers a submission its policy has decided: the order, or the refusal.
+func (s *Service) decided(ctx context.Context, who Caller, domain orders.DomainInfo, id string, d workflows.PolicyDecision) (*Order, error) {
+	if !d.Allowed {
+		return nil, &Error{Kind: PolicyViolation, Violations: d.Violations,
 			Detail: "The policy of the " + domain.App + " app refused this order; it is now rejected."}
 	}
-	return s.visibleOrder(ctx, who, domain, o.ID)
+	return s.submitted(ctx, who, domain, id, PolicyAllowed)
+}
+
+// submitted is the answer to an accepted submission: the order as it stands now.
+func (s *Service) submitted(ctx context.Context, who Caller, domain orders.DomainInfo, id, policyDecision string) (*Order, error) {
+	answer, err := s.visibleOrder(ctx, who, domain, id)
+	if err != nil {
+		return nil, err
+	}
+	answer.PolicyDecision = policyDecision
+	return answer, nil
+}
+
+// submissionOf is what an order's workflow is started with.
+func submissionOf(o *store.Order, legs []store.OrderLeg, correlationID, submissionID string) workflows.Submission {
+	names := make([]string, len(legs))
+	for i, l := range legs {
+		names[i] = l.Leg
+	}
+	return workflows.Submission{OrderID: o.ID, OrgID: o.OrgID, WalletID: o.WalletID, Domain: o.Domain,
+		AmountUSD: o.AmountUSD.StringFixedBank(2), Legs: names, CorrelationID: correlationID, SubmissionID: submissionID}
+}
+
+// DefaultStartGrace is how long a submit has to start its order's workflow before a
+// worker starts it from the queue.
+const DefaultStartGrace = 10 * time.Second
+
+func (s *Service) startGrace() time.Duration {
+	if s.StartGrace > 0 {
+		return s.StartGrace
+	}
+	return DefaultStartGrace
+}
+
+// StartQueuedOrders starts the workflows of accepted submissions that their submits did not
+// start (Temporal slow or down, the process gone): up to limit of those due, each claimed
+// for a minute so that workers share them. A start that fails is due again when its claim
+// ends. It answers how many it started.
+func (s *Service) StartQueuedOrders(ctx context.Context, limit int) (int, error) {
+	if s.Workflows == nil {
+		return 0, ErrWorkflowsUnavailable
+	}
+	due, err := s.Store.ClaimDueOrderStarts(ctx, s.now(), time.Minute, limit)
+	if err != nil {
+		return 0, err
+	}
+	started := 0
+	for _, st := range due {
+		o, legs, err := s.Store.Order(ctx, st.OrderID)
+		if err != nil {
+			return started, err
+		}
+		if err := s.Workflows.Start(ctx, submissionOf(o, legs, st.CorrelationID, st.SubmissionID)); err != nil {
+			s.Log.Warn("queued order workflow not started; it is retried", "orderId", st.OrderID, "attempts", st.Attempts,
+				"error", err.Error())
+			if err := s.Store.OrderStartFailed(ctx, st.OrderID, err.Error()); err != nil {
+				return started, err
+			}
+			continue
+		}
+		if err := s.Store.OrderStarted(ctx, st.OrderID); err != nil {
+			return started, err
+		}
+		s.Log.Info("queued order workflow started", "orderId", st.OrderID, "attempts", st.Attempts)
+		started++
+	}
+	return started, nil
 }

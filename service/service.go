@@ -28,8 +28,12 @@ import (
 // policy decision, and deliver decisions and signatures to it.
 type Workflows interface {
 	// Submit starts the workflow (or finds it started) and delivers the submission, whose
-	// id ("" for none) makes a repeat of the same submission return the first outcome.
+	// id ("" for none) makes a repeat of the same submission return the first outcome;
+	// within a bounded wait, past which it answers workflows.ErrNotStarted or
+	// workflows.ErrDecisionPending.
 	Submit(ctx context.Context, s workflows.Submission) (workflows.PolicyDecision, error)
+	// Start starts the workflow (or finds it started), without waiting for it to run.
+	Start(ctx context.Context, s workflows.Submission) error
 	// SubmitOutcome is the policy decision of an earlier submission of the order, or
 	// ErrUnknownSubmission when that submission never reached its workflow.
 	SubmitOutcome(ctx context.Context, orderID, submissionID string) (workflows.PolicyDecision, error)
@@ -77,6 +81,9 @@ type Service struct {
 	// ValuationMaxAge is how old the prices and portfolio valuations that answer a read
 	// may be; 0 reads them afresh every time.
 	ValuationMaxAge time.Duration
+	// StartGrace is how long a submit has to start its order's workflow before a worker
+	// starts it from the queue (DefaultStartGrace when zero).
+	StartGrace time.Duration
 
 	valuations valuations
 }

@@ -33,6 +33,8 @@ func (r *recorder) Submit(context.Context, workflows.Submission) (workflows.Poli
 	return workflows.PolicyDecision{Allowed: true}, nil
 }
 
+func (r *recorder) Start(context.Context, workflows.Submission) error { return nil }
+
 func (r *recorder) SubmitOutcome(context.Context, string, string) (workflows.PolicyDecision, error) {
 	return workflows.PolicyDecision{}, ErrUnknownSubmission
 }

@@ -36,6 +36,8 @@ type signals struct {
 func (s *signals) Submit(context.Context, workflows.Submission) (workflows.PolicyDecision, error) {
 	return workflows.PolicyDecision{Allowed: true}, nil
 }
+func (s *signals) Start(context.Context, workflows.Submission) error { return nil }
+
 func (s *signals) SubmitOutcome(context.Context, string, string) (workflows.PolicyDecision, error) {
 	return workflows.PolicyDecision{Allowed: true}, nil
 }

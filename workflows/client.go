@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -31,23 +32,35 @@ type Submission struct {
 // ErrUnknownSubmission: no submission of that id reached the order's workflow.
 var ErrUnknownSubmission = errors.New("workflows: no such submission of the order")
 
+// ErrDecisionPending: the order's workflow is durably started, and its policy did not
+// decide within the wait. The decision comes later: a refusal as Order.Rejected.
+var ErrDecisionPending = errors.New("workflows: the policy has not decided yet")
+
 // Client starts, updates, signals and queries order workflows on a Temporal client: the
 // other side of the messages OrderLifecycle takes.
 type Client struct {
 	Temporal client.Client
+	// DecisionWait bounds how long a submit waits for the policy decision once the
+	// workflow is durably started (DefaultDecisionWait when zero). Past it the submission
+	// stands, and the caller hears ErrDecisionPending rather than waiting behind a queue of
+	// workflows.
+	DecisionWait time.Duration
 }
 
-// submitWait bounds how long a submit waits for Temporal to start the workflow and decide.
-const submitWait = 15 * time.Second
+// DefaultDecisionWait is Client.DecisionWait's default.
+const DefaultDecisionWait = 2 * time.Second
 
-// Submit starts workflow order-<id> (or joins it when it already runs) and waits for its
-// policy decision, in one Update-with-Start call: the answer is the workflow's own decision.
-func (c Client) Submit(ctx context.Context, s Submission) (PolicyDecision, error) {
-	// Bounded below the request timeout: with Temporal unreachable the client retries
-	// until it gives up, and the caller should hear 503 before its own client does.
-	ctx, cancel := context.WithTimeout(ctx, submitWait)
-	defer cancel()
-	start := c.Temporal.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+func (c Client) decisionWait() time.Duration {
+	if c.DecisionWait > 0 {
+		return c.DecisionWait
+	}
+	return DefaultDecisionWait
+}
+
+// Start starts workflow order-<id> (or finds it started). It does not wait for the
+// workflow to run.
+func (c Client) Start(ctx context.Context, s Submission) error {
+	_, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       OrderWorkflowID(s.OrderID),
 		TaskQueue:                TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
@@ -55,51 +68,107 @@ func (c Client) Submit(ctx context.Context, s Submission) (PolicyDecision, error
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			OrderDomainKey.ValueSet(s.Domain), OrderStatusKey.ValueSet(string(orders.StatusSubmitted)),
 			OrgIDKey.ValueSet(s.OrgID), CorrelationIDKey.ValueSet(s.CorrelationID)),
-		// The submission rides in the memo too: an update the server admitted but lost in
-		// a restart before the workflow took it leaves the start as the only trace.
+		// The submission rides in the memo: a retry of it finds the workflow it started
+		// even when the update that asked for the decision never reached the workflow.
 		Memo:          map[string]any{"correlationId": s.CorrelationID, "orderId": s.OrderID, "submissionId": s.SubmissionID},
 		StaticSummary: fmt.Sprintf("%s %s worth %s USD from %s", s.Domain, s.OrderID, s.AmountUSD, s.WalletID),
 	}, OrderWorkflow, OrderInput{OrderID: s.OrderID, CorrelationID: s.CorrelationID, Legs: s.Legs})
-	h, err := c.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: start,
-		UpdateOptions: client.UpdateWorkflowOptions{
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNotStarted, err)
+	}
+	return nil
+}
+
+// ErrNotStarted: the order's workflow could not be started (in time): Temporal did not
+// answer, or refused.
+var ErrNotStarted = errors.New("workflows: the order's workflow was not started")
+
+// Submit starts workflow order-<id> (or joins it when it already runs) and waits for its
+// policy decision, through the workflow's own update, the two together at most
+// DecisionWait: the answer is the workflow's decision, ErrDecisionPending once the
+// workflow is started and the decision has not come, or ErrNotStarted when the start
+// itself did not happen in time. A burst of submits queued behind busy workers is thus
+// answered within the wait, never timed out.
+func (c Client) Submit(ctx context.Context, s Submission) (PolicyDecision, error) {
+	wait, cancel := context.WithTimeout(ctx, c.decisionWait())
+	defer cancel()
+	if err := c.Start(wait, s); err != nil {
+		return PolicyDecision{}, err
+	}
+	return c.decision(ctx, wait, s.OrderID, func(ctx context.Context) (client.WorkflowUpdateHandle, error) {
+		return c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+			WorkflowID: OrderWorkflowID(s.OrderID),
 			// The same submission again (a retry) gets the first one's outcome.
 			UpdateID:     s.SubmissionID,
 			UpdateName:   UpdatePolicyDecision,
 			WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
+		})
 	})
-	if err != nil {
-		return PolicyDecision{}, fmt.Errorf("start order workflow: %w", err)
-	}
-	var d PolicyDecision
-	if err := h.Get(ctx, &d); err != nil {
-		return PolicyDecision{}, fmt.Errorf("policy decision: %w", err)
-	}
-	return d, nil
 }
 
-// SubmitOutcome reads the policy decision of an earlier submission of the order.
+// SubmitOutcome reads the policy decision of an earlier submission of the order, waiting
+// for it at most DecisionWait (ErrDecisionPending past it).
 func (c Client) SubmitOutcome(ctx context.Context, orderID, submissionID string) (PolicyDecision, error) {
-	ctx, cancel := context.WithTimeout(ctx, submitWait)
+	wait, cancel := context.WithTimeout(ctx, c.decisionWait())
 	defer cancel()
-	h := c.Temporal.GetWorkflowUpdateHandle(client.GetWorkflowUpdateHandleOptions{
-		WorkflowID: OrderWorkflowID(orderID), UpdateID: submissionID})
-	var d PolicyDecision
-	err := h.Get(ctx, &d)
+	d, err := c.decision(ctx, wait, orderID, func(context.Context) (client.WorkflowUpdateHandle, error) {
+		return c.Temporal.GetWorkflowUpdateHandle(client.GetWorkflowUpdateHandleOptions{
+			WorkflowID: OrderWorkflowID(orderID), UpdateID: submissionID}), nil
+	})
 	var notFound *serviceerror.NotFound
 	if errors.As(err, &notFound) {
 		return c.startedBy(ctx, orderID, submissionID)
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrDecisionPending) {
 		return d, fmt.Errorf("earlier submission: %w", err)
 	}
-	return d, nil
+	return d, err
+}
+
+// decision waits, until wait (a context of ctx) ends, for the answer of the
+// policy-decision update that update sends or finds. A workflow that has closed meanwhile
+// (a policy refusal ends it at once) answers with the decision in its result.
+func (c Client) decision(ctx, wait context.Context, orderID string, update func(context.Context) (client.WorkflowUpdateHandle, error)) (PolicyDecision, error) {
+	var d PolicyDecision
+	h, err := update(wait)
+	if err == nil {
+		err = h.Get(wait, &d)
+	}
+	var timedOut *client.WorkflowUpdateServiceTimeoutOrCanceledError
+	switch {
+	case err == nil:
+		return d, nil
+	case ctx.Err() == nil && (wait.Err() != nil || errors.As(err, &timedOut)):
+		// The wait is over (the SDK gives up its poll a little before the deadline, on
+		// the deadline of its own call): the decision is still to come.
+		return PolicyDecision{}, ErrDecisionPending
+	case closed(err):
+		return c.closedDecision(ctx, orderID)
+	}
+	return PolicyDecision{}, fmt.Errorf("policy decision: %w", err)
+}
+
+// closed reports an update refused because its workflow has closed.
+func closed(err error) bool {
+	var notFound *serviceerror.NotFound
+	return errors.As(err, &notFound) && strings.Contains(err.Error(), "completed")
+}
+
+// closedDecision is the policy decision a closed order workflow returned.
+func (c Client) closedDecision(ctx context.Context, orderID string) (PolicyDecision, error) {
+	var st OrderState
+	if err := c.Temporal.GetWorkflow(ctx, OrderWorkflowID(orderID), "").Get(ctx, &st); err != nil {
+		return PolicyDecision{}, fmt.Errorf("policy decision of a closed workflow: %w", err)
+	}
+	if st.Decision == nil {
+		return PolicyDecision{}, temporal.NewApplicationError("the order ended before its policy was decided", "NotDecided")
+	}
+	return *st.Decision, nil
 }
 
 // startedBy answers for a submission whose update the server no longer knows: if the
-// workflow was started by that submission, the submission went through, and the order's
-// own status says where it stands (a policy refusal shows as rejected).
+// workflow was started by that submission, the submission went through, and its decision
+// is the workflow's (or still to come).
 func (c Client) startedBy(ctx context.Context, orderID, submissionID string) (PolicyDecision, error) {
 	desc, err := c.Temporal.DescribeWorkflowExecution(ctx, OrderWorkflowID(orderID), "")
 	var notFound *serviceerror.NotFound
@@ -118,7 +187,10 @@ func (c Client) startedBy(ctx context.Context, orderID, submissionID string) (Po
 	if started != submissionID {
 		return PolicyDecision{}, ErrUnknownSubmission
 	}
-	return PolicyDecision{Allowed: true}, nil
+	if desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return c.closedDecision(ctx, orderID)
+	}
+	return PolicyDecision{}, ErrDecisionPending
 }
 
 // SignalApproval delivers a recorded approval decision.

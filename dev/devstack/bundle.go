@@ -44,6 +44,8 @@ type Options struct {
 	// RateLimit and RateBurst per credential (50/s and 100 when zero).
 	RateLimit float64
 	RateBurst int
+	// SubmitDecisionWait bounds a submit's wait for the policy's decision (2 s when zero).
+	SubmitDecisionWait time.Duration
 	// WSPingInterval is how often WebSocket clients are pinged (25 s when zero).
 	WSPingInterval time.Duration
 	// NoWSSendRing writes every live frame with its own system call, never through io_uring.
@@ -122,6 +124,7 @@ func Start(ctx context.Context, opts Options) (*Bundle, error) {
 		p.Schedules(),
 		b.devChains(opts),
 		p.Worker(func() chain.Adapter { return b.chains(opts) }),
+		p.QueuedStarts(),
 		p.Webhooks(),
 		devSigner(p, opts),
 		// One process, one local address: /metrics is served beside the API, not apart
@@ -159,6 +162,7 @@ func (b *Bundle) config(opts Options) (assemble.Config, error) {
 		IdempotencyRetention: 24 * time.Hour,
 		RateLimit:            opts.RateLimit,
 		RateBurst:            opts.RateBurst,
+		SubmitDecisionWait:   opts.SubmitDecisionWait,
 		OAuthTokenTTL:        15 * time.Minute,
 		ShutdownTimeout:      opts.ShutdownTimeout,
 		BalanceSyncInterval:  opts.BalanceSyncInterval,

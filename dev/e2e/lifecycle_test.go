@@ -21,6 +21,7 @@ import (
 	"github.com/opentreasury/treasury/chain/evm"
 	"github.com/opentreasury/treasury/chain/keys"
 	treasury "github.com/opentreasury/treasury/client"
+	"github.com/opentreasury/treasury/dev/devstack"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/signer"
 	"github.com/opentreasury/treasury/store/storetest"
@@ -29,7 +30,13 @@ import (
 // waitStatus polls an order until it reaches status, and returns its last body.
 func waitStatus(t *testing.T, url, token, status string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	return waitStatusWithin(t, url, token, status, 30*time.Second)
+}
+
+// waitStatusWithin is waitStatus giving up after d.
+func waitStatusWithin(t *testing.T, url, token, status string, d time.Duration) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for {
 		r := call(t, "GET", url, token)
 		if r.body["status"] == status {
@@ -393,6 +400,42 @@ func TestConcurrentSubmitsWithOneKeyStartOneWorkflow(t *testing.T) {
 	runs, err := c.CountWorkflow(context.Background(), countRequest("WorkflowId = 'order-"+id+"'"))
 	if err != nil || runs.GetCount() != 1 {
 		t.Fatalf("workflow runs for the order: %v %v", runs, err)
+	}
+}
+
+// A submit whose workflow is not started, nor its policy decided, within the wait (here
+// no wait at all) is accepted all the same, durably: 202, policyDecision pending, the order
+// submitted, its start queued in the database. A worker starts it from the queue, and the
+// workflow decides after: an allowed payment confirms, a refused one ends rejected with
+// Order.Rejected (reason policy) carrying its violations.
+func TestASubmitWhoseDecisionIsLateIsDecidedAfter(t *testing.T) {
+	b := startBundle(t, t.TempDir(), "", func(o *devstack.Options) { o.SubmitDecisionWait = time.Nanosecond })
+	defer func() { _ = b.Shutdown() }()
+	api := b.APIURL + "/api/v1"
+	pay := b.Credentials.Keys["pay"]
+	submit := func(to string) string {
+		t.Helper()
+		r := send(t, "POST", api+"/payments", pay.SK, fmt.Sprintf(`{"walletId":%q,"asset":"USDC","amount":"10","destination":{"address":%q}}`,
+			b.Credentials.Wallets[0].ID, to))
+		id, _ := r.body["id"].(string)
+		s := send(t, "POST", api+"/payments/"+id+"/submit", pay.SK, "{}")
+		if s.status != 202 || s.body["policyDecision"] != "pending" || s.body["status"] != "submitted" {
+			t.Fatalf("a submit with no wait for the decision: %d %s", s.status, s.raw)
+		}
+		return id
+	}
+	allowed, refused := submit("0x1111111111111111111111111111111111111111"), submit("0x9999999999999999999999999999999999999999")
+	// Due 10 s after the submit (service.DefaultStartGrace), then started by the worker.
+	waitStatusWithin(t, api+"/payments/"+allowed, pay.Read, "confirmed", 2*time.Minute)
+	if got := eventNames(t, api, pay.Read, allowed); got != "Order.Created Order.Submitted Wallet.SigningRequested Wallet.TransactionSigned Order.Broadcast Order.Confirmed" {
+		t.Fatalf("the allowed payment's events: %s", got)
+	}
+	waitStatusWithin(t, api+"/payments/"+refused, pay.Read, "rejected", 2*time.Minute)
+	r := call(t, "GET", api+"/events?orderId="+refused, pay.Read)
+	data, _ := r.body["data"].([]any)
+	last, _ := data[len(data)-1].(map[string]any)
+	if violations, _ := last["violations"].([]any); last["event"] != "Order.Rejected" || last["reason"] != "policy" || len(violations) == 0 {
+		t.Fatalf("the refused payment's last event: %v", last)
 	}
 }
 

@@ -398,6 +398,8 @@ type steadyWriter struct {
 	mu      sync.Mutex
 	answers map[int]int // by status; 0 is a transport error
 	codes   map[string]int
+	// pending counts the submits accepted before their policy decided.
+	pending int
 	orders  []placed
 	errs    []error
 	stop    chan struct{}
@@ -445,6 +447,9 @@ func (w *steadyWriter) tallyAnswer(r answer) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.answers[r.status]++
+	if r.body["policyDecision"] == "pending" {
+		w.pending++
+	}
 	if code, _ := r.body["code"].(string); r.status >= 500 {
 		w.codes[fmt.Sprintf("%d %s", r.status, code)]++
 	}
