@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/chain/keys"
@@ -497,9 +496,16 @@ func TestASubmitWhoseDecisionIsLateIsAccepted(t *testing.T) {
 		if submitted != 1 {
 			t.Fatalf("Order.Submitted %d times", submitted)
 		}
-		// The workflow's own first step finds it done: nothing changes, nothing is emitted.
+		// Its start stays queued until the workflow runs: its first step finds the order
+		// submitted (nothing changes, nothing is emitted) and forgets the queued start.
+		if q, err := f.store.QueuedOrderStart(context.Background(), id); err != nil || q == nil {
+			t.Fatalf("the queued start before the workflow ran: %+v %v", q, err)
+		}
 		if res, err := f.store.MarkSubmitted(context.Background(), id, "corr-workflow", time.Now()); err != nil || res.Applied {
 			t.Fatalf("the workflow's step after the service's: %+v %v", res, err)
+		}
+		if q, err := f.store.QueuedOrderStart(context.Background(), id); err != nil || q != nil {
+			t.Fatalf("the queued start once the workflow ran: %+v %v", q, err)
 		}
 		if again := f.post(t, "/api/v1/payments/"+id+"/submit", f.creds.Keys["pay"].SK, "{}", key...); again.status != 202 ||
 			again.header.Get(replayedHeader) != "true" || decodeOrder(t, again)["policyDecision"] != "pending" {

@@ -52,8 +52,12 @@ type Config struct {
 	// SubmitDecisionWait bounds how long a submit waits for the policy's decision once the
 	// order's workflow is durably started (workflows.Client.DecisionWait).
 	SubmitDecisionWait time.Duration
-	OAuthTokenTTL      time.Duration
-	SessionTTL         time.Duration
+	// QueuedStartGrace is how long an accepted order's workflow has to run before a worker
+	// starts it from the queue (service.Service.StartGrace); no setting of its own, for
+	// tests.
+	QueuedStartGrace time.Duration
+	OAuthTokenTTL    time.Duration
+	SessionTTL       time.Duration
 	// Retention is how long the hourly maintenance keeps each kind of row it deletes, and
 	// its batch size; a Config that leaves it zero gets the documented defaults.
 	Retention activities.Retention

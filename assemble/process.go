@@ -65,7 +65,8 @@ func (p *Process) Service() *service.Service {
 	if p.service != nil {
 		return p.service
 	}
-	svc := &service.Service{Store: p.Store, Webhooks: p.Config.WebhookOptions(), Log: p.Log, ValuationMaxAge: p.Config.ValuationMaxAge}
+	svc := &service.Service{Store: p.Store, Webhooks: p.Config.WebhookOptions(), Log: p.Log, ValuationMaxAge: p.Config.ValuationMaxAge,
+		StartGrace: p.Config.QueuedStartGrace}
 	if p.Temporal != nil {
 		svc.Workflows = workflows.Client{Temporal: p.Temporal, DecisionWait: p.Config.SubmitDecisionWait}
 		svc.DryRuns = workflows.Client{Temporal: p.Temporal}

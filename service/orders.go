@@ -250,11 +250,7 @@ func (s *Service) SubmitOrder(ctx context.Context, who Caller, domain orders.Dom
 			"correlationId", who.CorrelationID, "error", err.Error())
 		return s.submitted(ctx, who, domain, o.ID, PolicyPending)
 	}
-	// Started: the queue has nothing left to do for it. A start left queued is harmless
-	// (the worker's start finds the workflow running).
-	if cerr := s.Store.OrderStarted(ctx, o.ID); cerr != nil {
-		s.Log.Warn("queued start not cleared", "orderId", o.ID, "error", cerr.Error())
-	}
+	// Started: the workflow's first step forgets its queued start.
 	switch {
 	case errors.Is(err, workflows.ErrDecisionPending):
 		return s.submitted(ctx, who, domain, o.ID, PolicyPending)
@@ -324,9 +320,10 @@ func submissionOf(o *store.Order, legs []store.OrderLeg, correlationID, submissi
 		AmountUSD: o.AmountUSD.StringFixedBank(2), Legs: names, CorrelationID: correlationID, SubmissionID: submissionID}
 }
 
-// DefaultStartGrace is how long a submit has to start its order's workflow before a
-// worker starts it from the queue.
-const DefaultStartGrace = 10 * time.Second
+// DefaultStartGrace is how long an accepted order's workflow has to run its first step
+// (which forgets the queued start) before a worker starts it from the queue: a start the
+// submit made finds the workflow running, and one it could not make starts it.
+const DefaultStartGrace = 30 * time.Second
 
 func (s *Service) startGrace() time.Duration {
 	if s.StartGrace > 0 {

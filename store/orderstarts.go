@@ -11,9 +11,10 @@ import (
 )
 
 // OrderStart is a submitted order whose workflow is still to be started: written in the
-// transaction that accepts the submission, deleted once Temporal has the workflow. A
-// submit that cannot start it in time leaves it to a worker, which starts it when it is
-// due (ClaimDueOrderStarts), so that an accepted submission is never lost.
+// transaction that accepts the submission, deleted once the workflow runs its first step
+// (MarkSubmitted). One that is still there when it is due, because its submit could not
+// start the workflow (Temporal slow or down, the process gone), a worker starts
+// (ClaimDueOrderStarts), so that an accepted submission is never lost.
 type OrderStart struct {
 	OrderID string `gorm:"primaryKey"`
 	// SubmissionID ("" for none) and CorrelationID are the submission's, carried into the
@@ -31,14 +32,16 @@ func (OrderStart) TableName() string { return "order_starts" }
 // MarkSubmitted moves a draft into the pipeline and emits Order.Submitted
 // (orders.StepSubmitted), fixing on the order the version of its app's policy in force now,
 // the one that will evaluate it whatever is published while it waits. Applied again, it
-// changes nothing: the order's workflow takes this step first, after the submit that
-// accepted the order took it.
+// changes nothing. The order's workflow takes this step first, after the submit that
+// accepted the order took it: the workflow runs, so its queued start is forgotten too.
 func (s *Store) MarkSubmitted(ctx context.Context, orderID, correlationID string, at time.Time) (*StepResult, error) {
 	var res *StepResult
 	err := s.Tx(ctx, func(tx *Store) error {
 		var err error
-		res, err = tx.markSubmitted(ctx, orderID, correlationID, at)
-		return err
+		if res, err = tx.markSubmitted(ctx, orderID, correlationID, at); err != nil {
+			return err
+		}
+		return tx.OrderStarted(ctx, orderID)
 	})
 	return res, err
 }

@@ -44,8 +44,10 @@ type Options struct {
 	// RateLimit and RateBurst per credential (50/s and 100 when zero).
 	RateLimit float64
 	RateBurst int
-	// SubmitDecisionWait bounds a submit's wait for the policy's decision (2 s when zero).
-	SubmitDecisionWait time.Duration
+	// SubmitDecisionWait bounds a submit's wait for the policy's decision (2 s when zero);
+	// QueuedStartGrace is how long an accepted order's workflow has to run before a worker
+	// starts it from the queue (30 s when zero).
+	SubmitDecisionWait, QueuedStartGrace time.Duration
 	// WSPingInterval is how often WebSocket clients are pinged (25 s when zero).
 	WSPingInterval time.Duration
 	// NoWSSendRing writes every live frame with its own system call, never through io_uring.
@@ -163,6 +165,7 @@ func (b *Bundle) config(opts Options) (assemble.Config, error) {
 		RateLimit:            opts.RateLimit,
 		RateBurst:            opts.RateBurst,
 		SubmitDecisionWait:   opts.SubmitDecisionWait,
+		QueuedStartGrace:     opts.QueuedStartGrace,
 		OAuthTokenTTL:        15 * time.Minute,
 		ShutdownTimeout:      opts.ShutdownTimeout,
 		BalanceSyncInterval:  opts.BalanceSyncInterval,

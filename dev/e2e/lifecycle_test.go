@@ -409,7 +409,9 @@ func TestConcurrentSubmitsWithOneKeyStartOneWorkflow(t *testing.T) {
 // workflow decides after: an allowed payment confirms, a refused one ends rejected with
 // Order.Rejected (reason policy) carrying its violations.
 func TestASubmitWhoseDecisionIsLateIsDecidedAfter(t *testing.T) {
-	b := startBundle(t, t.TempDir(), "", func(o *devstack.Options) { o.SubmitDecisionWait = time.Nanosecond })
+	b := startBundle(t, t.TempDir(), "", func(o *devstack.Options) {
+		o.SubmitDecisionWait, o.QueuedStartGrace = time.Nanosecond, time.Second
+	})
 	defer func() { _ = b.Shutdown() }()
 	api := b.APIURL + "/api/v1"
 	pay := b.Credentials.Keys["pay"]
@@ -425,7 +427,7 @@ func TestASubmitWhoseDecisionIsLateIsDecidedAfter(t *testing.T) {
 		return id
 	}
 	allowed, refused := submit("0x1111111111111111111111111111111111111111"), submit("0x9999999999999999999999999999999999999999")
-	// Due 10 s after the submit (service.DefaultStartGrace), then started by the worker.
+	// Due a second after the submit, then started by the worker.
 	waitStatusWithin(t, api+"/payments/"+allowed, pay.Read, "confirmed", 2*time.Minute)
 	if got := eventNames(t, api, pay.Read, allowed); got != "Order.Created Order.Submitted Wallet.SigningRequested Wallet.TransactionSigned Order.Broadcast Order.Confirmed" {
 		t.Fatalf("the allowed payment's events: %s", got)
