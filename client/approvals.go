@@ -97,10 +97,15 @@ type SigningRequest = apitypes.SigningRequest
 
 // SigningRequestFilter narrows a list of signing requests.
 type SigningRequestFilter struct {
-	Status string // pending, signed or expired
+	// Status is pending, signed, expired or SigningRequestsAll; empty asks the server's
+	// default, pending (a signer's queue).
+	Status string
 	Limit  int
 	Cursor string
 }
+
+// SigningRequestsAll asks a list of signing requests for every status.
+const SigningRequestsAll = "all"
 
 func (f SigningRequestFilter) query() url.Values {
 	q := url.Values{}

@@ -196,8 +196,12 @@ func (b *bot) decide(ctx context.Context, it item) error {
 	switch {
 	case err == nil:
 		fmt.Fprintf(b.out, "  %s: item now %s\n", decision, answer.Status)
-	case errors.As(err, &p) && p.Status == http.StatusConflict && p.Code == "conflict":
+	case errors.As(err, &p) && p.Status == http.StatusConflict && p.Code == client.CodeConflict:
 		// Decided by someone else or expired since it was listed: nothing left to do.
+		fmt.Fprintf(b.out, "  not decided: %s\n", p.Detail)
+	case errors.As(err, &p) && p.Code == client.CodeAlreadyDecided:
+		// The person behind this bot's key decided it already, through another
+		// credential: one person is one approver, and another must decide.
 		fmt.Fprintf(b.out, "  not decided: %s\n", p.Detail)
 	case errors.As(err, &p) && (p.Code == "maker_checker_violation" || p.Status == http.StatusNotFound):
 		// Not this bot's to decide (it created the order, or cannot reach its wallet).
