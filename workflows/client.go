@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -95,7 +94,7 @@ func (c Client) Submit(ctx context.Context, s Submission) (PolicyDecision, error
 	if err := c.Start(wait, s); err != nil {
 		return PolicyDecision{}, err
 	}
-	return c.decision(ctx, wait, s.OrderID, func(ctx context.Context) (client.WorkflowUpdateHandle, error) {
+	d, err := c.decision(ctx, wait, func(ctx context.Context) (client.WorkflowUpdateHandle, error) {
 		return c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 			WorkflowID: OrderWorkflowID(s.OrderID),
 			// The same submission again (a retry) gets the first one's outcome.
@@ -104,6 +103,13 @@ func (c Client) Submit(ctx context.Context, s Submission) (PolicyDecision, error
 			WaitForStage: client.WorkflowUpdateStageCompleted,
 		})
 	})
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		// The workflow closed before it took the update (a policy refusal ends it in its
+		// first task): its result holds the decision.
+		return c.closedDecision(ctx, wait, s.OrderID)
+	}
+	return d, err
 }
 
 // SubmitOutcome reads the policy decision of an earlier submission of the order, waiting
@@ -111,7 +117,7 @@ func (c Client) Submit(ctx context.Context, s Submission) (PolicyDecision, error
 func (c Client) SubmitOutcome(ctx context.Context, orderID, submissionID string) (PolicyDecision, error) {
 	wait, cancel := context.WithTimeout(ctx, c.decisionWait())
 	defer cancel()
-	d, err := c.decision(ctx, wait, orderID, func(context.Context) (client.WorkflowUpdateHandle, error) {
+	d, err := c.decision(ctx, wait, func(context.Context) (client.WorkflowUpdateHandle, error) {
 		return c.Temporal.GetWorkflowUpdateHandle(client.GetWorkflowUpdateHandleOptions{
 			WorkflowID: OrderWorkflowID(orderID), UpdateID: submissionID}), nil
 	})
@@ -126,9 +132,9 @@ func (c Client) SubmitOutcome(ctx context.Context, orderID, submissionID string)
 }
 
 // decision waits, until wait (a context of ctx) ends, for the answer of the
-// policy-decision update that update sends or finds. A workflow that has closed meanwhile
-// (a policy refusal ends it at once) answers with the decision in its result.
-func (c Client) decision(ctx, wait context.Context, orderID string, update func(context.Context) (client.WorkflowUpdateHandle, error)) (PolicyDecision, error) {
+// policy-decision update that update sends or finds. An update the server does not know,
+// or that its workflow closed before taking, is a serviceerror.NotFound for the caller.
+func (c Client) decision(ctx, wait context.Context, update func(context.Context) (client.WorkflowUpdateHandle, error)) (PolicyDecision, error) {
 	var d PolicyDecision
 	h, err := update(wait)
 	if err == nil {
@@ -142,20 +148,22 @@ func (c Client) decision(ctx, wait context.Context, orderID string, update func(
 		// The wait is over (the SDK gives up its poll a little before the deadline, on
 		// the deadline of its own call): the decision is still to come.
 		return PolicyDecision{}, ErrDecisionPending
-	case closed(err):
-		return c.closedDecision(ctx, orderID)
 	}
 	return PolicyDecision{}, fmt.Errorf("policy decision: %w", err)
 }
 
-// closed reports an update refused because its workflow has closed.
-func closed(err error) bool {
-	var notFound *serviceerror.NotFound
-	return errors.As(err, &notFound) && strings.Contains(err.Error(), "completed")
-}
-
-// closedDecision is the policy decision a closed order workflow returned.
-func (c Client) closedDecision(ctx context.Context, orderID string) (PolicyDecision, error) {
+// closedDecision is the policy decision in the result of the order's workflow once it has
+// closed, or ErrDecisionPending while it runs (or wait ends first).
+func (c Client) closedDecision(ctx, wait context.Context, orderID string) (PolicyDecision, error) {
+	desc, err := c.Temporal.DescribeWorkflowExecution(wait, OrderWorkflowID(orderID), "")
+	switch {
+	case err != nil && wait.Err() != nil && ctx.Err() == nil:
+		return PolicyDecision{}, ErrDecisionPending
+	case err != nil:
+		return PolicyDecision{}, fmt.Errorf("policy decision: %w", err)
+	case desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		return PolicyDecision{}, ErrDecisionPending
+	}
 	var st OrderState
 	if err := c.Temporal.GetWorkflow(ctx, OrderWorkflowID(orderID), "").Get(ctx, &st); err != nil {
 		return PolicyDecision{}, fmt.Errorf("policy decision of a closed workflow: %w", err)
@@ -187,10 +195,9 @@ func (c Client) startedBy(ctx context.Context, orderID, submissionID string) (Po
 	if started != submissionID {
 		return PolicyDecision{}, ErrUnknownSubmission
 	}
-	if desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		return c.closedDecision(ctx, orderID)
-	}
-	return PolicyDecision{}, ErrDecisionPending
+	wait, cancel := context.WithTimeout(ctx, c.decisionWait())
+	defer cancel()
+	return c.closedDecision(ctx, wait, orderID)
 }
 
 // SignalApproval delivers a recorded approval decision.
