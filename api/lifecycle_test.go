@@ -496,10 +496,15 @@ func TestASubmitWhoseDecisionIsLateIsAccepted(t *testing.T) {
 		if submitted != 1 {
 			t.Fatalf("Order.Submitted %d times", submitted)
 		}
-		// Its start stays queued until the workflow runs: its first step finds the order
+		// Its start stays queued until the workflow runs, not due before its grace: a
+		// worker leaves it to the workflow. The workflow's first step finds the order
 		// submitted (nothing changes, nothing is emitted) and forgets the queued start.
 		if q, err := f.store.QueuedOrderStart(context.Background(), id); err != nil || q == nil {
 			t.Fatalf("the queued start before the workflow ran: %+v %v", q, err)
+		}
+		svc := &service.Service{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Workflows: fw}
+		if n, err := svc.StartQueuedOrders(context.Background(), 10); err != nil || n != 0 || fw.starts != 0 {
+			t.Fatalf("a worker within the grace: started %d, %v, starts %d", n, err, fw.starts)
 		}
 		if res, err := f.store.MarkSubmitted(context.Background(), id, "corr-workflow", time.Now()); err != nil || res.Applied {
 			t.Fatalf("the workflow's step after the service's: %+v %v", res, err)
@@ -524,9 +529,9 @@ func TestASubmitWhoseDecisionIsLateIsAccepted(t *testing.T) {
 }
 
 // A submission whose workflow Temporal does not start within the wait is accepted and
-// queued in the database, not lost and not refused: 202 pending, the order submitted.
-// Before it is due a worker leaves it to the submit; once due, a worker starts it and
-// forgets it; a start that fails stays queued, due again later, with its error.
+// queued in the database, not lost and not refused: 202 pending, the order submitted, its
+// start due at once. A worker starts it and forgets it; a start that fails stays queued,
+// claimed for a minute, then due again, with its error.
 func TestASubmissionTemporalDoesNotStartIsQueuedForAWorker(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		f, fw, id := newLifecycleFixtureOn(t, s)
@@ -541,12 +546,11 @@ func TestASubmissionTemporalDoesNotStartIsQueuedForAWorker(t *testing.T) {
 			t.Fatalf("the queued start: %+v %v", queued, err)
 		}
 		now := time.Now()
-		svc := &service.Service{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Workflows: fw, Now: func() time.Time { return now }}
-		if n, err := svc.StartQueuedOrders(ctx, 10); err != nil || n != 0 || fw.starts != 0 {
-			t.Fatalf("before it is due: started %d, %v, starts %d", n, err, fw.starts)
+		if queued.DueAt.After(now) {
+			t.Fatalf("a start the submit could not make is due at %v, after now", queued.DueAt)
 		}
-		// Due: the first start fails, and the start stays queued for the next claim.
-		now = now.Add(service.DefaultStartGrace + time.Second)
+		svc := &service.Service{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Workflows: fw, Now: func() time.Time { return now }}
+		// The first start fails, and the start stays queued for the next claim.
 		fw.startErr = errors.New("temporal: unavailable")
 		if n, err := svc.StartQueuedOrders(ctx, 10); err != nil || n != 0 || fw.starts != 1 {
 			t.Fatalf("a failing start: started %d, %v, starts %d", n, err, fw.starts)

@@ -245,9 +245,13 @@ func (s *Service) SubmitOrder(ctx context.Context, who Caller, domain orders.Dom
 	}
 	decision, err := s.Workflows.Submit(ctx, submissionOf(o.Order, o.Legs, who.CorrelationID, submission))
 	if errors.Is(err, workflows.ErrNotStarted) {
-		// Accepted, and queued: a worker starts it once it is due.
+		// Accepted, and queued: a worker starts it, from now on.
 		s.Log.Warn("order workflow not started in time; a worker will start it", "orderId", o.ID,
 			"correlationId", who.CorrelationID, "error", err.Error())
+		if derr := s.Store.OrderStartDue(ctx, o.ID, s.now()); derr != nil {
+			// Still queued, due when its grace ends.
+			s.Log.Warn("queued start not brought forward", "orderId", o.ID, "error", derr.Error())
+		}
 		return s.submitted(ctx, who, domain, o.ID, PolicyPending)
 	}
 	// Started: the workflow's first step forgets its queued start.

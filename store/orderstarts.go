@@ -129,6 +129,12 @@ func (s *Store) ClaimDueOrderStarts(ctx context.Context, now time.Time, lease ti
 	return claimed, nil
 }
 
+// OrderStartDue makes a queued start due at at: its submit could not start the workflow,
+// and a worker need not wait for its grace to end.
+func (s *Store) OrderStartDue(ctx context.Context, orderID string, at time.Time) error {
+	return s.with(ctx).Model(&OrderStart{}).Where("order_id = ?", orderID).Update("due_at", at.UTC()).Error
+}
+
 // OrderStartFailed records why a claimed start failed; it is due again when its lease ends.
 func (s *Store) OrderStartFailed(ctx context.Context, orderID, why string) error {
 	return s.with(ctx).Model(&OrderStart{}).Where("order_id = ?", orderID).Update("last_error", why).Error

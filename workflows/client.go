@@ -82,18 +82,25 @@ func (c Client) Start(ctx context.Context, s Submission) error {
 // answer, or refused.
 var ErrNotStarted = errors.New("workflows: the order's workflow was not started")
 
-// Submit starts workflow order-<id> (or joins it when it already runs) and waits for its
-// policy decision, through the workflow's own update, the two together at most
+// StartWait bounds how long a submit waits for Temporal to start the workflow: past it the
+// start is left to a worker (ErrNotStarted).
+const StartWait = 5 * time.Second
+
+// Submit starts workflow order-<id> (or joins it when it already runs), within StartWait,
+// then waits for its policy decision, through the workflow's own update, at most
 // DecisionWait: the answer is the workflow's decision, ErrDecisionPending once the
 // workflow is started and the decision has not come, or ErrNotStarted when the start
 // itself did not happen in time. A burst of submits queued behind busy workers is thus
-// answered within the wait, never timed out.
+// answered within a bounded time, never timed out.
 func (c Client) Submit(ctx context.Context, s Submission) (PolicyDecision, error) {
-	wait, cancel := context.WithTimeout(ctx, c.decisionWait())
-	defer cancel()
-	if err := c.Start(wait, s); err != nil {
+	startCtx, cancelStart := context.WithTimeout(ctx, StartWait)
+	err := c.Start(startCtx, s)
+	cancelStart()
+	if err != nil {
 		return PolicyDecision{}, err
 	}
+	wait, cancel := context.WithTimeout(ctx, c.decisionWait())
+	defer cancel()
 	d, err := c.decision(ctx, wait, func(ctx context.Context) (client.WorkflowUpdateHandle, error) {
 		return c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 			WorkflowID: OrderWorkflowID(s.OrderID),
