@@ -241,26 +241,34 @@ func TestApprovalDecisionsAreGuarded(t *testing.T) {
 	f.post(t, decide, f.creds.Keys["treasury"].SK, approve).wantProblem(t, 403, apitypes.CodePermissionDenied)
 }
 
-func TestSignaturesAreVerified(t *testing.T) {
-	f, fw, id := newLifecycleFixture(t)
-	ctx := context.Background()
+// manualSigningRequest stores a pending signing request of the pay order orderID for the
+// seeded manual ethereum wallet, whose key (from the credentials) it answers with.
+func manualSigningRequest(t *testing.T, f *fixture, orderID, id, digest string) (*keys.Key, seed.Wallet) {
+	t.Helper()
 	var manual seed.Wallet
 	for _, w := range f.creds.Wallets {
-		if !w.AutoSign {
+		if !w.AutoSign && w.Chain == "ethereum" {
 			manual = w
 		}
 	}
-	digest := strings.Repeat("ab", 32)
-	req := &store.SigningRequest{ID: "sig_test", OrgID: f.creds.OrgID, App: "pay", Domain: "payment", OrderID: id, Position: 0,
+	req := &store.SigningRequest{ID: id, OrgID: f.creds.OrgID, App: "pay", Domain: "payment", OrderID: orderID, Position: 0,
 		Leg: "TRANSFER", WalletID: manual.ID, Chain: "ethereum", UnsignedTx: "{}", Scheme: manual.Scheme, Digest: digest, Status: "pending",
 		CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
-	if _, err := f.store.CreateSigningRequest(ctx, req); err != nil {
+	if _, err := f.store.CreateSigningRequest(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
 	key, err := keys.Parse(manual.Scheme, manual.PrivateKey)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return key, manual
+}
+
+func TestSignaturesAreVerified(t *testing.T) {
+	f, fw, id := newLifecycleFixture(t)
+	ctx := context.Background()
+	digest := strings.Repeat("ab", 32)
+	key, manual := manualSigningRequest(t, f, id, "sig_test", digest)
 	d, _ := hex.DecodeString(digest)
 	sign := func(k *keys.Key) string {
 		sig, err := k.Sign(d)
@@ -310,26 +318,9 @@ func TestSigningRequestsReachOnlyTheirOwnApp(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		f, fw, id := newLifecycleFixtureOn(t, s)
 		ctx := context.Background()
-		var manual, other seed.Wallet
-		for _, w := range f.creds.Wallets {
-			switch {
-			case !w.AutoSign && w.Chain == "ethereum":
-				manual = w
-			case w.Chain == "ethereum" && other.ID == "":
-				other = w
-			}
-		}
 		digest := strings.Repeat("cd", 32)
-		req := &store.SigningRequest{ID: "sig_reach", OrgID: f.creds.OrgID, App: "pay", Domain: "payment", OrderID: id, Position: 0,
-			Leg: "TRANSFER", WalletID: manual.ID, Chain: "ethereum", UnsignedTx: "{}", Scheme: manual.Scheme, Digest: digest,
-			Status: "pending", CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
-		if _, err := f.store.CreateSigningRequest(ctx, req); err != nil {
-			t.Fatal(err)
-		}
-		key, err := keys.Parse(manual.Scheme, manual.PrivateKey)
-		if err != nil {
-			t.Fatal(err)
-		}
+		key, manual := manualSigningRequest(t, f, id, "sig_reach", digest)
+		other := f.creds.Wallets[0] // ethereum, autoSign: another wallet than the request's
 		d, _ := hex.DecodeString(digest)
 		raw, err := key.Sign(d)
 		if err != nil {

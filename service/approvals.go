@@ -49,15 +49,24 @@ type ApprovalFilter struct {
 // ApprovalsAll asks a list of approval items for every status.
 const ApprovalsAll = "all"
 
+// queueStatus reads the status filter of a list that is a queue first (approvals, signing
+// requests): "" is its pending items (statuses[0]), all (ApprovalsAll, SigningRequestsAll) every status
+// ("" to the store), anything else one of statuses; ok is false for any other value.
+func queueStatus(status string, statuses []string) (filter string, ok bool) {
+	switch {
+	case status == "":
+		return statuses[0], true
+	case status == ApprovalsAll:
+		return "", true
+	}
+	return status, slices.Contains(statuses, status)
+}
+
 // ListApprovals pages through the approval items the caller may see (SPEC 3.3).
 func (s *Service) ListApprovals(ctx context.Context, who Caller, f ApprovalFilter) (list []Approval, next string, err error) {
 	var errs []orders.FieldError
-	switch {
-	case f.Status == "":
-		f.Status = orders.ItemPending
-	case f.Status == ApprovalsAll:
-		f.Status = ""
-	case !slices.Contains(orders.ItemStatuses, f.Status):
+	var ok bool
+	if f.Status, ok = queueStatus(f.Status, orders.ItemStatuses); !ok {
 		errs = append(errs, field("status", "must be pending (the default), approved, rejected, expired or all"))
 	}
 	if _, ok := DomainNamed(f.Domain); f.Domain != "" && !ok {

@@ -22,17 +22,13 @@ type SigningFilter struct {
 }
 
 // SigningRequestsAll asks a list of signing requests for every status.
-const SigningRequestsAll = "all"
+const SigningRequestsAll = ApprovalsAll
 
 // ListSigningRequests pages through the signing requests the caller may see (SPEC 3.5):
 // the pending ones unless Status asks for another status, or for all.
 func (s *Service) ListSigningRequests(ctx context.Context, who Caller, f SigningFilter) (list []store.SigningRequest, next string, err error) {
-	switch {
-	case f.Status == "":
-		f.Status = orders.SigningPending
-	case f.Status == SigningRequestsAll:
-		f.Status = ""
-	case !slices.Contains(orders.SigningStatuses, f.Status):
+	var ok bool
+	if f.Status, ok = queueStatus(f.Status, orders.SigningStatuses); !ok {
 		return nil, "", invalid(field("status", "must be pending (the default), signed, expired or all"))
 	}
 	apps := Reach(who.Principal, SigningRequests)
