@@ -152,8 +152,18 @@ type Order struct {
 	CompletedAt   *time.Time `json:"completedAt"`
 	// History is every status the order has had; only GetOrder fills it.
 	History []StatusChange `json:"history,omitempty"`
+	// PolicyDecision, in SubmitOrder's answer only, is PolicyAllowed or PolicyPending.
+	PolicyDecision string `json:"policyDecision,omitempty"`
 	OrderDetails
 }
+
+// What SubmitOrder's answer says of the policy's decision: it allowed the order within
+// the submit's wait, or it has not decided yet (a refusal then arrives as Order.Rejected,
+// reason policy).
+const (
+	PolicyAllowed = "allowed"
+	PolicyPending = "pending"
+)
 
 // OrderDetails are what an order asks for, in its domain's fields; the other domains'
 // fields are empty.
@@ -234,8 +244,10 @@ func (c *Client) CreateOrder(ctx context.Context, req OrderRequest, opts ...Call
 }
 
 // SubmitOrder hands a draft to its workflow (POST …/{id}/submit). It returns once the
-// policy has allowed the order (202: accepted, not executed); a policy that refuses it is
-// a *Problem with Code policy_violation and the rules in Violations, and the order is then
+// policy has allowed the order (202: accepted, not executed; PolicyDecision allowed), or
+// once the service's wait for the decision is over (PolicyDecision pending: accepted, and
+// a refusal will come as Order.Rejected); a policy that refuses it within the wait is a
+// *Problem with Code policy_violation and the rules in Violations, and the order is then
 // rejected. A submitted order is a conflict, unless this is a retry of the same submit.
 func (c *Client) SubmitOrder(ctx context.Context, domain Domain, id string, opts ...CallOption) (*Order, error) {
 	path, err := collection(domain, id, "submit")
