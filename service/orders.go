@@ -268,21 +268,21 @@ func (s *Service) SubmitOrder(ctx context.Context, who Caller, domain orders.Dom
 
 // earlierSubmission answers a submit of an order that is no longer a draft: only the
 // retry of the submission that moved it on (its first try's answer lost, e.g. to a
-// timeout) gets that submission's outcome; anything else is a Conflict.
+// timeout) gets that submission's outcome; anything else is a Conflict. The order names
+// its submission, so that no answer of Temporal's, nor its silence, decides which.
 func (s *Service) earlierSubmission(ctx context.Context, who Caller, domain orders.DomainInfo, o *Order, submission string) (*Order, error) {
 	conflict := refuse(Conflict, "This "+domain.Name+" is "+string(o.Status)+"; only a draft can be submitted.")
-	if submission == "" {
+	// An order submitted before the order kept its submission is asked of its workflow.
+	if submission == "" || (o.SubmissionID != "" && o.SubmissionID != submission) {
 		return nil, conflict
 	}
 	decision, err := s.Workflows.SubmitOutcome(ctx, o.ID, submission)
 	switch {
-	case errors.Is(err, ErrUnknownSubmission):
-		// Its workflow may be queued, not started yet.
-		queued, qerr := s.Store.QueuedOrderStart(ctx, o.ID)
-		if qerr != nil || queued == nil || queued.SubmissionID != submission {
-			return nil, conflict
-		}
+	case errors.Is(err, ErrUnknownSubmission) && o.SubmissionID == submission:
+		// Its workflow is queued, not started yet.
 		return s.submitted(ctx, who, domain, o.ID, PolicyPending)
+	case errors.Is(err, ErrUnknownSubmission):
+		return nil, conflict
 	case errors.Is(err, workflows.ErrDecisionPending):
 		return s.submitted(ctx, who, domain, o.ID, PolicyPending)
 	case err != nil:
@@ -336,6 +336,14 @@ func (s *Service) startGrace() time.Duration {
 	return DefaultStartGrace
 }
 
+// A worker's claim on queued starts, each start's share of it, and the attempts after which
+// a start that keeps failing is logged as an error.
+const (
+	queuedStartLease = time.Minute
+	queuedStartWait  = 10 * time.Second
+	queuedStartAlarm = 5
+)
+
 // StartQueuedOrders starts the workflows of accepted submissions that their submits did not
 // start (Temporal slow or down, the process gone): up to limit of those due, each claimed
 // for a minute so that workers share them. A start that fails is due again when its claim
@@ -344,7 +352,7 @@ func (s *Service) StartQueuedOrders(ctx context.Context, limit int) (int, error)
 	if s.Workflows == nil {
 		return 0, ErrWorkflowsUnavailable
 	}
-	due, err := s.Store.ClaimDueOrderStarts(ctx, s.now(), time.Minute, limit)
+	due, err := s.Store.ClaimDueOrderStarts(ctx, s.now(), queuedStartLease, limit)
 	if err != nil {
 		return 0, err
 	}
@@ -354,8 +362,19 @@ func (s *Service) StartQueuedOrders(ctx context.Context, limit int) (int, error)
 		if err != nil {
 			return started, err
 		}
-		if err := s.Workflows.Start(ctx, submissionOf(o, legs, st.CorrelationID, st.SubmissionID)); err != nil {
-			s.Log.Warn("queued order workflow not started; it is retried", "orderId", st.OrderID, "attempts", st.Attempts,
+		// Each start within its share of the claim, so that a Temporal that does not
+		// answer holds the batch no longer than the claim lasts.
+		sctx, cancel := context.WithTimeout(ctx, queuedStartWait)
+		err = s.Workflows.Start(sctx, submissionOf(o, legs, st.CorrelationID, st.SubmissionID))
+		cancel()
+		if err != nil {
+			log := s.Log.Warn
+			if st.Attempts >= queuedStartAlarm {
+				// An accepted order that will not start: someone must look (a search
+				// attribute missing, a namespace gone).
+				log = s.Log.Error
+			}
+			log("queued order workflow not started; it is retried", "orderId", st.OrderID, "attempts", st.Attempts,
 				"error", err.Error())
 			if err := s.Store.OrderStartFailed(ctx, st.OrderID, err.Error()); err != nil {
 				return started, err

@@ -52,6 +52,9 @@ type Order struct {
 	CreatedByUser string
 	CorrelationID string
 	WorkflowID    string
+	// SubmissionID is the submission (from its Idempotency-Key) that moved the order out
+	// of draft, "" for one without a key or before this was kept.
+	SubmissionID  string
 	EventSequence int
 	CreatedAt     time.Time
 	UpdatedAt     time.Time

@@ -38,7 +38,7 @@ func (s *Store) MarkSubmitted(ctx context.Context, orderID, correlationID string
 	var res *StepResult
 	err := s.Tx(ctx, func(tx *Store) error {
 		var err error
-		if res, err = tx.markSubmitted(ctx, orderID, correlationID, at); err != nil {
+		if res, err = tx.markSubmitted(ctx, orderID, correlationID, "", at); err != nil {
 			return err
 		}
 		return tx.OrderStarted(ctx, orderID)
@@ -46,7 +46,7 @@ func (s *Store) MarkSubmitted(ctx context.Context, orderID, correlationID string
 	return res, err
 }
 
-func (s *Store) markSubmitted(ctx context.Context, orderID, correlationID string, at time.Time) (*StepResult, error) {
+func (s *Store) markSubmitted(ctx context.Context, orderID, correlationID, submissionID string, at time.Time) (*StepResult, error) {
 	step := orders.StepSubmitted
 	ev := &EventSpec{Name: step.Event}
 	return s.applyStep(ctx, OrderChange{OrderID: orderID, Step: step.Key(0), From: step.From, To: step.To, Reason: "submitted",
@@ -62,6 +62,7 @@ func (s *Store) markSubmitted(ctx context.Context, orderID, correlationID string
 			}
 			submitted := at.UTC()
 			o.SubmittedAt, o.PolicyVersion, ev.Body.PolicyVersion = &submitted, &version, &version
+			o.SubmissionID = submissionID
 			return nil
 		}}, nil)
 }
@@ -74,7 +75,7 @@ func (s *Store) SubmitOrder(ctx context.Context, start *OrderStart, at time.Time
 	var res *StepResult
 	err := s.Tx(ctx, func(tx *Store) error {
 		var err error
-		if res, err = tx.markSubmitted(ctx, start.OrderID, start.CorrelationID, at); err != nil || !res.Applied {
+		if res, err = tx.markSubmitted(ctx, start.OrderID, start.CorrelationID, start.SubmissionID, at); err != nil || !res.Applied {
 			return err
 		}
 		start.DueAt = start.DueAt.UTC()

@@ -72,7 +72,13 @@ func (c Client) Start(ctx context.Context, s Submission) error {
 		Memo:          map[string]any{"correlationId": s.CorrelationID, "orderId": s.OrderID, "submissionId": s.SubmissionID},
 		StaticSummary: fmt.Sprintf("%s %s worth %s USD from %s", s.Domain, s.OrderID, s.AmountUSD, s.WalletID),
 	}, OrderWorkflow, OrderInput{OrderID: s.OrderID, CorrelationID: s.CorrelationID, Legs: s.Legs})
-	if err != nil {
+	var closed *serviceerror.WorkflowExecutionAlreadyStarted
+	switch {
+	case errors.As(err, &closed):
+		// The order's workflow has run and closed (its id is never reused): there is
+		// nothing left to start.
+		return nil
+	case err != nil:
 		return fmt.Errorf("%w: %w", ErrNotStarted, err)
 	}
 	return nil
@@ -159,8 +165,9 @@ func (c Client) decision(ctx, wait context.Context, update func(context.Context)
 	return PolicyDecision{}, fmt.Errorf("policy decision: %w", err)
 }
 
-// closedDecision is the policy decision in the result of the order's workflow once it has
-// closed, or ErrDecisionPending while it runs (or wait ends first).
+// closedDecision is the policy decision of the order's workflow as it stands: in its
+// result once it has closed, in its state query while it runs, or ErrDecisionPending while
+// it has not decided (or wait ends first).
 func (c Client) closedDecision(ctx, wait context.Context, orderID string) (PolicyDecision, error) {
 	desc, err := c.Temporal.DescribeWorkflowExecution(wait, OrderWorkflowID(orderID), "")
 	switch {
@@ -169,6 +176,11 @@ func (c Client) closedDecision(ctx, wait context.Context, orderID string) (Polic
 	case err != nil:
 		return PolicyDecision{}, fmt.Errorf("policy decision: %w", err)
 	case desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		// A worker answers the query; a busy one, not in time: pending then.
+		var st OrderState
+		if v, err := c.Temporal.QueryWorkflow(wait, OrderWorkflowID(orderID), "", QueryState); err == nil && v.Get(&st) == nil && st.Decision != nil {
+			return *st.Decision, nil
+		}
 		return PolicyDecision{}, ErrDecisionPending
 	}
 	var st OrderState

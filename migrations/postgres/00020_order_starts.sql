@@ -1,9 +1,9 @@
 -- +goose Up
 -- A submitted order whose workflow is still to be started. The submit writes it in the
 -- transaction that marks the order submitted, so that an accepted submission is never lost
--- when Temporal is slow or unreachable: the submit tries the start at once and deletes the
--- row when it is done; a worker starts what is left once it is due, retrying until
--- Temporal takes it.
+-- when Temporal is slow or unreachable: the submit tries the start at once, the workflow's
+-- first step deletes the row, and a worker starts what is left once it is due, retrying
+-- until Temporal takes it.
 CREATE TABLE order_starts (
     order_id       TEXT PRIMARY KEY REFERENCES orders (id),
     submission_id  TEXT NOT NULL DEFAULT '',
@@ -14,5 +14,10 @@ CREATE TABLE order_starts (
 );
 CREATE INDEX order_starts_due ON order_starts (due_at);
 
+-- The submission (from its Idempotency-Key) that moved the order out of draft: a retry of
+-- it is told its outcome, any other submit 409, without asking Temporal.
+ALTER TABLE orders ADD COLUMN submission_id TEXT NOT NULL DEFAULT '';
+
 -- +goose Down
+ALTER TABLE orders DROP COLUMN submission_id;
 DROP TABLE order_starts;
