@@ -7,14 +7,17 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/console"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/store/storetest"
 	"github.com/opentreasury/treasury/workflows"
 )
 
@@ -46,6 +49,35 @@ func (f *fixture) signIn(t *testing.T, email, password string) signedIn {
 	return signedIn{token: cookies[0].Value, csrf: body.CSRFToken, userID: body.User.ID}
 }
 
+// setPassword opens a one-time sign-in link as a browser would, sets a new password with
+// it, and returns the password.
+func (f *fixture) setPassword(t *testing.T, link string) string {
+	t.Helper()
+	u, err := url.Parse(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := f.do(t, "GET", u.RequestURI(), "", nil)
+	if page.status != 200 || !strings.Contains(string(page.body), "Set your password") {
+		t.Fatalf("the link's page: %d %s", page.status, page.body)
+	}
+	password := "correct horse battery staple"
+	r := f.welcome(t, u.Query().Get("token"), password, password)
+	if r.status != http.StatusSeeOther || r.header.Get("Location") != "/console/" ||
+		!strings.Contains(r.header.Get("Set-Cookie"), auth.SessionCookie+"=ses_") {
+		t.Fatalf("setting the password: %d %v %s", r.status, r.header, r.body)
+	}
+	return password
+}
+
+// welcome posts the form of a sign-in link's page.
+func (f *fixture) welcome(t *testing.T, token, password, confirm string) response {
+	t.Helper()
+	form := url.Values{"token": {token}, "password": {password}, "confirm": {confirm}}
+	return f.do(t, "POST", "/console/welcome", "", strings.NewReader(form.Encode()),
+		"Content-Type", "application/x-www-form-urlencoded")
+}
+
 // trySignIn sends a sign-in from a client address, as a browser's fetch would.
 func (f *fixture) trySignIn(t *testing.T, from, email, password string, headers ...string) response {
 	t.Helper()
@@ -75,12 +107,18 @@ func (f *fixture) as(t *testing.T, s signedIn, method, target, body string) resp
 
 func newPeopleFixture(t *testing.T) (*fixture, signedIn) {
 	t.Helper()
-	f := newFixture(t)
-	f.handler = NewRouter(Config{
+	return newPeopleFixtureOn(t, storetest.NewSQLite(t))
+}
+
+// newPeopleFixtureOn is newPeopleFixture on a store of the test's choice.
+func newPeopleFixtureOn(t *testing.T, s *store.Store) (*fixture, signedIn) {
+	t.Helper()
+	f := newFixtureOn(t, s)
+	f.handler = NewRouter(withPages(t, Config{
 		Store:   f.store,
 		Log:     slog.New(slog.NewJSONHandler(f.logs, nil)),
 		Service: &service.Service{Store: f.store, Log: slog.New(slog.NewJSONHandler(f.logs, nil)), Workflows: &fakeWorkflows{decision: workflows.PolicyDecision{Allowed: true}}},
-	})
+	}, console.Options{}))
 	return f, f.signIn(t, f.creds.Owner.Email, f.creds.Owner.Password)
 }
 
@@ -199,7 +237,7 @@ func TestTeamAndMemberPermissions(t *testing.T) {
 	added := f.as(t, owner, "POST", "/developer/team?app=pay", `{"email":"Approver@Example.com","actions":["read","approve","read"]}`)
 	var member addedMember
 	if err := json.Unmarshal(added.body, &member); err != nil || added.status != 201 || added.header.Get("Cache-Control") != "no-store" ||
-		member.Email != "approver@example.com" || member.Role != "member" || len(member.Password) < auth.MinPasswordLength ||
+		member.Email != "approver@example.com" || member.Role != "member" || !strings.HasPrefix(member.SignInLink, "http://example.com/console/welcome?token=sil_") ||
 		strings.Join(member.Actions, ",") != "approve,read" || member.App != "pay" {
 		t.Fatalf("add member %d %s", added.status, added.body)
 	}
@@ -210,7 +248,7 @@ func TestTeamAndMemberPermissions(t *testing.T) {
 
 	team := f.do(t, "GET", "/developer/team", f.creds.Keys["pay"].SK, nil)
 	if team.status != 200 || !strings.Contains(string(team.body), `"email":"approver@example.com"`) ||
-		strings.Contains(string(team.body), member.Password) || !strings.Contains(string(team.body), `"role":"owner"`) {
+		strings.Contains(string(team.body), "sil_") || !strings.Contains(string(team.body), `"role":"owner"`) {
 		t.Fatalf("team %d %s", team.status, team.body)
 	}
 	// Keys read the team but never change it: only the owner grants.
@@ -220,7 +258,7 @@ func TestTeamAndMemberPermissions(t *testing.T) {
 		t.Fatalf("a key naming its own app: %d", r.status)
 	}
 
-	m := f.signIn(t, "approver@example.com", member.Password)
+	m := f.signIn(t, "approver@example.com", f.setPassword(t, member.SignInLink))
 	if r := f.as(t, m, "GET", "/api/v1/payments", ""); r.status != 200 {
 		t.Fatalf("member lists payments: %d %s", r.status, r.body)
 	}
@@ -335,7 +373,7 @@ func TestPeopleHandOutOnlyWhatTheyHold(t *testing.T) {
 	added := f.as(t, owner, "POST", "/developer/team?app=pay", `{"email":"dev@example.com","actions":["developer","write","approve"]}`)
 	var member addedMember
 	_ = json.Unmarshal(added.body, &member)
-	m := f.signIn(t, "dev@example.com", member.Password)
+	m := f.signIn(t, "dev@example.com", f.setPassword(t, member.SignInLink))
 
 	f.as(t, m, "POST", "/developer/api-keys?app=pay", `{"kind":"sk"}`).wantProblem(t, 403, apitypes.CodePermissionDenied)
 	f.as(t, m, "POST", "/developer/api-keys?app=pay", `{"kind":"tk","actions":["approve","sign"]}`).wantProblem(t, 403, apitypes.CodePermissionDenied)

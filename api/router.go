@@ -79,6 +79,9 @@ type Config struct {
 	// RPCNodes are the chains' JSON-RPC nodes that POST /rpc/{chain} forwards to, by chain
 	// name; a chain without one answers 404.
 	RPCNodes rpcproxy.Nodes
+	// PublicURL is the console's base URL, where one-time sign-in links point; empty
+	// builds it from the request.
+	PublicURL string
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -279,7 +282,7 @@ func (rt *routes) developer(r *gin.Engine, v1 *gin.RouterGroup) {
 		log:          log,
 		keys:         &keyHandlers{svc: svc, log: log},
 		oauthClients: &oauthClientHandlers{svc: svc, log: log},
-		team:         &teamHandlers{svc: svc, log: log},
+		team:         &teamHandlers{svc: svc, log: log, publicURL: rt.cfg.PublicURL},
 		requestLogs:  &requestLogHandlers{svc: svc, log: log},
 		websockets:   rt.websockets,
 		webhooks:     &webhookHandlers{svc: svc, log: log},

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"log/slog"
 	"net/http"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/service"
+	"github.com/opentreasury/treasury/sessioncookie"
 )
 
 // teamHandlers serve /developer/team: the organisation's people and what each may do in
@@ -16,6 +18,8 @@ import (
 type teamHandlers struct {
 	svc *service.Service
 	log *slog.Logger
+	// publicURL is where sign-in links point; empty: where the owner reached the API.
+	publicURL string
 }
 
 func memberJSON(m *service.Member) apitypes.TeamMember {
@@ -30,7 +34,7 @@ func (h *teamHandlers) list(c *gin.Context) {
 }
 
 // add answers POST /developer/team {email, actions}: a new member of the organisation with
-// these actions on the app, and an initial password shown in this answer only.
+// these actions on the app, and their one-time sign-in link (24 h) in this answer only.
 func (h *teamHandlers) add(c *gin.Context) {
 	var req struct {
 		Email   string   `json:"email"`
@@ -39,7 +43,8 @@ func (h *teamHandlers) add(c *gin.Context) {
 	if !bindStrict(c, &req, "email", "actions") {
 		return
 	}
-	withSecret(c, h.log, http.StatusCreated, memberJSON, "password")(h.svc.AddMember(c.Request.Context(), caller(c), req.Email, req.Actions))
+	m, link, err := h.svc.AddMember(c.Request.Context(), caller(c), req.Email, req.Actions)
+	withSecret(c, h.log, http.StatusCreated, memberJSON, "signInLink")(m, link.URL(cmp.Or(h.publicURL, sessioncookie.Origin(c.Request))), err)
 }
 
 // update answers PATCH /developer/team/{id} {actions}: the member's actions on the app,

@@ -72,8 +72,9 @@ type TeamMember struct {
 	App       string      `json:"app"`
 	Actions   []string    `json:"actions"`
 	CreatedAt events.Time `json:"createdAt"`
-	// Password is the new member's initial password, in the answer that added them only.
-	Password string `json:"password,omitempty"`
+	// SignInLink is the new member's one-time sign-in link (24 h), where they set their
+	// password; in the answer that added them only.
+	SignInLink string `json:"signInLink,omitempty"`
 }
 
 // RequestLog is one authenticated request of the app, kept seven days (/developer/logs).

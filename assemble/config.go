@@ -81,6 +81,10 @@ type Config struct {
 	// TemporalUIURL links the console's order pages to their workflows; empty leaves the
 	// links out.
 	TemporalUIURL string
+	// PublicURL is the base URL people reach the console at: one-time sign-in links point
+	// there. Empty: the API builds them from the request that asked; the operator's
+	// commands need it.
+	PublicURL string
 	// ConsoleCredentialsFile is where the dev bundle wrote the seeded sign-ins, for the
 	// console's sign-in page to name; never read from the environment.
 	ConsoleCredentialsFile string
@@ -144,6 +148,7 @@ var EnvVars = []envVar{
 	{"WEBHOOK_BACKOFF_SCALE", "1", "multiplies the webhook retry schedule (5 s … 10 h) and the 5-day failing window; below 1 for tests"},
 	{"CONSOLE", "true", "serve the web console for people under /console/ beside the API"},
 	{"TEMPORAL_UI_URL", "", "Temporal Web UI base URL (http://temporal-ui:8080) the console links each order's workflow to"},
+	{"PUBLIC_URL", "", "base URL people reach the console at (https://treasury.example.com); one-time sign-in links point there"},
 	{"METRICS_ADDR", ":9464", "address of the Prometheus /metrics endpoint of api and worker, apart from the public API (see docs/metrics.md)"},
 	{"LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"REPLACE_STUCK_AFTER", "3m", "how long a transaction may stay below the fee market (or dropped by the node) before the worker asks for a replacement at the same nonce with a higher fee"},
@@ -291,6 +296,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		WebhookBackoffScale:  number("WEBHOOK_BACKOFF_SCALE"),
 		Console:              boolean("CONSOLE"),
 		TemporalUIURL:        get("TEMPORAL_UI_URL"),
+		PublicURL:            get("PUBLIC_URL"),
 		MetricsAddr:          get("METRICS_ADDR"),
 		ReplaceStuckAfter:    duration("REPLACE_STUCK_AFTER"),
 	}
@@ -312,6 +318,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	if u, err := url.Parse(cfg.TemporalUIURL); cfg.TemporalUIURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 		errs = append(errs, "TEMPORAL_UI_URL: not an http(s) URL")
+	}
+	if u, err := url.Parse(cfg.PublicURL); cfg.PublicURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		errs = append(errs, "PUBLIC_URL: not an http(s) URL")
 	}
 	if _, _, err := net.SplitHostPort(cfg.MetricsAddr); err != nil {
 		errs = append(errs, "METRICS_ADDR: not host:port, such as :9464")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/service"
 )
 
 // APIComponents are the components of treasury api, in start order; ln is the API's
@@ -104,4 +107,21 @@ func SetupTemporal(ctx context.Context, cfg Config) error {
 	}
 	log.Info("search attributes registered", "namespace", cfg.TemporalNamespace)
 	return nil
+}
+
+// Operate runs an operator's command: fn gets a service over the configured database,
+// without Temporal. On PostgreSQL what it announces (an organisation disabled) reaches
+// every API process listening on the database.
+func Operate(ctx context.Context, cfg Config, fn func(*service.Service) error) error {
+	log := NewLogger(max(cfg.LogLevel, slog.LevelWarn)).With("process", "operator")
+	s, err := OpenStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = s.Close() }()
+	svc := &service.Service{Store: s, Log: log}
+	if databaseURL := s.DatabaseURL(); databaseURL != "" {
+		svc.Bus = events.NewPostgresBus(databaseURL, s, log)
+	}
+	return fn(svc)
 }

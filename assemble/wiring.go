@@ -160,11 +160,12 @@ func NewAPIHandler(p *Process) http.Handler {
 		Metrics:              cfg.Metrics,
 		Readiness:            ready,
 		RPCNodes:             p.rpcNodes(),
+		PublicURL:            cfg.PublicURL,
 	}
 	routes.Sessions = api.NewSessions(routes)
 	if cfg.Console {
 		pages, err := console.New(console.Config{Service: routes.Service, Sessions: routes.Sessions, Authn: routes.Authn,
-			Log: p.Log, Options: console.Options{TemporalUIURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace,
+			Log: p.Log, Options: console.Options{TemporalUIURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace, PublicURL: cfg.PublicURL,
 				CredentialsFile: cfg.ConsoleCredentialsFile}})
 		if err != nil {
 			// The pages are embedded in the binary: one that does not parse is a defect of
@@ -193,6 +194,8 @@ func (p *Process) credentials() auth.KeyStore {
 		switch {
 		case n.Control != nil && n.Control.Kind == events.ControlCredentialRevoked:
 			cache.Forget(n.Control.CredentialID)
+		case n.Control != nil && n.Control.Kind == events.ControlOrgDisabled:
+			cache.ForgetOrg(n.Control.OrgID)
 		case !n.ResyncSince.IsZero():
 			cache.ForgetAll()
 		}

@@ -43,6 +43,9 @@ const (
 	// KindSession prefixes a person's console session token, which travels only in the
 	// session cookie, never as a bearer token.
 	KindSession = "ses"
+	// KindSignInLink prefixes the token of a one-time sign-in link; it authenticates nothing
+	// by itself, it only lets its person set a password once.
+	KindSignInLink = "sil"
 	// KindUser is the principal kind of a signed-in person.
 	KindUser = "user"
 	// KindDevice is the principal kind of a signing device inside the service (the dev

@@ -26,6 +26,8 @@ type KeyRecord struct {
 	RevokedAt   *time.Time
 	// CreatedByUser is the person (usr_…) behind the credential that created the key, or "".
 	CreatedByUser string
+	// OrgDisabled: the operator disabled the key's organisation.
+	OrgDisabled bool
 }
 
 // TokenRecord is an issued OAuth access token with what the authenticator needs of its
@@ -43,6 +45,8 @@ type TokenRecord struct {
 	// ClientCreatedByUser is the person (usr_…) behind the credential that created the
 	// client, or "".
 	ClientCreatedByUser string
+	// OrgDisabled: the operator disabled the client's organisation.
+	OrgDisabled bool
 }
 
 // The interfaces below are what the authenticator reads and writes of stored credentials.
@@ -97,7 +101,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (*Princi
 	if !found {
 		return nil, ErrUnauthenticated
 	}
-	if !SecretMatches(token, k.SecretHash) || k.Kind != kind || k.RevokedAt != nil {
+	if !SecretMatches(token, k.SecretHash) || k.Kind != kind || k.RevokedAt != nil || k.OrgDisabled {
 		return nil, ErrUnauthenticated
 	}
 	now := a.now().UTC()
@@ -128,7 +132,7 @@ func (a *Authenticator) accessToken(ctx context.Context, token, hash string) (*P
 	if err != nil {
 		return nil, fmt.Errorf("auth: look up token: %w", err)
 	}
-	if !found || !SecretMatches(token, t.TokenHash) || !a.now().Before(t.ExpiresAt) || t.ClientRevoked {
+	if !found || !SecretMatches(token, t.TokenHash) || !a.now().Before(t.ExpiresAt) || t.ClientRevoked || t.OrgDisabled {
 		return nil, ErrUnauthenticated
 	}
 	return &Principal{OrgID: t.OrgID, App: t.App, Kind: KindAccessToken, ID: t.ClientID, Actions: ParseActions(t.Actions),

@@ -43,6 +43,14 @@ func (c cachedCredential) id() string {
 	return c.token.ClientID
 }
 
+// orgID is the organisation of the entry's credential.
+func (c cachedCredential) orgID() string {
+	if c.key != nil {
+		return c.key.OrgID
+	}
+	return c.token.OrgID
+}
+
 // NewCachedKeys remembers keys' lookups for at most maxAge. keys may also be a
 // TokenStore, whose access tokens are then remembered too, and a SessionStore, whose
 // sessions are read through every time (a person's grants apply to their next request).
@@ -148,6 +156,18 @@ func (c *CachedKeys) Forget(credentialID string) {
 	c.generation++
 	for hash, e := range c.byHash {
 		if e.id() == credentialID {
+			delete(c.byHash, hash)
+		}
+	}
+}
+
+// ForgetOrg drops every credential of an organisation (disabled by the operator).
+func (c *CachedKeys) ForgetOrg(orgID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.generation++
+	for hash, e := range c.byHash {
+		if e.orgID() == orgID {
 			delete(c.byHash, hash)
 		}
 	}

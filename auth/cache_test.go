@@ -242,3 +242,33 @@ func TestCachedKeysReadSessionsThroughEveryTime(t *testing.T) {
 		t.Fatalf("a changed grant did not apply to the next request (%d reads): %+v, %v", keys.reads, p, err)
 	}
 }
+
+// An organisation disabled (announced as ForgetOrg) refuses its keys at once, the cached
+// ones included; another organisation's cached keys stay cached.
+func TestCachedKeysRefuseADisabledOrganisationsKeysOnceAnnounced(t *testing.T) {
+	ctx := context.Background()
+	keys, clock := newFakeKeys(), newFakeClock()
+	disabled, other := mustSecret(t, KindSecret), mustSecret(t, KindSecret)
+	keys.add(disabled, KeyRecord{ID: "key_1", OrgID: "org_disabled", App: "pay", Kind: KindSecret})
+	keys.add(other, KeyRecord{ID: "key_2", OrgID: "org_other", App: "pay", Kind: KindSecret})
+	a, cache := cachedAuthenticator(keys, clock, 30*time.Second)
+	for _, s := range []string{disabled, other} {
+		if _, err := a.Authenticate(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys.mu.Lock()
+	keys.byHash[HashSecret(disabled)].OrgDisabled = true
+	keys.mu.Unlock()
+	if _, err := a.Authenticate(ctx, disabled); err != nil {
+		t.Fatalf("before the announcement the cached key is still served: %v", err)
+	}
+	cache.ForgetOrg("org_disabled")
+	if _, err := a.Authenticate(ctx, disabled); !errors.Is(err, ErrUnauthenticated) {
+		t.Fatalf("a key of a disabled organisation, announced: %v, want ErrUnauthenticated", err)
+	}
+	reads := keys.lookupCount()
+	if _, err := a.Authenticate(ctx, other); err != nil || keys.lookupCount() != reads {
+		t.Fatalf("another organisation's key: %v, read again %d times", err, keys.lookupCount()-reads)
+	}
+}

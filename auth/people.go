@@ -92,6 +92,8 @@ type PersonRecord struct {
 	Role  string
 	// PasswordChangedAt ends the sessions signed in before it.
 	PasswordChangedAt *time.Time
+	// OrgDisabled: the operator disabled the person's organisation.
+	OrgDisabled bool
 }
 
 // SessionStore is what the authenticator reads of sessions and people; a KeyStore that
@@ -119,7 +121,7 @@ func (a *Authenticator) AuthenticateSession(ctx context.Context, token string) (
 	if !found {
 		return nil, ErrUnauthenticated
 	}
-	if !SecretMatches(token, sess.TokenHash) || sess.RevokedAt != nil || !a.now().Before(sess.ExpiresAt) ||
+	if !SecretMatches(token, sess.TokenHash) || sess.RevokedAt != nil || u.OrgDisabled || !a.now().Before(sess.ExpiresAt) ||
 		(u.PasswordChangedAt != nil && sess.CreatedAt.Before(*u.PasswordChangedAt)) {
 		return nil, ErrUnauthenticated
 	}

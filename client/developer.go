@@ -90,8 +90,8 @@ func (c *Client) RevokeOAuthClient(ctx context.Context, id string, opts ...CallO
 	return do[OAuthClient](ctx, c, http.MethodDelete, developerPath("oauth-clients", id), nil, opts)
 }
 
-// TeamMember is a person of the organisation with their actions on the app. Password is
-// the new member's initial password, in AddTeamMember's answer only.
+// TeamMember is a person of the organisation with their actions on the app. SignInLink
+// is the new member's one-time sign-in link, in AddTeamMember's answer only.
 type TeamMember = apitypes.TeamMember
 
 // ListTeamMembers reads a page of the organisation's people, oldest first.

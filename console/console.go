@@ -41,6 +41,9 @@ type Options struct {
 	// CredentialsFile is where the dev bundle wrote the seeded owner's sign-in, named on
 	// the sign-in page; empty (production, where nothing writes one) names none.
 	CredentialsFile string
+	// PublicURL is the console's base URL, where one-time sign-in links point; empty
+	// builds it from the request.
+	PublicURL string
 }
 
 // Config is what the console is built from: the API's own service and sessions (so that a
@@ -91,6 +94,8 @@ func New(cfg Config) (http.Handler, error) {
 	mux.HandleFunc("GET /console/sign-in", c.signInPage)
 	mux.HandleFunc("POST /console/sign-in", c.signIn)
 	mux.HandleFunc("POST /console/sign-out", c.person(c.signOut))
+	mux.HandleFunc("GET /console/welcome", c.welcomePage)
+	mux.HandleFunc("POST /console/welcome", c.welcome)
 	for _, rt := range c.routes() {
 		for _, a := range auth.Apps {
 			mux.HandleFunc(strings.Replace(rt.pattern, "{app}", a, 1), inApp(a, c.guarded(rt.page, rt.handle)))
@@ -450,6 +455,60 @@ func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 func sameOrigin(r *http.Request) bool {
 	u, err := url.Parse(r.Header.Get("Origin"))
 	return err == nil && u.Host == r.Host
+}
+
+// baseURL is where the console's links point: the configured public URL, or where the
+// browser reached it.
+func (c *console) baseURL(r *http.Request) string {
+	if c.PublicURL != "" {
+		return c.PublicURL
+	}
+	return sessioncookie.Origin(r)
+}
+
+type welcomePage struct {
+	Token, Email, Error string
+}
+
+// welcomePage opens a one-time sign-in link: it names whom it is for and asks for their
+// password. Opening it does not use it.
+func (c *console) welcomePage(w http.ResponseWriter, r *http.Request) {
+	token := r.URL.Query().Get("token")
+	u, err := c.Sessions.LinkPerson(r.Context(), token)
+	if err != nil {
+		c.render(w, r, nil, c.statusOf(r, err), "error", errorPage{Title: "Sign-in link", Message: message(err)})
+		return
+	}
+	c.render(w, r, &request{v: &view{Title: "Set your password"}}, http.StatusOK, "welcome", welcomePage{Token: token, Email: u.Email})
+}
+
+// welcome uses the link: the password is set, and the browser signed in.
+func (c *console) welcome(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" || (r.Header.Get("Origin") != "" && !sameOrigin(r)) {
+		c.render(w, r, nil, http.StatusForbidden, "error", errorPage{Title: "Refused", Message: "Set your password from the console itself."})
+		return
+	}
+	token, password := r.PostFormValue("token"), r.PostFormValue("password")
+	var err error
+	if password != r.PostFormValue("confirm") {
+		err = &service.Error{Kind: service.Invalid, Detail: "The two passwords differ."}
+	}
+	var s *service.Session
+	if err == nil {
+		s, err = c.Sessions.RedeemLink(r.Context(), token, password, service.OriginOf(r.Context()).ClientAddr, correlationID(r))
+	}
+	if err != nil {
+		u, lookup := c.Sessions.LinkPerson(r.Context(), token)
+		if lookup != nil {
+			c.render(w, r, nil, c.statusOf(r, err), "error", errorPage{Title: "Sign-in link", Message: message(err)})
+			return
+		}
+		c.render(w, r, &request{v: &view{Title: "Set your password"}}, c.statusOf(r, err), "welcome",
+			welcomePage{Token: token, Email: u.Email, Error: message(err)})
+		return
+	}
+	sessioncookie.Set(w, r, s.Token, s.Principal.ExpiresAt)
+	http.Redirect(w, r, "/console/", http.StatusSeeOther)
 }
 
 // signOut ends the session and forgets its cookie.

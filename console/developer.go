@@ -479,16 +479,18 @@ func (c *console) team(w http.ResponseWriter, r *http.Request, rq *request) {
 		CanEdit: service.Owner(rq.caller(r)) == nil})
 }
 
-// invite adds a member with actions on the app and shows their first password, once.
+// invite adds a member with actions on the app and shows their one-time sign-in link,
+// once.
 func (c *console) invite(w http.ResponseWriter, r *http.Request, rq *request) {
 	_ = r.ParseForm()
-	m, password, err := c.Service.AddMember(r.Context(), rq.caller(r), r.PostFormValue("email"), r.PostForm["actions"])
+	m, link, err := c.Service.AddMember(r.Context(), rq.caller(r), r.PostFormValue("email"), r.PostForm["actions"])
 	if err != nil {
 		c.back(w, r, "/console/"+rq.app+"/team", err, "")
 		return
 	}
-	c.showSecret(w, r, rq, secretShown{What: m.Email, Name: "first password", Secret: password, Back: "/console/" + rq.app + "/team",
-		Note: "Give it to them by a channel you trust; they sign in with it and change it."})
+	c.showSecret(w, r, rq, secretShown{What: m.Email, Name: "sign-in link", Secret: link.URL(c.baseURL(r)),
+		Back: "/console/" + rq.app + "/team",
+		Note: "Give it to them by a channel you trust: it works once, for 24 hours, and lets them set their own password."})
 }
 
 func (c *console) setActions(w http.ResponseWriter, r *http.Request, rq *request) {

@@ -13,6 +13,9 @@ const (
 	ControlConfig = "config"
 	// ControlCredentialRevoked: a key or OAuth client was revoked; close its connections.
 	ControlCredentialRevoked = "credential_revoked"
+	// ControlOrgDisabled: the operator disabled an organisation; refuse its credentials
+	// and close its connections.
+	ControlOrgDisabled = "org_disabled"
 	// ControlTest: deliver a websocket.test event to every connection of a config.
 	ControlTest = "test"
 	// ControlWebhooksQueued: webhook deliveries were queued outside an event's commit (a

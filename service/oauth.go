@@ -104,6 +104,13 @@ func (o *OAuth) IssueToken(ctx context.Context, req TokenRequest) (*Token, error
 		client.RevokedAt != nil {
 		return nil, badClient
 	}
+	// Its organisation disabled refuses it as its revocation would.
+	if revoked, err := o.Store.CredentialRevoked(ctx, client.ID); err != nil || revoked {
+		if err == nil {
+			err = badClient
+		}
+		return nil, err
+	}
 	granted := strings.Fields(client.Scopes)
 	requested := granted
 	if req.Scope != nil {

@@ -106,6 +106,13 @@ func (s *Sessions) SignIn(ctx context.Context, email, password, clientIP, correl
 
 // open starts a session for a person whose password was checked at checkedAt.
 func (s *Sessions) open(ctx context.Context, u *store.User, checkedAt time.Time, correlationID string) (*Session, error) {
+	org, err := s.Store.Organization(ctx, u.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	if org.DisabledAt != nil {
+		return nil, refuse(Unauthenticated, "This organisation is disabled; its operator can tell you more.")
+	}
 	token, sess, err := auth.NewSession(u.ID, u.OrgID, checkedAt, s.TTL)
 	if err == nil {
 		err = s.Store.CreateSession(ctx, sess)
@@ -176,4 +183,64 @@ func (s *Sessions) ChangePassword(ctx context.Context, p *auth.Principal, curren
 		return nil, err
 	}
 	return s.open(ctx, u, changedAt, correlationID)
+}
+
+// LinkPerson is the person a one-time sign-in link would let set a password, without
+// using it: the page that opens it names whom it is for. A link unknown, used, expired or
+// of a disabled organisation is one refusal.
+func (s *Sessions) LinkPerson(ctx context.Context, token string) (*store.User, error) {
+	l, err := s.Store.SignInLinkByHash(ctx, auth.HashSecret(token))
+	if err == nil && (l.UsedAt != nil || !s.Now().Before(l.ExpiresAt)) {
+		err = store.ErrLinkUnusable
+	}
+	var u *store.User
+	if err == nil {
+		u, err = s.Store.UserInOrg(ctx, l.OrgID, l.UserID)
+	}
+	if err == nil {
+		var org *store.Organization
+		if org, err = s.Store.Organization(ctx, u.OrgID); err == nil && org.DisabledAt != nil {
+			err = store.ErrLinkUnusable
+		}
+	}
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrLinkUnusable) {
+		return nil, linkUnusable
+	}
+	return u, err
+}
+
+var linkUnusable = refuse(NotFound, "This sign-in link is unknown, used already or expired; ask the organisation's owner (or the operator) for a new one.")
+
+// RedeemLink uses a one-time sign-in link: it sets the person's password (12 to 72
+// bytes), ends their other sessions, and signs them in. Refused links count as failed
+// sign-ins of the client's address.
+func (s *Sessions) RedeemLink(ctx context.Context, token, password, clientIP, correlationID string) (*Session, error) {
+	if err := s.tooMany("ip:"+clientIP, "Too many failed sign-ins"); err != nil {
+		return nil, err
+	}
+	var errs []orders.FieldError
+	if token == "" {
+		errs = append(errs, field("token", "is required"))
+	}
+	hash, err := auth.HashPassword(password)
+	if errors.Is(err, auth.ErrWeakPassword) {
+		errs = append(errs, field("password", "needs 12 to 72 bytes"))
+	} else if err != nil {
+		return nil, err
+	}
+	if len(errs) > 0 {
+		return nil, invalid(errs...)
+	}
+	setAt := s.Now()
+	u, err := s.Store.RedeemSignInLink(ctx, auth.HashSecret(token), hash, setAt)
+	if errors.Is(err, store.ErrLinkUnusable) {
+		s.Failures.Take("ip:" + clientIP)
+		s.Log.InfoContext(ctx, "sign-in link refused", "correlationId", correlationID)
+		return nil, linkUnusable
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.Log.InfoContext(ctx, "password set from a sign-in link", "userId", u.ID, "orgId", u.OrgID, "correlationId", correlationID)
+	return s.open(ctx, u, setAt, correlationID)
 }

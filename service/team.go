@@ -3,8 +3,6 @@ package service
 import (
 	"context"
 	"errors"
-	"net/mail"
-	"strings"
 
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/events"
@@ -66,46 +64,45 @@ func readActions(actions []string) ([]string, []orders.FieldError) {
 }
 
 // AddMember adds a member to the organisation with actions on the caller's app, and
-// returns the initial password, shown once. Only the owner adds people.
-func (s *Service) AddMember(ctx context.Context, who Caller, email string, actions []string) (*Member, string, error) {
+// returns their one-time sign-in link, shown once: opening it, they set their own
+// password. Only the owner adds people.
+func (s *Service) AddMember(ctx context.Context, who Caller, email string, actions []string) (*Member, SignInLink, error) {
 	if err := developer(who); err != nil {
-		return nil, "", err
+		return nil, SignInLink{}, err
 	}
 	if err := Owner(who); err != nil {
-		return nil, "", err
+		return nil, SignInLink{}, err
 	}
-	email = strings.ToLower(strings.TrimSpace(email))
+	email, bad := readEmail(email)
 	actions, errs := readActions(actions)
-	if addr, err := mail.ParseAddress(email); err != nil || addr.Address != email || len(email) > 254 {
-		errs = append(errs, field("email", "must be an e-mail address"))
+	if bad != nil {
+		errs = append(errs, *bad)
 	}
 	if len(actions) == 0 {
 		errs = append(errs, field("actions", "needs at least one action on this app"))
 	}
 	if len(errs) > 0 {
-		return nil, "", invalid(errs...)
+		return nil, SignInLink{}, invalid(errs...)
 	}
-	password, err := auth.NewPassword()
-	var hash string
-	if err == nil {
-		hash, err = auth.HashPassword(password)
-	}
-	if err != nil {
-		return nil, "", err
-	}
-	u := &store.User{ID: ids.New(ids.User), OrgID: who.OrgID, Email: email, PasswordHash: hash, Role: store.RoleMember,
-		CreatedAt: s.now()}
+	u := &store.User{ID: ids.New(ids.User), OrgID: who.OrgID, Email: email, Role: store.RoleMember, CreatedAt: s.now()}
 	perm := store.MemberPermission{App: who.App, Actions: auth.FormatActions(actions)}
-	err = s.writeAudited(ctx, who, func(tx *store.Store) error { return tx.AddMember(ctx, u, perm) },
-		"member.added", "user", u.ID, map[string]any{"actions": actions})
+	var link SignInLink
+	err := s.writeAudited(ctx, who, func(tx *store.Store) error {
+		if err := tx.AddMember(ctx, u, perm); err != nil {
+			return err
+		}
+		var err error
+		link, err = s.issueLink(ctx, tx, u, who.ID)
+		return err
+	}, "member.added", "user", u.ID, map[string]any{"actions": actions})
 	if errors.Is(err, store.ErrEmailTaken) {
-		return nil, "", refuse(Conflict, "Someone already signs in with this e-mail address; to change a member's permissions, PATCH /developer/team/{id}.")
+		return nil, SignInLink{}, refuse(Conflict, "Someone already signs in with this e-mail address; to change a member's permissions, PATCH /developer/team/{id}.")
 	}
 	if err != nil {
-		return nil, "", err
+		return nil, SignInLink{}, err
 	}
 	m := member(u, who.App, perm.Actions)
-	return &m, password, nil
+	return &m, link, nil
 }
 
 // SetMemberActions replaces a member's actions on the caller's app; none removes them from

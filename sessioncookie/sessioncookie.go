@@ -22,6 +22,15 @@ func Secure(r *http.Request) bool {
 	return strings.EqualFold(strings.TrimSpace(first), "https")
 }
 
+// Origin is the scheme and host the browser reached the service at (https behind a
+// trusted proxy that says so), for links it is shown to follow.
+func Origin(r *http.Request) string {
+	if Secure(r) {
+		return "https://" + r.Host
+	}
+	return "http://" + r.Host
+}
+
 // Set gives the browser a session's cookie. It is Secure only when the request came over
 // https: browsers drop a Secure cookie set over plain http (anywhere but localhost), so
 // the person would never be signed in.

@@ -86,7 +86,8 @@ func (s *Store) OAuthClient(ctx context.Context, id string) (*OAuthClient, error
 	return &c, nil
 }
 
-// CredentialRevoked reports whether an API key or OAuth client (by id) is revoked or gone.
+// CredentialRevoked reports whether an API key or OAuth client (by id) is revoked or gone,
+// or its organisation disabled.
 func (s *Store) CredentialRevoked(ctx context.Context, id string) (bool, error) {
 	var model any = &APIKey{}
 	if strings.HasPrefix(id, ids.OAuthClient+"_") {
@@ -96,7 +97,9 @@ func (s *Store) CredentialRevoked(ctx context.Context, id string) (bool, error) 
 	// now and then under concurrent connections ("storing driver.Value type <nil> into
 	// type *time.Time"), and the check was skipped.
 	var live int64
-	if err := s.with(ctx).Model(model).Where("id = ? AND revoked_at IS NULL", id).Count(&live).Error; err != nil {
+	err := s.with(ctx).Model(model).Where("id = ? AND revoked_at IS NULL", id).
+		Where("org_id IN (SELECT id FROM organizations WHERE disabled_at IS NULL)").Count(&live).Error
+	if err != nil {
 		return false, err
 	}
 	return live == 0, nil

@@ -23,8 +23,13 @@ func (s *Store) AuthKey(ctx context.Context, hash string) (auth.KeyRecord, bool,
 	if err != nil {
 		return auth.KeyRecord{}, false, lookupErr(err)
 	}
+	disabled, err := s.organizationDisabled(ctx, k.OrgID)
+	if err != nil {
+		return auth.KeyRecord{}, false, err
+	}
 	return auth.KeyRecord{ID: k.ID, OrgID: k.OrgID, App: k.App, Kind: k.Kind, Actions: k.Actions, ResourceIDs: k.ResourceIDs,
-		SecretHash: k.SecretHash, LastUsedAt: k.LastUsedAt, RevokedAt: k.RevokedAt, CreatedByUser: k.CreatedByUser}, true, nil
+		SecretHash: k.SecretHash, LastUsedAt: k.LastUsedAt, RevokedAt: k.RevokedAt, CreatedByUser: k.CreatedByUser,
+		OrgDisabled: disabled}, true, nil
 }
 
 // AuthAccessToken is the access token whose hash is hash, with its client's revocation.
@@ -33,8 +38,13 @@ func (s *Store) AuthAccessToken(ctx context.Context, hash string) (auth.TokenRec
 	if err != nil {
 		return auth.TokenRecord{}, false, lookupErr(err)
 	}
+	disabled, err := s.organizationDisabled(ctx, t.OrgID)
+	if err != nil {
+		return auth.TokenRecord{}, false, err
+	}
 	return auth.TokenRecord{TokenHash: t.TokenHash, ClientID: t.ClientID, OrgID: t.OrgID, App: t.App, Actions: t.Actions,
-		ExpiresAt: t.ExpiresAt, ClientRevoked: c.RevokedAt != nil, ClientCreatedByUser: c.CreatedByUser}, true, nil
+		ExpiresAt: t.ExpiresAt, ClientRevoked: c.RevokedAt != nil, ClientCreatedByUser: c.CreatedByUser,
+		OrgDisabled: disabled}, true, nil
 }
 
 // AuthSession is the session whose token hashes to hash, revoked or expired or not, with
@@ -44,9 +54,13 @@ func (s *Store) AuthSession(ctx context.Context, hash string) (auth.SessionRecor
 	if err != nil {
 		return auth.SessionRecord{}, auth.PersonRecord{}, false, lookupErr(err)
 	}
+	disabled, err := s.organizationDisabled(ctx, u.OrgID)
+	if err != nil {
+		return auth.SessionRecord{}, auth.PersonRecord{}, false, err
+	}
 	return auth.SessionRecord{TokenHash: sess.TokenHash, UserID: sess.UserID, OrgID: sess.OrgID, CreatedAt: sess.CreatedAt,
 			ExpiresAt: sess.ExpiresAt, RevokedAt: sess.RevokedAt},
-		auth.PersonRecord{ID: u.ID, OrgID: u.OrgID, Role: u.Role, PasswordChangedAt: u.PasswordChangedAt}, true, nil
+		auth.PersonRecord{ID: u.ID, OrgID: u.OrgID, Role: u.Role, PasswordChangedAt: u.PasswordChangedAt, OrgDisabled: disabled}, true, nil
 }
 
 // AuthGrants are a person's actions per app, comma separated, as member permissions keep

@@ -11,6 +11,8 @@ type Organization struct {
 	ID        string
 	Name      string
 	CreatedAt time.Time
+	// DisabledAt: the operator disabled it; every credential of it is refused.
+	DisabledAt *time.Time
 }
 
 func (Organization) TableName() string { return "organizations" }

@@ -21,6 +21,8 @@ import (
 
 	"github.com/opentreasury/treasury/api"
 	"github.com/opentreasury/treasury/assemble"
+	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/console"
 	"github.com/opentreasury/treasury/dev/logtest"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/events"
@@ -51,6 +53,16 @@ func startReplica(t testing.TB, s *store.Store, opts assemble.LiveOptions, cfg a
 	if cfg.RateLimit == 0 {
 		cfg.RateLimit, cfg.RateBurst = 1e6, 1e6
 	}
+	// The console beside the API, as the process serves it by default.
+	if cfg.Authn == nil {
+		cfg.Authn = auth.NewAuthenticator(s)
+	}
+	cfg.Sessions = api.NewSessions(cfg)
+	pages, err := console.New(console.Config{Service: cfg.Service, Sessions: cfg.Sessions, Authn: cfg.Authn, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Pages = pages
 	r := &replica{srv: httptest.NewServer(api.NewRouter(cfg)), live: live, store: s, logs: logs}
 	t.Cleanup(r.stop)
 	return r

@@ -144,6 +144,9 @@ func (h *Hub) control(ctx context.Context, c *events.Control) {
 		h.refreshConfig(ctx, c.ConfigID)
 	case events.ControlCredentialRevoked:
 		h.credentialRevoked(c.CredentialID)
+	case events.ControlOrgDisabled:
+		// Rare: each live credential is read again, and those of the organisation close.
+		h.recheckAll(ctx)
 	case events.ControlTest:
 		h.sendTest(c)
 	}

@@ -42,12 +42,29 @@ func TestSecretsNeverReachTheLogs(t *testing.T) {
 	seeded := creds.OAuthClients["trade"]
 	secrets = append(secrets, clientSecret, access, seeded.ClientSecret, r.accessToken(t, seeded.ClientID, seeded.ClientSecret))
 
-	// People: sign-in (right and wrong), a member added with an initial password, sessions
-	// and their CSRF tokens used rightly and wrongly, a changed password.
+	// People: sign-in (right and wrong), a member added with a one-time sign-in link that
+	// they open, use, and try again, sessions and their CSRF tokens used rightly and
+	// wrongly, a changed password.
 	owner := signIn(t, r.srv.URL, creds.Owner.Email, creds.Owner.Password)
 	signIn(t, r.srv.URL, creds.Owner.Email, creds.Owner.Password+"x")
 	_, added := sessionCall(t, r.srv.URL, owner, "POST", "/developer/team?app=pay", `{"email":"m@example.com","actions":["read"]}`)
-	memberPassword, _ := added["password"].(string)
+	link, _ := added["signInLink"].(string)
+	u, err := url.Parse(link)
+	if err != nil || u.Query().Get("token") == "" {
+		t.Fatalf("sign-in link %q", link)
+	}
+	memberPassword := "the member's first password"
+	for range 2 {
+		if res, err := http.Get(r.srv.URL + u.RequestURI()); err == nil {
+			_ = res.Body.Close()
+		}
+		res, err := http.PostForm(r.srv.URL+"/console/welcome", url.Values{"token": {u.Query().Get("token")},
+			"password": {memberPassword}, "confirm": {memberPassword}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = res.Body.Close()
+	}
 	member := signIn(t, r.srv.URL, "m@example.com", memberPassword)
 	sessionCall(t, r.srv.URL, member, "GET", "/api/v1/payments", "")
 	sessionCall(t, r.srv.URL, member, "POST", "/api/v1/payments", `{}`)
@@ -57,7 +74,7 @@ func TestSecretsNeverReachTheLogs(t *testing.T) {
 	newPassword := "a changed password for m"
 	sessionCall(t, r.srv.URL, member, "POST", "/api/v1/session/password", `{"currentPassword":"`+memberPassword+`","newPassword":"`+newPassword+`"}`)
 	signIn(t, r.srv.URL, "m@example.com", memberPassword)
-	secrets = append(secrets, owner.token, owner.csrf, memberPassword, member.token, member.csrf, newPassword)
+	secrets = append(secrets, owner.token, owner.csrf, u.Query().Get("token"), memberPassword, member.token, member.csrf, newPassword)
 	if memberPassword == "" || member.token == "" {
 		t.Fatal("the member was not added and signed in; the test proves nothing of people")
 	}

@@ -108,6 +108,8 @@ var commands = []command{
 	},
 }
 
+func init() { commands = append(commands, operatorCommands...) }
+
 // metricsFlag is the flag of the processes that serve /metrics.
 func metricsFlag(fs *flag.FlagSet, cfg *assemble.Config) {
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "address of the /metrics endpoint (overrides METRICS_ADDR)")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -213,7 +214,7 @@ func TestConsoleInABrowser(t *testing.T) {
 
 	consoleKeys(t, owner, b)
 	consoleWebSockets(t, owner, b)
-	password := consoleInvite(t, owner)
+	link := consoleInvite(t, owner)
 
 	// The payment: made and submitted with the owner's pay key.
 	api := b.APIURL + "/api/v1"
@@ -235,7 +236,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	_, port, _ := strings.Cut(strings.TrimPrefix(b.APIURL, "http://"), ":")
 	member := &tab{t: t, ctx: memberCtx, base: "http://treasury.test:" + port}
-	if at := member.signIn("approver@example.com", password); at != "/console/pay/orders" {
+	if at := member.acceptLink(link, "the approver's password"); at != "/console/pay/orders" {
 		t.Fatalf("the member signed in lands at %s", at)
 	}
 	if menu := member.menu(); menu != "Orders,Approvals" {
@@ -368,15 +369,15 @@ func consoleWebSockets(t *testing.T, owner *tab, b *devstack.Bundle) {
 }
 
 // consoleInvite: the owner invites a member with Read and Approve on Pay, and is shown
-// their first password once.
+// their one-time sign-in link once.
 func consoleInvite(t *testing.T, owner *tab) string {
-	password := invite(t, owner, "approver@example.com", "read", "approve")
+	link := invite(t, owner, "approver@example.com", "read", "approve")
 	owner.screenshot("team")
-	return password
+	return link
 }
 
 // invite: the owner invites a member with actions on Pay on the team page, and is shown
-// their first password once.
+// their one-time sign-in link once.
 func invite(t *testing.T, owner *tab, email string, actions ...string) string {
 	t.Helper()
 	owner.open("/console/pay/team")
@@ -387,15 +388,34 @@ func invite(t *testing.T, owner *tab, email string, actions ...string) string {
 	if status := owner.submit("invite", chromedp.Click(chromedp.CSS(`form[action="team"] button[type="submit"]`))); status != http.StatusCreated {
 		t.Fatalf("invite %s: HTTP %d", email, status)
 	}
-	password := eval[string](owner, `document.getElementById("secret").value`)
-	if len(password) < 16 {
-		t.Fatalf("the first password shown: %q", password)
+	link := eval[string](owner, `document.getElementById("secret").value`)
+	if !strings.HasPrefix(link, owner.base+"/console/welcome?token=sil_") {
+		t.Fatalf("the sign-in link shown: %q", link)
 	}
 	owner.open("/console/pay/team")
 	if row := owner.text("tbody"); !strings.Contains(row, email) {
 		t.Fatalf("the team page does not list %s: %s", email, row)
 	}
-	return password
+	return link
+}
+
+// acceptLink opens a one-time sign-in link in the tab, sets a password with it, and
+// returns where that led, signed in.
+func (p *tab) acceptLink(link, password string) string {
+	p.t.Helper()
+	u, err := url.Parse(link)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if status := p.open(u.RequestURI()); status != http.StatusOK || p.text("h1") != "Set your password" {
+		p.t.Fatalf("the sign-in link's page: HTTP %d, %q", status, p.text("h1"))
+	}
+	p.screenshot("welcome")
+	p.do("choose a password", chromedp.SetValue(chromedp.CSS("#password"), password), chromedp.SetValue(chromedp.CSS("#confirm"), password))
+	if status := p.submit("set the password", chromedp.Click(chromedp.CSS(`main button[type="submit"]`))); status != http.StatusOK {
+		p.t.Fatalf("setting the password: HTTP %d at %s", status, p.location())
+	}
+	return p.location()
 }
 
 // consoleApprove: the member approves the payment on the approvals page.
@@ -549,14 +569,14 @@ func consolePolicy(t *testing.T, owner *tab, b *devstack.Bundle, shots string, o
 		t.Fatalf("submit the small payment: HTTP %d %s", r.status, r.raw)
 	}
 
-	password := invite(t, owner, "reviewer@example.com", "read", "developer")
+	link := invite(t, owner, "reviewer@example.com", "read", "developer")
 	reviewerCtx, closeReviewer := chromedp.NewContext(owner.ctx, chromedp.WithNewBrowserContext())
 	defer closeReviewer()
 	if err := chromedp.Do(reviewerCtx); err != nil { // the tab lives as long as this call's context
 		t.Fatalf("a third browser context: %v", err)
 	}
 	reviewer := &tab{t: t, ctx: reviewerCtx, base: owner.base}
-	reviewer.signIn("reviewer@example.com", password)
+	reviewer.acceptLink(link, "the reviewer's password")
 	reviewer.shots = shots
 
 	// rules is the draft form's rules, changed by edit.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,26 @@ func (b *browser) do(t *testing.T, method, url, body string) reply {
 	return r
 }
 
+// setPassword uses a one-time sign-in link as its page's form does.
+func setPassword(t *testing.T, link, password string) {
+	t.Helper()
+	u, err := url.Parse(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noRedirect := &http.Client{Timeout: 10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := noRedirect.PostForm(u.Scheme+"://"+u.Host+"/console/welcome",
+		url.Values{"token": {u.Query().Get("token")}, "password": {password}, "confirm": {password}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("set a password with the link: HTTP %d", res.StatusCode)
+	}
+}
+
 // People on the running bundle: the owner signs in with credentials.json, adds an
 // approver on the pay app's team, and creates a payment that needs approval. The owner may
 // not approve it (maker-checker binds the person); the approver, signed in with the
@@ -65,10 +86,12 @@ func TestPeopleApproveWhatOthersCreate(t *testing.T) {
 	owner := signInAs(t, api, b.Credentials.Owner.Email, b.Credentials.Owner.Password)
 
 	r := owner.do(t, "POST", b.APIURL+"/developer/team?app=pay", `{"email":"approver@example.com","actions":["read","approve"]}`)
-	password, _ := r.body["password"].(string)
-	if r.status != http.StatusCreated || password == "" {
-		t.Fatalf("add the approver: HTTP %d", r.status) // the body holds a password
+	link, _ := r.body["signInLink"].(string)
+	if r.status != http.StatusCreated || !strings.HasPrefix(link, b.APIURL+"/console/welcome?token=sil_") {
+		t.Fatalf("add the approver: HTTP %d", r.status) // the body holds a sign-in link
 	}
+	password := "the approver's own password"
+	setPassword(t, link, password)
 	approver := signInAs(t, api, "approver@example.com", password)
 
 	// 20,000 USD: the seeded policy asks for one approval from 10,000 USD.
