@@ -745,3 +745,23 @@ func TestChannelSendRingIsASwitch(t *testing.T) {
 		t.Fatalf("the hub with the ring on says it is off:\n%s", on.logs)
 	}
 }
+
+// Disabling an organisation closes its live connections (4003) at once, and no other's.
+func TestADisabledOrganisationsConnectionsClose(t *testing.T) {
+	s := storetest.NewSQLite(t)
+	creds := seedStore(t, s)
+	r := startReplica(t, s, assemble.LiveOptions{}, api.Config{})
+	otherSK := creds.OtherOrg.Keys["pay"]["sk"]
+	closing := r.connect(t, r.createConfig(t, otherSK, "*"), otherSK)
+	bystander := r.connect(t, r.createConfig(t, creds.Keys["pay"].SK, "*"), creds.Keys["pay"].PK)
+
+	operator := &service.Service{Store: s, Log: slog.New(slog.DiscardHandler), Bus: r.live.Bus}
+	if _, err := operator.DisableOrganization(context.Background(), creds.OtherOrg.OrgID); err != nil {
+		t.Fatal(err)
+	}
+	closing.waitClosed(t, 4003)
+	bystander.quiet(t, 200*time.Millisecond)
+	if status, _ := r.call(t, "GET", "/api/v1/payments", otherSK, nil); status != 401 {
+		t.Fatalf("the disabled organisation's key after its connection closed: %d", status)
+	}
+}
