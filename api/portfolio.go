@@ -34,7 +34,48 @@ func (h *portfolioHandlers) portfolio(c *gin.Context) {
 
 func walletJSON(w *service.Wallet) apitypes.Wallet {
 	return apitypes.Wallet{ID: w.ID, Chain: w.Chain, Address: w.Address, Label: w.Label, AutoSign: w.AutoSign,
-		PublicKey: w.PublicKey, Scheme: w.Scheme, USDValue: usd(w.USDValue), SyncedAt: timeOrNull(w.SyncedAt), CreatedAt: timeOf(w.CreatedAt)}
+		PublicKey: w.PublicKey, Scheme: w.Scheme, USDValue: usd(w.USDValue), SyncedAt: timeOrNull(w.SyncedAt), CreatedAt: timeOf(w.CreatedAt),
+		ArchivedAt: timeOrNull(w.ArchivedAt)}
+}
+
+func challengeJSON(ch *store.WalletChallenge) apitypes.WalletChallenge {
+	return apitypes.WalletChallenge{ChallengeID: ch.ID, Chain: ch.Chain, Address: ch.Address, Message: ch.Message,
+		ExpiresAt: timeOf(ch.ExpiresAt)}
+}
+
+// challenge answers POST /treasury/wallets/challenges {chain, address|publicKey}: the
+// message the wallet's key must sign to register it, good for five minutes.
+func (h *portfolioHandlers) challenge(c *gin.Context) {
+	var req struct{ Chain, Address, PublicKey string }
+	if !bindStrict(c, &req, "chain", "address", "publicKey") {
+		return
+	}
+	respond(c, h.log, http.StatusCreated, challengeJSON)(h.svc.WalletChallenge(c.Request.Context(), caller(c), req.Chain, req.Address, req.PublicKey))
+}
+
+// register answers POST /treasury/wallets {chain, address|publicKey, label, challengeId,
+// signature}: the wallet, once its key's signature of the challenge verifies.
+func (h *portfolioHandlers) register(c *gin.Context) {
+	var req struct{ Chain, Address, PublicKey, Label, ChallengeID, Signature string }
+	if !bindStrict(c, &req, "chain", "address", "publicKey", "label", "challengeId", "signature") {
+		return
+	}
+	respond(c, h.log, http.StatusCreated, walletJSON)(h.svc.RegisterWallet(c.Request.Context(), caller(c), service.WalletProof{
+		Chain: req.Chain, Address: req.Address, PublicKey: req.PublicKey, Label: req.Label, ChallengeID: req.ChallengeID, Signature: req.Signature}))
+}
+
+// relabel answers PATCH /treasury/wallets/{id} {label}.
+func (h *portfolioHandlers) relabel(c *gin.Context) {
+	var req struct{ Label string }
+	if !bindStrict(c, &req, "label") {
+		return
+	}
+	respond(c, h.log, http.StatusOK, walletJSON)(h.svc.RelabelWallet(c.Request.Context(), caller(c), c.Param("id"), req.Label))
+}
+
+// archive answers POST /treasury/wallets/{id}/archive: no new orders from the wallet.
+func (h *portfolioHandlers) archive(c *gin.Context) {
+	respond(c, h.log, http.StatusOK, walletJSON)(h.svc.ArchiveWallet(c.Request.Context(), caller(c), c.Param("id")))
 }
 
 func walletRefJSON(w *store.Wallet) apitypes.WalletRef {

@@ -237,6 +237,11 @@ func (rt *routes) treasury(v1 *gin.RouterGroup) {
 	v1.GET("/treasury/portfolio", treasuryRead, ph.portfolio)
 	v1.GET("/treasury/wallets", treasuryRead, ph.wallets)
 	v1.GET("/treasury/positions", treasuryRead, ph.positions)
+	treasuryDeveloper := require("treasury", auth.ActionDeveloper)
+	v1.POST("/treasury/wallets/challenges", treasuryDeveloper, ph.challenge)
+	v1.POST("/treasury/wallets", treasuryDeveloper, ph.register)
+	v1.PATCH("/treasury/wallets/:id", treasuryDeveloper, ph.relabel)
+	v1.POST("/treasury/wallets/:id/archive", treasuryDeveloper, ph.archive)
 	v1.GET("/wallets", ph.walletDirectory)
 
 	polh := &policyHandlers{svc: svc, log: log}

@@ -45,6 +45,17 @@ type Wallet struct {
 	USDValue  string       `json:"usdValue"`
 	SyncedAt  *events.Time `json:"syncedAt"`
 	CreatedAt events.Time  `json:"createdAt"`
+	// ArchivedAt: the wallet takes no new orders; its history stays.
+	ArchivedAt *events.Time `json:"archivedAt"`
+}
+
+// WalletChallenge is the message a wallet's key signs to register the wallet.
+type WalletChallenge struct {
+	ChallengeID string      `json:"challengeId"`
+	Chain       string      `json:"chain"`
+	Address     string      `json:"address"`
+	Message     string      `json:"message"`
+	ExpiresAt   events.Time `json:"expiresAt"`
 }
 
 // Position is what one wallet holds of one asset.

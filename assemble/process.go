@@ -66,11 +66,12 @@ func (p *Process) Service() *service.Service {
 		return p.service
 	}
 	svc := &service.Service{Store: p.Store, Webhooks: p.Config.WebhookOptions(), Log: p.Log, ValuationMaxAge: p.Config.ValuationMaxAge,
-		StartGrace: p.Config.QueuedStartGrace}
+		StartGrace: p.Config.QueuedStartGrace, Chains: p.Config.Chains}
 	if p.Temporal != nil {
 		svc.Workflows = workflows.Client{Temporal: p.Temporal, DecisionWait: p.Config.SubmitDecisionWait}
 		svc.DryRuns = workflows.Client{Temporal: p.Temporal}
 		svc.Recoveries = workflows.Client{Temporal: p.Temporal}
+		svc.WalletSync = workflows.Client{Temporal: p.Temporal}
 	}
 	switch {
 	case p.Live != nil:

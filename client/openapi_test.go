@@ -89,6 +89,11 @@ func TestTheClientCoversTheOpenAPIDocument(t *testing.T) {
 	ignore(key.ListWallets(ctx, page))
 	ignore(key.ListWalletRefs(ctx, page))
 	ignore(key.ListPositions(ctx, page))
+	ignore(key.WalletChallenge(ctx, "ethereum", "0x1111111111111111111111111111111111111111"))
+	ignore(key.RegisterWallet(ctx, client.WalletRegistration{Chain: "ethereum", Address: "0x1111111111111111111111111111111111111111",
+		Label: "Operating", ChallengeID: "wch_1", Signature: "0x00"}))
+	ignore(key.RelabelWallet(ctx, "wal_1", "Payroll"))
+	ignore(key.ArchiveWallet(ctx, "wal_1"))
 
 	// Orders of every domain.
 	for _, req := range []client.OrderRequest{payment, trade, earn, borrow} {

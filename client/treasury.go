@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"iter"
+	"net/http"
+	"net/url"
 
 	"github.com/opentreasury/treasury/apitypes"
 )
@@ -58,4 +60,40 @@ func (c *Client) ListPositions(ctx context.Context, o ListOptions, opts ...CallO
 // Positions iterates over every position.
 func (c *Client) Positions(ctx context.Context, o ListOptions, opts ...CallOption) iter.Seq2[Position, error] {
 	return all[Position](ctx, c, "/treasury/positions", o.query(), "cursor", opts)
+}
+
+// WalletChallenge is the message a wallet's key signs to register the wallet.
+type WalletChallenge = apitypes.WalletChallenge
+
+// WalletRegistration is a wallet and the signature of its challenge by the wallet's key.
+type WalletRegistration struct {
+	Chain       string `json:"chain"`
+	Address     string `json:"address,omitempty"`
+	PublicKey   string `json:"publicKey,omitempty"`
+	Label       string `json:"label"`
+	ChallengeID string `json:"challengeId"`
+	Signature   string `json:"signature"`
+}
+
+// WalletChallenge asks for the message that registers a wallet (POST
+// /treasury/wallets/challenges): sign it with the wallet's key, then RegisterWallet.
+func (c *Client) WalletChallenge(ctx context.Context, chain, address string, opts ...CallOption) (*WalletChallenge, error) {
+	return do[WalletChallenge](ctx, c, http.MethodPost, "/treasury/wallets/challenges",
+		map[string]string{"chain": chain, "address": address}, opts)
+}
+
+// RegisterWallet registers a wallet with the signature of its challenge (POST
+// /treasury/wallets).
+func (c *Client) RegisterWallet(ctx context.Context, r WalletRegistration, opts ...CallOption) (*Wallet, error) {
+	return do[Wallet](ctx, c, http.MethodPost, "/treasury/wallets", r, opts)
+}
+
+// RelabelWallet changes a wallet's label (PATCH /treasury/wallets/{id}).
+func (c *Client) RelabelWallet(ctx context.Context, id, label string, opts ...CallOption) (*Wallet, error) {
+	return do[Wallet](ctx, c, http.MethodPatch, "/treasury/wallets/"+url.PathEscape(id), map[string]string{"label": label}, opts)
+}
+
+// ArchiveWallet stops a wallet taking new orders (POST /treasury/wallets/{id}/archive).
+func (c *Client) ArchiveWallet(ctx context.Context, id string, opts ...CallOption) (*Wallet, error) {
+	return do[Wallet](ctx, c, http.MethodPost, "/treasury/wallets/"+url.PathEscape(id)+"/archive", nil, opts)
 }

@@ -27,6 +27,7 @@ const (
 	PolicyDraft     = "pdr"
 	PolicyDryRun    = "pdx"
 	WebhookRecovery = "rcv"
+	WalletChallenge = "wch"
 )
 
 // New returns prefix_<32 hex digits of a UUIDv7>: unique, and ordered by creation time

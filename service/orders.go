@@ -72,6 +72,9 @@ func (s *Service) readOrder(ctx context.Context, who Caller, domain string, body
 	if err != nil {
 		return nil, err
 	}
+	if wallet.ArchivedAt != nil {
+		return nil, invalid(field("walletId", "is archived: it takes no new orders"))
+	}
 	if errs := in.Check(wallet.Chain); len(errs) > 0 {
 		return nil, invalid(errs...)
 	}

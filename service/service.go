@@ -69,6 +69,12 @@ type Service struct {
 	// Recoveries starts the background recoveries of webhook messages; nil fails them with
 	// ErrWorkflowsUnavailable.
 	Recoveries RecoveryStarter
+	// WalletSync reads a registered wallet's balances at once; nil leaves it to the
+	// schedule.
+	WalletSync WalletSyncer
+	// Chains are the chains served here, which wallets may be registered on; empty
+	// takes any (Solana's wallets are ed25519 keys, every other chain's EVM ones).
+	Chains []string
 	// Bus tells every process about config changes and revoked credentials.
 	Bus events.Bus
 	// Live counts WebSocket connections; nil counts none.

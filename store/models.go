@@ -97,6 +97,9 @@ type Wallet struct {
 	Label     string
 	CreatedAt time.Time
 	SyncedAt  *time.Time
+	// ArchivedAt: the wallet takes no new orders; its history stays.
+	ArchivedAt *time.Time
+	Creator    `gorm:"embedded"`
 }
 
 func (Wallet) TableName() string { return "wallets" }

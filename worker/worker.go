@@ -39,6 +39,7 @@ func (a Activities) structs() []any {
 func New(c client.Client, acts Activities, opts sdkworker.Options) sdkworker.Worker {
 	w := sdkworker.New(c, workflows.TaskQueue, opts)
 	w.RegisterWorkflowWithOptions(workflows.PortfolioSync, workflow.RegisterOptions{Name: workflows.PortfolioSyncWorkflow})
+	w.RegisterWorkflowWithOptions(workflows.WalletSync, workflow.RegisterOptions{Name: workflows.WalletSyncWorkflow})
 	w.RegisterWorkflowWithOptions(workflows.Maintenance, workflow.RegisterOptions{Name: workflows.MaintenanceWorkflow})
 	w.RegisterWorkflowWithOptions(workflows.OrderLifecycle, workflow.RegisterOptions{Name: workflows.OrderWorkflow})
 	w.RegisterWorkflowWithOptions(workflows.PolicyDryRun, workflow.RegisterOptions{Name: workflows.PolicyDryRunWorkflow})

@@ -3,6 +3,7 @@
 package workflows
 
 import (
+	"context"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -107,4 +108,26 @@ func PortfolioSync(ctx workflow.Context, in PortfolioSyncInput) (PortfolioSyncRe
 	}
 	workflow.GetLogger(ctx).Info("portfolio sync done", "synced", res.Synced, "failed", res.Failed)
 	return res, nil
+}
+
+// WalletSyncWorkflow reads one wallet's balances: the first sync of a wallet just
+// registered, so that its portfolio does not wait for the schedule.
+const WalletSyncWorkflow = "WalletSync"
+
+// WalletSync syncs one wallet, as a page of the schedule's sync does.
+func WalletSync(ctx workflow.Context, ref WalletRef) (SyncWalletBalancesResult, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		HeartbeatTimeout:    30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
+			MaximumInterval: 30 * time.Second, MaximumAttempts: 5},
+	})
+	var res SyncWalletBalancesResult
+	err := workflow.ExecuteActivity(ctx, SyncWalletBalancesActivity, SyncWalletBalancesInput{Wallets: []WalletRef{ref}}).Get(ctx, &res)
+	return res, err
+}
+
+// SyncWallet starts the first sync of a registered wallet (once per wallet).
+func (c Client) SyncWallet(ctx context.Context, ref WalletRef) error {
+	return c.startOnce(ctx, "wallet-sync-"+ref.ID, WalletSyncWorkflow, ref)
 }

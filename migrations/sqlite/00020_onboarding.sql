@@ -17,6 +17,28 @@ CREATE TABLE sign_in_links (
 );
 CREATE INDEX sign_in_links_user ON sign_in_links (user_id);
 
+-- A wallet the organisation registered with proof that it holds the key: the challenge
+-- it signed (5 minutes, single use). An archived wallet takes no new orders; its history
+-- stays.
+CREATE TABLE wallet_challenges (
+    id          TEXT PRIMARY KEY,
+    org_id      TEXT NOT NULL REFERENCES organizations (id),
+    chain       TEXT NOT NULL,
+    address     TEXT NOT NULL,
+    message     TEXT NOT NULL,
+    created_by  TEXT NOT NULL,
+    created_at  DATETIME NOT NULL,
+    expires_at  DATETIME NOT NULL,
+    used_at     DATETIME
+);
+ALTER TABLE wallets ADD COLUMN archived_at DATETIME;
+ALTER TABLE wallets ADD COLUMN created_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE wallets ADD COLUMN created_by_user TEXT NOT NULL DEFAULT '';
+
 -- +goose Down
+ALTER TABLE wallets DROP COLUMN created_by_user;
+ALTER TABLE wallets DROP COLUMN created_by;
+ALTER TABLE wallets DROP COLUMN archived_at;
+DROP TABLE wallet_challenges;
 DROP TABLE sign_in_links;
 ALTER TABLE organizations DROP COLUMN disabled_at;
