@@ -21,6 +21,7 @@ import (
 
 	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/apitypes"
+	"github.com/opentreasury/treasury/chain/devchain"
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/dev/logtest"
 	"github.com/opentreasury/treasury/dev/seed"
@@ -70,7 +71,9 @@ func newFixtureOn(t *testing.T, s *store.Store) *fixture {
 	ready := &readyFlag{}
 	hooks := testWebhooks(t)
 	h := NewRouter(Config{Store: s, Log: log, Readiness: []ReadinessCheck{{Name: "database", Check: ready.check}}, Service: &service.Service{Store: s, Log: log, Webhooks: hooks, DryRuns: inlineDryRuns{&activities.Policies{Store: s, Log: log}},
-		Recoveries: inlineRecoveries{&activities.WebhookRecoveries{Store: s}}}})
+		Recoveries: inlineRecoveries{&activities.WebhookRecoveries{Store: s}},
+		// A registered wallet's first sync, at once, from the simulated chain.
+		WalletSync: &activities.Portfolio{Store: s, Chain: devchain.New(s), Log: log}}})
 	return &fixture{store: s, creds: creds, handler: h, logs: logs, ready: ready, webhooks: hooks}
 }
 
