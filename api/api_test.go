@@ -21,8 +21,8 @@ import (
 
 	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/chain/devchain"
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/chain/devchain"
 	"github.com/opentreasury/treasury/dev/logtest"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/events"
