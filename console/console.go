@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -116,7 +117,7 @@ type route struct {
 }
 
 func (c *console) routes() []route {
-	return append(append(append([]route{{"GET /console/{app}/{$}", "", c.appHome}}, c.orderRoutes()...), c.policyRoutes()...), c.developerRoutes()...)
+	return slices.Concat([]route{{"GET /console/{app}/{$}", "", c.appHome}}, c.orderRoutes(), c.walletRoutes(), c.policyRoutes(), c.developerRoutes())
 }
 
 // Routes lists the console's routes, as "METHOD /console/{app}/…" patterns, for tests that
@@ -247,6 +248,7 @@ func orderApp(app string) bool { _, ok := service.DomainOfApp(app); return ok }
 // menu lists every page of an app.
 var menu = []pageOf{
 	{"overview", "Overview", func(p *auth.Principal, app string) bool { return app == "treasury" && p.Can(app, auth.ActionRead) }},
+	{"wallets", "Wallets", func(p *auth.Principal, app string) bool { return app == "treasury" && p.Can(app, auth.ActionRead) }},
 	{"orders", "Orders", func(p *auth.Principal, app string) bool { return orderApp(app) && can(auth.ActionRead)(p, app) }},
 	{"approvals", "Approvals", func(p *auth.Principal, app string) bool {
 		return orderApp(app) && can(auth.ActionRead, auth.ActionApprove)(p, app)

@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"html"
 	"io"
 	"log/slog"
 	"net"
@@ -18,6 +19,8 @@ import (
 	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/api"
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/chain/keys"
 	"github.com/opentreasury/treasury/console"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/ids"
@@ -385,12 +388,24 @@ func TestSecretsAreShownOnce(t *testing.T) {
 		t.Fatalf("the message: %s", page.html)
 	}
 
+	// A member is invited with a one-time link, never a password; they choose their own.
 	r = p.post(t, owner, "/console/pay/team", url.Values{"email": {"new@example.com"}, "actions": {"approve"}})
-	password := regexp.MustCompile(`id="secret" readonly value="([^"]+)"`).FindStringSubmatch(r.html)
-	if r.status != http.StatusCreated || password == nil {
-		t.Fatalf("invite: %d", r.status)
+	link := regexp.MustCompile(`id="secret" readonly value="http://example.com(/console/welcome\?token=(sil_[^"]+))"`).FindStringSubmatch(r.html)
+	if r.status != http.StatusCreated || link == nil {
+		t.Fatalf("invite: %d %s", r.status, r.html)
 	}
-	if member := p.signIn(t, "new@example.com", password[1]); member.session == "" {
+	if page := p.get(t, person{}, html.UnescapeString(link[1])); page.status != http.StatusOK || !strings.Contains(page.html, "new@example.com") {
+		t.Fatalf("the link's page: %d %s", page.status, page.html)
+	}
+	chosen := "a password of their own"
+	set := p.send(t, person{}, "POST", "/console/welcome", url.Values{"token": {link[2]}, "password": {chosen}, "confirm": {chosen}})
+	if set.status != http.StatusSeeOther || set.location != "/console/" {
+		t.Fatalf("setting the password: %d → %s %s", set.status, set.location, set.html)
+	}
+	if again := p.send(t, person{}, "POST", "/console/welcome", url.Values{"token": {link[2]}, "password": {chosen}, "confirm": {chosen}}); again.status != http.StatusNotFound {
+		t.Fatalf("the link used twice: %d", again.status)
+	}
+	if member := p.signIn(t, "new@example.com", chosen); member.session == "" {
 		t.Fatal("the invited member cannot sign in")
 	}
 }
@@ -1315,5 +1330,48 @@ func TestWebhookRecoveryFromItsPage(t *testing.T) {
 	}
 	if html := compact(p.page(t, dev, path)); strings.Count(html, `<span class="status s-completed">completed</span>`) != 2 {
 		t.Fatalf("the page does not list both recoveries:\n%s", html)
+	}
+}
+
+// The owner adds a wallet on the Wallets page: the page shows the message to sign, takes
+// the signature made with the wallet's key, and lists the wallet with its holdings; a
+// wrong signature is said on the page, and archiving is one button.
+func TestAWalletIsAddedOnTheWalletsPage(t *testing.T) {
+	p := newPages(t)
+	owner := p.owner(t)
+	p.page(t, owner, "/console/treasury/wallets", "Add a wallet", p.creds.Wallets[0].ID, "10,000,000 USDC")
+	key, _ := keys.Generate(chain.Secp256k1)
+	r := p.post(t, owner, "/console/treasury/wallets/challenge", url.Values{"chain": {"ethereum"}, "address": {key.Address()}, "label": {"Cold storage"}})
+	message := regexp.MustCompile(`(?s)<textarea id="message" readonly rows="10" cols="72">(.*?)</textarea>`).FindStringSubmatch(r.html)
+	challenge := regexp.MustCompile(`name="challengeId" value="(wch_[0-9a-f]+)"`).FindStringSubmatch(r.html)
+	if r.status != http.StatusCreated || message == nil || challenge == nil || !strings.Contains(r.html, `value="Cold storage"`) {
+		t.Fatalf("the message to sign: %d %s", r.status, r.html)
+	}
+	other, _ := keys.Generate(chain.Secp256k1)
+	wrong, _ := other.SignPersonal(html.UnescapeString(message[1]))
+	form := url.Values{"chain": {"ethereum"}, "address": {key.Address()}, "label": {"Cold storage"}, "challengeId": {challenge[1]}, "signature": {wrong}}
+	if r := p.post(t, owner, "/console/treasury/wallets", form); r.status != http.StatusSeeOther || !strings.Contains(r.location, "error=") {
+		t.Fatalf("a signature by another key: %d → %s", r.status, r.location)
+	}
+	sig, _ := key.SignPersonal(html.UnescapeString(message[1]))
+	form.Set("signature", sig)
+	r = p.post(t, owner, "/console/treasury/wallets", form)
+	if r.status != http.StatusSeeOther || !strings.Contains(r.location, "notice=") {
+		t.Fatalf("register: %d → %s", r.status, r.location)
+	}
+	id := regexp.MustCompile(`wal_[0-9a-f]{32}`).FindString(r.location)
+	p.page(t, owner, r.location, "Cold storage", key.Address(), "registered")
+	r = p.post(t, owner, "/console/treasury/wallets/"+id+"/archive", nil)
+	if r.status != http.StatusSeeOther || !strings.Contains(r.location, "notice=") {
+		t.Fatalf("archive: %d → %s", r.status, r.location)
+	}
+	p.page(t, owner, "/console/treasury/wallets", "archived")
+	// A member who only reads the treasury sees the wallets, and no form to change them.
+	reader := p.member(t, store.RoleMember, map[string]string{"treasury": "read"})
+	if page := p.page(t, reader, "/console/treasury/wallets", "Cold storage"); strings.Contains(page, "Add a wallet") || strings.Contains(page, "Archive") {
+		t.Fatal("a reader is offered the wallet forms")
+	}
+	if r := p.post(t, reader, "/console/treasury/wallets/challenge", url.Values{"chain": {"ethereum"}, "address": {other.Address()}}); !strings.Contains(r.location, "error=") {
+		t.Fatalf("a reader asks for a challenge: %d → %s", r.status, r.location)
 	}
 }
