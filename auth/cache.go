@@ -151,23 +151,21 @@ func (c *CachedKeys) TouchAPIKey(ctx context.Context, id string, at time.Time) e
 // Forget drops a credential (a key, or an OAuth client with all its tokens): its next
 // use reads the store.
 func (c *CachedKeys) Forget(credentialID string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.generation++
-	for hash, e := range c.byHash {
-		if e.id() == credentialID {
-			delete(c.byHash, hash)
-		}
-	}
+	c.forget(func(e cachedCredential) bool { return e.id() == credentialID })
 }
 
 // ForgetOrg drops every credential of an organisation (disabled by the operator).
 func (c *CachedKeys) ForgetOrg(orgID string) {
+	c.forget(func(e cachedCredential) bool { return e.orgID() == orgID })
+}
+
+// forget drops the entries that match; a lookup under way keeps nothing it read.
+func (c *CachedKeys) forget(match func(cachedCredential) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.generation++
 	for hash, e := range c.byHash {
-		if e.orgID() == orgID {
+		if match(e) {
 			delete(c.byHash, hash)
 		}
 	}
