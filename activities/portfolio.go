@@ -44,7 +44,7 @@ func (p *Portfolio) SyncWalletBalances(ctx context.Context, in workflows.SyncWal
 	var res workflows.SyncWalletBalancesResult
 	var errs []error
 	for _, w := range in.Wallets {
-		if err := p.SyncWallet(ctx, w); err != nil {
+		if err := p.syncOne(ctx, w); err != nil {
 			res.Failed++
 			errs = append(errs, fmt.Errorf("wallet %s: %w", w.ID, err))
 			p.Log.Warn("balance sync failed", "walletId", w.ID, "chain", w.Chain, "error", err.Error())
@@ -59,8 +59,7 @@ func (p *Portfolio) SyncWalletBalances(ctx context.Context, in workflows.SyncWal
 	return res, nil
 }
 
-// SyncWallet reads one wallet's balances from its chain and stores them.
-func (p *Portfolio) SyncWallet(ctx context.Context, w workflows.WalletRef) error {
+func (p *Portfolio) syncOne(ctx context.Context, w workflows.WalletRef) error {
 	amounts, err := p.Chain.Balances(ctx, w.Chain, w.Address)
 	if err != nil {
 		return err

@@ -73,7 +73,7 @@ func newFixtureOn(t *testing.T, s *store.Store) *fixture {
 	h := NewRouter(Config{Store: s, Log: log, Readiness: []ReadinessCheck{{Name: "database", Check: ready.check}}, Service: &service.Service{Store: s, Log: log, Webhooks: hooks, DryRuns: inlineDryRuns{&activities.Policies{Store: s, Log: log}},
 		Recoveries: inlineRecoveries{&activities.WebhookRecoveries{Store: s}},
 		// A registered wallet's first sync, at once, from the simulated chain.
-		WalletSync: &activities.Portfolio{Store: s, Chain: devchain.New(s), Log: log}}})
+		WalletSync: inlineWalletSync{&activities.Portfolio{Store: s, Chain: devchain.New(s), Log: log}}}})
 	return &fixture{store: s, creds: creds, handler: h, logs: logs, ready: ready, webhooks: hooks}
 }
 

@@ -8,13 +8,28 @@ import (
 	"testing"
 
 	"github.com/shopspring/decimal"
+	"go.temporal.io/sdk/testsuite"
 
+	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/chain"
 	"github.com/opentreasury/treasury/chain/keys"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/workflows"
 )
+
+// inlineWalletSync runs a registered wallet's first sync at once: the sync activity, in
+// Temporal's test environment for activities.
+type inlineWalletSync struct{ portfolio *activities.Portfolio }
+
+func (s inlineWalletSync) SyncWallet(_ context.Context, ref workflows.WalletRef) error {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(s.portfolio)
+	_, err := env.ExecuteActivity(workflows.SyncWalletBalancesActivity, workflows.SyncWalletBalancesInput{Wallets: []workflows.WalletRef{ref}})
+	return err
+}
 
 // challenge asks for a registration challenge with a credential.
 func (f *fixture) challenge(t *testing.T, token, chainName, address string) apitypes.WalletChallenge {

@@ -20,6 +20,7 @@ func newSyncEnv(
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(PortfolioSync, workflow.RegisterOptions{Name: PortfolioSyncWorkflow})
+	env.RegisterWorkflowWithOptions(WalletSync, workflow.RegisterOptions{Name: WalletSyncWorkflow})
 	env.RegisterActivityWithOptions(list, activity.RegisterOptions{Name: ListWalletRefsActivity})
 	env.RegisterActivityWithOptions(sync, activity.RegisterOptions{Name: SyncWalletBalancesActivity})
 	return env
@@ -153,5 +154,25 @@ func TestMaintenanceDeletesExpiredIdempotencyKeys(t *testing.T) {
 		res.OAuthTokensDeleted != 2 || res.RequestLogsDeleted != 11 || res.SessionsDeleted != 4 ||
 		res.WebhookDeliveriesDeleted != 9 || calls != 2 {
 		t.Fatalf("result %+v err %v calls %d", res, err, calls)
+	}
+}
+
+// A registered wallet's first sync reads that wallet alone, retried when the chain fails.
+func TestWalletSyncReadsOneWallet(t *testing.T) {
+	calls := 0
+	env := newSyncEnv(fakeWallets(0), func(_ context.Context, in SyncWalletBalancesInput) (SyncWalletBalancesResult, error) {
+		calls++
+		if len(in.Wallets) != 1 || in.Wallets[0].ID != "wal_new" {
+			return SyncWalletBalancesResult{}, fmt.Errorf("synced %v", in.Wallets)
+		}
+		if calls == 1 {
+			return SyncWalletBalancesResult{}, errors.New("node unreachable")
+		}
+		return SyncWalletBalancesResult{Synced: 1}, nil
+	})
+	env.ExecuteWorkflow(WalletSyncWorkflow, WalletRef{ID: "wal_new", Chain: "ethereum", Address: "0xabc"})
+	var res SyncWalletBalancesResult
+	if err := env.GetWorkflowError(); err != nil || env.GetWorkflowResult(&res) != nil || res.Synced != 1 || calls != 2 {
+		t.Fatalf("wallet sync: %v %+v after %d calls", err, res, calls)
 	}
 }
