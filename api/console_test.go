@@ -42,6 +42,9 @@ var consoleIsolationTable = map[string][]string{
 	"POST /console/{app}/webhooks/{id}/deliveries/{delivery}/redeliver": {"webhook"},
 	"POST /console/{app}/team/{id}":                                     {"member"},
 	"POST /console/{app}/team/{id}/remove":                              {"member"},
+	// The organisation's wallets: TestAWalletIsRegisteredWithProofOfItsKey.
+	"POST /console/{app}/wallets/{id}/label":   nil,
+	"POST /console/{app}/wallets/{id}/archive": nil,
 }
 
 // consoleForm is the body each console form is tried with: one that would change the

@@ -65,6 +65,10 @@ var isolationTable = map[string]isolationTarget{
 	"POST /api/v1/policies/:app/drafts/:id/publish":                 policyDraft,
 	"POST /api/v1/policies/:app/drafts/:id/discard":                 policyDraft,
 	"GET /api/v1/policies/:app/dry-runs/:id":                        {resources: []string{"policy dry run"}},
+	// Wallets are the organisation's, not one app's: TestAWalletIsRegisteredWithProofOfItsKey
+	// shows that only treasury's developers of the organisation change them.
+	"PATCH /api/v1/treasury/wallets/:id":        {},
+	"POST /api/v1/treasury/wallets/:id/archive": {},
 }
 
 func init() {

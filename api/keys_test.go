@@ -168,7 +168,7 @@ func TestReplayedCreatesNeverHoldTheSecret(t *testing.T) {
 	}{
 		{"/developer/api-keys", `{"kind":"sk"}`, "secret"},
 		{"/developer/oauth-clients", `{"scopes":"pay:read"}`, "clientSecret"},
-		{"/developer/team?app=pay", `{"email":"replay@example.com","actions":["read"]}`, "password"},
+		{"/developer/team?app=pay", `{"email":"replay@example.com","actions":["read"]}`, "signInLink"},
 	} {
 		send := func() response {
 			if strings.Contains(c.path, "/team") {

@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/shopspring/decimal"
+	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/apitypes"
+	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/chain"
 	"github.com/opentreasury/treasury/chain/keys"
 	"github.com/opentreasury/treasury/store"
@@ -25,6 +28,7 @@ type inlineWalletSync struct{ portfolio *activities.Portfolio }
 
 func (s inlineWalletSync) SyncWallet(_ context.Context, ref workflows.WalletRef) error {
 	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivity(s.portfolio)
 	_, err := env.ExecuteActivity(workflows.SyncWalletBalancesActivity, workflows.SyncWalletBalancesInput{Wallets: []workflows.WalletRef{ref}})
@@ -149,6 +153,18 @@ func TestAWalletIsRegisteredWithProofOfItsKey(t *testing.T) {
 			t.Fatalf("the archived wallet's payment is gone: %s", r.body)
 		}
 		f.post(t, "/api/v1/treasury/wallets/wal_unknown/archive", treasury, "").wantProblem(t, 404, apitypes.CodeNotFound)
+		// Another organisation's owner, who holds developer on its own treasury, finds no
+		// such wallet; a member with developer on another app may not change wallets.
+		otherOwner := sessionFor(t, f, matrixPerson(t, f, f.creds.OtherOrg.OrgID, store.RoleOwner, nil, "-"))
+		stranger := signedIn{token: otherOwner, csrf: auth.CSRFToken(otherOwner)}
+		f.as(t, stranger, "PATCH", "/api/v1/treasury/wallets/"+sw.ID, `{"label":"mine now"}`).wantProblem(t, 404, apitypes.CodeNotFound)
+		f.as(t, stranger, "POST", "/api/v1/treasury/wallets/"+sw.ID+"/archive", "").wantProblem(t, 404, apitypes.CodeNotFound)
+		tradeDev := sessionFor(t, f, matrixPerson(t, f, f.creds.OrgID, store.RoleMember, map[string]string{"trade": "read,developer"}, "-"))
+		f.as(t, signedIn{token: tradeDev, csrf: auth.CSRFToken(tradeDev)}, "POST", "/api/v1/treasury/wallets/"+sw.ID+"/archive", "").
+			wantProblem(t, 403, apitypes.CodePermissionDenied)
+		if r := f.do(t, "GET", "/api/v1/treasury/wallets?limit=100", treasury, nil); !strings.Contains(string(r.body), `"label":"Solana ops"`) {
+			t.Fatalf("the Solana wallet after the strangers' attempts: %s", r.body)
+		}
 
 		audit := f.do(t, "GET", "/api/v1/audit-logs?limit=100", treasury, nil)
 		for _, action := range []string{"wallet.registered", "wallet.relabelled", "wallet.archived"} {
