@@ -72,9 +72,18 @@ func (m *Maintenance) DeleteExpiredRequestLogs(ctx context.Context) (int64, erro
 	return m.deleteExpired(ctx, store.ExpiringRequestLogs, m.Retention.RequestLogs)
 }
 
-// DeleteExpiredSessions removes console sessions past their expiry.
+// DeleteExpiredSessions removes what lets a person in once it has expired: console
+// sessions, one-time sign-in links and wallet registration challenges.
 func (m *Maintenance) DeleteExpiredSessions(ctx context.Context) (int64, error) {
-	return m.deleteExpired(ctx, store.ExpiringSessions, 0)
+	var total int64
+	for _, kind := range []store.Expiring{store.ExpiringSessions, store.ExpiringSignInLinks, store.ExpiringWalletChallenges} {
+		n, err := m.deleteExpired(ctx, kind, 0)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 // DeleteExpiredWebhookDeliveries removes webhook deliveries that ended longer ago than

@@ -224,3 +224,39 @@ func TestMaintenanceStopsShortOfItsTimeout(t *testing.T) {
 	}
 	t.Logf("the short run deleted %d, the next the other %d", first, rest)
 }
+
+// Expired sign-in links and wallet challenges go with expired sessions; live ones stay.
+func TestMaintenanceDeletesExpiredLinksAndChallenges(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+		org := &store.Organization{ID: ids.New(ids.Organization), Name: "o", CreatedAt: now}
+		if err := s.CreateOrganization(ctx, org); err != nil {
+			t.Fatal(err)
+		}
+		for _, expires := range []time.Time{now.Add(-time.Hour), now.Add(time.Hour)} {
+			u := &store.User{ID: ids.New(ids.User), OrgID: org.ID, Email: ids.New("e") + "@example.com", Role: store.RoleMember, CreatedAt: now}
+			if err := s.CreateUser(ctx, u, nil); err != nil {
+				t.Fatal(err)
+			}
+			err := s.CreateWalletChallenge(ctx, &store.WalletChallenge{ID: ids.New(ids.WalletChallenge), OrgID: org.ID, Chain: "ethereum",
+				Address: "0x1", Message: "m", CreatedBy: "k", CreatedAt: expires.Add(-time.Minute), ExpiresAt: expires})
+			if err == nil {
+				err = s.CreateSignInLink(ctx, &store.SignInLink{TokenHash: ids.New("h"), UserID: u.ID, OrgID: org.ID, CreatedBy: "operator",
+					CreatedAt: expires.Add(-time.Minute), ExpiresAt: expires})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		m := &Maintenance{Store: s, Retention: Retention{Batch: 100}, Now: func() time.Time { return now }}
+		n, err := m.DeleteExpiredSessions(ctx)
+		if err != nil || n != 2 {
+			t.Fatalf("deleted %d, %v; want the expired link and challenge", n, err)
+		}
+		counts, err := s.RowCounts(ctx)
+		if err != nil || counts["sign_in_links"] != 1 || counts["wallet_challenges"] != 1 {
+			t.Fatalf("left %v, %v", counts, err)
+		}
+	})
+}

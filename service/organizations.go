@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/opentreasury/treasury/auth"
@@ -63,8 +64,8 @@ func (s *Service) operatorAudit(orgID, action, resourceType, resourceID string, 
 func (s *Service) CreateOrganization(ctx context.Context, name, ownerEmail string) (*Onboarded, error) {
 	name = strings.TrimSpace(name)
 	var errs []orders.FieldError
-	if name == "" || utf8.RuneCountInString(name) > 200 || !utf8.ValidString(name) {
-		errs = append(errs, field("name", "needs 1 to 200 characters"))
+	if name == "" || utf8.RuneCountInString(name) > 200 || !utf8.ValidString(name) || strings.ContainsFunc(name, unicode.IsControl) {
+		errs = append(errs, field("name", "needs 1 to 200 characters, none of them a control character"))
 	}
 	email, bad := readEmail(ownerEmail)
 	if bad != nil {
@@ -128,11 +129,9 @@ func (s *Service) ListOrganizations(ctx context.Context) ([]store.OrganizationSu
 func (s *Service) DisableOrganization(ctx context.Context, id string) (*store.Organization, error) {
 	var org *store.Organization
 	err := s.Store.Tx(ctx, func(tx *store.Store) error {
-		before, err := tx.Organization(ctx, id)
-		if err != nil {
-			return err
-		}
-		if org, err = tx.DisableOrganization(ctx, id, s.now()); err != nil || before.DisabledAt != nil {
+		var changed bool
+		var err error
+		if org, changed, err = tx.DisableOrganization(ctx, id, s.now()); err != nil || !changed {
 			return err
 		}
 		return tx.AppendAudit(ctx, s.operatorAudit(id, "organization.disabled", "organization", id, nil))
@@ -160,6 +159,13 @@ func (s *Service) ResetPerson(ctx context.Context, email string) (*store.User, S
 	}
 	if err != nil {
 		return nil, SignInLink{}, err
+	}
+	org, err := s.Store.Organization(ctx, u.OrgID)
+	if err != nil {
+		return nil, SignInLink{}, err
+	}
+	if org.DisabledAt != nil {
+		return nil, SignInLink{}, refuse(Conflict, "This person's organisation is disabled: a link would not work.")
 	}
 	var link SignInLink
 	err = s.Store.Tx(ctx, func(tx *store.Store) error {

@@ -111,7 +111,9 @@ func (s *Sessions) open(ctx context.Context, u *store.User, checkedAt time.Time,
 		return nil, err
 	}
 	if org.DisabledAt != nil {
-		return nil, refuse(Unauthenticated, "This organisation is disabled; its operator can tell you more.")
+		// Told as a wrong password is: a refusal that confirmed the password would tell a
+		// guesser more than the person.
+		return nil, refuse(Unauthenticated, "The email address or the password is wrong.")
 	}
 	token, sess, err := auth.NewSession(u.ID, u.OrgID, checkedAt, s.TTL)
 	if err == nil {

@@ -204,14 +204,25 @@ func (s *Service) ArchiveWallet(ctx context.Context, who Caller, id string) (*Wa
 	if err := treasuryDeveloper(who); err != nil {
 		return nil, err
 	}
-	w, err := s.Store.Wallet(ctx, who.OrgID, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !who.CanReach(id)) {
+	if !who.CanReach(id) {
 		return nil, refuse(NotFound, "No wallet of your organisation has this id.")
 	}
-	if err != nil || w.ArchivedAt != nil {
-		return &Wallet{Wallet: w}, err
+	var w *store.Wallet
+	err := s.Store.Tx(ctx, func(tx *store.Store) error {
+		var changed bool
+		var err error
+		if w, changed, err = tx.ArchiveWallet(ctx, who.OrgID, id, s.now()); err != nil || !changed {
+			return err
+		}
+		return tx.AppendAudit(ctx, s.audit(who, "treasury", "wallet.archived", "wallet", id, nil))
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, refuse(NotFound, "No wallet of your organisation has this id.")
 	}
-	return s.changeWallet(ctx, who, id, map[string]any{"archived_at": s.now()}, "wallet.archived", nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Wallet{Wallet: w}, nil
 }
 
 func (s *Service) changeWallet(ctx context.Context, who Caller, id string, fields map[string]any, action string, details any) (*Wallet, error) {

@@ -53,21 +53,15 @@ type OrganizationSummary struct {
 	Wallets int64
 }
 
-// DisableOrganization marks an organisation disabled at at; one disabled already keeps
-// its first time. It answers ErrNotFound for an unknown id.
-func (s *Store) DisableOrganization(ctx context.Context, id string, at time.Time) (*Organization, error) {
+// DisableOrganization marks an organisation disabled at at, and reports whether this call
+// did (one disabled already keeps its first time). ErrNotFound for an unknown id.
+func (s *Store) DisableOrganization(ctx context.Context, id string, at time.Time) (*Organization, bool, error) {
+	res := s.with(ctx).Model(&Organization{}).Where("id = ? AND disabled_at IS NULL", id).Update("disabled_at", at.UTC())
+	if res.Error != nil {
+		return nil, false, res.Error
+	}
 	o, err := s.Organization(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if o.DisabledAt != nil {
-		return o, nil
-	}
-	if err := s.with(ctx).Model(&Organization{}).Where("id = ? AND disabled_at IS NULL", id).
-		Update("disabled_at", at.UTC()).Error; err != nil {
-		return nil, err
-	}
-	return s.Organization(ctx, id)
+	return o, res.RowsAffected > 0, err
 }
 
 // organizationDisabled reports whether an organisation is disabled; an unknown one is.

@@ -37,6 +37,10 @@ var (
 	ExpiringOAuthTokens = Expiring{Table: "oauth_tokens", key: "token_hash", column: "expires_at"}
 	// ExpiringSessions are console sessions, by their expiry.
 	ExpiringSessions = Expiring{Table: "sessions", key: "token_hash", column: "expires_at"}
+	// ExpiringSignInLinks are one-time sign-in links, used or not, by their expiry.
+	ExpiringSignInLinks = Expiring{Table: "sign_in_links", key: "token_hash", column: "expires_at"}
+	// ExpiringWalletChallenges are wallet registration challenges, by their expiry.
+	ExpiringWalletChallenges = Expiring{Table: "wallet_challenges", key: "id", column: "expires_at"}
 )
 
 // Deleted is what DeleteExpired removed and what that cost.
@@ -99,7 +103,8 @@ func (s *Store) DeleteExpired(ctx context.Context, kind Expiring, cutoff time.Ti
 // BoundedTables are the tables maintenance keeps bounded: those of the Expiring kinds, and
 // webhook_attempts, whose rows go with their deliveries.
 var BoundedTables = []string{ExpiringEvents.Table, ExpiringWebhookDeliveries.Table, "webhook_attempts",
-	ExpiringRequestLogs.Table, ExpiringIdempotencyRecords.Table, ExpiringOAuthTokens.Table, ExpiringSessions.Table}
+	ExpiringRequestLogs.Table, ExpiringIdempotencyRecords.Table, ExpiringOAuthTokens.Table, ExpiringSessions.Table,
+	ExpiringSignInLinks.Table, ExpiringWalletChallenges.Table}
 
 // RowCounts counts the rows of each of BoundedTables, whatever their age: what a soak
 // watches level off.

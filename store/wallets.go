@@ -70,8 +70,19 @@ func (s *Store) RegisterWallet(ctx context.Context, challengeID string, w *Walle
 	})
 }
 
-// UpdateWallet sets a wallet's label or archives it (fields: "label", "archived_at");
-// ErrNotFound when the organisation has no such wallet.
+// ArchiveWallet archives a wallet at at, and reports whether this call did (one archived
+// already keeps its first time). ErrNotFound when the organisation has no such wallet.
+func (s *Store) ArchiveWallet(ctx context.Context, orgID, id string, at time.Time) (*Wallet, bool, error) {
+	res := s.with(ctx).Model(&Wallet{}).Where("id = ? AND org_id = ? AND archived_at IS NULL", id, orgID).Update("archived_at", at.UTC())
+	if res.Error != nil {
+		return nil, false, res.Error
+	}
+	w, err := s.Wallet(ctx, orgID, id)
+	return w, res.RowsAffected > 0, err
+}
+
+// UpdateWallet sets a wallet's fields (its "label"); ErrNotFound when the organisation has
+// no such wallet.
 func (s *Store) UpdateWallet(ctx context.Context, orgID, id string, fields map[string]any) (*Wallet, error) {
 	res := s.with(ctx).Model(&Wallet{}).Where("id = ? AND org_id = ?", id, orgID).Updates(fields)
 	if res.Error != nil {

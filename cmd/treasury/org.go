@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"text/tabwriter"
 	"time"
 
@@ -94,11 +95,15 @@ func printLink(proc commandEnv, a linkAnswer) error {
 }
 
 // linkBase is the base URL of sign-in links, with a warning when nothing configured it.
-func linkBase(proc commandEnv) string {
+func linkBase(proc commandEnv) (string, error) {
 	if operatorFlags.publicURL == "" {
 		fmt.Fprintln(proc.stderr, "treasury: neither --public-url nor PUBLIC_URL is set; the link assumes http://127.0.0.1:8080")
 	}
-	return cmp.Or(operatorFlags.publicURL, "http://127.0.0.1:8080")
+	base := cmp.Or(operatorFlags.publicURL, "http://127.0.0.1:8080")
+	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", usageError("--public-url: not an http(s) URL: " + base)
+	}
+	return base, nil
 }
 
 // operatorErr turns a service refusal into a message for the terminal.
@@ -118,7 +123,10 @@ func runOrgCreate(ctx context.Context, cfg assemble.Config, proc commandEnv) err
 	if operatorFlags.name == "" || operatorFlags.ownerEmail == "" {
 		return usageError("--name and --owner-email are required")
 	}
-	base := linkBase(proc)
+	base, err := linkBase(proc)
+	if err != nil {
+		return err
+	}
 	return assemble.Operate(ctx, cfg, func(svc *service.Service) error {
 		made, err := svc.CreateOrganization(ctx, operatorFlags.name, operatorFlags.ownerEmail)
 		if err != nil {
@@ -133,7 +141,10 @@ func runUserReset(ctx context.Context, cfg assemble.Config, proc commandEnv) err
 	if operatorFlags.email == "" {
 		return usageError("--email is required")
 	}
-	base := linkBase(proc)
+	base, err := linkBase(proc)
+	if err != nil {
+		return err
+	}
 	return assemble.Operate(ctx, cfg, func(svc *service.Service) error {
 		u, link, err := svc.ResetPerson(ctx, operatorFlags.email)
 		if err != nil {

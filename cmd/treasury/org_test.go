@@ -36,6 +36,14 @@ func TestTheOperatorsCommands(t *testing.T) {
 	if code, _, stderr := operatorRun(t, db, "org", "create", "--name", "No owner"); code != 2 || !strings.Contains(stderr, "--owner-email") {
 		t.Fatalf("without --owner-email: %d %s", code, stderr)
 	}
+	if code, _, stderr := operatorRun(t, db, "org", "create", "--name", "Bad", "--owner-email", "b@acme.example", "--public-url", "treasury.example.com"); code != 2 ||
+		!strings.Contains(stderr, "--public-url") {
+		t.Fatalf("a public URL without its scheme: %d %s", code, stderr)
+	}
+	if code, _, stderr := operatorRun(t, db, "org", "create", "--name", "Bad\nAddress: 0xevil", "--owner-email", "b@acme.example"); code != 1 ||
+		!strings.Contains(stderr, "control character") {
+		t.Fatalf("a name with a line break: %d %s", code, stderr)
+	}
 	if code, _, stderr := operatorRun(t, db, "org", "create", "--name", "Bad", "--owner-email", "not an address"); code != 1 ||
 		!strings.Contains(stderr, "--owner-email must be an e-mail address") {
 		t.Fatalf("a bad address: %d %s", code, stderr)
@@ -65,6 +73,9 @@ func TestTheOperatorsCommands(t *testing.T) {
 	}
 	if code, _, stderr := operatorRun(t, db, "org", "disable", "org_unknown"); code != 1 || !strings.Contains(stderr, "No organisation") {
 		t.Fatalf("disable an unknown organisation: %d %s", code, stderr)
+	}
+	if code, _, stderr := operatorRun(t, db, "user", "reset", "--email", "ops@acme.example"); code != 1 || !strings.Contains(stderr, "disabled") {
+		t.Fatalf("a link for a disabled organisation's person: %d %s", code, stderr)
 	}
 	if code, _, _ := operatorRun(t, db, "org", "disable"); code != 2 {
 		t.Fatalf("disable without an organisation: %d", code)

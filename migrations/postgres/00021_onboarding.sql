@@ -16,6 +16,7 @@ CREATE TABLE sign_in_links (
     used_at     TIMESTAMPTZ
 );
 CREATE INDEX sign_in_links_user ON sign_in_links (user_id);
+CREATE INDEX sign_in_links_expiry ON sign_in_links (expires_at);
 
 -- A wallet the organisation registered with proof that it holds the key: the challenge
 -- it signed (5 minutes, single use). An archived wallet takes no new orders; its history
@@ -31,6 +32,7 @@ CREATE TABLE wallet_challenges (
     expires_at  TIMESTAMPTZ NOT NULL,
     used_at     TIMESTAMPTZ
 );
+CREATE INDEX wallet_challenges_expiry ON wallet_challenges (expires_at);
 ALTER TABLE wallets ADD COLUMN archived_at TIMESTAMPTZ;
 ALTER TABLE wallets ADD COLUMN created_by TEXT NOT NULL DEFAULT '';
 ALTER TABLE wallets ADD COLUMN created_by_user TEXT NOT NULL DEFAULT '';
