@@ -87,3 +87,37 @@ func TestPolicyReadWriteAndDryRun(t *testing.T) {
 		t.Fatalf("other org policy: %s", other.body)
 	}
 }
+
+// What GET answers can be edited and put back: PUT takes the policy whole ({app, version,
+// rules, …}) as well as bare rules, and takes its rules.
+func TestAPolicyReadCanBePutBack(t *testing.T) {
+	f := newFixture(t)
+	sk := f.creds.Keys["pay"].SK
+	got := f.do(t, "GET", "/api/v1/policies/pay", sk, nil)
+	var p map[string]any
+	if got.status != 200 || json.Unmarshal(got.body, &p) != nil {
+		t.Fatalf("get: %d %s", got.status, got.body)
+	}
+	p["rules"].(map[string]any)["maxOrderUsd"] = "123456"
+	edited, _ := json.Marshal(p)
+	r := f.do(t, "PUT", "/api/v1/policies/pay", sk, strings.NewReader(string(edited)))
+	var put map[string]any
+	if r.status != 200 || json.Unmarshal(r.body, &put) != nil || put["version"] != p["version"].(float64)+1 ||
+		put["rules"].(map[string]any)["maxOrderUsd"] != "123456" {
+		t.Fatalf("put back: %d %s", r.status, r.body)
+	}
+	// The app it names is the path's; nothing but a policy's fields beside the rules.
+	p["app"] = "trade"
+	wrongApp, _ := json.Marshal(p)
+	if r := f.do(t, "PUT", "/api/v1/policies/pay", sk, strings.NewReader(string(wrongApp))); r.status != 422 || !strings.Contains(string(r.body), `"field":"app"`) {
+		t.Fatalf("another app's name: %d %s", r.status, r.body)
+	}
+	if r := f.do(t, "PUT", "/api/v1/policies/pay", sk, strings.NewReader(`{"rules":{"maxOrderUsd":"1"},"colour":"red"}`)); r.status != 422 ||
+		!strings.Contains(string(r.body), `"field":"colour"`) {
+		t.Fatalf("an unknown field beside the rules: %d %s", r.status, r.body)
+	}
+	if r := f.do(t, "PUT", "/api/v1/policies/pay", sk, strings.NewReader(`{"rules":{"maxOrderUSD":"1"}}`)); r.status != 422 ||
+		!strings.Contains(string(r.body), `"field":"rules"`) {
+		t.Fatalf("rules with a misspelt field: %d %s", r.status, r.body)
+	}
+}

@@ -49,12 +49,14 @@ type Process struct {
 	chains chain.Router
 }
 
-// NewProcess starts putting a process together; name labels its logs.
+// NewProcess starts putting a process together; name labels its logs when it makes its
+// own logger (log nil).
 func NewProcess(cfg Config, name string, log *slog.Logger) *Process {
+	// A logger handed in names its process already (treasury-dev, the cluster's launcher):
+	// a second "process" key would make each line JSON that strict readers refuse.
 	if log == nil {
-		log = NewLogger(cfg.LogLevel)
+		log = NewLogger(cfg.LogLevel).With("process", name)
 	}
-	log = log.With("process", name)
 	return &Process{Config: cfg, Log: log, Group: Group{StopTimeout: cfg.ShutdownTimeout, Log: log}}
 }
 

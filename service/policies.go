@@ -61,7 +61,11 @@ func (s *Service) PutPolicy(ctx context.Context, who Caller, app string, documen
 	if err := policyApp(who, app, auth.ActionDeveloper); err != nil {
 		return nil, err
 	}
-	doc, err := policyDocument("body", document)
+	document, name, err := rulesOfPut(app, document)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := policyDocument(name, document)
 	if err != nil {
 		return nil, err
 	}
@@ -84,6 +88,38 @@ func (s *Service) PutPolicy(ctx context.Context, who Caller, app string, documen
 }
 
 // policyDocument parses a policy document strictly and renders it as stored.
+// rulesOfPut reads the body of a PUT of app's policy: the rules themselves, or the policy
+// as GET answers it ({app, version, rules, updatedBy, updatedAt}), whose rules it takes,
+// so that a read, edited, can be put back. It returns the rules and the field they came
+// from, for the errors.
+func rulesOfPut(app string, body []byte) ([]byte, string, error) {
+	var whole map[string]json.RawMessage
+	if err := json.Unmarshal(body, &whole); err != nil {
+		return body, "body", nil // policy.Parse says what is wrong with it
+	}
+	rules, ok := whole["rules"]
+	if !ok {
+		return body, "body", nil
+	}
+	var errs []orders.FieldError
+	for k := range whole {
+		switch k {
+		case "rules", "version", "updatedBy", "updatedAt":
+		case "app":
+			var named string
+			if json.Unmarshal(whole[k], &named) != nil || named != app {
+				errs = append(errs, field("app", "names another app than the path's "+app))
+			}
+		default:
+			errs = append(errs, field(k, "is not a field of a policy"))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, "", invalid(errs...)
+	}
+	return rules, "rules", nil
+}
+
 func policyDocument(name string, document []byte) (string, error) {
 	rules, err := policy.Parse(document)
 	if err != nil {

@@ -76,7 +76,7 @@ func (p *process) watch(cmd *exec.Cmd, exited chan struct{}) {
 	}
 	if !p.asked {
 		p.crashes++
-		p.log.Warn("process exited; starting it again", "process", p.name, "error", errString(err), "in", p.backoff.String())
+		p.log.Warn("process exited; starting it again", "child", p.name, "error", errString(err), "in", p.backoff.String())
 	}
 	time.AfterFunc(p.backoff, func() {
 		p.mu.Lock()
@@ -86,7 +86,7 @@ func (p *process) watch(cmd *exec.Cmd, exited chan struct{}) {
 		}
 		p.restarts++
 		if err := p.startLocked(); err != nil {
-			p.log.Error("restart failed", "process", p.name, "error", err.Error())
+			p.log.Error("restart failed", "child", p.name, "error", err.Error())
 		}
 	})
 }

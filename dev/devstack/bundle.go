@@ -148,7 +148,7 @@ func (o Options) withDefaults() Options {
 	// Each step of a stop gets this; with the rest, a stop stays well under 10 s.
 	o.ShutdownTimeout = cmp.Or(o.ShutdownTimeout, 3*time.Second)
 	if o.Log == nil {
-		o.Log = assemble.NewLogger(slog.LevelInfo)
+		o.Log = assemble.NewLogger(slog.LevelInfo).With("process", "dev")
 	}
 	return o
 }
