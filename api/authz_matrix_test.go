@@ -234,7 +234,7 @@ func (cr credential) requestWith(method, path, body string) *http.Request {
 // matrixSessionLike opens another session of the person signed in with token.
 func matrixSessionLike(t *testing.T, f *fixture, token string) string {
 	t.Helper()
-	_, u, err := f.store.SessionByHash(context.Background(), auth.HashSecret(token))
+	_, u, _, err := f.store.SessionByHash(context.Background(), auth.HashSecret(token))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,3 +79,11 @@ type SigningRequest struct {
 	UnsignedTx string `json:"unsignedTx"`
 	WalletID   string `json:"walletId"`
 }
+
+// What a submit's answer says of the policy's decision (policyDecision): it allowed the
+// order within the submit's wait, or it has not decided yet (a refusal then arrives as
+// Order.Rejected, reason policy).
+const (
+	PolicyAllowed = "allowed"
+	PolicyPending = "pending"
+)

@@ -161,8 +161,8 @@ type Order struct {
 // the submit's wait, or it has not decided yet (a refusal then arrives as Order.Rejected,
 // reason policy).
 const (
-	PolicyAllowed = "allowed"
-	PolicyPending = "pending"
+	PolicyAllowed = apitypes.PolicyAllowed
+	PolicyPending = apitypes.PolicyPending
 )
 
 // OrderDetails are what an order asks for, in its domain's fields; the other domains'

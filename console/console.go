@@ -459,15 +459,6 @@ func sameOrigin(r *http.Request) bool {
 	return err == nil && u.Host == r.Host
 }
 
-// baseURL is where the console's links point: the configured public URL, or where the
-// browser reached it.
-func (c *console) baseURL(r *http.Request) string {
-	if c.PublicURL != "" {
-		return c.PublicURL
-	}
-	return sessioncookie.Origin(r)
-}
-
 type welcomePage struct {
 	Token, Email, Error string
 }

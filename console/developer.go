@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -488,7 +489,7 @@ func (c *console) invite(w http.ResponseWriter, r *http.Request, rq *request) {
 		c.back(w, r, "/console/"+rq.app+"/team", err, "")
 		return
 	}
-	c.showSecret(w, r, rq, secretShown{What: m.Email, Name: "sign-in link", Secret: link.URL(c.baseURL(r)),
+	c.showSecret(w, r, rq, secretShown{What: m.Email, Name: "sign-in link", Secret: link.URL(cmp.Or(c.PublicURL, sessioncookie.Origin(r))),
 		Back: "/console/" + rq.app + "/team",
 		Note: "Give it to them by a channel you trust: it works once, for 24 hours, and lets them set their own password."})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
@@ -30,8 +31,8 @@ type Order struct {
 
 // What a submit's answer says of the policy's decision.
 const (
-	PolicyAllowed = "allowed"
-	PolicyPending = "pending"
+	PolicyAllowed = apitypes.PolicyAllowed
+	PolicyPending = apitypes.PolicyPending
 )
 
 // Page asks for one page of a list: at most Limit items after the one whose key is After.

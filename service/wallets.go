@@ -168,8 +168,13 @@ func (s *Service) RegisterWallet(ctx context.Context, who Caller, in WalletProof
 		}
 		return nil, refuse(InvalidSignature, "The signature is not the challenge's message signed by this wallet's key ("+how+").")
 	}
-	err = s.walletAudited(ctx, who, func(tx *store.Store) error { return tx.RegisterWallet(ctx, c.ID, w, now) },
-		"wallet.registered", w.ID, map[string]any{"chain": w.Chain, "address": w.Address, "label": w.Label})
+	err = s.Store.Tx(ctx, func(tx *store.Store) error {
+		if err := tx.RegisterWallet(ctx, c.ID, w, now); err != nil {
+			return err
+		}
+		return tx.AppendAudit(ctx, s.audit(who, "treasury", "wallet.registered", "wallet", w.ID,
+			map[string]any{"chain": w.Chain, "address": w.Address, "label": w.Label}))
+	})
 	switch {
 	case errors.Is(err, store.ErrWalletTaken):
 		return nil, refuse(Conflict, "A wallet with this address on "+w.Chain+" is registered already.")
@@ -188,14 +193,17 @@ func (s *Service) RegisterWallet(ctx context.Context, who Caller, in WalletProof
 
 // RelabelWallet changes a wallet's label.
 func (s *Service) RelabelWallet(ctx context.Context, who Caller, id, label string) (*Wallet, error) {
+	if err := treasuryDeveloper(who); err != nil {
+		return nil, err
+	}
 	label, bad := readLabel(label)
 	if bad != nil {
-		if err := treasuryDeveloper(who); err != nil {
-			return nil, err
-		}
 		return nil, invalid(*bad)
 	}
-	return s.changeWallet(ctx, who, id, map[string]any{"label": label}, "wallet.relabelled", map[string]any{"label": label})
+	return s.changeWallet(ctx, who, id, func(tx *store.Store) (*store.Wallet, bool, error) {
+		w, err := tx.RelabelWallet(ctx, who.OrgID, id, label)
+		return w, true, err
+	}, "wallet.relabelled", map[string]any{"label": label})
 }
 
 // ArchiveWallet stops a wallet taking new orders; its orders, events and balances stay.
@@ -204,6 +212,15 @@ func (s *Service) ArchiveWallet(ctx context.Context, who Caller, id string) (*Wa
 	if err := treasuryDeveloper(who); err != nil {
 		return nil, err
 	}
+	return s.changeWallet(ctx, who, id, func(tx *store.Store) (*store.Wallet, bool, error) {
+		return tx.ArchiveWallet(ctx, who.OrgID, id, s.now())
+	}, "wallet.archived", nil)
+}
+
+// changeWallet applies change to one of the caller's wallets and, when it changed
+// anything, writes its audit record, in one transaction.
+func (s *Service) changeWallet(ctx context.Context, who Caller, id string, change func(tx *store.Store) (*store.Wallet, bool, error),
+	action string, details any) (*Wallet, error) {
 	if !who.CanReach(id) {
 		return nil, refuse(NotFound, "No wallet of your organisation has this id.")
 	}
@@ -211,48 +228,16 @@ func (s *Service) ArchiveWallet(ctx context.Context, who Caller, id string) (*Wa
 	err := s.Store.Tx(ctx, func(tx *store.Store) error {
 		var changed bool
 		var err error
-		if w, changed, err = tx.ArchiveWallet(ctx, who.OrgID, id, s.now()); err != nil || !changed {
-			return err
-		}
-		return tx.AppendAudit(ctx, s.audit(who, "treasury", "wallet.archived", "wallet", id, nil))
-	})
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, refuse(NotFound, "No wallet of your organisation has this id.")
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &Wallet{Wallet: w}, nil
-}
-
-func (s *Service) changeWallet(ctx context.Context, who Caller, id string, fields map[string]any, action string, details any) (*Wallet, error) {
-	if err := treasuryDeveloper(who); err != nil {
-		return nil, err
-	}
-	if !who.CanReach(id) {
-		return nil, refuse(NotFound, "No wallet of your organisation has this id.")
-	}
-	var w *store.Wallet
-	err := s.walletAudited(ctx, who, func(tx *store.Store) error {
-		var err error
-		w, err = tx.UpdateWallet(ctx, who.OrgID, id, fields)
-		return err
-	}, action, id, details)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, refuse(NotFound, "No wallet of your organisation has this id.")
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &Wallet{Wallet: w}, nil
-}
-
-// walletAudited runs write and its audit record, in the treasury app, in one transaction.
-func (s *Service) walletAudited(ctx context.Context, who Caller, write func(tx *store.Store) error, action, id string, details any) error {
-	return s.Store.Tx(ctx, func(tx *store.Store) error {
-		if err := write(tx); err != nil {
+		if w, changed, err = change(tx); err != nil || !changed {
 			return err
 		}
 		return tx.AppendAudit(ctx, s.audit(who, "treasury", action, "wallet", id, details))
 	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, refuse(NotFound, "No wallet of your organisation has this id.")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Wallet{Wallet: w}, nil
 }

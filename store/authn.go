@@ -50,13 +50,9 @@ func (s *Store) AuthAccessToken(ctx context.Context, hash string) (auth.TokenRec
 // AuthSession is the session whose token hashes to hash, revoked or expired or not, with
 // its person.
 func (s *Store) AuthSession(ctx context.Context, hash string) (auth.SessionRecord, auth.PersonRecord, bool, error) {
-	sess, u, err := s.SessionByHash(ctx, hash)
+	sess, u, disabled, err := s.SessionByHash(ctx, hash)
 	if err != nil {
 		return auth.SessionRecord{}, auth.PersonRecord{}, false, lookupErr(err)
-	}
-	disabled, err := s.organizationDisabled(ctx, u.OrgID)
-	if err != nil {
-		return auth.SessionRecord{}, auth.PersonRecord{}, false, err
 	}
 	return auth.SessionRecord{TokenHash: sess.TokenHash, UserID: sess.UserID, OrgID: sess.OrgID, CreatedAt: sess.CreatedAt,
 			ExpiresAt: sess.ExpiresAt, RevokedAt: sess.RevokedAt},

@@ -108,17 +108,27 @@ func (s *Store) CreateSession(ctx context.Context, sess auth.SessionRecord) erro
 		CreatedAt: sess.CreatedAt, ExpiresAt: sess.ExpiresAt, RevokedAt: sess.RevokedAt}).Error
 }
 
-// SessionByHash finds a session, revoked or expired or not, with its person.
-func (s *Store) SessionByHash(ctx context.Context, hash string) (*Session, *User, error) {
+// SessionByHash finds a session, revoked or expired or not, with its person and whether
+// their organisation is disabled (read with the person: a session is read on every
+// request it makes).
+func (s *Store) SessionByHash(ctx context.Context, hash string) (*Session, *User, bool, error) {
 	var sess Session
 	if err := s.with(ctx).Where("token_hash = ?", hash).Take(&sess).Error; err != nil {
-		return nil, nil, notFound(err)
+		return nil, nil, false, notFound(err)
 	}
-	var u User
-	if err := s.with(ctx).Where("id = ?", sess.UserID).Take(&u).Error; err != nil {
-		return nil, nil, notFound(err)
+	var person struct {
+		User
+		OrgDisabled bool
 	}
-	return &sess, &u, nil
+	res := s.with(ctx).Table("users").Select("users.*, organizations.disabled_at IS NOT NULL AS org_disabled").
+		Joins("JOIN organizations ON organizations.id = users.org_id").Where("users.id = ?", sess.UserID).Limit(1).Scan(&person)
+	if res.Error != nil {
+		return nil, nil, false, res.Error
+	}
+	if res.RowsAffected == 0 {
+		return nil, nil, false, ErrNotFound
+	}
+	return &sess, &person.User, person.OrgDisabled, nil
 }
 
 // RevokeSession ends a session (signing out); ending an ended one is not an error.

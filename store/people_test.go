@@ -63,7 +63,7 @@ func TestPeopleAndSessions(t *testing.T) {
 		if err := s.SetPassword(ctx, "usr_m", "h2", now); err != nil {
 			t.Fatal(err)
 		}
-		a, u, err := s.SessionByHash(ctx, "a")
+		a, u, _, err := s.SessionByHash(ctx, "a")
 		if err != nil || a.RevokedAt == nil || u.PasswordHash != "h2" || u.PasswordChangedAt == nil || !u.PasswordChangedAt.Equal(now) {
 			t.Fatalf("after the password change: %+v %+v %v", a, u, err)
 		}
@@ -73,7 +73,7 @@ func TestPeopleAndSessions(t *testing.T) {
 		if err := s.RevokeSession(ctx, "c", now); err != nil {
 			t.Fatal(err)
 		}
-		if c, _, _ := s.SessionByHash(ctx, "c"); c.RevokedAt == nil {
+		if c, _, _, _ := s.SessionByHash(ctx, "c"); c.RevokedAt == nil {
 			t.Fatal("signed out, not revoked")
 		}
 		if d, err := s.DeleteExpired(ctx, store.ExpiringSessions, now, 1000, nil); err != nil || d.Rows != 1 {

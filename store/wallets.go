@@ -81,10 +81,10 @@ func (s *Store) ArchiveWallet(ctx context.Context, orgID, id string, at time.Tim
 	return w, res.RowsAffected > 0, err
 }
 
-// UpdateWallet sets a wallet's fields (its "label"); ErrNotFound when the organisation has
-// no such wallet.
-func (s *Store) UpdateWallet(ctx context.Context, orgID, id string, fields map[string]any) (*Wallet, error) {
-	res := s.with(ctx).Model(&Wallet{}).Where("id = ? AND org_id = ?", id, orgID).Updates(fields)
+// RelabelWallet sets a wallet's label; ErrNotFound when the organisation has no such
+// wallet.
+func (s *Store) RelabelWallet(ctx context.Context, orgID, id, label string) (*Wallet, error) {
+	res := s.with(ctx).Model(&Wallet{}).Where("id = ? AND org_id = ?", id, orgID).Update("label", label)
 	if res.Error != nil {
 		return nil, res.Error
 	}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/url"
 	"text/tabwriter"
-	"time"
 
 	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/events"
@@ -164,8 +163,8 @@ func runOrgList(ctx context.Context, cfg assemble.Config, proc commandEnv) error
 		if operatorFlags.json {
 			enc := json.NewEncoder(proc.stdout)
 			for _, o := range list {
-				if err := enc.Encode(orgJSON{ID: o.ID, Name: o.Name, CreatedAt: events.FormatTime(o.CreatedAt),
-					DisabledAt: formatOptional(o.DisabledAt), People: o.People, Wallets: o.Wallets}); err != nil {
+				if err := enc.Encode(orgJSON{ID: o.ID, Name: o.Name, CreatedAt: events.TimeOf(o.CreatedAt),
+					DisabledAt: events.TimeOrNil(o.DisabledAt), People: o.People, Wallets: o.Wallets}); err != nil {
 					return err
 				}
 			}
@@ -185,19 +184,12 @@ func runOrgList(ctx context.Context, cfg assemble.Config, proc commandEnv) error
 }
 
 type orgJSON struct {
-	ID         string `json:"id"`
-	Name       string `json:"name"`
-	CreatedAt  string `json:"createdAt"`
-	DisabledAt string `json:"disabledAt,omitempty"`
-	People     int64  `json:"people"`
-	Wallets    int64  `json:"wallets"`
-}
-
-func formatOptional(t *time.Time) string {
-	if t == nil {
-		return ""
-	}
-	return events.FormatTime(*t)
+	ID         string       `json:"id"`
+	Name       string       `json:"name"`
+	CreatedAt  events.Time  `json:"createdAt"`
+	DisabledAt *events.Time `json:"disabledAt,omitempty"`
+	People     int64        `json:"people"`
+	Wallets    int64        `json:"wallets"`
 }
 
 func runOrgDisable(ctx context.Context, cfg assemble.Config, proc commandEnv) error {

@@ -68,7 +68,7 @@ func TestTheOperatorsCommands(t *testing.T) {
 	}
 	code, stdout, _ = operatorRun(t, db, "org", "list", "--json")
 	var listed orgJSON
-	if code != 0 || json.Unmarshal([]byte(stdout), &listed) != nil || listed.ID != made.OrgID || listed.DisabledAt == "" || listed.People != 1 {
+	if code != 0 || json.Unmarshal([]byte(stdout), &listed) != nil || listed.ID != made.OrgID || listed.DisabledAt == nil || listed.People != 1 {
 		t.Fatalf("org list --json after disable: %d %s", code, stdout)
 	}
 	if code, _, stderr := operatorRun(t, db, "org", "disable", "org_unknown"); code != 1 || !strings.Contains(stderr, "No organisation") {
