@@ -84,7 +84,7 @@ func (l *lifecycle) draft(t *testing.T, domain, body string) (*store.Order, []st
 	app := map[string]string{"payment": "pay", "trade": "trade", "earn": "earn", "borrow": "borrow"}[domain]
 	now := time.Now().UTC()
 	o := &store.Order{ID: id, OrgID: l.creds.OrgID, App: app, Domain: domain, Status: "draft", WalletID: l.wallet.ID,
-		Chain: l.wallet.Chain, Details: string(details), PayloadHash: hash, AmountUSD: amount.Mul(prices[asset]),
+		Chain: l.wallet.Chain, Details: string(details), PayloadHash: hash, AmountUSD: amount.Mul(prices[asset].USDPrice),
 		CreatedBy: "key_maker", CorrelationID: "corr-1", WorkflowID: "order-" + id, CreatedAt: now, UpdatedAt: now}
 	var ls []store.OrderLeg
 	for i, name := range legs {

@@ -29,7 +29,7 @@ func (h *portfolioHandlers) portfolio(c *gin.Context) {
 		rollup[i] = apitypes.ChainValue{Chain: cv.Chain, USDValue: usd(cv.USDValue)}
 	}
 	c.JSON(http.StatusOK, apitypes.Portfolio{TotalUSD: usd(p.TotalUSD), WalletCount: int(p.WalletCount), ChainRollup: rollup,
-		SyncedAt: timeOrNull(p.SyncedAt)})
+		SyncedAt: timeOrNull(p.SyncedAt), UnpricedAssets: append([]string{}, p.UnpricedAssets...)})
 }
 
 func walletJSON(w *service.Wallet) apitypes.Wallet {
@@ -101,7 +101,7 @@ func positionJSON(p *service.Position) apitypes.Position {
 		worth = &s
 	}
 	return apitypes.Position{WalletID: p.WalletID, Chain: p.Chain, Asset: p.Asset, Amount: p.Amount.String(),
-		USDValue: worth, SyncedAt: timeOf(p.SyncedAt)}
+		USDValue: worth, PriceAt: timeOrNull(p.PriceAt), SyncedAt: timeOf(p.SyncedAt)}
 }
 
 // positions answers GET /treasury/positions, a page of (wallet, asset) holdings of the org's

@@ -14,6 +14,7 @@ const (
 	CodeIdempotencyKeyReused = "idempotency_key_reused"
 	CodePolicyViolation      = "policy_violation"
 	CodeInvalidSignature     = "invalid_signature"
+	CodePriceUnavailable     = "price_unavailable"
 	CodePayloadTooLarge      = "payload_too_large"
 	CodeUnsupportedMediaType = "unsupported_media_type"
 	CodeRateLimited          = "rate_limited"

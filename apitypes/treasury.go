@@ -10,6 +10,9 @@ type Portfolio struct {
 	ChainRollup []ChainValue `json:"chainRollup"`
 	// SyncedAt is the wallets' last balance sync; null before the first.
 	SyncedAt *events.Time `json:"syncedAt"`
+	// UnpricedAssets are the assets held that the totals leave out, having no fresh USD
+	// price (none, or a stale one); empty when every holding is valued.
+	UnpricedAssets []string `json:"unpricedAssets"`
 }
 
 // ChainValue is the USD value held on one chain.
@@ -64,7 +67,9 @@ type Position struct {
 	Chain    string `json:"chain"`
 	Asset    string `json:"asset"`
 	Amount   string `json:"amount"`
-	// USDValue is null when the asset has no price.
-	USDValue *string     `json:"usdValue"`
-	SyncedAt events.Time `json:"syncedAt"`
+	// USDValue is null when the asset has no fresh price (none, or a stale one).
+	USDValue *string `json:"usdValue"`
+	// PriceAt is when the asset's price was set by its source; null when it has none.
+	PriceAt  *events.Time `json:"priceAt"`
+	SyncedAt events.Time  `json:"syncedAt"`
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/opentreasury/treasury/chain/devchain"
 	"github.com/opentreasury/treasury/chain/evm"
 	"github.com/opentreasury/treasury/orders"
+	"github.com/opentreasury/treasury/prices"
 )
 
 // Mainnet are the EVM chains ETHEREUM_RPC_URL and POLYGON_RPC_URL select, with their
@@ -133,4 +134,28 @@ func (p *Process) Chains() Component {
 			return nil
 		},
 	}
+}
+
+// priceSourcesFromEnv reads where prices come from: the default feeds of the configured
+// mainnets (prices.Defaults), replaced asset by asset by PRICES_FILE. A feed on a chain
+// that is not configured refuses the start.
+func priceSourcesFromEnv(get func(string) string, evmChains []evm.Config) ([]prices.Source, error) {
+	ids := map[string]uint64{}
+	names := make([]string, 0, len(evmChains))
+	for _, c := range evmChains {
+		ids[c.Name] = c.ChainID
+		names = append(names, c.Name)
+	}
+	var given []prices.Source
+	if path := get("PRICES_FILE"); path != "" {
+		var err error
+		if given, err = prices.ReadFile(path); err != nil {
+			return nil, fmt.Errorf("PRICES_FILE: %w", err)
+		}
+		if err := prices.Check(given, names); err != nil {
+			return nil, fmt.Errorf("PRICES_FILE: %w", err)
+		}
+	}
+	sources := prices.Merge(prices.Defaults(ids), given)
+	return sources, prices.Check(sources, names)
 }

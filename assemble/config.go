@@ -16,6 +16,7 @@ import (
 	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/chain/evm"
 	"github.com/opentreasury/treasury/metrics"
+	"github.com/opentreasury/treasury/prices"
 	"github.com/opentreasury/treasury/webhook"
 )
 
@@ -96,6 +97,11 @@ type Config struct {
 	Chains          []string
 	EVMChains       []evm.Config
 	SimulatedChains []string
+	// PriceSources say where each asset's USD price is read from (prices.Defaults for the
+	// configured mainnets, replaced asset by asset by PRICES_FILE); PriceRefreshInterval
+	// is how often the price schedule reads them.
+	PriceSources         []prices.Source
+	PriceRefreshInterval time.Duration
 	// MetricsAddr is where the process serves /metrics, apart from the public API.
 	MetricsAddr string
 	LogLevel    slog.Level
@@ -157,6 +163,8 @@ var EnvVars = []envVar{
 	{"POLYGON_RPC_URL", "", "JSON-RPC URL of a Polygon PoS node: polygon runs on the EVM adapter (USDC; 64 confirmations)"},
 	{"EVM_CHAINS_FILE", "", "JSON file listing EVM chains in full (chainId, rpcUrl, tokens, swap router, vaults, pools, confirmations, fee cap); wins over the two above (docs/chains.md)"},
 	{"SIMULATED_CHAINS", "", "development only: chains run on the simulated devchain, which moves no real money"},
+	{"PRICES_FILE", "", "JSON file of price sources, asset by asset: a Chainlink AggregatorV3 feed on a configured EVM chain ({asset, chain, feed, heartbeat}) or a fixed price ({asset, fixed}); replaces the mainnets' default feeds for the assets it names (docs/deployment.md, Prices)"},
+	{"PRICE_REFRESH_INTERVAL", "15s", "how often the Temporal Schedule reads every price source; a price older than twice its feed's heartbeat refuses orders (price_unavailable)"},
 	{"TREASURY_TOKEN", "", "treasury signer: a key with the sign action; treasury events tail: a key of the config's app"},
 }
 
@@ -268,6 +276,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		HTTPAddr:             get("HTTP_ADDR"),
 		RequestTimeout:       duration("REQUEST_TIMEOUT"),
 		ShutdownTimeout:      duration("SHUTDOWN_TIMEOUT"),
+		PriceRefreshInterval: duration("PRICE_REFRESH_INTERVAL"),
 		BalanceSyncInterval:  duration("BALANCE_SYNC_INTERVAL"),
 		ValuationMaxAge:      durationOrNone("VALUATION_MAX_AGE"),
 		IdempotencyRetention: retention("IDEMPOTENCY_RETENTION", time.Second, false),
@@ -303,6 +312,10 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	var chainErrs []string
 	cfg.Chains, cfg.EVMChains, cfg.SimulatedChains, chainErrs = chainsFromEnv(get)
 	errs = append(errs, chainErrs...)
+	var priceErr error
+	if cfg.PriceSources, priceErr = priceSourcesFromEnv(get, cfg.EVMChains); priceErr != nil {
+		errs = append(errs, priceErr.Error())
+	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(get("LOG_LEVEL"))); err != nil {
 		errs = append(errs, "LOG_LEVEL: one of debug, info, warn, error")
 	}

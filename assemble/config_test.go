@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/activities"
+	"github.com/opentreasury/treasury/prices"
 )
 
 // env returns a getenv over a fixed map.
@@ -31,6 +32,7 @@ func TestConfigFromEnvDefaults(t *testing.T) {
 		RequestTimeout:       30 * time.Second,
 		ShutdownTimeout:      8 * time.Second,
 		BalanceSyncInterval:  time.Minute,
+		PriceRefreshInterval: 15 * time.Second,
 		ValuationMaxAge:      2 * time.Second,
 		IdempotencyRetention: 24 * time.Hour,
 		RateLimit:            50,
@@ -91,6 +93,7 @@ func TestConfigFromEnvValues(t *testing.T) {
 		"REQUEST_TIMEOUT":        "5s",
 		"SHUTDOWN_TIMEOUT":       "1m30s",
 		"BALANCE_SYNC_INTERVAL":  "10m",
+		"PRICE_REFRESH_INTERVAL": "30s",
 		"VALUATION_MAX_AGE":      "0s",
 		"IDEMPOTENCY_RETENTION":  "2h",
 		"EVENT_RETENTION":        "90d",
@@ -134,6 +137,7 @@ func TestConfigFromEnvValues(t *testing.T) {
 		RequestTimeout:       5 * time.Second,
 		ShutdownTimeout:      90 * time.Second,
 		BalanceSyncInterval:  10 * time.Minute,
+		PriceRefreshInterval: 30 * time.Second,
 		ValuationMaxAge:      0,
 		IdempotencyRetention: 2 * time.Hour,
 		RateLimit:            10.5,
@@ -364,6 +368,84 @@ func TestAWorkerRefusesAChainWithoutAnAdapter(t *testing.T) {
 					t.Errorf("%v: %s is not served", tc.env, name)
 				}
 			}
+		}
+	}
+}
+
+// Each configured mainnet brings Chainlink's USD feeds; PRICES_FILE replaces a source asset
+// by asset or adds one; a testnet brings none; a feed on a chain that is not configured,
+// or a source that is neither a feed nor a fixed price, refuses the start.
+func TestPriceSourcesFromEnv(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	byAsset := func(cfg Config) map[string]prices.Source {
+		out := map[string]prices.Source{}
+		for _, s := range cfg.PriceSources {
+			out[s.Asset] = s
+		}
+		return out
+	}
+	cfg, err := ConfigFromEnv(env(map[string]string{"ETHEREUM_RPC_URL": "http://geth:8545", "POLYGON_RPC_URL": "http://bor:8545"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := byAsset(cfg)
+	if len(got) != 5 || got["ETH"].Chain != "ethereum" || got["ETH"].Feed != "0x5f4eC3Df9cbd43714FE2740f5E3616155c5b8419" ||
+		got["SOL"].Chain != "ethereum" || got["USDC"].Chain != "ethereum" || got["MATIC"].Chain != "polygon" ||
+		time.Duration(got["ETH"].Heartbeat) != time.Hour {
+		t.Fatalf("mainnets' defaults: %+v", cfg.PriceSources)
+	}
+	if cfg.PriceRefreshInterval != 15*time.Second {
+		t.Fatalf("refresh every %s", cfg.PriceRefreshInterval)
+	}
+	cfg, err = ConfigFromEnv(env(map[string]string{"POLYGON_RPC_URL": "http://bor:8545"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := byAsset(cfg); len(got) != 2 || got["USDC"].Chain != "polygon" {
+		t.Fatalf("polygon alone prices USDC from its own feed: %+v", cfg.PriceSources)
+	}
+
+	testnet := write("chains.json", `[{"name": "ethereum", "chainId": 11155111, "rpcUrl": "http://sepolia:8545", "nativeAsset": "ETH"}]`)
+	cfg, err = ConfigFromEnv(env(map[string]string{"EVM_CHAINS_FILE": testnet}))
+	if err != nil || len(cfg.PriceSources) != 0 {
+		t.Fatalf("a testnet brings no sources: %+v, %v", cfg.PriceSources, err)
+	}
+	file := write("prices.json", `[{"asset": "ETH", "chain": "ethereum", "feed": "0x694AA1769357215DE4FAC081bf1f309aDC325306", "heartbeat": "1h"},
+		{"asset": "USDC", "fixed": "1.00"}]`)
+	cfg, err = ConfigFromEnv(env(map[string]string{"EVM_CHAINS_FILE": testnet, "PRICES_FILE": file}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = byAsset(cfg)
+	if len(got) != 2 || got["ETH"].Feed != "0x694AA1769357215DE4FAC081bf1f309aDC325306" || got["USDC"].Fixed == nil || got["USDC"].Fixed.String() != "1" {
+		t.Fatalf("PRICES_FILE: %+v", cfg.PriceSources)
+	}
+	cfg, err = ConfigFromEnv(env(map[string]string{"ETHEREUM_RPC_URL": "http://geth:8545", "PRICES_FILE": write("usdc.json", `[{"asset": "USDC", "fixed": "1"}]`)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := byAsset(cfg); len(got) != 4 || got["USDC"].Fixed == nil || got["ETH"].Feed == "" {
+		t.Fatalf("PRICES_FILE replaces USDC alone: %+v", cfg.PriceSources)
+	}
+	for name, body := range map[string]string{
+		"unconfigured chain": `[{"asset": "ETH", "chain": "ethereum", "feed": "0x694AA1769357215DE4FAC081bf1f309aDC325306", "heartbeat": "1h"}]`,
+		"no heartbeat":       `[{"asset": "ETH", "chain": "polygon", "feed": "0x694AA1769357215DE4FAC081bf1f309aDC325306"}]`,
+		"neither":            `[{"asset": "ETH"}]`,
+		"both":               `[{"asset": "ETH", "chain": "polygon", "feed": "0x694AA1769357215DE4FAC081bf1f309aDC325306", "heartbeat": "1h", "fixed": "1"}]`,
+		"zero":               `[{"asset": "USDC", "fixed": "0"}]`,
+		"not an address":     `[{"asset": "ETH", "chain": "polygon", "feed": "0x12", "heartbeat": "1h"}]`,
+		"unknown field":      `[{"asset": "ETH", "fixd": "1"}]`,
+		"twice":              `[{"asset": "USDC", "fixed": "1"}, {"asset": "USDC", "fixed": "1"}]`,
+	} {
+		if _, err := ConfigFromEnv(env(map[string]string{"POLYGON_RPC_URL": "http://bor:8545", "PRICES_FILE": write("bad.json", body)})); err == nil {
+			t.Errorf("%s: a PRICES_FILE of %s was accepted", name, body)
 		}
 	}
 }

@@ -167,11 +167,12 @@ func (p *Process) EventFollower() Component {
 	}
 }
 
-// Schedules creates or updates the Temporal Schedules (balance sync, maintenance).
+// Schedules creates or updates the Temporal Schedules (balance sync, price refresh,
+// maintenance).
 func (p *Process) Schedules() Component {
 	return Component{Name: "schedules",
 		Start: func(ctx context.Context) error {
-			return worker.EnsureSchedules(ctx, p.Temporal, p.Config.BalanceSyncInterval)
+			return worker.EnsureSchedules(ctx, p.Temporal, p.Config.BalanceSyncInterval, p.Config.PriceRefreshInterval)
 		},
 	}
 }

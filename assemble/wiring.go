@@ -222,12 +222,17 @@ func (p *Process) rpcNodes() rpcproxy.Nodes {
 // On Stop it waits up to cfg.ShutdownTimeout for running activities before cancelling
 // them; onFatal hears an error the worker cannot recover from.
 func NewWorker(s *store.Store, ch chain.Adapter, tc client.Client, log *slog.Logger, cfg Config, onFatal func(error)) sdkworker.Worker {
+	var feeds activities.Feeds = chain.Router{}
+	if f, ok := ch.(activities.Feeds); ok {
+		feeds = f
+	}
 	return worker.New(tc, worker.Activities{
 		Portfolio:   &activities.Portfolio{Store: s, Chain: ch, Log: log},
 		Maintenance: &activities.Maintenance{Store: s, Retention: cfg.retention()},
 		Orders:      &activities.Orders{Store: s, Chain: ch, Log: log, ReplaceAfter: cfg.ReplaceStuckAfter},
 		Policies:    &activities.Policies{Store: s, Log: log},
 		Webhooks:    &activities.WebhookRecoveries{Store: s},
+		Prices:      &activities.Prices{Store: s, Feeds: feeds, Sources: cfg.PriceSources, Log: log},
 	}, sdkworker.Options{WorkerStopTimeout: cfg.ShutdownTimeout, OnFatalError: onFatal})
 }
 

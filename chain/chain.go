@@ -202,3 +202,32 @@ func (r Router) Status(ctx context.Context, chainName, hash string) (TxStatus, e
 	}
 	return a.Status(ctx, chainName, hash)
 }
+
+// PriceRound is the latest round of a USD price feed: its answer scaled by the feed's own
+// decimals, the round's id and when the feed last updated it.
+type PriceRound struct {
+	Round     string
+	Answer    decimal.Decimal
+	UpdatedAt time.Time
+}
+
+// FeedReader reads price feeds on a chain: Chainlink AggregatorV3 feeds on EVM chains.
+type FeedReader interface {
+	LatestRound(ctx context.Context, feed string) (PriceRound, error)
+}
+
+// ErrNoFeedReader means no adapter of the chain reads price feeds.
+var ErrNoFeedReader = errors.New("chain: no adapter of this chain reads price feeds")
+
+// LatestRound reads a feed on a chain, through that chain's adapter.
+func (r Router) LatestRound(ctx context.Context, chainName, feed string) (PriceRound, error) {
+	a, err := r.For(chainName)
+	if err != nil {
+		return PriceRound{}, err
+	}
+	f, ok := a.(FeedReader)
+	if !ok {
+		return PriceRound{}, fmt.Errorf("%w: %s", ErrNoFeedReader, chainName)
+	}
+	return f.LatestRound(ctx, feed)
+}

@@ -31,6 +31,9 @@ const (
 	PolicyViolation
 	// InvalidSignature: the signature does not verify against the wallet's key.
 	InvalidSignature
+	// PriceUnavailable: the order's asset has no fresh USD price (limits are in USD: fail
+	// closed); Fields names the asset's field.
+	PriceUnavailable
 	// Unavailable: something the operation needs cannot act now; safe to retry.
 	Unavailable
 	// Unauthenticated: the credentials given (an e-mail and password, or a token) are wrong.
@@ -60,6 +63,7 @@ var answers = [kinds]answer{
 	Invalid:          {http.StatusUnprocessableEntity, apitypes.CodeValidationFailed},
 	PolicyViolation:  {http.StatusUnprocessableEntity, apitypes.CodePolicyViolation},
 	InvalidSignature: {http.StatusUnprocessableEntity, apitypes.CodeInvalidSignature},
+	PriceUnavailable: {http.StatusUnprocessableEntity, apitypes.CodePriceUnavailable},
 	Unavailable:      {http.StatusServiceUnavailable, apitypes.CodeUnavailable},
 	Unauthenticated:  {http.StatusUnauthorized, apitypes.CodeUnauthenticated},
 	RateLimited:      {http.StatusTooManyRequests, apitypes.CodeRateLimited},

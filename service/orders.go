@@ -84,11 +84,35 @@ func (s *Service) readOrder(ctx context.Context, who Caller, domain string, body
 		return nil, err
 	}
 	asset, amount := in.Valued()
-	price, ok := prices[asset]
-	if !ok {
-		return nil, invalid(field("asset", asset+" has no USD price"))
+	price, err := s.usablePrice(prices, in, asset)
+	if err != nil {
+		return nil, err
 	}
 	return &validOrder{in: in, wallet: wallet, amountUSD: amount.Mul(price)}, nil
+}
+
+// usablePrice is the asset's USD price when it is fresh. Limits are in USD, so an order
+// whose asset has no fresh price fails closed (SPEC 3.1a): 422 price_unavailable naming
+// the field of the asset (sellAsset for a trade) and when the price was last set.
+func (s *Service) usablePrice(prices map[string]store.Price, in *orders.Input, asset string) (decimal.Decimal, error) {
+	name := "asset"
+	if in.Domain == orders.Trade {
+		name = "sellAsset"
+	}
+	price, ok := prices[asset]
+	switch {
+	case !ok:
+		e := refuse(PriceUnavailable, asset+" has no USD price: no price source names it, or none has been read yet.")
+		e.Fields = []orders.FieldError{field(name, asset+" has no USD price")}
+		return decimal.Decimal{}, e
+	case price.Stale(s.now()):
+		at := price.UpdatedAt.UTC().Format(time.RFC3339)
+		e := refuse(PriceUnavailable, asset+"'s USD price is stale: last updated "+at+" by its source ("+price.Source+
+			"), past its heartbeat twice over. Orders in "+asset+" resume once the source posts a new price.")
+		e.Fields = []orders.FieldError{field(name, asset+"'s USD price is stale (last updated "+at+")")}
+		return decimal.Decimal{}, e
+	}
+	return price.USDPrice, nil
 }
 
 // mayDo refuses a caller without the action on the app.

@@ -17,8 +17,12 @@ import (
 type valuation struct {
 	total   decimal.Decimal
 	byChain map[string]decimal.Decimal
-	// each is the value of each position, nil when the asset has no price.
+	// each is the value of each position, nil when the asset has no fresh price.
 	each []*decimal.Decimal
+	// priceAt is when each position's price was set by its source, nil when it has none.
+	priceAt []*time.Time
+	// unpriced are the assets held (more than zero) with no fresh price, in name order.
+	unpriced []string
 }
 
 // priced values positions at the current prices.
@@ -27,24 +31,34 @@ func (s *Service) priced(ctx context.Context, positions []store.Position) (valua
 	if err != nil {
 		return valuation{}, err
 	}
-	return value(positions, prices), nil
+	return value(positions, prices, s.now()), nil
 }
 
 // value prices positions exactly; rounding happens only when a figure is displayed, so
-// totals are sums of exact values (SPEC 2). An asset without a price adds nothing.
-func value(positions []store.Position, prices map[string]decimal.Decimal) valuation {
-	v := valuation{byChain: map[string]decimal.Decimal{}, each: make([]*decimal.Decimal, len(positions))}
+// totals are sums of exact values (SPEC 2). An asset without a price, or with a stale one
+// at now, adds nothing and is named unpriced (SPEC 3.1a: fail closed).
+func value(positions []store.Position, prices map[string]store.Price, now time.Time) valuation {
+	v := valuation{byChain: map[string]decimal.Decimal{}, each: make([]*decimal.Decimal, len(positions)),
+		priceAt: make([]*time.Time, len(positions))}
 	for i, p := range positions {
 		price, ok := prices[p.Asset]
-		if !ok {
+		if ok {
+			at := price.UpdatedAt
+			v.priceAt[i] = &at
+		}
+		if !ok || price.Stale(now) {
+			if !p.Amount.IsZero() && !slices.Contains(v.unpriced, p.Asset) {
+				v.unpriced = append(v.unpriced, p.Asset)
+			}
 			continue
 		}
-		worth := p.Amount.Mul(price)
+		worth := p.Amount.Mul(price.USDPrice)
 		v.each[i] = &worth
 		v.total = v.total.Add(worth)
 		chain := strings.ToLower(p.Chain)
 		v.byChain[chain] = v.byChain[chain].Add(worth)
 	}
+	sort.Strings(v.unpriced)
 	return v
 }
 
@@ -62,6 +76,8 @@ type Portfolio struct {
 	ChainRollup []ChainValue
 	// SyncedAt is the last balance sync; nil before the first.
 	SyncedAt *time.Time
+	// UnpricedAssets are the assets held that the total leaves out: no fresh price.
+	UnpricedAssets []string
 }
 
 // treasuryRead refuses a caller without read on the treasury app.
@@ -101,7 +117,7 @@ func (s *Service) Portfolio(ctx context.Context, who Caller) (*Portfolio, error)
 	if err != nil {
 		return nil, err
 	}
-	out := &Portfolio{TotalUSD: v.total}
+	out := &Portfolio{TotalUSD: v.total, UnpricedAssets: v.unpriced}
 	if out.WalletCount, err = s.Store.CountWallets(ctx, who.OrgID, who.ResourceIDs...); err != nil {
 		return nil, err
 	}
@@ -162,10 +178,11 @@ func (s *Service) Wallets(ctx context.Context, who Caller, pg Page) ([]Wallet, s
 }
 
 // Position is one (wallet, asset) holding with its USD value (nil when the asset has no
-// price).
+// fresh price) and when that price was set (nil when there is none).
 type Position struct {
 	*store.Position
 	USDValue *decimal.Decimal
+	PriceAt  *time.Time
 }
 
 // positionKeySep cannot occur in a wallet id or an asset symbol.
@@ -196,7 +213,7 @@ func (s *Service) Positions(ctx context.Context, who Caller, pg Page) ([]Positio
 	}
 	out := make([]Position, len(ps))
 	for i := range ps {
-		out[i] = Position{Position: &ps[i], USDValue: v.each[i]}
+		out[i] = Position{Position: &ps[i], USDValue: v.each[i], PriceAt: v.priceAt[i]}
 	}
 	return out, next, nil
 }

@@ -1,7 +1,9 @@
 package service
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -14,8 +16,11 @@ func TestValueSumsExactlyAndRoundsHalfEvenForDisplay(t *testing.T) {
 		name      string
 		positions []store.Position
 		prices    map[string]decimal.Decimal
-		total     string
-		chains    map[string]string
+		// stale are assets whose price went stale an hour ago.
+		stale    []string
+		total    string
+		chains   map[string]string
+		unpriced []string
 	}{
 		{
 			name: "totals are summed before rounding",
@@ -52,12 +57,41 @@ func TestValueSumsExactlyAndRoundsHalfEvenForDisplay(t *testing.T) {
 			name:      "unpriced asset adds nothing",
 			positions: []store.Position{{Chain: "ethereum", Asset: "X", Amount: d("5")}},
 			prices:    map[string]decimal.Decimal{},
-			total:     "0.00", chains: map[string]string{},
+			total:     "0.00", chains: map[string]string{}, unpriced: []string{"X"},
+		},
+		{
+			name: "a stale price values nothing and names its asset; a zero holding needs no price",
+			positions: []store.Position{
+				{Chain: "ethereum", Asset: "S", Amount: d("2")},
+				{Chain: "ethereum", Asset: "A", Amount: d("3")},
+				{Chain: "polygon", Asset: "Z", Amount: d("0")},
+			},
+			prices: map[string]decimal.Decimal{"S": d("10"), "A": d("1")},
+			stale:  []string{"S"},
+			total:  "3.00", chains: map[string]string{"ethereum": "3.00"}, unpriced: []string{"S"},
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			v := value(tc.positions, tc.prices)
+			now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+			prices := map[string]store.Price{}
+			for asset, usd := range tc.prices {
+				p := store.Price{Asset: asset, USDPrice: usd, UpdatedAt: now.Add(-2 * time.Hour)}
+				if slices.Contains(tc.stale, asset) {
+					after := now.Add(-time.Hour)
+					p.StaleAfter = &after
+				}
+				prices[asset] = p
+			}
+			v := value(tc.positions, prices, now)
+			if !slices.Equal(v.unpriced, tc.unpriced) {
+				t.Fatalf("unpriced %v, want %v", v.unpriced, tc.unpriced)
+			}
+			for i, p := range tc.positions {
+				if _, ok := tc.prices[p.Asset]; ok != (v.priceAt[i] != nil) {
+					t.Fatalf("position %d (%s): priceAt %v, with a price %v", i, p.Asset, v.priceAt[i], ok)
+				}
+			}
 			if got := v.total.StringFixedBank(2); got != tc.total {
 				t.Fatalf("total %s, want %s", got, tc.total)
 			}

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/shopspring/decimal"
+	"github.com/opentreasury/treasury/store"
 )
 
 // valuations remembers, for at most Service.ValuationMaxAge, the prices and each
@@ -17,7 +17,7 @@ import (
 // second or two adds little to how old a balance already is. The zero value is ready.
 type valuations struct {
 	mu         sync.Mutex
-	prices     map[string]decimal.Decimal
+	prices     map[string]store.Price
 	pricesAt   time.Time
 	portfolios map[string]portfolioAt
 }
@@ -39,9 +39,9 @@ func (s *Service) fresh(at, now time.Time) bool {
 	return s.ValuationMaxAge > 0 && !at.IsZero() && now.Sub(at) < s.ValuationMaxAge
 }
 
-// currentPrices are the USD prices by asset, at most ValuationMaxAge old. The map is
-// shared: callers only read it.
-func (s *Service) currentPrices(ctx context.Context) (map[string]decimal.Decimal, error) {
+// currentPrices are the kept USD prices by asset, read at most ValuationMaxAge ago; each
+// says itself when it goes stale. The map is shared: callers only read it.
+func (s *Service) currentPrices(ctx context.Context) (map[string]store.Price, error) {
 	now := s.now()
 	v := &s.valuations
 	v.mu.Lock()

@@ -89,7 +89,7 @@ func TestPortfolioIsRememberedPerReach(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := value(positions, prices).total; !got.TotalUSD.Equal(want) || got.WalletCount != 1 {
+		if want := value(positions, prices, time.Now()).total; !got.TotalUSD.Equal(want) || got.WalletCount != 1 {
 			t.Fatalf("restricted to %s: %s over %d wallets, want %s over 1 (whole organisation: %s over %d)",
 				id, got.TotalUSD, got.WalletCount, want, whole.TotalUSD, whole.WalletCount)
 		}
@@ -109,7 +109,7 @@ func TestPricesAreReadAgainAfterTheValuationMaxAge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return p["USDC"].String()
+		return p["USDC"].USDPrice.String()
 	}
 	was := price()
 	if err := f.svc.Store.UpsertPrice(ctx, &store.Price{Asset: "USDC", USDPrice: decimal.RequireFromString("0.5"), UpdatedAt: clock}); err != nil {

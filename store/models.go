@@ -114,12 +114,23 @@ type Balance struct {
 
 func (Balance) TableName() string { return "balances" }
 
-// Price is the USD price of one unit of an asset.
+// Price is the USD price of one unit of an asset, as last read from its source.
 type Price struct {
-	Asset     string          `gorm:"primaryKey"`
-	USDPrice  decimal.Decimal `gorm:"column:usd_price;type:numeric"`
+	Asset    string          `gorm:"primaryKey"`
+	USDPrice decimal.Decimal `gorm:"column:usd_price;type:numeric"`
+	// UpdatedAt is when the source last set the price: the feed's round's updatedAt.
 	UpdatedAt time.Time
+	// Source names where it came from (prices.Source.Name); Round is the feed's round.
+	Source string
+	Round  string
+	// ReadAt is when the worker read it; StaleAfter when it stops valuing orders (nil:
+	// never, a fixed price).
+	ReadAt     *time.Time
+	StaleAfter *time.Time
 }
+
+// Stale: at now the price may no longer value an order.
+func (p Price) Stale(now time.Time) bool { return p.StaleAfter != nil && !now.Before(*p.StaleAfter) }
 
 func (Price) TableName() string { return "prices" }
 

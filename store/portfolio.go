@@ -162,26 +162,67 @@ func (s *Store) ReplaceBalances(ctx context.Context, walletID string, amounts ma
 	})
 }
 
-// UpsertPrice sets the USD price of an asset.
+// UpsertPrice sets the USD price of an asset, whatever the one kept.
 func (s *Store) UpsertPrice(ctx context.Context, p *Price) error {
 	if p.USDPrice.IsNegative() {
 		return fmt.Errorf("store: negative price %s for %s", p.USDPrice, p.Asset)
 	}
 	return s.with(ctx).Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: "asset"}},
-		DoUpdates: clause.AssignmentColumns([]string{"usd_price", "updated_at"}),
+		DoUpdates: clause.AssignmentColumns(priceColumns),
 	}).Create(p).Error
 }
 
-// Prices returns every known USD price by asset.
-func (s *Store) Prices(ctx context.Context) (map[string]decimal.Decimal, error) {
+var priceColumns = []string{"usd_price", "updated_at", "source", "round", "read_at", "stale_after"}
+
+// RecordPrice keeps a reading of an asset's price unless the one kept is newer (updated
+// later by its source): a slow read, or a retried one, never moves a price back. A reading
+// of the same moment replaces the kept one, so a change of source or of heartbeat takes.
+// It reports whether the reading was kept.
+func (s *Store) RecordPrice(ctx context.Context, p *Price) (bool, error) {
+	if !p.USDPrice.IsPositive() {
+		return false, fmt.Errorf("store: price %s for %s is not positive", p.USDPrice, p.Asset)
+	}
+	p.UpdatedAt = p.UpdatedAt.UTC()
+	kept := false
+	err := s.Tx(ctx, func(tx *Store) error {
+		var was Price
+		err := tx.forUpdate(ctx).Select("asset, updated_at").Where("asset = ?", p.Asset).Take(&was).Error
+		switch {
+		case errors.Is(err, gorm.ErrRecordNotFound):
+		case err != nil:
+			return err
+		case was.UpdatedAt.After(p.UpdatedAt):
+			return nil
+		}
+		kept = true
+		return tx.UpsertPrice(ctx, p)
+	})
+	return kept, err
+}
+
+// DeletePricesExcept deletes the prices of every asset but those named: an asset no source
+// prices any more has no price, rather than its last one forever.
+func (s *Store) DeletePricesExcept(ctx context.Context, assets []string) (int64, error) {
+	q := s.with(ctx)
+	if len(assets) > 0 {
+		q = q.Where("asset NOT IN ?", assets)
+	} else {
+		q = q.Where("1 = 1")
+	}
+	res := q.Delete(&Price{})
+	return res.RowsAffected, res.Error
+}
+
+// Prices returns every kept price by asset.
+func (s *Store) Prices(ctx context.Context) (map[string]Price, error) {
 	var rows []Price
 	if err := s.with(ctx).Find(&rows).Error; err != nil {
 		return nil, err
 	}
-	out := make(map[string]decimal.Decimal, len(rows))
+	out := make(map[string]Price, len(rows))
 	for _, p := range rows {
-		out[p.Asset] = p.USDPrice
+		out[p.Asset] = p
 	}
 	return out, nil
 }

@@ -28,11 +28,12 @@ type Activities struct {
 	Orders      *activities.Orders
 	Policies    *activities.Policies
 	Webhooks    *activities.WebhookRecoveries
+	Prices      *activities.Prices
 }
 
 // structs lists what New registers; the test holds it to the workflows' activity names.
 func (a Activities) structs() []any {
-	return []any{a.Portfolio, a.Maintenance, a.Orders, a.Policies, a.Webhooks}
+	return []any{a.Portfolio, a.Maintenance, a.Orders, a.Policies, a.Webhooks, a.Prices}
 }
 
 // New builds a worker on the treasury task queue with every workflow and activity registered.
@@ -44,6 +45,7 @@ func New(c client.Client, acts Activities, opts sdkworker.Options) sdkworker.Wor
 	w.RegisterWorkflowWithOptions(workflows.OrderLifecycle, workflow.RegisterOptions{Name: workflows.OrderWorkflow})
 	w.RegisterWorkflowWithOptions(workflows.PolicyDryRun, workflow.RegisterOptions{Name: workflows.PolicyDryRunWorkflow})
 	w.RegisterWorkflowWithOptions(workflows.WebhookRecovery, workflow.RegisterOptions{Name: workflows.WebhookRecoveryWorkflow})
+	w.RegisterWorkflowWithOptions(workflows.PriceRefresh, workflow.RegisterOptions{Name: workflows.PriceRefreshWorkflow})
 	for _, s := range acts.structs() {
 		w.RegisterActivity(s)
 	}
@@ -51,10 +53,15 @@ func New(c client.Client, acts Activities, opts sdkworker.Options) sdkworker.Wor
 }
 
 // EnsureSchedules creates the Temporal Schedules the service relies on, or moves existing
-// ones to the configured intervals: the balance sync and the hourly maintenance.
-func EnsureSchedules(ctx context.Context, c client.Client, balanceSyncInterval time.Duration) error {
+// ones to the configured intervals: the balance sync, the price refresh and the hourly
+// maintenance.
+func EnsureSchedules(ctx context.Context, c client.Client, balanceSyncInterval, priceRefreshInterval time.Duration) error {
 	if err := ensureSchedule(ctx, c, workflows.PortfolioSyncScheduleID, workflows.PortfolioSyncWorkflow,
 		[]any{workflows.PortfolioSyncInput{}}, balanceSyncInterval, "Refreshes wallet balances from the chain adapter."); err != nil {
+		return err
+	}
+	if err := ensureSchedule(ctx, c, workflows.PriceRefreshScheduleID, workflows.PriceRefreshWorkflow,
+		nil, priceRefreshInterval, "Reads each asset's USD price from its source (a Chainlink feed, or a fixed price)."); err != nil {
 		return err
 	}
 	return ensureSchedule(ctx, c, workflows.MaintenanceScheduleID, workflows.MaintenanceWorkflow,

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/dev/devstack"
 )
@@ -104,9 +106,9 @@ func parseBundleFlags(args []string) (*bundleFlags, int) {
 	hookScale := fs.Float64("webhook-backoff-scale", 1, "multiplies the webhook retry schedule (5 s … 10 h); 0.001 makes retries come in milliseconds to seconds")
 	hookLoopback := fs.Bool("webhook-allow-loopback", true, "let webhooks go to loopback addresses (receivers on this machine); false refuses them as production does")
 	temporalLogLevel := fs.String("temporal-log-level", "error", "log level of the embedded Temporal server")
+	priceEvery := fs.Duration("price-refresh-interval", 15*time.Second, "how often the Temporal Schedule reads every price feed")
 	f := &bundleFlags{}
-	fs.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile (pprof) of the whole process to this file, from ready to shutdown")
-	fs.StringVar(&f.allocProfile, "alloc-profile", "", "write an allocation profile (pprof) of the whole process to this file at shutdown")
+	prices := addPriceFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: treasury-dev [flags]\n       treasury-dev temporal serve --postgres URL [flags]\n       treasury-dev cluster [flags]\n\nRuns the treasury dev bundle. DATABASE_URL, when set, puts the store on PostgreSQL.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -123,29 +125,61 @@ func parseBundleFlags(args []string) (*bundleFlags, int) {
 		return nil, 2
 	}
 	f.opts = devstack.Options{
-		DataDir:             *dataDir,
-		HTTPAddr:            *httpAddr,
-		TemporalPort:        *temporalPort,
-		UIPort:              *uiPort,
-		HistoryShards:       int32(*shards),
-		DatabaseURL:         os.Getenv("DATABASE_URL"),
-		BalanceSyncInterval: *syncEvery,
-		TemporalLogLevel:    *temporalLogLevel,
-		DevSigner:           *devSigner,
-		BlockTime:           *blockTime,
-		Confirmations:       *confirmations,
-		SimulatedChains:     splitList(*simulated),
-		ReplaceStuckAfter:   *replaceAfter,
-		RateLimit:           *rateLimit,
-		RateBurst:           *rateBurst,
-		SubmitDecisionWait:  *decisionWait,
-		WSPingInterval:      *wsPing,
-		NoWSSendRing:        !*wsRing,
-		WebhookBackoffScale: *hookScale,
-		NoWebhookLoopback:   !*hookLoopback,
-		Log:                 assemble.NewLogger(level).With("process", "treasury-dev"),
+		DataDir:              *dataDir,
+		HTTPAddr:             *httpAddr,
+		TemporalPort:         *temporalPort,
+		UIPort:               *uiPort,
+		HistoryShards:        int32(*shards),
+		DatabaseURL:          os.Getenv("DATABASE_URL"),
+		BalanceSyncInterval:  *syncEvery,
+		TemporalLogLevel:     *temporalLogLevel,
+		DevSigner:            *devSigner,
+		BlockTime:            *blockTime,
+		Confirmations:        *confirmations,
+		SimulatedChains:      splitList(*simulated),
+		ReplaceStuckAfter:    *replaceAfter,
+		RateLimit:            *rateLimit,
+		RateBurst:            *rateBurst,
+		SubmitDecisionWait:   *decisionWait,
+		WSPingInterval:       *wsPing,
+		NoWSSendRing:         !*wsRing,
+		WebhookBackoffScale:  *hookScale,
+		NoWebhookLoopback:    !*hookLoopback,
+		PriceRefreshInterval: *priceEvery,
+		Prices:               prices.moved,
+		HoldPrices:           prices.held,
+		Log:                  assemble.NewLogger(level).With("process", "treasury-dev"),
 	}
 	return f, 0
+}
+
+// priceFlags are --price and --hold-price, which move and hold the dev price feeds.
+type priceFlags struct {
+	moved map[string]decimal.Decimal
+	held  []string
+}
+
+func addPriceFlags(fs *flag.FlagSet) *priceFlags {
+	p := &priceFlags{}
+	fs.Func("price", "ASSET=USD: move an asset's dev price feed at start (repeatable; the price stays on the chain across restarts)", func(v string) error {
+		asset, usd, ok := strings.Cut(v, "=")
+		price, err := decimal.NewFromString(strings.TrimSpace(usd))
+		if !ok || strings.TrimSpace(asset) == "" || err != nil || !price.IsPositive() {
+			return fmt.Errorf("want ASSET=USD with a positive price, such as ETH=3500")
+		}
+		if p.moved == nil {
+			p.moved = map[string]decimal.Decimal{}
+		}
+		p.moved[strings.ToUpper(strings.TrimSpace(asset))] = price
+		return nil
+	})
+	fs.Func("hold-price", "ASSET[,ASSET…]: the price keeper stops posting to these assets' dev feeds, so their prices go stale two heartbeats (2 min) after their last round and their orders are refused price_unavailable", func(v string) error {
+		for _, a := range splitList(v) {
+			p.held = append(p.held, strings.ToUpper(a))
+		}
+		return nil
+	})
+	return p
 }
 
 // splitList reads a comma-separated list.

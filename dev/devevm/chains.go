@@ -25,13 +25,17 @@ type Spec struct {
 	ChainID     uint64
 	NativeAsset string
 	Tokens      []TokenPlan
+	// Feeds are the assets whose USD price feed lives on the chain (SOL's on ethereum, as
+	// Chainlink publishes it there).
+	Feeds []string
 }
 
 // Specs are the dev bundle's EVM chains: ethereum and polygon, each with its own chain
 // id, so a transaction signed for one is refused by the other.
 var Specs = []Spec{
-	{Name: "ethereum", ChainID: 1337, NativeAsset: "ETH", Tokens: []TokenPlan{{"USDC", 6}, {"WBTC", 8}}},
-	{Name: "polygon", ChainID: 1338, NativeAsset: "MATIC", Tokens: []TokenPlan{{"USDC", 6}}},
+	{Name: "ethereum", ChainID: 1337, NativeAsset: "ETH", Tokens: []TokenPlan{{"USDC", 6}, {"WBTC", 8}},
+		Feeds: []string{"ETH", "WBTC", "USDC", "SOL"}},
+	{Name: "polygon", ChainID: 1338, NativeAsset: "MATIC", Tokens: []TokenPlan{{"USDC", 6}}, Feeds: []string{"MATIC"}},
 }
 
 // Protocols get a vault per token and a lending pool on every dev chain.
@@ -44,12 +48,19 @@ type Chains struct {
 	// usdc is the hash of the transaction that deployed each chain's USDC: a transaction of
 	// the chain anyone can look up (the bundle's banner shows it).
 	usdc map[string]string
+	// feeds are each chain's price feeds, by asset.
+	feeds map[string]map[string]common.Address
+	log   *slog.Logger
+	keeper
 }
 
 // deployment is what a chain's first start leaves in Dir/<name>.json.
 type deployment struct {
 	evm.Config
 	USDCDeployedIn string `json:"usdcDeployedIn"`
+	// Feeds are the price feeds by asset; a directory made before feeds existed gets them
+	// at its next start.
+	Feeds map[string]common.Address `json:"feeds,omitempty"`
 }
 
 // ChainsOptions configure the dev chains.
@@ -70,7 +81,8 @@ type ChainsOptions struct {
 // StartChains starts every dev chain. A chain's first start deploys the dev contracts and
 // funds the wallets; later starts resume the chain kept in its directory.
 func StartChains(ctx context.Context, o ChainsOptions) (*Chains, error) {
-	c := &Chains{nodes: map[string]*Node{}, adapters: map[string]*evm.Chain{}, usdc: map[string]string{}}
+	c := &Chains{nodes: map[string]*Node{}, adapters: map[string]*evm.Chain{}, usdc: map[string]string{},
+		feeds: map[string]map[string]common.Address{}, log: o.Log}
 	for _, spec := range Specs {
 		if slices.Contains(o.Skip, spec.Name) {
 			continue
@@ -102,16 +114,26 @@ func (c *Chains) start(ctx context.Context, o ChainsOptions, spec Spec) error {
 		if dep, err = c.deploy(ctx, o, spec, n); err != nil {
 			return err
 		}
-		raw, err := json.MarshalIndent(dep, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(file, raw, 0o600); err != nil {
-			return err
-		}
 	default:
 		return err
 	}
+	if len(dep.Feeds) == 0 && len(spec.Feeds) > 0 {
+		d := &Deployer{Client: n.Client(), Key: FaucetKey(), Mine: n.Mine}
+		if dep.Feeds, err = d.deployFeeds(ctx, spec.Feeds, o.PricesUSD); err != nil {
+			return err
+		}
+		raw = nil
+	}
+	if raw == nil {
+		out, err := json.MarshalIndent(dep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(file, out, 0o600); err != nil {
+			return err
+		}
+	}
+	c.feeds[spec.Name] = dep.Feeds
 	cfg := dep.Config
 	c.usdc[spec.Name] = dep.USDCDeployedIn
 	cfg.Confirmations, cfg.BlockTime = max(o.Confirmations, 1), evm.Duration(o.BlockTime)
@@ -161,8 +183,12 @@ func (c *Chains) Adapter(name string) *evm.Chain { return c.adapters[name] }
 // Node returns a chain's node, or nil.
 func (c *Chains) Node(name string) *Node { return c.nodes[name] }
 
-// Close stops every chain; they stay in their directories.
+// Close stops the price keeper and every chain; they stay in their directories.
 func (c *Chains) Close() {
+	if c.stopKeeper != nil {
+		c.stopKeeper()
+		c.keeperDone.Wait()
+	}
 	for _, n := range c.nodes {
 		_ = n.Close()
 	}

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,6 +27,7 @@ import (
 	"github.com/opentreasury/treasury/dev/devsigner"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/metrics"
+	"github.com/opentreasury/treasury/prices"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/webhook"
 )
@@ -65,6 +68,16 @@ type Options struct {
 	// SimulatedChains run on the simulated devchain instead of an in-process EVM chain
 	// (ethereum, polygon); solana always does. For comparing the two.
 	SimulatedChains []string
+	// PriceRefreshInterval is how often the worker reads the prices (15 s when zero);
+	// PriceHeartbeat is the dev feeds' heartbeat (1 min when zero): a price is stale twice
+	// it after its last round; PriceKeeperInterval is how often the keeper posts a round to
+	// every dev feed (a third of the heartbeat when zero).
+	PriceRefreshInterval, PriceHeartbeat, PriceKeeperInterval time.Duration
+	// Prices move dev feeds to these USD prices at start (they stay on the chain);
+	// HoldPrices are the assets whose feed the keeper leaves alone, so that their price
+	// goes stale two heartbeats after its last round.
+	Prices     map[string]decimal.Decimal
+	HoldPrices []string
 	// ReplaceStuckAfter is how long a transaction may stay below the fee market before its
 	// replacement is asked for (30 s when zero).
 	ReplaceStuckAfter time.Duration
@@ -169,6 +182,7 @@ func (b *Bundle) config(opts Options) (assemble.Config, error) {
 		OAuthTokenTTL:        15 * time.Minute,
 		ShutdownTimeout:      opts.ShutdownTimeout,
 		BalanceSyncInterval:  opts.BalanceSyncInterval,
+		PriceRefreshInterval: cmp.Or(opts.PriceRefreshInterval, 15*time.Second),
 		WSPingInterval:       opts.WSPingInterval,
 		WSSendRing:           !opts.NoWSSendRing,
 		Console:              true,
@@ -262,6 +276,9 @@ func (b *Bundle) devChains(opts Options) assemble.Component {
 			if err != nil {
 				return err
 			}
+			if err := b.keepPrices(ctx, opts, prices); err != nil {
+				return err
+			}
 			// The API, in this process too, forwards /rpc/{chain} to the nodes themselves.
 			b.proc.RPCNodes = rpcproxy.Nodes{}
 			for _, spec := range devevm.Specs {
@@ -273,6 +290,33 @@ func (b *Bundle) devChains(opts Options) assemble.Component {
 		},
 		Stop: func(context.Context) error { b.evm.Close(); return nil },
 	}
+}
+
+// keepPrices moves the dev feeds the options name, starts their keeper, and has the
+// worker read them as it reads Chainlink's. An asset whose feed's chain runs on the
+// devchain instead gets the seed's price as a fixed one.
+func (b *Bundle) keepPrices(ctx context.Context, opts Options, seeded map[string]decimal.Decimal) error {
+	for _, asset := range slices.Sorted(maps.Keys(opts.Prices)) {
+		if err := b.evm.SetPrice(ctx, asset, opts.Prices[asset]); err != nil {
+			return err
+		}
+	}
+	heartbeat := cmp.Or(opts.PriceHeartbeat, devevm.FeedHeartbeat)
+	if err := b.evm.KeepFeeds(ctx, cmp.Or(opts.PriceKeeperInterval, heartbeat/3), opts.HoldPrices); err != nil {
+		return err
+	}
+	sources := b.evm.PriceSources(heartbeat)
+	for _, spec := range devevm.Specs {
+		if b.evm.Node(spec.Name) != nil {
+			continue
+		}
+		for _, asset := range spec.Feeds {
+			fixed := seeded[asset]
+			sources = append(sources, prices.Source{Asset: asset, Fixed: &fixed})
+		}
+	}
+	b.proc.Config.PriceSources = sources
+	return nil
 }
 
 // chainWallets funds every wallet of a dev chain with what the seed credited it, and lets

@@ -525,8 +525,8 @@ func TestSeededBalancesAndPrices(t *testing.T) {
 		t.Fatalf("priced assets %v, want %v", got, sortedKeys(wantPrices))
 	}
 	for asset, want := range wantPrices {
-		if !prices[asset].Equal(decimal.RequireFromString(want)) {
-			t.Errorf("price of %s = %s, want %s", asset, prices[asset], want)
+		if !prices[asset].USDPrice.Equal(decimal.RequireFromString(want)) {
+			t.Errorf("price of %s = %s, want %s", asset, prices[asset].USDPrice, want)
 		}
 	}
 

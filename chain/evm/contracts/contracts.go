@@ -1,5 +1,5 @@
 // Package contracts holds the ABIs the EVM adapter calls and the dev contracts' bytecode.
-// The Solidity sources are beside them; build.sh made the .abi and .bin files (no build
+// The Solidity sources are beside them; build.js made the .abi and .bin files (no build
 // step compiles Solidity).
 package contracts
 
@@ -22,12 +22,13 @@ const (
 	SwapRouter  = "DevSwapRouter"
 	Vault       = "DevVault"
 	LendingPool = "DevLendingPool"
+	PriceFeed   = "DevPriceFeed"
 )
 
 var abis = map[string]abi.ABI{}
 
 func init() {
-	for _, name := range []string{Token, Revert, SwapRouter, Vault, LendingPool} {
+	for _, name := range []string{Token, Revert, SwapRouter, Vault, LendingPool, PriceFeed} {
 		raw, err := files.ReadFile(name + ".abi")
 		if err != nil {
 			panic(err)
@@ -41,8 +42,8 @@ func init() {
 }
 
 // ABI returns a contract's ABI. The adapter uses DevToken's as ERC-20's, DevVault's as
-// ERC-4626's and DevLendingPool's as Aave v3's Pool (borrow, repay): their functions have
-// those standards' signatures.
+// ERC-4626's, DevLendingPool's as Aave v3's Pool (borrow, repay) and DevPriceFeed's as
+// Chainlink's AggregatorV3Interface: their functions have those standards' signatures.
 func ABI(name string) abi.ABI { return abis[name] }
 
 // Bytecode returns a contract's creation code.
