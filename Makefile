@@ -44,7 +44,7 @@ test-unit:
 # The end-to-end tests drive the binaries that make build builds (the README tour runs
 # ./bin/treasury events tail), besides the in-process bundle.
 test-e2e: $(BIN)/treasury-dev $(BIN)/treasury
-	TREASURY_DEV_BIN=$(abspath $(BIN)/treasury-dev) TREASURY_BIN=$(abspath $(BIN)/treasury) $(GO) test -count=1 ./dev/e2e/...
+	TREASURY_DEV_BIN=$(abspath $(BIN)/treasury-dev) TREASURY_BIN=$(abspath $(BIN)/treasury) $(GO) test -count=1 ./dev/e2e/... ./cmd/treasury-dev/
 
 ## test-geth: payments, a revert, fifty payments from one wallet, workers killed mid-flight,
 ## a trade, an earn deposit and a borrow draw, on the cluster topology against `geth --dev`
