@@ -68,6 +68,7 @@ func runCluster(args []string) int {
 	temporalPort := fs.Int("temporal-port", 7233, "Temporal frontend port")
 	uiPort := fs.Int("ui-port", 8233, "Temporal Web UI port")
 	fresh := fs.Bool("fresh", false, "drop the cluster's databases and data directory first, and start from nothing")
+	noSeed := fs.Bool("no-seed", false, "no demo organisation and no dev signer: start empty, as a production deployment does (make organisations with treasury org create)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
@@ -98,7 +99,7 @@ func runCluster(args []string) int {
 	}
 	started := time.Now()
 	c, err := cluster.Start(ctx, cluster.Options{TreasuryBin: *treasuryBin, DevBin: self, Postgres: *pg, Name: *name,
-		DataDir: *dataDir, APIPorts: ports, Workers: *workers, TemporalPort: *temporalPort, UIPort: *uiPort, Log: log})
+		DataDir: *dataDir, APIPorts: ports, Workers: *workers, TemporalPort: *temporalPort, UIPort: *uiPort, NoSeed: *noSeed, Log: log})
 	if err != nil {
 		log.Error("the cluster could not start (each process's log is in "+filepath.Join(*dataDir, "logs")+")", "error", err.Error())
 		return 1

@@ -58,6 +58,10 @@ type Options struct {
 	TemporalPort, UIPort int
 	// Env is added to every treasury process's environment (e.g. RATE_LIMIT).
 	Env []string
+	// NoSeed starts the cluster from nothing, as a production deployment starts: no demo
+	// organisation, no credentials file, no dev signer; organisations come from
+	// `treasury org create`.
+	NoSeed bool
 	// AfterSeed, when set, runs once the seed has made the organisation and its wallets
 	// (Credentials, the dev signer's keys in DataDir) and before any worker or api process
 	// starts: what the processes read at start (EVM_CHAINS_FILE's chains, say) can be made
@@ -120,7 +124,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		c.seed(),
 		p.TemporalClient(),
 		p.EventFollower(),
-		devsigner.Component(p, opts.DataDir),
+		c.devSigner(),
 		assemble.Component{Name: "after seed", Start: func(ctx context.Context) error {
 			if opts.AfterSeed == nil {
 				return nil
@@ -225,9 +229,21 @@ func (c *Cluster) setup(env []string) assemble.Component {
 	}}
 }
 
-// seed makes (or finds) the demo organisation and its credentials file.
+// devSigner signs the seeded autoSign wallets' requests; a cluster with no seed has none.
+func (c *Cluster) devSigner() assemble.Component {
+	if c.opts.NoSeed {
+		return assemble.Component{Name: "no dev signer", Start: func(context.Context) error { return nil }}
+	}
+	return devsigner.Component(c.launcher, c.opts.DataDir)
+}
+
+// seed makes (or finds) the demo organisation and its credentials file, unless the cluster
+// starts from nothing.
 func (c *Cluster) seed() assemble.Component {
 	return assemble.Component{Name: "seed", Start: func(ctx context.Context) (err error) {
+		if c.opts.NoSeed {
+			return nil
+		}
 		urls := seed.URLs{BaseURL: c.APIURLs[0], WSURL: "ws://" + c.apiAddrs[0], TemporalUIURL: c.TemporalUIURL}
 		c.Credentials, err = seed.Ensure(ctx, c.launcher.Store, c.opts.DataDir, urls, c.log)
 		c.CredentialsPath = filepath.Join(c.opts.DataDir, seed.CredentialsFile)
@@ -429,6 +445,21 @@ func (c *Cluster) Banner(w io.Writer) {
 	}
 	for i := range c.opts.Workers {
 		fmt.Fprintf(w, "  worker %d      pid %d, metrics %s\n", i+1, c.PID(Worker(i+1)), c.MetricsURLs[Worker(i+1)])
+	}
+	if cr == nil {
+		fmt.Fprintf(w, `  Console       %s/console/
+  Temporal      %s (PostgreSQL: %s_temporal, %s_temporal_visibility; pid %d)
+  Store         %s
+  Logs          %s
+
+No organisation yet: make one with
+  DATABASE_URL='%s' PUBLIC_URL=%s treasury org create --name <name> --owner-email <address>
+and open the sign-in link it prints (docs/onboarding.md).
+
+Press Ctrl-C to stop everything.
+`, c.APIURLs[0], c.TemporalAddr, c.opts.Name, c.opts.Name, c.PID(Temporal), store.RedactDatabaseURL(c.DatabaseURL),
+			filepath.Join(c.opts.DataDir, "logs"), c.DatabaseURL, c.APIURLs[0])
+		return
 	}
 	fmt.Fprintf(w, `  Console       %s/console/ (sign in as %s, password %s)
   Temporal      %s (PostgreSQL: %s_temporal, %s_temporal_visibility; pid %d)

@@ -1,14 +1,11 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -17,147 +14,12 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/opentreasury/treasury/dev/browser"
 	"github.com/opentreasury/treasury/dev/devstack"
 )
 
-// chromium is the browser the console's tests drive: Debian's chromium package. Without
-// it the tests skip, loudly, only where apt-get could not have installed it either.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if path, err := exec.LookPath(name); err == nil {
-			return path
-		}
-	}
-	if _, err := exec.LookPath("apt-get"); err == nil {
-		t.Fatal("the console's browser tests need chromium: apt-get install -y chromium (.ci/run does it)")
-	}
-	t.Log("######## SKIPPED: no chromium and no apt-get to install it: the console was NOT tested in a browser ########")
-	t.Skip("no chromium and no apt-get")
-	return ""
-}
-
-// tab is one browser tab of a person, with the test's failures attached.
-type tab struct {
-	t    *testing.T
-	ctx  context.Context
-	base string
-	// shots is the directory screenshots go to; empty takes none.
-	shots string
-}
-
-func (p *tab) step() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(p.ctx, 30*time.Second)
-}
-
-// open loads a console page and returns its HTTP status.
-func (p *tab) open(path string) int {
-	p.t.Helper()
-	ctx, cancel := p.step()
-	defer cancel()
-	resp, err := chromedp.RunResponse(ctx, chromedp.Navigate(p.base+path))
-	if err != nil {
-		p.t.Fatalf("open %s: %v", path, err)
-	}
-	return int(resp.Status)
-}
-
-// submit runs actions that send a form, and waits for the page it leads to.
-func (p *tab) submit(what string, actions ...chromedp.Action[chromedp.Void]) int {
-	p.t.Helper()
-	ctx, cancel := p.step()
-	defer cancel()
-	resp, err := chromedp.RunResponse(ctx, actions...)
-	if err != nil {
-		p.t.Fatalf("%s: %v", what, err)
-	}
-	return int(resp.Status)
-}
-
-func (p *tab) do(what string, actions ...chromedp.Action[chromedp.Void]) {
-	p.t.Helper()
-	ctx, cancel := p.step()
-	defer cancel()
-	if err := chromedp.Do(ctx, actions...); err != nil {
-		p.t.Fatalf("%s: %v", what, err)
-	}
-}
-
-func (p *tab) text(css string) string {
-	p.t.Helper()
-	ctx, cancel := p.step()
-	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(css)))
-	if err != nil {
-		p.t.Fatalf("text of %s: %v", css, err)
-	}
-	return strings.TrimSpace(s)
-}
-
-func eval[T any](p *tab, expression string) T {
-	p.t.Helper()
-	ctx, cancel := p.step()
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expression))
-	if err != nil {
-		p.t.Fatalf("evaluate %s: %v", expression, err)
-	}
-	return v
-}
-
-// waitFor polls a JavaScript predicate until it holds.
-func (p *tab) waitFor(what, predicate string) {
-	p.t.Helper()
-	ctx, cancel := p.step()
-	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](predicate, chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
-		html, _ := chromedp.Run(p.ctx, chromedp.Evaluate[string](`document.querySelector("main") ? document.querySelector("main").innerText : ""`))
-		p.t.Fatalf("%s: %v\npage: %s", what, err, html)
-	}
-}
-
-func (p *tab) location() string {
-	p.t.Helper()
-	return strings.TrimPrefix(eval[string](p, `location.href`), p.base)
-}
-
-// screenshot saves the page as docs/console/<name>.png when CONSOLE_SCREENSHOTS names
-// the directory (make screenshots).
-func (p *tab) screenshot(name string) {
-	p.t.Helper()
-	if p.shots == "" {
-		return
-	}
-	ctx, cancel := p.step()
-	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		p.t.Fatalf("screenshot %s: %v", name, err)
-	}
-	if err := os.WriteFile(filepath.Join(p.shots, name+".png"), png, 0o644); err != nil {
-		p.t.Fatal(err)
-	}
-}
-
-// signIn signs a person in through the sign-in page and returns where it led.
-func (p *tab) signIn(email, password string) string {
-	p.t.Helper()
-	if status := p.open("/console/"); status != http.StatusOK || !strings.HasPrefix(p.location(), "/console/sign-in") {
-		p.t.Fatalf("a stranger at /console/ is at %s (HTTP %d), not the sign-in page", p.location(), status)
-	}
-	p.screenshot("sign-in")
-	p.do("fill in the sign-in form", chromedp.SetValue(chromedp.CSS("#email"), email), chromedp.SetValue(chromedp.CSS("#password"), password))
-	if status := p.submit("sign in", chromedp.Click(chromedp.CSS(`main button[type="submit"]`))); status != http.StatusOK {
-		p.t.Fatalf("sign in as %s: HTTP %d at %s", email, status, p.location())
-	}
-	return p.location()
-}
-
-// menu is the labels of the app's pages in the side menu.
-func (p *tab) menu() string {
-	p.t.Helper()
-	return eval[string](p, `[...document.querySelectorAll("nav.pages a")].map(a => a.textContent).join(",")`)
-}
+// tab is one browser tab of a person.
+type tab = browser.Tab
 
 // The console in a real browser, against the dev bundle: the owner signs in with
 // credentials.json, makes a key (its secret shown once), a WebSocket config whose delivery
@@ -166,7 +28,7 @@ func (p *tab) menu() string {
 // watches its page reach confirmed. The member does not see the API keys page, and is
 // refused it. Every page is loaded, and saved as a screenshot with CONSOLE_SCREENSHOTS set.
 func TestConsoleInABrowser(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := browser.Chromium(t)
 	b := startBundle(t, t.TempDir(), "")
 	defer func() { _ = b.Shutdown() }()
 	shots := os.Getenv("CONSOLE_SCREENSHOTS")
@@ -178,37 +40,28 @@ func TestConsoleInABrowser(t *testing.T) {
 
 	// treasury.test is the bundle under a name that is not loopback, where browsers keep
 	// no Secure cookie over plain http: the member signs in there.
-	alloc, stopBrowser := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browserPath), chromedp.NoSandbox, chromedp.WindowSize(1280, 860),
-		chromedp.Flag("host-resolver-rules", "MAP treasury.test 127.0.0.1"))...)
+	ownerCtx, stopBrowser := browser.Start(t, browserPath, chromedp.Flag("host-resolver-rules", "MAP treasury.test 127.0.0.1"))
 	defer stopBrowser()
-	ownerCtx, closeOwner := chromedp.NewContext(alloc)
-	defer closeOwner()
-	// The first action starts the browser, which lives as long as that action's context:
-	// it gets no deadline.
-	if err := chromedp.Do(ownerCtx); err != nil {
-		t.Fatalf("start %s: %v", browserPath, err)
-	}
-	owner := &tab{t: t, ctx: ownerCtx, base: b.APIURL, shots: shots}
+	owner := &tab{T: t, Ctx: ownerCtx, Base: b.APIURL, Shots: shots}
 
-	owner.open("/console/sign-in")
+	owner.Open("/console/sign-in")
 	credentials, _ := filepath.Abs(b.CredentialsPath)
-	if named := owner.text(".signin p.hint code"); named != credentials {
+	if named := owner.Text(".signin p.hint code"); named != credentials {
 		t.Fatalf("the sign-in page names %q, not the bundle's credentials file %s", named, credentials)
 	}
-	if at := owner.signIn(b.Credentials.Owner.Email, b.Credentials.Owner.Password); at != "/console/treasury/overview" {
+	if at := owner.SignIn(b.Credentials.Owner.Email, b.Credentials.Owner.Password); at != "/console/treasury/overview" {
 		t.Fatalf("the owner signed in lands at %s", at)
 	}
-	if total := owner.text(".figure .big"); !strings.HasSuffix(total, " USD") || total == "0.00 USD" {
+	if total := owner.Text(".figure .big"); !strings.HasSuffix(total, " USD") || total == "0.00 USD" {
 		t.Fatalf("the overview's total: %q", total)
 	}
-	if bars := eval[int](owner, `document.querySelectorAll("svg.chart rect.bar").length`); bars < 2 {
+	if bars := browser.Eval[int](owner, `document.querySelectorAll("svg.chart rect.bar").length`); bars < 2 {
 		t.Fatalf("the overview's chart has %d bars, want one per chain", bars)
 	}
-	owner.screenshot("overview")
+	owner.Screenshot("overview")
 	// Keyboard users skip the header: the first Tab reaches the skip link.
-	owner.do("tab", chromedp.KeyEvent("\t"))
-	if focused := eval[string](owner, `document.activeElement.className`); focused != "skip" {
+	owner.Do("tab", chromedp.KeyEvent("\t"))
+	if focused := browser.Eval[string](owner, `document.activeElement.className`); focused != "skip" {
 		t.Fatalf("the first Tab focuses %q, not the skip link", focused)
 	}
 
@@ -235,63 +88,63 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("a second browser context: %v", err)
 	}
 	_, port, _ := strings.Cut(strings.TrimPrefix(b.APIURL, "http://"), ":")
-	member := &tab{t: t, ctx: memberCtx, base: "http://treasury.test:" + port}
-	if at := member.acceptLink(link, "the approver's password"); at != "/console/pay/orders" {
+	member := &tab{T: t, Ctx: memberCtx, Base: "http://treasury.test:" + port}
+	if at := member.AcceptLink(link, "the approver's password"); at != "/console/pay/orders" {
 		t.Fatalf("the member signed in lands at %s", at)
 	}
-	if menu := member.menu(); menu != "Orders,Approvals" {
+	if menu := member.Menu(); menu != "Orders,Approvals" {
 		t.Fatalf("the member's Pay menu: %s", menu)
 	}
-	if apps := eval[string](member, `[...document.querySelectorAll("nav.apps a")].map(a => a.textContent).join(",")`); apps != "Pay" {
+	if apps := browser.Eval[string](member, `[...document.querySelectorAll("nav.apps a")].map(a => a.textContent).join(",")`); apps != "Pay" {
 		t.Fatalf("the member's apps: %s", apps)
 	}
-	if status := member.open("/console/pay/api-keys"); status != http.StatusForbidden || member.text("h1") != "Permission denied" {
-		t.Fatalf("the member at the API keys page: HTTP %d, %q", status, member.text("h1"))
+	if status := member.Open("/console/pay/api-keys"); status != http.StatusForbidden || member.Text("h1") != "Permission denied" {
+		t.Fatalf("the member at the API keys page: HTTP %d, %q", status, member.Text("h1"))
 	}
-	owner.shots, member.shots = "", shots
-	member.screenshot("forbidden")
+	owner.Shots, member.Shots = "", shots
+	member.Screenshot("forbidden")
 
 	consoleApprove(t, member, orderID)
 	consoleOrderConfirms(t, member, b, orderID)
 	everyPage(t, owner, b, shots, orderID)
 	consolePolicy(t, owner, b, shots, orderID)
 
-	if status := member.submit("sign out", chromedp.Click(chromedp.CSS(`form.who button`))); status != http.StatusOK ||
-		!strings.HasPrefix(member.location(), "/console/sign-in") {
-		t.Fatalf("signing out leads to %s (HTTP %d)", member.location(), status)
+	if status := member.Submit("sign out", chromedp.Click(chromedp.CSS(`form.who button`))); status != http.StatusOK ||
+		!strings.HasPrefix(member.Location(), "/console/sign-in") {
+		t.Fatalf("signing out leads to %s (HTTP %d)", member.Location(), status)
 	}
-	if member.open("/console/pay/orders"); !strings.HasPrefix(member.location(), "/console/sign-in") {
-		t.Fatalf("after signing out, the orders page is at %s", member.location())
+	if member.Open("/console/pay/orders"); !strings.HasPrefix(member.Location(), "/console/sign-in") {
+		t.Fatalf("after signing out, the orders page is at %s", member.Location())
 	}
 }
 
 // consoleKeys: a tk_ key made on the API keys page works at once; its secret is shown on
 // that page alone, never again.
 func consoleKeys(t *testing.T, owner *tab, b *devstack.Bundle) {
-	owner.open("/console/pay/api-keys")
-	owner.do("fill in the new key",
+	owner.Open("/console/pay/api-keys")
+	owner.Do("fill in the new key",
 		chromedp.Click(chromedp.CSS(`input[name="kind"][value="tk"]`)),
 		chromedp.Click(chromedp.CSS(`input[name="actions"][value="read"]`)),
 		chromedp.SetValue(chromedp.CSS("#label"), "reconciliation"))
-	if status := owner.submit("create the key", chromedp.Click(chromedp.CSS(`form[action="api-keys"] button[type="submit"]`))); status != http.StatusCreated {
+	if status := owner.Submit("create the key", chromedp.Click(chromedp.CSS(`form[action="api-keys"] button[type="submit"]`))); status != http.StatusCreated {
 		t.Fatalf("create a key: HTTP %d", status)
 	}
-	secret := eval[string](owner, `document.getElementById("secret").value`)
+	secret := browser.Eval[string](owner, `document.getElementById("secret").value`)
 	if !strings.HasPrefix(secret, "tk_") {
 		t.Fatalf("the key's secret on the page: %q", secret)
 	}
-	if copyButton := eval[int](owner, `document.querySelectorAll('button[data-copy="secret"]').length`); copyButton != 1 {
+	if copyButton := browser.Eval[int](owner, `document.querySelectorAll('button[data-copy="secret"]').length`); copyButton != 1 {
 		t.Fatal("the secret has no copy button")
 	}
-	owner.screenshot("api-key-created")
+	owner.Screenshot("api-key-created")
 	if r := call(t, "GET", b.APIURL+"/api/v1/payments", secret); r.status != http.StatusOK {
 		t.Fatalf("the new key reads payments: HTTP %d", r.status)
 	}
 	if r := call(t, "POST", b.APIURL+"/api/v1/payments", secret); r.status != http.StatusForbidden {
 		t.Fatalf("the new read-only key creates a payment: HTTP %d", r.status)
 	}
-	owner.submit("done", chromedp.Click(chromedp.CSS(`main a[href$="/api-keys"]`)))
-	html := eval[string](owner, `document.documentElement.outerHTML`)
+	owner.Submit("done", chromedp.Click(chromedp.CSS(`main a[href$="/api-keys"]`)))
+	html := browser.Eval[string](owner, `document.documentElement.outerHTML`)
 	if strings.Contains(html, secret) || strings.Contains(html, secret[3:]) {
 		t.Fatal("the keys page shows the secret again")
 	}
@@ -301,15 +154,15 @@ func consoleKeys(t *testing.T, owner *tab, b *devstack.Bundle) {
 
 	// Revoked on the page, the key is refused at once; its row says when, and the table,
 	// fuller by two times that never wrap, still has room for each Revoke on one line.
-	revoke := eval[string](owner, `[...document.querySelectorAll("tbody tr")].find(r => r.textContent.includes("reconciliation")).querySelector("button").getAttribute("aria-label")`)
-	if status := owner.submit("revoke the key", chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[aria-label=%q]`, revoke)))); status != http.StatusOK ||
-		!strings.Contains(owner.text("p.notice"), "revoked") {
+	revoke := browser.Eval[string](owner, `[...document.querySelectorAll("tbody tr")].find(r => r.textContent.includes("reconciliation")).querySelector("button").getAttribute("aria-label")`)
+	if status := owner.Submit("revoke the key", chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[aria-label=%q]`, revoke)))); status != http.StatusOK ||
+		!strings.Contains(owner.Text("p.notice"), "revoked") {
 		t.Fatalf("revoke the key: HTTP %d", status)
 	}
 	if r := call(t, "GET", b.APIURL+"/api/v1/payments", secret); r.status != http.StatusUnauthorized {
 		t.Fatalf("the revoked key reads payments: HTTP %d", r.status)
 	}
-	owner.screenshot("api-keys")
+	owner.Screenshot("api-keys")
 	revokeOnOneLine(t, owner)
 }
 
@@ -317,10 +170,10 @@ func consoleKeys(t *testing.T, owner *tab, b *devstack.Bundle) {
 // is one line high: its content box is one line-height.
 func revokeOnOneLine(t *testing.T, owner *tab) {
 	t.Helper()
-	if width := eval[int](owner, `window.innerWidth`); width != 1280 {
+	if width := browser.Eval[int](owner, `window.innerWidth`); width != 1280 {
 		t.Fatalf("the window is %d px wide, want 1280", width)
 	}
-	lines := eval[[]float64](owner, `[...document.querySelectorAll('button[aria-label^="Revoke "]')].map(b => {
+	lines := browser.Eval[[]float64](owner, `[...document.querySelectorAll('button[aria-label^="Revoke "]')].map(b => {
 		const s = getComputedStyle(b);
 		return (b.clientHeight - parseFloat(s.paddingTop) - parseFloat(s.paddingBottom)) / parseFloat(s.lineHeight);
 	})`)
@@ -337,25 +190,25 @@ func revokeOnOneLine(t *testing.T, owner *tab) {
 // consoleWebSockets: a config made on the WebSockets page; a live connection to it shows
 // in its count, and Send test puts a row in its delivery log, all without a reload.
 func consoleWebSockets(t *testing.T, owner *tab, b *devstack.Bundle) {
-	owner.open("/console/pay/websockets")
-	owner.do("events", chromedp.SetValue(chromedp.CSS("#events"), "order.*"))
-	owner.submit("create the config", chromedp.Click(chromedp.CSS(`form[action="websockets"] button[type="submit"]`)))
-	notice := owner.text("p.notice")
+	owner.Open("/console/pay/websockets")
+	owner.Do("events", chromedp.SetValue(chromedp.CSS("#events"), "order.*"))
+	owner.Submit("create the config", chromedp.Click(chromedp.CSS(`form[action="websockets"] button[type="submit"]`)))
+	notice := owner.Text("p.notice")
 	configID := regexp.MustCompile(`wsc_[0-9a-f]+`).FindString(notice)
 	if configID == "" {
 		t.Fatalf("no config id in the notice %q", notice)
 	}
 	// The URL the page shows connects as it stands, once the key is in its place.
-	shown := owner.text(fmt.Sprintf(`[data-connect="%s"]`, configID))
+	shown := owner.Text(fmt.Sprintf(`[data-connect="%s"]`, configID))
 	if want := "ws" + strings.TrimPrefix(b.APIURL, "http") + "/api/v1/ws?id=" + configID + "&token=<your pk_ key>"; shown != want {
 		t.Fatalf("the page shows %q to connect to %s, want %q", shown, configID, want)
 	}
 	live := dialURL(t, strings.Replace(shown, "<your pk_ key>", b.Credentials.Keys["pay"].PK, 1))
-	owner.do("mark the page", chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`))
-	owner.waitFor("the live connection counted without a reload",
+	owner.Do("mark the page", chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`))
+	owner.WaitFor("the live connection counted without a reload",
 		fmt.Sprintf(`document.querySelector('[data-live="%s"]').textContent === "1" && window.notReloaded`, configID))
-	owner.do("send test", chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-send-test="%s"] button`, configID))))
-	owner.waitFor("the test event in the delivery log without a reload",
+	owner.Do("send test", chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-send-test="%s"] button`, configID))))
+	owner.WaitFor("the test event in the delivery log without a reload",
 		fmt.Sprintf(`document.querySelector('[data-log="%s"]').textContent.includes("websocket.test") && window.notReloaded`, configID))
 	select {
 	case f := <-live.frames:
@@ -365,14 +218,14 @@ func consoleWebSockets(t *testing.T, owner *tab, b *devstack.Bundle) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the live connection got no test event")
 	}
-	owner.screenshot("websockets")
+	owner.Screenshot("websockets")
 }
 
 // consoleInvite: the owner invites a member with Read and Approve on Pay, and is shown
 // their one-time sign-in link once.
 func consoleInvite(t *testing.T, owner *tab) string {
 	link := invite(t, owner, "approver@example.com", "read", "approve")
-	owner.screenshot("team")
+	owner.Screenshot("team")
 	return link
 }
 
@@ -380,74 +233,55 @@ func consoleInvite(t *testing.T, owner *tab) string {
 // their one-time sign-in link once.
 func invite(t *testing.T, owner *tab, email string, actions ...string) string {
 	t.Helper()
-	owner.open("/console/pay/team")
-	owner.do("fill in the invitation", chromedp.SetValue(chromedp.CSS("#email"), email))
+	owner.Open("/console/pay/team")
+	owner.Do("fill in the invitation", chromedp.SetValue(chromedp.CSS("#email"), email))
 	for _, a := range actions {
-		owner.do("tick "+a, chromedp.Click(chromedp.CSS(fmt.Sprintf(`form[action="team"] input[value=%q]`, a))))
+		owner.Do("tick "+a, chromedp.Click(chromedp.CSS(fmt.Sprintf(`form[action="team"] input[value=%q]`, a))))
 	}
-	if status := owner.submit("invite", chromedp.Click(chromedp.CSS(`form[action="team"] button[type="submit"]`))); status != http.StatusCreated {
+	if status := owner.Submit("invite", chromedp.Click(chromedp.CSS(`form[action="team"] button[type="submit"]`))); status != http.StatusCreated {
 		t.Fatalf("invite %s: HTTP %d", email, status)
 	}
-	link := eval[string](owner, `document.getElementById("secret").value`)
-	if !strings.HasPrefix(link, owner.base+"/console/welcome?token=sil_") {
+	link := browser.Eval[string](owner, `document.getElementById("secret").value`)
+	if !strings.HasPrefix(link, owner.Base+"/console/welcome?token=sil_") {
 		t.Fatalf("the sign-in link shown: %q", link)
 	}
-	owner.open("/console/pay/team")
-	if row := owner.text("tbody"); !strings.Contains(row, email) {
+	owner.Open("/console/pay/team")
+	if row := owner.Text("tbody"); !strings.Contains(row, email) {
 		t.Fatalf("the team page does not list %s: %s", email, row)
 	}
 	return link
 }
 
-// acceptLink opens a one-time sign-in link in the tab, sets a password with it, and
-// returns where that led, signed in.
-func (p *tab) acceptLink(link, password string) string {
-	p.t.Helper()
-	u, err := url.Parse(link)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	if status := p.open(u.RequestURI()); status != http.StatusOK || p.text("h1") != "Set your password" {
-		p.t.Fatalf("the sign-in link's page: HTTP %d, %q", status, p.text("h1"))
-	}
-	p.screenshot("welcome")
-	p.do("choose a password", chromedp.SetValue(chromedp.CSS("#password"), password), chromedp.SetValue(chromedp.CSS("#confirm"), password))
-	if status := p.submit("set the password", chromedp.Click(chromedp.CSS(`main button[type="submit"]`))); status != http.StatusOK {
-		p.t.Fatalf("setting the password: HTTP %d at %s", status, p.location())
-	}
-	return p.location()
-}
-
 // consoleApprove: the member approves the payment on the approvals page.
 func consoleApprove(t *testing.T, member *tab, orderID string) {
 	deadline := time.Now().Add(30 * time.Second)
-	for member.open("/console/pay/approvals"); !strings.Contains(member.text("main"), orderID); member.open("/console/pay/approvals") {
+	for member.Open("/console/pay/approvals"); !strings.Contains(member.Text("main"), orderID); member.Open("/console/pay/approvals") {
 		if time.Now().After(deadline) {
 			t.Fatalf("no pending approval of %s on the approvals page", orderID)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	member.screenshot("approvals")
-	member.do("comment", chromedp.SetValue(chromedp.CSS(`form.decide input[name="comment"]`), "checked the invoice"))
-	if status := member.submit("approve", chromedp.Click(chromedp.CSS(`form.decide button[value="APPROVE"]`))); status != http.StatusOK {
+	member.Screenshot("approvals")
+	member.Do("comment", chromedp.SetValue(chromedp.CSS(`form.decide input[name="comment"]`), "checked the invoice"))
+	if status := member.Submit("approve", chromedp.Click(chromedp.CSS(`form.decide button[value="APPROVE"]`))); status != http.StatusOK {
 		t.Fatalf("approve: HTTP %d", status)
 	}
-	if notice := member.text("p.notice"); !strings.HasPrefix(notice, "Approved") {
+	if notice := member.Text("p.notice"); !strings.HasPrefix(notice, "Approved") {
 		t.Fatalf("after approving: %q", notice)
 	}
-	member.open("/console/pay/approvals?status=all")
-	if eval[int](member, `document.querySelectorAll("form.decide").length`) != 0 || !strings.Contains(member.text("main"), "checked the invoice") {
-		t.Fatalf("the decided item: %s", member.text("main"))
+	member.Open("/console/pay/approvals?status=all")
+	if browser.Eval[int](member, `document.querySelectorAll("form.decide").length`) != 0 || !strings.Contains(member.Text("main"), "checked the invoice") {
+		t.Fatalf("the decided item: %s", member.Text("main"))
 	}
 }
 
 // consoleOrderConfirms: the order page, reloading itself, reaches confirmed with its
 // timeline and a link to its workflow.
 func consoleOrderConfirms(t *testing.T, member *tab, b *devstack.Bundle, orderID string) {
-	member.open("/console/pay/orders/" + orderID)
+	member.Open("/console/pay/orders/" + orderID)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		status, _ := chromedp.Run(member.ctx, chromedp.Evaluate[string](`(document.getElementById("order-status") || {}).textContent || ""`))
+		status, _ := chromedp.Run(member.Ctx, chromedp.Evaluate[string](`(document.getElementById("order-status") || {}).textContent || ""`))
 		if status == "confirmed" {
 			break
 		}
@@ -456,57 +290,57 @@ func consoleOrderConfirms(t *testing.T, member *tab, b *devstack.Bundle, orderID
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
-	timeline := member.text("ol.timeline")
+	timeline := member.Text("ol.timeline")
 	for _, ev := range []string{"Order.Created", "Order.Submitted", "Order.Approved", "Wallet.TransactionSigned", "Order.Confirmed"} {
 		if !strings.Contains(timeline, ev) {
 			t.Fatalf("the timeline lacks %s: %s", ev, timeline)
 		}
 	}
-	if ids := eval[int](member, `[...document.querySelectorAll("ol.timeline code.corr")].filter(c => c.textContent.length > 0).length`); ids < 5 {
+	if ids := browser.Eval[int](member, `[...document.querySelectorAll("ol.timeline code.corr")].filter(c => c.textContent.length > 0).length`); ids < 5 {
 		t.Fatalf("%d timeline entries carry a correlation id", ids)
 	}
-	link := eval[string](member, `document.querySelector('a[href*="/workflows/"]').href`)
+	link := browser.Eval[string](member, `document.querySelector('a[href*="/workflows/"]').href`)
 	if want := b.TemporalUIURL + "/namespaces/" + b.Namespace + "/workflows/order-" + orderID; link != want {
 		t.Fatalf("the workflow link %s, want %s", link, want)
 	}
-	member.screenshot("order")
+	member.Screenshot("order")
 }
 
 // everyPage loads each page of the owner's console: each answers 200 with its heading.
 // A webhook with a test delivery and a dry run of the policy fill theirs.
 func everyPage(t *testing.T, owner *tab, b *devstack.Bundle, shots, orderID string) {
-	owner.shots = shots
+	owner.Shots = shots
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	defer receiver.Close()
-	owner.open("/console/pay/webhooks")
-	owner.do("fill in the webhook", chromedp.SetValue(chromedp.CSS("#url"), receiver.URL+"/hooks"),
+	owner.Open("/console/pay/webhooks")
+	owner.Do("fill in the webhook", chromedp.SetValue(chromedp.CSS("#url"), receiver.URL+"/hooks"),
 		chromedp.SetValue(chromedp.CSS("#description"), "ERP"))
-	if status := owner.submit("create the webhook", chromedp.Click(chromedp.CSS(`form[action="webhooks"] button[type="submit"]`))); status != http.StatusCreated {
-		t.Fatalf("create a webhook: HTTP %d %s", status, owner.text("main"))
+	if status := owner.Submit("create the webhook", chromedp.Click(chromedp.CSS(`form[action="webhooks"] button[type="submit"]`))); status != http.StatusCreated {
+		t.Fatalf("create a webhook: HTTP %d %s", status, owner.Text("main"))
 	}
-	if secret := eval[string](owner, `document.getElementById("secret").value`); !strings.HasPrefix(secret, "whsec_") {
+	if secret := browser.Eval[string](owner, `document.getElementById("secret").value`); !strings.HasPrefix(secret, "whsec_") {
 		t.Fatalf("the webhook's secret: %q", secret)
 	}
-	owner.submit("done", chromedp.Click(chromedp.CSS(`main p > a`)))
-	owner.submit("send a test", chromedp.Click(chromedp.CSS(`form[action$="/test"] button`)))
+	owner.Submit("done", chromedp.Click(chromedp.CSS(`main p > a`)))
+	owner.Submit("send a test", chromedp.Click(chromedp.CSS(`form[action$="/test"] button`)))
 	deadline := time.Now().Add(20 * time.Second)
-	for eval[int](owner, `document.querySelectorAll("article .s-succeeded").length`) == 0 {
+	for browser.Eval[int](owner, `document.querySelectorAll("article .s-succeeded").length`) == 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("the test delivery never succeeded: %s", owner.text("main"))
+			t.Fatalf("the test delivery never succeeded: %s", owner.Text("main"))
 		}
 		time.Sleep(300 * time.Millisecond)
-		owner.open(strings.Split(owner.location(), "?")[0])
+		owner.Open(strings.Split(owner.Location(), "?")[0])
 	}
-	owner.screenshot("webhook")
+	owner.Screenshot("webhook")
 
-	owner.open("/console/pay/policy")
-	owner.do("an order to try", chromedp.SetValue(chromedp.CSS("#order"), `{"walletId":"`+b.Credentials.Wallets[0].ID+
+	owner.Open("/console/pay/policy")
+	owner.Do("an order to try", chromedp.SetValue(chromedp.CSS("#order"), `{"walletId":"`+b.Credentials.Wallets[0].ID+
 		`","asset":"USDC","amount":"25000","destination":{"address":"0x1111111111111111111111111111111111111111"}}`))
-	owner.submit("dry run", chromedp.Click(chromedp.CSS(`form[action$="/policy/evaluate#result"] button`)))
-	if result := owner.text(".result"); !strings.Contains(result, "needs 1 approval") {
+	owner.Submit("dry run", chromedp.Click(chromedp.CSS(`form[action$="/policy/evaluate#result"] button`)))
+	if result := owner.Text(".result"); !strings.Contains(result, "needs 1 approval") {
 		t.Fatalf("the dry run of 25,000 USDC: %s", result)
 	}
-	owner.screenshot("policy")
+	owner.Screenshot("policy")
 
 	for _, page := range []struct{ path, heading, shot string }{
 		{"/console/treasury/overview", "Overview", ""},
@@ -524,20 +358,20 @@ func everyPage(t *testing.T, owner *tab, b *devstack.Bundle, shots, orderID stri
 		{"/console/earn/policy", "Policy", ""},
 		{"/console/borrow/approvals", "Approvals", ""},
 	} {
-		if status := owner.open(page.path); status != http.StatusOK {
+		if status := owner.Open(page.path); status != http.StatusOK {
 			t.Fatalf("%s: HTTP %d", page.path, status)
 		}
-		if h := owner.text("h1"); h != page.heading {
+		if h := owner.Text("h1"); h != page.heading {
 			t.Fatalf("%s: heading %q, want %q", page.path, h, page.heading)
 		}
 		if page.shot != "" {
-			owner.screenshot(page.shot)
+			owner.Screenshot(page.shot)
 		}
 	}
 
 	// The empty trade orders page (the seed makes no orders) names the route that makes one.
-	owner.open("/console/trade/orders")
-	hint := regexp.MustCompile(`^POST (/api/v1/\S+)$`).FindStringSubmatch(owner.text("tbody td code"))
+	owner.Open("/console/trade/orders")
+	hint := regexp.MustCompile(`^POST (/api/v1/\S+)$`).FindStringSubmatch(owner.Text("tbody td code"))
 	if hint == nil || hint[1] != "/api/v1/trade-orders" {
 		t.Fatalf("the empty trade orders page names %v, want POST /api/v1/trade-orders", hint)
 	}
@@ -570,20 +404,20 @@ func consolePolicy(t *testing.T, owner *tab, b *devstack.Bundle, shots string, o
 	}
 
 	link := invite(t, owner, "reviewer@example.com", "read", "developer")
-	reviewerCtx, closeReviewer := chromedp.NewContext(owner.ctx, chromedp.WithNewBrowserContext())
+	reviewerCtx, closeReviewer := chromedp.NewContext(owner.Ctx, chromedp.WithNewBrowserContext())
 	defer closeReviewer()
 	if err := chromedp.Do(reviewerCtx); err != nil { // the tab lives as long as this call's context
 		t.Fatalf("a third browser context: %v", err)
 	}
-	reviewer := &tab{t: t, ctx: reviewerCtx, base: owner.base}
-	reviewer.acceptLink(link, "the reviewer's password")
-	reviewer.shots = shots
+	reviewer := &tab{T: t, Ctx: reviewerCtx, Base: owner.Base}
+	reviewer.AcceptLink(link, "the reviewer's password")
+	reviewer.Shots = shots
 
 	// rules is the draft form's rules, changed by edit.
 	rules := func(p *tab, edit func(r map[string]any)) string {
 		t.Helper()
 		var r map[string]any
-		if err := json.Unmarshal([]byte(eval[string](p, `document.getElementById("rules").value`)), &r); err != nil {
+		if err := json.Unmarshal([]byte(browser.Eval[string](p, `document.getElementById("rules").value`)), &r); err != nil {
 			t.Fatalf("the rules in the draft form: %v", err)
 		}
 		edit(r)
@@ -592,39 +426,39 @@ func consolePolicy(t *testing.T, owner *tab, b *devstack.Bundle, shots string, o
 	}
 	inForce := func(p *tab, want string) {
 		t.Helper()
-		if h := p.text("#in-force"); h != want {
+		if h := p.Text("#in-force"); h != want {
 			t.Fatalf("the policy page says %q, want %q", h, want)
 		}
 	}
 	noticeSays := func(p *tab, want string) {
 		t.Helper()
-		if notice := p.text("p.notice"); !strings.Contains(notice, want) {
+		if notice := p.Text("p.notice"); !strings.Contains(notice, want) {
 			t.Fatalf("the notice %q does not say %q", notice, want)
 		}
 	}
 	newDraft := func(edit func(r map[string]any)) string {
 		t.Helper()
-		owner.open("/console/pay/policy")
-		owner.do("open the draft form", chromedp.Click(chromedp.CSS(`details.new-draft > summary`)))
-		owner.do("edit the rules", chromedp.SetValue(chromedp.CSS("#rules"), rules(owner, edit)))
-		if status := owner.submit("save the draft", chromedp.Click(chromedp.CSS(`form[action$="/policy/drafts"] button:not([formaction])`))); status != http.StatusOK {
-			t.Fatalf("save the draft: HTTP %d %s", status, owner.text("main"))
+		owner.Open("/console/pay/policy")
+		owner.Do("open the draft form", chromedp.Click(chromedp.CSS(`details.new-draft > summary`)))
+		owner.Do("edit the rules", chromedp.SetValue(chromedp.CSS("#rules"), rules(owner, edit)))
+		if status := owner.Submit("save the draft", chromedp.Click(chromedp.CSS(`form[action$="/policy/drafts"] button:not([formaction])`))); status != http.StatusOK {
+			t.Fatalf("save the draft: HTTP %d %s", status, owner.Text("main"))
 		}
 		noticeSays(owner, "Draft saved")
-		id := regexp.MustCompile(`/policy/drafts/(pdr_[0-9a-f]+)`).FindStringSubmatch(owner.location())
+		id := regexp.MustCompile(`/policy/drafts/(pdr_[0-9a-f]+)`).FindStringSubmatch(owner.Location())
 		if id == nil {
-			t.Fatalf("saving a draft led to %s", owner.location())
+			t.Fatalf("saving a draft led to %s", owner.Location())
 		}
 		return id[1]
 	}
 
-	owner.open("/console/pay/policy")
+	owner.Open("/console/pay/policy")
 	inForce(owner, "In force: version 1")
 	newDraft(func(r map[string]any) { r["changeApprovals"] = 1 })
-	if got := owner.text("#approval-count"); got != "0 of 0" {
+	if got := owner.Text("#approval-count"); got != "0 of 0" {
 		t.Fatalf("a draft under a policy asking for no approval needs %s", got)
 	}
-	owner.submit("publish", chromedp.Click(chromedp.CSS(`form[action$="/publish"] button`)))
+	owner.Submit("publish", chromedp.Click(chromedp.CSS(`form[action$="/publish"] button`)))
 	noticeSays(owner, "Published as version 2")
 	inForce(owner, "In force: version 2")
 
@@ -633,131 +467,131 @@ func consolePolicy(t *testing.T, owner *tab, b *devstack.Bundle, shots string, o
 		r["windows"] = []map[string]any{{"scope": "wallet", "hours": 24, "limitUsd": "1000000"}}
 		r["destinationWhitelist"] = []string{"0x1111111111111111111111111111111111111111", "0x2222222222222222222222222222222222222222"}
 	})
-	diff := owner.text("table.diff")
+	diff := owner.Text("table.diff")
 	for _, want := range []string{"maxOrderUsd", "changed from \"5000000\" to \"2500000\"", "windows", "added", "destinationWhitelist", "removed"} {
 		if !strings.Contains(diff, want) {
 			t.Fatalf("the draft's diff does not show %q: %s", want, diff)
 		}
 	}
-	if got := owner.text("#approval-count"); got != "0 of 1" {
+	if got := owner.Text("#approval-count"); got != "0 of 1" {
 		t.Fatalf("the draft's approvals: %s, want 0 of 1", got)
 	}
-	if n := eval[int](owner, `document.querySelectorAll('form[action$="/approve"], form[action$="/publish"]').length`); n != 0 ||
-		!strings.Contains(owner.text("#not-yours"), "cannot approve it") {
+	if n := browser.Eval[int](owner, `document.querySelectorAll('form[action$="/approve"], form[action$="/publish"]').length`); n != 0 ||
+		!strings.Contains(owner.Text("#not-yours"), "cannot approve it") {
 		t.Fatalf("the author is offered %d approve or publish forms, or no word why not", n)
 	}
-	owner.screenshot("policy-draft")
+	owner.Screenshot("policy-draft")
 
 	// The dry run against the draft: the window's headroom.
-	owner.submit("dry run against the draft", chromedp.Click(chromedp.CSS(`a[href$="?draft=`+id+`#dry"]`)))
-	if selected := eval[string](owner, `document.getElementById("draft").value`); selected != id {
+	owner.Submit("dry run against the draft", chromedp.Click(chromedp.CSS(`a[href$="?draft=`+id+`#dry"]`)))
+	if selected := browser.Eval[string](owner, `document.getElementById("draft").value`); selected != id {
 		t.Fatalf("the dry run is against %q, not the draft %s", selected, id)
 	}
-	owner.do("an order to try", chromedp.SetValue(chromedp.CSS("#order"), `{"walletId":"`+b.Credentials.Wallets[0].ID+
+	owner.Do("an order to try", chromedp.SetValue(chromedp.CSS("#order"), `{"walletId":"`+b.Credentials.Wallets[0].ID+
 		`","asset":"USDC","amount":"25000","destination":{"address":"0x1111111111111111111111111111111111111111"}}`))
-	owner.submit("dry run", chromedp.Click(chromedp.CSS(`form[action$="/policy/evaluate#result"] button`)))
-	if result := owner.text(".result"); !strings.Contains(result, "draft "+id) {
+	owner.Submit("dry run", chromedp.Click(chromedp.CSS(`form[action$="/policy/evaluate#result"] button`)))
+	if result := owner.Text(".result"); !strings.Contains(result, "draft "+id) {
 		t.Fatalf("the dry run was not against the draft: %s", result)
 	}
-	window := owner.text("table.windows tbody")
+	window := owner.Text("table.windows tbody")
 	for _, want := range []string{"wallet", b.Credentials.Wallets[0].ID, "24", "1,000,000.00"} {
 		if !strings.Contains(window, want) {
 			t.Fatalf("the window's headroom does not show %q: %s", want, window)
 		}
 	}
-	owner.screenshot("policy-dry-run")
+	owner.Screenshot("policy-dry-run")
 
 	// The reviewer approves it, which publishes it.
-	reviewer.open("/console/pay/policy")
-	reviewer.submit("open the draft", chromedp.Click(chromedp.CSS(`#drafts ~ table a[href$="/drafts/`+id+`"]`)))
-	reviewer.screenshot("policy-approve")
-	reviewer.submit("approve", chromedp.Click(chromedp.CSS(`form[action$="/drafts/`+id+`/approve"] button`)))
+	reviewer.Open("/console/pay/policy")
+	reviewer.Submit("open the draft", chromedp.Click(chromedp.CSS(`#drafts ~ table a[href$="/drafts/`+id+`"]`)))
+	reviewer.Screenshot("policy-approve")
+	reviewer.Submit("approve", chromedp.Click(chromedp.CSS(`form[action$="/drafts/`+id+`/approve"] button`)))
 	noticeSays(reviewer, "Approved and published as version 3")
 	inForce(reviewer, "In force: version 3")
 	// Its window's headroom now: the wallet's payments of the day count in it.
-	headroom := reviewer.text("table.headroom tbody")
+	headroom := reviewer.Text("table.headroom tbody")
 	for _, want := range []string{"wallet", b.Credentials.Wallets[0].ID, "24", "1,000,000.00"} {
 		if !strings.Contains(headroom, want) || strings.Contains(headroom, "no volume yet") {
 			t.Fatalf("the policy page's window headroom does not show %q, or no volume: %s", want, headroom)
 		}
 	}
-	reviewer.screenshot("policy-windows")
+	reviewer.Screenshot("policy-windows")
 
 	// Version 3's diff, then a rollback to version 2: a draft, since changes need an
 	// approval, which the owner gives.
-	reviewer.submit("version 3", chromedp.Click(chromedp.CSS(`#history ~ table a[href$="/versions/3"]`)))
-	if diff := reviewer.text("table.diff"); !strings.Contains(diff, "2500000") {
+	reviewer.Submit("version 3", chromedp.Click(chromedp.CSS(`#history ~ table a[href$="/versions/3"]`)))
+	if diff := reviewer.Text("table.diff"); !strings.Contains(diff, "2500000") {
 		t.Fatalf("version 3's diff from version 2: %s", diff)
 	}
-	reviewer.screenshot("policy-version")
-	reviewer.submit("version 2", chromedp.Click(chromedp.CSS(`#changes a[href$="/versions/2"]`)))
-	reviewer.submit("roll back", chromedp.Click(chromedp.CSS(`form[action$="/versions/2/rollback"] button`)))
+	reviewer.Screenshot("policy-version")
+	reviewer.Submit("version 2", chromedp.Click(chromedp.CSS(`#changes a[href$="/versions/2"]`)))
+	reviewer.Submit("roll back", chromedp.Click(chromedp.CSS(`form[action$="/versions/2/rollback"] button`)))
 	noticeSays(reviewer, "Draft saved to restore version 2")
-	rollback := regexp.MustCompile(`pdr_[0-9a-f]+`).FindString(reviewer.location())
-	if got := reviewer.text("#approval-count"); got != "0 of 1" {
+	rollback := regexp.MustCompile(`pdr_[0-9a-f]+`).FindString(reviewer.Location())
+	if got := reviewer.Text("#approval-count"); got != "0 of 1" {
 		t.Fatalf("the rollback draft's approvals: %s", got)
 	}
-	owner.open("/console/pay/policy/drafts/" + rollback)
-	owner.submit("approve the rollback", chromedp.Click(chromedp.CSS(`form[action$="/approve"] button`)))
+	owner.Open("/console/pay/policy/drafts/" + rollback)
+	owner.Submit("approve the rollback", chromedp.Click(chromedp.CSS(`form[action$="/approve"] button`)))
 	noticeSays(owner, "Approved and published as version 4")
-	if about := owner.text("#in-force + p"); !strings.Contains(about, "a rollback to version 2") {
+	if about := owner.Text("#in-force + p"); !strings.Contains(about, "a rollback to version 2") {
 		t.Fatalf("the policy in force: %s", about)
 	}
-	if latest := owner.text("#history ~ table tbody tr"); !strings.Contains(latest, "rollback to version 2") || !strings.Contains(latest, "reviewer@example.com") {
+	if latest := owner.Text("#history ~ table tbody tr"); !strings.Contains(latest, "rollback to version 2") || !strings.Contains(latest, "reviewer@example.com") {
 		t.Fatalf("the history's latest version: %s", latest)
 	}
-	owner.screenshot("policy-history")
+	owner.Screenshot("policy-history")
 
 	// A stricter draft tried against the week's orders, by the worker.
 	strict := newDraft(func(r map[string]any) {
 		r["maxOrderUsd"] = "10000"
 		r["approvalTiers"] = []map[string]any{{"minUsd": "10", "quorum": 1}}
 	})
-	owner.do("days", chromedp.SetValue(chromedp.CSS("#days"), "7"))
-	owner.submit("dry run against history", chromedp.Click(chromedp.CSS(`form[action$="/drafts/`+strict+`/dry-runs"] button`)))
-	run := regexp.MustCompile(`^/console/pay/policy/dry-runs/(pdx_[0-9a-f]+)$`).FindStringSubmatch(owner.location())
+	owner.Do("days", chromedp.SetValue(chromedp.CSS("#days"), "7"))
+	owner.Submit("dry run against history", chromedp.Click(chromedp.CSS(`form[action$="/drafts/`+strict+`/dry-runs"] button`)))
+	run := regexp.MustCompile(`^/console/pay/policy/dry-runs/(pdx_[0-9a-f]+)$`).FindStringSubmatch(owner.Location())
 	if run == nil {
-		t.Fatalf("starting a dry run led to %s: %s", owner.location(), owner.text("main"))
+		t.Fatalf("starting a dry run led to %s: %s", owner.Location(), owner.Text("main"))
 	}
 	// The page reloads itself every 2 seconds while the run goes on.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		status, _ := chromedp.Run(owner.ctx, chromedp.Evaluate[string](`(document.getElementById("dry-run-status") || {}).textContent || ""`))
+		status, _ := chromedp.Run(owner.Ctx, chromedp.Evaluate[string](`(document.getElementById("dry-run-status") || {}).textContent || ""`))
 		if status == "completed" {
 			break
 		}
 		if status == "failed" || time.Now().After(deadline) {
-			t.Fatalf("the dry run never completed (last %q): %s", status, owner.text("main"))
+			t.Fatalf("the dry run never completed (last %q): %s", status, owner.Text("main"))
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
-	if progress := owner.text("#dry-run-progress"); !regexp.MustCompile(`^(\d+) of (\d+)$`).MatchString(progress) ||
+	if progress := owner.Text("#dry-run-progress"); !regexp.MustCompile(`^(\d+) of (\d+)$`).MatchString(progress) ||
 		strings.Split(progress, " of ")[0] != strings.Split(progress, " of ")[1] || progress == "0 of 0" {
 		t.Fatalf("the completed dry run's progress: %q", progress)
 	}
 	for shift, order := range map[string]string{"allowedToRefused": orderID, "approvalAdded": small} {
-		if !eval[bool](owner, fmt.Sprintf(`!!document.querySelector('h3#%s + table a[href="/console/pay/orders/%s"]')`, shift, order)) {
-			t.Fatalf("the report does not link %s under %s: %s", order, shift, owner.text("main"))
+		if !browser.Eval[bool](owner, fmt.Sprintf(`!!document.querySelector('h3#%s + table a[href="/console/pay/orders/%s"]')`, shift, order)) {
+			t.Fatalf("the report does not link %s under %s: %s", order, shift, owner.Text("main"))
 		}
 	}
-	if shifts := owner.text("table.shifts"); !strings.Contains(shifts, "Would be refused (now allowed)") || !strings.Contains(shifts, "Would need approval (now none)") {
+	if shifts := owner.Text("table.shifts"); !strings.Contains(shifts, "Would be refused (now allowed)") || !strings.Contains(shifts, "Would need approval (now none)") {
 		t.Fatalf("the report's shifts: %s", shifts)
 	}
-	if byRule := owner.text("table.by-rule tbody"); !strings.Contains(byRule, "maxOrderUsd") {
+	if byRule := owner.Text("table.by-rule tbody"); !strings.Contains(byRule, "maxOrderUsd") {
 		t.Fatalf("the report by rule: %s", byRule)
 	}
-	if diff := owner.text("table.diff"); !strings.Contains(diff, "changed from \"5000000\" to \"10000\"") {
+	if diff := owner.Text("table.diff"); !strings.Contains(diff, "changed from \"5000000\" to \"10000\"") {
 		t.Fatalf("the dry run's page does not show the draft's diff: %s", diff)
 	}
-	owner.screenshot("policy-dry-run-history")
+	owner.Screenshot("policy-dry-run-history")
 
 	// Back on the draft, the run is listed; so it is on the policy page.
-	owner.submit("back to the draft", chromedp.Click(chromedp.CSS(`main > p > a[href$="/drafts/`+strict+`"]`)))
-	if runs := owner.text("table.dry-runs"); !strings.Contains(runs, run[1]) || !strings.Contains(runs, "completed") {
+	owner.Submit("back to the draft", chromedp.Click(chromedp.CSS(`main > p > a[href$="/drafts/`+strict+`"]`)))
+	if runs := owner.Text("table.dry-runs"); !strings.Contains(runs, run[1]) || !strings.Contains(runs, "completed") {
 		t.Fatalf("the draft's page does not list its dry run: %s", runs)
 	}
-	owner.open("/console/pay/policy")
-	if runs := owner.text("table.dry-runs"); !strings.Contains(runs, run[1]) || !strings.Contains(runs, strict) {
+	owner.Open("/console/pay/policy")
+	if runs := owner.Text("table.dry-runs"); !strings.Contains(runs, run[1]) || !strings.Contains(runs, strict) {
 		t.Fatalf("the policy page does not list the dry run: %s", runs)
 	}
 }

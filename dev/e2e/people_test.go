@@ -11,18 +11,18 @@ import (
 	"time"
 )
 
-// browser is a person's user agent: a cookie jar (which, like a browser, keeps the Secure
+// userAgent is a person's user agent: a cookie jar (which, like a browser, keeps the Secure
 // session cookie for 127.0.0.1) and the CSRF token the sign-in answered.
-type browser struct {
+type userAgent struct {
 	client *http.Client
 	csrf   string
 	userID string
 }
 
-func signInAs(t *testing.T, api, email, password string) *browser {
+func signInAs(t *testing.T, api, email, password string) *userAgent {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
-	b := &browser{client: &http.Client{Jar: jar, Timeout: 10 * time.Second, Transport: openAPI.Transport(nil)}}
+	b := &userAgent{client: &http.Client{Jar: jar, Timeout: 10 * time.Second, Transport: openAPI.Transport(nil)}}
 	body, _ := json.Marshal(map[string]string{"email": email, "password": password})
 	r := b.do(t, "POST", api+"/sessions", string(body))
 	b.csrf, _ = r.body["csrfToken"].(string)
@@ -34,7 +34,7 @@ func signInAs(t *testing.T, api, email, password string) *browser {
 	return b
 }
 
-func (b *browser) do(t *testing.T, method, url, body string) reply {
+func (b *userAgent) do(t *testing.T, method, url, body string) reply {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
