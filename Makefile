@@ -24,8 +24,12 @@ build: $(BIN)/treasury $(BIN)/treasury-dev
 
 # The go tool decides what is stale; make always asks it. Symbols are stripped (-s -w);
 # stack traces keep their function names.
+# A first build of treasury-dev compiles the embedded Temporal server: it says so, and lists
+# each package as it is compiled (go build -v) so that a long quiet wait shows progress.
 $(BIN)/treasury $(BIN)/treasury-dev: FORCE
-	$(GO) build -ldflags="-s -w" -o $@ ./cmd/$(notdir $@)
+	@if [ "$(notdir $@)" = treasury-dev ] && [ ! -x $@ ]; then \
+	  echo "First build of $@: it compiles the embedded Temporal server, several minutes (about 15 on 2 busy cores); each package is listed as it compiles. Later builds take seconds."; fi
+	$(GO) build $(if $(wildcard $@),,-v) -ldflags="-s -w" -o $@ ./cmd/$(notdir $@)
 
 # geth, for the suite against a separate node: built from the go-ethereum module go.mod
 # pins (its tool directive), fetched through the module proxy and cached like the rest.

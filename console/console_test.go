@@ -1347,6 +1347,11 @@ func TestAWalletIsAddedOnTheWalletsPage(t *testing.T) {
 	if r.status != http.StatusCreated || message == nil || challenge == nil || !strings.Contains(r.html, `value="Cold storage"`) {
 		t.Fatalf("the message to sign: %d %s", r.status, r.html)
 	}
+	// The page is served at …/wallets/challenge: its form posts to the full path, never
+	// relative to where it is.
+	if !strings.Contains(r.html, `<form method="post" action="/console/treasury/wallets">`) {
+		t.Fatalf("the signature's form does not post to /console/treasury/wallets:\n%s", r.html)
+	}
 	other, _ := keys.Generate(chain.Secp256k1)
 	wrong, _ := other.SignPersonal(html.UnescapeString(message[1]))
 	form := url.Values{"chain": {"ethereum"}, "address": {key.Address()}, "label": {"Cold storage"}, "challengeId": {challenge[1]}, "signature": {wrong}}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/opentreasury/treasury/chain/rpcproxy"
 	"github.com/opentreasury/treasury/dev/devevm"
 	"github.com/opentreasury/treasury/dev/devsigner"
+	"github.com/opentreasury/treasury/dev/freeport"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/metrics"
 	"github.com/opentreasury/treasury/prices"
@@ -113,9 +115,12 @@ func Start(ctx context.Context, opts Options) (*Bundle, error) {
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, err
 	}
+	if err := freeport.Busy(opts.wantedPorts()...); err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", opts.HTTPAddr)
 	if err != nil {
-		return nil, fmt.Errorf("API address %s: %w", opts.HTTPAddr, err)
+		return nil, fmt.Errorf("API address %s (--http-addr): %w", opts.HTTPAddr, err)
 	}
 	b.APIURL = "http://" + ln.Addr().String()
 	b.MetricsURL = b.APIURL + metrics.Path
@@ -164,6 +169,19 @@ func (o Options) withDefaults() Options {
 		o.Log = assemble.NewLogger(slog.LevelInfo).With("process", "dev")
 	}
 	return o
+}
+
+// wantedPorts are the addresses the bundle binds, with the flags that move them: all are
+// checked before anything starts, so that a second bundle is told every clash at once.
+func (o Options) wantedPorts() []freeport.Wanted {
+	w := []freeport.Wanted{{Flag: "--http-addr", Addr: o.HTTPAddr}}
+	if o.TemporalPort > 0 {
+		w = append(w, freeport.Wanted{Flag: "--temporal-port", Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(o.TemporalPort))})
+	}
+	if o.UIPort > 0 {
+		w = append(w, freeport.Wanted{Flag: "--ui-port", Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(o.UIPort))})
+	}
+	return w
 }
 
 // config is the configuration of the bundle's one process: the API's and the worker's.

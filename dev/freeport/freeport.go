@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -72,4 +73,29 @@ func OrFree(ip string, port int) (int, error) {
 		return candidate, nil
 	}
 	return 0, errors.New("no free port below the ephemeral range")
+}
+
+// Wanted is an address a server will bind, and the flag that chooses it.
+type Wanted struct{ Flag, Addr string }
+
+// Busy checks every address before anything binds one, and names each that is taken with
+// the flag that moves it, in one error; nil when all are free. A port of 0 (pick one) is
+// never busy.
+func Busy(wanted ...Wanted) error {
+	var taken []string
+	for _, w := range wanted {
+		if _, port, err := net.SplitHostPort(w.Addr); err != nil || port == "0" {
+			continue
+		}
+		ln, err := net.Listen("tcp", w.Addr)
+		if err != nil {
+			taken = append(taken, w.Addr+" ("+w.Flag+")")
+			continue
+		}
+		_ = ln.Close()
+	}
+	if len(taken) == 0 {
+		return nil
+	}
+	return fmt.Errorf("in use: %s; another bundle may be running. Pass free ports to those flags, or 0 to pick free ones", strings.Join(taken, ", "))
 }

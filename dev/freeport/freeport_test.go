@@ -3,6 +3,7 @@ package freeport
 import (
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -34,5 +35,32 @@ func TestAGivenPortIsCheckedNotReplaced(t *testing.T) {
 	busy := ln.Addr().(*net.TCPAddr).Port
 	if _, err := OrFree("127.0.0.1", busy); err == nil {
 		t.Fatalf("port %d is in use, yet OrFree accepted it", busy)
+	}
+}
+
+// Every busy address is named at once, with its flag; free ones and port 0 are not.
+func TestBusyNamesEveryTakenAddressWithItsFlag(t *testing.T) {
+	a, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	free, err := OrFree("127.0.0.1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Busy(Wanted{"--http-addr", a.Addr().String()}, Wanted{"--temporal-port", "127.0.0.1:" + strconv.Itoa(free)},
+		Wanted{"--ui-port", b.Addr().String()}, Wanted{"--other", "127.0.0.1:0"})
+	if err == nil || !strings.Contains(err.Error(), a.Addr().String()+" (--http-addr)") || !strings.Contains(err.Error(), b.Addr().String()+" (--ui-port)") ||
+		strings.Contains(err.Error(), "--temporal-port") || strings.Contains(err.Error(), "--other") {
+		t.Fatalf("Busy: %v", err)
+	}
+	if err := Busy(Wanted{"--temporal-port", "127.0.0.1:" + strconv.Itoa(free)}); err != nil {
+		t.Fatalf("a free port: %v", err)
 	}
 }

@@ -1,0 +1,299 @@
+package gethe2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"math/big"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/shopspring/decimal"
+
+	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/chain/keys"
+	"github.com/opentreasury/treasury/client"
+	"github.com/opentreasury/treasury/dev/browser"
+	"github.com/opentreasury/treasury/dev/cluster"
+	"github.com/opentreasury/treasury/dev/devevm"
+	"github.com/opentreasury/treasury/dev/freeport"
+)
+
+// An organisation starts from nothing and pays on geth, with no dev seed and no dev signer
+// in any process: the operator's `treasury org create` prints a link; the owner opens it in
+// chromium and sets a password, registers a wallet whose key the test holds by signing the
+// Wallets page's message (EIP-191), and makes a pay sk_, a treasury read tk_ and a device
+// key for the wallet on the API keys pages; the test funds the wallet on geth; a payment is
+// created, submitted, signed by the `treasury signer` process with the wallet's key and
+// confirmed on geth; the portfolio is valued at geth's price feed. Then the feed stops
+// posting, and past twice its heartbeat an ETH order is refused price_unavailable while a
+// USDC one (a fixed price) is still created.
+func TestAnOrganisationFromNothingPaysOnGeth(t *testing.T) {
+	s := env(t)
+	browserPath := browser.Chromium(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+
+	// ETH/USD on geth, posted every second by a key of the test's until it stops.
+	poster, _ := crypto.GenerateKey()
+	faucet := &devevm.Deployer{Client: s.eth, Key: s.geth.faucet}
+	if err := faucet.Fund(ctx, s.chain, crypto.PubkeyToAddress(poster.PublicKey), "ETH", decimal.NewFromInt(10)); err != nil {
+		t.Fatal(err)
+	}
+	posts := &devevm.Deployer{Client: s.eth, Key: poster}
+	feed, err := posts.DeployFeed(ctx, "ETH", decimal.NewFromInt(2000), crypto.PubkeyToAddress(poster.PublicKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopPosting := keepPosting(ctx, t, posts, feed, decimal.NewFromInt(2000))
+	defer stopPosting()
+	pricesFile := filepath.Join(dir, "prices.json")
+	raw, _ := json.Marshal([]map[string]string{
+		{"asset": "ETH", "chain": "ethereum", "feed": feed.Hex(), "heartbeat": "3s"},
+		{"asset": "USDC", "fixed": "1"},
+	})
+	if err := os.WriteFile(pricesFile, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// The cluster, empty.
+	name := databaseName + "_nothing"
+	if err := cluster.DropDatabases(ctx, s.postgres, name); err != nil {
+		t.Fatal(err)
+	}
+	ports := make([]int, 3)
+	for i := range ports {
+		if ports[i], err = freeport.OrFree("127.0.0.1", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	api := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	c, err := cluster.Start(ctx, cluster.Options{
+		TreasuryBin: os.Getenv("TREASURY_BIN"), DevBin: os.Getenv("TREASURY_DEV_BIN"),
+		Postgres: s.postgres, Name: name, DataDir: filepath.Join(dir, "cluster"),
+		APIPorts: ports[:1], Workers: 1, TemporalPort: ports[1], UIPort: ports[2], NoSeed: true,
+		Env: []string{"EVM_CHAINS_FILE=" + s.chainsFile, "SIMULATED_CHAINS=polygon,solana", "PRICES_FILE=" + pricesFile,
+			"PRICE_REFRESH_INTERVAL=1s", "BALANCE_SYNC_INTERVAL=2s", "PUBLIC_URL=" + api},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatalf("the cluster from nothing: %v", err)
+	}
+	defer func() {
+		if t.Failed() {
+			dumpLogs(filepath.Join(dir, "cluster"))
+		}
+		_ = c.Shutdown()
+		_ = cluster.DropDatabases(context.Background(), s.postgres, name)
+	}()
+	if c.Credentials != nil {
+		t.Fatal("a cluster with no seed has seeded credentials")
+	}
+
+	// The operator makes the organisation.
+	org := exec.CommandContext(ctx, os.Getenv("TREASURY_BIN"), "org", "create", "--name", "From Nothing", "--owner-email", "owner@nothing.example", "--json")
+	org.Env = append(os.Environ(), "DATABASE_URL="+c.DatabaseURL, "PUBLIC_URL="+api)
+	out, err := org.Output()
+	var made struct{ OrgID, SignInLink string }
+	if err != nil || json.Unmarshal(out, &made) != nil || !strings.HasPrefix(made.SignInLink, api+"/console/welcome?token=sil_") {
+		t.Fatalf("treasury org create: %v: %s", err, out)
+	}
+
+	// The owner, in chromium: the link, the password, the wallet, the keys.
+	browserCtx, stopBrowser := browser.Start(t, browserPath)
+	defer stopBrowser()
+	owner := &browser.Tab{T: t, Ctx: browserCtx, Base: api}
+	if at := owner.AcceptLink(made.SignInLink, "the owner's own long password"); !strings.HasPrefix(at, "/console/") {
+		t.Fatalf("the owner lands at %s", at)
+	}
+	walletKey, err := keys.Generate(chain.Secp256k1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	walletAddr := common.HexToAddress(walletKey.Address())
+	walletID := registerWallet(t, owner, walletKey)
+	paySK := newKey(t, owner, "pay", "sk", nil, "")
+	treasuryRead := newKey(t, owner, "treasury", "tk", []string{"read"}, "")
+	device := newKey(t, owner, "treasury", "tk", []string{"sign"}, walletID)
+
+	if err := faucet.Fund(ctx, s.chain, walletAddr, "ETH", decimal.NewFromInt(3)); err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(dir, "wallet.key")
+	if err := os.WriteFile(keyFile, []byte(walletKey.Encode()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	signerLog, _ := os.Create(filepath.Join(dir, "signer.log"))
+	signer := exec.Command(os.Getenv("TREASURY_BIN"), "signer", "--key", keyFile, "--wallet", walletID, "--url", api, "--interval", "500ms")
+	signer.Env, signer.Stdout, signer.Stderr = append(os.Environ(), "TREASURY_TOKEN="+device), signerLog, signerLog
+	if err := signer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = signer.Process.Kill(); _ = signer.Wait() }()
+
+	// The first payment, valued at the feed's 2000.
+	pay, _ := client.New(api, client.WithToken(paySK))
+	reader, _ := client.New(api, client.WithToken(treasuryRead))
+	before := s.balance(t, "ETH", dest1)
+	o, err := pay.CreateOrder(ctx, payment(walletID, "ETH", "1.5", dest1))
+	if err != nil || o.AmountUSD != "3000.00" {
+		t.Fatalf("the first payment: %v %+v", err, o)
+	}
+	if _, err := pay.SubmitOrder(ctx, client.DomainPayment, o.ID); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for o.Status != "confirmed" {
+		if o, err = pay.GetOrder(ctx, client.DomainPayment, o.ID); err != nil {
+			t.Fatal(err)
+		}
+		if o.Status == "failed" || o.Status == "rejected" || time.Now().After(deadline) {
+			log, _ := os.ReadFile(signerLog.Name())
+			t.Fatalf("the payment is %s (%+v %+v); the signer's log:\n%s", o.Status, o.Failure, o.Rejection, log)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if len(o.Legs) != 1 || o.Legs[0].TxHash == nil {
+		t.Fatalf("legs %+v", o.Legs)
+	}
+	mined := s.lookup(t, *o.Legs[0].TxHash)
+	oneAndAHalf := s.units(t, "ETH", "1.5")
+	if mined.from != walletAddr || mined.tx.Value().Cmp(oneAndAHalf) != 0 || *mined.tx.To() != dest1 {
+		t.Fatalf("on geth: %s sent %s wei to %s; want the wallet %s, 1.5 ETH, %s", mined.from, mined.tx.Value(), mined.tx.To(), walletAddr, dest1)
+	}
+	if got := new(big.Int).Sub(s.balance(t, "ETH", dest1), before); got.Cmp(oneAndAHalf) != 0 {
+		t.Fatalf("the payee received %s wei on geth, want %s", got, oneAndAHalf)
+	}
+
+	// The portfolio: geth's balance at the feed's price.
+	held := decimal.NewFromBigInt(s.balance(t, "ETH", walletAddr), -18)
+	want := held.Mul(decimal.NewFromInt(2000)).StringFixedBank(2)
+	var p *client.Portfolio
+	for deadline := time.Now().Add(time.Minute); ; {
+		if p, err = reader.Portfolio(ctx); err == nil && p.TotalUSD == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the portfolio is %+v (%v), want %s: %s ETH at 2000", p, err, want, held)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
+	// The feed stops: past twice its heartbeat, ETH is unpriced and its orders refused.
+	stopPosting()
+	for deadline := time.Now().Add(time.Minute); ; {
+		_, err := pay.CreateOrder(ctx, payment(walletID, "ETH", "0.1", dest1))
+		var problem *client.Problem
+		if errors.As(err, &problem) && problem.Status == http.StatusUnprocessableEntity && problem.Code == "price_unavailable" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("an ETH order once the feed stopped: %v", err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if o, err := pay.CreateOrder(ctx, payment(walletID, "USDC", "5", dest1)); err != nil || o.AmountUSD != "5.00" {
+		t.Fatalf("a USDC order at its fixed price: %v %+v", err, o)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if p, err = reader.Portfolio(ctx); err == nil && slices.Contains(p.UnpricedAssets, "ETH") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the portfolio once ETH is stale: %+v (%v)", p, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// keepPosting posts price to the feed every second, as a feed's heartbeat does, until the
+// function it returns is called (once or more).
+func keepPosting(ctx context.Context, t *testing.T, d *devevm.Deployer, feed common.Address, price decimal.Decimal) func() {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			if err := d.PostPrices(ctx, map[common.Address]decimal.Decimal{feed: price}); err != nil && ctx.Err() == nil {
+				t.Logf("posting to the feed: %v", err)
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(stop); <-done }) }
+}
+
+// registerWallet adds a wallet on the Wallets page: the page shows the message, the test
+// signs it with EIP-191 personal_sign, the page takes the signature. It returns the id.
+func registerWallet(t *testing.T, owner *browser.Tab, key *keys.Key) string {
+	t.Helper()
+	address := key.Address()
+	owner.Open("/console/treasury/wallets")
+	owner.Do("the wallet to add", chromedp.SetValue(chromedp.CSS("#chain"), "ethereum"),
+		chromedp.SetValue(chromedp.CSS("#address"), address), chromedp.SetValue(chromedp.CSS("#new-label"), "Operations"))
+	if status := owner.Submit("ask for the message", chromedp.Click(chromedp.CSS(`section[aria-labelledby="add"] button[type="submit"]`))); status != http.StatusCreated {
+		t.Fatalf("the challenge: HTTP %d at %s", status, owner.Location())
+	}
+	message := browser.Eval[string](owner, `document.getElementById("message").value`)
+	if !strings.Contains(message, address) {
+		t.Fatalf("the message to sign does not name %s:\n%s", address, message)
+	}
+	sig, err := key.SignPersonal(message)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner.Do("paste the signature", chromedp.SetValue(chromedp.CSS("#signature"), sig))
+	if status := owner.Submit("register the wallet", chromedp.Click(chromedp.CSS(`section[aria-labelledby="sign"] button[type="submit"]`))); status != http.StatusOK {
+		t.Fatalf("registering: HTTP %d at %s: %s", status, owner.Location(), owner.Text("main"))
+	}
+	if at := owner.Location(); !strings.HasPrefix(at, "/console/treasury/wallets") {
+		t.Fatalf("registered, the owner is at %s", at)
+	}
+	id := browser.Eval[string](owner, `[...document.querySelectorAll("tbody code.hint")].map(c => c.textContent).find(id => id.startsWith("wal_")) || ""`)
+	if id == "" || !strings.Contains(owner.Text("tbody"), "Operations") {
+		t.Fatalf("the Wallets page lists no new wallet: %s", owner.Text("main"))
+	}
+	return id
+}
+
+// newKey makes a key on an app's API keys page and returns its secret, shown once.
+func newKey(t *testing.T, owner *browser.Tab, app, kind string, actions []string, wallet string) string {
+	t.Helper()
+	owner.Open("/console/" + app + "/api-keys")
+	owner.Do("the kind", chromedp.Click(chromedp.CSS(`input[name="kind"][value="`+kind+`"]`)))
+	for _, a := range actions {
+		owner.Do("tick "+a, chromedp.Click(chromedp.CSS(`input[name="actions"][value="`+a+`"]`)))
+	}
+	if wallet != "" {
+		owner.Do("restrict to the wallet", chromedp.SetValue(chromedp.CSS("#resourceIds"), wallet))
+	}
+	if status := owner.Submit("create the key", chromedp.Click(chromedp.CSS(`form[action="api-keys"] button[type="submit"]`))); status != http.StatusCreated {
+		t.Fatalf("a %s %s key: HTTP %d: %s", app, kind, status, owner.Text("main"))
+	}
+	secret := browser.Eval[string](owner, `document.getElementById("secret").value`)
+	if !strings.HasPrefix(secret, kind+"_") {
+		t.Fatalf("the %s key shown: %q", app, secret)
+	}
+	return secret
+}
