@@ -14,7 +14,7 @@ func TestCheck(t *testing.T) {
 	}
 	header := http.Header{"Content-Type": {"application/json"}, "X-Correlation-Id": {"c-1"}}
 	portfolio := httptest.NewRequest("GET", "/api/v1/treasury/portfolio", nil)
-	good := `{"totalUsd":"31050000.00","walletCount":5,"chainRollup":[{"chain":"ethereum","usdValue":"28500000.00"}],"syncedAt":null}`
+	good := `{"totalUsd":"31050000.00","walletCount":5,"chainRollup":[{"chain":"ethereum","usdValue":"28500000.00"}],"syncedAt":null,"unpricedAssets":[]}`
 	if err := c.Check(portfolio, nil, 200, header, []byte(good)); err != nil {
 		t.Fatalf("a portfolio as the service answers it: %v", err)
 	}
