@@ -63,7 +63,7 @@ func TestAnOrganisationFromNothingPaysOnGeth(t *testing.T) {
 	defer stopPosting()
 	pricesFile := filepath.Join(dir, "prices.json")
 	raw, _ := json.Marshal([]map[string]string{
-		{"asset": "ETH", "chain": "ethereum", "feed": feed.Hex(), "heartbeat": "3s"},
+		{"asset": "ETH", "chain": "ethereum", "feed": feed.Hex(), "heartbeat": "10s"},
 		{"asset": "USDC", "fixed": "1"},
 	})
 	if err := os.WriteFile(pricesFile, raw, 0o600); err != nil {
