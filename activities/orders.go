@@ -245,9 +245,15 @@ func (a *Orders) RejectOrder(ctx context.Context, in workflows.RejectInput) erro
 	}
 	_, err := a.apply(ctx, orders.StepRejected, 0, store.OrderChange{OrderID: in.OrderID,
 		Reason: in.Reason, CorrelationID: in.CorrelationID, At: now,
-		Mutate: func(o *store.Order, _ []store.OrderLeg) {
+		Mutate: func(o *store.Order, legs []store.OrderLeg) {
 			reason, d := in.Reason, string(detailJSON)
 			o.RejectionReason, o.RejectionDetail, o.CompletedAt = &reason, &d, &now
+			// No leg of a rejected order will run: none is left pending.
+			for i := range legs {
+				if legs[i].Status == orders.LegPending {
+					legs[i].Status = orders.StatusRejected
+				}
+			}
 		},
 		Also: func(tx *store.Store, _ *store.Order, _ []store.OrderLeg) error {
 			if in.ItemID == "" {

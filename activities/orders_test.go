@@ -311,6 +311,9 @@ func TestLifecycleWithApprovalRevertAndTwoLegs(t *testing.T) {
 	if strings.Join(names, " ") != "Order.Created Order.Submitted Order.Rejected" || data[2]["reason"] != "policy" {
 		t.Fatalf("policy rejection events %v %v", names, data)
 	}
+	if _, kept, err := l.store.Order(context.Background(), over.ID); err != nil || len(kept) != 1 || kept[0].Status != orders.StatusRejected {
+		t.Fatalf("a rejected order's legs: %+v %v (want each rejected, none left pending)", kept, err)
+	}
 }
 
 func TestRetriedActivitiesDoNotEmitTwice(t *testing.T) {
