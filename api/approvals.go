@@ -55,5 +55,5 @@ func (h *approvalHandlers) decide(c *gin.Context) {
 		failed(c, h.log, err)
 		return
 	}
-	c.JSON(http.StatusAccepted, approvalJSON(a))
+	c.PureJSON(http.StatusAccepted, approvalJSON(a))
 }

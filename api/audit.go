@@ -65,7 +65,7 @@ func (h *recordHandlers) auditLogs(c *gin.Context) {
 	if next != "" {
 		cursor = encodeCursor(next)
 	}
-	c.JSON(http.StatusOK, apitypes.AuditLogPage{Data: out, NextCursor: cursor, ChainHead: head})
+	c.PureJSON(http.StatusOK, apitypes.AuditLogPage{Data: out, NextCursor: cursor, ChainHead: head})
 }
 
 // exportAuditLog answers GET /audit-logs/export?since=&until=&cursor=&limit=: a run of
@@ -154,6 +154,6 @@ func (h *recordHandlers) verifyAuditChain(c *gin.Context) {
 		failed(c, h.log, err)
 		return
 	}
-	c.JSON(http.StatusOK, apitypes.AuditChainCheck{Intact: check.Broken == nil, Entries: check.Entries,
+	c.PureJSON(http.StatusOK, apitypes.AuditChainCheck{Intact: check.Broken == nil, Entries: check.Entries,
 		Head: check.Head, FirstBroken: check.Broken})
 }

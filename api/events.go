@@ -38,7 +38,7 @@ func (h *recordHandlers) events(c *gin.Context) {
 	for i, ev := range list {
 		out[i] = json.RawMessage(ev.Data)
 	}
-	c.JSON(http.StatusOK, listResponse[json.RawMessage]{Data: out, NextCursor: nullable(next)})
+	c.PureJSON(http.StatusOK, listResponse[json.RawMessage]{Data: out, NextCursor: nullable(next)})
 }
 
 // eventCursor reads where a page of events starts: ?cursor=, or its alias ?after=, the id

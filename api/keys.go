@@ -85,6 +85,6 @@ func respond[R, T any](c *gin.Context, log *slog.Logger, status int, render func
 			failed(c, log, err)
 			return
 		}
-		c.JSON(status, render(rec))
+		c.PureJSON(status, render(rec))
 	}
 }

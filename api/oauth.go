@@ -26,7 +26,8 @@ func oauthError(c *gin.Context, status int, code, description string, basic bool
 	}
 	c.Header("Cache-Control", "no-store")
 	c.Header("Pragma", "no-cache")
-	c.AbortWithStatusJSON(status, gin.H{"error": code, "error_description": description})
+	c.Abort()
+	c.PureJSON(status, gin.H{"error": code, "error_description": description})
 }
 
 func (h *oauthHandlers) token(c *gin.Context) {
@@ -82,5 +83,5 @@ func (h *oauthHandlers) token(c *gin.Context) {
 	}
 	c.Header("Cache-Control", "no-store")
 	c.Header("Pragma", "no-cache")
-	c.JSON(http.StatusOK, gin.H{"access_token": token.AccessToken, "token_type": "Bearer", "expires_in": int(token.ExpiresIn.Seconds()), "scope": token.Scope})
+	c.PureJSON(http.StatusOK, gin.H{"access_token": token.AccessToken, "token_type": "Bearer", "expires_in": int(token.ExpiresIn.Seconds()), "scope": token.Scope})
 }

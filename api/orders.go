@@ -122,7 +122,7 @@ func (h *orderHandlers) create(c *gin.Context) {
 		c.Data(f.Record.StatusCode, jsonContentType, f.Record.ResponseBody)
 		return
 	}
-	c.JSON(http.StatusCreated, orderJSON(o))
+	c.PureJSON(http.StatusCreated, orderJSON(o))
 }
 
 // jsonContentType is what gin's JSON rendering sends.
@@ -151,7 +151,7 @@ func (h *orderHandlers) submit(c *gin.Context) {
 		failed(c, h.log, err)
 		return
 	}
-	c.JSON(http.StatusAccepted, orderJSON(o))
+	c.PureJSON(http.StatusAccepted, orderJSON(o))
 }
 
 // get answers GET /{collection}/{id}, with the status history.
@@ -161,7 +161,7 @@ func (h *orderHandlers) get(c *gin.Context) {
 		failed(c, h.log, err)
 		return
 	}
-	c.JSON(http.StatusOK, orderJSON(o))
+	c.PureJSON(http.StatusOK, orderJSON(o))
 }
 
 // list answers GET /{collection}: newest first, filtered by status and createdAfter.

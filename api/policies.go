@@ -103,7 +103,7 @@ func (h *policyHandlers) evaluate(c *gin.Context) {
 	if checks == nil {
 		checks = []policy.Check{}
 	}
-	c.JSON(http.StatusOK, apitypes.PolicyEvaluation{App: c.Param("app"), PolicyVersion: e.PolicyVersion, DraftID: nullable(e.DraftID),
+	c.PureJSON(http.StatusOK, apitypes.PolicyEvaluation{App: c.Param("app"), PolicyVersion: e.PolicyVersion, DraftID: nullable(e.DraftID),
 		Allowed: e.Allowed(), Violations: violations, Checks: checks, ApprovalRequired: e.ApprovalRequired, Quorum: e.Quorum,
 		AmountUSD: usd(e.AmountUSD), DailyVolumeUSD: usd(e.DailyVolumeUSD), Windows: windowsJSON(e.Windows)})
 }
@@ -310,5 +310,5 @@ func (h *policyHandlers) windows(c *gin.Context) {
 		failed(c, h.log, err)
 		return
 	}
-	c.JSON(http.StatusOK, apitypes.PolicyWindows{App: c.Param("app"), PolicyVersion: version, Windows: windowsJSON(ws)})
+	c.PureJSON(http.StatusOK, apitypes.PolicyWindows{App: c.Param("app"), PolicyVersion: version, Windows: windowsJSON(ws)})
 }

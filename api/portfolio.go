@@ -28,7 +28,7 @@ func (h *portfolioHandlers) portfolio(c *gin.Context) {
 	for i, cv := range p.ChainRollup {
 		rollup[i] = apitypes.ChainValue{Chain: cv.Chain, USDValue: usd(cv.USDValue)}
 	}
-	c.JSON(http.StatusOK, apitypes.Portfolio{TotalUSD: usd(p.TotalUSD), WalletCount: int(p.WalletCount), ChainRollup: rollup,
+	c.PureJSON(http.StatusOK, apitypes.Portfolio{TotalUSD: usd(p.TotalUSD), WalletCount: int(p.WalletCount), ChainRollup: rollup,
 		SyncedAt: timeOrNull(p.SyncedAt), UnpricedAssets: append([]string{}, p.UnpricedAssets...)})
 }
 

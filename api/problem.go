@@ -94,8 +94,10 @@ func abortProblem(c *gin.Context, p *Problem) {
 	}
 	c.Header("Content-Type", problemContentType)
 	c.Header("Cache-Control", "no-store")
-	// Gin keeps a Content-Type that is already set, so the problem media type wins.
-	c.AbortWithStatusJSON(p.Status, p)
+	// Gin keeps a Content-Type that is already set, so the problem media type wins. Pure:
+	// the detail reads as written ("Bearer <key>", not \u003ckey\u003e), ending with a newline.
+	c.Abort()
+	c.PureJSON(p.Status, p)
 }
 
 // fail answers with the problem of a code.

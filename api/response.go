@@ -54,7 +54,7 @@ func writeList[R, T any](c *gin.Context, items []R, next string, render func(*R)
 	if next != "" {
 		cursor = encodeCursor(next)
 	}
-	c.JSON(http.StatusOK, listResponse[T]{Data: out, NextCursor: cursor})
+	c.PureJSON(http.StatusOK, listResponse[T]{Data: out, NextCursor: cursor})
 }
 
 // withSecret answers what the service returned with a new secret (a create, a rotation):
@@ -78,7 +78,7 @@ func withSecret[R, T any](c *gin.Context, log *slog.Logger, status int, render f
 		}
 		out[secretField] = secret
 		c.Header("Cache-Control", "no-store")
-		c.JSON(status, out)
+		c.PureJSON(status, out)
 		c.Set(keptBodyKey, kept)
 	}
 }

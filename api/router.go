@@ -202,7 +202,7 @@ func newRoutes(cfg Config) *routes {
 // open registers the routes that take no bearer credential: probes, the OpenAPI
 // document, the token endpoint, sign-in and the live channel.
 func (rt *routes) open(r *gin.Engine) {
-	r.GET("/healthz", rt.knownQuery, func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	r.GET("/healthz", rt.knownQuery, func(c *gin.Context) { c.PureJSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/readyz", rt.knownQuery, readiness(rt.cfg.Readiness))
 	r.GET("/api/v1/openapi.json", rt.knownQuery, func(c *gin.Context) {
 		c.Header("Cache-Control", "public, max-age=300")
@@ -337,7 +337,7 @@ func readiness(checks []ReadinessCheck) gin.HandlerFunc {
 			abortProblem(c, p)
 			return
 		}
-		c.JSON(http.StatusOK, gin.H{"status": "ready", "checks": status})
+		c.PureJSON(http.StatusOK, gin.H{"status": "ready", "checks": status})
 	}
 }
 

@@ -66,7 +66,7 @@ func (h *sessionHandlers) answer(c *gin.Context, status int, s *service.Session,
 	}
 	SetSessionCookie(c.Writer, c.Request, s)
 	c.Header("Cache-Control", "no-store")
-	c.JSON(status, sessionJSON(s))
+	c.PureJSON(status, sessionJSON(s))
 }
 
 // current answers GET /session: who is signed in, their permissions and the CSRF token.
@@ -78,7 +78,7 @@ func (h *sessionHandlers) current(c *gin.Context) {
 		return
 	}
 	c.Header("Cache-Control", "no-store")
-	c.JSON(http.StatusOK, sessionJSON(s))
+	c.PureJSON(http.StatusOK, sessionJSON(s))
 }
 
 // session is the principal of a request made with a session cookie, nil otherwise.

@@ -52,7 +52,7 @@ func (h *signingHandlers) request(c *gin.Context) (*store.SigningRequest, bool) 
 // get answers GET /signing-requests/{id}.
 func (h *signingHandlers) get(c *gin.Context) {
 	if r, ok := h.request(c); ok {
-		c.JSON(http.StatusOK, signingJSON(r))
+		c.PureJSON(http.StatusOK, signingJSON(r))
 	}
 }
 
@@ -77,5 +77,5 @@ func (h *signingHandlers) sign(c *gin.Context) {
 		failed(c, h.log, err)
 		return
 	}
-	c.JSON(http.StatusAccepted, signingJSON(r))
+	c.PureJSON(http.StatusAccepted, signingJSON(r))
 }

@@ -108,7 +108,7 @@ func (h *webhookHandlers) remove(c *gin.Context) {
 		failed(c, h.log, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"id": id, "deleted": true})
+	c.PureJSON(http.StatusOK, gin.H{"id": id, "deleted": true})
 }
 
 // rotate answers POST /developer/webhooks/{id}/rotate-secret: the new secret, once; the

@@ -108,7 +108,7 @@ func (h *websocketHandlers) remove(c *gin.Context) {
 		failed(c, h.log, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"id": id, "deleted": true})
+	c.PureJSON(http.StatusOK, gin.H{"id": id, "deleted": true})
 }
 
 // test answers POST /developer/websockets/{id}/test: a websocket.test event goes to
@@ -120,7 +120,7 @@ func (h *websocketHandlers) test(c *gin.Context) {
 		failed(c, h.log, err)
 		return
 	}
-	c.JSON(http.StatusAccepted, gin.H{"eventId": eventID, "event": events.WebSocketTest, "configId": id})
+	c.PureJSON(http.StatusAccepted, gin.H{"eventId": eventID, "event": events.WebSocketTest, "configId": id})
 }
 
 // connect answers GET /ws?id=&token=: the upgrade to the live channel (SPEC 4), once
