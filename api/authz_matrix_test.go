@@ -129,7 +129,8 @@ var routeAccess = map[string]access{
 	"GET /api/v1/audit-logs/verify": {app: "any", actions: []string{"read"}, records: auditChain},
 	// The chains' JSON-RPC: read on the credential's own app (the matrix's router has no
 	// node, so an allowed caller hears 404).
-	"POST /rpc/:chain": {app: "own", actions: []string{"read"}, appCredential: true},
+	"POST /api/v1/rpc/:chain": {app: "own", actions: []string{"read"}, appCredential: true},
+	"POST /rpc/:chain":        {app: "own", actions: []string{"read"}, appCredential: true},
 }
 
 func init() {

@@ -69,6 +69,9 @@ func TestQueryParametersAreTheDocumentsOwn(t *testing.T) {
 			continue
 		}
 		canonical := strings.Replace(route.Path, developerAlias, "/developer/", 1)
+		if strings.HasPrefix(canonical, "/rpc/") { // the alias of /api/v1/rpc/{chain}
+			canonical = "/api/v1" + canonical
+		}
 		var op struct {
 			Parameters []openAPIParameter `json:"parameters"`
 		}

@@ -308,12 +308,15 @@ func (rt *routes) orders(v1 *gin.RouterGroup) {
 	}
 }
 
-// rpc registers the JSON-RPC endpoint of the chains' nodes, at the root as SPEC 3.6 places
-// it, behind the same middleware as every authenticated route.
+// rpc registers the JSON-RPC endpoint of the chains' nodes under /api/v1, as SPEC 3.6
+// places it, and at /rpc, its alias, behind the same middleware as every authenticated
+// route; both share one budget per app.
 func (rt *routes) rpc(r *gin.Engine) {
 	h := &rpcHandlers{nodes: rt.cfg.RPCNodes, log: rt.log, budget: ratelimit.New(rt.cfg.RPCRateLimit, rt.cfg.RPCRateBurst),
 		metrics: rt.cfg.Metrics}
-	r.Group("/rpc", rt.unreplayed...).POST("/:chain", requireAppCredential(auth.ActionRead), h.forward)
+	for _, prefix := range []string{"/api/v1/rpc", "/rpc"} {
+		r.Group(prefix, rt.unreplayed...).POST("/:chain", requireAppCredential(auth.ActionRead), h.forward)
+	}
 }
 
 // readiness answers 200 when every dependency answers within two seconds, 503 otherwise,

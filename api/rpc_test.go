@@ -235,6 +235,20 @@ func TestRPCForwardsTheAllowList(t *testing.T) {
 	f.rpc(t, "ethereum", sk, rpcRequest(5, "eth_gasPrice"))[0].wantError(t, "5", -32601, "eth_gasPrice")
 }
 
+// The endpoint is under /api/v1 (SPEC 3.6) and at its root alias; both count against one
+// budget of calls per app.
+func TestRPCAnswersUnderTheAPIAndAtItsAlias(t *testing.T) {
+	f := newRPCFixture(t, 0.001, 2)
+	sk := f.creds.Keys["pay"].SK
+	for _, path := range []string{"/api/v1/rpc/ethereum", "/rpc/ethereum"} {
+		r := f.post(t, path, sk, rpcRequest(1, "eth_chainId"))
+		if r.status != 200 || !strings.Contains(string(r.body), `"result":"0x539"`) {
+			t.Fatalf("POST %s: %d %s", path, r.status, r.body)
+		}
+	}
+	f.post(t, "/api/v1/rpc/ethereum", sk, rpcRequest(1, "eth_chainId")).wantProblem(t, 429, apitypes.CodeRateLimited)
+}
+
 // Writes, and anything else off the list, are refused before the node: the node has
 // eth_sendRawTransaction and eth_sign, and never hears of them.
 func TestRPCRefusesWritesAndMethodsOffTheList(t *testing.T) {
@@ -512,7 +526,7 @@ func TestRPCAllowListIsTheDocumentedOne(t *testing.T) {
 	if err := json.Unmarshal(docs.OpenAPI, &doc); err != nil {
 		t.Fatal(err)
 	}
-	_, contract, _ := strings.Cut(doc.Paths["/rpc/{chain}"]["post"].Description, "Only these read-only methods are served:")
+	_, contract, _ := strings.Cut(doc.Paths["/api/v1/rpc/{chain}"]["post"].Description, "Only these read-only methods are served:")
 	contract, _, _ = strings.Cut(contract, ". ")
 	for where, got := range map[string][]string{"docs/api.md": listed(served), "openapi.json": listed(contract)} {
 		if !slices.Equal(got, rpcproxy.Methods) {

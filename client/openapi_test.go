@@ -181,7 +181,7 @@ func TestTheClientCoversTheOpenAPIDocument(t *testing.T) {
 	ignore(key.GetWebhookRecovery(ctx, "whk_1", "rcv_1"))
 	ignore(key.ListWebhookRecoveries(ctx, "whk_1", page))
 
-	// A chain's node, read through POST /rpc/{chain}.
+	// A chain's node, read through POST /api/v1/rpc/{chain}.
 	ignore(key.ChainRPC(ctx, "ethereum", []byte(`{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}`)))
 
 	// The live channel: the recorder refuses the upgrade, which is enough to be reached.

@@ -195,7 +195,7 @@ func (c *Client) attempt(ctx context.Context, r call, payload []byte, idempotenc
 func (c *Client) url(path string) string {
 	path = "/" + strings.TrimPrefix(path, "/")
 	route, _, _ := strings.Cut(path, "?")
-	if isDeveloperRoute(route) || strings.HasPrefix(route, "/rpc/") || route == "/healthz" || route == "/readyz" {
+	if isDeveloperRoute(route) || route == "/healthz" || route == "/readyz" {
 		return c.base + path
 	}
 	return c.base + "/api/v1" + path

@@ -8,7 +8,7 @@ import (
 )
 
 // ChainRPC sends a JSON-RPC 2.0 request, or a batch of at most 20 (an array), to chain's
-// node through POST /rpc/{chain}, and returns the JSON-RPC answer as the service sent it.
+// node through POST /api/v1/rpc/{chain}, and returns the JSON-RPC answer as the service sent it.
 // Only the read-only methods of docs/api.md's allow-list are served. A refusal past the
 // HTTP checks (a method off the list, a write, an eth_getLogs range over 10,000 blocks, a
 // node that did not answer) is a JSON-RPC error inside the answer, not an error of this

@@ -46,7 +46,7 @@ func postRPC(t *testing.T, url, token, body string, out any, headers ...string) 
 	}
 }
 
-// An app's key reads the dev bundle's ethereum through POST /rpc/ethereum: its chain id,
+// An app's key reads the dev bundle's ethereum through POST /api/v1/rpc/ethereum: its chain id,
 // the receipt of a payment the service confirmed and that payment's token transfer in the
 // logs; a raw transaction is refused, and the calls are in the app's request log.
 func TestRPCReadsTheDevChainForAnApp(t *testing.T) {
@@ -54,7 +54,7 @@ func TestRPCReadsTheDevChainForAnApp(t *testing.T) {
 	defer func() { _ = b.Shutdown() }()
 	api := b.APIURL + "/api/v1"
 	pay := b.Credentials.Keys["pay"]
-	rpcURL := b.APIURL + "/rpc/ethereum"
+	rpcURL := b.APIURL + "/api/v1/rpc/ethereum"
 
 	var chainID rpcAnswer
 	postRPC(t, rpcURL, pay.SK, `{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}`, &chainID, "X-Correlation-Id", "e2e-rpc-chain-id")
@@ -110,7 +110,7 @@ func TestRPCReadsTheDevChainForAnApp(t *testing.T) {
 	}
 
 	// solana has no node.
-	if r := send(t, "POST", b.APIURL+"/rpc/solana", pay.SK, `{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}`); r.status != 404 {
+	if r := send(t, "POST", b.APIURL+"/api/v1/rpc/solana", pay.SK, `{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}`); r.status != 404 {
 		t.Fatalf("solana: %d %s", r.status, r.raw)
 	}
 
@@ -121,7 +121,7 @@ func TestRPCReadsTheDevChainForAnApp(t *testing.T) {
 		rows, _ := r.body["data"].([]any)
 		if len(rows) == 1 {
 			row := rows[0].(map[string]any)
-			if row["method"] != "POST" || row["path"] != "/rpc/ethereum" || row["status"] != float64(200) {
+			if row["method"] != "POST" || row["path"] != "/api/v1/rpc/ethereum" || row["status"] != float64(200) {
 				t.Fatalf("request log row %v", row)
 			}
 			break

@@ -97,9 +97,14 @@ func isAPI(path string) bool {
 		path == "/healthz" || path == "/readyz"
 }
 
+// canonical is the documented path of an alias: /api/v1/developer/… is /developer/…, and
+// /rpc/{chain} is /api/v1/rpc/{chain}.
 func canonical(path string) string {
 	if strings.HasPrefix(path, developerAlias) {
 		return "/developer/" + strings.TrimPrefix(path, developerAlias)
+	}
+	if strings.HasPrefix(path, "/rpc/") {
+		return "/api/v1" + path
 	}
 	return path
 }
