@@ -110,7 +110,7 @@ func newFuzzRouter(tb testing.TB, name string, s *store.Store, clock func() time
 	}
 	r.wsc = created("POST", "/developer/websockets", `{"events":["order.*"]}`, false)
 	r.whk = created("POST", "/developer/webhooks", `{"url":"https://example.com/hook","events":["*"]}`, false)
-	r.member = created("POST", "/developer/team?app=pay", `{"email":"member@example.com","actions":["read"]}`, true)
+	r.member = created("POST", "/developer/team?app=pay", `{"email":"invited@example.com","actions":["read"]}`, true)
 	return r
 }
 

@@ -152,7 +152,7 @@ func TestTheClientCoversTheOpenAPIDocument(t *testing.T) {
 	ignore(key.GetOAuthClient(ctx, "oac_1"))
 	ignore(key.RevokeOAuthClient(ctx, "oac_1"))
 	ignore(key.ListTeamMembers(ctx, page))
-	ignore(person.AddTeamMember(ctx, "member@example.com", []string{"read"}))
+	ignore(person.AddTeamMember(ctx, "invited@example.com", []string{"read"}))
 	ignore(person.SetTeamMemberActions(ctx, "usr_1", nil))
 	ignore(person.RemoveTeamMember(ctx, "usr_1"))
 	ignore(key.ListRequestLogs(ctx, client.RequestLogFilter{CorrelationID: "corr", Status: 404, Limit: 10}))

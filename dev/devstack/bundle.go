@@ -446,6 +446,7 @@ treasury-dev is ready (development only: secrets in the clear)
   Console       %s/console/
     sign in as  %s
     password    %s
+    or member   %s, password %s (Approve and Developer on every app)
   API           %s/api/v1
   Temporal UI   %s
   Temporal      %s (namespace %s)
@@ -460,7 +461,7 @@ treasury-dev is ready (development only: secrets in the clear)
   Try:  curl -H "Authorization: Bearer %s" %s/api/v1/treasury/portfolio
 
 Press Ctrl-C to stop.
-`, b.APIURL, c.Owner.Email, c.Owner.Password, b.APIURL, b.TemporalUIURL, b.TemporalAddr, b.Namespace, b.MetricsURL, b.CredentialsPath,
+`, b.APIURL, c.Owner.Email, c.Owner.Password, c.Member.Email, c.Member.Password, b.APIURL, b.TemporalUIURL, b.TemporalAddr, b.Namespace, b.MetricsURL, b.CredentialsPath,
 		b.chainsLine(), c.Keys["treasury"].SK, c.Keys["pay"].SK, c.Keys["pay"].Approve, c.Keys["treasury"].SK, b.APIURL)
 }
 

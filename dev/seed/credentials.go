@@ -28,7 +28,7 @@ const (
 	SignerKeysFile  = "dev-signer-keys.json"
 )
 
-// Owner is the organisation owner's console sign-in.
+// Owner is a person's console sign-in: the organisation owner's, or the member's.
 type Owner struct {
 	Email    string `json:"email"`
 	Password string `json:"password"`
@@ -69,11 +69,14 @@ type OtherOrg struct {
 
 // Credentials is the content of credentials.json.
 type Credentials struct {
-	BaseURL        string                 `json:"baseUrl"`
-	WSURL          string                 `json:"wsUrl"`
-	TemporalUIURL  string                 `json:"temporalUiUrl"`
-	OrgID          string                 `json:"orgId"`
-	Owner          Owner                  `json:"owner"`
+	BaseURL       string `json:"baseUrl"`
+	WSURL         string `json:"wsUrl"`
+	TemporalUIURL string `json:"temporalUiUrl"`
+	OrgID         string `json:"orgId"`
+	Owner         Owner  `json:"owner"`
+	// Member is a second person, with Approve and Developer on every app, so that
+	// maker-checker (orders and policy changes) can be tried at once.
+	Member         Owner                  `json:"member"`
 	Keys           map[string]AppKeys     `json:"keys"`
 	SecondApprover map[string]string      `json:"secondApprover"`
 	OAuthClients   map[string]OAuthClient `json:"oauthClients"`
@@ -114,6 +117,7 @@ func newCredentials(urls URLs) (*Credentials, SignerKeys, error) {
 		BaseURL: urls.BaseURL, WSURL: urls.WSURL, TemporalUIURL: urls.TemporalUIURL,
 		OrgID:          ids.New(ids.Organization),
 		Owner:          Owner{Email: "owner@example.com", Password: randomPassword(&firstErr)},
+		Member:         newMember(&firstErr),
 		Keys:           map[string]AppKeys{},
 		SecondApprover: map[string]string{},
 		OAuthClients: map[string]OAuthClient{
@@ -240,4 +244,9 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// newMember is the seeded member's sign-in, with a password of its own.
+func newMember(firstErr *error) Owner {
+	return Owner{Email: "member@example.com", Password: randomPassword(firstErr)}
 }

@@ -66,6 +66,18 @@ func Ensure(ctx context.Context, s *store.Store, dataDir string, urls URLs, log 
 			return nil, err
 		}
 	}
+	if creds.Member.Email == "" {
+		// Credentials written before the member existed get one now; populate makes the
+		// person in a store not seeded yet, and here in one that is.
+		var firstErr error
+		creds.Member = newMember(&firstErr)
+		if firstErr == nil && seeded {
+			firstErr = seedPerson(ctx, s, creds.OrgID, creds.Member, store.RoleMember, memberActions, time.Now().UTC())
+		}
+		if firstErr != nil {
+			return nil, fmt.Errorf("seed: the member: %w", firstErr)
+		}
+	}
 	creds.BaseURL, creds.WSURL, creds.TemporalUIURL = urls.BaseURL, urls.WSURL, urls.TemporalUIURL
 	if err := writeJSON(credPath, creds); err != nil {
 		return nil, err
@@ -131,7 +143,10 @@ func populate(ctx context.Context, tx *store.Store, c *Credentials, signer Signe
 			return err
 		}
 	}
-	if err := seedOwner(ctx, tx, c, now); err != nil {
+	if err := seedPerson(ctx, tx, c.OrgID, c.Owner, store.RoleOwner, auth.AllActions, now); err != nil {
+		return err
+	}
+	if err := seedPerson(ctx, tx, c.OrgID, c.Member, store.RoleMember, memberActions, now); err != nil {
 		return err
 	}
 	for _, app := range auth.Apps {
@@ -201,17 +216,22 @@ func populate(ctx context.Context, tx *store.Store, c *Credentials, signer Signe
 		ResourceID: c.OrgID, CorrelationID: "seed", Details: "{}", CreatedAt: now})
 }
 
-func seedOwner(ctx context.Context, tx *store.Store, c *Credentials, now time.Time) error {
-	hash, err := auth.HashPassword(c.Owner.Password)
+// memberActions are the seeded member's, on every app.
+var memberActions = []string{auth.ActionApprove, auth.ActionDeveloper}
+
+// seedPerson makes a person of the organisation who signs in with the given password,
+// holding the actions on every app.
+func seedPerson(ctx context.Context, tx *store.Store, orgID string, who Owner, role string, actions []string, now time.Time) error {
+	hash, err := auth.HashPassword(who.Password)
 	if err != nil {
 		return err
 	}
 	perms := make([]store.MemberPermission, 0, len(auth.Apps))
 	for _, app := range auth.Apps {
-		perms = append(perms, store.MemberPermission{App: app, Actions: auth.FormatActions(auth.AllActions)})
+		perms = append(perms, store.MemberPermission{App: app, Actions: auth.FormatActions(actions)})
 	}
-	return tx.CreateUser(ctx, &store.User{ID: ids.New(ids.User), OrgID: c.OrgID, Email: c.Owner.Email,
-		PasswordHash: string(hash), Role: store.RoleOwner, CreatedAt: now}, perms)
+	return tx.CreateUser(ctx, &store.User{ID: ids.New(ids.User), OrgID: orgID, Email: who.Email,
+		PasswordHash: string(hash), Role: role, CreatedAt: now}, perms)
 }
 
 func createKey(ctx context.Context, tx *store.Store, org, app, secret, label, actions string, now time.Time) error {
@@ -262,6 +282,11 @@ func seedPolicy(ctx context.Context, tx *store.Store, org, app string, now time.
 		rules.DeniedPairs = [][2]string{{"WBTC", "USDC"}}
 	case "earn", "borrow":
 		rules.AllowedProtocols = []string{"aave", "compound"}
+	}
+	if app == "earn" {
+		// One app asks for a change approval, so that maker-checker on policies can be seen
+		// without setting it up: a draft is published once the member approves it.
+		rules.ChangeApprovals = 1
 	}
 	doc, err := rules.Document()
 	if err != nil {

@@ -139,7 +139,7 @@ func TestCredentialsFileShape(t *testing.T) {
 	raw := readFile(t, filepath.Join(dir, CredentialsFile))
 
 	top := object(t, "credentials.json", raw,
-		"baseUrl", "wsUrl", "temporalUiUrl", "orgId", "owner", "keys", "secondApprover", "oauthClients", "wallets", "otherOrg")
+		"baseUrl", "wsUrl", "temporalUiUrl", "orgId", "owner", "member", "keys", "secondApprover", "oauthClients", "wallets", "otherOrg")
 	for field, want := range map[string]string{"baseUrl": testURLs.BaseURL, "wsUrl": testURLs.WSURL, "temporalUiUrl": testURLs.TemporalUIURL} {
 		if got := str(t, field, top[field]); got != want {
 			t.Errorf("%s = %q, want %q", field, got, want)
@@ -891,5 +891,63 @@ func TestEnsureKeepsTheStoredPolicies(t *testing.T) {
 	p, err := s.Policy(ctx, first.OrgID, "trade")
 	if err != nil || p.Document != older || p.UpdatedBy != "an older seed" {
 		t.Fatalf("after a rerun the trade policy is %+v (%v), want the stored one kept", p, err)
+	}
+}
+
+// The seed makes a second person, the member, with Approve and Developer on every app and a
+// password of its own in credentials.json; earn's policy asks for one change approval and
+// the other apps' none. A data directory seeded before the member existed gets one.
+func TestTheSeededMemberApprovesAndDevelopsOnEveryApp(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.NewSQLite(t)
+	dir := t.TempDir()
+	creds := ensure(t, s, dir, testURLs)
+	checkMember := func(c *Credentials) {
+		t.Helper()
+		if c.Member.Email != "member@example.com" || len(c.Member.Password) < 12 || c.Member.Password == c.Owner.Password {
+			t.Fatalf("the member's sign-in: %+v", c.Member)
+		}
+		u, err := s.UserByEmail(ctx, c.Member.Email)
+		if err != nil || u.OrgID != c.OrgID || u.Role != store.RoleMember || bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(c.Member.Password)) != nil {
+			t.Fatalf("the member: %+v %v", u, err)
+		}
+		perms, err := s.MemberPermissions(ctx, u.ID)
+		if err != nil || len(perms) != len(auth.Apps) {
+			t.Fatalf("the member's permissions: %+v %v", perms, err)
+		}
+		for _, p := range perms {
+			if p.Actions != auth.FormatActions([]string{auth.ActionApprove, auth.ActionDeveloper}) {
+				t.Fatalf("on %s the member holds %q", p.App, p.Actions)
+			}
+		}
+	}
+	checkMember(creds)
+	for _, app := range auth.Apps {
+		rules, _, err := s.PolicyRules(ctx, creds.OrgID, app, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{true: 1, false: 0}[app == "earn"]; rules.ChangeApprovals != want {
+			t.Fatalf("%s's policy asks for %d change approvals, want %d", app, rules.ChangeApprovals, want)
+		}
+	}
+
+	// Credentials written before the member existed, beside a store that is new: the
+	// member is made with the rest.
+	var onDisk map[string]any
+	raw, _ := os.ReadFile(filepath.Join(dir, CredentialsFile))
+	if err := json.Unmarshal(raw, &onDisk); err != nil {
+		t.Fatal(err)
+	}
+	delete(onDisk, "member")
+	raw, _ = json.Marshal(onDisk)
+	if err := os.WriteFile(filepath.Join(dir, CredentialsFile), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = storetest.NewSQLite(t)
+	again := ensure(t, s, dir, testURLs)
+	checkMember(again)
+	if again.OrgID != creds.OrgID || again.Owner != creds.Owner {
+		t.Fatalf("the restart changed the organisation or the owner: %+v", again)
 	}
 }
