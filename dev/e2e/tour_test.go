@@ -56,6 +56,9 @@ func TestReadmeTour(t *testing.T) {
 		`"code":"maker_checker_violation"`:   1,
 		`"event":"Order.Confirmed"`:          1,
 		`"status":"confirmed","submittedAt"`: 2,
+		`"code":"conflict"`:                  1,
+		`"status":"published"`:               1,
+		`"app":"earn","version":2`:           1,
 	} {
 		if got := strings.Count(string(out), marker); got < times {
 			t.Errorf("the tour printed %s %d times, want at least %d", marker, got, times)
