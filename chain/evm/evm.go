@@ -232,7 +232,7 @@ func (c *Chain) Prepare(ctx context.Context, leg chain.Leg) (chain.Draft, error)
 	switch {
 	case err != nil && isRevert(err):
 		gas = c.cfg.RevertingCallGas
-	case err != nil && !isShortOfFunds(err):
+	case err != nil && !ShortOfFunds(err):
 		return chain.Draft{}, fmt.Errorf("evm: estimating gas: %w", err)
 	case err != nil:
 		// The node cannot run the call without the value it sends: the check below says
@@ -554,13 +554,13 @@ func NotFound(err error) bool {
 	return errors.Is(err, ethereum.NotFound) || (err != nil && strings.Contains(err.Error(), "indexing is in progress"))
 }
 
-// isRevert reports whether a node's error says the call reverts.
-// isShortOfFunds reports a node's refusal of a call whose sender lacks the value it sends
+// ShortOfFunds reports a node's refusal of a call whose sender lacks the value it sends
 // (geth: "insufficient funds for transfer", "insufficient funds for gas * price + value").
-func isShortOfFunds(err error) bool {
+func ShortOfFunds(err error) bool {
 	return err != nil && strings.Contains(strings.ToLower(err.Error()), "insufficient funds")
 }
 
+// isRevert reports whether a node's error says the call reverts.
 func isRevert(err error) bool {
 	return err != nil && strings.Contains(strings.ToLower(err.Error()), "execution reverted")
 }

@@ -439,42 +439,42 @@ func (c *Cluster) Store() *store.Store { return c.launcher.Store }
 // Banner is what `treasury-dev cluster` prints once the cluster is up.
 func (c *Cluster) Banner(w io.Writer) {
 	cr := c.Credentials
-	fmt.Fprintf(w, "\ntreasury cluster is ready (development machine: simulated chain, dev signer in the launcher)\n\n")
+	signer, console := "no seed, no dev signer", ""
+	if cr != nil {
+		signer, console = "dev signer in the launcher", fmt.Sprintf(" (sign in as %s, password %s)", cr.Owner.Email, cr.Owner.Password)
+	}
+	fmt.Fprintf(w, "\ntreasury cluster is ready (development machine: simulated chain, %s)\n\n", signer)
 	for i, u := range c.APIURLs {
 		fmt.Fprintf(w, "  API %d         %s/api/v1   (pid %d, metrics %s)\n", i+1, u, c.PID(API(i+1)), c.MetricsURLs[API(i+1)])
 	}
 	for i := range c.opts.Workers {
 		fmt.Fprintf(w, "  worker %d      pid %d, metrics %s\n", i+1, c.PID(Worker(i+1)), c.MetricsURLs[Worker(i+1)])
 	}
-	if cr == nil {
-		fmt.Fprintf(w, `  Console       %s/console/
+	fmt.Fprintf(w, `  Console       %s/console/%s
   Temporal      %s (PostgreSQL: %s_temporal, %s_temporal_visibility; pid %d)
+  Temporal UI   %s
   Store         %s
-  Logs          %s
+`, c.APIURLs[0], console, c.TemporalAddr, c.opts.Name, c.opts.Name, c.PID(Temporal), c.TemporalUIURL, store.RedactDatabaseURL(c.DatabaseURL))
+	logs := filepath.Join(c.opts.DataDir, "logs")
+	if cr == nil {
+		fmt.Fprintf(w, `  Logs          %s
 
 No organisation yet: make one with
   DATABASE_URL='%s' PUBLIC_URL=%s treasury org create --name <name> --owner-email <address>
 and open the sign-in link it prints (docs/onboarding.md).
 
 Press Ctrl-C to stop everything.
-`, c.APIURLs[0], c.TemporalAddr, c.opts.Name, c.opts.Name, c.PID(Temporal), store.RedactDatabaseURL(c.DatabaseURL),
-			filepath.Join(c.opts.DataDir, "logs"), c.DatabaseURL, c.APIURLs[0])
+`, logs, c.DatabaseURL, c.APIURLs[0])
 		return
 	}
-	fmt.Fprintf(w, `  Console       %s/console/ (sign in as %s, password %s)
-  Temporal      %s (PostgreSQL: %s_temporal, %s_temporal_visibility; pid %d)
-  Temporal UI   %s
-  Store         %s
-  Credentials   %s
+	fmt.Fprintf(w, `  Credentials   %s
   Logs          %s
 
   treasury sk   %s
   pay sk        %s
 
 Press Ctrl-C to stop everything.
-`, c.APIURLs[0], cr.Owner.Email, cr.Owner.Password, c.TemporalAddr, c.opts.Name, c.opts.Name, c.PID(Temporal),
-		c.TemporalUIURL, store.RedactDatabaseURL(c.DatabaseURL), c.CredentialsPath, filepath.Join(c.opts.DataDir, "logs"),
-		cr.Keys["treasury"].SK, cr.Keys["pay"].SK)
+`, c.CredentialsPath, logs, cr.Keys["treasury"].SK, cr.Keys["pay"].SK)
 }
 
 // Shutdown stops every process, the newest first (api, workers, the dev signer, then

@@ -154,7 +154,7 @@ func (c *Chains) post(ctx context.Context, chainName string, answers map[common.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		err := d.PostPrices(ctx, answers)
-		if err == nil || !strings.Contains(err.Error(), "insufficient funds") || time.Now().After(deadline) {
+		if !evm.ShortOfFunds(err) || time.Now().After(deadline) {
 			return err
 		}
 		select {

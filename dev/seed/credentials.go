@@ -28,8 +28,8 @@ const (
 	SignerKeysFile  = "dev-signer-keys.json"
 )
 
-// Owner is a person's console sign-in: the organisation owner's, or the member's.
-type Owner struct {
+// Person is a person's console sign-in: the organisation owner's, or the member's.
+type Person struct {
 	Email    string `json:"email"`
 	Password string `json:"password"`
 }
@@ -73,10 +73,10 @@ type Credentials struct {
 	WSURL         string `json:"wsUrl"`
 	TemporalUIURL string `json:"temporalUiUrl"`
 	OrgID         string `json:"orgId"`
-	Owner         Owner  `json:"owner"`
+	Owner         Person `json:"owner"`
 	// Member is a second person, with Approve and Developer on every app, so that
 	// maker-checker (orders and policy changes) can be tried at once.
-	Member         Owner                  `json:"member"`
+	Member         Person                 `json:"member"`
 	Keys           map[string]AppKeys     `json:"keys"`
 	SecondApprover map[string]string      `json:"secondApprover"`
 	OAuthClients   map[string]OAuthClient `json:"oauthClients"`
@@ -116,7 +116,7 @@ func newCredentials(urls URLs) (*Credentials, SignerKeys, error) {
 	c := &Credentials{
 		BaseURL: urls.BaseURL, WSURL: urls.WSURL, TemporalUIURL: urls.TemporalUIURL,
 		OrgID:          ids.New(ids.Organization),
-		Owner:          Owner{Email: "owner@example.com", Password: randomPassword(&firstErr)},
+		Owner:          Person{Email: "owner@example.com", Password: randomPassword(&firstErr)},
 		Member:         newMember(&firstErr),
 		Keys:           map[string]AppKeys{},
 		SecondApprover: map[string]string{},
@@ -247,6 +247,6 @@ func writeJSON(path string, v any) error {
 }
 
 // newMember is the seeded member's sign-in, with a password of its own.
-func newMember(firstErr *error) Owner {
-	return Owner{Email: "member@example.com", Password: randomPassword(firstErr)}
+func newMember(firstErr *error) Person {
+	return Person{Email: "member@example.com", Password: randomPassword(firstErr)}
 }

@@ -221,7 +221,7 @@ var memberActions = []string{auth.ActionApprove, auth.ActionDeveloper}
 
 // seedPerson makes a person of the organisation who signs in with the given password,
 // holding the actions on every app.
-func seedPerson(ctx context.Context, tx *store.Store, orgID string, who Owner, role string, actions []string, now time.Time) error {
+func seedPerson(ctx context.Context, tx *store.Store, orgID string, who Person, role string, actions []string, now time.Time) error {
 	hash, err := auth.HashPassword(who.Password)
 	if err != nil {
 		return err
