@@ -98,8 +98,9 @@ func StartNode(o NodeOptions) (*Node, error) {
 	cfg.TxPool.NoLocals = true
 	cfg.TxPool.Journal = ""
 	// Every block's state is written to disk as it is sealed (an archive on the hash
-	// scheme), so a bundle killed without a shutdown resumes at its last block rather than
-	// at the last state flushed at a clean stop. A dev chain is small enough.
+	// scheme) and Mine flushes it, so a bundle killed without a shutdown resumes at its
+	// last block rather than at the last state flushed at a clean stop. A dev chain is
+	// small enough.
 	cfg.StateScheme, cfg.NoPruning = rawdb.HashScheme, true
 	backend, err := eth.New(stack, &cfg)
 	if err != nil {
@@ -134,11 +135,16 @@ func (n *Node) Client() *ethclient.Client { return n.client }
 // RPC is the node's raw JSON-RPC client, in process.
 func (n *Node) RPC() *rpc.Client { return n.rpc }
 
-// Mine seals a block now.
+// Mine seals a block now and flushes it to disk. go-ethereum writes asynchronously and
+// expects a real node to re-sync what a crash lost; a dev chain has no peers to re-sync
+// from, and a rewound chain would forget transactions whose orders ended Confirmed.
 func (n *Node) Mine() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.beacon.Commit()
+	if err := n.eth.ChainDb().SyncKeyValue(); err != nil {
+		gethlog.Error("devchain: flushing the sealed block", "err", err)
+	}
 }
 
 // loop seals a block every blockTime while transactions wait, and then confirmations

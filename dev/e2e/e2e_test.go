@@ -371,11 +371,16 @@ func startBinary(t *testing.T, bin, dataDir string, args ...string) *runningBina
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = io.Discard
+	logPath := filepath.Join(t.TempDir(), "treasury-dev.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = logFile.Close() })
 	rb := &runningBinary{cmd: cmd}
 	lines := bufio.NewScanner(stdout)
 	for lines.Scan() {
@@ -393,7 +398,7 @@ func startBinary(t *testing.T, bin, dataDir string, args ...string) *runningBina
 		}
 	}
 	if rb.apiURL == "" || rb.uiURL == "" || rb.credsPath != filepath.Join(dataDir, "credentials.json") {
-		t.Fatalf("banner lacks addresses: api %q ui %q credentials %q", rb.apiURL, rb.uiURL, rb.credsPath)
+		t.Fatalf("banner lacks addresses: api %q ui %q credentials %q; the log ends:\n%s", rb.apiURL, rb.uiURL, rb.credsPath, logTail(logPath))
 	}
 	go func() { _, _ = io.Copy(io.Discard, stdout) }()
 	raw, err := os.ReadFile(rb.credsPath)
@@ -404,6 +409,15 @@ func startBinary(t *testing.T, bin, dataDir string, args ...string) *runningBina
 		t.Fatal(err)
 	}
 	return rb
+}
+
+// logTail is the end of a log file, enough to say why a process stopped.
+func logTail(path string) string {
+	raw, _ := os.ReadFile(path)
+	if len(raw) > 4000 {
+		raw = raw[len(raw)-4000:]
+	}
+	return string(raw)
 }
 
 // TestTreasuryDevBinaryStopsCleanlyOnInterrupt runs the real binary, as make run does,
