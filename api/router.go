@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"sync"
 	"strings"
 	"time"
 
@@ -147,15 +148,24 @@ func newEngine(cfg Config) *gin.Engine {
 		_ = r.SetTrustedProxies(nil)
 	}
 	r.ContextWithFallback = true
-	r.HandleMethodNotAllowed = false
+	// A path served under another method answers 405 with Allow, not 404.
+	r.HandleMethodNotAllowed = true
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
 	if cfg.Metrics != nil {
 		r.Use(withMetrics(cfg.Metrics))
 	}
 	r.Use(withForwardedProto(cfg.TrustedProxies), withCorrelationID(), withAccessLog(log), withRecovery(log), withPrintableTarget(), withBodyLimit(MaxBodyBytes), withTimeout(cfg.RequestTimeout))
+	routes := sync.OnceValue(r.Routes) // read at the first miss, once every route is in
 	r.NoRoute(func(c *gin.Context) {
-		fail(c, apitypes.CodeNotFound, "There is nothing at "+c.Request.Method+" "+c.Request.URL.Path+".")
+		detail := "There is nothing at " + c.Request.Method + " " + c.Request.URL.Path + "."
+		if near := nearestRoute(routes(), c.Request.Method, c.Request.URL.Path); near != "" {
+			detail += " The nearest route is " + near + "."
+		}
+		fail(c, apitypes.CodeNotFound, detail)
+	})
+	r.NoMethod(func(c *gin.Context) {
+		fail(c, apitypes.CodeMethodNotAllowed, c.Request.URL.Path+" does not take "+c.Request.Method+"; it takes "+c.Writer.Header().Get("Allow")+".")
 	})
 	return r
 }

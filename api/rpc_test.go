@@ -468,7 +468,7 @@ func TestRPCCredentialsAndChains(t *testing.T) {
 		t.Fatalf("solana: %s", solana.body)
 	}
 	f.post(t, "/rpc/bitcoin", sk, body).wantProblem(t, 404, apitypes.CodeNotFound)
-	f.do(t, "GET", "/rpc/ethereum", sk, nil).wantProblem(t, 404, apitypes.CodeNotFound)
+	f.do(t, "GET", "/rpc/ethereum", sk, nil).wantProblem(t, 405, apitypes.CodeMethodNotAllowed)
 }
 
 // Each request is a row of its app's request log, filed under its own organisation, and

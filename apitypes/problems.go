@@ -7,6 +7,7 @@ const (
 	CodePermissionDenied     = "permission_denied"
 	CodeMakerChecker         = "maker_checker_violation"
 	CodeNotFound             = "not_found"
+	CodeMethodNotAllowed     = "method_not_allowed"
 	CodeConflict             = "conflict"
 	CodeAlreadyDecided       = "already_decided"
 	CodeIdempotencyKeyInUse  = "idempotency_key_in_use"
