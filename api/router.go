@@ -8,8 +8,8 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
-	"sync"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
