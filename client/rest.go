@@ -72,23 +72,41 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// CallOption sets something on one request. It is applied to every attempt of the call.
-type CallOption func(*http.Request)
+// CallOption sets something on one call: a header of every attempt, or where to report
+// how it was answered.
+type CallOption struct {
+	header, value string
+	answer        *Answer
+}
 
 // WithIdempotencyKey makes a retried write safe: the server answers a repeat with the
 // first answer instead of acting twice. Every write already carries a random key, the same
 // on each of its retries; give your own to make a write safe across runs of your program
 // (a job that may be restarted), a different one for each distinct write.
 func WithIdempotencyKey(key string) CallOption {
-	return func(r *http.Request) { r.Header.Set("Idempotency-Key", key) }
+	return CallOption{header: "Idempotency-Key", value: key}
 }
 
 // WithCorrelationID sends the request's X-Correlation-Id (1–128 characters of
 // A-Z a-z 0-9 . _ : -), so that the service's logs, audit records and events of the
 // request can be found by an id of your own.
 func WithCorrelationID(id string) CallOption {
-	return func(r *http.Request) { r.Header.Set("X-Correlation-Id", id) }
+	return CallOption{header: correlationHeader, value: id}
 }
+
+const correlationHeader = "X-Correlation-Id"
+
+// Answer is what a successful call's answer said besides its body.
+type Answer struct {
+	// Replayed: the service answered with its stored first answer to this Idempotency-Key
+	// (the Idempotent-Replayed header); the write was not made again.
+	Replayed bool
+	// CorrelationID is the answer's X-Correlation-Id, to find the request in the logs.
+	CorrelationID string
+}
+
+// WithAnswer fills a with how the call was answered once it succeeds.
+func WithAnswer(a *Answer) CallOption { return CallOption{answer: a} }
 
 // Do sends body (if not nil) as JSON to path, with its query string, and decodes a 2xx
 // answer into out (if not nil). Any other answer is a *Problem, and a request that could
@@ -185,10 +203,24 @@ func (c *Client) attempt(ctx context.Context, r call, payload []byte, idempotenc
 			return "", err
 		}
 	}
+	header := r.header
 	for _, o := range r.opts {
-		o(req)
+		if o.header != "" {
+			req.Header.Set(o.header, o.value)
+		}
+		if o.answer != nil && header == nil {
+			header = new(http.Header)
+		}
 	}
-	return used, c.roundTrip(req, r.method+" "+r.path, r.out, r.header)
+	if err := c.roundTrip(req, r.method+" "+r.path, r.out, header); err != nil {
+		return used, err
+	}
+	for _, o := range r.opts {
+		if o.answer != nil {
+			*o.answer = Answer{Replayed: header.Get("Idempotent-Replayed") == "true", CorrelationID: header.Get(correlationHeader)}
+		}
+	}
+	return used, nil
 }
 
 // url is where path is served.
@@ -338,7 +370,7 @@ func readProblem(res *http.Response) *Problem {
 	p.Status = res.StatusCode
 	p.Code = cmp.Or(p.Code, doc.Error)
 	p.Detail = cmp.Or(p.Detail, doc.ErrorDescription, doc.Title, http.StatusText(res.StatusCode))
-	p.CorrelationID = cmp.Or(p.CorrelationID, res.Header.Get("X-Correlation-Id"))
+	p.CorrelationID = cmp.Or(p.CorrelationID, res.Header.Get(correlationHeader))
 	p.RetryAfter = retryAfter(res.Header, time.Now())
 	return &p
 }

@@ -78,6 +78,30 @@ func TestDoSendsJSONWithTheKeyAndIdempotencyKey(t *testing.T) {
 	}
 }
 
+// WithAnswer tells a replayed answer from a first one.
+func TestWithAnswerSaysWhetherTheAnswerWasReplayed(t *testing.T) {
+	seen := map[string]bool{}
+	c := newRESTClient(t, func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("Idempotency-Key")
+		w.Header().Set("X-Correlation-Id", "corr-"+key)
+		if seen[key] {
+			w.Header().Set("Idempotent-Replayed", "true")
+		}
+		seen[key] = true
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"id":"ord_1"}`))
+	}, WithToken(restKey))
+	for i, want := range []bool{false, true} {
+		var a Answer
+		if err := c.Do(context.Background(), "POST", "/payments", map[string]string{}, nil, WithIdempotencyKey("k1"), WithAnswer(&a)); err != nil {
+			t.Fatal(err)
+		}
+		if a.Replayed != want || a.CorrelationID != "corr-k1" {
+			t.Fatalf("call %d: %+v, want replayed %v", i+1, a, want)
+		}
+	}
+}
+
 func TestDoWithoutBodySendsNoContentType(t *testing.T) {
 	c := newRESTClient(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength != 0 || r.Header.Get("Content-Type") != "" {

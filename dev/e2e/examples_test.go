@@ -135,7 +135,7 @@ func TestExamplesRunWithLeastPrivilege(t *testing.T) {
 	// the first on ethereum.
 	job := startExample(t, bins, "payout-job",
 		map[string]string{"TREASURY_CLIENT_ID": clientID, "TREASURY_CLIENT_SECRET": clientSecret},
-		"--url", b.APIURL, "--amount", "20000", "--to", to, "--timeout", "90s")
+		"--url", b.APIURL, "--amount", "20000", "--to", to, "--timeout", "90s", "--idempotency-key", "least-privilege-1")
 
 	var itemID string
 	for deadline := time.Now().Add(30 * time.Second); itemID == ""; {
@@ -168,6 +168,17 @@ func TestExamplesRunWithLeastPrivilege(t *testing.T) {
 		t.Fatalf("the payout job did not end confirmed with a transaction hash\n%s", job.report())
 	}
 	t.Logf("payout job: confirmed, tx %s", strings.TrimSpace(job.stdout.String()))
+
+	// Run again with the same key, as after a crash: the same order, said to be replayed,
+	// reported from its history with the same transaction.
+	rerun := startExample(t, bins, "payout-job",
+		map[string]string{"TREASURY_CLIENT_ID": clientID, "TREASURY_CLIENT_SECRET": clientSecret},
+		"--url", b.APIURL, "--amount", "20000", "--to", to, "--timeout", "30s", "--idempotency-key", "least-privilege-1")
+	rerun.wait(t, 30*time.Second)
+	if rerun.exitCode() != 0 || rerun.stdout.String() != job.stdout.String() ||
+		!strings.Contains(rerun.stderr.String(), "replayed: ") || regexp.MustCompile(`(?m)^(created|submitted) `).MatchString(rerun.stderr.String()) {
+		t.Fatalf("the rerun with the same key did not replay the same payment\n%s", rerun.report())
+	}
 
 	// The balance falls only at the next balance sync, so any total will do.
 	dash := startExample(t, bins, "dashboard", map[string]string{"TREASURY_TOKEN": treasury.Read}, "--url", b.APIURL)

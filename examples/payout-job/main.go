@@ -194,12 +194,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 func pay(ctx context.Context, c *client.Client, body payment, key string, logf func(string, ...any)) (string, error) {
 	// The client resends a write whose answer was lost or temporary (a network error,
 	// 429, 5xx, the same key still in flight); the idempotency key makes that safe.
-	o, err := c.CreateOrder(ctx, body, client.WithIdempotencyKey(key+":create"))
+	var created, submit client.Answer
+	o, err := c.CreateOrder(ctx, body, client.WithIdempotencyKey(key+":create"), client.WithAnswer(&created))
 	if err != nil {
 		return "", fmt.Errorf("create the payment: %w", err)
 	}
-	logf("created %s (%s)", o.ID, o.Status)
-	submitted, err := c.SubmitOrder(ctx, o.Domain, o.ID, client.WithIdempotencyKey(key+":submit"))
+	if created.Replayed {
+		// The first answer, as it was then: the order has moved on since.
+		logf("replayed: %s was created by an earlier run with this key", o.ID)
+	} else {
+		logf("created %s (%s)", o.ID, o.Status)
+	}
+	submitted, err := c.SubmitOrder(ctx, o.Domain, o.ID, client.WithIdempotencyKey(key+":submit"), client.WithAnswer(&submit))
 	var p *client.Problem
 	switch {
 	case errors.As(err, &p) && p.Code == client.CodeConflict:
@@ -207,6 +213,8 @@ func pay(ctx context.Context, c *client.Client, body payment, key string, logf f
 		logf("%s was submitted before; following it", o.ID)
 	case err != nil:
 		return o.ID, fmt.Errorf("submit %s: %w", o.ID, err)
+	case submit.Replayed:
+		logf("replayed: %s was submitted by an earlier run with this key; following it", o.ID)
 	default:
 		logf("submitted %s (%s)", o.ID, submitted.Status)
 	}
