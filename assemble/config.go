@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -120,7 +121,7 @@ var EnvVars = []envVar{
 	{"DATABASE_URL", "", "PostgreSQL URL of the treasury store (postgres://user:pass@host:5432/db?sslmode=disable)"},
 	{"SQLITE_PATH", "", "SQLite file of the treasury store when DATABASE_URL is unset (single-node only)"},
 	{"SQLITE_WRITER_GATE", "true", "on SQLite, write transactions take turns in the process, each starting the moment the one before it ends; false leaves them to SQLite's busy handler, which sleeps between tries"},
-	{"MIGRATE_ON_START", "true", "apply pending migrations when api or worker starts (guarded by a lock)"},
+	{"MIGRATE_ON_START", "true", "apply pending migrations when a process opens the store: api, worker, the operator's commands (guarded by a lock)"},
 	{"TEMPORAL_ADDRESS", "127.0.0.1:7233", "Temporal frontend host:port"},
 	{"TEMPORAL_NAMESPACE", "default", "Temporal namespace"},
 	{"TEMPORAL_API_KEY", "", "API key for a hosted Temporal (implies TLS)"},
@@ -177,10 +178,14 @@ func EnvVarNames() []string {
 	return out
 }
 
-// EnvHelp renders EnvVars for a usage message.
-func EnvHelp() string {
+// EnvHelp renders the named variables of EnvVars for a usage message, in EnvVars' order;
+// no names renders them all.
+func EnvHelp(names ...string) string {
 	var b strings.Builder
 	for _, v := range EnvVars {
+		if len(names) > 0 && !slices.Contains(names, v.Name) {
+			continue
+		}
 		def := v.Default
 		if def == "" {
 			def = "unset"

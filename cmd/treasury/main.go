@@ -25,6 +25,10 @@ type command struct {
 	summary string
 	// args names the arguments it takes after its flags (e.g. FILE); "" takes none.
 	args string
+	// env names the environment variables it reads (assemble.EnvVars); a server reads
+	// them all.
+	env    []string
+	server bool
 	// flags registers the command's flags; they override the environment.
 	flags func(fs *flag.FlagSet, cfg *assemble.Config)
 	run   func(ctx context.Context, cfg assemble.Config, proc commandEnv) error
@@ -49,6 +53,7 @@ var commands = []command{
 	{
 		words:   []string{"api"},
 		summary: "serve the public HTTP API",
+		server:  true,
 		flags: func(fs *flag.FlagSet, cfg *assemble.Config) {
 			fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "address to listen on (overrides HTTP_ADDR)")
 			metricsFlag(fs, cfg)
@@ -58,17 +63,20 @@ var commands = []command{
 	{
 		words:   []string{"worker"},
 		summary: "run the Temporal worker (workflows and activities)",
+		server:  true,
 		flags:   metricsFlag,
 		run:     configOnly(assemble.RunWorker),
 	},
 	{
 		words:   []string{"migrate"},
 		summary: "apply pending database migrations and exit",
+		env:     storeEnv,
 		run:     configOnly(assemble.Migrate),
 	},
 	{
 		words:   []string{"signer"},
 		summary: "the reference paired signer: sign one wallet's signing requests with its key",
+		env:     []string{"TREASURY_TOKEN", "LOG_LEVEL"},
 		flags: func(fs *flag.FlagSet, cfg *assemble.Config) {
 			fs.StringVar(&signerFlags.keyFile, "key", "", "file holding the wallet's private key as credentials.json gives it: hex of a secp256k1\nkey, or a base64 ed25519 seed (required)")
 			fs.StringVar(&signerFlags.wallet, "wallet", "", "id of the wallet the key belongs to (required)")
@@ -81,6 +89,7 @@ var commands = []command{
 	{
 		words:   []string{"events", "tail"},
 		summary: "follow a WebSocket config's live events from a terminal",
+		env:     []string{"TREASURY_TOKEN"},
 		flags: func(fs *flag.FlagSet, cfg *assemble.Config) {
 			fs.StringVar(&tailFlags.url, "url", "http://127.0.0.1:8080", "base URL of the treasury API (http, https, ws or wss)")
 			fs.StringVar(&tailFlags.config, "config", "", "id of the WebSocket config to follow, wsc_… (required)")
@@ -95,6 +104,7 @@ var commands = []command{
 	{
 		words:   []string{"temporal", "setup"},
 		summary: "register the custom search attributes on the Temporal namespace",
+		env:     []string{"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_API_KEY", "TEMPORAL_TLS", "TEMPORAL_TLS_CERT", "TEMPORAL_TLS_KEY", "LOG_LEVEL"},
 		run:     configOnly(assemble.SetupTemporal),
 	},
 	{
@@ -109,6 +119,9 @@ var commands = []command{
 }
 
 func init() { commands = append(commands, operatorCommands...) }
+
+// storeEnv are the variables of a command that opens the treasury store.
+var storeEnv = []string{"DATABASE_URL", "SQLITE_PATH", "MIGRATE_ON_START", "LOG_LEVEL"}
 
 // metricsFlag is the flag of the processes that serve /metrics.
 func metricsFlag(fs *flag.FlagSet, cfg *assemble.Config) {
@@ -259,7 +272,14 @@ func newFlagSet(cmd *command, cfg *assemble.Config, out io.Writer) *flag.FlagSet
 	fs.Usage = func() {
 		fmt.Fprintf(out, "Usage: treasury %s [flags]%s\n\n%s.\n\nFlags:\n", name, strings.TrimRight(" "+cmd.args, " "), cmd.summary)
 		fs.PrintDefaults()
-		fmt.Fprintf(out, "\nEnvironment:\n%s", assemble.EnvHelp())
+		switch {
+		case cmd.server:
+			fmt.Fprintf(out, "\nEnvironment (the server's):\n%s", assemble.EnvHelp())
+		case len(cmd.env) > 0:
+			fmt.Fprintf(out, "\nEnvironment:\n%s", assemble.EnvHelp(cmd.env...))
+		default:
+			fmt.Fprintln(out, "\nEnvironment: none read.")
+		}
 	}
 	return fs
 }

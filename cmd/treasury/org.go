@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/opentreasury/treasury/assemble"
@@ -29,10 +30,14 @@ func publicURLFlag(fs *flag.FlagSet, cfg *assemble.Config) {
 	fs.BoolVar(&operatorFlags.json, "json", false, "print the answer as one JSON object")
 }
 
+// linkEnv are the variables of a command that prints a sign-in link.
+var linkEnv = append(slices.Clone(storeEnv), "PUBLIC_URL")
+
 var operatorCommands = []command{
 	{
 		words:   []string{"org", "create"},
 		summary: "create an organisation and its owner, and print the owner's one-time sign-in link",
+		env:     linkEnv,
 		flags: func(fs *flag.FlagSet, cfg *assemble.Config) {
 			fs.StringVar(&operatorFlags.name, "name", "", "the organisation's name (required)")
 			fs.StringVar(&operatorFlags.ownerEmail, "owner-email", "", "the owner's e-mail address (required)")
@@ -43,6 +48,7 @@ var operatorCommands = []command{
 	{
 		words:   []string{"org", "list"},
 		summary: "list the organisations",
+		env:     storeEnv,
 		flags: func(fs *flag.FlagSet, _ *assemble.Config) {
 			fs.BoolVar(&operatorFlags.json, "json", false, "print one JSON object a line")
 		},
@@ -52,11 +58,13 @@ var operatorCommands = []command{
 		words:   []string{"org", "disable"},
 		args:    "ORG",
 		summary: "refuse every credential of an organisation (ORG, org_…) from now on; nothing is deleted",
+		env:     storeEnv,
 		run:     runOrgDisable,
 	},
 	{
 		words:   []string{"user", "reset"},
 		summary: "print a new one-time sign-in link for a person; their earlier links stop working",
+		env:     linkEnv,
 		flags: func(fs *flag.FlagSet, cfg *assemble.Config) {
 			fs.StringVar(&operatorFlags.email, "email", "", "the person's e-mail address (required)")
 			publicURLFlag(fs, cfg)
