@@ -97,6 +97,11 @@ func TestPolicyChangesGoThroughADraftApprovedByAnotherPerson(t *testing.T) {
 		t.Fatalf("in force after approval: %+v", p)
 	}
 	f.as(t, checker, "POST", "/api/v1/policies/pay/drafts/"+d.ID+"/approve", "").wantProblem(t, 409, apitypes.CodeConflict)
+	// Read later, a published draft shows what its publication changed, not an empty diff
+	// against its own rules now in force.
+	if later := decodeDraft(t, f.do(t, "GET", "/api/v1/policies/pay/drafts/"+d.ID, sk, nil), 200); len(later.Diff) != 2 || later.ApprovalsRequired != 1 {
+		t.Fatalf("the published draft read again: diff %+v, approvals required %d", later.Diff, later.ApprovalsRequired)
+	}
 
 	// Every version is kept, with its author, approvals and diff.
 	var versions struct{ Data []apitypes.PolicyVersion }

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -821,8 +822,18 @@ func TestPolicyDraftsAndVersions(t *testing.T) {
 	}
 	page := p.page
 
-	page(t, author, "/console/pay/policy", "In force: version 1", `href="/console/pay/policy/versions/1"`, "No open drafts.",
+	html := page(t, author, "/console/pay/policy", "In force: version 1", `href="/console/pay/policy/versions/1"`, "No open drafts.",
 		`action="/console/pay/policy/drafts"`, "Publish now, without a draft")
+	// The dry run starts from one of the organisation's EVM wallets for a person who may
+	// list them (read on an app); the author, a developer without read, fills one in.
+	sampleWallet := regexp.MustCompile(`walletId&#34;: &#34;(wal_[^&]+)&#34;`)
+	if sample := sampleWallet.FindStringSubmatch(html); sample == nil || sample[1] != "wal_…" {
+		t.Fatalf("the author's sample order: %v", sample)
+	}
+	sample := sampleWallet.FindStringSubmatch(page(t, p.owner(t), "/console/pay/policy", "In force: version 1"))
+	if sample == nil || !slices.ContainsFunc(p.creds.Wallets, func(w seed.Wallet) bool { return w.ID == sample[1] && w.Chain != "solana" }) {
+		t.Fatalf("the owner's sample order names no EVM wallet of the organisation: %v", sample)
+	}
 
 	// Rules that do not parse: the page again, saying why, with the text as typed.
 	r := p.post(t, author, "/console/pay/policy/drafts", url.Values{"rules": {`{"maxOrderUsd": 5}`}})
@@ -835,7 +846,7 @@ func TestPolicyDraftsAndVersions(t *testing.T) {
 	seedRules := `"maxOrderUsd":"5000000","destinationWhitelist":["0x1111111111111111111111111111111111111111","0x2222222222222222222222222222222222222222"],` +
 		`"approvalTiers":[{"minUsd":"10000","quorum":1}]`
 	id := draftOf(t, p.post(t, author, "/console/pay/policy/drafts", url.Values{"rules": {`{` + seedRules + `,"changeApprovals":1}`}}))
-	html := page(t, author, "/console/pay/policy/drafts/"+id, "0 of 0", "changeApprovals", `action="/console/pay/policy/drafts/`+id+`/publish"`)
+	html = page(t, author, "/console/pay/policy/drafts/"+id, "0 of 0", "changeApprovals", `action="/console/pay/policy/drafts/`+id+`/publish"`)
 	if strings.Contains(html, "/approve\"") {
 		t.Fatal("a draft that needs no approval offers Approve")
 	}
@@ -1313,9 +1324,9 @@ func TestWebhookRecoveryFromItsPage(t *testing.T) {
 		t.Fatalf("recover: %d → %s", r.status, r.location)
 	}
 	html = compact(p.page(t, dev, r.location))
-	row := regexp.MustCompile(`<tr><td><code>` + m[1] + `</code></td><td><time datetime="([^"]+)">[^<]+</time> – <time datetime="[^"]+">[^<]+</time></td>` +
-		`<td><span class="status s-completed">completed</span></td><td class="num">4</td><td class="num">3</td><td><time[^>]*>[^<]+</time></td>` +
-		`<td><time[^>]*>[^<]+</time></td><td>—</td></tr>`).FindStringSubmatch(html)
+	row := regexp.MustCompile(`<tr><td><code class="short" title="` + m[1] + `">` + m[1] + `</code></td><td><time datetime="([^"]+)">[^<]+</time> –<br><time datetime="[^"]+">[^<]+</time></td>` +
+		`<td><span class="status s-completed">completed</span></td><td class="num">4</td><td class="num">3</td><td><time[^>]*>[^<]+</time> –<br>` +
+		`<time[^>]*>[^<]+</time></td><td>—</td></tr>`).FindStringSubmatch(html)
 	if row == nil || row[1] != failingSince.Truncate(time.Second).Format("2006-01-02T15:04:05.000Z") {
 		t.Fatalf("the recovery is not listed as completed, 4 scanned, 3 requeued, from %s:\n%s", typed, html)
 	}

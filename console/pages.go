@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/chain"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
@@ -318,19 +320,36 @@ func (c *console) logs(w http.ResponseWriter, r *http.Request, rq *request) {
 	c.render(w, r, rq, http.StatusOK, "logs", page)
 }
 
-// sampleOrder is an order body of the app's domain to start a dry run from.
-func sampleOrder(app string) string {
+// sampleOrder is an order body of the app's domain to start a dry run from, from a wallet
+// of the organisation ("wal_…" to fill in when it has none the caller can see).
+func sampleOrder(app, walletID string) string {
+	w := cmp.Or(walletID, "wal_…")
 	switch app {
 	case "pay":
-		return `{"walletId": "wal_…", "asset": "USDC", "amount": "25000", "destination": {"address": "0x1111111111111111111111111111111111111111"}}`
+		return `{"walletId": "` + w + `", "asset": "USDC", "amount": "25000", "destination": {"address": "0x1111111111111111111111111111111111111111"}}`
 	case "trade":
-		return `{"walletId": "wal_…", "sellAsset": "USDC", "buyAsset": "ETH", "sellAmount": "300", "maxSlippageBps": 50}`
+		return `{"walletId": "` + w + `", "sellAsset": "USDC", "buyAsset": "ETH", "sellAmount": "300", "maxSlippageBps": 50}`
 	case "earn":
-		return `{"walletId": "wal_…", "protocol": "aave", "action": "deposit", "asset": "USDC", "amount": "1000"}`
+		return `{"walletId": "` + w + `", "protocol": "aave", "action": "deposit", "asset": "USDC", "amount": "1000"}`
 	case "borrow":
-		return `{"walletId": "wal_…", "protocol": "aave", "action": "draw", "asset": "USDC", "amount": "2500"}`
+		return `{"walletId": "` + w + `", "protocol": "aave", "action": "draw", "asset": "USDC", "amount": "2500"}`
 	}
 	return "{}"
+}
+
+// sampleWallet is the first wallet the caller sees on a chain whose orders the sample
+// bodies fit (an EVM address, USDC), "" if none.
+func (c *console) sampleWallet(r *http.Request, rq *request) string {
+	ws, _, err := c.Service.WalletDirectory(r.Context(), rq.caller(r), service.Page{Limit: 50})
+	if err != nil {
+		return ""
+	}
+	for _, w := range ws {
+		if w.ArchivedAt == nil && w.Scheme == chain.Secp256k1 {
+			return w.ID
+		}
+	}
+	return ""
 }
 
 func indent(doc string) string {

@@ -179,7 +179,7 @@ func (c *console) policyPage(w http.ResponseWriter, r *http.Request, rq *request
 	ctx, who := r.Context(), rq.caller(r)
 	page := policyPage{CanEdit: rq.p.Can(rq.app, auth.ActionDeveloper), Body: f.Body, Target: f.Target, Evaluation: f.Evaluation}
 	if page.Body == "" {
-		page.Body = sampleOrder(rq.app)
+		page.Body = sampleOrder(rq.app, c.sampleWallet(r, rq))
 	}
 	if f.Evaluation != nil {
 		page.Violations = f.Evaluation.Violations()

@@ -210,7 +210,8 @@ type PolicyDraftView struct {
 	Approvals []DraftApproval
 	// ApprovalsRequired is the changeApprovals of the policy in force.
 	ApprovalsRequired int
-	// InForceVersion is the version in force; Diff is against it.
+	// InForceVersion is the version in force. Diff is against it, or for a published draft
+	// against the version its publication replaced: what publishing it changed.
 	InForceVersion int
 	Diff           []policy.Change
 }
@@ -231,9 +232,22 @@ func (s *Service) draftView(ctx context.Context, tx *store.Store, d *store.Polic
 	if err != nil {
 		return nil, err
 	}
+	// A published draft's rules are in force (or were): it is read against the version it
+	// replaced, and the approvals that version asked of it.
+	before := inForce
+	if d.PublishedVersion != nil {
+		replaced := *d.PublishedVersion - 1
+		before, _, err = tx.PolicyRules(ctx, d.OrgID, d.App, &replaced)
+		if errors.Is(err, store.ErrNotFound) { // a version from before history was kept
+			before, err = policy.Rules{}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 	approvals, err := approvalsOf(d)
-	return &PolicyDraftView{PolicyDraft: *d, Approvals: approvals, ApprovalsRequired: inForce.ChangeApprovals, InForceVersion: version,
-		Diff: policy.Diff(inForce, rules)}, err
+	return &PolicyDraftView{PolicyDraft: *d, Approvals: approvals, ApprovalsRequired: before.ChangeApprovals, InForceVersion: version,
+		Diff: policy.Diff(before, rules)}, err
 }
 
 // PolicyDraftInput is a draft's body: new rules, or the number of an earlier version whose

@@ -331,6 +331,24 @@ func everyPage(t *testing.T, owner *tab, b *devstack.Bundle, shots, orderID stri
 		time.Sleep(300 * time.Millisecond)
 		owner.Open(strings.Split(owner.Location(), "?")[0])
 	}
+	// A recovery of the last hour: listed with its status on one line, the table inside the page.
+	owner.Do("a window to recover", chromedp.SetValue(chromedp.CSS("#since"), time.Now().UTC().Add(-time.Hour).Format("2006-01-02T15:04:05")))
+	if status := owner.Submit("recover", chromedp.Click(chromedp.CSS(`form[action$="/recover"] button`))); status >= 400 {
+		t.Fatalf("recover: HTTP %d %s", status, owner.Text("main"))
+	}
+	for deadline := time.Now().Add(20 * time.Second); browser.Eval[int](owner, `document.querySelectorAll("table.recoveries .s-completed").length`) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the recovery never completed: %s", owner.Text("main"))
+		}
+		time.Sleep(300 * time.Millisecond)
+		owner.Open(strings.Split(owner.Location(), "?")[0])
+	}
+	if lines := browser.Eval[int](owner, `(() => { const r = document.createRange(); r.selectNodeContents(document.querySelector("table.recoveries .status")); return r.getClientRects().length })()`); lines > 1 {
+		t.Errorf("the recovery's status badge takes %d lines", lines)
+	}
+	if wide := browser.Eval[bool](owner, `(() => { const box = document.querySelector("table.recoveries").parentElement; return box.scrollWidth > box.clientWidth || document.documentElement.scrollWidth > document.documentElement.clientWidth })()`); wide {
+		t.Error("the recoveries table is wider than the page")
+	}
 	owner.Screenshot("webhook")
 
 	owner.Open("/console/pay/policy")
