@@ -105,7 +105,7 @@ func (h *policyHandlers) evaluate(c *gin.Context) {
 	}
 	c.PureJSON(http.StatusOK, apitypes.PolicyEvaluation{App: c.Param("app"), PolicyVersion: e.PolicyVersion, DraftID: nullable(e.DraftID),
 		Allowed: e.Allowed(), Violations: violations, Checks: checks, ApprovalRequired: e.ApprovalRequired, Quorum: e.Quorum,
-		AmountUSD: usd(e.AmountUSD), DailyVolumeUSD: usd(e.DailyVolumeUSD), Windows: windowsJSON(e.Windows)})
+		AmountUSD: usd(e.AmountUSD), DailyVolumeUsedUSD: usd(e.DailyVolumeUsedUSD), Windows: windowsJSON(e.Windows)})
 }
 
 // windowsJSON renders volume windows' use; amounts to the cent, as every USD figure.

@@ -24,7 +24,9 @@ type PolicyEvaluation struct {
 	ApprovalRequired bool          `json:"approvalRequired"`
 	Quorum           int           `json:"quorum"`
 	AmountUSD        string        `json:"amountUsd"`
-	DailyVolumeUSD   string        `json:"dailyVolumeUsd"`
+	// DailyVolumeUsedUSD is the wallet's volume since 00:00 UTC before the order: what
+	// the rule dailyVolumeUsd (a limit) counts.
+	DailyVolumeUsedUSD string `json:"dailyVolumeUsedUsd"`
 	// Windows is each volume window that applies to the order, with its headroom before it.
 	Windows []PolicyWindowUse `json:"windows"`
 }

@@ -657,10 +657,11 @@ func (s *Service) PolicyWindows(ctx context.Context, who Caller, app string) ([]
 // Evaluation is a policy's dry run on an order body.
 type Evaluation struct {
 	policy.Evaluation
-	PolicyVersion  int
-	DraftID        string
-	AmountUSD      decimal.Decimal
-	DailyVolumeUSD decimal.Decimal
+	PolicyVersion int
+	DraftID       string
+	AmountUSD     decimal.Decimal
+	// DailyVolumeUsedUSD is the wallet's volume today before the order.
+	DailyVolumeUsedUSD decimal.Decimal
 }
 
 // EvaluatePolicy is the dry run of an order body of the app's domain against the policy in
@@ -718,7 +719,7 @@ func (s *Service) EvaluatePolicy(ctx context.Context, who Caller, app string, bo
 		return nil, err
 	}
 	return &Evaluation{Evaluation: rules.Evaluate(o, usage), PolicyVersion: n, DraftID: draftID,
-		AmountUSD: v.amountUSD, DailyVolumeUSD: usage.DailyVolumeUSD}, nil
+		AmountUSD: v.amountUSD, DailyVolumeUsedUSD: usage.DailyVolumeUSD}, nil
 }
 
 // ListRequestLogs pages through the caller's app's recent requests, newest first.

@@ -54,7 +54,9 @@ type Chains struct {
 	keeper
 }
 
-// deployment is what a chain's first start leaves in Dir/<name>.json.
+// deployment is what a chain's first start leaves in Dir/<name>/deployment.json: the
+// addresses it deployed, for the bundle's own restarts. It is not a chain configuration
+// for the treasury binary (that is EVM_CHAINS_FILE, docs/chains.md).
 type deployment struct {
 	evm.Config
 	USDCDeployedIn string `json:"usdcDeployedIn"`
@@ -65,7 +67,7 @@ type deployment struct {
 
 // ChainsOptions configure the dev chains.
 type ChainsOptions struct {
-	// Dir keeps each chain in Dir/<name>, and its deployment in Dir/<name>.json.
+	// Dir keeps each chain in Dir/<name>, its deployment in Dir/<name>/deployment.json.
 	Dir           string
 	BlockTime     time.Duration
 	Confirmations int
@@ -102,7 +104,11 @@ func (c *Chains) start(ctx context.Context, o ChainsOptions, spec Spec) error {
 		return err
 	}
 	c.nodes[spec.Name] = n
-	file := filepath.Join(o.Dir, spec.Name+".json")
+	file := filepath.Join(o.Dir, spec.Name, "deployment.json")
+	// Earlier versions kept it beside the chain's directory, as <name>.json.
+	if err := os.Rename(filepath.Join(o.Dir, spec.Name+".json"), file); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
 	var dep deployment
 	raw, err := os.ReadFile(file)
 	switch {
