@@ -43,11 +43,14 @@ func TestReadmeTour(t *testing.T) {
 		"./bin/treasury ", treasuryBinary(t)+" ",
 		"go run ./examples/payout-job", filepath.Join(buildExamples(t), "payout-job")).Replace(script.String())
 	tour := exec.Command("bash", "-c", text)
-	tour.Dir = t.TempDir()                                // where the tour's files (payouts.csv) go
+	tour.Dir = t.TempDir()                                // where the tour's files (payouts.csv) go, and go again
 	tour.Env = append(os.Environ(), "TREASURY_URL="+base) // the payout job's default is the README's address
 	out, err := tour.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the tour failed: %v\n%s", err, out)
+	}
+	if left, _ := os.ReadDir(tour.Dir); len(left) > 0 {
+		t.Errorf("the tour leaves %s in the directory it ran in", left[0].Name())
 	}
 	for marker, times := range map[string]int{
 		`"totalUsd":"31050000.00"`:           1,
