@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/opentreasury/treasury/auth"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
@@ -235,7 +236,7 @@ func TestMaintenanceDeletesExpiredLinksAndChallenges(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, expires := range []time.Time{now.Add(-time.Hour), now.Add(time.Hour)} {
-			u := &store.User{ID: ids.New(ids.User), OrgID: org.ID, Email: ids.New("e") + "@example.com", Role: store.RoleMember, CreatedAt: now}
+			u := &store.User{ID: ids.New(ids.User), OrgID: org.ID, Email: ids.New("e") + "@example.com", Role: auth.RoleMember, CreatedAt: now}
 			if err := s.CreateUser(ctx, u, nil); err != nil {
 				t.Fatal(err)
 			}

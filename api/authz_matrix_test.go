@@ -157,7 +157,7 @@ func (a access) allowed(t *testing.T, reach reachTable, p *auth.Principal) bool 
 	if a.session {
 		return p.Kind == auth.KindUser
 	}
-	if a.owner && p.Role != store.RoleOwner {
+	if a.owner && p.Role != auth.RoleOwner {
 		return false
 	}
 	if a.appCredential && p.Kind == auth.KindUser {
@@ -367,10 +367,10 @@ func TestAuthorisationMatrix(t *testing.T) {
 	creds["owner session"] = credential{session: f.signIn(t, f.creds.Owner.Email, f.creds.Owner.Password).token}
 	for _, g := range []struct{ app, actions string }{{"pay", "read,approve"}, {"pay", "write"}, {"pay", "sign"}, {"pay", "developer"},
 		{"trade", "read,write,approve,sign,developer"}, {"treasury", "read"}, {"treasury", "sign"}} {
-		creds["member "+g.app+":"+g.actions] = credential{session: matrixSession(t, f, h, org, store.RoleMember, map[string]string{g.app: g.actions})}
+		creds["member "+g.app+":"+g.actions] = credential{session: matrixSession(t, f, h, org, auth.RoleMember, map[string]string{g.app: g.actions})}
 	}
-	creds["member without permissions"] = credential{session: matrixSession(t, f, h, org, store.RoleMember, nil)}
-	creds["other org owner session"] = credential{session: matrixSession(t, f, h, f.creds.OtherOrg.OrgID, store.RoleOwner, nil)}
+	creds["member without permissions"] = credential{session: matrixSession(t, f, h, org, auth.RoleMember, nil)}
+	creds["other org owner session"] = credential{session: matrixSession(t, f, h, f.creds.OtherOrg.OrgID, auth.RoleOwner, nil)}
 	// A forged cross-site request carries the owner's cookie but cannot know the CSRF token.
 	forged := creds["owner session"]
 	forged.noCSRF = true

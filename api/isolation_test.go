@@ -213,7 +213,7 @@ func TestDataIsolation(t *testing.T) {
 	// People are signed in without a password: its hash is slow, and sign-in is not what
 	// this test is about.
 	for _, app := range []string{"trade", "treasury"} {
-		sameOrg["member "+app+":all"] = credential{app: app, session: sessionFor(t, f, matrixPerson(t, f, f.creds.OrgID, store.RoleMember,
+		sameOrg["member "+app+":all"] = credential{app: app, session: sessionFor(t, f, matrixPerson(t, f, f.creds.OrgID, auth.RoleMember,
 			map[string]string{app: "read,write,approve,sign,developer"}, "-"))}
 	}
 	// Another organisation, in the same app: its sk_, a tk_ holding every action, its pk_,
@@ -224,7 +224,7 @@ func TestDataIsolation(t *testing.T) {
 		"other org pay tk": {bearer: f.newKey(t, otherSK, `{"kind":"tk","actions":["read","write","approve","sign","developer"]}`).Secret},
 		"other org pay pk": {bearer: f.newKey(t, otherSK, `{"kind":"pk"}`).Secret},
 		"other org oauth":  {bearer: isolationToken(t, f, otherSK, "pay")},
-		"other org owner":  {session: sessionFor(t, f, matrixPerson(t, f, f.creds.OtherOrg.OrgID, store.RoleOwner, nil, "-"))},
+		"other org owner":  {session: sessionFor(t, f, matrixPerson(t, f, f.creds.OtherOrg.OrgID, auth.RoleOwner, nil, "-"))},
 	}
 
 	send := func(cr credential, method, path, body string) *httptest.ResponseRecorder {

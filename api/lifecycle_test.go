@@ -85,7 +85,7 @@ func (f *fakeWorkflows) SubmitOutcome(_ context.Context, _, submission string) (
 	}
 	d, ok := f.submissions[submission]
 	if !ok {
-		return d, service.ErrUnknownSubmission
+		return d, workflows.ErrUnknownSubmission
 	}
 	return d, nil
 }
@@ -383,7 +383,7 @@ func TestOnePersonIsOneApprover(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		f, fw, id := newLifecycleFixtureOn(t, s)
 		ctx := context.Background()
-		u := matrixPerson(t, f, f.creds.OrgID, store.RoleMember, map[string]string{"pay": "read,write,approve,developer"}, "-")
+		u := matrixPerson(t, f, f.creds.OrgID, auth.RoleMember, map[string]string{"pay": "read,write,approve,developer"}, "-")
 		session := sessionFor(t, f, u)
 		m := signedIn{token: session, csrf: auth.CSRFToken(session), userID: u.ID}
 		bot := func(body string) createdKey {

@@ -316,7 +316,7 @@ func TestTeamAndMemberPermissions(t *testing.T) {
 	// The owner's own permissions do not change; people of other organisations are not found.
 	f.as(t, owner, "PATCH", "/developer/team/"+owner.userID+"?app=pay", `{"actions":[]}`).wantProblem(t, 409, apitypes.CodeConflict)
 	stranger := &store.User{ID: "usr_stranger", OrgID: f.creds.OtherOrg.OrgID, Email: "s@other.example", PasswordHash: "x",
-		Role: store.RoleMember, CreatedAt: time.Now()}
+		Role: auth.RoleMember, CreatedAt: time.Now()}
 	if err := f.store.CreateUser(context.Background(), stranger, nil); err != nil {
 		t.Fatal(err)
 	}

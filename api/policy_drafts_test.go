@@ -37,8 +37,8 @@ func decodeDraft(t *testing.T, r response, status int) apitypes.PolicyDraft {
 func TestPolicyChangesGoThroughADraftApprovedByAnotherPerson(t *testing.T) {
 	f := newFixture(t)
 	sk := f.creds.Keys["pay"].SK
-	author := personOf(t, f, store.RoleMember, map[string]string{"pay": "developer"})
-	checker := personOf(t, f, store.RoleOwner, nil)
+	author := personOf(t, f, auth.RoleMember, map[string]string{"pay": "developer"})
+	checker := personOf(t, f, auth.RoleOwner, nil)
 	inForce := func() policyResponse {
 		t.Helper()
 		var p policyResponse

@@ -20,7 +20,6 @@ const (
 	correlationHeader         = "X-Correlation-Id"
 	correlationContextKey     = "treasury.correlationId"
 	principalContextKey       = "treasury.principal"
-	maxCorrelationIDLength    = 128
 	defaultProblemTitleStatus = http.StatusInternalServerError
 )
 

@@ -18,7 +18,7 @@ import (
 func TestCreatedByIsTheCredentialEverywhere(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		f := newFixtureOn(t, s)
-		u := matrixPerson(t, f, f.creds.OrgID, store.RoleMember, map[string]string{"pay": "read,write,developer"}, "-")
+		u := matrixPerson(t, f, f.creds.OrgID, auth.RoleMember, map[string]string{"pay": "read,write,developer"}, "-")
 		session := sessionFor(t, f, u)
 		m := signedIn{token: session, csrf: auth.CSRFToken(session), userID: u.ID}
 		var devKey createdKey

@@ -155,11 +155,11 @@ func TestAWalletIsRegisteredWithProofOfItsKey(t *testing.T) {
 		f.post(t, "/api/v1/treasury/wallets/wal_unknown/archive", treasury, "").wantProblem(t, 404, apitypes.CodeNotFound)
 		// Another organisation's owner, who holds developer on its own treasury, finds no
 		// such wallet; a member with developer on another app may not change wallets.
-		otherOwner := sessionFor(t, f, matrixPerson(t, f, f.creds.OtherOrg.OrgID, store.RoleOwner, nil, "-"))
+		otherOwner := sessionFor(t, f, matrixPerson(t, f, f.creds.OtherOrg.OrgID, auth.RoleOwner, nil, "-"))
 		stranger := signedIn{token: otherOwner, csrf: auth.CSRFToken(otherOwner)}
 		f.as(t, stranger, "PATCH", "/api/v1/treasury/wallets/"+sw.ID, `{"label":"mine now"}`).wantProblem(t, 404, apitypes.CodeNotFound)
 		f.as(t, stranger, "POST", "/api/v1/treasury/wallets/"+sw.ID+"/archive", "").wantProblem(t, 404, apitypes.CodeNotFound)
-		tradeDev := sessionFor(t, f, matrixPerson(t, f, f.creds.OrgID, store.RoleMember, map[string]string{"trade": "read,developer"}, "-"))
+		tradeDev := sessionFor(t, f, matrixPerson(t, f, f.creds.OrgID, auth.RoleMember, map[string]string{"trade": "read,developer"}, "-"))
 		f.as(t, signedIn{token: tradeDev, csrf: auth.CSRFToken(tradeDev)}, "POST", "/api/v1/treasury/wallets/"+sw.ID+"/archive", "").
 			wantProblem(t, 403, apitypes.CodePermissionDenied)
 		if r := f.do(t, "GET", "/api/v1/treasury/wallets?limit=100", treasury, nil); !strings.Contains(string(r.body), `"label":"Solana ops"`) {

@@ -50,7 +50,7 @@ type suiteOrders struct {
 func (w *suiteOrders) Start(context.Context, workflows.Submission) error { return nil }
 
 func (w *suiteOrders) SubmitOutcome(context.Context, string, string) (workflows.PolicyDecision, error) {
-	return workflows.PolicyDecision{}, service.ErrUnknownSubmission
+	return workflows.PolicyDecision{}, workflows.ErrUnknownSubmission
 }
 
 func (w *suiteOrders) Submit(ctx context.Context, o workflows.Submission) (workflows.PolicyDecision, error) {

@@ -132,7 +132,7 @@ func TestEventsPageWithTheCursor(t *testing.T) {
 	s := &pagedServer{n: 5, param: "cursor"}
 	c := newRESTClient(t, s.serve, WithToken(restKey))
 	n := 0
-	for _, err := range c.Events(context.Background(), EventFilter{OrderID: "ord_1", After: "after-1", Limit: 2}) {
+	for _, err := range c.Events(context.Background(), EventFilter{OrderID: "ord_1", Cursor: "after-1", Limit: 2}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -48,17 +47,13 @@ type EventFilter struct {
 	// Cursor is where to go on from: a previous page's NextCursor, or the ID of an Event
 	// kept from an earlier run (this list's cursor is the last event's id).
 	Cursor string
-	// After is Cursor's first name (the service takes ?after= as an alias of ?cursor=).
-	//
-	// Deprecated: use Cursor.
-	After string
 	Limit int
 }
 
 func (f EventFilter) query() url.Values {
 	q := url.Values{}
 	set(q, "orderId", f.OrderID)
-	set(q, "cursor", cmp.Or(f.Cursor, f.After))
+	set(q, "cursor", f.Cursor)
 	if f.Limit != 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
 	}

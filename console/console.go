@@ -28,7 +28,6 @@ import (
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/sessioncookie"
-	"github.com/opentreasury/treasury/store"
 )
 
 //go:embed templates/*.html assets/*
@@ -71,7 +70,7 @@ var appLabels = []struct{ App, Label string }{
 func New(cfg Config) (http.Handler, error) {
 	c := &console{Config: cfg, pages: map[string]*template.Template{}}
 	funcs := template.FuncMap{"time": when, "usd": usd, "amount": amount, "grouped": grouped, "deref": deref,
-		"join": strings.Join, "has": func(list []string, s string) bool { return contains(list, s) },
+		"join": strings.Join, "has": slices.Contains[[]string],
 		"list": func(s ...string) []string { return s }}
 	names, err := fs.Glob(files, "templates/*.html")
 	if err != nil {
@@ -265,7 +264,7 @@ var menu = []pageOf{
 }
 
 func (c *console) newView(r *http.Request, rq *request) *view {
-	v := &view{Email: rq.email, Owner: rq.p.Role == store.RoleOwner, App: rq.app, CSRF: auth.CSRFToken(rq.token),
+	v := &view{Email: rq.email, Owner: rq.p.Role == auth.RoleOwner, App: rq.app, CSRF: auth.CSRFToken(rq.token),
 		Notice: r.URL.Query().Get("notice"), Error: r.URL.Query().Get("error")}
 	for _, a := range appLabels {
 		if len(rq.p.Grants[a.App]) == 0 {
@@ -512,15 +511,6 @@ func (c *console) signOut(w http.ResponseWriter, r *http.Request, rq *request) {
 	}
 	sessioncookie.Clear(w, r)
 	http.Redirect(w, r, "/console/sign-in?notice=Signed+out", http.StatusSeeOther)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // when renders a time (or a *time.Time) as the API does, in a <time> element; nil as a

@@ -107,7 +107,7 @@ func (allowAll) Submit(context.Context, workflows.Submission) (workflows.PolicyD
 func (allowAll) Start(context.Context, workflows.Submission) error { return nil }
 
 func (allowAll) SubmitOutcome(context.Context, string, string) (workflows.PolicyDecision, error) {
-	return workflows.PolicyDecision{}, service.ErrUnknownSubmission
+	return workflows.PolicyDecision{}, workflows.ErrUnknownSubmission
 }
 
 func (allowAll) SignalApproval(context.Context, string, workflows.ApprovalDecision) error { return nil }
@@ -413,7 +413,7 @@ func TestSecretsAreShownOnce(t *testing.T) {
 
 func TestPagesFollowPermissions(t *testing.T) {
 	p := newPages(t)
-	approver := p.member(t, store.RoleMember, map[string]string{"pay": "approve"})
+	approver := p.member(t, auth.RoleMember, map[string]string{"pay": "approve"})
 	r := p.get(t, approver, "/console/pay/approvals")
 	if r.status != 200 {
 		t.Fatalf("approvals: %d", r.status)
@@ -432,7 +432,7 @@ func TestPagesFollowPermissions(t *testing.T) {
 	}
 
 	// A developer reads the team page but only the owner changes it.
-	developer := p.member(t, store.RoleMember, map[string]string{"pay": "developer"})
+	developer := p.member(t, auth.RoleMember, map[string]string{"pay": "developer"})
 	team := p.get(t, developer, "/console/pay/team")
 	if team.status != 200 || strings.Contains(team.html, `action="team"`) || !strings.Contains(team.html, "Only the organisation's owner") {
 		t.Fatalf("the developer's team page: %d", team.status)
@@ -450,8 +450,8 @@ func TestPagesFollowPermissions(t *testing.T) {
 func TestDecidingFollowsTheAPIsRules(t *testing.T) {
 	p := newPages(t)
 	ctx := context.Background()
-	maker := p.member(t, store.RoleMember, map[string]string{"pay": "read,write,approve"})
-	checker := p.member(t, store.RoleMember, map[string]string{"pay": "read,approve"})
+	maker := p.member(t, auth.RoleMember, map[string]string{"pay": "read,write,approve"})
+	checker := p.member(t, auth.RoleMember, map[string]string{"pay": "read,approve"})
 	makerPrincipal, err := auth.NewAuthenticator(p.store).AuthenticateSession(ctx, maker.session)
 	if err != nil {
 		t.Fatal(err)
@@ -684,7 +684,7 @@ func TestSessionCookieFollowsTheScheme(t *testing.T) {
 // the key.
 func TestWebSocketsPageShowsTheURLThatWorks(t *testing.T) {
 	p := newPages(t)
-	developer := p.member(t, store.RoleMember, map[string]string{"pay": "developer"})
+	developer := p.member(t, auth.RoleMember, map[string]string{"pay": "developer"})
 	var ids []string
 	for range 2 {
 		ids = append(ids, p.api(t, developer, "/developer/websockets?app=pay", `{"events":["order.*"]}`))
@@ -794,8 +794,8 @@ func withPages(t testing.TB, cfg api.Config, opts console.Options) api.Config {
 // published at once where no approval is asked for. Refused input comes back as typed.
 func TestPolicyDraftsAndVersions(t *testing.T) {
 	p := newPages(t)
-	author := p.member(t, store.RoleMember, map[string]string{"pay": "developer", "trade": "developer"})
-	checker := p.member(t, store.RoleMember, map[string]string{"pay": "developer"})
+	author := p.member(t, auth.RoleMember, map[string]string{"pay": "developer", "trade": "developer"})
+	checker := p.member(t, auth.RoleMember, map[string]string{"pay": "developer"})
 	draftOf := func(t *testing.T, r reply) string {
 		t.Helper()
 		m := regexp.MustCompile(`^/console/pay/policy/drafts/(pdr_[0-9a-f]+)\?notice=`).FindStringSubmatch(r.location)
@@ -938,7 +938,7 @@ func TestPolicyDraftsAndVersions(t *testing.T) {
 		}
 	}
 	// Someone with Write but not Developer tries orders against the policy in force only.
-	writer := p.member(t, store.RoleMember, map[string]string{"pay": "write"})
+	writer := p.member(t, auth.RoleMember, map[string]string{"pay": "write"})
 	if html := page(t, writer, "/console/pay/policy", "Dry run"); strings.Contains(html, "History") || strings.Contains(html, "pdr_") {
 		t.Fatal("the dry run page shows a writer the policy's history or drafts")
 	}
@@ -972,7 +972,7 @@ func compact(html string) string { return regexp.MustCompile(`>\s+<`).ReplaceAll
 // goes back to the draft, saying why; another app's run is not found.
 func TestPolicyDryRunAgainstHistory(t *testing.T) {
 	p := newPages(t)
-	author := p.member(t, store.RoleMember, map[string]string{"pay": "read,write,developer"})
+	author := p.member(t, auth.RoleMember, map[string]string{"pay": "read,write,developer"})
 	small := p.pastPayment(t, author, "50", workflows.PolicyDecision{Allowed: true, PolicyVersion: 1})
 	large := p.pastPayment(t, author, "20000", workflows.PolicyDecision{Allowed: true, ApprovalRequired: true, Quorum: 1, PolicyVersion: 1})
 	r := p.post(t, author, "/console/pay/policy/drafts", url.Values{"rules": {`{"maxOrderUsd":"10000","approvalTiers":[{"minUsd":"10","quorum":1}]}`}})
@@ -1028,7 +1028,7 @@ func TestPolicyDryRunAgainstHistory(t *testing.T) {
 	}
 
 	// The draft's page and the policy page list it, to another developer too.
-	checker := p.member(t, store.RoleMember, map[string]string{"pay": "developer"})
+	checker := p.member(t, auth.RoleMember, map[string]string{"pay": "developer"})
 	link := `<a href="/console/pay/policy/dry-runs/` + runID + `">`
 	for _, path := range []string{draft, "/console/pay/policy"} {
 		if html := compact(p.page(t, checker, path)); !strings.Contains(html, link) || !strings.Contains(html, ` 2 of 2</td><td class="num">2</td>`) {
@@ -1049,14 +1049,14 @@ func TestPolicyDryRunAgainstHistory(t *testing.T) {
 		}
 	}
 	// Someone who may not read the policy's drafts, another app, no such run.
-	writer := p.member(t, store.RoleMember, map[string]string{"pay": "write"})
+	writer := p.member(t, auth.RoleMember, map[string]string{"pay": "write"})
 	if r := p.get(t, writer, run); r.status != http.StatusForbidden {
 		t.Errorf("a writer on a dry run's page: %d", r.status)
 	}
 	if r := p.post(t, writer, draft+"/dry-runs", nil); r.status != http.StatusSeeOther || !strings.HasPrefix(r.location, draft+"?error=") {
 		t.Errorf("a writer starts a dry run: %d → %s", r.status, r.location)
 	}
-	trade := p.member(t, store.RoleMember, map[string]string{"pay": "developer", "trade": "developer"})
+	trade := p.member(t, auth.RoleMember, map[string]string{"pay": "developer", "trade": "developer"})
 	for _, path := range []string{"/console/trade/policy/dry-runs/" + runID, "/console/pay/policy/dry-runs/pdx_nothing"} {
 		if r := p.get(t, trade, path); r.status != http.StatusNotFound {
 			t.Errorf("%s: %d", path, r.status)
@@ -1072,7 +1072,7 @@ func TestPolicyDryRunAgainstHistory(t *testing.T) {
 // limit.
 func TestPolicyPageShowsWindowHeadroom(t *testing.T) {
 	p := newPages(t)
-	author := p.member(t, store.RoleMember, map[string]string{"pay": "read,write,developer"})
+	author := p.member(t, auth.RoleMember, map[string]string{"pay": "read,write,developer"})
 	p.page(t, author, "/console/pay/policy", "Volume windows", "The policy in force sets no volume window.")
 	for _, amount := range []string{"100.25", "200"} {
 		p.pastPayment(t, author, amount, workflows.PolicyDecision{Allowed: true, PolicyVersion: 1})
@@ -1090,7 +1090,7 @@ func TestPolicyPageShowsWindowHeadroom(t *testing.T) {
 		}
 	}
 	// Someone with Write but not Developer sees no headroom.
-	writer := p.member(t, store.RoleMember, map[string]string{"pay": "write"})
+	writer := p.member(t, auth.RoleMember, map[string]string{"pay": "write"})
 	if html := p.page(t, writer, "/console/pay/policy"); strings.Contains(html, "Volume windows") {
 		t.Fatal("a writer sees the windows' headroom")
 	}
@@ -1146,7 +1146,7 @@ var banner = regexp.MustCompile(`<section class="error banner" role="alert"[\s\S
 // while it fails but is still enabled.
 func TestWebhooksPageNamesTheWebhooksTheServiceDisabled(t *testing.T) {
 	p := newPages(t)
-	dev := p.member(t, store.RoleMember, map[string]string{"pay": "developer"})
+	dev := p.member(t, auth.RoleMember, map[string]string{"pay": "developer"})
 	broken := p.createWebhook(t, dev, url.Values{"description": {"ERP"}})
 	flaky := p.createWebhook(t, dev, url.Values{})
 	paused := p.createWebhook(t, dev, url.Values{})
@@ -1200,7 +1200,7 @@ func TestWebhooksPageNamesTheWebhooksTheServiceDisabled(t *testing.T) {
 // of range from its page's settings form, and shown there as it is.
 func TestWebhookRateLimitRoundTrips(t *testing.T) {
 	p := newPages(t)
-	dev := p.member(t, store.RoleMember, map[string]string{"pay": "developer"})
+	dev := p.member(t, auth.RoleMember, map[string]string{"pay": "developer"})
 	p.page(t, dev, "/console/pay/webhooks", `<input id="rateLimit" name="rateLimit" type="number" min="1" max="10000" step="1">`,
 		"Rate limit (messages per second, empty for none)")
 	id := p.createWebhook(t, dev, url.Values{"rateLimit": {"25"}})
@@ -1251,7 +1251,7 @@ func TestWebhookRateLimitRoundTrips(t *testing.T) {
 func TestWebhookRecoveryFromItsPage(t *testing.T) {
 	p := newPages(t)
 	ctx := context.Background()
-	dev := p.member(t, store.RoleMember, map[string]string{"pay": "developer"})
+	dev := p.member(t, auth.RoleMember, map[string]string{"pay": "developer"})
 	id := p.createWebhook(t, dev, url.Values{})
 	path := "/console/pay/webhooks/" + id
 	now := time.Now().UTC()
@@ -1311,7 +1311,7 @@ func TestWebhookRecoveryFromItsPage(t *testing.T) {
 		}
 	}
 	// Another app's person reaches none of it.
-	trade := p.member(t, store.RoleMember, map[string]string{"trade": "developer"})
+	trade := p.member(t, auth.RoleMember, map[string]string{"trade": "developer"})
 	if r := p.post(t, trade, "/console/trade/webhooks/"+id+"/recover", url.Values{"since": {typed}}); !strings.Contains(r.location, "error=") {
 		t.Fatalf("a recovery of pay's webhook from trade: %d → %s", r.status, r.location)
 	}
@@ -1383,7 +1383,7 @@ func TestAWalletIsAddedOnTheWalletsPage(t *testing.T) {
 	}
 	p.page(t, owner, "/console/treasury/wallets", "archived")
 	// A member who only reads the treasury sees the wallets, and no form to change them.
-	reader := p.member(t, store.RoleMember, map[string]string{"treasury": "read"})
+	reader := p.member(t, auth.RoleMember, map[string]string{"treasury": "read"})
 	if page := p.page(t, reader, "/console/treasury/wallets", "Cold storage"); strings.Contains(page, "Add a wallet") || strings.Contains(page, "Archive") {
 		t.Fatal("a reader is offered the wallet forms")
 	}

@@ -499,7 +499,7 @@ func (c *console) setActions(w http.ResponseWriter, r *http.Request, rq *request
 	m, err := c.Service.SetMemberActions(r.Context(), rq.caller(r), r.PathValue("id"), r.PostForm["actions"])
 	done := ""
 	if err == nil {
-		done = m.Email + " now holds " + cmpOr(strings.Join(m.Actions, ", "), "nothing") + " on " + rq.app + "."
+		done = m.Email + " now holds " + cmp.Or(strings.Join(m.Actions, ", "), "nothing") + " on " + rq.app + "."
 	}
 	c.back(w, r, "/console/"+rq.app+"/team", err, done)
 }

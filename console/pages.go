@@ -254,7 +254,7 @@ func (c *console) approvals(w http.ResponseWriter, r *http.Request, rq *request)
 	domain, _ := service.DomainOfApp(rq.app)
 	rq.v.Title = "Approvals"
 	q := r.URL.Query()
-	status := cmpOr(q.Get("status"), orders.ItemPending)
+	status := cmp.Or(q.Get("status"), orders.ItemPending)
 	list, next, err := c.Service.ListApprovals(r.Context(), rq.caller(r), service.ApprovalFilter{Domain: domain.Name, Status: status,
 		Page: service.Page{After: q.Get("after"), Limit: pageSize}})
 	if err != nil {
@@ -359,11 +359,4 @@ func indent(doc string) string {
 	}
 	b, _ := json.MarshalIndent(v, "", "  ")
 	return string(b)
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

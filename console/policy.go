@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -144,7 +145,7 @@ func (n names) of(person, credential string) string {
 	if email, ok := n[person]; ok {
 		return email
 	}
-	return cmpOr(person, "—")
+	return cmp.Or(person, "—")
 }
 
 func (n names) approvers(raw string) []string {
@@ -196,7 +197,7 @@ func (c *console) policyPage(w http.ResponseWriter, r *http.Request, rq *request
 	n := c.people(ctx, who)
 	page.Version, page.UpdatedAt, page.Rules = p.Version, p.UpdatedAt, indent(p.Document)
 	page.By = n.of(p.UpdatedBy, "")
-	page.Draft, page.DraftTyped = cmpOr(f.Draft, page.Rules), f.Draft != ""
+	page.Draft, page.DraftTyped = cmp.Or(f.Draft, page.Rules), f.Draft != ""
 	if rules, err := policy.Parse([]byte(p.Document)); err == nil {
 		page.ChangeApprovals = rules.ChangeApprovals
 	}
@@ -330,7 +331,7 @@ func (c *console) draftPage(w http.ResponseWriter, r *http.Request, rq *request,
 	rq.v.Title = "Policy draft " + d.ID
 	n := c.people(ctx, who)
 	open := d.Status == store.DraftOpen
-	page := draftPage{Draft: d, Author: n.of(d.AuthorPerson, d.Author), Changes: changes(d.Diff), Rules: cmpOr(typed, indent(d.Document)),
+	page := draftPage{Draft: d, Author: n.of(d.AuthorPerson, d.Author), Changes: changes(d.Diff), Rules: cmp.Or(typed, indent(d.Document)),
 		Mine: who.ID == d.Author || (who.Person != "" && who.Person == d.AuthorPerson), CanEdit: rq.p.Can(rq.app, auth.ActionDeveloper),
 		Stale: open && d.BaseVersion != d.InForceVersion}
 	for _, a := range d.Approvals {

@@ -306,10 +306,10 @@ func (s *Service) earlierSubmission(ctx context.Context, who Caller, domain orde
 	}
 	decision, err := s.Workflows.SubmitOutcome(ctx, o.ID, submission)
 	switch {
-	case errors.Is(err, ErrUnknownSubmission) && o.SubmissionID == submission:
+	case errors.Is(err, workflows.ErrUnknownSubmission) && o.SubmissionID == submission:
 		// Its workflow is queued, not started yet.
 		return s.submitted(ctx, who, domain, o.ID, PolicyPending)
-	case errors.Is(err, ErrUnknownSubmission):
+	case errors.Is(err, workflows.ErrUnknownSubmission):
 		return nil, conflict
 	case errors.Is(err, workflows.ErrDecisionPending):
 		return s.submitted(ctx, who, domain, o.ID, PolicyPending)

@@ -51,9 +51,6 @@ type LiveCounts interface {
 	LiveConnections(ctx context.Context, configIDs []string) map[string]int
 }
 
-// ErrUnknownSubmission: no submission of that id reached the order's workflow.
-var ErrUnknownSubmission = workflows.ErrUnknownSubmission
-
 // ErrWorkflowsUnavailable is what a missing Temporal connection answers.
 var ErrWorkflowsUnavailable = errors.New("service: Temporal is not configured")
 

@@ -36,7 +36,7 @@ func (r *recorder) Submit(context.Context, workflows.Submission) (workflows.Poli
 func (r *recorder) Start(context.Context, workflows.Submission) error { return nil }
 
 func (r *recorder) SubmitOutcome(context.Context, string, string) (workflows.PolicyDecision, error) {
-	return workflows.PolicyDecision{}, ErrUnknownSubmission
+	return workflows.PolicyDecision{}, workflows.ErrUnknownSubmission
 }
 
 func (r *recorder) SignalApproval(context.Context, string, workflows.ApprovalDecision) error {

@@ -20,7 +20,7 @@ type Member struct {
 
 func member(u *store.User, app, actions string) Member {
 	list := auth.ParseActions(actions)
-	if u.Role == store.RoleOwner {
+	if u.Role == auth.RoleOwner {
 		list = auth.AllActions
 	}
 	if list == nil {
@@ -32,7 +32,7 @@ func member(u *store.User, app, actions string) Member {
 // Owner refuses anyone but the organisation's owner, signed in: only they grant or remove
 // permissions.
 func Owner(who Caller) error {
-	if who.Kind != auth.KindUser || who.Role != store.RoleOwner {
+	if who.Kind != auth.KindUser || who.Role != auth.RoleOwner {
 		return refuse(PermissionDenied, "Only the organisation's owner, signed in, grants or removes permissions.")
 	}
 	return nil
@@ -84,7 +84,7 @@ func (s *Service) AddMember(ctx context.Context, who Caller, email string, actio
 	if len(errs) > 0 {
 		return nil, SignInLink{}, invalid(errs...)
 	}
-	u := &store.User{ID: ids.New(ids.User), OrgID: who.OrgID, Email: email, Role: store.RoleMember, CreatedAt: s.now()}
+	u := &store.User{ID: ids.New(ids.User), OrgID: who.OrgID, Email: email, Role: auth.RoleMember, CreatedAt: s.now()}
 	perm := store.MemberPermission{App: who.App, Actions: auth.FormatActions(actions)}
 	var link SignInLink
 	err := s.writeAudited(ctx, who, func(tx *store.Store) error {
@@ -135,7 +135,7 @@ func (s *Service) setActions(ctx context.Context, who Caller, userID string, act
 	if err != nil {
 		return nil, err
 	}
-	if u.Role == store.RoleOwner {
+	if u.Role == auth.RoleOwner {
 		return nil, refuse(Conflict, "The owner holds every action on every app; that does not change.")
 	}
 	perm := store.MemberPermission{UserID: u.ID, App: who.App, Actions: auth.FormatActions(actions)}

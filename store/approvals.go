@@ -84,7 +84,6 @@ func (SigningRequest) TableName() string { return "signing_requests" }
 var (
 	ErrItemClosed     = errors.New("store: the approval item is no longer pending")
 	ErrAlreadyDecided = errors.New("store: this approver has already decided")
-	ErrRequestNotOpen = errors.New("store: the signing request is no longer pending")
 )
 
 // CreateApprovalItem inserts an approval item; creating it again (a retry) keeps the first.

@@ -62,7 +62,7 @@ func TestTheStoreAnswersTheAuthenticator(t *testing.T) {
 		}
 
 		member := &store.User{ID: ids.New(ids.User), OrgID: org, Email: ids.New("m") + "@example.com", PasswordHash: "h",
-			Role: store.RoleMember, CreatedAt: now}
+			Role: auth.RoleMember, CreatedAt: now}
 		if err := s.AddMember(ctx, member, store.MemberPermission{App: "earn", Actions: "read,approve"}); err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestTheStoreAnswersTheAuthenticator(t *testing.T) {
 		if err := s.CreateSession(ctx, sess); err != nil {
 			t.Fatal(err)
 		}
-		if p, err := authn.AuthenticateSession(ctx, token); err != nil || p.ID != member.ID || p.Role != store.RoleMember ||
+		if p, err := authn.AuthenticateSession(ctx, token); err != nil || p.ID != member.ID || p.Role != auth.RoleMember ||
 			!slices.Equal(p.Grants["earn"], []string{auth.ActionRead, auth.ActionApprove}) || len(p.Grants) != 1 {
 			t.Fatalf("the session: %+v %v", p, err)
 		}

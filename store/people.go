@@ -15,12 +15,6 @@ import (
 // an address signs in to one account).
 var ErrEmailTaken = errors.New("store: e-mail address already in use")
 
-// Roles of people, as auth defines them.
-const (
-	RoleOwner  = auth.RoleOwner
-	RoleMember = auth.RoleMember
-)
-
 // Session is a person's signed-in console session; the cookie's token is kept as a hash.
 type Session struct {
 	TokenHash string `gorm:"primaryKey"`

@@ -18,15 +18,15 @@ func TestPeopleAndSessions(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		owner := &store.User{ID: "usr_owner", OrgID: "org_1", Email: "o@example.com", PasswordHash: "h0", Role: store.RoleOwner, CreatedAt: now}
+		owner := &store.User{ID: "usr_owner", OrgID: "org_1", Email: "o@example.com", PasswordHash: "h0", Role: auth.RoleOwner, CreatedAt: now}
 		if err := s.CreateUser(ctx, owner, nil); err != nil {
 			t.Fatal(err)
 		}
-		m := &store.User{ID: "usr_m", OrgID: "org_1", Email: "m@example.com", PasswordHash: "h1", Role: store.RoleMember, CreatedAt: now.Add(time.Second)}
+		m := &store.User{ID: "usr_m", OrgID: "org_1", Email: "m@example.com", PasswordHash: "h1", Role: auth.RoleMember, CreatedAt: now.Add(time.Second)}
 		if err := s.AddMember(ctx, m, store.MemberPermission{App: "pay", Actions: "read"}); err != nil {
 			t.Fatal(err)
 		}
-		again := &store.User{ID: "usr_again", OrgID: "org_2", Email: "m@example.com", PasswordHash: "h", Role: store.RoleMember, CreatedAt: now}
+		again := &store.User{ID: "usr_again", OrgID: "org_2", Email: "m@example.com", PasswordHash: "h", Role: auth.RoleMember, CreatedAt: now}
 		if err := s.AddMember(ctx, again, store.MemberPermission{App: "pay", Actions: "read"}); !errors.Is(err, store.ErrEmailTaken) {
 			t.Fatalf("a second account for one address: %v", err)
 		}

@@ -93,9 +93,6 @@ type URLs struct {
 	BaseURL, WSURL, TemporalUIURL string
 }
 
-// orderApps are the apps whose orders need approvers and signers.
-var orderApps = []string{"pay", "trade", "earn", "borrow"}
-
 // walletPlan is the seeded wallets: chain and whether the dev signer serves it.
 var walletPlan = []struct {
 	chain    string

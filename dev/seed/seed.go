@@ -72,7 +72,7 @@ func Ensure(ctx context.Context, s *store.Store, dataDir string, urls URLs, log 
 		var firstErr error
 		creds.Member = newMember(&firstErr)
 		if firstErr == nil && seeded {
-			firstErr = seedPerson(ctx, s, creds.OrgID, creds.Member, store.RoleMember, memberActions, time.Now().UTC())
+			firstErr = seedPerson(ctx, s, creds.OrgID, creds.Member, auth.RoleMember, memberActions, time.Now().UTC())
 		}
 		if firstErr != nil {
 			return nil, fmt.Errorf("seed: the member: %w", firstErr)
@@ -143,10 +143,10 @@ func populate(ctx context.Context, tx *store.Store, c *Credentials, signer Signe
 			return err
 		}
 	}
-	if err := seedPerson(ctx, tx, c.OrgID, c.Owner, store.RoleOwner, auth.AllActions, now); err != nil {
+	if err := seedPerson(ctx, tx, c.OrgID, c.Owner, auth.RoleOwner, auth.AllActions, now); err != nil {
 		return err
 	}
-	if err := seedPerson(ctx, tx, c.OrgID, c.Member, store.RoleMember, memberActions, now); err != nil {
+	if err := seedPerson(ctx, tx, c.OrgID, c.Member, auth.RoleMember, memberActions, now); err != nil {
 		return err
 	}
 	for _, app := range auth.Apps {

@@ -908,7 +908,7 @@ func TestTheSeededMemberApprovesAndDevelopsOnEveryApp(t *testing.T) {
 			t.Fatalf("the member's sign-in: %+v", c.Member)
 		}
 		u, err := s.UserByEmail(ctx, c.Member.Email)
-		if err != nil || u.OrgID != c.OrgID || u.Role != store.RoleMember || bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(c.Member.Password)) != nil {
+		if err != nil || u.OrgID != c.OrgID || u.Role != auth.RoleMember || bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(c.Member.Password)) != nil {
 			t.Fatalf("the member: %+v %v", u, err)
 		}
 		perms, err := s.MemberPermissions(ctx, u.ID)
