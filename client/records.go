@@ -47,7 +47,7 @@ type EventFilter struct {
 	// Cursor is where to go on from: a previous page's NextCursor, or the ID of an Event
 	// kept from an earlier run (this list's cursor is the last event's id).
 	Cursor string
-	Limit int
+	Limit  int
 }
 
 func (f EventFilter) query() url.Values {
