@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/opentreasury/treasury/chain"
 	"github.com/opentreasury/treasury/events"
@@ -59,21 +58,13 @@ func (a *Orders) apply(ctx context.Context, step orders.Step, position int, ch s
 	case step.Event != "":
 		ch.Event.Name = step.Event
 	case ch.Event != nil:
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("step %s emits no event", step.Name), "StepEvent", nil)
+		return nil, classify(fmt.Errorf("%w: %s", errStepEvent, step.Name))
 	}
 	if ch.At.IsZero() {
 		ch.At = a.now()
 	}
 	res, err := a.Store.ApplyOrderStep(ctx, ch)
-	return res, invalidState(err)
-}
-
-// invalidState makes a step refused for the order's status an error no retry fixes.
-func invalidState(err error) error {
-	if errors.Is(err, store.ErrTransition) {
-		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeInvalidState, err)
-	}
-	return err
+	return res, classify(err)
 }
 
 // MarkSubmitted moves a draft into the pipeline and emits Order.Submitted. It fixes the
@@ -81,7 +72,7 @@ func invalidState(err error) error {
 // is published while the order waits.
 func (a *Orders) MarkSubmitted(ctx context.Context, in workflows.StepInput) error {
 	_, err := a.Store.MarkSubmitted(ctx, in.OrderID, in.CorrelationID, a.now())
-	return invalidState(err)
+	return classify(err)
 }
 
 // EvaluatePolicy decides the order against its app's policy as it stands now, and records
@@ -125,7 +116,7 @@ func (a *Orders) EvaluatePolicy(ctx context.Context, in workflows.StepInput) (wo
 func (a *Orders) decide(ctx context.Context, tx *store.Store, o *store.Order) (workflows.PolicyDecision, error) {
 	input, err := orderInput(o)
 	if err != nil {
-		return workflows.PolicyDecision{}, temporal.NewNonRetryableApplicationError(err.Error(), "CorruptOrder", err)
+		return workflows.PolicyDecision{}, classify(fmt.Errorf("%w: %w", errCorruptOrder, err))
 	}
 	rules, version, err := tx.PolicyRules(ctx, o.OrgID, o.App, o.PolicyVersion)
 	if err != nil {
@@ -323,14 +314,11 @@ func (a *Orders) RequestSignature(ctx context.Context, in workflows.LegInput) (w
 	leg, err := legOf(o, legs, in.Position, w.Address)
 	leg.Scheme = w.Scheme
 	if err != nil {
-		return workflows.SigningRequestRef{}, temporal.NewNonRetryableApplicationError(err.Error(), "CorruptOrder", err)
+		return workflows.SigningRequestRef{}, classify(fmt.Errorf("%w: %w", errCorruptOrder, err))
 	}
 	draft, err := a.Chain.Prepare(ctx, leg)
-	if code, refused := refusal(err); refused {
-		return workflows.SigningRequestRef{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeLegRefused, err, string(code))
-	}
 	if err != nil {
-		return workflows.SigningRequestRef{}, err
+		return workflows.SigningRequestRef{}, classify(err) // a refusal for good fails the order
 	}
 	if w.Scheme != draft.Scheme {
 		// Retried, not failed: a configuration put right lets the order go on.
@@ -371,20 +359,6 @@ func (a *Orders) RequestSignature(ctx context.Context, in workflows.LegInput) (w
 	return a.signingRequestRef(ctx, res.Order.OrgID, *res.Legs[in.Position].SigningRequestID)
 }
 
-// refusal is the failure code of a leg the chain refused for good, before any nonce: a
-// retry would meet the same refusal.
-func refusal(err error) (orders.FailureCode, bool) {
-	switch {
-	case errors.Is(err, chain.ErrInsufficientFunds):
-		return orders.FailureInsufficientFunds, true
-	case errors.Is(err, chain.ErrUnsupportedAsset):
-		return orders.FailureUnsupportedAsset, true
-	case errors.Is(err, chain.ErrAmountTooLarge):
-		return orders.FailureAmountTooLarge, true
-	}
-	return "", false
-}
-
 // requestReplacement asks for the signature of the transaction that replaces the leg's
 // latest one, stuck below the fee market: the same call at the same nonce, a higher fee.
 // Its step is keyed by the attempt, so a retry makes no second request.
@@ -398,7 +372,7 @@ func (a *Orders) requestReplacement(ctx context.Context, in workflows.LegInput, 
 	}
 	stuck := legs[in.Position].TxHash
 	if stuck == nil || legs[in.Position].SigningRequestID == nil {
-		return workflows.SigningRequestRef{}, temporal.NewNonRetryableApplicationError("the leg has no transaction to replace", workflows.ErrTypeInvalidState, nil)
+		return workflows.SigningRequestRef{}, classify(fmt.Errorf("%w: the leg has no transaction to replace", errNotForThisStep))
 	}
 	prev, err := a.Store.SigningRequest(ctx, o.OrgID, *legs[in.Position].SigningRequestID)
 	if err != nil {
@@ -410,7 +384,7 @@ func (a *Orders) requestReplacement(ctx context.Context, in workflows.LegInput, 
 	}
 	leg, err := legOf(o, legs, in.Position, w.Address)
 	if err != nil {
-		return workflows.SigningRequestRef{}, temporal.NewNonRetryableApplicationError(err.Error(), "CorruptOrder", err)
+		return workflows.SigningRequestRef{}, classify(fmt.Errorf("%w: %w", errCorruptOrder, err))
 	}
 	leg.Scheme, leg.Replaces = w.Scheme, json.RawMessage(prev.UnsignedTx)
 	draft, err := a.Chain.Prepare(ctx, leg)
@@ -509,7 +483,7 @@ func (a *Orders) BroadcastLeg(ctx context.Context, in workflows.LegInput) (strin
 	}
 	sig, err := base64.StdEncoding.DecodeString(in.Signature)
 	if err != nil {
-		return "", temporal.NewNonRetryableApplicationError("signature is not base64", "BadSignature", err)
+		return "", classify(fmt.Errorf("%w: %w", errBadSignature, err))
 	}
 	tx := chain.SignedTx{Chain: o.Chain, Kind: in.Leg, From: w.Address, Fields: json.RawMessage(req.UnsignedTx),
 		Digest: req.Digest, Signature: sig}
@@ -527,7 +501,7 @@ func (a *Orders) BroadcastLeg(ctx context.Context, in workflows.LegInput) (strin
 		if hash, err = a.Chain.Broadcast(ctx, tx); err != nil {
 			if in.Attempt > 0 && errors.Is(err, chain.ErrNonceUsed) {
 				// The transaction this one replaces was mined meanwhile: nothing to send.
-				return "", temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeNonceUsed, err)
+				return "", classify(fmt.Errorf("%w: %w", errReplacedMined, err))
 			}
 			return "", err
 		}
@@ -557,7 +531,7 @@ func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows
 	}
 	hashes := legs[in.Position].Hashes()
 	if len(hashes) == 0 {
-		return workflows.LegStatus{}, temporal.NewNonRetryableApplicationError("leg was never broadcast", workflows.ErrTypeInvalidState, nil)
+		return workflows.LegStatus{}, classify(fmt.Errorf("%w: the leg was never broadcast", errNotForThisStep))
 	}
 	poll := a.ChainPoll
 	if poll <= 0 {

@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
-
 	"github.com/opentreasury/treasury/policy"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/workflows"
@@ -34,7 +32,7 @@ const DryRunPageSize = 200
 func (a *Policies) DryRunPage(ctx context.Context, in workflows.DryRunInput) (workflows.DryRunProgress, error) {
 	d, err := a.Store.PolicyDryRunOf(ctx, "", in.DryRunID)
 	if errors.Is(err, store.ErrNotFound) {
-		return workflows.DryRunProgress{}, temporal.NewNonRetryableApplicationError("no dry run "+in.DryRunID, "UnknownDryRun", err)
+		return workflows.DryRunProgress{}, classify(fmt.Errorf("%w: %s", errUnknownDryRun, in.DryRunID))
 	}
 	if err != nil {
 		return workflows.DryRunProgress{}, err
