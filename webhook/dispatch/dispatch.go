@@ -165,7 +165,6 @@ type job struct {
 // Sends cut short by the end of ctx record nothing: their leases are given back, and
 // another worker (or this one, restarted) sends them again.
 func (d *Dispatcher) Run(ctx context.Context) {
-	done := make(chan result, d.opts.Senders)
 	outcomes := make(chan store.AttemptOutcome, d.opts.Senders)
 	recorded := make(chan struct{})
 	go func() { defer close(recorded); d.record(outcomes) }()
@@ -174,60 +173,8 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		<-recorded
 		d.release()
 	}()
-
-	inFlight := 0
-	perConfig := map[string]int{}
-	waiting := map[string][]job{}
-	rates := rateLimits{}
-	var giveBack []string
-	// start sends a job once its config's rate limit lets it, or gives it back (false)
-	// when that turn would leave too little of its lease for the send.
-	start := func(j job) bool {
-		now := d.opts.Now()
-		within := d.opts.Lease / 2
-		if until := j.delivery.LeaseUntil; until != nil {
-			within = until.Sub(now) - d.opts.Timeout
-		}
-		var ok bool
-		if j.wait, ok = rates.reserve(j.config, now, within); !ok {
-			// Another lease takes it up when its turn is nearer.
-			giveBack = append(giveBack, j.delivery.ID)
-			return false
-		}
-		inFlight++
-		perConfig[j.config.ID]++
-		go func() { done <- d.send(ctx, j) }()
-		return true
-	}
-	finish := func(r result) {
-		if !r.abandoned {
-			outcomes <- r.outcome
-		}
-		inFlight--
-		id := r.outcome.ConfigID
-		perConfig[id]--
-		if q := waiting[id]; len(q) > 0 && ctx.Err() == nil {
-			waiting[id] = q[1:]
-			if !start(q[0]) {
-				// The rest of its queue would have later turns still: all go back.
-				for _, j := range waiting[id] {
-					giveBack = append(giveBack, j.delivery.ID)
-				}
-				waiting[id] = nil
-			}
-		}
-		if perConfig[id] == 0 && len(waiting[id]) == 0 {
-			delete(perConfig, id)
-			delete(waiting, id)
-		}
-	}
-	held := func() int {
-		n := inFlight
-		for _, q := range waiting {
-			n += len(q)
-		}
-		return n
-	}
+	s := &scheduler{d: d, ctx: ctx, done: make(chan result, d.opts.Senders), outcomes: outcomes,
+		perConfig: map[string]int{}, waiting: map[string][]job{}, rates: rateLimits{}}
 	// When to lease. Every lease is a write, so the dispatcher does not lease for each
 	// commit it hears of: a wake-up plans a lease Settle later, gathering a burst of
 	// events into one. A lease that came back full says more is due: the next one follows
@@ -236,53 +183,19 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	leaseAt := d.opts.Now()
 	more := false
 	for {
-		if len(giveBack) > 0 {
-			d.giveBack(ctx, giveBack)
-			giveBack = giveBack[:0]
+		if len(s.giveBack) > 0 {
+			d.giveBack(ctx, s.giveBack)
+			s.giveBack = s.giveBack[:0]
 		}
 		now := d.opts.Now()
-		free := d.opts.Senders - held()
+		free := d.opts.Senders - s.held()
 		if free > 0 && ((!leaseAt.IsZero() && !now.Before(leaseAt)) || (more && free >= batch)) {
-			// A config with as many sends as it may have is left out of the lease, so that
-			// a slow endpoint's backlog never takes the senders from the others.
-			// So is one whose rate limit has no message to spare now.
-			full := rates.spent(now)
-			for id, n := range perConfig {
-				if n+len(waiting[id]) >= d.opts.PerEndpoint {
-					full = append(full, id)
-				}
-			}
-			jobs := d.lease(ctx, free, full)
-			for _, j := range jobs {
-				id := j.config.ID
-				switch {
-				case perConfig[id] < d.opts.PerEndpoint:
-					start(j)
-				case len(waiting[id]) < d.opts.PerEndpoint:
-					waiting[id] = append(waiting[id], j)
-				default:
-					// One config holds at most twice its sends in flight, so that a slow
-					// endpoint's backlog leaves the other senders to the other endpoints.
-					giveBack = append(giveBack, j.delivery.ID)
-				}
-			}
-			leaseAt, more = time.Time{}, len(jobs) == free
+			leaseAt, more = time.Time{}, s.lease(now, free) == free
 		}
-		var wait time.Duration
-		switch {
-		case !leaseAt.IsZero():
-			wait = max(leaseAt.Sub(now), 0)
-		case inFlight > 0 || more:
-			wait = d.opts.Poll
-		default:
-			// What is due may belong to a config whose rate limit has no turn yet: the
-			// next lease is no use before one comes.
-			wait = max(d.untilDue(ctx), min(rates.nextTurn(now), d.opts.Poll))
-		}
-		timer := time.NewTimer(wait)
+		timer := time.NewTimer(s.wait(now, leaseAt, more))
 		select {
-		case r := <-done:
-			finish(r)
+		case r := <-s.done:
+			s.finish(r)
 		case <-d.wake:
 			if leaseAt.IsZero() {
 				leaseAt = d.opts.Now().Add(d.opts.Settle)
@@ -292,13 +205,124 @@ func (d *Dispatcher) Run(ctx context.Context) {
 				leaseAt = d.opts.Now()
 			}
 		case <-ctx.Done():
-			for inFlight > 0 {
-				finish(<-done)
+			for s.inFlight > 0 {
+				s.finish(<-s.done)
 			}
 			timer.Stop()
 			return
 		}
 		timer.Stop()
+	}
+}
+
+// scheduler is the state of one Run: the sends in flight and queued per config, the
+// configs' rate limits, and the leases to give back.
+type scheduler struct {
+	d        *Dispatcher
+	ctx      context.Context
+	done     chan result
+	outcomes chan<- store.AttemptOutcome
+	inFlight int
+	// perConfig counts each config's sends in flight; waiting queues the jobs leased for
+	// a config already at PerEndpoint sends.
+	perConfig map[string]int
+	waiting   map[string][]job
+	rates     rateLimits
+	giveBack  []string
+}
+
+// lease leases up to free deliveries and starts, queues or gives back each; it returns
+// how many it leased. A config with as many sends as it may have is left out of the
+// lease, so that a slow endpoint's backlog never takes the senders from the others; so is
+// one whose rate limit has no message to spare now.
+func (s *scheduler) lease(now time.Time, free int) int {
+	full := s.rates.spent(now)
+	for id, n := range s.perConfig {
+		if n+len(s.waiting[id]) >= s.d.opts.PerEndpoint {
+			full = append(full, id)
+		}
+	}
+	jobs := s.d.lease(s.ctx, free, full)
+	for _, j := range jobs {
+		id := j.config.ID
+		switch {
+		case s.perConfig[id] < s.d.opts.PerEndpoint:
+			s.start(j)
+		case len(s.waiting[id]) < s.d.opts.PerEndpoint:
+			s.waiting[id] = append(s.waiting[id], j)
+		default:
+			// One config holds at most twice its sends in flight, so that a slow
+			// endpoint's backlog leaves the other senders to the other endpoints.
+			s.giveBack = append(s.giveBack, j.delivery.ID)
+		}
+	}
+	return len(jobs)
+}
+
+// start sends a job once its config's rate limit lets it, or gives it back (false) when
+// that turn would leave too little of its lease for the send.
+func (s *scheduler) start(j job) bool {
+	now := s.d.opts.Now()
+	within := s.d.opts.Lease / 2
+	if until := j.delivery.LeaseUntil; until != nil {
+		within = until.Sub(now) - s.d.opts.Timeout
+	}
+	var ok bool
+	if j.wait, ok = s.rates.reserve(j.config, now, within); !ok {
+		// Another lease takes it up when its turn is nearer.
+		s.giveBack = append(s.giveBack, j.delivery.ID)
+		return false
+	}
+	s.inFlight++
+	s.perConfig[j.config.ID]++
+	go func() { s.done <- s.d.send(s.ctx, j) }()
+	return true
+}
+
+// finish records a send's outcome and starts the next job its config has queued.
+func (s *scheduler) finish(r result) {
+	if !r.abandoned {
+		s.outcomes <- r.outcome
+	}
+	s.inFlight--
+	id := r.outcome.ConfigID
+	s.perConfig[id]--
+	if q := s.waiting[id]; len(q) > 0 && s.ctx.Err() == nil {
+		s.waiting[id] = q[1:]
+		if !s.start(q[0]) {
+			// The rest of its queue would have later turns still: all go back.
+			for _, j := range s.waiting[id] {
+				s.giveBack = append(s.giveBack, j.delivery.ID)
+			}
+			s.waiting[id] = nil
+		}
+	}
+	if s.perConfig[id] == 0 && len(s.waiting[id]) == 0 {
+		delete(s.perConfig, id)
+		delete(s.waiting, id)
+	}
+}
+
+// held counts the jobs in flight and queued.
+func (s *scheduler) held() int {
+	n := s.inFlight
+	for _, q := range s.waiting {
+		n += len(q)
+	}
+	return n
+}
+
+// wait is how long Run may sleep before it has something to do.
+func (s *scheduler) wait(now, leaseAt time.Time, more bool) time.Duration {
+	switch {
+	case !leaseAt.IsZero():
+		return max(leaseAt.Sub(now), 0)
+	case s.inFlight > 0 || more:
+		return s.d.opts.Poll
+	default:
+		// What is due may belong to a config whose rate limit has no turn yet: the next
+		// lease is no use before one comes.
+		return max(s.d.untilDue(s.ctx), min(s.rates.nextTurn(now), s.d.opts.Poll))
 	}
 }
 
