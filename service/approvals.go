@@ -183,20 +183,15 @@ func (s *Service) Decide(ctx context.Context, who Caller, domainName, itemID str
 	return &Approval{ApprovalItem: item, Decisions: ds}, nil
 }
 
-// signalApproval delivers a stored decision, retrying briefly; it does not give up because
-// the caller went away, since the decision is already recorded.
+// signalApproval delivers a stored decision. The Temporal client retries what fails on
+// the way (its gRPC calls back off and retry until the deadline), so the request holds no
+// loop of its own; it does not give up because the caller went away, since the decision
+// is already recorded.
 func (s *Service) signalApproval(ctx context.Context, orderID string, d workflows.ApprovalDecision) error {
 	if s.Workflows == nil {
 		return ErrWorkflowsUnavailable
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if err = s.Workflows.SignalApproval(ctx, orderID, d); err == nil {
-			return nil
-		}
-		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
-	}
-	return err
+	return s.Workflows.SignalApproval(ctx, orderID, d)
 }
