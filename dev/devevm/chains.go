@@ -124,13 +124,17 @@ func (c *Chains) start(ctx context.Context, o ChainsOptions, spec Spec) error {
 		return err
 	}
 	if len(dep.Feeds) == 0 && len(spec.Feeds) > 0 {
-		d := &Deployer{Client: n.Client(), Key: FaucetKey(), Mine: n.Mine}
+		d := &Deployer{Client: n.Client(), Key: FaucetKey(), Mine: n.Seal}
 		if dep.Feeds, err = d.deployFeeds(ctx, spec.Feeds, o.PricesUSD); err != nil {
 			return err
 		}
 		raw = nil
 	}
 	if raw == nil {
+		// The record names contracts: their blocks are on disk first.
+		if err := n.Flush(); err != nil {
+			return err
+		}
 		out, err := json.MarshalIndent(dep, "", "  ")
 		if err != nil {
 			return err
@@ -157,7 +161,7 @@ func (c *Chains) deploy(ctx context.Context, o ChainsOptions, spec Spec, n *Node
 		return deployment{}, err
 	}
 	started := time.Now()
-	d := &Deployer{Client: n.Client(), Key: FaucetKey(), Mine: n.Mine}
+	d := &Deployer{Client: n.Client(), Key: FaucetKey(), Mine: n.Seal}
 	cfg, err := d.Deploy(ctx, Plan{Name: spec.Name, ChainID: spec.ChainID, NativeAsset: spec.NativeAsset, Tokens: spec.Tokens,
 		PricesUSD: o.PricesUSD, Protocols: Protocols, Funds: funds, Spenders: spenders})
 	if err != nil {

@@ -139,13 +139,22 @@ func (n *Node) RPC() *rpc.Client { return n.rpc }
 // expects a real node to re-sync what a crash lost; a dev chain has no peers to re-sync
 // from, and a rewound chain would forget transactions whose orders ended Confirmed.
 func (n *Node) Mine() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.beacon.Commit()
-	if err := n.eth.ChainDb().SyncKeyValue(); err != nil {
+	n.Seal()
+	if err := n.Flush(); err != nil {
 		gethlog.Error("devchain: flushing the sealed block", "err", err)
 	}
 }
+
+// Seal seals a block now without flushing it: for a run of blocks that ends with Flush
+// (a deployment, whose record is written only once its blocks are on disk).
+func (n *Node) Seal() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.beacon.Commit()
+}
+
+// Flush writes what the node has sealed to disk.
+func (n *Node) Flush() error { return n.eth.ChainDb().SyncKeyValue() }
 
 // loop seals a block every blockTime while transactions wait, and then confirmations
 // more, so the last transactions reach their depth.
