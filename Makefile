@@ -42,9 +42,8 @@ FORCE:
 ## (against the dev bundle, then against geth)
 test: lint test-unit test-e2e test-geth
 
-# The API package's race run is the longest (about 4 min alone on 2 cores, twice that with
-# the machine busy: the race detector slows the pure-Go SQLite most), past go test's
-# default 10 min limit on a loaded machine.
+# The API package's race run is the longest: about 10 min on 2 cores beside the other
+# packages (the race detector slows the pure-Go SQLite most), at go test's default limit.
 test-unit:
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 30m $(FAST_PKGS)
 
