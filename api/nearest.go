@@ -12,27 +12,29 @@ import (
 // for a near miss (a typo, a plural), less one per segment too many or too few; it is a
 // candidate only if one of its named segments (not a parameter) was hit or nearly.
 func nearestRoute(routes gin.RoutesInfo, method, path string) string {
-	if path != apiBase && !strings.HasPrefix(path, apiBase+"/") {
+	below, ok := strings.CutPrefix(path, apiBase+"/")
+	if !ok {
 		return ""
 	}
-	asked := strings.Split(strings.Trim(path, "/"), "/")
-	best, bestScore, bestSameMethod := "", 0, false
+	asked := strings.Split(strings.Trim(below, "/"), "/")
 	// A score at or below 0 is too far to be a guess worth printing.
+	best, bestScore, bestSameMethod := "", 0, false
 	for _, r := range routes {
-		served := strings.Split(strings.Trim(r.Path, "/"), "/")
-		if len(served) < 2 || served[0]+"/"+served[1] != strings.Trim(apiBase, "/") {
+		rest, ok := strings.CutPrefix(r.Path, apiBase+"/")
+		if !ok {
 			continue
 		}
+		served := strings.Split(rest, "/")
 		score, named := -abs(len(served)-len(asked)), false
-		for i := 2; i < min(len(served), len(asked)); i++ {
+		for i := range min(len(served), len(asked)) {
 			s := segmentScore(served[i], asked[i])
 			score += s
 			named = named || (s > 0 && !isParam(served[i]))
 		}
-		sameMethod := r.Method == method
 		if !named {
 			continue
 		}
+		sameMethod := r.Method == method
 		if score > bestScore || (score == bestScore && sameMethod && !bestSameMethod) {
 			best, bestScore, bestSameMethod = r.Method+" "+openAPIPath(r.Path), score, sameMethod
 		}

@@ -203,15 +203,13 @@ func (c *Client) attempt(ctx context.Context, r call, payload []byte, idempotenc
 			return "", err
 		}
 	}
-	header := r.header
 	for _, o := range r.opts {
 		if o.header != "" {
 			req.Header.Set(o.header, o.value)
 		}
-		if o.answer != nil && header == nil {
-			header = new(http.Header)
-		}
 	}
+	var answered http.Header
+	header := cmp.Or(r.header, &answered)
 	if err := c.roundTrip(req, r.method+" "+r.path, r.out, header); err != nil {
 		return used, err
 	}

@@ -131,28 +131,28 @@ const killedPayment = 1_000_000_007
 
 // runNodeUntilKilled is the child's part: deploy, pay, report the block, wait to be killed.
 func runNodeUntilKilled(dir string) {
+	die := func(a ...any) {
+		fmt.Fprintln(os.Stderr, a...)
+		os.Exit(2)
+	}
 	n, err := StartNode(NodeOptions{Dir: dir, ChainID: 1337, BlockTime: 20 * time.Millisecond, Confirmations: 1})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		die(err)
 	}
 	d := &Deployer{Client: n.Client(), Key: FaucetKey()}
 	if _, err := d.Deploy(context.Background(), Plan{Name: "ethereum", ChainID: 1337, NativeAsset: "ETH",
 		Tokens:    []TokenPlan{{Symbol: "USDC", Decimals: 6}},
 		PricesUSD: map[string]decimal.Decimal{"ETH": decimal.NewFromInt(3000), "USDC": decimal.NewFromInt(1)},
 		Protocols: []string{"aave"}}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		die(err)
 	}
 	if err := d.send(context.Background(), d.Key, []call{{to: killedPayee, value: big.NewInt(killedPayment)}}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		die(err)
 	}
 	r, err := n.Client().BalanceAt(context.Background(), killedPayee, nil)
 	head, herr := n.Client().BlockNumber(context.Background())
 	if err != nil || herr != nil || r.Cmp(big.NewInt(killedPayment)) != 0 {
-		fmt.Fprintln(os.Stderr, "the payment is not in the head block", r, err, herr)
-		os.Exit(2)
+		die("the payment is not in the head block", r, err, herr)
 	}
 	fmt.Printf("mined %d\n", head)
 	select {}
