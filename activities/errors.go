@@ -14,8 +14,8 @@ import (
 // Failures no retry can fix, for activities to wrap (fmt.Errorf("%w: …", errX)) and
 // classify to recognise. Every other error is retried by the activity's retry policy.
 var (
-	// errCorruptOrder: the order's stored details no longer parse.
-	errCorruptOrder = errors.New("the order's details do not parse")
+	// errCorruptOrder: the order's stored details no longer hash to what was approved.
+	errCorruptOrder = errors.New("the order's details do not match its payload hash")
 	// errNotForThisStep: the order is not where the step applies (no transaction to
 	// replace, a leg never broadcast), as store.ErrTransition is for a stored step.
 	errNotForThisStep = errors.New("the order is not in a state for this step")
@@ -38,6 +38,7 @@ var permanentTypes = []struct {
 	{errNotForThisStep, workflows.ErrTypeInvalidState},
 	{errReplacedMined, workflows.ErrTypeNonceUsed},
 	{errCorruptOrder, "CorruptOrder"},
+	{orders.ErrStoredDetails, "CorruptOrder"},
 	{errBadSignature, "BadSignature"},
 	{errUnknownDryRun, "UnknownDryRun"},
 	{errStepEvent, "StepEvent"},

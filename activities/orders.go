@@ -114,10 +114,6 @@ func (a *Orders) EvaluatePolicy(ctx context.Context, in workflows.StepInput) (wo
 // counted against its limits. It takes the organisation's turn for volume first, so that
 // concurrent evaluations count each other.
 func (a *Orders) decide(ctx context.Context, tx *store.Store, o *store.Order) (workflows.PolicyDecision, error) {
-	input, err := orderInput(o)
-	if err != nil {
-		return workflows.PolicyDecision{}, classify(fmt.Errorf("%w: %w", errCorruptOrder, err))
-	}
 	rules, version, err := tx.PolicyRules(ctx, o.OrgID, o.App, o.PolicyVersion)
 	if err != nil {
 		return workflows.PolicyDecision{}, err
@@ -126,7 +122,7 @@ func (a *Orders) decide(ctx context.Context, tx *store.Store, o *store.Order) (w
 	if err := tx.GuardPolicyWindows(ctx, o.OrgID, now); err != nil {
 		return workflows.PolicyDecision{}, err
 	}
-	pol := input.PolicyOrder(o.App, o.AmountUSD)
+	pol := o.Details.PolicyOrder(o.App, o.WalletID, o.AmountUSD)
 	usage, err := tx.PolicyUsage(ctx, o.OrgID, rules, pol, now, false, o.ID)
 	if err != nil {
 		return workflows.PolicyDecision{}, err
@@ -142,24 +138,6 @@ func (a *Orders) decide(ctx context.Context, tx *store.Store, o *store.Order) (w
 	return d, nil
 }
 
-// orderInput rebuilds the validated input of a stored order.
-func orderInput(o *store.Order) (*orders.Input, error) {
-	var body map[string]any
-	if err := json.Unmarshal([]byte(o.Details), &body); err != nil {
-		return nil, err
-	}
-	body["walletId"] = o.WalletID
-	raw, err := json.Marshal(body)
-	if err != nil {
-		return nil, err
-	}
-	in, errs := orders.Parse(o.Domain, raw)
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("stored order %s does not parse: %v", o.ID, errs)
-	}
-	return in, nil
-}
-
 // RequestApproval opens the approval item, bound to the order's payload hash.
 func (a *Orders) RequestApproval(ctx context.Context, in workflows.ApprovalRequest) (string, error) {
 	itemID := ids.New(ids.ApprovalItem)
@@ -168,7 +146,7 @@ func (a *Orders) RequestApproval(ctx context.Context, in workflows.ApprovalReque
 		Mutate: func(o *store.Order, _ []store.OrderLeg) { o.ApprovalItemID = &itemID },
 		Also: func(tx *store.Store, o *store.Order, _ []store.OrderLeg) error {
 			summary, _ := json.Marshal(map[string]any{"amountUsd": o.AmountUSD.StringFixedBank(2), "walletId": o.WalletID,
-				"chain": o.Chain, "details": json.RawMessage(o.Details)})
+				"chain": o.Chain, "details": o.Details.Details})
 			return tx.CreateApprovalItem(ctx, &store.ApprovalItem{ID: itemID, OrgID: o.OrgID, App: o.App, Domain: o.Domain,
 				OrderID: o.ID, Status: orders.ItemPending, RequiredApprovals: in.Quorum,
 				Reason:      fmt.Sprintf("orders worth %s USD need %d approval(s)", o.AmountUSD.StringFixedBank(2), in.Quorum),
@@ -196,7 +174,7 @@ func (a *Orders) MarkApproved(ctx context.Context, in workflows.ApprovalRequest)
 func (a *Orders) ApprovalOutcome(ctx context.Context, in workflows.ApprovalRequest) (workflows.ApprovalOutcome, error) {
 	o, _, err := a.Store.Order(ctx, in.OrderID)
 	if err != nil {
-		return workflows.ApprovalOutcome{}, err
+		return workflows.ApprovalOutcome{}, classify(err)
 	}
 	if o.ApprovalItemID == nil {
 		return workflows.ApprovalOutcome{Status: orders.ItemPending}, nil
@@ -267,27 +245,25 @@ func legOf(o *store.Order, legs []store.OrderLeg, pos int, from string) (chain.L
 	for i, l := range legs {
 		names[i] = l.Leg
 	}
-	var details map[string]any
-	if err := json.Unmarshal([]byte(o.Details), &details); err != nil {
-		return chain.Leg{}, err
-	}
-	payload, hash, err := orders.Payload(o.ID, o.Domain, o.WalletID, o.Chain, details, names)
+	payload, hash, err := orders.Payload(o.ID, o.WalletID, o.Chain, o.Details, names)
 	if err != nil {
 		return chain.Leg{}, err
 	}
 	if hash != o.PayloadHash {
 		return chain.Leg{}, fmt.Errorf("order %s payload changed since it was created", o.ID)
 	}
-	input, err := orderInput(o)
-	if err != nil {
-		return chain.Leg{}, err
-	}
 	leg := chain.Leg{Chain: o.Chain, OrderID: o.ID, Position: pos, Kind: legs[pos].Leg, From: from,
-		BuyAsset: input.BuyAsset, MaxSlippageBps: input.MaxSlippageBps, Protocol: input.Protocol,
 		Payload: json.RawMessage(payload), PayloadHash: hash}
-	leg.Asset, leg.Amount = input.Valued()
-	if input.Destination != nil {
-		leg.To = input.Destination.Address
+	leg.Asset, leg.Amount = o.Details.Valued()
+	switch d := o.Details.Details.(type) {
+	case *orders.Payment:
+		leg.To = d.Destination.Address
+	case *orders.Trade:
+		leg.BuyAsset, leg.MaxSlippageBps = d.BuyAsset, d.MaxSlippageBps
+	case *orders.Earn:
+		leg.Protocol = d.Protocol
+	case *orders.Borrow:
+		leg.Protocol = d.Protocol
 	}
 	return leg, nil
 }
@@ -299,7 +275,7 @@ func legOf(o *store.Order, legs []store.OrderLeg, pos int, from string) (chain.L
 func (a *Orders) RequestSignature(ctx context.Context, in workflows.LegInput) (workflows.SigningRequestRef, error) {
 	o, legs, err := a.Store.Order(ctx, in.OrderID)
 	if err != nil {
-		return workflows.SigningRequestRef{}, err
+		return workflows.SigningRequestRef{}, classify(err)
 	}
 	if in.Attempt > 0 {
 		return a.requestReplacement(ctx, in, o, legs)
@@ -457,7 +433,7 @@ func (a *Orders) RecordSignature(ctx context.Context, in workflows.LegInput) err
 func (a *Orders) BroadcastLeg(ctx context.Context, in workflows.LegInput) (string, error) {
 	o, legs, err := a.Store.Order(ctx, in.OrderID)
 	if err != nil {
-		return "", err
+		return "", classify(err)
 	}
 	step := orders.StepBroadcast
 	if in.Attempt > 0 {
@@ -477,19 +453,15 @@ func (a *Orders) BroadcastLeg(ctx context.Context, in workflows.LegInput) (strin
 	if err != nil {
 		return "", err
 	}
-	input, err := orderInput(o)
-	if err != nil {
-		return "", err
-	}
 	sig, err := base64.StdEncoding.DecodeString(in.Signature)
 	if err != nil {
 		return "", classify(fmt.Errorf("%w: %w", errBadSignature, err))
 	}
 	tx := chain.SignedTx{Chain: o.Chain, Kind: in.Leg, From: w.Address, Fields: json.RawMessage(req.UnsignedTx),
 		Digest: req.Digest, Signature: sig}
-	tx.Asset, tx.Amount = input.Valued()
-	if input.Destination != nil {
-		tx.To = input.Destination.Address
+	tx.Asset, tx.Amount = o.Details.Valued()
+	if p, ok := o.Details.Details.(*orders.Payment); ok {
+		tx.To = p.Destination.Address
 	}
 	// A retry after a worker died between the chain's answer and the step's commit finds
 	// the transaction on the chain and records it, instead of sending it again.
@@ -527,7 +499,7 @@ func (a *Orders) BroadcastLeg(ctx context.Context, in workflows.LegInput) (strin
 func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows.LegStatus, error) {
 	o, legs, err := a.Store.Order(ctx, in.OrderID)
 	if err != nil {
-		return workflows.LegStatus{}, err
+		return workflows.LegStatus{}, classify(err)
 	}
 	hashes := legs[in.Position].Hashes()
 	if len(hashes) == 0 {

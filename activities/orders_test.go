@@ -79,18 +79,17 @@ func (l *lifecycle) draft(t *testing.T, domain, body string) (*store.Order, []st
 	asset, amount := in.Valued()
 	id := ids.New(ids.Order)
 	legs := in.Legs(l.wallet.Chain)
-	details, _ := json.Marshal(in.Details())
-	_, hash, _ := orders.Payload(id, domain, l.wallet.ID, l.wallet.Chain, in.Details(), legs)
+	_, hash, _ := orders.Payload(id, l.wallet.ID, l.wallet.Chain, in.Details, legs)
 	app := map[string]string{"payment": "pay", "trade": "trade", "earn": "earn", "borrow": "borrow"}[domain]
 	now := time.Now().UTC()
 	o := &store.Order{ID: id, OrgID: l.creds.OrgID, App: app, Domain: domain, Status: "draft", WalletID: l.wallet.ID,
-		Chain: l.wallet.Chain, Details: string(details), PayloadHash: hash, AmountUSD: amount.Mul(prices[asset].USDPrice),
+		Chain: l.wallet.Chain, Details: orders.Fields{Details: in.Details}, PayloadHash: hash, AmountUSD: amount.Mul(prices[asset].USDPrice),
 		CreatedBy: "key_maker", CorrelationID: "corr-1", WorkflowID: "order-" + id, CreatedAt: now, UpdatedAt: now}
 	var ls []store.OrderLeg
 	for i, name := range legs {
 		ls = append(ls, store.OrderLeg{Position: i, Leg: name, Status: "pending"})
 	}
-	if _, err := l.store.CreateOrder(context.Background(), o, ls, store.EventSpec{Name: "Order.Created"}, nil); err != nil {
+	if _, err := l.store.CreateOrder(context.Background(), o, ls, store.EventSpec{Name: "Order.Created"}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	return o, legs

@@ -108,11 +108,7 @@ func (a *Policies) replay(ctx context.Context, rules policy.Rules, own map[int]p
 	if err := json.Unmarshal([]byte(*o.PolicyDecision), &recorded); err != nil {
 		return policy.HistoryExample{}, &corruptOrder{fmt.Errorf("order %s: recorded decision: %w", o.ID, err)}
 	}
-	input, err := orderInput(o)
-	if err != nil {
-		return policy.HistoryExample{}, &corruptOrder{err}
-	}
-	pol := input.PolicyOrder(o.App, o.AmountUSD)
+	pol := o.Details.PolicyOrder(o.App, o.WalletID, o.AmountUSD)
 	evaluate := func(r policy.Rules) (policy.Outcome, error) {
 		usage, err := a.Store.PolicyUsage(ctx, o.OrgID, r, pol, *o.SubmittedAt, true, o.ID)
 		return policy.OutcomeOf(r.Evaluate(pol, usage)), err

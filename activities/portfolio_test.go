@@ -15,6 +15,7 @@ import (
 	"github.com/opentreasury/treasury/chain"
 	"github.com/opentreasury/treasury/chain/devchain"
 	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
 	"github.com/opentreasury/treasury/workflows"
@@ -119,9 +120,9 @@ func TestMaintenanceDeletesOnlyExpiredEvents(t *testing.T) {
 	for i, age := range []time.Duration{31 * 24 * time.Hour, 29 * 24 * time.Hour} {
 		at := now.Add(-age)
 		o := &store.Order{ID: ids.New(ids.Order), OrgID: org, App: "pay", Domain: "payment", Status: "draft", WalletID: w.ID,
-			Chain: "ethereum", Details: "{}", PayloadHash: "h", CreatedBy: "k", CorrelationID: "c", WorkflowID: fmt.Sprint("wf", i),
+			Chain: "ethereum", Details: orders.Fields{Details: &orders.Payment{Asset: "USDC", Amount: decimal.RequireFromString("5")}}, PayloadHash: "h", CreatedBy: "k", CorrelationID: "c", WorkflowID: fmt.Sprint("wf", i),
 			CreatedAt: at, UpdatedAt: at}
-		if _, err := s.CreateOrder(ctx, o, nil, store.EventSpec{Name: "Order.Created"}, nil); err != nil {
+		if _, err := s.CreateOrder(ctx, o, nil, store.EventSpec{Name: "Order.Created"}, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -54,68 +54,60 @@ type idempotency struct {
 	folded map[string]bool
 }
 
-// foldedKey holds a folded request's store.FoldedIdempotency for its handler.
-const foldedKey = "treasury.foldedIdempotency"
-
-// foldedIdempotency is the record the handler of an order create hands to the store, nil
-// when the request has no Idempotency-Key.
-func foldedIdempotency(c *gin.Context) *store.FoldedIdempotency {
-	f, _ := c.Get(foldedKey)
-	folded, _ := f.(*store.FoldedIdempotency)
-	return folded
+func (m *idempotency) handle(c *gin.Context) {
+	if c.Request.Method == http.MethodPost && m.folded[c.FullPath()] {
+		// An order create: its handler folds the record into the order's transaction
+		// (folding).
+		c.Next()
+		return
+	}
+	rec, ok := m.recordOf(c)
+	switch {
+	case !ok:
+	case rec == nil:
+		c.Next()
+	default:
+		m.claimAndRun(c, rec, c.Next)
+	}
 }
 
-func (m *idempotency) handle(c *gin.Context) {
+// recordOf is the Idempotency-Key record a write asks for: nil without a key, or for a
+// read. It reports false when it has answered the request itself (an invalid key, a body
+// it could not read).
+func (m *idempotency) recordOf(c *gin.Context) (*store.IdempotencyRecord, bool) {
 	key := c.GetHeader(idempotencyHeader)
 	switch c.Request.Method {
 	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 	default:
-		c.Next()
-		return
+		return nil, true
 	}
 	if key == "" {
-		c.Next()
-		return
+		return nil, true
 	}
 	if !validIdempotencyKey(key) {
 		validationFailed(c, []orders.FieldError{{Field: idempotencyHeader, Message: "must be 1 to 255 printable ASCII characters"}})
-		return
+		return nil, false
 	}
-	body, err := io.ReadAll(c.Request.Body)
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			fail(c, apitypes.CodePayloadTooLarge, "The request body is larger than 1 MiB.")
-			return
-		}
-		fail(c, apitypes.CodeValidationFailed, "The request body could not be read.")
-		return
+	body, ok := readBody(c)
+	if !ok {
+		return nil, false
 	}
 	c.Request.Body = io.NopCloser(bytes.NewReader(body))
 	target := c.Request.URL.RequestURI()
 	// The credential is part of the request: another key of the organisation reusing the
 	// key gets 422, never the first caller's stored answer.
 	sum := sha256.Sum256([]byte(principalOf(c).ID + "\n" + c.Request.Method + "\n" + target + "\n" + string(body)))
-	fingerprint := hex.EncodeToString(sum[:])
-
 	now := m.now().UTC()
-	rec := &store.IdempotencyRecord{
+	return &store.IdempotencyRecord{
 		OrgID: principalOf(c).OrgID, Key: key, Method: c.Request.Method, Path: target,
-		Fingerprint: fingerprint, CreatedAt: now, ExpiresAt: now.Add(m.retention),
-	}
-	if c.Request.Method == http.MethodPost && m.folded[c.FullPath()] {
-		held, err := m.store.IdempotencyRecordOf(c.Request.Context(), rec.OrgID, rec.Key)
-		if err != nil {
-			requestFailed(c, m.log, err)
-			return
-		}
-		if held == nil {
-			m.fold(c, rec, now)
-			return
-		}
-		// A record holds the key (done, in flight, or stale): the claim below answers it.
-	}
-	held, err := m.store.ClaimIdempotencyKey(c.Request.Context(), rec, now.Add(-m.lease))
+		Fingerprint: hex.EncodeToString(sum[:]), CreatedAt: now, ExpiresAt: now.Add(m.retention),
+	}, true
+}
+
+// claimAndRun claims rec's key and runs the request, keeping its answer for the retries;
+// a key held already is answered from its record.
+func (m *idempotency) claimAndRun(c *gin.Context, rec *store.IdempotencyRecord, run func()) {
+	held, err := m.store.ClaimIdempotencyKey(c.Request.Context(), rec, rec.CreatedAt.Add(-m.lease))
 	if errors.Is(err, store.ErrIdempotencyTaken) {
 		m.answerFromRecord(c, held, rec)
 		return
@@ -124,36 +116,66 @@ func (m *idempotency) handle(c *gin.Context) {
 		requestFailed(c, m.log, err)
 		return
 	}
-
 	capture := &capturingWriter{ResponseWriter: c.Writer}
 	c.Writer = capture
-	c.Next()
+	run()
 	m.record(c, rec, capture)
 }
 
-// fold runs an order create whose key no record holds yet: the order's transaction stores
-// the record, done (store.FoldedIdempotency), so that no crash can leave an order without
-// the record that answers its retries, nor a record claimed for an order never made.
-func (m *idempotency) fold(c *gin.Context, rec *store.IdempotencyRecord, now time.Time) {
-	f := &store.FoldedIdempotency{Record: rec}
-	c.Set(foldedKey, f)
+// foldedCreate answers an order create: claim, when not nil, is the request's record for
+// the order's transaction to store with its answer. It returns the record that took the
+// key meanwhile, having answered nothing.
+type foldedCreate func(c *gin.Context, claim *store.IdempotencyRecord) (held *store.IdempotencyRecord)
+
+// folding serves an order create under its Idempotency-Key. A key no record holds yet is
+// handed to the create, whose transaction stores the record, done, with the order, so that
+// no crash can leave an order without the record that answers its retries, nor a record
+// claimed for an order never made. A key a record holds is claimed as for any write.
+func (m *idempotency) folding(create foldedCreate) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		rec, ok := m.recordOf(c)
+		if !ok {
+			return
+		}
+		if rec == nil {
+			create(c, nil)
+			return
+		}
+		held, err := m.store.IdempotencyRecordOf(c.Request.Context(), rec.OrgID, rec.Key)
+		if err != nil {
+			requestFailed(c, m.log, err)
+			return
+		}
+		if held != nil {
+			// Done, in flight, or stale: the claim answers it.
+			m.claimAndRun(c, rec, func() { create(c, nil) })
+			return
+		}
+		m.fold(c, rec, create)
+	}
+}
+
+// fold runs an order create with rec, the record its transaction stores.
+func (m *idempotency) fold(c *gin.Context, rec *store.IdempotencyRecord, create foldedCreate) {
 	capture := &capturingWriter{ResponseWriter: c.Writer}
 	c.Writer = capture
-	c.Next()
+	held := create(c, rec)
 	switch {
-	case f.Held != nil:
+	case held != nil:
 		// Another request with the key committed first; no record held the key when this
 		// one began, so it was still running then: 409, as for any write (422 if it was
 		// another request). A retry gets its answer. The handler wrote nothing.
-		held := *f.Held
-		held.State = store.IdempotencyInFlight
-		m.answerFromRecord(c, &held, rec)
-	case f.Stored:
+		inFlight := *held
+		inFlight.State = store.IdempotencyInFlight
+		m.answerFromRecord(c, &inFlight, rec)
+	case capture.Status() == http.StatusCreated:
+		// Stored with the order.
 	case kept(capture.Status(), c.GetString(problemCodeKey)):
 		// No order was made, and a retry would meet this answer again: keep it, as any
 		// other write's (a refusal that depends on state, say).
 		fresh := *rec
-		if _, err := m.store.ClaimIdempotencyKey(c.Request.Context(), &fresh, now.Add(-m.lease)); err != nil {
+		fresh.StatusCode, fresh.ResponseHeaders, fresh.ResponseBody = 0, "", nil
+		if _, err := m.store.ClaimIdempotencyKey(c.Request.Context(), &fresh, rec.CreatedAt.Add(-m.lease)); err != nil {
 			m.log.Warn("idempotency record not kept", "correlationId", correlationID(c), "error", err.Error())
 			return
 		}

@@ -181,6 +181,8 @@ type routes struct {
 	// not take, a JSON body.
 	knownQuery, jsonBody gin.HandlerFunc
 	authn, limit         gin.HandlerFunc
+	// idem keeps the answers of writes for their Idempotency-Key's retries.
+	idem *idempotency
 	// authenticated is what every bearer-authenticated route runs first, Idempotency-Key
 	// included; unreplayed the same without it, for a route whose answers are never stored
 	// (the read-only JSON-RPC), which takes the header and ignores it.
@@ -190,19 +192,19 @@ type routes struct {
 }
 
 // apiBase is where the versioned API is served.
-const apiBase = "/api/v1"
+const apiBase = apitypes.BasePath
 
 func newRoutes(cfg Config) *routes {
 	rt := &routes{cfg: cfg, svc: cfg.Service, log: cfg.Log, limiter: ratelimit.New(cfg.RateLimit, cfg.RateBurst),
 		knownQuery: withKnownQuery(), jsonBody: withJSONBody(), authn: authenticate(cfg.Authn, cfg.Log)}
 	rt.limit = rateLimit(rt.limiter, cfg.Metrics)
-	idem := &idempotency{store: cfg.Store, log: cfg.Log, retention: cfg.IdempotencyRetention,
+	rt.idem = &idempotency{store: cfg.Store, log: cfg.Log, retention: cfg.IdempotencyRetention,
 		lease: max(2*cfg.RequestTimeout, time.Minute), now: time.Now, metrics: cfg.Metrics, folded: map[string]bool{}}
 	for _, d := range orders.Domains {
-		idem.folded[apiBase+"/"+d.Collection] = true
+		rt.idem.folded[apiBase+"/"+d.Collection] = true
 	}
 	rt.unreplayed = []gin.HandlerFunc{rt.authn, withRequestLog(cfg.RequestLogs), rt.limit, rt.knownQuery, rt.jsonBody}
-	rt.authenticated = append(slices.Clone(rt.unreplayed), idem.handle)
+	rt.authenticated = append(slices.Clone(rt.unreplayed), rt.idem.handle)
 	rt.sessions = &sessionHandlers{sessions: cfg.Sessions, log: cfg.Log}
 	rt.websockets = &websocketHandlers{svc: cfg.Service, log: cfg.Log, live: cfg.Live, authn: cfg.Authn,
 		limit: rt.limit, knownQuery: rt.knownQuery}
@@ -311,7 +313,7 @@ func (rt *routes) orders(v1 *gin.RouterGroup) {
 	for _, d := range orders.Domains {
 		oh := &orderHandlers{svc: rt.svc, log: rt.log, domain: d}
 		base := "/" + d.Collection
-		v1.POST(base, require(d.App, auth.ActionWrite), oh.create)
+		v1.POST(base, require(d.App, auth.ActionWrite), rt.idem.folding(oh.create))
 		v1.POST(base+"/:id/submit", require(d.App, auth.ActionWrite), oh.submit)
 		v1.GET(base, require(d.App, auth.ActionRead), oh.list)
 		v1.GET(base+"/:id", require(d.App, auth.ActionRead), oh.get)

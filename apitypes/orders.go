@@ -1,6 +1,11 @@
 package apitypes
 
-import "github.com/opentreasury/treasury/events"
+import (
+	"encoding/json"
+
+	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/orders"
+)
 
 // Leg is one on-chain step of an order (TRANSFER, APPROVE, SWAP, DEPOSIT, WITHDRAW, CLAIM,
 // DRAW, REPAY), signed, broadcast and confirmed before the next starts.
@@ -87,3 +92,115 @@ const (
 	PolicyAllowed = "allowed"
 	PolicyPending = "pending"
 )
+
+// BasePath is where the versioned API is served.
+const BasePath = "/api/v1"
+
+// Domain is an order domain; each belongs to one app.
+type Domain string
+
+// The order domains.
+const (
+	DomainPayment Domain = orders.DomainPayment
+	DomainTrade   Domain = orders.DomainTrade
+	DomainEarn    Domain = orders.DomainEarn
+	DomainBorrow  Domain = orders.DomainBorrow
+)
+
+// App is the app the domain's orders belong to ("" for no domain).
+func (d Domain) App() string {
+	for _, info := range orders.Domains {
+		if info.Name == string(d) {
+			return info.App
+		}
+	}
+	return ""
+}
+
+// Order is an order of any domain as the API answers it (SPEC 3.2): the common fields,
+// and in OrderDetails its domain's own.
+type Order struct {
+	ID     string `json:"id"`
+	Domain Domain `json:"domain"`
+	App    string `json:"app"`
+	// Status is draft, submitted, pending_approval, approved, pending_signature, signed,
+	// broadcast, or one of the ends: confirmed, failed, rejected.
+	Status   string `json:"status"`
+	WalletID string `json:"walletId"`
+	Chain    string `json:"chain"`
+	Legs     []Leg  `json:"legs"`
+	// AmountUSD is the order's value in USD, rounded to cents.
+	AmountUSD string `json:"amountUsd"`
+	// PayloadHash is the SHA-256 of the order's canonical JSON, which approvals bind to and
+	// signing requests are derived from.
+	PayloadHash string `json:"payloadHash"`
+	// PolicyVersion is the version of the app's policy that evaluates the order, fixed at
+	// submit (0 when the app had none); null before submit.
+	PolicyVersion *int          `json:"policyVersion"`
+	Approval      OrderApproval `json:"approval"`
+	// Failure is set when the order failed, Rejection when it was rejected.
+	Failure   *events.Failure `json:"failure,omitempty"`
+	Rejection *Rejection      `json:"rejection,omitempty"`
+	// PolicyDecision, in a submit's answer only, is PolicyAllowed or PolicyPending.
+	PolicyDecision string `json:"policyDecision,omitempty"`
+	// CreatedBy is the credential that created the order: key_…, oac_…, or usr_… for a
+	// signed-in person. CreatedByUser is the person behind it, null when there is none.
+	CreatedBy     string                `json:"createdBy"`
+	CreatedByUser events.NullableString `json:"createdByUser"`
+	CorrelationID string                `json:"correlationId"`
+	WorkflowID    string                `json:"workflowId"`
+	CreatedAt     events.Time           `json:"createdAt"`
+	UpdatedAt     events.Time           `json:"updatedAt"`
+	SubmittedAt   *events.Time          `json:"submittedAt"`
+	CompletedAt   *events.Time          `json:"completedAt"`
+	// History is every status the order has had, when one order is read.
+	History []StatusChange `json:"history,omitempty"`
+	OrderDetails
+}
+
+// MarshalJSON writes the order's fields and its domain's; a trade's maxSlippageBps is
+// written even when it is 0, which is a value.
+func (o Order) MarshalJSON() ([]byte, error) {
+	type fields Order
+	b, err := json.Marshal(fields(o))
+	if err != nil || o.Domain != DomainTrade || o.MaxSlippageBps != 0 {
+		return b, err
+	}
+	return append(b[:len(b)-1], `,"maxSlippageBps":0}`...), nil
+}
+
+// OrderDetails are what an order asks for, in its domain's fields; the other domains'
+// fields are empty. Amounts are decimal strings.
+type OrderDetails struct {
+	// Asset and Amount: payment, earn, borrow.
+	Asset  string `json:"asset,omitempty"`
+	Amount string `json:"amount,omitempty"`
+	// Payment.
+	Destination *Destination `json:"destination,omitempty"`
+	Reference   string       `json:"reference,omitempty"`
+	// Trade.
+	SellAsset      string `json:"sellAsset,omitempty"`
+	BuyAsset       string `json:"buyAsset,omitempty"`
+	SellAmount     string `json:"sellAmount,omitempty"`
+	MaxSlippageBps int    `json:"maxSlippageBps,omitempty"`
+	// Earn and borrow.
+	Protocol        string `json:"protocol,omitempty"`
+	Action          string `json:"action,omitempty"`
+	CollateralAsset string `json:"collateralAsset,omitempty"`
+}
+
+// Destination is where a payment goes: an address of the wallet's chain.
+type Destination struct {
+	Address string `json:"address"`
+	Label   string `json:"label,omitempty"`
+}
+
+// Rejection is why an order was rejected: by the policy (with its violations), by an
+// approver (DecidedBy, the credential, and DecidedByUser, the person behind it, null for
+// a credential no person made), or because its approval expired.
+type Rejection struct {
+	Reason        string                 `json:"reason"` // policy, approver or expired
+	Violations    []events.Violation     `json:"violations,omitempty"`
+	DecidedBy     string                 `json:"decidedBy,omitempty"`
+	DecidedByUser *events.NullableString `json:"decidedByUser,omitempty"`
+}

@@ -14,21 +14,15 @@ import (
 )
 
 // Domain is an order domain; each belongs to one app.
-type Domain string
+type Domain = apitypes.Domain
 
 // The order domains and their apps.
 const (
-	DomainPayment Domain = orders.Payment // app pay, /payments
-	DomainTrade   Domain = orders.Trade   // app trade, /trade-orders
-	DomainEarn    Domain = orders.Earn    // app earn, /earn-orders
-	DomainBorrow  Domain = orders.Borrow  // app borrow, /borrow-orders
+	DomainPayment = apitypes.DomainPayment // app pay, /payments
+	DomainTrade   = apitypes.DomainTrade   // app trade, /trade-orders
+	DomainEarn    = apitypes.DomainEarn    // app earn, /earn-orders
+	DomainBorrow  = apitypes.DomainBorrow  // app borrow, /borrow-orders
 )
-
-// App is the app the domain's orders belong to.
-func (d Domain) App() string {
-	info, _ := domainInfo(d)
-	return info.App
-}
 
 func domainInfo(d Domain) (orders.DomainInfo, error) {
 	for _, info := range orders.Domains {
@@ -70,10 +64,7 @@ type PaymentRequest struct {
 }
 
 // Destination is where a payment goes: an address of the wallet's chain.
-type Destination struct {
-	Address string `json:"address"`
-	Label   string `json:"label,omitempty"`
-}
+type Destination = apitypes.Destination
 
 // TradeRequest is a trade's body: sell SellAmount of SellAsset for BuyAsset.
 type TradeRequest struct {
@@ -117,45 +108,10 @@ func (TradeRequest) orderDomain() Domain   { return DomainTrade }
 func (EarnRequest) orderDomain() Domain    { return DomainEarn }
 func (BorrowRequest) orderDomain() Domain  { return DomainBorrow }
 
-// Order is an order of any domain: the common fields, and in OrderDetails its domain's own.
-type Order struct {
-	ID     string `json:"id"`
-	Domain Domain `json:"domain"`
-	App    string `json:"app"`
-	// Status is draft, submitted, pending_approval, approved, pending_signature, signed,
-	// broadcast, or one of the ends: confirmed, failed, rejected.
-	Status   string `json:"status"`
-	WalletID string `json:"walletId"`
-	Chain    string `json:"chain"`
-	Legs     []Leg  `json:"legs"`
-	// AmountUSD is the order's value in USD, rounded to cents.
-	AmountUSD string `json:"amountUsd"`
-	// PayloadHash is the SHA-256 of the order's canonical JSON, which approvals bind to and
-	// signing requests are derived from.
-	PayloadHash string `json:"payloadHash"`
-	// PolicyVersion is the version of the app's policy that evaluates the order, fixed at
-	// submit (0 when the app had none); nil before submit. GetPolicyVersion reads it.
-	PolicyVersion *int          `json:"policyVersion"`
-	Approval      OrderApproval `json:"approval"`
-	// Failure is set when the order failed, Rejection when it was rejected.
-	Failure   *Failure   `json:"failure,omitempty"`
-	Rejection *Rejection `json:"rejection,omitempty"`
-	// CreatedBy is the credential that created the order: key_…, oac_…, or usr_… for a
-	// signed-in person. CreatedByUser is the person behind it, "" when there is none.
-	CreatedBy     string     `json:"createdBy"`
-	CreatedByUser string     `json:"createdByUser"`
-	CorrelationID string     `json:"correlationId"`
-	WorkflowID    string     `json:"workflowId"`
-	CreatedAt     time.Time  `json:"createdAt"`
-	UpdatedAt     time.Time  `json:"updatedAt"`
-	SubmittedAt   *time.Time `json:"submittedAt"`
-	CompletedAt   *time.Time `json:"completedAt"`
-	// History is every status the order has had; only GetOrder fills it.
-	History []StatusChange `json:"history,omitempty"`
-	// PolicyDecision, in SubmitOrder's answer only, is PolicyAllowed or PolicyPending.
-	PolicyDecision string `json:"policyDecision,omitempty"`
-	OrderDetails
-}
+// Order is an order of any domain: the common fields, and in OrderDetails its domain's
+// own. CreatedByUser is "" when no person created it; PolicyDecision, in SubmitOrder's
+// answer only, is PolicyAllowed or PolicyPending.
+type Order = apitypes.Order
 
 // What SubmitOrder's answer says of the policy's decision: it allowed the order within
 // the submit's wait, or it has not decided yet (a refusal then arrives as Order.Rejected,
@@ -167,23 +123,7 @@ const (
 
 // OrderDetails are what an order asks for, in its domain's fields; the other domains'
 // fields are empty.
-type OrderDetails struct {
-	// Asset and Amount: payment, earn, borrow.
-	Asset  string `json:"asset,omitempty"`
-	Amount string `json:"amount,omitempty"`
-	// Payment.
-	Destination *Destination `json:"destination,omitempty"`
-	Reference   string       `json:"reference,omitempty"`
-	// Trade.
-	SellAsset      string `json:"sellAsset,omitempty"`
-	BuyAsset       string `json:"buyAsset,omitempty"`
-	SellAmount     string `json:"sellAmount,omitempty"`
-	MaxSlippageBps int    `json:"maxSlippageBps,omitempty"`
-	// Earn and borrow.
-	Protocol        string `json:"protocol,omitempty"`
-	Action          string `json:"action,omitempty"`
-	CollateralAsset string `json:"collateralAsset,omitempty"`
-}
+type OrderDetails = apitypes.OrderDetails
 
 // Leg is one on-chain step of an order, signed, broadcast and confirmed before the next
 // starts.
@@ -199,12 +139,7 @@ type Failure = events.Failure
 // Rejection is why an order was rejected: by the policy (with its violations), by an
 // approver (DecidedBy, the credential, and DecidedByUser, the person behind it), or
 // because its approval expired.
-type Rejection struct {
-	Reason        string      `json:"reason"` // policy, approver or expired
-	Violations    []Violation `json:"violations,omitempty"`
-	DecidedBy     string      `json:"decidedBy,omitempty"`
-	DecidedByUser string      `json:"decidedByUser,omitempty"`
-}
+type Rejection = apitypes.Rejection
 
 // StatusChange is one entry of an order's history.
 type StatusChange = apitypes.StatusChange

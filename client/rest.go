@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/apitypes"
+	"github.com/opentreasury/treasury/events"
 )
 
 // maxBody bounds a successful answer: the largest is a page of 200 orders.
@@ -329,10 +330,7 @@ type FieldError struct {
 }
 
 // Violation is one policy rule an order broke (policy_violation).
-type Violation struct {
-	Rule    string `json:"rule"`
-	Message string `json:"message"`
-}
+type Violation = events.Violation
 
 func (p *Problem) Error() string {
 	s := strings.TrimSpace(fmt.Sprintf("HTTP %d %s", p.Status, p.Code)) + ": " + p.Detail

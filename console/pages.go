@@ -177,7 +177,8 @@ func (c *console) order(w http.ResponseWriter, r *http.Request, rq *request) {
 	rq.v.Title = strings.ToUpper(domain.Name[:1]) + domain.Name[1:] + " " + o.ID
 	page := orderPage{Order: o, Terminal: o.Status == orders.StatusConfirmed || o.Status == orders.StatusFailed ||
 		o.Status == orders.StatusRejected}
-	page.Details = detailList(o.Details)
+	fields, _ := json.Marshal(o.Details.Details) // the order's own fields, as its answer shows them
+	page.Details = detailList(fields)
 	evs, _, err := c.Service.Events(ctx, who, service.EventFilter{OrderID: o.ID, Limit: 200})
 	if err != nil {
 		c.failed(w, r, rq, err)
@@ -207,9 +208,9 @@ func (c *console) order(w http.ResponseWriter, r *http.Request, rq *request) {
 
 // detailList is an order's details as the pages list them: one entry per field, a nested
 // object (a destination) on one line.
-func detailList(raw string) []keyValue {
+func detailList(raw []byte) []keyValue {
 	var details map[string]any
-	_ = json.Unmarshal([]byte(raw), &details)
+	_ = json.Unmarshal(raw, &details)
 	var out []keyValue
 	for _, k := range sortedKeys(details) {
 		v := details[k]
@@ -272,7 +273,7 @@ func (c *console) approvals(w http.ResponseWriter, r *http.Request, rq *request)
 		}
 		if json.Unmarshal([]byte(a.Summary), &summary) == nil {
 			items[i].AmountUSD, items[i].WalletID, items[i].Chain = summary.AmountUSD, summary.WalletID, summary.Chain
-			items[i].Details = detailList(string(summary.Details))
+			items[i].Details = detailList(summary.Details)
 		}
 	}
 	c.render(w, r, rq, http.StatusOK, "approvals", approvalsPage{Status: status, Items: items,

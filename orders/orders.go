@@ -5,8 +5,6 @@ package orders
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/big"
@@ -16,16 +14,14 @@ import (
 	"strings"
 
 	"github.com/shopspring/decimal"
-
-	"github.com/opentreasury/treasury/policy"
 )
 
 // Domain names.
 const (
-	Payment = "payment"
-	Trade   = "trade"
-	Earn    = "earn"
-	Borrow  = "borrow"
+	DomainPayment = "payment"
+	DomainTrade   = "trade"
+	DomainEarn    = "earn"
+	DomainBorrow  = "borrow"
 )
 
 // DomainInfo ties a domain to its app and its collection path under /api/v1.
@@ -37,10 +33,10 @@ type DomainInfo struct {
 
 // Domains lists the four order domains.
 var Domains = []DomainInfo{
-	{Payment, "pay", "payments"},
-	{Trade, "trade", "trade-orders"},
-	{Earn, "earn", "earn-orders"},
-	{Borrow, "borrow", "borrow-orders"},
+	{DomainPayment, "pay", "payments"},
+	{DomainTrade, "trade", "trade-orders"},
+	{DomainEarn, "earn", "earn-orders"},
+	{DomainBorrow, "borrow", "borrow-orders"},
 }
 
 // Why an order ended rejected.
@@ -127,42 +123,19 @@ type FieldError struct {
 	Message string `json:"message"`
 }
 
-// Destination is where a payment goes.
-type Destination struct {
-	Address string `json:"address"`
-	Label   string `json:"label,omitempty"`
-}
-
-// Input is a validated order body of any domain; only its domain's fields are set.
-type Input struct {
-	Domain          string
-	WalletID        string
-	Asset           string
-	Amount          decimal.Decimal
-	Destination     *Destination
-	Reference       string
-	SellAsset       string
-	BuyAsset        string
-	SellAmount      decimal.Decimal
-	MaxSlippageBps  int
-	Protocol        string
-	Action          string
-	CollateralAsset string
-}
-
 type field struct {
 	name     string
 	required bool
 }
 
 var domainFields = map[string][]field{
-	Payment: {{"walletId", true}, {"asset", true}, {"amount", true}, {"destination", true}, {"reference", false}},
-	Trade:   {{"walletId", true}, {"sellAsset", true}, {"buyAsset", true}, {"sellAmount", true}, {"maxSlippageBps", true}},
-	Earn:    {{"walletId", true}, {"protocol", true}, {"action", true}, {"asset", true}, {"amount", true}},
-	Borrow:  {{"walletId", true}, {"protocol", true}, {"action", true}, {"asset", true}, {"amount", true}, {"collateralAsset", false}},
+	DomainPayment: {{"walletId", true}, {"asset", true}, {"amount", true}, {"destination", true}, {"reference", false}},
+	DomainTrade:   {{"walletId", true}, {"sellAsset", true}, {"buyAsset", true}, {"sellAmount", true}, {"maxSlippageBps", true}},
+	DomainEarn:    {{"walletId", true}, {"protocol", true}, {"action", true}, {"asset", true}, {"amount", true}},
+	DomainBorrow:  {{"walletId", true}, {"protocol", true}, {"action", true}, {"asset", true}, {"amount", true}, {"collateralAsset", false}},
 }
 
-var domainActions = map[string][]string{Earn: {"deposit", "withdraw"}, Borrow: {"draw", "repay"}}
+var domainActions = map[string][]string{DomainEarn: {"deposit", "withdraw"}, DomainBorrow: {"draw", "repay"}}
 
 var protocolPattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
 
@@ -173,16 +146,17 @@ var amountPattern = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
 // Parse reads an order body of a domain strictly: field names must match exactly (JSON's
 // usual case-insensitive matching would let "Amount" through), unknown fields are errors,
 // amounts must be decimal strings. Checks that need the wallet come later, in Check.
-func Parse(domain string, body []byte) (*Input, []FieldError) {
+// With errors, the draft is what could be read.
+func Parse(domain string, body []byte) (Draft, []FieldError) {
 	fields, ok := domainFields[domain]
 	if !ok {
-		return nil, []FieldError{{Field: "domain", Message: "unknown domain"}}
+		return Draft{}, []FieldError{{Field: "domain", Message: "unknown domain"}}
 	}
 	var raw map[string]json.RawMessage
 	// Unmarshal, not a Decoder: a decoder stops after the object and would let trailing
 	// text such as "}" or "]" through.
 	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
-		return nil, []FieldError{{Field: "body", Message: "must be one JSON object"}}
+		return Draft{}, []FieldError{{Field: "body", Message: "must be one JSON object"}}
 	}
 	var errs []FieldError
 	add := func(f, format string, args ...any) {
@@ -205,7 +179,12 @@ func Parse(domain string, body []byte) (*Input, []FieldError) {
 			add(f.name, NULMessage)
 		}
 	}
-	in := &Input{Domain: domain}
+	var in struct {
+		WalletID, Asset, Reference, SellAsset, BuyAsset, Protocol, Action, CollateralAsset string
+		Amount, SellAmount                                                                 decimal.Decimal
+		MaxSlippageBps                                                                     int
+		Destination                                                                        Destination
+	}
 	str := func(name string, dst *string) {
 		v, ok := raw[name]
 		if !ok || string(v) == "null" {
@@ -274,7 +253,7 @@ func Parse(domain string, body []byte) (*Input, []FieldError) {
 		} else if len(d.Label) > 200 {
 			add("destination.label", "must be at most 200 characters")
 		} else {
-			in.Destination = &d
+			in.Destination = d
 		}
 	}
 	if len(in.Reference) > 200 {
@@ -286,7 +265,18 @@ func Parse(domain string, body []byte) (*Input, []FieldError) {
 	if in.Protocol != "" && !protocolPattern.MatchString(in.Protocol) {
 		add("protocol", "must be a lower-case protocol name such as aave")
 	}
-	return in, errs
+	draft := Draft{WalletID: in.WalletID}
+	switch domain {
+	case DomainPayment:
+		draft.Details = &Payment{Asset: in.Asset, Amount: in.Amount, Destination: in.Destination, Reference: in.Reference}
+	case DomainTrade:
+		draft.Details = &Trade{SellAsset: in.SellAsset, BuyAsset: in.BuyAsset, SellAmount: in.SellAmount, MaxSlippageBps: in.MaxSlippageBps}
+	case DomainEarn:
+		draft.Details = &Earn{Protocol: in.Protocol, Action: in.Action, Asset: in.Asset, Amount: in.Amount}
+	case DomainBorrow:
+		draft.Details = &Borrow{Protocol: in.Protocol, Action: in.Action, Asset: in.Asset, Amount: in.Amount, CollateralAsset: in.CollateralAsset}
+	}
+	return draft, errs
 }
 
 // NULMessage refuses a field that HoldsNUL.
@@ -341,137 +331,3 @@ var (
 	evmAddress    = regexp.MustCompile(`^0x[0-9a-fA-F]{40}$`)
 	solanaAddress = regexp.MustCompile(`^([0-9a-f]{64}|[1-9A-HJ-NP-Za-km-z]{32,44})$`)
 )
-
-// Check validates what depends on the wallet's chain: the assets it carries and the shape
-// of a destination address.
-func (in *Input) Check(chain string) []FieldError {
-	var errs []FieldError
-	assets := ChainAssets[chain]
-	known := func(name, asset string) {
-		if asset != "" && !slices.Contains(assets, asset) {
-			errs = append(errs, FieldError{Field: name, Message: fmt.Sprintf("%s is not an asset on %s (%s)", asset, chain, strings.Join(assets, ", "))})
-		}
-	}
-	known("asset", in.Asset)
-	known("sellAsset", in.SellAsset)
-	known("buyAsset", in.BuyAsset)
-	known("collateralAsset", in.CollateralAsset)
-	bits := AmountBits(chain)
-	exact := func(name, asset string, amount decimal.Decimal) {
-		places, ok := AssetDecimals[asset]
-		if !ok {
-			return
-		}
-		shifted := amount.Shift(places)
-		switch {
-		case !shifted.Equal(shifted.Truncate(0)):
-			errs = append(errs, FieldError{Field: name, Message: fmt.Sprintf("has more decimal places than %s's %d", asset, places)})
-		case shifted.BigInt().BitLen() > int(bits):
-			// The chain would carry it as another amount (an EVM word wraps), so the
-			// signed transaction would say something else than the order and its approval.
-			most := decimal.NewFromBigInt(MaxBaseUnits(bits), -places)
-			errs = append(errs, FieldError{Field: name, Message: fmt.Sprintf("is more than %s carries on %s: its base units do not fit in %d bits (at most %s %s)",
-				asset, chain, bits, most.String(), asset)})
-		}
-	}
-	exact("amount", in.Asset, in.Amount)
-	exact("sellAmount", in.SellAsset, in.SellAmount)
-	if (in.Domain == Earn || in.Domain == Borrow) && slices.Contains(EVMChains, chain) && len(assets) > 0 && in.Asset == assets[0] {
-		errs = append(errs, FieldError{Field: "asset", Message: fmt.Sprintf("%s is %s's native asset: vaults and lending pools there take ERC-20 tokens (%s)",
-			in.Asset, chain, strings.Join(assets[1:], ", "))})
-	}
-	if in.Domain == Trade && in.SellAsset != "" && in.SellAsset == in.BuyAsset {
-		errs = append(errs, FieldError{Field: "buyAsset", Message: "must differ from sellAsset"})
-	}
-	if in.Destination != nil {
-		ok := evmAddress.MatchString(in.Destination.Address)
-		if chain == "solana" {
-			ok = solanaAddress.MatchString(in.Destination.Address)
-		}
-		if !ok {
-			errs = append(errs, FieldError{Field: "destination.address", Message: "is not an address on " + chain})
-		}
-	}
-	return errs
-}
-
-// Legs are the on-chain steps of the order, in the order they run.
-func (in *Input) Legs(chain string) []string {
-	switch in.Domain {
-	case Payment:
-		return []string{"TRANSFER"}
-	case Trade:
-		if native := ChainAssets[chain]; len(native) > 0 && in.SellAsset != native[0] {
-			return []string{"APPROVE", "SWAP"}
-		}
-		return []string{"SWAP"}
-	case Earn:
-		if in.Action == "withdraw" {
-			return []string{"WITHDRAW", "CLAIM"}
-		}
-		return []string{"DEPOSIT"}
-	case Borrow:
-		if in.Action == "repay" {
-			return []string{"REPAY"}
-		}
-		return []string{"DRAW"}
-	}
-	return nil
-}
-
-// Valued is the asset and amount whose USD value is the order's value.
-func (in *Input) Valued() (string, decimal.Decimal) {
-	if in.Domain == Trade {
-		return in.SellAsset, in.SellAmount
-	}
-	return in.Asset, in.Amount
-}
-
-// Details are the domain's own fields, as they appear on the order and in its payload.
-func (in *Input) Details() map[string]any {
-	d := map[string]any{}
-	switch in.Domain {
-	case Payment:
-		d["asset"], d["amount"], d["destination"] = in.Asset, in.Amount.String(), in.Destination
-		if in.Reference != "" {
-			d["reference"] = in.Reference
-		}
-	case Trade:
-		d["sellAsset"], d["buyAsset"], d["sellAmount"], d["maxSlippageBps"] = in.SellAsset, in.BuyAsset, in.SellAmount.String(), in.MaxSlippageBps
-	case Earn, Borrow:
-		d["protocol"], d["action"], d["asset"], d["amount"] = in.Protocol, in.Action, in.Asset, in.Amount.String()
-		if in.CollateralAsset != "" {
-			d["collateralAsset"] = in.CollateralAsset
-		}
-	}
-	return d
-}
-
-// Payload is the canonical JSON of what the order asks for (domain, wallet, chain, its
-// fields and legs) with keys sorted, and its SHA-256: approvals bind to this hash and
-// signing requests are derived from exactly this payload.
-func Payload(orderID, domain, walletID, chain string, details map[string]any, legs []string) (string, string, error) {
-	p := map[string]any{"orderId": orderID, "domain": domain, "walletId": walletID, "chain": chain, "legs": legs}
-	for k, v := range details {
-		p[k] = v
-	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		return "", "", err
-	}
-	sum := sha256.Sum256(b)
-	return string(b), hex.EncodeToString(sum[:]), nil
-}
-
-// PolicyOrder is what the policy looks at in this order of app, worth amountUSD.
-func (in *Input) PolicyOrder(app string, amountUSD decimal.Decimal) policy.Order {
-	o := policy.Order{Domain: in.Domain, App: app, AmountUSD: amountUSD, WalletID: in.WalletID, Asset: in.Asset,
-		SellAsset: in.SellAsset, BuyAsset: in.BuyAsset, Protocol: in.Protocol}
-	if in.Domain == Trade {
-		o.Asset = in.SellAsset
-	}
-	if in.Destination != nil {
-		o.Destination = in.Destination.Address
-	}
-	return o
-}

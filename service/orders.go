@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -53,7 +54,7 @@ func trim[T any](items []T, limit int, key func(*T) string) (page []T, next stri
 
 // validOrder is an order body that passed every check, with what it refers to.
 type validOrder struct {
-	in        *orders.Input
+	in        orders.Draft
 	wallet    *store.Wallet
 	amountUSD decimal.Decimal
 }
@@ -84,7 +85,7 @@ func (s *Service) readOrder(ctx context.Context, who Caller, domain string, body
 		return nil, err
 	}
 	asset, amount := in.Valued()
-	price, err := s.usablePrice(prices, in, asset)
+	price, err := s.usablePrice(prices, in.Domain(), asset)
 	if err != nil {
 		return nil, err
 	}
@@ -94,9 +95,9 @@ func (s *Service) readOrder(ctx context.Context, who Caller, domain string, body
 // usablePrice is the asset's USD price when it is fresh. Limits are in USD, so an order
 // whose asset has no fresh price fails closed (SPEC 3.1a): 422 price_unavailable naming
 // the field of the asset (sellAsset for a trade) and when the price was last set.
-func (s *Service) usablePrice(prices map[string]store.Price, in *orders.Input, asset string) (decimal.Decimal, error) {
+func (s *Service) usablePrice(prices map[string]store.Price, domain, asset string) (decimal.Decimal, error) {
 	name := "asset"
-	if in.Domain == orders.Trade {
+	if domain == orders.DomainTrade {
 		name = "sellAsset"
 	}
 	price, ok := prices[asset]
@@ -123,8 +124,20 @@ func mayDo(who Caller, app, action string) error {
 	return nil
 }
 
+// OrderLocation is the path of an order of the domain.
+func OrderLocation(domain orders.DomainInfo, id string) string {
+	return apitypes.BasePath + "/" + domain.Collection + "/" + id
+}
+
+// JSONContentType is the Content-Type of the API's JSON answers.
+const JSONContentType = "application/json; charset=utf-8"
+
 // CreateOrder stores a draft order of a domain and its Order.Created event (SPEC 3.2).
-func (s *Service) CreateOrder(ctx context.Context, who Caller, domain orders.DomainInfo, body []byte) (*Order, error) {
+// claim, when not nil, is the request's Idempotency-Key record, which no record held when
+// the request began: it is completed with the answer (201, the order, its Location) and
+// stored by the order's own transaction, so that a retry is answered with exactly that.
+// A *store.KeyHeldError says another request took the key meanwhile; no order was made.
+func (s *Service) CreateOrder(ctx context.Context, who Caller, domain orders.DomainInfo, body []byte, claim *store.IdempotencyRecord) (*Order, error) {
 	if err := mayDo(who, domain.App, auth.ActionWrite); err != nil {
 		return nil, err
 	}
@@ -135,19 +148,18 @@ func (s *Service) CreateOrder(ctx context.Context, who Caller, domain orders.Dom
 	in, wallet := v.in, v.wallet
 	id := ids.New(ids.Order)
 	legNames := in.Legs(wallet.Chain)
-	details := in.Details()
-	_, hash, err := orders.Payload(id, domain.Name, wallet.ID, wallet.Chain, details, legNames)
+	_, hash, err := orders.Payload(id, wallet.ID, wallet.Chain, in.Details, legNames)
 	if err != nil {
 		return nil, err
 	}
-	detailsJSON, err := json.Marshal(details)
+	detailsJSON, err := json.Marshal(in.Details)
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
 	o := &store.Order{
 		ID: id, OrgID: who.OrgID, App: domain.App, Domain: domain.Name, Status: orders.StatusDraft,
-		WalletID: wallet.ID, Chain: wallet.Chain, Details: string(detailsJSON), PayloadHash: hash,
+		WalletID: wallet.ID, Chain: wallet.Chain, Details: orders.Fields{Details: in.Details}, PayloadHash: hash,
 		AmountUSD: v.amountUSD, CreatedBy: who.ID, CreatedByUser: who.Person, CorrelationID: who.CorrelationID,
 		WorkflowID: workflows.OrderWorkflowID(id), CreatedAt: now, UpdatedAt: now,
 	}
@@ -160,10 +172,22 @@ func (s *Service) CreateOrder(ctx context.Context, who Caller, domain orders.Dom
 	created := store.EventSpec{Name: events.OrderCreated, Body: events.OrderEvent{
 		Chain: wallet.Chain, AmountUSD: o.AmountUSD.StringFixedBank(2), CreatedBy: o.CreatedBy, CreatedByUser: &user,
 	}}
-	if _, err := s.Store.CreateOrder(ctx, o, legs, created, audit); err != nil {
+	answer := &Order{Order: o, Legs: legs}
+	if claim != nil {
+		// Every field of the answer is known now: the created step only numbers its event.
+		if claim.ResponseBody, err = json.Marshal(answer.Answer()); err != nil {
+			return nil, err
+		}
+		headers, err := json.Marshal(map[string]string{"Content-Type": JSONContentType, "Location": OrderLocation(domain, id)})
+		if err != nil {
+			return nil, err
+		}
+		claim.StatusCode, claim.ResponseHeaders = http.StatusCreated, string(headers)
+	}
+	if _, err := s.Store.CreateOrder(ctx, o, legs, created, audit, claim); err != nil {
 		return nil, err
 	}
-	return &Order{Order: o, Legs: legs}, nil
+	return answer, nil
 }
 
 // visibleOrder loads an order of the domain that the caller may see: any other order (of

@@ -713,7 +713,7 @@ func (s *Service) EvaluatePolicy(ctx context.Context, who Caller, app string, bo
 	if err != nil {
 		return nil, err
 	}
-	o := v.in.PolicyOrder(app, v.amountUSD)
+	o := v.in.PolicyOrder(app, v.in.WalletID, v.amountUSD)
 	usage, err := s.Store.PolicyUsage(ctx, who.OrgID, rules, o, s.now(), false, "")
 	if err != nil {
 		return nil, err

@@ -104,7 +104,7 @@ func (f *fixture) signingRequest(t *testing.T, walletID string) *store.SigningRe
 	t.Helper()
 	ctx := context.Background()
 	o, err := f.svc.CreateOrder(ctx, f.as(t, f.creds.Keys["pay"].SK), orders.Domains[0], fmt.Appendf(nil,
-		`{"walletId":%q,"asset":"USDC","amount":"5","destination":{"address":"0x1111111111111111111111111111111111111111"}}`, walletID))
+		`{"walletId":%q,"asset":"USDC","amount":"5","destination":{"address":"0x1111111111111111111111111111111111111111"}}`, walletID), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

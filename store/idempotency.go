@@ -79,46 +79,19 @@ func (s *Store) IdempotencyRecordOf(ctx context.Context, orgID, key string) (*Id
 	return &cur, nil
 }
 
-// FoldedIdempotency is the Idempotency-Key record of a request that creates an order,
-// stored by the order's own transaction, done, with the response Render makes of the
-// order: the order and the record that answers its retries commit together or not at all,
-// and the request costs one write transaction instead of three (claim, order, completion).
-type FoldedIdempotency struct {
-	// Record is the request's record (its org, key, method, path, fingerprint and times);
-	// once stored, it holds the response too.
-	Record *IdempotencyRecord
-	// Render gives the response to the request that created o.
-	Render func(o *Order, legs []OrderLeg) (status int, headers string, body []byte, err error)
+// KeyHeldError is ErrIdempotencyTaken with the record that held the key: another request
+// took it first, and no order was created.
+type KeyHeldError struct{ Held *IdempotencyRecord }
 
-	// Stored reports that the transaction committed with the record; Held is the record
-	// that had the key already when the transaction tried (the order was not created, and
-	// CreateOrder returned ErrIdempotencyTaken).
-	Stored bool
-	Held   *IdempotencyRecord
-}
+func (e *KeyHeldError) Error() string        { return ErrIdempotencyTaken.Error() }
+func (e *KeyHeldError) Is(target error) bool { return target == ErrIdempotencyTaken }
 
-type foldedKey struct{}
-
-// WithFoldedIdempotency asks the order created under ctx to store f's record with it.
-func WithFoldedIdempotency(ctx context.Context, f *FoldedIdempotency) context.Context {
-	return context.WithValue(ctx, foldedKey{}, f)
-}
-
-func foldedIdempotency(ctx context.Context) *FoldedIdempotency {
-	f, _ := ctx.Value(foldedKey{}).(*FoldedIdempotency)
-	return f
-}
-
-// storeFolded inserts f's record, done, in the transaction that created o.
-func (s *Store) storeFolded(ctx context.Context, f *FoldedIdempotency, o *Order, legs []OrderLeg) error {
-	status, headers, body, err := f.Render(o, legs)
-	if err != nil {
-		return err
-	}
-	rec := f.Record
-	rec.State, rec.StatusCode, rec.ResponseHeaders, rec.ResponseBody = IdempotencyDone, status, headers, body
-	rec.CreatedAt, rec.ExpiresAt = idemTime(rec.CreatedAt), idemTime(rec.ExpiresAt)
-	res := s.with(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(rec)
+// storeAnswer inserts rec, the request's Idempotency-Key record holding its answer, done,
+// in the transaction that creates what the request asked for.
+func (s *Store) storeAnswer(ctx context.Context, rec *IdempotencyRecord) error {
+	done := *rec
+	done.State, done.CreatedAt, done.ExpiresAt = IdempotencyDone, idemTime(rec.CreatedAt), idemTime(rec.ExpiresAt)
+	res := s.with(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&done)
 	if res.Error != nil {
 		return res.Error
 	}
@@ -134,8 +107,7 @@ func (s *Store) storeFolded(ctx context.Context, f *FoldedIdempotency, o *Order,
 	if cur == nil {
 		return errKeyContended
 	}
-	f.Held = cur
-	return ErrIdempotencyTaken
+	return &KeyHeldError{Held: cur}
 }
 
 // CompleteIdempotencyKey stores the response of the request that owns the key.

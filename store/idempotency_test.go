@@ -127,13 +127,11 @@ func TestIdempotencyConcurrentClaimsHaveOneWinner(t *testing.T) {
 	})
 }
 
-func foldedRecord(org, key string, at time.Time) *store.IdempotencyRecord {
+// answerRecord is a create's Idempotency-Key record holding its answer, the order's id.
+func answerRecord(org, key string, at time.Time, o *store.Order) *store.IdempotencyRecord {
 	return &store.IdempotencyRecord{OrgID: org, Key: key, Method: "POST", Path: "/api/v1/payments", Fingerprint: "fp",
-		CreatedAt: at, ExpiresAt: at.Add(24 * time.Hour)}
-}
-
-func renderID(o *store.Order, _ []store.OrderLeg) (int, string, []byte, error) {
-	return 201, `{"Location":"/api/v1/payments/` + o.ID + `"}`, []byte(`{"id":"` + o.ID + `"}`), nil
+		CreatedAt: at, ExpiresAt: at.Add(24 * time.Hour), StatusCode: 201,
+		ResponseHeaders: `{"Location":"/api/v1/payments/` + o.ID + `"}`, ResponseBody: []byte(`{"id":"` + o.ID + `"}`)}
 }
 
 // The record that answers a create's retries commits with the order, done, or neither
@@ -144,40 +142,33 @@ func TestAnOrderAndItsIdempotencyRecordCommitTogether(t *testing.T) {
 		now := time.Now()
 
 		o, legs := newDraft(t, s, org, "TRANSFER")
-		f := &store.FoldedIdempotency{Record: foldedRecord(org, "k-fold", now), Render: renderID}
-		if _, err := s.CreateOrder(store.WithFoldedIdempotency(ctx, f), o, legs, store.EventSpec{Name: "Order.Created"}, nil); err != nil {
+		if _, err := s.CreateOrder(ctx, o, legs, store.EventSpec{Name: "Order.Created"}, nil, answerRecord(org, "k-fold", now, o)); err != nil {
 			t.Fatal(err)
 		}
 		rec, err := s.IdempotencyRecordOf(ctx, org, "k-fold")
 		if err != nil || rec == nil {
 			t.Fatalf("record: %v %v", rec, err)
 		}
-		if !f.Stored || f.Held != nil || rec.State != store.IdempotencyDone || rec.StatusCode != 201 ||
-			string(rec.ResponseBody) != `{"id":"`+o.ID+`"}` || string(f.Record.ResponseBody) != string(rec.ResponseBody) {
-			t.Fatalf("stored %v held %v, record %+v", f.Stored, f.Held, rec)
+		if rec.State != store.IdempotencyDone || rec.StatusCode != 201 || string(rec.ResponseBody) != `{"id":"`+o.ID+`"}` {
+			t.Fatalf("record %+v", rec)
 		}
 
 		// The same key again: the key's record answers, and no second order is made.
 		again, againLegs := newDraft(t, s, org, "TRANSFER")
-		g := &store.FoldedIdempotency{Record: foldedRecord(org, "k-fold", now.Add(time.Second)), Render: renderID}
-		_, err = s.CreateOrder(store.WithFoldedIdempotency(ctx, g), again, againLegs, store.EventSpec{Name: "Order.Created"}, nil)
-		if !errors.Is(err, store.ErrIdempotencyTaken) || g.Stored || g.Held == nil || string(g.Held.ResponseBody) != string(rec.ResponseBody) {
-			t.Fatalf("repeat: %v, stored %v, held %+v", err, g.Stored, g.Held)
+		_, err = s.CreateOrder(ctx, again, againLegs, store.EventSpec{Name: "Order.Created"}, nil, answerRecord(org, "k-fold", now.Add(time.Second), again))
+		var held *store.KeyHeldError
+		if !errors.Is(err, store.ErrIdempotencyTaken) || !errors.As(err, &held) || string(held.Held.ResponseBody) != string(rec.ResponseBody) {
+			t.Fatalf("repeat: %v", err)
 		}
 		if _, _, err := s.Order(ctx, again.ID); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("the repeat's order must not exist: %v", err)
 		}
 
-		// A response that cannot be rendered undoes the order with it.
+		// An order that cannot be stored (its id is taken) leaves no record either.
 		broken, brokenLegs := newDraft(t, s, org, "TRANSFER")
-		h := &store.FoldedIdempotency{Record: foldedRecord(org, "k-broken", now), Render: func(*store.Order, []store.OrderLeg) (int, string, []byte, error) {
-			return 0, "", nil, errors.New("cannot render")
-		}}
-		if _, err := s.CreateOrder(store.WithFoldedIdempotency(ctx, h), broken, brokenLegs, store.EventSpec{Name: "Order.Created"}, nil); err == nil || h.Stored {
-			t.Fatalf("a failed render: %v, stored %v", err, h.Stored)
-		}
-		if _, _, err := s.Order(ctx, broken.ID); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("the order of a failed render must not exist: %v", err)
+		broken.ID = o.ID
+		if _, err := s.CreateOrder(ctx, broken, brokenLegs, store.EventSpec{Name: "Order.Created"}, nil, answerRecord(org, "k-broken", now, broken)); err == nil {
+			t.Fatal("an order with a taken id was stored")
 		}
 		if rec, err := s.IdempotencyRecordOf(ctx, org, "k-broken"); rec != nil || err != nil {
 			t.Fatalf("no record for an order never made: %+v %v", rec, err)
@@ -196,36 +187,36 @@ func TestConcurrentFoldedCreatesMakeOneOrder(t *testing.T) {
 		for i := range n {
 			drafts[i], legs[i] = newDraft(t, s, org, "TRANSFER")
 		}
-		folds := make([]*store.FoldedIdempotency, n)
 		errs := make([]error, n)
 		var wg sync.WaitGroup
 		for i := range n {
-			folds[i] = &store.FoldedIdempotency{Record: foldedRecord(org, "k-race", time.Now()), Render: renderID}
 			wg.Go(func() {
-				_, errs[i] = s.CreateOrder(store.WithFoldedIdempotency(ctx, folds[i]), drafts[i], legs[i], store.EventSpec{Name: "Order.Created"}, nil)
+				_, errs[i] = s.CreateOrder(ctx, drafts[i], legs[i], store.EventSpec{Name: "Order.Created"}, nil,
+					answerRecord(org, "k-race", time.Now(), drafts[i]))
 			})
 		}
 		wg.Wait()
 		winner := -1
+		helds := make([]*store.KeyHeldError, n)
 		for i := range n {
 			_, _, found := s.Order(ctx, drafts[i].ID)
 			switch {
-			case errs[i] == nil && folds[i].Stored && found == nil:
+			case errs[i] == nil && found == nil:
 				if winner >= 0 {
 					t.Fatalf("two creates stored orders: %d and %d", winner, i)
 				}
 				winner = i
-			case errors.Is(errs[i], store.ErrIdempotencyTaken) && !folds[i].Stored && folds[i].Held != nil && errors.Is(found, store.ErrNotFound):
+			case errors.As(errs[i], &helds[i]) && errors.Is(found, store.ErrNotFound):
 			default:
-				t.Fatalf("create %d: %v, stored %v, held %v, order %v", i, errs[i], folds[i].Stored, folds[i].Held, found)
+				t.Fatalf("create %d: %v, order %v", i, errs[i], found)
 			}
 		}
 		if winner < 0 {
 			t.Fatal("no create stored its order")
 		}
 		for i := range n {
-			if i != winner && string(folds[i].Held.ResponseBody) != `{"id":"`+drafts[winner].ID+`"}` {
-				t.Fatalf("create %d was held by %s", i, folds[i].Held.ResponseBody)
+			if i != winner && string(helds[i].Held.ResponseBody) != `{"id":"`+drafts[winner].ID+`"}` {
+				t.Fatalf("create %d was held by %s", i, helds[i].Held.ResponseBody)
 			}
 		}
 	})

@@ -27,7 +27,7 @@ type Order struct {
 	Status           orders.Status
 	WalletID         string
 	Chain            string
-	Details          string
+	Details          orders.Fields
 	PayloadHash      string
 	AmountUSD        decimal.Decimal `gorm:"column:amount_usd;type:numeric"`
 	ApprovalRequired bool
@@ -197,12 +197,13 @@ type StepResult struct {
 
 // CreateOrder stores a new draft order, its legs, its first history row and its
 // Order.Created event, in one transaction.
-// A non-nil audit record is written in the same transaction, and so is the request's
-// Idempotency-Key record when ctx carries one (WithFoldedIdempotency); ErrIdempotencyTaken
-// then means another request holds the key, and no order was created.
-func (s *Store) CreateOrder(ctx context.Context, o *Order, legs []OrderLeg, created EventSpec, audit *AuditLog) (*Event, error) {
+// A non-nil audit record is written in the same transaction, and so is a non-nil answer:
+// the request's Idempotency-Key record with the response to replay to its retries, so
+// that the order and what answers its retries commit together or not at all, in one write
+// transaction. A *KeyHeldError (ErrIdempotencyTaken) then means another request holds the
+// key, and no order was created.
+func (s *Store) CreateOrder(ctx context.Context, o *Order, legs []OrderLeg, created EventSpec, audit *AuditLog, answer *IdempotencyRecord) (*Event, error) {
 	var ev *Event
-	folded := foldedIdempotency(ctx)
 	err := s.Tx(ctx, func(tx *Store) error {
 		if audit != nil {
 			if err := tx.AppendAudit(ctx, audit); err != nil {
@@ -230,14 +231,11 @@ func (s *Store) CreateOrder(ctx context.Context, o *Order, legs []OrderLeg, crea
 		}
 		ev = res.Event
 		*o = *res.Order
-		if folded != nil {
-			return tx.storeFolded(ctx, folded, o, legs)
+		if answer != nil {
+			return tx.storeAnswer(ctx, answer)
 		}
 		return nil
 	})
-	if folded != nil {
-		folded.Stored = err == nil
-	}
 	return ev, err
 }
 

@@ -25,7 +25,7 @@ func newDraft(t *testing.T, s *store.Store, org string, legs ...string) (*store.
 	w := mustWallet(t, s, org, "ethereum")
 	now := time.Now().UTC()
 	o := &store.Order{ID: ids.New(ids.Order), OrgID: org, App: "pay", Domain: "payment", Status: "draft", WalletID: w.ID,
-		Chain: "ethereum", Details: `{"asset":"USDC","amount":"500"}`, PayloadHash: "h", AmountUSD: dec("500.00"),
+		Chain: "ethereum", Details: orders.Fields{Details: &orders.Payment{Asset: "USDC", Amount: decimal.RequireFromString("500")}}, PayloadHash: "h", AmountUSD: dec("500.00"),
 		CreatedBy: "key_maker", CorrelationID: "corr-create", CreatedAt: now, UpdatedAt: now}
 	o.WorkflowID = "order-" + o.ID
 	var ls []store.OrderLeg
@@ -38,7 +38,7 @@ func newDraft(t *testing.T, s *store.Store, org string, legs ...string) (*store.
 func mustDraft(t *testing.T, s *store.Store, org string, legs ...string) *store.Order {
 	t.Helper()
 	o, ls := newDraft(t, s, org, legs...)
-	ev, err := s.CreateOrder(ctx, o, ls, store.EventSpec{Name: "Order.Created"}, nil)
+	ev, err := s.CreateOrder(ctx, o, ls, store.EventSpec{Name: "Order.Created"}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/store"
 )
 
@@ -108,7 +111,7 @@ func (t *Traffic) order(ctx context.Context, at time.Time) error {
 		return err
 	}
 	o := &store.Order{ID: ids.New(ids.Order), OrgID: t.org, App: "pay", Domain: "payment", Status: "draft", WalletID: t.wallet,
-		Chain: "ethereum", Details: `{"asset":"USDC","amount":"5"}`, PayloadHash: "h", CreatedBy: t.client,
+		Chain: "ethereum", Details: orders.Fields{Details: &orders.Payment{Asset: "USDC", Amount: decimal.RequireFromString("5")}}, PayloadHash: "h", CreatedBy: t.client,
 		CorrelationID: "soak", CreatedAt: at, UpdatedAt: at}
 	o.WorkflowID = "order-" + o.ID
 	steps := []store.OrderChange{
@@ -116,7 +119,7 @@ func (t *Traffic) order(ctx context.Context, at time.Time) error {
 		{Step: "confirmed", To: "confirmed", Event: &store.EventSpec{Name: "Order.Confirmed"}},
 	}
 	err = t.timed("events", 1+int64(len(steps)), func() error {
-		if _, err := t.Store.CreateOrder(ctx, o, nil, store.EventSpec{Name: "Order.Created"}, nil); err != nil {
+		if _, err := t.Store.CreateOrder(ctx, o, nil, store.EventSpec{Name: "Order.Created"}, nil, nil); err != nil {
 			return err
 		}
 		for i, ch := range steps {
