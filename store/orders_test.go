@@ -1,9 +1,11 @@
 package store_test
 
 import (
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/migrations"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/policy"
 	"github.com/opentreasury/treasury/store"
@@ -393,4 +396,49 @@ func TestTheStreamNeverPassesOverAnEventCommittedLate(t *testing.T) {
 	if !seen[a.ID] || !seen[b.ID] {
 		t.Fatalf("the reader got the late event %v and the early one %v", seen[a.ID], seen[b.ID])
 	}
+}
+
+// Details written before they named their domain are rewritten by the migration that
+// made them name it, and read back as their type; running it again changes nothing.
+func TestOrderDetailsWrittenBeforeTheirDomainReadBack(t *testing.T) {
+	storetest.ForEachDialectWithSQL(t, func(t *testing.T, s *store.Store, db *sql.DB) {
+		org := mustOrg(t, s)
+		o := mustDraft(t, s, org, "TRANSFER")
+		trade, tradeLegs := newDraft(t, s, org, "SWAP")
+		trade.Domain, trade.App = "trade", "trade"
+		trade.Details = orders.Fields{Details: &orders.Trade{SellAsset: "ETH", BuyAsset: "USDC", SellAmount: dec("1.5")}}
+		if _, err := s.CreateOrder(ctx, trade, tradeLegs, store.EventSpec{Name: "Order.Created"}, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		for id, old := range map[string]string{o.ID: `{"amount":"500","asset":"USDC","destination":{"address":"0x1111111111111111111111111111111111111111"}}`,
+			trade.ID: `{"buyAsset":"USDC","maxSlippageBps":0,"sellAmount":"1.5","sellAsset":"ETH"}`} {
+			if _, err := db.ExecContext(ctx, `UPDATE orders SET details = $1 WHERE id = $2`, old, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fsys, err := migrations.FS(s.Dialect())
+		if err != nil {
+			t.Fatal(err)
+		}
+		names, _ := fs.Glob(fsys, "*_typed_order_details.sql")
+		if len(names) != 1 {
+			t.Fatalf("migration files %v", names)
+		}
+		text, _ := fs.ReadFile(fsys, names[0])
+		up := strings.SplitN(strings.SplitN(string(text), "-- +goose Up", 2)[1], "-- +goose Down", 2)[0]
+		for range 2 {
+			if _, err := db.ExecContext(ctx, up); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, _, err := s.Order(ctx, o.ID)
+		if p, ok := got.Details.Details.(*orders.Payment); err != nil || !ok || p.Amount.String() != "500" ||
+			p.Destination.Address != "0x1111111111111111111111111111111111111111" {
+			t.Fatalf("payment read back as %#v, %v", got.Details.Details, err)
+		}
+		got, _, err = s.Order(ctx, trade.ID)
+		if tr, ok := got.Details.Details.(*orders.Trade); err != nil || !ok || tr.SellAmount.String() != "1.5" || tr.BuyAsset != "USDC" {
+			t.Fatalf("trade read back as %#v, %v", got.Details.Details, err)
+		}
+	})
 }
