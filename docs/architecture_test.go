@@ -168,3 +168,98 @@ func TestNoFunctionThatAssemblesAProcessIsLong(t *testing.T) {
 		}
 	}
 }
+
+// TestWhereThingsLiveNamesWhatExists holds the "Where things live" table to the tree: every
+// file or package path it names exists, and every pkg.Name (pkg.Type.Method) it names is
+// declared in that package, so that a rename or a move that forgets the table fails here.
+func TestWhereThingsLiveNamesWhatExists(t *testing.T) {
+	text, err := os.ReadFile("architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := strings.SplitN(strings.SplitN(string(text), "## Where things live", 2)[1], "\n## ", 2)[0]
+	dirs := ourImports(t, "./...")
+	qualified := regexp.MustCompile(`^([a-z]+)\.([A-Z]\w*)(?:\.([A-Z]\w*))?$`)
+	rows, names := 0, 0
+	for _, line := range strings.Split(section, "\n") {
+		if !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "| question") {
+			continue
+		}
+		rows++
+		for _, m := range backticked.FindAllStringSubmatch(line, -1) {
+			name := m[1]
+			switch q := qualified.FindStringSubmatch(name); {
+			case q != nil:
+				names++
+				if !declaredIn(t, dirs, q[1], q[2], q[3]) {
+					t.Errorf("%s is not declared in a package named %s", name, q[1])
+				}
+			case strings.Contains(name, "/") && !strings.ContainsAny(name, " {<") && !strings.HasPrefix(name, "/"):
+				names++
+				if _, err := os.Stat(filepath.Join("..", name)); err != nil {
+					t.Errorf("%s does not exist", name)
+				}
+			}
+		}
+	}
+	if rows < 20 || names < 40 {
+		t.Fatalf("read %d rows naming %d things: the table was not found", rows, names)
+	}
+}
+
+// declaredIn reports whether a package of ours whose last path element is pkg declares
+// name at its top level (a function, type, variable or constant) or as a method, or,
+// with method, a type name with that method.
+func declaredIn(t *testing.T, pkgs map[string][]string, pkg, name, method string) bool {
+	t.Helper()
+	for dir := range pkgs {
+		if filepath.Base(dir) != pkg {
+			continue
+		}
+		files, _ := filepath.Glob(filepath.Join("..", dir, "*.go"))
+		declared := map[string]bool{}
+		for _, file := range files {
+			if strings.HasSuffix(file, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range f.Decls {
+				switch d := d.(type) {
+				case *ast.FuncDecl:
+					key := d.Name.Name
+					if d.Recv != nil && len(d.Recv.List) == 1 {
+						recv := d.Recv.List[0].Type
+						if star, ok := recv.(*ast.StarExpr); ok {
+							recv = star.X
+						}
+						if id, ok := recv.(*ast.Ident); ok {
+							key = id.Name + "." + key
+						}
+						// The table names a method of the package's own type
+						// (service.Service, store.Store) by the package alone.
+						declared["."+d.Name.Name] = true
+					}
+					declared[key] = true
+				case *ast.GenDecl:
+					for _, spec := range d.Specs {
+						switch spec := spec.(type) {
+						case *ast.TypeSpec:
+							declared[spec.Name.Name] = true
+						case *ast.ValueSpec:
+							for _, n := range spec.Names {
+								declared[n.Name] = true
+							}
+						}
+					}
+				}
+			}
+		}
+		if method == "" && (declared[name] || declared["."+name]) || method != "" && declared[name] && declared[name+"."+method] {
+			return true
+		}
+	}
+	return false
+}
