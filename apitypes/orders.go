@@ -56,8 +56,7 @@ type StatusChange struct {
 	At            events.Time `json:"at"`
 }
 
-// SigningRequest asks the wallet's key holder to sign one leg of an order. Its fields are
-// in the order of their JSON names, the order the API has always written them in.
+// SigningRequest asks the wallet's key holder to sign one leg of an order.
 type SigningRequest struct {
 	Chain     string      `json:"chain"`
 	CreatedAt events.Time `json:"createdAt"`

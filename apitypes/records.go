@@ -60,7 +60,6 @@ type AuditChainCheck struct {
 }
 
 // Actor is who acted: a key, an OAuth client or a person (Type key, oauth_client, user).
-// ID comes first, as the API has always written it.
 type Actor struct {
 	ID   string `json:"id"`
 	Type string `json:"type"`
