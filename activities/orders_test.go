@@ -106,13 +106,13 @@ func (l *lifecycle) run(t *testing.T, o *store.Order, legs []string, approvers .
 	}
 	env.RegisterWorkflowWithOptions(workflows.OrderLifecycle, workflow.RegisterOptions{Name: workflows.OrderWorkflow})
 	for name, fn := range map[string]any{
-		workflows.MarkSubmittedActivity: l.acts.MarkSubmitted, workflows.EvaluatePolicyActivity: l.acts.EvaluatePolicy,
-		workflows.RequestApprovalActivity: l.acts.RequestApproval, workflows.MarkApprovedActivity: l.acts.MarkApproved,
+		orders.StepSubmitted.Activity: l.acts.MarkSubmitted, orders.StepPolicyEvaluated.Activity: l.acts.EvaluatePolicy,
+		orders.StepApprovalRequested.Activity: l.acts.RequestApproval, orders.StepApproved.Activity: l.acts.MarkApproved,
 		workflows.ApprovalOutcomeActivity: l.acts.ApprovalOutcome,
-		workflows.RejectOrderActivity:     l.acts.RejectOrder, workflows.RequestSignatureActivity: l.acts.RequestSignature,
-		workflows.RecordSignatureActivity: l.acts.RecordSignature, workflows.BroadcastLegActivity: l.acts.BroadcastLeg,
-		workflows.CheckLegActivity: l.acts.CheckLeg, workflows.ConfirmLegActivity: l.acts.ConfirmLeg,
-		workflows.FailOrderActivity: l.acts.FailOrder,
+		orders.StepRejected.Activity:     l.acts.RejectOrder, orders.StepSignatureRequested.Activity: l.acts.RequestSignature,
+		orders.StepSigned.Activity: l.acts.RecordSignature, orders.StepBroadcast.Activity: l.acts.BroadcastLeg,
+		workflows.CheckLegActivity: l.acts.CheckLeg, orders.StepConfirmed.Activity: l.acts.ConfirmLeg,
+		orders.StepFailed.Activity: l.acts.FailOrder,
 	} {
 		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

@@ -64,6 +64,9 @@ type Step struct {
 	// events, spelled here because orders stays free of I/O (the workflows import it);
 	// orders' tests hold the two to each other.
 	Event string
+	// Activity is the activity that applies the step: the workflow runs it by this name,
+	// and the worker registers the method of activities.Orders it names.
+	Activity string
 }
 
 // Key is the step's key within its order; position names the leg of a leg step.
@@ -77,38 +80,40 @@ func (s Step) Key(position int) string {
 // The steps of the order lifecycle, in the order a run takes them.
 var (
 	StepCreated           = Step{Name: "created", To: StatusDraft, Event: "Order.Created"}
-	StepSubmitted         = Step{Name: "submitted", From: []Status{StatusDraft}, To: StatusSubmitted, Event: "Order.Submitted"}
-	StepPolicyEvaluated   = Step{Name: "policy-evaluated", From: []Status{StatusSubmitted}}
-	StepApprovalRequested = Step{Name: "approval-requested", From: []Status{StatusSubmitted}, To: StatusPendingApproval}
-	StepApproved          = Step{Name: "approved", From: []Status{StatusPendingApproval}, To: StatusApproved, Event: "Order.Approved"}
+	StepSubmitted         = Step{Name: "submitted", From: []Status{StatusDraft}, To: StatusSubmitted, Event: "Order.Submitted", Activity: "MarkSubmitted"}
+	StepPolicyEvaluated   = Step{Name: "policy-evaluated", From: []Status{StatusSubmitted}, Activity: "EvaluatePolicy"}
+	StepApprovalRequested = Step{Name: "approval-requested", From: []Status{StatusSubmitted}, To: StatusPendingApproval, Activity: "RequestApproval"}
+	StepApproved          = Step{Name: "approved", From: []Status{StatusPendingApproval}, To: StatusApproved, Event: "Order.Approved", Activity: "MarkApproved"}
 	StepRejected          = Step{Name: "rejected", From: []Status{StatusSubmitted, StatusPendingApproval}, To: StatusRejected,
-		Event: "Order.Rejected"}
+		Event: "Order.Rejected", Activity: "RejectOrder"}
 	// A leg after the first is requested from the broadcast of the one before it.
 	StepSignatureRequested = Step{Name: "signing-requested", PerLeg: true,
-		From: []Status{StatusSubmitted, StatusApproved, StatusBroadcast}, To: StatusPendingSignature, Event: "Wallet.SigningRequested"}
+		From: []Status{StatusSubmitted, StatusApproved, StatusBroadcast}, To: StatusPendingSignature, Event: "Wallet.SigningRequested",
+		Activity: "RequestSignature"}
 	StepSigned = Step{Name: "signed", PerLeg: true, From: []Status{StatusPendingSignature}, To: StatusSigned,
-		Event: "Wallet.TransactionSigned"}
+		Event: "Wallet.TransactionSigned", Activity: "RecordSignature"}
 	StepBroadcast = Step{Name: "broadcast", PerLeg: true, From: []Status{StatusSigned}, To: StatusBroadcast,
-		Event: "Order.Broadcast"}
+		Event: "Order.Broadcast", Activity: "BroadcastLeg"}
 	// StepLegConfirmed confirms a leg before the last: the order stays broadcast until the
 	// next leg's signature is requested.
-	StepLegConfirmed = Step{Name: "confirmed", PerLeg: true, From: []Status{StatusBroadcast}}
+	StepLegConfirmed = Step{Name: "confirmed", PerLeg: true, From: []Status{StatusBroadcast}, Activity: "ConfirmLeg"}
 	// StepConfirmed confirms the last leg, and with it the order.
-	StepConfirmed = Step{Name: "confirmed", From: []Status{StatusBroadcast}, To: StatusConfirmed, Event: "Order.Confirmed"}
+	StepConfirmed = Step{Name: "confirmed", From: []Status{StatusBroadcast}, To: StatusConfirmed, Event: "Order.Confirmed",
+		Activity: "ConfirmLeg"}
 	// A leg's transaction stuck below the fee market is replaced: the same call at the same
 	// nonce, a higher fee, signed again. Each replacement is keyed by its attempt (Attempt);
 	// the order stays broadcast throughout.
 	StepReplacementRequested = Step{Name: "replacement-requested", PerLeg: true, From: []Status{StatusBroadcast},
-		Event: "Wallet.SigningRequested"}
+		Event: "Wallet.SigningRequested", Activity: "RequestSignature"}
 	StepReplacementSigned = Step{Name: "replacement-signed", PerLeg: true, From: []Status{StatusBroadcast},
-		Event: "Wallet.TransactionSigned"}
+		Event: "Wallet.TransactionSigned", Activity: "RecordSignature"}
 	StepReplacementBroadcast = Step{Name: "replacement-broadcast", PerLeg: true, From: []Status{StatusBroadcast},
-		Event: "Order.Broadcast"}
+		Event: "Order.Broadcast", Activity: "BroadcastLeg"}
 	// An order fails at a leg: its signature never came, its transaction failed, or the
 	// chain refused the leg before its signing request (from where that request would have
 	// been made).
 	StepFailed = Step{Name: "failed", From: []Status{StatusSubmitted, StatusApproved, StatusPendingSignature, StatusSigned, StatusBroadcast},
-		To: StatusFailed, Event: "Order.Failed"}
+		To: StatusFailed, Event: "Order.Failed", Activity: "FailOrder"}
 )
 
 // Steps lists every step of the lifecycle.

@@ -21,7 +21,7 @@ import (
 
 // Activities bundles every activity implementation the worker serves. Each is registered
 // as a struct: every exported method is an activity named after the method, the name the
-// workflows call it by (workflows.*Activity).
+// workflows call it by (a step's orders.Step.Activity, or a workflows.*Activity).
 type Activities struct {
 	Portfolio   *activities.Portfolio
 	Maintenance *activities.Maintenance

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/opentreasury/treasury/activities"
+	"github.com/opentreasury/treasury/orders"
 )
 
 // TestWorkflowActivitiesAreRegisteredMethods holds the names the workflows call activities
@@ -56,7 +57,8 @@ func TestWorkflowActivitiesAreRegisteredMethods(t *testing.T) {
 
 // calledActivities reads the workflows' source: the name of every activity passed to
 // workflow.ExecuteActivity or ExecuteLocalActivity, with where it is called. A name must be
-// a string constant of the package (or a literal): anything else the test cannot check.
+// a string constant of the package (or a literal), or a step's Activity: anything else
+// the test cannot check.
 func calledActivities(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
@@ -107,6 +109,19 @@ func calledActivities(t *testing.T, dir string) map[string]string {
 			at := fset.Position(call.Pos()).String()
 			if len(call.Args) < 2 {
 				t.Errorf("%s: %s without an activity", at, sel.Sel.Name)
+				return true
+			}
+			if sel, isSel := call.Args[1].(*ast.SelectorExpr); isSel && sel.Sel.Name == "Activity" {
+				// A step's activity (orders.Step.Activity): the workflow runs every step
+				// but the create, which the service applies.
+				for _, step := range orders.Steps {
+					if step.Activity == "" && step.Name != orders.StepCreated.Name {
+						t.Errorf("step %s names no activity", step.Name)
+					}
+					if step.Activity != "" {
+						called[step.Activity] = at
+					}
+				}
 				return true
 			}
 			name, ok := stringLit(call.Args[1])

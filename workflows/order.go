@@ -24,18 +24,10 @@ const (
 	// the HTTP answer reports the workflow's own decision.
 	UpdatePolicyDecision = "policy-decision"
 
-	MarkSubmittedActivity    = "MarkSubmitted"
-	EvaluatePolicyActivity   = "EvaluatePolicy"
-	RequestApprovalActivity  = "RequestApproval"
-	MarkApprovedActivity     = "MarkApproved"
-	ApprovalOutcomeActivity  = "ApprovalOutcome"
-	RejectOrderActivity      = "RejectOrder"
-	RequestSignatureActivity = "RequestSignature"
-	RecordSignatureActivity  = "RecordSignature"
-	BroadcastLegActivity     = "BroadcastLeg"
-	CheckLegActivity         = "CheckLeg"
-	ConfirmLegActivity       = "ConfirmLeg"
-	FailOrderActivity        = "FailOrder"
+	// The activities that read without applying a step; each step names its own
+	// (orders.Step.Activity).
+	ApprovalOutcomeActivity = "ApprovalOutcome"
+	CheckLegActivity        = "CheckLeg"
 )
 
 // OrderInput starts an order's workflow.
@@ -342,13 +334,12 @@ func messageOf(err error) string {
 }
 
 func (r *orderRun) run(ctx workflow.Context) error {
-	lctx := localCtx(ctx)
-	step := StepInput{OrderID: r.in.OrderID, CorrelationID: r.in.CorrelationID}
-	if err := workflow.ExecuteLocalActivity(lctx, MarkSubmittedActivity, step).Get(ctx, nil); err != nil {
+	in := StepInput{OrderID: r.in.OrderID, CorrelationID: r.in.CorrelationID}
+	if err := r.step(ctx, orders.StepSubmitted, in, nil); err != nil {
 		return err
 	}
 	var decision PolicyDecision
-	if err := workflow.ExecuteLocalActivity(lctx, EvaluatePolicyActivity, step).Get(ctx, &decision); err != nil {
+	if err := r.step(ctx, orders.StepPolicyEvaluated, in, &decision); err != nil {
 		return err
 	}
 	r.state.Decision, r.decided = &decision, true
@@ -373,7 +364,6 @@ func (r *orderRun) run(ctx workflow.Context) error {
 			return err
 		}
 	}
-	r.setStatus(ctx, orders.StatusConfirmed)
 	return nil
 }
 
@@ -381,11 +371,10 @@ func (r *orderRun) run(ctx workflow.Context) error {
 func (r *orderRun) approve(ctx workflow.Context, quorum int) (done bool, err error) {
 	lctx := localCtx(ctx)
 	expires := workflow.Now(ctx).Add(r.in.ApprovalTimeout)
-	if err := workflow.ExecuteLocalActivity(lctx, RequestApprovalActivity, ApprovalRequest{OrderID: r.in.OrderID,
-		CorrelationID: r.in.CorrelationID, Quorum: quorum, ExpiresAt: expires}).Get(ctx, &r.state.ItemID); err != nil {
+	if err := r.step(ctx, orders.StepApprovalRequested, ApprovalRequest{OrderID: r.in.OrderID,
+		CorrelationID: r.in.CorrelationID, Quorum: quorum, ExpiresAt: expires}, &r.state.ItemID); err != nil {
 		return true, err
 	}
-	r.setStatus(ctx, orders.StatusPendingApproval)
 	reached, err := workflow.AwaitWithTimeout(ctx, r.in.ApprovalTimeout, func() bool { return r.outcome != "" && r.outcome != orders.ItemPending })
 	if err != nil {
 		return true, err
@@ -412,39 +401,29 @@ func (r *orderRun) approve(ctx workflow.Context, quorum int) (done bool, err err
 	default:
 		return true, r.reject(ctx, RejectInput{Reason: orders.RejectedExpired, ItemID: r.state.ItemID})
 	}
-	if err := workflow.ExecuteLocalActivity(lctx, MarkApprovedActivity, ApprovalRequest{OrderID: r.in.OrderID,
-		CorrelationID: or(r.approvedIn, r.in.CorrelationID), Quorum: quorum}).Get(ctx, nil); err != nil {
+	if err := r.step(ctx, orders.StepApproved, ApprovalRequest{OrderID: r.in.OrderID,
+		CorrelationID: or(r.approvedIn, r.in.CorrelationID), Quorum: quorum}, nil); err != nil {
 		return true, err
 	}
-	r.setStatus(ctx, orders.StatusApproved)
 	return false, nil
 }
 
 func (r *orderRun) reject(ctx workflow.Context, in RejectInput) error {
 	in.OrderID, in.CorrelationID = r.in.OrderID, or(in.CorrelationID, r.in.CorrelationID)
-	if err := workflow.ExecuteLocalActivity(localCtx(ctx), RejectOrderActivity, in).Get(ctx, nil); err != nil {
-		return err
-	}
-	r.setStatus(ctx, orders.StatusRejected)
-	return nil
+	return r.step(ctx, orders.StepRejected, in, nil)
 }
 
 func (r *orderRun) fail(ctx workflow.Context, in FailInput) error {
 	in.OrderID, in.CorrelationID = r.in.OrderID, r.in.CorrelationID
-	if err := workflow.ExecuteLocalActivity(localCtx(ctx), FailOrderActivity, in).Get(ctx, nil); err != nil {
-		return err
-	}
-	r.setStatus(ctx, orders.StatusFailed)
-	return nil
+	return r.step(ctx, orders.StepFailed, in, nil)
 }
 
 // runLeg signs, broadcasts and confirms one leg; done reports that the order ended.
 func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err error) {
-	actx, lctx := activityCtx(ctx), localCtx(ctx)
 	r.state.Leg = leg.Position
 	leg.ExpiresAt = workflow.Now(ctx).Add(r.in.SigningTimeout)
 	var req SigningRequestRef
-	if err := workflow.ExecuteLocalActivity(lctx, RequestSignatureActivity, leg).Get(ctx, &req); err != nil {
+	if err := r.step(ctx, orders.StepSignatureRequested, leg, &req); err != nil {
 		// Version 1 fails an order whose leg no retry can send (more than the wallet
 		// holds, an asset the chain lacks); before it, such a step retried until an
 		// operator stepped in, so no history of an earlier version ever got here.
@@ -453,7 +432,6 @@ func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err er
 		}
 		return true, err
 	}
-	r.setStatus(ctx, orders.StatusPendingSignature)
 	r.state.Requests = append(r.state.Requests, req.ID)
 	signed, err := workflow.AwaitWithTimeout(ctx, r.in.SigningTimeout, func() bool {
 		_, ok := r.signatures[req.ID]
@@ -469,14 +447,12 @@ func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err er
 	leg.SigningRequestID, leg.Signature = req.ID, r.signatures[req.ID].Signature
 	record := leg
 	record.CorrelationID = or(r.signatures[req.ID].CorrelationID, leg.CorrelationID)
-	if err := workflow.ExecuteLocalActivity(lctx, RecordSignatureActivity, record).Get(ctx, nil); err != nil {
+	if err := r.step(ctx, orders.StepSigned, record, nil); err != nil {
 		return true, err
 	}
-	r.setStatus(ctx, orders.StatusSigned)
-	if err := workflow.ExecuteActivity(actx, BroadcastLegActivity, leg).Get(ctx, &leg.TxHash); err != nil {
+	if err := r.step(ctx, orders.StepBroadcast, leg, &leg.TxHash); err != nil {
 		return true, err
 	}
-	r.setStatus(ctx, orders.StatusBroadcast)
 	// CheckLeg waits on the chain itself (up to LegWait, heartbeating), so a confirmation
 	// costs one activity, not a timer and an activity per block.
 	wctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
@@ -501,7 +477,11 @@ func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err er
 			if st.TxHash != "" {
 				leg.TxHash = st.TxHash
 			}
-			return false, workflow.ExecuteLocalActivity(lctx, ConfirmLegActivity, leg).Get(ctx, nil)
+			confirmed := orders.StepLegConfirmed
+			if leg.Last {
+				confirmed = orders.StepConfirmed
+			}
+			return false, r.step(ctx, confirmed, leg, nil)
 		case chain.TxFailed:
 			return true, r.fail(ctx, FailInput{Code: orders.FailureTxReverted, Message: st.Reason, Position: leg.Position, Leg: leg.Leg})
 		}
@@ -542,12 +522,11 @@ const RefusedLegChange = "refused-leg-fails-order"
 // the leg's. done reports that the order ended: the replacement was not signed before the
 // leg's confirmation time ran out.
 func (r *orderRun) replace(ctx workflow.Context, leg *LegInput, attempt int, broadcastAt time.Time) (done bool, err error) {
-	lctx := localCtx(ctx)
 	wait := min(r.in.SigningTimeout, r.in.ConfirmTimeout-workflow.Now(ctx).Sub(broadcastAt))
 	req := *leg
 	req.Attempt, req.ExpiresAt = attempt, workflow.Now(ctx).Add(wait)
 	var ref SigningRequestRef
-	if err := workflow.ExecuteLocalActivity(lctx, RequestSignatureActivity, req).Get(ctx, &ref); err != nil {
+	if err := r.step(ctx, orders.StepReplacementRequested, req, &ref); err != nil {
 		return true, err
 	}
 	r.state.Requests = append(r.state.Requests, ref.ID)
@@ -565,11 +544,11 @@ func (r *orderRun) replace(ctx workflow.Context, leg *LegInput, attempt int, bro
 	req.SigningRequestID, req.Signature = ref.ID, r.signatures[ref.ID].Signature
 	record := req
 	record.CorrelationID = or(r.signatures[ref.ID].CorrelationID, req.CorrelationID)
-	if err := workflow.ExecuteLocalActivity(lctx, RecordSignatureActivity, record).Get(ctx, nil); err != nil {
+	if err := r.step(ctx, orders.StepReplacementSigned, record, nil); err != nil {
 		return true, err
 	}
 	var hash string
-	if err := workflow.ExecuteActivity(activityCtx(ctx), BroadcastLegActivity, req).Get(ctx, &hash); err != nil {
+	if err := r.step(ctx, orders.StepReplacementBroadcast, req, &hash); err != nil {
 		if isErrType(err, ErrTypeNonceUsed) {
 			// What it would replace was mined meanwhile: follow the leg as it is.
 			return false, nil
@@ -597,8 +576,31 @@ var (
 	SearchAttributes = []temporal.SearchAttributeKey{OrderDomainKey, OrderStatusKey, OrgIDKey, CorrelationIDKey, PolicyVersionKey}
 )
 
-// setStatus keeps the query state and the OrderStatus search attribute in step. The store
-// is the source of truth; this is what an operator sees in the Temporal UI.
+// remoteSteps are the steps whose activities run on the task queue rather than as local
+// activities: a broadcast talks to a chain's node, for as long as it takes.
+var remoteSteps = map[string]bool{orders.StepBroadcast.Name: true, orders.StepReplacementBroadcast.Name: true}
+
+// step runs the activity of one lifecycle step with in, its result in out (nil for
+// none); then the order is in the status the step leaves it in, and so are the query
+// state and the OrderStatus search attribute. The store is the source of truth; this is
+// what an operator sees in the Temporal UI.
+func (r *orderRun) step(ctx workflow.Context, s orders.Step, in, out any) error {
+	var f workflow.Future
+	if remoteSteps[s.Name] {
+		f = workflow.ExecuteActivity(activityCtx(ctx), s.Activity, in)
+	} else {
+		f = workflow.ExecuteLocalActivity(localCtx(ctx), s.Activity, in)
+	}
+	if err := f.Get(ctx, out); err != nil {
+		return err
+	}
+	if s.To != "" && s.To != r.state.Status {
+		r.setStatus(ctx, s.To)
+	}
+	return nil
+}
+
+// setStatus keeps the query state and the OrderStatus search attribute in step.
 func (r *orderRun) setStatus(ctx workflow.Context, status orders.Status) {
 	r.state.Status = status
 	if err := workflow.UpsertTypedSearchAttributes(ctx, OrderStatusKey.ValueSet(string(status))); err != nil {

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/opentreasury/treasury/chain"
+	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/policy"
 )
 
@@ -38,30 +39,30 @@ func (f *fakeOrder) record(name string) {
 
 func (f *fakeOrder) register(env *testsuite.TestWorkflowEnvironment) {
 	reg := func(fn any, name string) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
-	reg(func(context.Context, StepInput) error { f.record("submitted"); return nil }, MarkSubmittedActivity)
-	reg(func(context.Context, StepInput) (PolicyDecision, error) { f.record("policy"); return f.decision, nil }, EvaluatePolicyActivity)
+	reg(func(context.Context, StepInput) error { f.record("submitted"); return nil }, orders.StepSubmitted.Activity)
+	reg(func(context.Context, StepInput) (PolicyDecision, error) { f.record("policy"); return f.decision, nil }, orders.StepPolicyEvaluated.Activity)
 	reg(func(_ context.Context, in ApprovalRequest) (string, error) {
 		f.record("approval-requested")
 		return "apr_1", nil
-	}, RequestApprovalActivity)
-	reg(func(context.Context, ApprovalRequest) error { f.record("approved"); return nil }, MarkApprovedActivity)
+	}, orders.StepApprovalRequested.Activity)
+	reg(func(context.Context, ApprovalRequest) error { f.record("approved"); return nil }, orders.StepApproved.Activity)
 	reg(func(context.Context, ApprovalRequest) (ApprovalOutcome, error) {
 		f.record("asked-store")
 		return ApprovalOutcome{Status: f.outcome, RejectedBy: "key_store"}, nil
 	}, ApprovalOutcomeActivity)
-	reg(func(_ context.Context, in RejectInput) error { f.record("rejected:" + in.Reason); return nil }, RejectOrderActivity)
+	reg(func(_ context.Context, in RejectInput) error { f.record("rejected:" + in.Reason); return nil }, orders.StepRejected.Activity)
 	reg(func(_ context.Context, in LegInput) (SigningRequestRef, error) {
 		f.record("sign-requested:" + in.Leg)
 		if code := f.refused[in.Leg]; code != "" {
 			return SigningRequestRef{}, temporal.NewNonRetryableApplicationError("the chain refused "+in.Leg, ErrTypeLegRefused, nil, code)
 		}
 		return SigningRequestRef{ID: "sig_" + in.Leg, Digest: "d"}, nil
-	}, RequestSignatureActivity)
-	reg(func(_ context.Context, in LegInput) error { f.record("signed:" + in.Leg); return nil }, RecordSignatureActivity)
+	}, orders.StepSignatureRequested.Activity)
+	reg(func(_ context.Context, in LegInput) error { f.record("signed:" + in.Leg); return nil }, orders.StepSigned.Activity)
 	reg(func(_ context.Context, in LegInput) (string, error) {
 		f.record("broadcast:" + in.Leg)
 		return "0xhash", nil
-	}, BroadcastLegActivity)
+	}, orders.StepBroadcast.Activity)
 	reg(func(context.Context, LegInput) (LegStatus, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -72,8 +73,8 @@ func (f *fakeOrder) register(env *testsuite.TestWorkflowEnvironment) {
 	reg(func(_ context.Context, in LegInput) error {
 		f.record("leg-confirmed:" + in.Leg)
 		return nil
-	}, ConfirmLegActivity)
-	reg(func(_ context.Context, in FailInput) error { f.record("failed:" + string(in.Code)); return nil }, FailOrderActivity)
+	}, orders.StepConfirmed.Activity)
+	reg(func(_ context.Context, in FailInput) error { f.record("failed:" + string(in.Code)); return nil }, orders.StepFailed.Activity)
 }
 
 type scenario struct {

@@ -22,7 +22,7 @@ import (
 	"github.com/ethereum/go-ethereum"
 	"github.com/opentreasury/treasury/client"
 	"github.com/opentreasury/treasury/dev/cluster"
-	"github.com/opentreasury/treasury/workflows"
+	"github.com/opentreasury/treasury/orders"
 )
 
 // Destinations on the seeded payment policy's whitelist (SPEC 10): ordinary addresses, not
@@ -337,7 +337,7 @@ func (s *suite) retriedBroadcasts(t *testing.T, workflowIDs []string) int {
 				cancel()
 				t.Fatal(err)
 			}
-			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == workflows.BroadcastLegActivity {
+			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == orders.StepBroadcast.Activity {
 				broadcasts[ev.GetEventId()] = true
 			}
 			if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && broadcasts[a.GetScheduledEventId()] && a.GetAttempt() > 1 {
