@@ -109,7 +109,7 @@ func (l *lifecycle) run(t *testing.T, o *store.Order, legs []string, approvers .
 		orders.StepSubmitted.Activity: l.acts.MarkSubmitted, orders.StepPolicyEvaluated.Activity: l.acts.EvaluatePolicy,
 		orders.StepApprovalRequested.Activity: l.acts.RequestApproval, orders.StepApproved.Activity: l.acts.MarkApproved,
 		workflows.ApprovalOutcomeActivity: l.acts.ApprovalOutcome,
-		orders.StepRejected.Activity:     l.acts.RejectOrder, orders.StepSignatureRequested.Activity: l.acts.RequestSignature,
+		orders.StepRejected.Activity:      l.acts.RejectOrder, orders.StepSignatureRequested.Activity: l.acts.RequestSignature,
 		orders.StepSigned.Activity: l.acts.RecordSignature, orders.StepBroadcast.Activity: l.acts.BroadcastLeg,
 		workflows.CheckLegActivity: l.acts.CheckLeg, orders.StepConfirmed.Activity: l.acts.ConfirmLeg,
 		orders.StepFailed.Activity: l.acts.FailOrder,
