@@ -10,10 +10,15 @@ import (
 	"github.com/opentreasury/treasury/store"
 )
 
+// MaintenanceStore is what the hourly maintenance needs of the store (*store.Store).
+type MaintenanceStore interface {
+	DeleteExpired(ctx context.Context, kind store.Expiring, cutoff time.Time, batch int, progress func(store.Deleted)) (store.Deleted, error)
+}
+
 // Maintenance holds the housekeeping activities: each deletes one kind of row past its
 // retention, in batches (store.DeleteExpired), and returns how many rows went.
 type Maintenance struct {
-	Store     *store.Store
+	Store     MaintenanceStore
 	Retention Retention
 	Now       func() time.Time
 	// Observe, when set, hears what each delete removed and what its batches cost.

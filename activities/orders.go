@@ -20,10 +20,21 @@ import (
 	"github.com/opentreasury/treasury/workflows"
 )
 
+// OrderStore is what the order activities need of the store: the order and what it refers to, and each step applied in one transaction (*store.Store).
+type OrderStore interface {
+	ApplyOrderStep(ctx context.Context, ch store.OrderChange) (*store.StepResult, error)
+	MarkSubmitted(ctx context.Context, orderID, correlationID string, at time.Time) (*store.StepResult, error)
+	StepApplied(ctx context.Context, orderID, step string) (bool, error)
+	Order(ctx context.Context, id string) (*store.Order, []store.OrderLeg, error)
+	Wallet(ctx context.Context, orgID, id string) (*store.Wallet, error)
+	ApprovalItem(ctx context.Context, orgID, id string) (*store.ApprovalItem, []store.ApprovalDecision, error)
+	SigningRequest(ctx context.Context, orgID, id string) (*store.SigningRequest, error)
+}
+
 // Orders holds the activities of the order workflow. Each applies one step through
 // store.ApplyOrderStep, so a retried activity changes nothing twice and emits no second event.
 type Orders struct {
-	Store *store.Store
+	Store OrderStore
 	Chain chain.Adapter
 	Log   *slog.Logger
 	Now   func() time.Time

@@ -13,9 +13,18 @@ import (
 	"github.com/opentreasury/treasury/workflows"
 )
 
+// PolicyStore is what a dry run needs of the store: the run, past orders, the rules and the volume they counted (*store.Store).
+type PolicyStore interface {
+	PolicyDryRunOf(ctx context.Context, orgID, id string) (*store.PolicyDryRun, error)
+	AdvancePolicyDryRun(ctx context.Context, d *store.PolicyDryRun, next string) (bool, error)
+	HistoryOrders(ctx context.Context, orgID, app string, since, until time.Time, afterID string, limit int) ([]store.Order, error)
+	PolicyRules(ctx context.Context, orgID, app string, version *int) (policy.Rules, int, error)
+	PolicyUsage(ctx context.Context, orgID string, rules policy.Rules, o policy.Order, now time.Time, past bool, excludeOrderID string) (policy.Usage, error)
+}
+
 // Policies holds the activity of the policy dry run against history.
 type Policies struct {
-	Store *store.Store
+	Store PolicyStore
 	Log   *slog.Logger
 	Now   func() time.Time
 	// PageSize is how many orders a page evaluates (DryRunPageSize when zero).

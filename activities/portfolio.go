@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"go.temporal.io/sdk/activity"
 
 	"github.com/opentreasury/treasury/chain"
@@ -16,9 +17,15 @@ import (
 	"github.com/opentreasury/treasury/workflows"
 )
 
+// PortfolioStore is what the balance sync needs of the store (*store.Store).
+type PortfolioStore interface {
+	ListWalletRefs(ctx context.Context, afterID string, limit int) ([]store.WalletRef, error)
+	ReplaceBalances(ctx context.Context, walletID string, amounts map[string]decimal.Decimal, syncedAt time.Time) error
+}
+
 // Portfolio holds the activities of the balance sync.
 type Portfolio struct {
-	Store *store.Store
+	Store PortfolioStore
 	Chain chain.Adapter
 	Log   *slog.Logger
 	Now   func() time.Time

@@ -19,9 +19,15 @@ type Feeds interface {
 	LatestRound(ctx context.Context, chainName, feed string) (chain.PriceRound, error)
 }
 
+// PriceStore is what the price refresh needs of the store (*store.Store).
+type PriceStore interface {
+	RecordPrice(ctx context.Context, p *store.Price) (bool, error)
+	DeletePricesExcept(ctx context.Context, assets []string) (int64, error)
+}
+
 // Prices holds the activity of the price refresh.
 type Prices struct {
-	Store   *store.Store
+	Store   PriceStore
 	Feeds   Feeds
 	Sources []prices.Source
 	Log     *slog.Logger

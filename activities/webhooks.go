@@ -9,9 +9,15 @@ import (
 	"github.com/opentreasury/treasury/workflows"
 )
 
+// RecoveryStore is what a webhook recovery needs of the store (*store.Store).
+type RecoveryStore interface {
+	WebhookRecoveryOf(ctx context.Context, configID, id string) (*store.WebhookRecovery, error)
+	RecoverWebhookPage(ctx context.Context, r *store.WebhookRecovery, size int, now time.Time) (*store.WebhookRecovery, error)
+}
+
 // WebhookRecoveries holds the activity of the webhook recovery.
 type WebhookRecoveries struct {
-	Store *store.Store
+	Store RecoveryStore
 	Now   func() time.Time
 	// PageSize is how many messages a page looks at (RecoveryPageSize when zero).
 	PageSize int

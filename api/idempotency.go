@@ -37,11 +37,19 @@ var keptProblemCodes = map[string]bool{
 // replayedHeaders are the response headers stored with a kept response.
 var replayedHeaders = []string{"Content-Type", "Location"}
 
+// idempotencyStore keeps the Idempotency-Key records (*store.Store).
+type idempotencyStore interface {
+	IdempotencyRecordOf(ctx context.Context, orgID, key string) (*store.IdempotencyRecord, error)
+	ClaimIdempotencyKey(ctx context.Context, rec *store.IdempotencyRecord, abandonedBefore time.Time) (*store.IdempotencyRecord, error)
+	CompleteIdempotencyKey(ctx context.Context, orgID, key string, createdAt time.Time, status int, headers string, body []byte) error
+	ReleaseIdempotencyKey(ctx context.Context, orgID, key string, createdAt time.Time) error
+}
+
 // idempotency implements Idempotency-Key on writes (SPEC section 2): the first response is
 // stored for the retention period and replayed to a repeat of the same request; the same
 // key with another request is 422, and while the first is still running 409.
 type idempotency struct {
-	store     *store.Store
+	store     idempotencyStore
 	log       *slog.Logger
 	retention time.Duration
 	// lease is how long an in-flight claim is honoured; a request that held it longer died.

@@ -26,9 +26,20 @@ import (
 	"github.com/opentreasury/treasury/webhook"
 )
 
+// Store is what the dispatcher needs of the store: leases on due deliveries, the configs
+// they go to, and the record of each attempt (*store.Store).
+type Store interface {
+	LeaseWebhookDeliveries(ctx context.Context, worker string, now, until time.Time, limit int, skip ...string) ([]store.WebhookDelivery, error)
+	ReleaseWebhookLeases(ctx context.Context, worker string) error
+	ReleaseWebhookDeliveries(ctx context.Context, worker string, deliveryIDs []string) error
+	NextWebhookDue(ctx context.Context, now time.Time) (*time.Time, error)
+	WebhookConfigsByID(ctx context.Context, ids []string) (map[string]*store.WebhookConfig, error)
+	RecordWebhookAttempts(ctx context.Context, outcomes []store.AttemptOutcome, disableBefore time.Time, reason string) ([]store.DisabledWebhook, error)
+}
+
 // Options configure a dispatcher. Zero values take the defaults in brackets.
 type Options struct {
-	Store *store.Store
+	Store Store
 	// Box opens the configs' sealed secrets.
 	Box *webhook.Box
 	Log *slog.Logger
