@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,19 +55,22 @@ func TestReadmeTour(t *testing.T) {
 		t.Errorf("the tour leaves %s in the directory it ran in", left[0].Name())
 	}
 	for marker, times := range map[string]int{
-		`"totalUsd":"31050000.00"`:           1,
-		`"code":"unauthenticated"`:           1,
-		`"code":"permission_denied"`:         1,
-		`"code":"maker_checker_violation"`:   1,
-		`"event":"Order.Confirmed"`:          1,
-		`"status":"confirmed","submittedAt"`: 2,
-		`"code":"conflict"`:                  1,
-		`"status":"published"`:               1,
-		`"app":"earn","version":2`:           1,
+		`"totalUsd":"31050000.00"`:         1,
+		`"code":"unauthenticated"`:         1,
+		`"code":"permission_denied"`:       1,
+		`"code":"maker_checker_violation"`: 1,
+		`"event":"Order.Confirmed"`:        1,
+		`"code":"conflict"`:                1,
+		`"status":"published"`:             1,
+		`"app":"earn","version":2`:         1,
 	} {
 		if got := strings.Count(string(out), marker); got < times {
 			t.Errorf("the tour printed %s %d times, want at least %d", marker, got, times)
 		}
+	}
+	// Two payments read back confirmed, whatever the order of their answers' keys.
+	if got := confirmedOrders(string(out)); got < 2 {
+		t.Errorf("the tour read %d confirmed orders, want at least 2", got)
 	}
 	// The earn policy's change is its maximum alone: no rule dropped on the way.
 	if strings.Contains(string(out), `"kind":"removed"`) {
@@ -108,4 +112,20 @@ func treasuryBinary(t *testing.T) string {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// confirmedOrders counts the orders in out, as the API answers them, that are confirmed:
+// every JSON object whose id is an order's.
+func confirmedOrders(out string) int {
+	n := 0
+	for i := range out {
+		if out[i] != '{' {
+			continue
+		}
+		var o struct{ ID, Status string }
+		if json.NewDecoder(strings.NewReader(out[i:])).Decode(&o) == nil && strings.HasPrefix(o.ID, "ord_") && o.Status == "confirmed" {
+			n++
+		}
+	}
+	return n
 }
