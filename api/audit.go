@@ -31,10 +31,7 @@ func auditJSON(a *store.AuditLog) apitypes.AuditLog {
 	if !json.Valid(details) {
 		details = json.RawMessage(`{}`)
 	}
-	return apitypes.AuditLog{ID: a.ID, App: a.App, Actor: apitypes.Actor{ID: a.ActorID, Type: a.ActorType},
-		Action: a.Action, ResourceType: a.ResourceType, ResourceID: a.ResourceID,
-		CorrelationID: a.CorrelationID, Details: details, CreatedAt: timeOf(a.CreatedAt),
-		Seq: a.Seq, PrevHash: a.PrevHash, Hash: a.Hash}
+	return apitypes.AuditLog{Record: a.Record(details), Seq: a.Seq, PrevHash: a.PrevHash, Hash: a.Hash}
 }
 
 // auditLogs answers GET /audit-logs: newest first, with the head of the organisation's

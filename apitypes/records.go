@@ -1,24 +1,10 @@
 package apitypes
 
-import (
-	"encoding/json"
-
-	"github.com/opentreasury/treasury/auditchain"
-	"github.com/opentreasury/treasury/events"
-)
+import "github.com/opentreasury/treasury/auditchain"
 
 // AuditLog is one record of who did what (GET /audit-logs).
 type AuditLog struct {
-	ID            string `json:"id"`
-	App           string `json:"app"`
-	Actor         Actor  `json:"actor"`
-	Action        string `json:"action"`
-	ResourceType  string `json:"resourceType"`
-	ResourceID    string `json:"resourceId"`
-	CorrelationID string `json:"correlationId"`
-	// Details are the action's own, an object.
-	Details   json.RawMessage `json:"details"`
-	CreatedAt events.Time     `json:"createdAt"`
+	auditchain.Record
 	// Seq, PrevHash and Hash place the record in the organisation's audit chain
 	// (docs/audit.md). They are absent from a record not yet placed: one an earlier
 	// version of the service wrote during an upgrade, or one whose process stopped between
@@ -60,7 +46,4 @@ type AuditChainCheck struct {
 }
 
 // Actor is who acted: a key, an OAuth client or a person (Type key, oauth_client, user).
-type Actor struct {
-	ID   string `json:"id"`
-	Type string `json:"type"`
-}
+type Actor = auditchain.Actor

@@ -27,12 +27,10 @@ const Genesis = "000000000000000000000000000000000000000000000000000000000000000
 // produce the same bytes as this one.
 const Version = "treasury.audit.v1"
 
-// Entry is one audit record as the chain holds it, and as the export writes it: one JSON
-// object a line, oldest first.
-type Entry struct {
-	Seq           int64           `json:"seq"`
+// Record is what every audit record says, in the chain and in the API's answers alike:
+// who did what to which resource, when, under which correlation id.
+type Record struct {
 	ID            string          `json:"id"`
-	OrgID         string          `json:"orgId"`
 	App           string          `json:"app"`
 	Actor         Actor           `json:"actor"`
 	Action        string          `json:"action"`
@@ -43,8 +41,16 @@ type Entry struct {
 	// CreatedAt is hashed as the API writes it, to the millisecond, so that the time an
 	// export shows is exactly the time that was hashed.
 	CreatedAt events.Time `json:"createdAt"`
-	PrevHash  string      `json:"prevHash"`
-	Hash      string      `json:"hash"`
+}
+
+// Entry is one audit record as the chain holds it, and as the export writes it: one JSON
+// object a line, oldest first.
+type Entry struct {
+	Seq   int64  `json:"seq"`
+	OrgID string `json:"orgId"`
+	Record
+	PrevHash string `json:"prevHash"`
+	Hash     string `json:"hash"`
 }
 
 // Actor is who acted: Type key, oauth_client, user, device or system, and its id.

@@ -17,12 +17,12 @@ import (
 // example is the entry docs/audit.md works through, with its details written loosely:
 // the hash covers them canonically.
 func example() Entry {
-	return Entry{Seq: 1, ID: "aud_0192f7c4a1b27d3e8f4a5b6c7d8e9f1d", OrgID: "org_0192f7c4a1b27d3e8f4a5b6c7d8e9f01", App: "pay",
+	return Entry{Seq: 1, OrgID: "org_0192f7c4a1b27d3e8f4a5b6c7d8e9f01", Record: Record{ID: "aud_0192f7c4a1b27d3e8f4a5b6c7d8e9f1d", App: "pay",
 		Actor: Actor{ID: "key_0192f7c4a1b27d3e8f4a5b6c7d8e9f04", Type: "key"}, Action: "payment.created",
 		ResourceType: "order", ResourceID: "ord_0192f7c4a1b27d3e8f4a5b6c7d8e9f10", CorrelationID: "payout-run-42",
 		Details: json.RawMessage(`{"asset": "USDC", "amount": "500",
 			"destination": {"label": "Supplier", "address": "0x1111111111111111111111111111111111111111"}}`),
-		CreatedAt: events.TimeOf(time.Date(2026, 11, 22, 1, 24, 34, 123456789, time.UTC)), PrevHash: Genesis}
+		CreatedAt: events.TimeOf(time.Date(2026, 11, 22, 1, 24, 34, 123456789, time.UTC))}, PrevHash: Genesis}
 }
 
 // The encoding restated by hand, as docs/audit.md states it; the hash is its SHA-256.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"hash/fnv"
 	"slices"
 	"strings"
@@ -258,10 +259,14 @@ func (s *Store) chainPending(ctx context.Context, orgID string) (int, error) {
 // ChainEntry is the record as its chain holds it: what its hash covers, and what an
 // export writes.
 func (a *AuditLog) ChainEntry() auditchain.Entry {
-	return auditchain.Entry{Seq: a.Seq, ID: a.ID, OrgID: a.OrgID, App: a.App,
-		Actor:  auditchain.Actor{ID: a.ActorID, Type: a.ActorType},
-		Action: a.Action, ResourceType: a.ResourceType, ResourceID: a.ResourceID, CorrelationID: a.CorrelationID,
-		Details: auditchain.DetailsOf(a.Details), CreatedAt: events.TimeOf(a.CreatedAt), PrevHash: a.PrevHash, Hash: a.Hash}
+	return auditchain.Entry{Seq: a.Seq, OrgID: a.OrgID, Record: a.Record(auditchain.DetailsOf(a.Details)), PrevHash: a.PrevHash, Hash: a.Hash}
+}
+
+// Record is what the record says, with its details as given.
+func (a *AuditLog) Record(details json.RawMessage) auditchain.Record {
+	return auditchain.Record{ID: a.ID, App: a.App, Actor: auditchain.Actor{ID: a.ActorID, Type: a.ActorType}, Action: a.Action,
+		ResourceType: a.ResourceType, ResourceID: a.ResourceID, CorrelationID: a.CorrelationID, Details: details,
+		CreatedAt: events.TimeOf(a.CreatedAt)}
 }
 
 // AuditHead is the head of the organisation's audit chain as last committed; nil before
