@@ -29,6 +29,7 @@ import (
 	"github.com/opentreasury/treasury/chain/devchain"
 	"github.com/opentreasury/treasury/chain/keys"
 	"github.com/opentreasury/treasury/dev/seed"
+	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/metrics"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store"
@@ -266,17 +267,12 @@ func TestMetricsAfterALifecycle(t *testing.T) {
 	for range frames {
 	}
 	// The close, and the four webhook attempts (Order.*), are counted once they are over.
-	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+	wait.For(t, 10*time.Second, "the close and the webhook attempts to be counted", func() bool {
 		fams = scrape(t, ms.URL)
 		hooks := find(fams, "treasury_webhook_delivery_attempts_total", map[string]string{"outcome": "succeeded"})
-		if find(fams, "treasury_websocket_closes_total", map[string]string{"code": "1000"}) != nil &&
-			hooks != nil && hooks.GetCounter().GetValue() >= 4 {
-			break
-		}
-		if time.Since(start) > 10*time.Second {
-			t.Fatal("the close or the webhook attempts were not counted")
-		}
-	}
+		return find(fams, "treasury_websocket_closes_total", map[string]string{"code": "1000"}) != nil &&
+			hooks != nil && hooks.GetCounter().GetValue() >= 4
+	})
 
 	atLeast := func(name string, labels map[string]string, min float64) {
 		t.Helper()

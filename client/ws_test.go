@@ -15,6 +15,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/wshub/closecode"
 )
 
@@ -251,7 +252,7 @@ func TestFollowReconnectsWhenTheServerSaysSo(t *testing.T) {
 	}
 	// The client answered each close frame with its code, and ended the last connection
 	// cleanly.
-	waitFor(t, func() bool { _, _, closes := f.snapshot(); return len(closes) == 4 })
+	wait.For(t, 5*time.Second, "the condition", func() bool { _, _, closes := f.snapshot(); return len(closes) == 4 })
 	if _, _, closes := f.snapshot(); fmt.Sprint(closes) != "[4008 1001 4001 1000]" {
 		t.Fatalf("the client closed with %v", closes)
 	}
@@ -382,7 +383,7 @@ func TestSubscribeClosesWith1000WhenCancelled(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Subscribe did not return after the context ended")
 	}
-	waitFor(t, func() bool { _, _, closes := f.snapshot(); return len(closes) == 1 })
+	wait.For(t, 5*time.Second, "the condition", func() bool { _, _, closes := f.snapshot(); return len(closes) == 1 })
 	if _, _, closes := f.snapshot(); closes[0] != websocket.CloseNormalClosure {
 		t.Fatalf("closed with %v", closes)
 	}
@@ -415,16 +416,5 @@ func TestFormatEvent(t *testing.T) {
 		if got := FormatEvent(f); got != tc.want {
 			t.Errorf("FormatEvent\n got %q\nwant %q", got, tc.want)
 		}
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5 s")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/store/storetest"
 )
@@ -42,17 +43,6 @@ func listen(t *testing.T, ctx context.Context, url string, db events.Notifier) (
 	return bus, h
 }
 
-func eventually(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatal(what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // A control message holds in the process that publishes it once Publish returns (a
 // revoked key must not work there a moment longer), reaches every other process, and
 // each is handed it once: the copy that comes back through the database is dropped.
@@ -64,7 +54,7 @@ func TestPostgresBusDeliversAPublishOnceEverywhereAndAtOnceToItsPublisher(t *tes
 	b, heardB := listen(t, ctx, s.DatabaseURL(), s)
 
 	// Both listen once a message of each reaches the other.
-	eventually(t, "the buses never heard each other", func() bool {
+	wait.For(t, 20*time.Second, "the buses never heard each other", func() bool {
 		_ = a.Publish(ctx, events.Control{Kind: events.ControlConfig, ConfigID: "probe-a"})
 		_ = b.Publish(ctx, events.Control{Kind: events.ControlConfig, ConfigID: "probe-b"})
 		time.Sleep(50 * time.Millisecond)
@@ -77,13 +67,13 @@ func TestPostgresBusDeliversAPublishOnceEverywhereAndAtOnceToItsPublisher(t *tes
 	if n := heardA.count("revoked"); n != 1 {
 		t.Fatalf("the publisher was handed its message %d times when Publish returned, want 1", n)
 	}
-	eventually(t, "the other process never heard the message", func() bool { return heardB.count("revoked") == 1 })
+	wait.For(t, 20*time.Second, "the other process never heard the message", func() bool { return heardB.count("revoked") == 1 })
 	// The other process answers; by the time its answer arrives, the publisher's own copy
 	// (notified before it) has come back too, and must have been dropped.
 	if err := b.Publish(ctx, events.Control{Kind: events.ControlConfig, ConfigID: "answer"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the publisher never heard the answer", func() bool { return heardA.count("answer") == 1 })
+	wait.For(t, 20*time.Second, "the publisher never heard the answer", func() bool { return heardA.count("answer") == 1 })
 	if n := heardA.count("revoked"); n != 1 {
 		t.Fatalf("the publisher was handed its own message %d times, want 1", n)
 	}

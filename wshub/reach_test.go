@@ -8,6 +8,7 @@ import (
 
 	"github.com/opentreasury/treasury/api"
 	"github.com/opentreasury/treasury/assemble"
+	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
@@ -128,7 +129,7 @@ func TestChannelNarrowsEventsToTheCredentialsReach(t *testing.T) {
 		return ""
 	}
 	var logged []string
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	wait.For(t, 10*time.Second, "the last signing request in the treasury config's delivery log", func() bool {
 		status, out := r.call(t, "GET", "/developer/websockets/"+treasuryConfig, treasury.SK, nil)
 		if status != 200 {
 			t.Fatalf("config: %d %v", status, out)
@@ -138,10 +139,8 @@ func TestChannelNarrowsEventsToTheCredentialsReach(t *testing.T) {
 		for _, e := range entries {
 			logged = append(logged, e.(map[string]any)["eventId"].(string))
 		}
-		if slices.Contains(logged, signingRequest(last)) || time.Now().After(deadline) {
-			break
-		}
-	}
+		return slices.Contains(logged, signingRequest(last))
+	})
 	if !slices.Contains(logged, signingRequest(mineOrder)) || !slices.Contains(logged, signingRequest(last)) ||
 		slices.Contains(logged, signingRequest(otherOrder)) {
 		t.Errorf("the treasury config's delivery log %v: want %s and %s (the device's wallet), not %s", logged,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"encoding/json"
+	"fmt"
 	"math/big"
 	"strings"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"github.com/opentreasury/treasury/chain/evm/contracts"
 	"github.com/opentreasury/treasury/chain/keys"
 	"github.com/opentreasury/treasury/dev/devevm"
+	"github.com/opentreasury/treasury/dev/wait"
 )
 
 var (
@@ -107,18 +109,13 @@ func (n *net) send(leg chain.Leg) (chain.SignedTx, string) {
 func (n *net) commit() {
 	n.t.Helper()
 	ctx := context.Background()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+	wait.For(n.t, 10*time.Second, fmt.Sprintf("the pool to hold the %d transactions the test sent", n.next), func() bool {
 		pending, err := n.backend.Client().PendingNonceAt(ctx, common.HexToAddress(n.wallet.Address()))
 		if err != nil {
 			n.t.Fatal(err)
 		}
-		if pending >= n.next {
-			break
-		}
-		if time.Now().After(deadline) {
-			n.t.Fatalf("the pool holds %d of the wallet's transactions, the test sent %d", pending, n.next)
-		}
-	}
+		return pending >= n.next
+	})
 	n.backend.Commit()
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/dev/seed"
+	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
@@ -125,16 +126,6 @@ func (f *fixture) start(t testing.TB, opts Options) *Dispatcher {
 	return d
 }
 
-// waitFor polls until ok, failing the test after 15 s.
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 15 s for %s", what)
-		}
-	}
-}
-
 func statusOf(t *testing.T, s *store.Store, configID string) map[string]store.WebhookDelivery {
 	t.Helper()
 	list, _, err := s.ListWebhookDeliveries(context.Background(), store.DeliveryFilter{ConfigID: configID, Limit: 1000})
@@ -167,7 +158,7 @@ func TestAFailingReceiverGetsTheMessageOnALaterAttempt(t *testing.T) {
 		}
 		d := f.queue(t, cfg.ID, 1)[0]
 		f.start(t, Options{Schedule: Schedule{Scale: 0.001}})
-		waitFor(t, "the delivery to succeed", func() bool { return statusOf(t, s, cfg.ID)[d.ID].Status == store.DeliverySucceeded })
+		wait.For(t, 15*time.Second, "the delivery to succeed", func() bool { return statusOf(t, s, cfg.ID)[d.ID].Status == store.DeliverySucceeded })
 		got, bad := r.requests()
 		if len(got) != 3 || len(bad) != 0 {
 			t.Fatalf("%d requests, %d that did not verify (%v)", len(got), len(bad), bad)
@@ -214,7 +205,7 @@ func TestTwoWorkersOnPostgresSendEachMessageOnce(t *testing.T) {
 	other := *f
 	other.store = open()
 	other.start(t, Options{Senders: 8, PerEndpoint: 4})
-	waitFor(t, "every message", func() bool {
+	wait.For(t, 15*time.Second, "every message", func() bool {
 		for _, d := range statusOf(t, a, cfg.ID) {
 			if d.Status != store.DeliverySucceeded {
 				return false
@@ -258,7 +249,7 @@ func TestADeadWorkersDeliveryIsSentAfterItsLeaseEnds(t *testing.T) {
 		t.Fatalf("the dead worker's lease: %v %v", got, err)
 	}
 	f.start(t, Options{})
-	waitFor(t, "the delivery", func() bool { return statusOf(t, s, cfg.ID)[d.ID].Status == store.DeliverySucceeded })
+	wait.For(t, 15*time.Second, "the delivery", func() bool { return statusOf(t, s, cfg.ID)[d.ID].Status == store.DeliverySucceeded })
 	if firstAt.Before(leaseEnds) {
 		t.Fatalf("sent %v before the dead worker's lease ended", leaseEnds.Sub(firstAt))
 	}
@@ -287,7 +278,7 @@ func TestRedirectsAreNotFollowedAndAnswersAreCut(t *testing.T) {
 	c2, _ := f.config(t, long.URL)
 	d1, d2 := f.queue(t, c1.ID, 1)[0], f.queue(t, c2.ID, 1)[0]
 	f.start(t, Options{Schedule: Schedule{Scale: 1}})
-	waitFor(t, "both attempts", func() bool {
+	wait.For(t, 15*time.Second, "both attempts", func() bool {
 		return statusOf(t, s, c1.ID)[d1.ID].Attempts == 1 && statusOf(t, s, c2.ID)[d2.ID].Attempts == 1
 	})
 	_, a1, _ := s.ListWebhookDeliveries(context.Background(), store.DeliveryFilter{ConfigID: c1.ID, Limit: 1})
@@ -345,7 +336,7 @@ func TestARotatedSecretSignsBesideTheOldOne(t *testing.T) {
 	for _, r := range []*receiver{oldReceiver, freshReceiver} {
 		rotate(r.URL, time.Now().Add(time.Hour))
 		d := f.queue(t, cfg.ID, 1)[0]
-		waitFor(t, "the delivery", func() bool { return statusOf(t, s, cfg.ID)[d.ID].Status == store.DeliverySucceeded })
+		wait.For(t, 15*time.Second, "the delivery", func() bool { return statusOf(t, s, cfg.ID)[d.ID].Status == store.DeliverySucceeded })
 		got, bad := r.requests()
 		if len(got) != 1 || len(bad) != 0 || len(strings.Fields(got[0].Get(webhook.HeaderSignature))) != 2 {
 			t.Fatalf("%d requests, %v unverified, signatures %q", len(got), bad, got[0].Get(webhook.HeaderSignature))
@@ -353,7 +344,7 @@ func TestARotatedSecretSignsBesideTheOldOne(t *testing.T) {
 	}
 	rotate(oldReceiver.URL, time.Now().Add(-time.Second))
 	d := f.queue(t, cfg.ID, 1)[0]
-	waitFor(t, "the attempt", func() bool { return statusOf(t, s, cfg.ID)[d.ID].Attempts == 1 })
+	wait.For(t, 15*time.Second, "the attempt", func() bool { return statusOf(t, s, cfg.ID)[d.ID].Attempts == 1 })
 	if got, bad := oldReceiver.requests(); len(got) != 2 || len(bad) != 1 {
 		t.Fatalf("after the overlap the old secret still verifies: %d requests, %d unverified", len(got), len(bad))
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/store"
 	"github.com/opentreasury/treasury/store/storetest"
 )
@@ -84,7 +85,7 @@ func TestRetryAfterIsHonouredAndCountedApart(t *testing.T) {
 		d := f.queue(t, cfg.ID, 1)[0]
 		// At this scale a failure would be retried after 5 ms.
 		f.start(t, Options{Schedule: Schedule{Scale: 0.001}, MaxRetryAfter: 1500 * time.Millisecond})
-		waitFor(t, "the delivery", func() bool { return statusOf(t, s, cfg.ID)[d.ID].Status == store.DeliverySucceeded })
+		wait.For(t, 15*time.Second, "the delivery", func() bool { return statusOf(t, s, cfg.ID)[d.ID].Status == store.DeliverySucceeded })
 		mu.Lock()
 		defer mu.Unlock()
 		if len(at) != 3 || at[1].Sub(at[0]) < time.Second || at[2].Sub(at[1]) < 1500*time.Millisecond {
@@ -123,7 +124,7 @@ func TestAWebhooksRateLimitSpacesItsMessages(t *testing.T) {
 	f.queue(t, cfg.ID, 15)
 	started := time.Now()
 	f.start(t, Options{})
-	waitFor(t, "every message", func() bool {
+	wait.For(t, 15*time.Second, "every message", func() bool {
 		for _, d := range statusOf(t, s, cfg.ID) {
 			if d.Status != store.DeliverySucceeded {
 				return false
@@ -188,7 +189,7 @@ func TestAHangingEndpointDoesNotHoldBackAnother(t *testing.T) {
 		var once sync.Once
 		unhang := func() { once.Do(func() { close(release) }) }
 		t.Cleanup(unhang)
-		waitFor(t, "the healthy endpoint's messages", func() bool {
+		wait.For(t, 15*time.Second, "the healthy endpoint's messages", func() bool {
 			for _, d := range statusOf(t, s, healthyCfg.ID) {
 				if d.Status != store.DeliverySucceeded {
 					return false
