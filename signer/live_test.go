@@ -19,6 +19,7 @@ import (
 	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/chain/keys"
 	"github.com/opentreasury/treasury/dev/seed"
+	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/events"
 	"github.com/opentreasury/treasury/ids"
 	"github.com/opentreasury/treasury/service"
@@ -192,17 +193,10 @@ func TestSignerIsWokenByTheLiveChannel(t *testing.T) {
 		Interval: time.Hour, LiveSweep: time.Hour})
 	// Connected, and past the look it takes at the connection (its start and its
 	// connection.ready each make one): from here only the channel can wake it.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	wait.For(t, 15*time.Second, "the signer to connect and look twice", func() bool {
 		live := svc.call(t, "GET", "/developer/websockets/"+cfg, svc.creds.Keys["treasury"].SK, nil)
-		if live["liveConnections"] == float64(1) && svc.polls.Load() >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the signer did not connect: %v, %d looks", live, svc.polls.Load())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return live["liveConnections"] == float64(1) && svc.polls.Load() >= 2
+	})
 	for range 2 {
 		svc.waitSigned(t, svc.requestSignature(t, walletID), 10*time.Second)
 	}

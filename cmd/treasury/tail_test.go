@@ -19,6 +19,7 @@ import (
 	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/dev/logtest"
 	"github.com/opentreasury/treasury/dev/seed"
+	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/service"
 	"github.com/opentreasury/treasury/store/storetest"
 )
@@ -265,17 +266,10 @@ func TestTailExitsCleanlyOnSIGINT(t *testing.T) {
 		t.Fatalf("exit %d, want 0\n%s", code, r.stderr)
 	}
 	// The connection was closed, not left to time out.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	wait.For(t, 5*time.Second, "the tail's connection to close", func() bool {
 		_, page := a.call(t, "GET", "/developer/websockets/"+cfg, pay.SK, nil)
-		if page["liveConnections"] == float64(0) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still connected: %v", page)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return page["liveConnections"] == float64(0)
+	})
 }
 
 func TestTailRefusesBadArguments(t *testing.T) {
