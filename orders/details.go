@@ -117,11 +117,16 @@ func Payload(orderID, walletID, chain string, d Details, legs []string) (string,
 	if err != nil {
 		return "", "", err
 	}
-	var p map[string]any
-	if err := json.Unmarshal(fields, &p); err != nil {
+	// The domain's fields stay the JSON they were written as (no number passes through a
+	// float64); the map sorts every key.
+	var own map[string]json.RawMessage
+	if err := json.Unmarshal(fields, &own); err != nil {
 		return "", "", err
 	}
-	p["orderId"], p["domain"], p["walletId"], p["chain"], p["legs"] = orderID, d.Domain(), walletID, chain, legs
+	p := map[string]any{"orderId": orderID, "domain": d.Domain(), "walletId": walletID, "chain": chain, "legs": legs}
+	for k, v := range own {
+		p[k] = v
+	}
 	b, err := json.Marshal(p)
 	if err != nil {
 		return "", "", err
