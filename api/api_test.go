@@ -291,7 +291,7 @@ func TestListsPageAndValidate(t *testing.T) {
 		if r.status != 200 {
 			t.Fatalf("%d %s", r.status, r.body)
 		}
-		var page listResponse[apitypes.Position]
+		var page apitypes.Page[apitypes.Position]
 		if err := json.Unmarshal(r.body, &page); err != nil {
 			t.Fatal(err)
 		}
@@ -302,10 +302,10 @@ func TestListsPageAndValidate(t *testing.T) {
 			}
 			seen[k] = true
 		}
-		if page.NextCursor == nil {
+		if page.NextCursor == "" {
 			break
 		}
-		cursor = *page.NextCursor
+		cursor = string(page.NextCursor)
 	}
 	if len(seen) != 11 {
 		t.Fatalf("want the 11 seeded positions, got %d", len(seen))
@@ -466,11 +466,11 @@ func TestLastPageIsNeverEmpty(t *testing.T) {
 	f := newFixture(t)
 	// Five wallets in pages of five: one page, no cursor.
 	r := f.do(t, "GET", "/api/v1/treasury/wallets?limit=5", f.creds.Keys["treasury"].SK, nil)
-	var page listResponse[apitypes.Wallet]
+	var page apitypes.Page[apitypes.Wallet]
 	if err := json.Unmarshal(r.body, &page); err != nil {
 		t.Fatal(err)
 	}
-	if len(page.Data) != 5 || page.NextCursor != nil {
-		t.Fatalf("want 5 wallets and no cursor, got %d and %v", len(page.Data), page.NextCursor)
+	if len(page.Data) != 5 || page.NextCursor != "" {
+		t.Fatalf("want 5 wallets and no cursor, got %d and %q", len(page.Data), page.NextCursor)
 	}
 }

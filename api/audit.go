@@ -58,11 +58,7 @@ func (h *recordHandlers) auditLogs(c *gin.Context) {
 	for i := range list {
 		out[i] = auditJSON(&list[i])
 	}
-	var cursor *string
-	if next != "" {
-		cursor = encodeCursor(next)
-	}
-	c.PureJSON(http.StatusOK, apitypes.AuditLogPage{Data: out, NextCursor: cursor, ChainHead: head})
+	c.PureJSON(http.StatusOK, apitypes.AuditLogPage{Page: apitypes.Page[apitypes.AuditLog]{Data: out, NextCursor: encodeCursor(next)}, ChainHead: head})
 }
 
 // exportAuditLog answers GET /audit-logs/export?since=&until=&cursor=&limit=: a run of
@@ -82,7 +78,7 @@ func (h *recordHandlers) exportAuditLog(c *gin.Context) {
 		return
 	}
 	if run.Next != 0 {
-		c.Header(nextCursorHeader, *encodeCursor(strconv.FormatInt(run.Next, 10)))
+		c.Header(nextCursorHeader, string(encodeCursor(strconv.FormatInt(run.Next, 10))))
 	}
 	c.Header("Content-Type", jsonLinesType)
 	c.Status(http.StatusOK)

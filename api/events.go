@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/orders"
 	"github.com/opentreasury/treasury/service"
 )
@@ -38,7 +39,7 @@ func (h *recordHandlers) events(c *gin.Context) {
 	for i, ev := range list {
 		out[i] = json.RawMessage(ev.Data)
 	}
-	c.PureJSON(http.StatusOK, listResponse[json.RawMessage]{Data: out, NextCursor: nullable(next)})
+	c.PureJSON(http.StatusOK, apitypes.Page[json.RawMessage]{Data: out, NextCursor: apitypes.Cursor(next)})
 }
 
 // eventCursor reads where a page of events starts: ?cursor=, or its alias ?after=, the id

@@ -17,13 +17,13 @@ func TestEventsAndAuditLogsAreScoped(t *testing.T) {
 	tradeID := decodeOrder(t, f.post(t, "/api/v1/trade-orders", f.creds.Keys["trade"].SK,
 		`{"walletId":"`+eth+`","sellAsset":"ETH","buyAsset":"USDC","sellAmount":"1","maxSlippageBps":30}`))["id"].(string)
 
-	events := func(token, query string) (ids []string, next *string) {
+	events := func(token, query string) (ids []string, next apitypes.Cursor) {
 		t.Helper()
 		r := f.do(t, "GET", "/api/v1/events"+query, token, nil)
 		if r.status != 200 {
 			t.Fatalf("%d %s", r.status, r.body)
 		}
-		var page listResponse[map[string]any]
+		var page apitypes.Page[map[string]any]
 		if err := json.Unmarshal(r.body, &page); err != nil {
 			t.Fatal(err)
 		}
@@ -51,15 +51,15 @@ func TestEventsAndAuditLogsAreScoped(t *testing.T) {
 	// The list pages like every other: ?cursor= takes nextCursor; ?after=, its first
 	// name, takes the same value.
 	first, next := events(f.creds.Keys["pay"].SK, "?limit=1")
-	if len(first) != 1 || first[0] != payID || next == nil {
-		t.Fatalf("first page %v next %v", first, next)
+	if len(first) != 1 || first[0] != payID || next == "" {
+		t.Fatalf("first page %v next %q", first, next)
 	}
 	for _, param := range []string{"cursor", "after"} {
-		if rest, end := events(f.creds.Keys["pay"].SK, "?limit=1&"+param+"="+*next); len(rest) != 1 || rest[0] == payID || end != nil {
+		if rest, end := events(f.creds.Keys["pay"].SK, "?limit=1&"+param+"="+string(next)); len(rest) != 1 || rest[0] == payID || end != "" {
 			t.Fatalf("?%s=nextCursor: %v, then %v", param, rest, end)
 		}
 	}
-	f.do(t, "GET", "/api/v1/events?cursor="+*next+"&after="+payID, f.creds.Keys["pay"].SK, nil).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	f.do(t, "GET", "/api/v1/events?cursor="+string(next)+"&after="+payID, f.creds.Keys["pay"].SK, nil).wantProblem(t, 422, apitypes.CodeValidationFailed)
 	if got, _ := events(f.creds.OtherOrg.Keys["pay"]["sk"], ""); len(got) != 0 {
 		t.Fatalf("another organisation sees our events: %v", got)
 	}
@@ -72,7 +72,7 @@ func TestEventsAndAuditLogsAreScoped(t *testing.T) {
 		if r.status != 200 {
 			t.Fatalf("%d %s", r.status, r.body)
 		}
-		var page listResponse[apitypes.AuditLog]
+		var page apitypes.Page[apitypes.AuditLog]
 		if err := json.Unmarshal(r.body, &page); err != nil {
 			t.Fatal(err)
 		}

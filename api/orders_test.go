@@ -200,7 +200,7 @@ func TestOrdersAreInvisibleAcrossAppsAndOrgs(t *testing.T) {
 		f.do(t, "GET", target, f.creds.Keys["trade"].SK, nil).wantProblem(t, 404, apitypes.CodeNotFound)
 	}
 	f.do(t, "GET", "/api/v1/payments/"+id, f.creds.OtherOrg.Keys["pay"]["sk"], nil).wantProblem(t, 404, apitypes.CodeNotFound)
-	var page listResponse[map[string]any]
+	var page apitypes.Page[map[string]any]
 	other := f.do(t, "GET", "/api/v1/payments", f.creds.OtherOrg.Keys["pay"]["sk"], nil)
 	if err := json.Unmarshal(other.body, &page); err != nil || len(page.Data) != 0 {
 		t.Fatalf("another organisation lists our payments: %s", other.body)
@@ -223,17 +223,17 @@ func TestListOrdersFiltersAndPages(t *testing.T) {
 			target += "&cursor=" + cursor
 		}
 		r := f.do(t, "GET", target, f.creds.Keys["pay"].Read, nil)
-		var page listResponse[map[string]any]
+		var page apitypes.Page[map[string]any]
 		if err := json.Unmarshal(r.body, &page); err != nil {
 			t.Fatal(err)
 		}
 		for _, o := range page.Data {
 			seen = append(seen, o["id"].(string))
 		}
-		if page.NextCursor == nil {
+		if page.NextCursor == "" {
 			break
 		}
-		cursor = *page.NextCursor
+		cursor = string(page.NextCursor)
 	}
 	if len(seen) != 3 || seen[0] != made[2] || seen[2] != made[0] {
 		t.Fatalf("paging newest first: %v (made %v)", seen, made)

@@ -18,12 +18,6 @@ const (
 	maxPageSize     = 200
 )
 
-// listResponse is the envelope of every list (SPEC section 2).
-type listResponse[T any] struct {
-	Data       []T     `json:"data"`
-	NextCursor *string `json:"nextCursor"`
-}
-
 // parseLimit reads limit (1–200, default 50); it collects field errors.
 func parseLimit(c *gin.Context, errs *[]orders.FieldError) int {
 	if raw, ok := c.GetQuery("limit"); ok {
@@ -54,9 +48,11 @@ func parsePage(c *gin.Context, errs *[]orders.FieldError) service.Page {
 }
 
 // encodeCursor makes the opaque cursor that continues after key.
-func encodeCursor(key string) *string {
-	s := base64.RawURLEncoding.EncodeToString([]byte(key))
-	return &s
+func encodeCursor(key string) apitypes.Cursor {
+	if key == "" {
+		return ""
+	}
+	return apitypes.Cursor(base64.RawURLEncoding.EncodeToString([]byte(key)))
 }
 
 func validationFailed(c *gin.Context, errs []orders.FieldError) {

@@ -23,22 +23,20 @@ type policyHandlers struct {
 	log *slog.Logger
 }
 
-type policyResponse struct {
-	App     string          `json:"app"`
-	Version int             `json:"version"`
-	Rules   json.RawMessage `json:"rules"`
-	// UpdatedBy and UpdatedAt are null until the first PUT.
-	UpdatedBy *string `json:"updatedBy"`
-	UpdatedAt *string `json:"updatedAt"`
-}
-
-func policyJSON(p *store.Policy) policyResponse {
-	out := policyResponse{App: p.App, Version: p.Version, Rules: json.RawMessage(p.Document)}
+func policyJSON(p *store.Policy) apitypes.Policy {
+	out := apitypes.Policy{App: p.App, Version: p.Version, Rules: rulesJSON(p.Document)}
 	if p.Version > 0 {
-		at := formatTime(p.UpdatedAt)
+		at := timeOf(p.UpdatedAt)
 		out.UpdatedBy, out.UpdatedAt = &p.UpdatedBy, &at
 	}
 	return out
+}
+
+// rulesJSON is a stored policy document as the wire writes it.
+func rulesJSON(document string) apitypes.PolicyRules {
+	var rules apitypes.PolicyRules
+	_ = json.Unmarshal([]byte(document), &rules) // written by the service from policy.Rules, whose JSON it shares
+	return rules
 }
 
 // get answers GET /policies/{app} (Developer).
@@ -129,7 +127,7 @@ func approvalsJSON(raw string) []apitypes.PolicyApproval {
 }
 
 func policyVersionJSON(v *store.PolicyVersion) apitypes.PolicyVersion {
-	return apitypes.PolicyVersion{App: v.App, Version: v.Version, Rules: json.RawMessage(v.Document), Author: v.Author,
+	return apitypes.PolicyVersion{App: v.App, Version: v.Version, Rules: rulesJSON(v.Document), Author: v.Author,
 		AuthorPerson: nullable(v.AuthorPerson), DraftID: v.DraftID, Approvals: approvalsJSON(v.Approvals), Restores: v.Restores,
 		PublishedAt: timeOf(v.PublishedAt)}
 }
@@ -141,7 +139,7 @@ func policyVersionDiffJSON(v *service.PolicyVersionDiff) apitypes.PolicyVersion 
 }
 
 func policyDraftJSON(d *service.PolicyDraftView) apitypes.PolicyDraft {
-	return apitypes.PolicyDraft{ID: d.ID, App: d.App, Status: d.Status, Rules: json.RawMessage(d.Document), BaseVersion: d.BaseVersion,
+	return apitypes.PolicyDraft{ID: d.ID, App: d.App, Status: d.Status, Rules: rulesJSON(d.Document), BaseVersion: d.BaseVersion,
 		InForceVersion: d.InForceVersion, Restores: d.Restores, Author: d.Author, AuthorPerson: nullable(d.AuthorPerson), Creator: creatorJSON(d.Creator),
 		Approvals: approvalsJSON(d.PolicyDraft.Approvals), ApprovalsRequired: d.ApprovalsRequired, PublishedVersion: d.PublishedVersion,
 		Diff: d.Diff, CreatedAt: timeOf(d.CreatedAt), UpdatedAt: timeOf(d.UpdatedAt)}
@@ -270,18 +268,18 @@ func (h *policyHandlers) dryRun(c *gin.Context) {
 }
 
 func policyDryRunJSON(d *store.PolicyDryRun) apitypes.PolicyDryRun {
-	out := apitypes.PolicyDryRun{ID: d.ID, App: d.App, DraftID: d.DraftID, Rules: json.RawMessage(d.Document), Days: d.Days,
+	out := apitypes.PolicyDryRun{ID: d.ID, App: d.App, DraftID: d.DraftID, Rules: rulesJSON(d.Document), Days: d.Days,
 		Since: timeOf(d.Since), Until: timeOf(d.Until), Status: d.Status,
-		Progress: apitypes.DryRunProgress{Evaluated: d.Evaluated, Total: d.Total}, Error: nullable(d.Error), Creator: creatorJSON(d.Creator),
+		Progress: apitypes.PolicyDryRunProgress{Evaluated: d.Evaluated, Total: d.Total}, Error: nullable(d.Error), Creator: creatorJSON(d.Creator),
 		CreatedAt: timeOf(d.CreatedAt), UpdatedAt: timeOf(d.UpdatedAt), CompletedAt: timeOrNull(d.CompletedAt)}
 	report := policy.NewHistoryReport()
 	_ = json.Unmarshal([]byte(d.Report), report) // written by the dry run from this type
-	out.Report = apitypes.DryRunReport{Evaluated: report.Evaluated, Unchanged: report.Unchanged,
-		Shifts: map[string]apitypes.DryRunShift{}, ByRule: map[string]policy.RuleCounts{}}
+	out.Report = apitypes.PolicyDryRunReport{Evaluated: report.Evaluated, Unchanged: report.Unchanged,
+		Shifts: map[string]apitypes.PolicyDryRunShift{}, ByRule: map[string]apitypes.PolicyRuleCounts{}}
 	for name, s := range report.Shifts {
-		shift := apitypes.DryRunShift{Count: s.Count, Examples: make([]apitypes.DryRunExample, len(s.Examples))}
+		shift := apitypes.PolicyDryRunShift{Count: s.Count, Examples: make([]apitypes.PolicyDryRunExample, len(s.Examples))}
 		for i, ex := range s.Examples {
-			shift.Examples[i] = apitypes.DryRunExample{OrderID: ex.OrderID, Domain: ex.Domain, Href: orderHref(ex.Domain, ex.OrderID),
+			shift.Examples[i] = apitypes.PolicyDryRunExample{OrderID: ex.OrderID, Domain: apitypes.Domain(ex.Domain), Href: orderHref(ex.Domain, ex.OrderID),
 				AmountUSD: ex.AmountUSD, SubmittedAt: timeOf(ex.SubmittedAt), Before: ex.Before, After: ex.After}
 		}
 		out.Report.Shifts[name] = shift

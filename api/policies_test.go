@@ -15,8 +15,8 @@ func TestPolicyReadWriteAndDryRun(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
-	var pol policyResponse
-	if err := json.Unmarshal(r.body, &pol); err != nil || pol.Version != 1 || !strings.Contains(string(pol.Rules), `"destinationWhitelist"`) {
+	var pol apitypes.Policy
+	if err := json.Unmarshal(r.body, &pol); err != nil || pol.Version != 1 || len(pol.Rules.DestinationWhitelist) == 0 {
 		t.Fatalf("seeded policy %s", r.body)
 	}
 

@@ -27,7 +27,7 @@ func TestResourceRestrictedKeySeesOnlyItsWalletsOnTreasury(t *testing.T) {
 		t.Fatalf("portfolio %+v, want 2350000.00 over 2 wallets, %v", p, want)
 	}
 
-	var wallets listResponse[apitypes.Wallet]
+	var wallets apitypes.Page[apitypes.Wallet]
 	if err := json.Unmarshal(f.do(t, "GET", "/api/v1/treasury/wallets", key.Secret, nil).body, &wallets); err != nil {
 		t.Fatal(err)
 	}
@@ -43,17 +43,17 @@ func TestResourceRestrictedKeySeesOnlyItsWalletsOnTreasury(t *testing.T) {
 	got = nil
 	target := "/api/v1/treasury/positions?limit=1"
 	for range 10 {
-		var page listResponse[apitypes.Position]
+		var page apitypes.Page[apitypes.Position]
 		if err := json.Unmarshal(f.do(t, "GET", target, key.Secret, nil).body, &page); err != nil {
 			t.Fatal(err)
 		}
 		for _, pos := range page.Data {
 			got = append(got, pos.WalletID)
 		}
-		if page.NextCursor == nil {
+		if page.NextCursor == "" {
 			break
 		}
-		target = "/api/v1/treasury/positions?limit=1&cursor=" + *page.NextCursor
+		target = "/api/v1/treasury/positions?limit=1&cursor=" + string(page.NextCursor)
 	}
 	if want := []string{mine[0], mine[0], mine[1], mine[1]}; !slices.Equal(got, want) {
 		t.Fatalf("positions of wallets %v, want %v", got, want)

@@ -35,7 +35,7 @@ func TestRequestLogs(t *testing.T) {
 	f.do(t, "GET", "/api/v1/payments", "sk_unknownunknownunknownunknownunknownunk", nil)
 	// The rows are written in the background: wait for the four requests' flushes.
 	var r response
-	var page listResponse[apitypes.RequestLog]
+	var page apitypes.Page[apitypes.RequestLog]
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		select {
 		case <-flushed:
@@ -77,7 +77,7 @@ func TestRequestLogs(t *testing.T) {
 	}
 	// Filters: one correlation id, one status.
 	for query, want := range map[string]string{"correlationId=logs-1": "200 logs-1", "status=422": "422 " + newest.CorrelationID} {
-		var got listResponse[apitypes.RequestLog]
+		var got apitypes.Page[apitypes.RequestLog]
 		r := f.do(t, "GET", "/developer/logs?"+query, pay.SK, nil)
 		if err := json.Unmarshal(r.body, &got); err != nil || len(got.Data) != 1 ||
 			fmt.Sprint(got.Data[0].Status, " ", got.Data[0].CorrelationID) != want {

@@ -50,11 +50,7 @@ func writeList[R, T any](c *gin.Context, items []R, next string, render func(*R)
 	for i := range items {
 		out[i] = render(&items[i])
 	}
-	var cursor *string
-	if next != "" {
-		cursor = encodeCursor(next)
-	}
-	c.PureJSON(http.StatusOK, listResponse[T]{Data: out, NextCursor: cursor})
+	c.PureJSON(http.StatusOK, apitypes.Page[T]{Data: out, NextCursor: encodeCursor(next)})
 }
 
 // withSecret answers what the service returned with a new secret (a create, a rotation):

@@ -1,12 +1,58 @@
 package apitypes
 
 import (
-	"encoding/json"
-
 	"github.com/opentreasury/treasury/events"
-
 	"github.com/opentreasury/treasury/policy"
 )
+
+// PolicyRules are an app's policy (SPEC 3.4); every rule is optional. Amounts are decimal
+// strings of USD.
+type PolicyRules struct {
+	MaxOrderUSD string `json:"maxOrderUsd,omitempty"`
+	// DailyVolumeUSD limits a wallet's orders submitted since 00:00 UTC.
+	DailyVolumeUSD string `json:"dailyVolumeUsd,omitempty"`
+	// DestinationWhitelist applies to payments.
+	DestinationWhitelist []string `json:"destinationWhitelist,omitempty"`
+	// AllowedPairs and DeniedPairs apply to trades; a pair names two assets in either order.
+	AllowedPairs [][2]string `json:"allowedPairs,omitempty"`
+	DeniedPairs  [][2]string `json:"deniedPairs,omitempty"`
+	// AllowedProtocols applies to earn and borrow orders.
+	AllowedProtocols []string `json:"allowedProtocols,omitempty"`
+	// ApprovalTiers: an order needs the quorum of the highest tier whose MinUSD it reaches.
+	ApprovalTiers []ApprovalTier `json:"approvalTiers,omitempty"`
+	// Windows limit the volume of the orders sharing a key over rolling windows.
+	Windows []PolicyWindow `json:"windows,omitempty"`
+	// ChangeApprovals is how many people other than a draft's author must approve a change
+	// of the policy, 0 to 10. Above 0, a PUT of the rules is refused (409 conflict):
+	// changes go through drafts and their approvals.
+	ChangeApprovals int `json:"changeApprovals,omitempty"`
+}
+
+// PolicyWindow limits to LimitUSD the USD volume of the orders sharing one key over the
+// last Hours hours, 1 to 8784. Scope names the key: wallet, app, asset (a trade's sold
+// asset) or destination (a payment's). The orders counted are those the policy let
+// through and that were not rejected or failed.
+type PolicyWindow struct {
+	Scope    string `json:"scope"`
+	Hours    int    `json:"hours"`
+	LimitUSD string `json:"limitUsd"`
+}
+
+// ApprovalTier requires Quorum approvals for orders worth at least MinUSD.
+type ApprovalTier struct {
+	MinUSD string `json:"minUsd"`
+	Quorum int    `json:"quorum"`
+}
+
+// Policy is an app's policy in force and its version (GET /policies/{app}).
+type Policy struct {
+	App     string      `json:"app"`
+	Version int         `json:"version"`
+	Rules   PolicyRules `json:"rules"`
+	// UpdatedBy and UpdatedAt are null while the policy was never set (Version 0).
+	UpdatedBy *string      `json:"updatedBy"`
+	UpdatedAt *events.Time `json:"updatedAt"`
+}
 
 // PolicyEvaluation is a dry run's answer (POST /policies/{app}/evaluate): what the policy
 // would decide for an order.
@@ -57,9 +103,9 @@ type PolicyApproval struct {
 // PolicyVersion is one published version of an app's policy
 // (GET /policies/{app}/versions[/{version}]).
 type PolicyVersion struct {
-	App     string          `json:"app"`
-	Version int             `json:"version"`
-	Rules   json.RawMessage `json:"rules"`
+	App     string      `json:"app"`
+	Version int         `json:"version"`
+	Rules   PolicyRules `json:"rules"`
 	// Author is the credential that wrote the rules; AuthorPerson the person behind it.
 	Author       string  `json:"author"`
 	AuthorPerson *string `json:"authorPerson"`
@@ -76,10 +122,10 @@ type PolicyVersion struct {
 // PolicyDraft is a proposed policy (…/policies/{app}/drafts): edited freely, in force only
 // once published.
 type PolicyDraft struct {
-	ID     string          `json:"id"`
-	App    string          `json:"app"`
-	Status string          `json:"status"`
-	Rules  json.RawMessage `json:"rules"`
+	ID     string      `json:"id"`
+	App    string      `json:"app"`
+	Status string      `json:"status"`
+	Rules  PolicyRules `json:"rules"`
 	// BaseVersion is the version in force when it was last saved; InForceVersion the
 	// version in force now. It can be published only while they are the same.
 	BaseVersion    int  `json:"baseVersion"`
@@ -107,13 +153,13 @@ type PolicyDryRun struct {
 	App     string `json:"app"`
 	DraftID string `json:"draftId"`
 	// Rules are the draft's rules when the run started.
-	Rules    json.RawMessage `json:"rules"`
-	Days     int             `json:"days"`
-	Since    events.Time     `json:"since"`
-	Until    events.Time     `json:"until"`
-	Status   string          `json:"status"`
-	Progress DryRunProgress  `json:"progress"`
-	Report   DryRunReport    `json:"report"`
+	Rules    PolicyRules          `json:"rules"`
+	Days     int                  `json:"days"`
+	Since    events.Time          `json:"since"`
+	Until    events.Time          `json:"until"`
+	Status   string               `json:"status"`
+	Progress PolicyDryRunProgress `json:"progress"`
+	Report   PolicyDryRunReport   `json:"report"`
 	// Error says why a failed run stopped.
 	Error *string `json:"error"`
 	Creator
@@ -122,37 +168,48 @@ type PolicyDryRun struct {
 	CompletedAt *events.Time `json:"completedAt"`
 }
 
-// DryRunProgress is how many of the run's orders have been evaluated.
-type DryRunProgress struct {
+// PolicyDryRunProgress is how many of the run's orders have been evaluated, of Total
+// counted when it started.
+type PolicyDryRunProgress struct {
 	Evaluated int `json:"evaluated"`
 	Total     int `json:"total"`
 }
 
-// DryRunReport tallies the orders evaluated so far: unchanged, each shift of outcome with
-// its first orders, and what each rule newly refuses or stops refusing.
-type DryRunReport struct {
+// PolicyDryRunReport tallies the orders evaluated so far: unchanged, each shift of outcome
+// (keyed by the shift names, every one present) with its first orders, and per rule the
+// orders it would newly refuse or stop refusing.
+type PolicyDryRunReport struct {
 	Evaluated int                          `json:"evaluated"`
 	Unchanged int                          `json:"unchanged"`
-	Shifts    map[string]DryRunShift       `json:"shifts"`
-	ByRule    map[string]policy.RuleCounts `json:"byRule"`
+	Shifts    map[string]PolicyDryRunShift `json:"shifts"`
+	ByRule    map[string]PolicyRuleCounts  `json:"byRule"`
 }
 
-// DryRunShift counts the orders of one shift and shows the first of them.
-type DryRunShift struct {
-	Count    int             `json:"count"`
-	Examples []DryRunExample `json:"examples"`
+// PolicyDryRunShift counts the orders of one shift and shows the first of them.
+type PolicyDryRunShift struct {
+	Count    int                   `json:"count"`
+	Examples []PolicyDryRunExample `json:"examples"`
 }
 
-// DryRunExample is one order whose outcome would change, linked to the order.
-type DryRunExample struct {
-	OrderID     string         `json:"orderId"`
-	Domain      string         `json:"domain"`
-	Href        string         `json:"href"`
-	AmountUSD   string         `json:"amountUsd"`
-	SubmittedAt events.Time    `json:"submittedAt"`
-	Before      policy.Outcome `json:"before"`
-	After       policy.Outcome `json:"after"`
+// PolicyDryRunExample is one order whose outcome would change: Before is what its policy
+// decided at submit, After what the draft would have.
+type PolicyDryRunExample struct {
+	OrderID string `json:"orderId"`
+	Domain  Domain `json:"domain"`
+	// Href is the order's path in the API (/api/v1/payments/ord_…).
+	Href        string        `json:"href"`
+	AmountUSD   string        `json:"amountUsd"`
+	SubmittedAt events.Time   `json:"submittedAt"`
+	Before      PolicyOutcome `json:"before"`
+	After       PolicyOutcome `json:"after"`
 }
+
+// PolicyOutcome is what a policy decided, or would decide, for an order. Violations names
+// each rule violated once.
+type PolicyOutcome = policy.Outcome
+
+// PolicyRuleCounts is how many orders one rule would newly refuse, and stop refusing.
+type PolicyRuleCounts = policy.RuleCounts
 
 // PolicyWindows is the headroom of the volume windows of the policy in force
 // (GET /policies/{app}/windows): per window, the keys with volume in it, the most used

@@ -17,8 +17,7 @@ type AuditLog struct {
 // AuditLogPage is a page of GET /audit-logs, with the head of the organisation's audit
 // chain as the answer found it: no record on the page comes after it.
 type AuditLogPage struct {
-	Data       []AuditLog `json:"data"`
-	NextCursor *string    `json:"nextCursor"`
+	Page[AuditLog]
 	// ChainHead is null before the organisation's first record.
 	ChainHead *AuditChainHead `json:"chainHead"`
 }

@@ -84,7 +84,7 @@ func ExampleClient_ListWallets() {
 		fmt.Println(w.ID, w.Chain, w.USDValue)
 	}
 	if page.NextCursor != "" {
-		next, err := c.ListWallets(context.Background(), client.ListOptions{Limit: 20, Cursor: page.NextCursor})
+		next, err := c.ListWallets(context.Background(), client.ListOptions{Limit: 20, Cursor: string(page.NextCursor)})
 		if err != nil {
 			log.Fatal(err)
 		}

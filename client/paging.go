@@ -8,15 +8,16 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/opentreasury/treasury/apitypes"
 )
 
-// Page is one page of a list.
-type Page[T any] struct {
-	Data []T `json:"data"`
-	// NextCursor continues the list: pass it as the next call's Cursor (After for
-	// events). It is empty on the last page.
-	NextCursor string `json:"nextCursor"`
-}
+// Page is one page of a list. Its NextCursor continues the list: pass it as the next
+// call's Cursor. It is empty on the last page.
+type Page[T any] = apitypes.Page[T]
+
+// Cursor is an opaque place in a list.
+type Cursor = apitypes.Cursor
 
 // ListOptions page through a list. The iterators (Wallets, Orders, …) follow the cursor
 // themselves: there Limit is the size of each page they read, and Cursor where they start.
@@ -97,12 +98,12 @@ func all[T any](ctx context.Context, c *Client, path string, q url.Values, curso
 				return
 			}
 			// A server that hands back the cursor it was given would be paged forever.
-			if page.NextCursor == q.Get(cursorParam) {
+			if string(page.NextCursor) == q.Get(cursorParam) {
 				var zero T
 				yield(zero, fmt.Errorf("client: GET %s: the next page's cursor is this page's", path))
 				return
 			}
-			q.Set(cursorParam, page.NextCursor)
+			q.Set(cursorParam, string(page.NextCursor))
 		}
 	}
 }

@@ -7,59 +7,22 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
 
 	"github.com/opentreasury/treasury/apitypes"
 )
 
 // PolicyRules are an app's policy (SPEC 3.4); every rule is optional. Amounts are decimal
 // strings of USD.
-type PolicyRules struct {
-	MaxOrderUSD string `json:"maxOrderUsd,omitempty"`
-	// DailyVolumeUSD limits a wallet's orders submitted since 00:00 UTC.
-	DailyVolumeUSD string `json:"dailyVolumeUsd,omitempty"`
-	// DestinationWhitelist applies to payments.
-	DestinationWhitelist []string `json:"destinationWhitelist,omitempty"`
-	// AllowedPairs and DeniedPairs apply to trades; a pair names two assets in either order.
-	AllowedPairs [][2]string `json:"allowedPairs,omitempty"`
-	DeniedPairs  [][2]string `json:"deniedPairs,omitempty"`
-	// AllowedProtocols applies to earn and borrow orders.
-	AllowedProtocols []string `json:"allowedProtocols,omitempty"`
-	// ApprovalTiers: an order needs the quorum of the highest tier whose MinUSD it reaches.
-	ApprovalTiers []ApprovalTier `json:"approvalTiers,omitempty"`
-	// Windows limit the volume of the orders sharing a key over rolling windows.
-	Windows []PolicyWindow `json:"windows,omitempty"`
-	// ChangeApprovals is how many people other than a draft's author must approve a change
-	// of the policy, 0 to 10. Above 0, PutPolicy is refused (409 conflict): changes go
-	// through CreatePolicyDraft and ApprovePolicyDraft.
-	ChangeApprovals int `json:"changeApprovals,omitempty"`
-}
+type PolicyRules = apitypes.PolicyRules
 
-// PolicyWindow limits to LimitUSD the USD volume of the orders sharing one key over the
-// last Hours hours, 1 to 8784. Scope names the key: wallet, app, asset (a trade's sold
-// asset) or destination (a payment's). The orders counted are those the policy let
-// through and that were not rejected or failed.
-type PolicyWindow struct {
-	Scope    string `json:"scope"`
-	Hours    int    `json:"hours"`
-	LimitUSD string `json:"limitUsd"`
-}
+// PolicyWindow limits the USD volume of the orders sharing one key over rolling hours.
+type PolicyWindow = apitypes.PolicyWindow
 
 // ApprovalTier requires Quorum approvals for orders worth at least MinUSD.
-type ApprovalTier struct {
-	MinUSD string `json:"minUsd"`
-	Quorum int    `json:"quorum"`
-}
+type ApprovalTier = apitypes.ApprovalTier
 
 // Policy is an app's policy and its version.
-type Policy struct {
-	App     string      `json:"app"`
-	Version int         `json:"version"`
-	Rules   PolicyRules `json:"rules"`
-	// UpdatedBy and UpdatedAt are empty while the policy was never set (Version 0).
-	UpdatedBy string     `json:"updatedBy"`
-	UpdatedAt *time.Time `json:"updatedAt"`
-}
+type Policy = apitypes.Policy
 
 // PolicyEvaluation is a dry run's answer: what the policy would decide for an order.
 type PolicyEvaluation = apitypes.PolicyEvaluation
@@ -75,30 +38,11 @@ type PolicyWindowUse = apitypes.PolicyWindowUse
 type PolicyChange = apitypes.PolicyChange
 
 // PolicyApproval is one person's approval of a policy draft.
-type PolicyApproval struct {
-	By string    `json:"by"`
-	At time.Time `json:"at"`
-}
+type PolicyApproval = apitypes.PolicyApproval
 
 // PolicyVersion is one published version of an app's policy, kept for good. An order's
 // PolicyVersion names the one that evaluated it.
-type PolicyVersion struct {
-	App     string      `json:"app"`
-	Version int         `json:"version"`
-	Rules   PolicyRules `json:"rules"`
-	// Author is the credential that wrote the rules ("seed" for the dev bundle's seed);
-	// AuthorPerson the person behind it, empty when there is none.
-	Author       string `json:"author"`
-	AuthorPerson string `json:"authorPerson"`
-	// DraftID is the draft it was published from, empty for a PutPolicy.
-	DraftID   string           `json:"draftId"`
-	Approvals []PolicyApproval `json:"approvals"`
-	// Restores is the earlier version a rollback published again, 0 otherwise.
-	Restores    int       `json:"restores"`
-	PublishedAt time.Time `json:"publishedAt"`
-	// Diff is what it changed from the version before; only GetPolicyVersion fills it.
-	Diff []PolicyChange `json:"diff,omitempty"`
-}
+type PolicyVersion = apitypes.PolicyVersion
 
 // The statuses of a PolicyDraft. Only an open draft changes.
 const (
@@ -108,34 +52,7 @@ const (
 )
 
 // PolicyDraft is a proposed policy: edited freely, in force only once published.
-type PolicyDraft struct {
-	ID     string      `json:"id"`
-	App    string      `json:"app"`
-	Status string      `json:"status"`
-	Rules  PolicyRules `json:"rules"`
-	// BaseVersion is the version in force when the draft was last saved, InForceVersion
-	// the one in force now. It is published only while they are equal; UpdatePolicyDraft
-	// re-bases it.
-	BaseVersion    int `json:"baseVersion"`
-	InForceVersion int `json:"inForceVersion"`
-	// Restores is the earlier version whose rules it restores, 0 otherwise.
-	Restores int `json:"restores"`
-	// Author is the credential that last saved it; AuthorPerson, the person behind it,
-	// cannot approve it.
-	Author       string `json:"author"`
-	AuthorPerson string `json:"authorPerson"`
-	// Creator is who started the draft.
-	Creator
-	Approvals []PolicyApproval `json:"approvals"`
-	// ApprovalsRequired is the ChangeApprovals of the policy in force.
-	ApprovalsRequired int `json:"approvalsRequired"`
-	// PublishedVersion is the version it became, 0 unless published.
-	PublishedVersion int `json:"publishedVersion"`
-	// Diff is what publishing it would change from the version in force.
-	Diff      []PolicyChange `json:"diff"`
-	CreatedAt time.Time      `json:"createdAt"`
-	UpdatedAt time.Time      `json:"updatedAt"`
-}
+type PolicyDraft = apitypes.PolicyDraft
 
 // PolicyDraftRequest is a new draft: Rules, or FromVersion, a published version whose
 // rules it restores. Rules is a pointer because empty rules (no rule at all) are a policy
@@ -330,80 +247,25 @@ type PolicyDryRunRequest struct {
 // PolicyDryRun is a draft's dry run against the app's past orders: what would have
 // changed had the draft been in force when each was submitted. It runs in the background;
 // GetPolicyDryRun reads its progress and its report so far.
-type PolicyDryRun struct {
-	ID      string `json:"id"`
-	App     string `json:"app"`
-	DraftID string `json:"draftId"`
-	// Rules are the draft's rules when the run started: later saves of the draft do not
-	// change the run.
-	Rules PolicyRules `json:"rules"`
-	Days  int         `json:"days"`
-	// The orders evaluated are those submitted from Since to Until (when the run started)
-	// that the policy decided.
-	Since    time.Time            `json:"since"`
-	Until    time.Time            `json:"until"`
-	Status   string               `json:"status"`
-	Progress PolicyDryRunProgress `json:"progress"`
-	Report   PolicyDryRunReport   `json:"report"`
-	// Error says why a failed run stopped, empty otherwise.
-	Error string `json:"error"`
-	Creator
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
-	// CompletedAt is nil while the run is running.
-	CompletedAt *time.Time `json:"completedAt"`
-}
+type PolicyDryRun = apitypes.PolicyDryRun
 
-// PolicyDryRunProgress is how many of the run's orders have been evaluated, of Total
-// counted when it started.
-type PolicyDryRunProgress struct {
-	Evaluated int `json:"evaluated"`
-	Total     int `json:"total"`
-}
+// PolicyDryRunProgress is how many of the run's orders have been evaluated.
+type PolicyDryRunProgress = apitypes.PolicyDryRunProgress
 
-// PolicyDryRunReport tallies the orders evaluated so far: unchanged, each shift of
-// outcome (keyed by the PolicyShift names, every one present) with its first orders, and
-// per rule the orders it would newly refuse or stop refusing.
-type PolicyDryRunReport struct {
-	Evaluated int                          `json:"evaluated"`
-	Unchanged int                          `json:"unchanged"`
-	Shifts    map[string]PolicyDryRunShift `json:"shifts"`
-	ByRule    map[string]PolicyRuleCounts  `json:"byRule"`
-}
+// PolicyDryRunReport tallies the orders evaluated so far.
+type PolicyDryRunReport = apitypes.PolicyDryRunReport
 
 // PolicyDryRunShift counts the orders of one shift and shows the first of them.
-type PolicyDryRunShift struct {
-	Count    int                   `json:"count"`
-	Examples []PolicyDryRunExample `json:"examples"`
-}
+type PolicyDryRunShift = apitypes.PolicyDryRunShift
 
-// PolicyDryRunExample is one order whose outcome would change: Before is what its policy
-// decided at submit, After what the draft would have.
-type PolicyDryRunExample struct {
-	OrderID string `json:"orderId"`
-	Domain  Domain `json:"domain"`
-	// Href is the order's path in the API (/api/v1/payments/ord_…).
-	Href        string        `json:"href"`
-	AmountUSD   string        `json:"amountUsd"`
-	SubmittedAt time.Time     `json:"submittedAt"`
-	Before      PolicyOutcome `json:"before"`
-	After       PolicyOutcome `json:"after"`
-}
+// PolicyDryRunExample is one order whose outcome would change.
+type PolicyDryRunExample = apitypes.PolicyDryRunExample
 
-// PolicyOutcome is what a policy decided, or would decide, for an order. Violations names
-// each rule violated once.
-type PolicyOutcome struct {
-	Allowed          bool     `json:"allowed"`
-	ApprovalRequired bool     `json:"approvalRequired"`
-	Quorum           int      `json:"quorum"`
-	Violations       []string `json:"violations"`
-}
+// PolicyOutcome is what a policy decided, or would decide, for an order.
+type PolicyOutcome = apitypes.PolicyOutcome
 
 // PolicyRuleCounts is how many orders one rule would newly refuse, and stop refusing.
-type PolicyRuleCounts struct {
-	NewlyRefused    int `json:"newlyRefused"`
-	NoLongerRefused int `json:"noLongerRefused"`
-}
+type PolicyRuleCounts = apitypes.PolicyRuleCounts
 
 // StartPolicyDryRun starts a dry run of a draft of any status against the app's past
 // orders (POST /policies/{app}/dry-runs, action developer); it changes nothing. The

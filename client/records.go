@@ -82,10 +82,7 @@ type Actor = apitypes.Actor
 // AuditLogPage is a page of audit records with the head of the organisation's audit
 // chain as the answer found it (nil before the first record): keep one, and a later
 // export that reaches it proves that nothing up to it changed since.
-type AuditLogPage struct {
-	Page[AuditLog]
-	ChainHead *AuditChainHead `json:"chainHead"`
-}
+type AuditLogPage = apitypes.AuditLogPage
 
 // ListAuditLogs reads a page of GET /audit-logs, newest first.
 func (c *Client) ListAuditLogs(ctx context.Context, o ListOptions, opts ...CallOption) (*AuditLogPage, error) {

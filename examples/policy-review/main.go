@@ -111,7 +111,11 @@ func review(ctx context.Context, c *client.Client, app string, rules client.Poli
 		}
 	}
 	if dr.Status != client.PolicyDryRunCompleted {
-		return fmt.Errorf("dry run %s %s: %s", dr.ID, dr.Status, dr.Error)
+		why := "no reason given"
+		if dr.Error != nil {
+			why = *dr.Error
+		}
+		return fmt.Errorf("dry run %s %s: %s", dr.ID, dr.Status, why)
 	}
 	r := dr.Report
 	fmt.Fprintf(out, "\nAgainst the %d orders of the last %d days (%d unchanged):\n", r.Evaluated, days, r.Unchanged)
