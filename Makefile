@@ -75,8 +75,8 @@ test-fuzz:
 	$(FUZZ) $(call fuzzruns,1000) -fuzz '^FuzzRequestBody$$' ./api/
 	$(FUZZ) $(call fuzzruns,12000) -fuzz '^FuzzCursor$$' ./api/
 	$(FUZZ) $(call fuzzruns,5000) -fuzz '^FuzzIdempotencyKey$$' ./api/
-	$(FUZZ) $(call fuzzruns,200000) -fuzz '^FuzzAmount$$' ./orders/
-	$(FUZZ) $(call fuzzruns,90000) -fuzz '^FuzzSubscriptionEntry$$' ./events/
+	$(FUZZ) $(call fuzzruns,200000) -fuzz '^FuzzAmount$$' ./internal/orders/
+	$(FUZZ) $(call fuzzruns,90000) -fuzz '^FuzzSubscriptionEntry$$' ./internal/events/
 	$(FUZZ) $(call fuzzruns,28000) -fuzz '^FuzzClientFrames$$' ./wshub/
 	$(FUZZ) $(call fuzzruns,180000) -fuzz '^FuzzVerify$$' ./webhook/
 
@@ -148,7 +148,7 @@ bench-live: $(BIN)/treasury-dev
 # lifecycle with one webhook on every event beside the lifecycle without.
 bench-webhooks: $(BIN)/treasury-dev
 	$(GO) run ./dev/bench/webhooks -deliveries 10000
-	$(GO) test -run '^$$' -bench HealthyLatency -benchtime 40x ./webhook/dispatch/
+	$(GO) test -run '^$$' -bench HealthyLatency -benchtime 40x ./internal/webhook/dispatch/
 	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -orders 200 -webhooks 1 -rounds 3
 
 # Retention: nine hours of steady traffic on a compressed clock, the hourly maintenance

@@ -7,9 +7,9 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/opentreasury/treasury/chain"
-	"github.com/opentreasury/treasury/orders"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/chain"
+	"github.com/opentreasury/treasury/internal/orders"
+	"github.com/opentreasury/treasury/internal/store"
 	"github.com/opentreasury/treasury/workflows"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/store"
 )
 
 // MaintenanceStore is what the hourly maintenance needs of the store (*store.Store).

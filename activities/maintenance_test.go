@@ -10,10 +10,10 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/opentreasury/treasury/auth"
-	"github.com/opentreasury/treasury/ids"
-	"github.com/opentreasury/treasury/store"
-	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/internal/auth"
+	"github.com/opentreasury/treasury/internal/ids"
+	"github.com/opentreasury/treasury/internal/store"
+	"github.com/opentreasury/treasury/internal/store/storetest"
 	"github.com/opentreasury/treasury/workflows"
 )
 

@@ -11,12 +11,12 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/opentreasury/treasury/chain"
-	"github.com/opentreasury/treasury/events"
-	"github.com/opentreasury/treasury/ids"
-	"github.com/opentreasury/treasury/orders"
-	"github.com/opentreasury/treasury/policy"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/chain"
+	"github.com/opentreasury/treasury/internal/events"
+	"github.com/opentreasury/treasury/internal/ids"
+	"github.com/opentreasury/treasury/internal/orders"
+	"github.com/opentreasury/treasury/internal/policy"
+	"github.com/opentreasury/treasury/internal/store"
 	"github.com/opentreasury/treasury/workflows"
 )
 

@@ -8,8 +8,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/opentreasury/treasury/policy"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/policy"
+	"github.com/opentreasury/treasury/internal/store"
 	"github.com/opentreasury/treasury/workflows"
 )
 

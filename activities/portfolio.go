@@ -12,8 +12,8 @@ import (
 	"github.com/shopspring/decimal"
 	"go.temporal.io/sdk/activity"
 
-	"github.com/opentreasury/treasury/chain"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/chain"
+	"github.com/opentreasury/treasury/internal/store"
 	"github.com/opentreasury/treasury/workflows"
 )
 

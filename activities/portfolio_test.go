@@ -12,12 +12,12 @@ import (
 	"github.com/shopspring/decimal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/opentreasury/treasury/chain"
-	"github.com/opentreasury/treasury/chain/devchain"
-	"github.com/opentreasury/treasury/ids"
-	"github.com/opentreasury/treasury/orders"
-	"github.com/opentreasury/treasury/store"
-	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/internal/chain"
+	"github.com/opentreasury/treasury/internal/chain/devchain"
+	"github.com/opentreasury/treasury/internal/ids"
+	"github.com/opentreasury/treasury/internal/orders"
+	"github.com/opentreasury/treasury/internal/store"
+	"github.com/opentreasury/treasury/internal/store/storetest"
 	"github.com/opentreasury/treasury/workflows"
 )
 

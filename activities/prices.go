@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/opentreasury/treasury/chain"
-	"github.com/opentreasury/treasury/prices"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/chain"
+	"github.com/opentreasury/treasury/internal/prices"
+	"github.com/opentreasury/treasury/internal/store"
 	"github.com/opentreasury/treasury/workflows"
 )
 

@@ -15,12 +15,12 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient/simulated"
 	"github.com/shopspring/decimal"
 
-	"github.com/opentreasury/treasury/chain"
-	"github.com/opentreasury/treasury/chain/evm"
 	"github.com/opentreasury/treasury/dev/devevm"
-	"github.com/opentreasury/treasury/prices"
-	"github.com/opentreasury/treasury/store"
-	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/internal/chain"
+	"github.com/opentreasury/treasury/internal/chain/evm"
+	"github.com/opentreasury/treasury/internal/prices"
+	"github.com/opentreasury/treasury/internal/store"
+	"github.com/opentreasury/treasury/internal/store/storetest"
 )
 
 // The price refresh reads AggregatorV3 feeds on a real in-process go-ethereum chain through

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/store"
 	"github.com/opentreasury/treasury/workflows"
 )
 

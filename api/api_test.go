@@ -21,14 +21,14 @@ import (
 
 	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/auth"
-	"github.com/opentreasury/treasury/chain/devchain"
 	"github.com/opentreasury/treasury/dev/logtest"
 	"github.com/opentreasury/treasury/dev/seed"
-	"github.com/opentreasury/treasury/events"
-	"github.com/opentreasury/treasury/service"
-	"github.com/opentreasury/treasury/store"
-	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/internal/auth"
+	"github.com/opentreasury/treasury/internal/chain/devchain"
+	"github.com/opentreasury/treasury/internal/events"
+	"github.com/opentreasury/treasury/internal/service"
+	"github.com/opentreasury/treasury/internal/store"
+	"github.com/opentreasury/treasury/internal/store/storetest"
 	"github.com/opentreasury/treasury/webhook"
 )
 

@@ -11,9 +11,9 @@ import (
 
 	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/auditchain"
-	"github.com/opentreasury/treasury/orders"
-	"github.com/opentreasury/treasury/service"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/orders"
+	"github.com/opentreasury/treasury/internal/service"
+	"github.com/opentreasury/treasury/internal/store"
 )
 
 const (

@@ -10,8 +10,8 @@ import (
 
 	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/auditchain"
-	"github.com/opentreasury/treasury/store"
-	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/internal/store"
+	"github.com/opentreasury/treasury/internal/store/storetest"
 )
 
 // auditPayments creates n draft payments with pay's sk: an audit record each.

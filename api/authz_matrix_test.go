@@ -16,10 +16,10 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/activities"
-	"github.com/opentreasury/treasury/auth"
-	"github.com/opentreasury/treasury/ids"
-	"github.com/opentreasury/treasury/service"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/auth"
+	"github.com/opentreasury/treasury/internal/ids"
+	"github.com/opentreasury/treasury/internal/service"
+	"github.com/opentreasury/treasury/internal/store"
 	"github.com/opentreasury/treasury/workflows"
 )
 

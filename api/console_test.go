@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/opentreasury/treasury/activities"
-	"github.com/opentreasury/treasury/auth"
-	"github.com/opentreasury/treasury/console"
-	"github.com/opentreasury/treasury/service"
+	"github.com/opentreasury/treasury/internal/auth"
+	"github.com/opentreasury/treasury/internal/console"
+	"github.com/opentreasury/treasury/internal/service"
 	"github.com/opentreasury/treasury/workflows"
 )
 

@@ -15,9 +15,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/metrics"
-	"github.com/opentreasury/treasury/orders"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/metrics"
+	"github.com/opentreasury/treasury/internal/orders"
+	"github.com/opentreasury/treasury/internal/store"
 )
 
 const (

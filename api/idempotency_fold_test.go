@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/store"
 )
 
 // An order create with an Idempotency-Key is answered with the response its own

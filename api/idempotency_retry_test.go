@@ -12,7 +12,7 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 
-	"github.com/opentreasury/treasury/service"
+	"github.com/opentreasury/treasury/internal/service"
 )
 
 // An outcome the database refused (it was restarting) is recorded on a retry, so that the

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opentreasury/treasury/auth"
-	"github.com/opentreasury/treasury/ids"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/auth"
+	"github.com/opentreasury/treasury/internal/ids"
+	"github.com/opentreasury/treasury/internal/store"
 )
 
 // isolationTarget says which of org A pay's resources a route that takes an id is tried

@@ -8,9 +8,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/auth"
-	"github.com/opentreasury/treasury/service"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/auth"
+	"github.com/opentreasury/treasury/internal/service"
+	"github.com/opentreasury/treasury/internal/store"
 )
 
 // keyHandlers serve /developer/api-keys: the keys of the caller's app, managed with a

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/auth"
-	"github.com/opentreasury/treasury/ids"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/auth"
+	"github.com/opentreasury/treasury/internal/ids"
+	"github.com/opentreasury/treasury/internal/store"
 )
 
 // newKey creates a key with the creator's secret, and fails t unless it is created.

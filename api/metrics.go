@@ -6,7 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/opentreasury/treasury/metrics"
+	"github.com/opentreasury/treasury/internal/metrics"
 )
 
 // withMetrics counts every answered request by the route that matched it (its template,

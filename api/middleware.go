@@ -17,9 +17,9 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/orders"
-	"github.com/opentreasury/treasury/service"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/orders"
+	"github.com/opentreasury/treasury/internal/service"
+	"github.com/opentreasury/treasury/internal/store"
 )
 
 var correlationIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/opentreasury/treasury/service"
+	"github.com/opentreasury/treasury/internal/service"
 )
 
 // oauthHandlers serve POST /oauth/token: the OAuth 2.0 client credentials grant (RFC 6749

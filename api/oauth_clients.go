@@ -7,8 +7,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/service"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/service"
+	"github.com/opentreasury/treasury/internal/store"
 )
 
 // oauthClientHandlers serve /developer/oauth-clients: the client-credentials clients of

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/auth"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/auth"
+	"github.com/opentreasury/treasury/internal/store"
 )
 
 func (f *fixture) token(t *testing.T, form url.Values, basicID, basicSecret string) (int, map[string]any, *httptest.ResponseRecorder) {

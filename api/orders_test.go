@@ -10,9 +10,9 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/orders"
-	"github.com/opentreasury/treasury/store"
-	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/internal/orders"
+	"github.com/opentreasury/treasury/internal/store"
+	"github.com/opentreasury/treasury/internal/store/storetest"
 )
 
 func (f *fixture) post(t *testing.T, target, token, body string, headers ...string) response {

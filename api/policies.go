@@ -11,11 +11,11 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/auth"
-	"github.com/opentreasury/treasury/orders"
-	"github.com/opentreasury/treasury/policy"
-	"github.com/opentreasury/treasury/service"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/auth"
+	"github.com/opentreasury/treasury/internal/orders"
+	"github.com/opentreasury/treasury/internal/policy"
+	"github.com/opentreasury/treasury/internal/service"
+	"github.com/opentreasury/treasury/internal/store"
 )
 
 type policyHandlers struct {

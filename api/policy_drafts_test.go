@@ -11,9 +11,9 @@ import (
 
 	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/auth"
-	"github.com/opentreasury/treasury/events"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/auth"
+	"github.com/opentreasury/treasury/internal/events"
+	"github.com/opentreasury/treasury/internal/store"
 	"github.com/opentreasury/treasury/workflows"
 )
 

@@ -8,9 +8,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/orders"
-	"github.com/opentreasury/treasury/policy"
-	"github.com/opentreasury/treasury/service"
+	"github.com/opentreasury/treasury/internal/orders"
+	"github.com/opentreasury/treasury/internal/policy"
+	"github.com/opentreasury/treasury/internal/service"
 )
 
 // Error codes of SPEC section 2; each maps to one HTTP status.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/opentreasury/treasury/orders"
+	"github.com/opentreasury/treasury/internal/orders"
 )
 
 // pageQuery are the parameters of every list.

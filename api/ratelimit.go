@@ -8,8 +8,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/metrics"
-	"github.com/opentreasury/treasury/ratelimit"
+	"github.com/opentreasury/treasury/internal/metrics"
+	"github.com/opentreasury/treasury/internal/ratelimit"
 )
 
 // rateLimit answers 429 rate_limited once a credential's bucket is empty, and tells every

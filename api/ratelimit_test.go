@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/service"
+	"github.com/opentreasury/treasury/internal/service"
 )
 
 func TestRateLimitPerCredential(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/opentreasury/treasury/auth"
+	"github.com/opentreasury/treasury/internal/auth"
 )
 
 // Columns of docs/api.md's table "What a credential reaches": how the credential's app

@@ -3,7 +3,7 @@ package api
 import (
 	"testing"
 
-	"github.com/opentreasury/treasury/service"
+	"github.com/opentreasury/treasury/internal/service"
 )
 
 // The service's table names the problem of each refusal; a code the API does not know, or

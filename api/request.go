@@ -12,8 +12,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/orders"
-	"github.com/opentreasury/treasury/service"
+	"github.com/opentreasury/treasury/internal/orders"
+	"github.com/opentreasury/treasury/internal/service"
 )
 
 // caller is who a request acts as, for the service: its principal and correlation id.

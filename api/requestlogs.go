@@ -8,10 +8,10 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/ids"
-	"github.com/opentreasury/treasury/orders"
-	"github.com/opentreasury/treasury/service"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/ids"
+	"github.com/opentreasury/treasury/internal/orders"
+	"github.com/opentreasury/treasury/internal/service"
+	"github.com/opentreasury/treasury/internal/store"
 )
 
 // RequestLogSink takes the request log rows of authenticated requests; they are written

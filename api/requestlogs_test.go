@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/batch"
-	"github.com/opentreasury/treasury/service"
+	"github.com/opentreasury/treasury/internal/batch"
+	"github.com/opentreasury/treasury/internal/service"
 )
 
 // /developer/logs shows the app's own recent requests, newest first, without queries,

@@ -10,8 +10,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/events"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/events"
+	"github.com/opentreasury/treasury/internal/store"
 )
 
 func formatTime(t time.Time) string { return events.FormatTime(t) }

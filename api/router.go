@@ -15,14 +15,14 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/auth"
-	"github.com/opentreasury/treasury/chain/rpcproxy"
 	"github.com/opentreasury/treasury/docs"
-	"github.com/opentreasury/treasury/metrics"
-	"github.com/opentreasury/treasury/orders"
-	"github.com/opentreasury/treasury/ratelimit"
-	"github.com/opentreasury/treasury/service"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/auth"
+	"github.com/opentreasury/treasury/internal/chain/rpcproxy"
+	"github.com/opentreasury/treasury/internal/metrics"
+	"github.com/opentreasury/treasury/internal/orders"
+	"github.com/opentreasury/treasury/internal/ratelimit"
+	"github.com/opentreasury/treasury/internal/service"
+	"github.com/opentreasury/treasury/internal/store"
 )
 
 // MaxBodyBytes is the largest request body accepted (SPEC section 8).

@@ -10,11 +10,11 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/auth"
-	"github.com/opentreasury/treasury/chain/rpcproxy"
-	"github.com/opentreasury/treasury/metrics"
-	"github.com/opentreasury/treasury/orders"
-	"github.com/opentreasury/treasury/ratelimit"
+	"github.com/opentreasury/treasury/internal/auth"
+	"github.com/opentreasury/treasury/internal/chain/rpcproxy"
+	"github.com/opentreasury/treasury/internal/metrics"
+	"github.com/opentreasury/treasury/internal/orders"
+	"github.com/opentreasury/treasury/internal/ratelimit"
 )
 
 // rpcHandlers serve POST /rpc/{chain}: an app's read-only JSON-RPC calls, forwarded to the

@@ -20,11 +20,11 @@ import (
 	"github.com/ethereum/go-ethereum/rpc"
 
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/auth"
-	"github.com/opentreasury/treasury/chain/rpcproxy"
 	"github.com/opentreasury/treasury/docs"
-	"github.com/opentreasury/treasury/service"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/auth"
+	"github.com/opentreasury/treasury/internal/chain/rpcproxy"
+	"github.com/opentreasury/treasury/internal/service"
+	"github.com/opentreasury/treasury/internal/store"
 )
 
 // fakeEth is a chain's node as go-ethereum serves it (its RPC server, in process): the

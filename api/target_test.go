@@ -10,9 +10,9 @@ import (
 
 	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/dev/seed"
-	"github.com/opentreasury/treasury/service"
-	"github.com/opentreasury/treasury/store"
-	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/internal/service"
+	"github.com/opentreasury/treasury/internal/store"
+	"github.com/opentreasury/treasury/internal/store/storetest"
 )
 
 // A NUL or a byte that is not UTF-8 in a path names nothing, and in a query is refused as

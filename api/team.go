@@ -8,9 +8,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/orders"
-	"github.com/opentreasury/treasury/service"
-	"github.com/opentreasury/treasury/sessioncookie"
+	"github.com/opentreasury/treasury/internal/orders"
+	"github.com/opentreasury/treasury/internal/service"
+	"github.com/opentreasury/treasury/internal/sessioncookie"
 )
 
 // teamHandlers serve /developer/team: the organisation's people and what each may do in

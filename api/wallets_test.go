@@ -14,11 +14,11 @@ import (
 
 	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/auth"
-	"github.com/opentreasury/treasury/chain"
-	"github.com/opentreasury/treasury/chain/keys"
-	"github.com/opentreasury/treasury/store"
-	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/internal/auth"
+	"github.com/opentreasury/treasury/internal/chain"
+	"github.com/opentreasury/treasury/internal/chain/keys"
+	"github.com/opentreasury/treasury/internal/store"
+	"github.com/opentreasury/treasury/internal/store/storetest"
 	"github.com/opentreasury/treasury/workflows"
 )
 

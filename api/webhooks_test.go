@@ -11,7 +11,7 @@ import (
 
 	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/service"
+	"github.com/opentreasury/treasury/internal/service"
 	"github.com/opentreasury/treasury/webhook"
 	"github.com/opentreasury/treasury/workflows"
 )

@@ -8,9 +8,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/events"
-	"github.com/opentreasury/treasury/orders"
-	"github.com/opentreasury/treasury/service"
+	"github.com/opentreasury/treasury/internal/events"
+	"github.com/opentreasury/treasury/internal/orders"
+	"github.com/opentreasury/treasury/internal/service"
 )
 
 // LiveChannel is the WebSocket hub of this process, as the API uses it.

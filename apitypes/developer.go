@@ -1,6 +1,6 @@
 package apitypes
 
-import "github.com/opentreasury/treasury/events"
+import "github.com/opentreasury/treasury/internal/events"
 
 // Creator is who made a record, in the one meaning createdBy has everywhere (SPEC 3.2):
 // the credential, and the person behind it.

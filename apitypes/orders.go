@@ -3,8 +3,8 @@ package apitypes
 import (
 	"encoding/json"
 
-	"github.com/opentreasury/treasury/events"
-	"github.com/opentreasury/treasury/orders"
+	"github.com/opentreasury/treasury/internal/events"
+	"github.com/opentreasury/treasury/internal/orders"
 )
 
 // Leg is one on-chain step of an order (TRANSFER, APPROVE, SWAP, DEPOSIT, WITHDRAW, CLAIM,

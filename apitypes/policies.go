@@ -1,8 +1,8 @@
 package apitypes
 
 import (
-	"github.com/opentreasury/treasury/events"
-	"github.com/opentreasury/treasury/policy"
+	"github.com/opentreasury/treasury/internal/events"
+	"github.com/opentreasury/treasury/internal/policy"
 )
 
 // PolicyRules are an app's policy (SPEC 3.4); every rule is optional. Amounts are decimal

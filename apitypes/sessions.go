@@ -1,6 +1,6 @@
 package apitypes
 
-import "github.com/opentreasury/treasury/events"
+import "github.com/opentreasury/treasury/internal/events"
 
 // Session is a person's signed-in session (POST /sessions, GET /session).
 type Session struct {

@@ -1,6 +1,6 @@
 package apitypes
 
-import "github.com/opentreasury/treasury/events"
+import "github.com/opentreasury/treasury/internal/events"
 
 // Portfolio is the organisation's holdings in USD (GET /treasury/portfolio): its wallets ×
 // their last synced balances × current prices, or a restricted key's wallets only.

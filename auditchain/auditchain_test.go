@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/internal/events"
 )
 
 // example is the entry docs/audit.md works through, with its details written loosely:

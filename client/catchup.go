@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/internal/events"
 )
 
 // defaultLookback is as far back as the service's own replicas re-read after a gap in

@@ -14,8 +14,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/opentreasury/treasury/events"
-	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/internal/events"
+	"github.com/opentreasury/treasury/internal/ids"
 	"github.com/opentreasury/treasury/wshub/closecode"
 )
 

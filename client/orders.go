@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/events"
-	"github.com/opentreasury/treasury/orders"
+	"github.com/opentreasury/treasury/internal/events"
+	"github.com/opentreasury/treasury/internal/orders"
 )
 
 // Domain is an order domain; each belongs to one app.

@@ -11,7 +11,24 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/internal/events"
+)
+
+// The canonical event names (SPEC 3.7), in lifecycle order.
+const (
+	EventOrderCreated            = events.OrderCreated
+	EventOrderSubmitted          = events.OrderSubmitted
+	EventOrderApproved           = events.OrderApproved
+	EventOrderRejected           = events.OrderRejected
+	EventWalletSigningRequested  = events.WalletSigningRequested
+	EventWalletTransactionSigned = events.WalletTransactionSigned
+	EventOrderBroadcast          = events.OrderBroadcast
+	EventOrderConfirmed          = events.OrderConfirmed
+	EventOrderFailed             = events.OrderFailed
+	EventPolicyPublished         = events.PolicyPublished
+	EventWebhookDisabled         = events.WebhookDisabled
+	EventWebSocketTest           = events.WebSocketTest
+	EventWebhookTest             = events.WebhookTest
 )
 
 // Event is one event of the shared stream: an order's or a wallet's lifecycle step, a

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/internal/events"
 )
 
 // maxBody bounds a successful answer: the largest is a page of 200 orders.

@@ -9,9 +9,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/opentreasury/treasury/chain"
-	"github.com/opentreasury/treasury/chain/evm"
-	"github.com/opentreasury/treasury/chain/keys"
+	"github.com/opentreasury/treasury/internal/chain"
+	"github.com/opentreasury/treasury/internal/chain/evm"
+	"github.com/opentreasury/treasury/internal/chain/keys"
 )
 
 // CheckSigningRequest verifies, before anything is signed, that a request's Digest is
@@ -49,10 +49,17 @@ func IsEVMTransaction(r SigningRequest) bool {
 	return json.Unmarshal([]byte(r.UnsignedTx), &probe) == nil && probe.Type == "eip1559"
 }
 
+// SigningKey is a wallet's private key, held by the device that signs for it.
+type SigningKey = keys.Key
+
+// ParseSigningKey reads a private key of a scheme: secp256k1 as the hex of its 32 bytes,
+// ed25519 as the base64 of its 32-byte seed.
+func ParseSigningKey(scheme, text string) (*SigningKey, error) { return keys.Parse(scheme, text) }
+
 // SignRequest checks a signing request (CheckSigningRequest, with the key's own address on
 // an EVM chain) and signs its digest with the wallet's key; post the result with
 // SubmitSignature.
-func SignRequest(r SigningRequest, key *keys.Key) ([]byte, error) {
+func SignRequest(r SigningRequest, key *SigningKey) ([]byte, error) {
 	if key.Scheme != cmp.Or(r.Scheme, chain.Ed25519) {
 		return nil, fmt.Errorf("the request is signed with %s, the key is %s", r.Scheme, key.Scheme)
 	}

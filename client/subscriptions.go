@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/apitypes"
-	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/internal/events"
 )
 
 // WebSocketConfig is a config of the live channel: the events its connections receive.

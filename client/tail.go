@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/internal/events"
 )
 
 // TailOptions configure Tail.

@@ -123,7 +123,7 @@ func TestTheProductionBinaryLinksNoDevelopmentSupport(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	deps := strings.Fields(string(out))
-	if !slices.Contains(deps, module+"assemble") {
+	if !slices.Contains(deps, module+"internal/assemble") {
 		t.Fatalf("go list -deps ./cmd/treasury does not name the packages: %v", deps)
 	}
 	for _, d := range deps {
@@ -138,8 +138,8 @@ func TestTheProductionBinaryLinksNoDevelopmentSupport(t *testing.T) {
 // and the router) read as lists of parts, each function a screen at most.
 func TestNoFunctionThatAssemblesAProcessIsLong(t *testing.T) {
 	const most = 80
-	// Reading the environment into a Config (assemble/config.go) is not assembling.
-	patterns := []string{"assemble/*.go", "api/router.go", "cmd/treasury/*.go",
+	// Reading the environment into a Config (internal/assemble/config.go) is not assembling.
+	patterns := []string{"internal/assemble/*.go", "api/router.go", "cmd/treasury/*.go",
 		"cmd/treasury-dev/*.go", "dev/devstack/*.go", "dev/cluster/*.go", "dev/bench/httpcost/*.go",
 		"dev/bench/ceiling/*.go", "dev/bench/webhooks/*.go"}
 	fset := token.NewFileSet()
@@ -262,4 +262,30 @@ func declaredIn(t *testing.T, pkgs map[string][]string, pkg, name, method string
 		}
 	}
 	return false
+}
+
+// TestOnlyTheIntegratorsPackagesAreOutsideInternal keeps the public surface what the
+// architecture page says: what integrators import, the design's top-level packages, the
+// binaries and the dev tree; everything else is under internal/, and the examples, written
+// as an integrator's code, import nothing from it.
+func TestOnlyTheIntegratorsPackagesAreOutsideInternal(t *testing.T) {
+	public := []string{"client", "apitypes", "webhook", "auditchain", // for integrators
+		"api", "workflows", "activities", "worker", "wshub", "wshub/closecode", "migrations", // the design's top level
+		"docs", "docs/openapicheck"}
+	for pkg := range ourImports(t, "./...") {
+		top := strings.SplitN(pkg, "/", 2)[0]
+		if top == "internal" || top == "dev" || top == "cmd" || slices.Contains(public, pkg) {
+			continue
+		}
+		t.Errorf("%s is outside internal/ but is not a package integrators import", pkg)
+	}
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./examples/...")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	if strings.Contains(string(out), module+"internal/") {
+		t.Errorf("an example imports from internal/:\n%s", out)
+	}
 }

@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/opentreasury/treasury/activities"
-	"github.com/opentreasury/treasury/orders"
+	"github.com/opentreasury/treasury/internal/orders"
 )
 
 // TestWorkflowActivitiesAreRegisteredMethods holds the names the workflows call activities

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/opentreasury/treasury/orders"
+	"github.com/opentreasury/treasury/internal/orders"
 )
 
 // Submission is a draft order handed to its workflow: what the start needs to name the

@@ -8,9 +8,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/opentreasury/treasury/chain"
-	"github.com/opentreasury/treasury/orders"
-	"github.com/opentreasury/treasury/policy"
+	"github.com/opentreasury/treasury/internal/chain"
+	"github.com/opentreasury/treasury/internal/orders"
+	"github.com/opentreasury/treasury/internal/policy"
 )
 
 // The order workflow, its message names and its activities.

@@ -12,9 +12,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/opentreasury/treasury/chain"
-	"github.com/opentreasury/treasury/orders"
-	"github.com/opentreasury/treasury/policy"
+	"github.com/opentreasury/treasury/internal/chain"
+	"github.com/opentreasury/treasury/internal/orders"
+	"github.com/opentreasury/treasury/internal/policy"
 )
 
 // fakeOrder stands in for the order activities: it records which ran, in order, and

@@ -20,15 +20,15 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/opentreasury/treasury/api"
-	"github.com/opentreasury/treasury/assemble"
-	"github.com/opentreasury/treasury/auth"
-	"github.com/opentreasury/treasury/console"
 	"github.com/opentreasury/treasury/dev/logtest"
 	"github.com/opentreasury/treasury/dev/seed"
-	"github.com/opentreasury/treasury/events"
-	"github.com/opentreasury/treasury/service"
-	"github.com/opentreasury/treasury/store"
-	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/internal/assemble"
+	"github.com/opentreasury/treasury/internal/auth"
+	"github.com/opentreasury/treasury/internal/console"
+	"github.com/opentreasury/treasury/internal/events"
+	"github.com/opentreasury/treasury/internal/service"
+	"github.com/opentreasury/treasury/internal/store"
+	"github.com/opentreasury/treasury/internal/store/storetest"
 )
 
 // replica is one API process: a router with its own bus and hub, over a store.

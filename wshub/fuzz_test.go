@@ -18,7 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/internal/events"
 	"github.com/opentreasury/treasury/wshub"
 )
 

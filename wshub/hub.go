@@ -25,9 +25,9 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/opentreasury/treasury/batch"
-	"github.com/opentreasury/treasury/events"
-	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/internal/batch"
+	"github.com/opentreasury/treasury/internal/events"
+	"github.com/opentreasury/treasury/internal/ids"
 	"github.com/opentreasury/treasury/wshub/closecode"
 )
 

@@ -16,8 +16,8 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/opentreasury/treasury/api"
-	"github.com/opentreasury/treasury/assemble"
-	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/internal/assemble"
+	"github.com/opentreasury/treasury/internal/store/storetest"
 )
 
 // The clients of BenchmarkIdleConnectionMemory run in a child process (this test binary

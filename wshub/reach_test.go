@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/api"
-	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/dev/wait"
-	"github.com/opentreasury/treasury/events"
-	"github.com/opentreasury/treasury/store"
-	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/internal/assemble"
+	"github.com/opentreasury/treasury/internal/events"
+	"github.com/opentreasury/treasury/internal/store"
+	"github.com/opentreasury/treasury/internal/store/storetest"
 )
 
 // A connection receives what its credential reaches (docs/api.md, "What a credential

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/api"
-	"github.com/opentreasury/treasury/assemble"
-	"github.com/opentreasury/treasury/events"
-	"github.com/opentreasury/treasury/service"
-	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/internal/assemble"
+	"github.com/opentreasury/treasury/internal/events"
+	"github.com/opentreasury/treasury/internal/service"
+	"github.com/opentreasury/treasury/internal/store/storetest"
 	"github.com/opentreasury/treasury/wshub"
 	"github.com/opentreasury/treasury/wshub/closecode"
 )

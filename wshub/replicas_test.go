@@ -10,10 +10,10 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/opentreasury/treasury/api"
-	"github.com/opentreasury/treasury/assemble"
-	"github.com/opentreasury/treasury/events"
-	"github.com/opentreasury/treasury/store"
-	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/internal/assemble"
+	"github.com/opentreasury/treasury/internal/events"
+	"github.com/opentreasury/treasury/internal/store"
+	"github.com/opentreasury/treasury/internal/store/storetest"
 )
 
 // On PostgreSQL, each API replica listens on the bus: an event committed by any process

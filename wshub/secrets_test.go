@@ -11,9 +11,9 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/opentreasury/treasury/api"
-	"github.com/opentreasury/treasury/assemble"
-	"github.com/opentreasury/treasury/auth"
-	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/internal/assemble"
+	"github.com/opentreasury/treasury/internal/auth"
+	"github.com/opentreasury/treasury/internal/store/storetest"
 )
 
 // Every secret the service issues is used the ways a client uses it, rightly and

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/internal/events"
 )
 
 func newRingOrSkip(t *testing.T) *sendRing {

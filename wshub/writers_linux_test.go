@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/internal/events"
 )
 
 // TestConcurrentWritersKeepFramesWholeAndInOrder holds the connection's write invariant

@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/dev/cluster"
 	"github.com/opentreasury/treasury/dev/devstack"
+	"github.com/opentreasury/treasury/internal/assemble"
 )
 
 // runTemporalServe runs a Temporal server on PostgreSQL (persistence and visibility) with

@@ -18,8 +18,8 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/dev/devstack"
+	"github.com/opentreasury/treasury/internal/assemble"
 )
 
 func main() {

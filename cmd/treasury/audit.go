@@ -8,8 +8,8 @@ import (
 	"regexp"
 	"strconv"
 
-	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/auditchain"
+	"github.com/opentreasury/treasury/internal/assemble"
 )
 
 // auditFlags are the flags of treasury audit verify.

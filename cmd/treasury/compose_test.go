@@ -12,7 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/opentreasury/treasury/assemble"
+	"github.com/opentreasury/treasury/internal/assemble"
 )
 
 // composeService holds the parts of a compose service the binary cares about; the

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/opentreasury/treasury/assemble"
+	"github.com/opentreasury/treasury/internal/assemble"
 )
 
 // A command's -h lists its own flags, then the variables it reads: a server all of them,

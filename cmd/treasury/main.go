@@ -14,9 +14,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/client"
-	"github.com/opentreasury/treasury/signer"
+	"github.com/opentreasury/treasury/internal/assemble"
+	"github.com/opentreasury/treasury/internal/signer"
 )
 
 // command is one subcommand: its words on the command line, its flags, and what it does.

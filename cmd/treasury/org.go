@@ -11,9 +11,9 @@ import (
 	"slices"
 	"text/tabwriter"
 
-	"github.com/opentreasury/treasury/assemble"
-	"github.com/opentreasury/treasury/events"
-	"github.com/opentreasury/treasury/service"
+	"github.com/opentreasury/treasury/internal/assemble"
+	"github.com/opentreasury/treasury/internal/events"
+	"github.com/opentreasury/treasury/internal/service"
 )
 
 // The operator's commands: organisations and their people, against DATABASE_URL (or

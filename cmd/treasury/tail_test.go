@@ -16,12 +16,12 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/api"
-	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/dev/logtest"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/dev/wait"
-	"github.com/opentreasury/treasury/service"
-	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/internal/assemble"
+	"github.com/opentreasury/treasury/internal/service"
+	"github.com/opentreasury/treasury/internal/store/storetest"
 )
 
 // liveAPI is the API with its WebSocket hub in this process, over a seeded SQLite store.

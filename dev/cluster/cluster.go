@@ -30,11 +30,11 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
-	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/dev/devsigner"
 	"github.com/opentreasury/treasury/dev/freeport"
 	"github.com/opentreasury/treasury/dev/seed"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/assemble"
+	"github.com/opentreasury/treasury/internal/store"
 	"github.com/opentreasury/treasury/webhook"
 )
 

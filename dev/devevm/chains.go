@@ -16,7 +16,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/shopspring/decimal"
 
-	"github.com/opentreasury/treasury/chain/evm"
+	"github.com/opentreasury/treasury/internal/chain/evm"
 )
 
 // Spec is one of the dev bundle's EVM chains.

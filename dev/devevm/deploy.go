@@ -18,8 +18,8 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/shopspring/decimal"
 
-	"github.com/opentreasury/treasury/chain/evm"
-	"github.com/opentreasury/treasury/chain/evm/contracts"
+	"github.com/opentreasury/treasury/internal/chain/evm"
+	"github.com/opentreasury/treasury/internal/chain/evm/contracts"
 )
 
 // Plan is what to deploy on one chain and whom to fund.

@@ -16,9 +16,9 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/shopspring/decimal"
 
-	"github.com/opentreasury/treasury/chain/evm"
-	"github.com/opentreasury/treasury/chain/evm/contracts"
-	"github.com/opentreasury/treasury/prices"
+	"github.com/opentreasury/treasury/internal/chain/evm"
+	"github.com/opentreasury/treasury/internal/chain/evm/contracts"
+	"github.com/opentreasury/treasury/internal/prices"
 )
 
 // FeedDecimals are the dev price feeds' decimals, as Chainlink's USD feeds have.

@@ -24,7 +24,7 @@ import (
 	"github.com/ethereum/go-ethereum/params"
 	"github.com/ethereum/go-ethereum/rpc"
 
-	"github.com/opentreasury/treasury/chain/evm/contracts"
+	"github.com/opentreasury/treasury/internal/chain/evm/contracts"
 )
 
 // Dead is the address whose transfers revert on the dev chains (SPEC 3.6): the token

@@ -18,7 +18,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/shopspring/decimal"
 
-	"github.com/opentreasury/treasury/chain/evm"
+	"github.com/opentreasury/treasury/internal/chain/evm"
 )
 
 func TestADevChainKeepsItsContractsAndBalancesAcrossARestart(t *testing.T) {

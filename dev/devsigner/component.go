@@ -3,8 +3,8 @@ package devsigner
 import (
 	"context"
 
-	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/dev/seed"
+	"github.com/opentreasury/treasury/internal/assemble"
 )
 
 // Component runs a dev signer in process p with the keys the seed wrote to dataDir,

@@ -8,12 +8,12 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/opentreasury/treasury/auth"
-	"github.com/opentreasury/treasury/chain/keys"
-	"github.com/opentreasury/treasury/events"
-	"github.com/opentreasury/treasury/orders"
-	"github.com/opentreasury/treasury/service"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/auth"
+	"github.com/opentreasury/treasury/internal/chain/keys"
+	"github.com/opentreasury/treasury/internal/events"
+	"github.com/opentreasury/treasury/internal/orders"
+	"github.com/opentreasury/treasury/internal/service"
+	"github.com/opentreasury/treasury/internal/store"
 )
 
 // id names the dev signer in the audit log and as the correlation id of what it signs.

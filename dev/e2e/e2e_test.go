@@ -22,11 +22,11 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/dev/devstack"
 	"github.com/opentreasury/treasury/dev/seed"
-	"github.com/opentreasury/treasury/store"
-	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/internal/assemble"
+	"github.com/opentreasury/treasury/internal/store"
+	"github.com/opentreasury/treasury/internal/store/storetest"
 	"github.com/opentreasury/treasury/workflows"
 )
 

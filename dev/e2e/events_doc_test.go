@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/dev/devstack"
-	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/internal/events"
 )
 
 // eventsDoc is the catalogue this test writes (WRITE_EVENTS_DOC=1, make docs-events) and

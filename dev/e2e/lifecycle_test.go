@@ -18,13 +18,13 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/opentreasury/treasury/chain/evm"
-	"github.com/opentreasury/treasury/chain/keys"
 	treasury "github.com/opentreasury/treasury/client"
 	"github.com/opentreasury/treasury/dev/devstack"
 	"github.com/opentreasury/treasury/dev/seed"
-	"github.com/opentreasury/treasury/signer"
-	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/internal/chain/evm"
+	"github.com/opentreasury/treasury/internal/chain/keys"
+	"github.com/opentreasury/treasury/internal/signer"
+	"github.com/opentreasury/treasury/internal/store/storetest"
 )
 
 // waitStatus polls an order until it reaches status, and returns its last body.

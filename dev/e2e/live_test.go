@@ -14,7 +14,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/internal/store/storetest"
 )
 
 func freeAddr(t *testing.T) string {

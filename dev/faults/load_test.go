@@ -16,7 +16,7 @@ import (
 
 	"github.com/opentreasury/treasury/client"
 	"github.com/opentreasury/treasury/dev/cluster"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/store"
 )
 
 // domain is one kind of order, created by its app.

@@ -34,12 +34,12 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 	"github.com/shopspring/decimal"
 
-	"github.com/opentreasury/treasury/chain/evm"
 	"github.com/opentreasury/treasury/client"
 	"github.com/opentreasury/treasury/dev/cluster"
 	"github.com/opentreasury/treasury/dev/devevm"
 	"github.com/opentreasury/treasury/dev/freeport"
 	"github.com/opentreasury/treasury/dev/seed"
+	"github.com/opentreasury/treasury/internal/chain/evm"
 )
 
 // confirmations is the depth the worker waits for on geth: more than one, so that a leg

@@ -23,13 +23,13 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/shopspring/decimal"
 
-	"github.com/opentreasury/treasury/chain"
-	"github.com/opentreasury/treasury/chain/keys"
 	"github.com/opentreasury/treasury/client"
 	"github.com/opentreasury/treasury/dev/browser"
 	"github.com/opentreasury/treasury/dev/cluster"
 	"github.com/opentreasury/treasury/dev/devevm"
 	"github.com/opentreasury/treasury/dev/freeport"
+	"github.com/opentreasury/treasury/internal/chain"
+	"github.com/opentreasury/treasury/internal/chain/keys"
 )
 
 // An organisation starts from nothing and pays on geth, with no dev seed and no dev signer

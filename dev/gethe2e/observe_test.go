@@ -16,10 +16,10 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/shopspring/decimal"
 
-	"github.com/opentreasury/treasury/chain/evm"
-	"github.com/opentreasury/treasury/chain/evm/contracts"
 	"github.com/opentreasury/treasury/client"
-	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/internal/chain/evm"
+	"github.com/opentreasury/treasury/internal/chain/evm/contracts"
+	"github.com/opentreasury/treasury/internal/events"
 )
 
 // What the test reads from the node, as any observer of the chain would: balances, nonces,

@@ -22,7 +22,7 @@ import (
 	"github.com/ethereum/go-ethereum"
 	"github.com/opentreasury/treasury/client"
 	"github.com/opentreasury/treasury/dev/cluster"
-	"github.com/opentreasury/treasury/orders"
+	"github.com/opentreasury/treasury/internal/orders"
 )
 
 // Destinations on the seeded payment policy's whitelist (SPEC 10): ordinary addresses, not

@@ -16,10 +16,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/opentreasury/treasury/auth"
-	"github.com/opentreasury/treasury/chain"
-	"github.com/opentreasury/treasury/chain/keys"
-	"github.com/opentreasury/treasury/ids"
+	"github.com/opentreasury/treasury/internal/auth"
+	"github.com/opentreasury/treasury/internal/chain"
+	"github.com/opentreasury/treasury/internal/chain/keys"
+	"github.com/opentreasury/treasury/internal/ids"
 )
 
 // CredentialsFile and SignerKeysFile are the names of the files in the data directory.

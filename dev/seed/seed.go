@@ -10,12 +10,12 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/opentreasury/treasury/auth"
-	"github.com/opentreasury/treasury/chain/devchain"
-	"github.com/opentreasury/treasury/chain/keys"
-	"github.com/opentreasury/treasury/ids"
-	"github.com/opentreasury/treasury/policy"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/auth"
+	"github.com/opentreasury/treasury/internal/chain/devchain"
+	"github.com/opentreasury/treasury/internal/chain/keys"
+	"github.com/opentreasury/treasury/internal/ids"
+	"github.com/opentreasury/treasury/internal/policy"
+	"github.com/opentreasury/treasury/internal/store"
 )
 
 // Prices are the seeded USD prices.

@@ -21,14 +21,14 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"crypto/sha256"
-	"github.com/opentreasury/treasury/auth"
-	"github.com/opentreasury/treasury/chain"
-	"github.com/opentreasury/treasury/chain/devchain"
-	"github.com/opentreasury/treasury/chain/keys"
-	"github.com/opentreasury/treasury/ids"
-	"github.com/opentreasury/treasury/policy"
-	"github.com/opentreasury/treasury/store"
-	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/internal/auth"
+	"github.com/opentreasury/treasury/internal/chain"
+	"github.com/opentreasury/treasury/internal/chain/devchain"
+	"github.com/opentreasury/treasury/internal/chain/keys"
+	"github.com/opentreasury/treasury/internal/ids"
+	"github.com/opentreasury/treasury/internal/policy"
+	"github.com/opentreasury/treasury/internal/store"
+	"github.com/opentreasury/treasury/internal/store/storetest"
 )
 
 var testURLs = URLs{BaseURL: "http://127.0.0.1:8080", WSURL: "ws://127.0.0.1:8080", TemporalUIURL: "http://127.0.0.1:8233"}

@@ -31,7 +31,6 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/client"
-	"github.com/opentreasury/treasury/events"
 )
 
 // Exit statuses.
@@ -234,16 +233,16 @@ type result struct {
 func outcome(orderID string, ev event, logf func(string, ...any)) result {
 	logf("%s  %s  %-24s  %s", ev.OccurredAt, orderID, ev.Event, ev.OrderStatus)
 	switch ev.Event {
-	case events.OrderConfirmed:
+	case client.EventOrderConfirmed:
 		return result{code: exitConfirmed, done: true, status: ev.OrderStatus, txHash: ev.TxHash}
-	case events.OrderFailed:
+	case client.EventOrderFailed:
 		r := result{code: exitFailed, done: true, status: ev.OrderStatus}
 		if ev.Failure != nil {
 			r.detail = ev.Failure.Code + ": " + ev.Failure.Message
 			logf("%s failed: %s", orderID, r.detail)
 		}
 		return r
-	case events.OrderRejected:
+	case client.EventOrderRejected:
 		logf("%s was rejected (%s)", orderID, ev.Reason)
 		return result{code: exitFailed, done: true, status: ev.OrderStatus, detail: ev.Reason}
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/dev/seed"
-	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/internal/events"
 )
 
 // Client drives a bundle's API with its seeded credentials.

@@ -22,9 +22,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/dev/seed"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/assemble"
+	"github.com/opentreasury/treasury/internal/store"
 )
 
 const (

@@ -12,7 +12,7 @@ import (
 
 	"github.com/opentreasury/treasury/client"
 	"github.com/opentreasury/treasury/dev/seed"
-	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/internal/events"
 )
 
 // order is one payment of the load. Every field after id is written under tracker.mu:

@@ -29,7 +29,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/dev/bench/devbundle"
-	"github.com/opentreasury/treasury/events"
+	"github.com/opentreasury/treasury/internal/events"
 )
 
 // The targets of the issue, at 50 % of the saturation rate.

@@ -24,8 +24,8 @@ import (
 
 	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/dev/bench/devbundle"
-	"github.com/opentreasury/treasury/store"
-	"github.com/opentreasury/treasury/store/storetest"
+	"github.com/opentreasury/treasury/internal/store"
+	"github.com/opentreasury/treasury/internal/store/storetest"
 )
 
 type options struct {

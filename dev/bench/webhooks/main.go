@@ -22,10 +22,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/opentreasury/treasury/assemble"
 	"github.com/opentreasury/treasury/dev/seed"
-	"github.com/opentreasury/treasury/ids"
-	"github.com/opentreasury/treasury/store"
+	"github.com/opentreasury/treasury/internal/assemble"
+	"github.com/opentreasury/treasury/internal/ids"
+	"github.com/opentreasury/treasury/internal/store"
 	"github.com/opentreasury/treasury/webhook"
 )
 

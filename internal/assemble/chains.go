@@ -1,0 +1,161 @@
+package assemble
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+
+	"github.com/opentreasury/treasury/internal/chain"
+	"github.com/opentreasury/treasury/internal/chain/devchain"
+	"github.com/opentreasury/treasury/internal/chain/evm"
+	"github.com/opentreasury/treasury/internal/orders"
+	"github.com/opentreasury/treasury/internal/prices"
+)
+
+// Mainnet are the EVM chains ETHEREUM_RPC_URL and POLYGON_RPC_URL select, with their
+// tokens. Swap routers, vaults and pools have no default: trades, Earn and Borrow on a
+// chain need them configured in EVM_CHAINS_FILE (see docs/chains.md).
+var Mainnet = map[string]evm.Config{
+	"ethereum": {Name: "ethereum", ChainID: 1, NativeAsset: "ETH", Confirmations: 12, BlockTime: evm.Duration(12 * time.Second),
+		Tokens: []evm.Token{
+			{Symbol: "USDC", Address: common.HexToAddress("0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48"), Decimals: 6},
+			{Symbol: "WBTC", Address: common.HexToAddress("0x2260FAC5E5542a773Aa44fBCfeDf7C193bc2C599"), Decimals: 8},
+		}},
+	"polygon": {Name: "polygon", ChainID: 137, NativeAsset: "MATIC", Confirmations: 64, BlockTime: evm.Duration(2 * time.Second),
+		Tokens: []evm.Token{
+			{Symbol: "USDC", Address: common.HexToAddress("0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359"), Decimals: 6},
+		}},
+}
+
+// chainsFromEnv reads the chains' configuration: ETHEREUM_RPC_URL and POLYGON_RPC_URL
+// select mainnet with its tokens; EVM_CHAINS_FILE (a JSON array of chains) configures any
+// EVM chain in full and wins over both; SIMULATED_CHAINS names the chains run on the
+// simulated devchain (development only).
+func chainsFromEnv(get func(string) string) (served []string, evmChains []evm.Config, simulated []string, errs []string) {
+	for _, name := range strings.Split(get("CHAINS"), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			if _, ok := orders.ChainAssets[name]; !ok {
+				errs = append(errs, "CHAINS: orders know no chain "+name)
+			}
+			served = append(served, name)
+		}
+	}
+	byName := map[string]evm.Config{}
+	for _, name := range []string{"ethereum", "polygon"} {
+		if url := get(strings.ToUpper(name) + "_RPC_URL"); url != "" {
+			c := Mainnet[name]
+			c.RPCURL = url
+			byName[name] = c
+		}
+	}
+	if path := get("EVM_CHAINS_FILE"); path != "" {
+		raw, err := os.ReadFile(path)
+		var listed []evm.Config
+		if err == nil {
+			err = json.Unmarshal(raw, &listed)
+		}
+		if err != nil {
+			errs = append(errs, "EVM_CHAINS_FILE: "+err.Error())
+		}
+		for _, c := range listed {
+			byName[c.Name] = c
+		}
+	}
+	for _, name := range strings.Split(get("SIMULATED_CHAINS"), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			simulated = append(simulated, name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		c := byName[name]
+		if c.RPCURL == "" {
+			errs = append(errs, "chain "+name+": no rpcUrl")
+		}
+		if slices.Contains(simulated, name) {
+			errs = append(errs, "chain "+name+": both configured and in SIMULATED_CHAINS")
+		}
+		evmChains = append(evmChains, c)
+	}
+	for _, name := range simulated {
+		if !slices.Contains(devchain.Chains, name) {
+			errs = append(errs, "SIMULATED_CHAINS: the devchain does not simulate "+name)
+		}
+	}
+	return served, evmChains, simulated, errs
+}
+
+// howToConfigure says how a chain gets a real adapter.
+func howToConfigure(name string) string {
+	if _, ok := Mainnet[name]; ok {
+		return "set " + strings.ToUpper(name) + "_RPC_URL or list it in EVM_CHAINS_FILE"
+	}
+	return "list it in EVM_CHAINS_FILE if it is an EVM chain (there is no other real adapter yet)"
+}
+
+// Chains connects to every configured chain and serves each by its adapter. Every chain
+// orders may name must have one: a chain with no adapter refuses the start, never falls
+// back to the simulation, which runs only the chains SIMULATED_CHAINS names.
+func (p *Process) Chains() Component {
+	return Component{Name: "chains",
+		Start: func(ctx context.Context) error {
+			router := chain.Router{}
+			for _, cfg := range p.Config.EVMChains {
+				dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				adapter, err := evm.Dial(dctx, cfg)
+				cancel()
+				if err != nil {
+					return err
+				}
+				router[cfg.Name] = adapter
+				p.Log.Info("chain adapter ready", "chain", cfg.Name, "kind", "evm", "chainId", cfg.ChainID,
+					"confirmations", adapter.Config().Confirmations)
+			}
+			if len(p.Config.SimulatedChains) > 0 {
+				sim := devchain.New(p.Store)
+				for _, name := range p.Config.SimulatedChains {
+					router[name] = sim
+					p.Log.Warn("chain simulated: no transaction reaches a real chain", "chain", name, "kind", "devchain")
+				}
+			}
+			for _, name := range p.Config.Chains {
+				if _, ok := router[name]; !ok {
+					return fmt.Errorf("chain %s is served (CHAINS) but has no adapter: %s, or, for development only, SIMULATED_CHAINS=%s",
+						name, howToConfigure(name), name)
+				}
+			}
+			p.chains = router
+			return nil
+		},
+	}
+}
+
+// priceSourcesFromEnv reads where prices come from: the default feeds of the configured
+// mainnets (prices.Defaults), replaced asset by asset by PRICES_FILE. A feed on a chain
+// that is not configured refuses the start.
+func priceSourcesFromEnv(get func(string) string, evmChains []evm.Config) ([]prices.Source, error) {
+	ids := map[string]uint64{}
+	names := make([]string, 0, len(evmChains))
+	for _, c := range evmChains {
+		ids[c.Name] = c.ChainID
+		names = append(names, c.Name)
+	}
+	var given []prices.Source
+	if path := get("PRICES_FILE"); path != "" {
+		var err error
+		if given, err = prices.ReadFile(path); err != nil {
+			return nil, fmt.Errorf("PRICES_FILE: %w", err)
+		}
+		if err := prices.Check(given, names); err != nil {
+			return nil, fmt.Errorf("PRICES_FILE: %w", err)
+		}
+	}
+	sources := prices.Merge(prices.Defaults(ids), given)
+	return sources, prices.Check(sources, names)
+}

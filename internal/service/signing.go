@@ -1,0 +1,107 @@
+package service
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/opentreasury/treasury/internal/auth"
+	"github.com/opentreasury/treasury/internal/chain/keys"
+	"github.com/opentreasury/treasury/internal/orders"
+	"github.com/opentreasury/treasury/internal/store"
+	"github.com/opentreasury/treasury/workflows"
+)
+
+// SigningFilter narrows a list of signing requests.
+type SigningFilter struct {
+	Status string
+	Page
+}
+
+// SigningRequestsAll asks a list of signing requests for every status.
+const SigningRequestsAll = ApprovalsAll
+
+// ListSigningRequests pages through the signing requests the caller may see (SPEC 3.5):
+// the pending ones unless Status asks for another status, or for all.
+func (s *Service) ListSigningRequests(ctx context.Context, who Caller, f SigningFilter) (list []store.SigningRequest, next string, err error) {
+	var ok bool
+	if f.Status, ok = queueStatus(f.Status, orders.SigningStatuses); !ok {
+		return nil, "", invalid(field("status", "must be pending (the default), signed, expired or all"))
+	}
+	apps := Reach(who.Principal, SigningRequests)
+	if apps == nil {
+		return nil, "", refuse(PermissionDenied, "Listing signing requests needs read or sign on an app that orders, or a signing device's key (a treasury tk_ with sign, restricted to its wallets).")
+	}
+	list, err = s.Store.ListSigningRequests(ctx, store.SigningFilter{OrgID: who.OrgID, Apps: apps,
+		WalletIDs: who.ResourceIDs, Status: f.Status, AfterID: f.After, Limit: f.Limit + 1})
+	if err != nil {
+		return nil, "", err
+	}
+	list, next = trim(list, f.Limit, func(r *store.SigningRequest) string { return r.ID })
+	return list, next, nil
+}
+
+// SigningRequest reads a signing request the caller may see: of an app it holds read or
+// sign on, or of any app for a signing device, for a wallet within its reach; any other is
+// not found.
+func (s *Service) SigningRequest(ctx context.Context, who Caller, id string) (*store.SigningRequest, error) {
+	r, err := s.Store.SigningRequest(ctx, who.OrgID, id)
+	if errors.Is(err, store.ErrNotFound) ||
+		(err == nil && (!slices.Contains(Reach(who.Principal, SigningRequests), r.App) || !who.CanReach(r.WalletID))) {
+		return nil, refuse(NotFound, "No signing request with this id.")
+	}
+	return r, err
+}
+
+// SubmitSignature verifies a signature (base64) over a pending request's digest against
+// its wallet, in the request's scheme (secp256k1: it recovers to the wallet's address;
+// ed25519: it verifies under the wallet's public key), and signals it to the order's
+// workflow (SPEC 3.5). The
+// API's route and the dev bundle's signer both come through here.
+func (s *Service) SubmitSignature(ctx context.Context, who Caller, requestID, signatureB64 string) (*store.SigningRequest, error) {
+	r, err := s.SigningRequest(ctx, who, requestID)
+	if err != nil {
+		return nil, err
+	}
+	if !who.Can(r.App, auth.ActionSign) && !who.SigningDevice() {
+		return nil, refuse(PermissionDenied, "Signing needs the 'sign' action on the '"+r.App+"' app, or a signing device's key (a treasury tk_ with sign, restricted to the wallet).")
+	}
+	if r.Status != orders.SigningPending || !s.now().Before(r.ExpiresAt) {
+		return nil, refuse(Conflict, "This signing request is no longer pending (signed or expired).")
+	}
+	sig, err := base64.StdEncoding.DecodeString(signatureB64)
+	if err != nil {
+		return nil, badSignature()
+	}
+	w, err := s.Store.Wallet(ctx, r.OrgID, r.WalletID)
+	if err != nil {
+		return nil, err
+	}
+	digest, err := hex.DecodeString(r.Digest)
+	if err != nil {
+		return nil, fmt.Errorf("signing request %s has a bad digest", r.ID)
+	}
+	if err := keys.Verify(w.Scheme, w.Address, w.PublicKey, digest, sig); err != nil {
+		if !errors.Is(err, keys.ErrBadSignature) {
+			s.Log.Warn("signature not checked", "signingRequestId", r.ID, "walletId", w.ID, "error", err.Error())
+		}
+		return nil, badSignature()
+	}
+	if s.Workflows == nil {
+		return nil, ErrWorkflowsUnavailable
+	}
+	err = s.Workflows.SignalSignature(ctx, r.OrderID, workflows.Signature{SigningRequestID: r.ID, Signature: signatureB64,
+		CorrelationID: who.CorrelationID})
+	if err != nil {
+		return nil, err
+	}
+	s.auditAfter(ctx, s.audit(who, r.App, "signature.submitted", "signing_request", r.ID, nil))
+	return r, nil
+}
+
+func badSignature() *Error {
+	return refuse(InvalidSignature, "The signature does not verify against the wallet over the digest (secp256k1: 65 bytes r‖s‖v that recover to the wallet's address; ed25519: 64 bytes under its public key).")
+}
