@@ -30,13 +30,8 @@ func (h *approvalHandlers) list(c *gin.Context) {
 		validationFailed(c, errs)
 		return
 	}
-	list, next, err := h.svc.ListApprovals(c.Request.Context(), caller(c),
-		service.ApprovalFilter{Domain: c.Query("domain"), Status: c.Query("status"), Page: pg})
-	if err != nil {
-		failed(c, h.log, err)
-		return
-	}
-	writeList(c, list, next, approvalJSON)
+	respondList(c, h.log, approvalJSON)(h.svc.ListApprovals(c.Request.Context(), caller(c),
+		service.ApprovalFilter{Domain: c.Query("domain"), Status: c.Query("status"), Page: pg}))
 }
 
 // decide answers POST /approvals/{domain}/{id}/decide: the decision is recorded, then

@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/apitypes"
+	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/internal/auth"
 	"github.com/opentreasury/treasury/internal/store/storetest"
 )
@@ -181,9 +182,7 @@ func TestIdempotencyConcurrentRequestsRunOnce(t *testing.T) {
 	s.release = make(chan struct{})
 	first := make(chan *httptest.ResponseRecorder)
 	go func() { first <- s.send("POST", "k-c", `{"amount":"1"}`) }()
-	for s.runs.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	wait.For(t, 10*time.Second, "the first request to reach its handler", func() bool { return s.runs.Load() > 0 })
 	var wg sync.WaitGroup
 	codes := make(chan int, 19)
 	for range 19 {

@@ -49,12 +49,7 @@ func listPage[R, T any](c *gin.Context, log *slog.Logger, list func(context.Cont
 		validationFailed(c, errs)
 		return
 	}
-	items, next, err := list(c.Request.Context(), caller(c), pg)
-	if err != nil {
-		failed(c, log, err)
-		return
-	}
-	writeList(c, items, next, render)
+	respondList(c, log, render)(list(c.Request.Context(), caller(c), pg))
 }
 
 // create answers POST /developer/api-keys {kind, actions?, resourceIds?, label?}: the new
@@ -76,6 +71,18 @@ func (h *keyHandlers) revoke(c *gin.Context) {
 // get answers GET /developer/api-keys/{id}: one key of the caller's app, never its secret.
 func (h *keyHandlers) get(c *gin.Context) {
 	respond(c, h.log, http.StatusOK, keyJSON)(h.svc.APIKey(c.Request.Context(), caller(c), c.Param("id")))
+}
+
+// respondList answers a list with what the service returned: the page rendered with the
+// cursor that continues it, or the error.
+func respondList[R, T any](c *gin.Context, log *slog.Logger, render func(*R) T) func([]R, string, error) {
+	return func(items []R, next string, err error) {
+		if err != nil {
+			failed(c, log, err)
+			return
+		}
+		writeList(c, items, next, render)
+	}
 }
 
 // respond answers with what the service returned: the record rendered, or the error.

@@ -92,10 +92,5 @@ func (h *orderHandlers) list(c *gin.Context) {
 		validationFailed(c, errs)
 		return
 	}
-	list, next, err := h.svc.ListOrders(c.Request.Context(), caller(c), h.domain, f)
-	if err != nil {
-		failed(c, h.log, err)
-		return
-	}
-	writeList(c, list, next, orderJSON)
+	respondList(c, h.log, orderJSON)(h.svc.ListOrders(c.Request.Context(), caller(c), h.domain, f))
 }

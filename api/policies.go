@@ -163,12 +163,7 @@ func (h *policyHandlers) versions(c *gin.Context) {
 		validationFailed(c, errs)
 		return
 	}
-	list, next, err := h.svc.PolicyVersions(c.Request.Context(), caller(c), c.Param("app"), pg)
-	if err != nil {
-		failed(c, h.log, err)
-		return
-	}
-	writeList(c, list, next, policyVersionJSON)
+	respondList(c, h.log, policyVersionJSON)(h.svc.PolicyVersions(c.Request.Context(), caller(c), c.Param("app"), pg))
 }
 
 // version answers GET /policies/{app}/versions/{version}: one version and its diff from
@@ -197,12 +192,7 @@ func (h *policyHandlers) drafts(c *gin.Context) {
 		validationFailed(c, errs)
 		return
 	}
-	list, next, err := h.svc.PolicyDrafts(c.Request.Context(), caller(c), c.Param("app"), c.Query("status"), pg)
-	if err != nil {
-		failed(c, h.log, err)
-		return
-	}
-	writeList(c, list, next, func(d **service.PolicyDraftView) apitypes.PolicyDraft { return policyDraftJSON(*d) })
+	respondList(c, h.log, func(d **service.PolicyDraftView) apitypes.PolicyDraft { return policyDraftJSON(*d) })(h.svc.PolicyDrafts(c.Request.Context(), caller(c), c.Param("app"), c.Query("status"), pg))
 }
 
 // draftBody is a draft's request body: rules, or (to create one) fromVersion.

@@ -62,10 +62,5 @@ func (h *requestLogHandlers) list(c *gin.Context) {
 		validationFailed(c, errs)
 		return
 	}
-	list, next, err := h.svc.ListRequestLogs(c.Request.Context(), caller(c), f, pg)
-	if err != nil {
-		failed(c, h.log, err)
-		return
-	}
-	writeList(c, list, next, requestLogJSON)
+	respondList(c, h.log, requestLogJSON)(h.svc.ListRequestLogs(c.Request.Context(), caller(c), f, pg))
 }

@@ -29,12 +29,7 @@ func (h *signingHandlers) list(c *gin.Context) {
 		validationFailed(c, errs)
 		return
 	}
-	list, next, err := h.svc.ListSigningRequests(c.Request.Context(), caller(c), service.SigningFilter{Status: c.Query("status"), Page: pg})
-	if err != nil {
-		failed(c, h.log, err)
-		return
-	}
-	writeList(c, list, next, signingJSON)
+	respondList(c, h.log, signingJSON)(h.svc.ListSigningRequests(c.Request.Context(), caller(c), service.SigningFilter{Status: c.Query("status"), Page: pg}))
 }
 
 // request finds the signing request of the path among those the caller may see, and

@@ -129,13 +129,8 @@ func (h *webhookHandlers) deliveries(c *gin.Context) {
 		validationFailed(c, errs)
 		return
 	}
-	list, next, err := h.svc.ListWebhookDeliveries(c.Request.Context(), caller(c), c.Param("id"),
-		service.DeliveryFilter{Status: c.Query("status"), Event: c.Query("event"), Page: pg})
-	if err != nil {
-		failed(c, h.log, err)
-		return
-	}
-	writeList(c, list, next, webhookDeliveryJSON)
+	respondList(c, h.log, webhookDeliveryJSON)(h.svc.ListWebhookDeliveries(c.Request.Context(), caller(c), c.Param("id"),
+		service.DeliveryFilter{Status: c.Query("status"), Event: c.Query("event"), Page: pg}))
 }
 
 // redeliver answers POST /developer/webhooks/{id}/deliveries/{deliveryId}/redeliver: the
@@ -196,10 +191,5 @@ func (h *webhookHandlers) recoveries(c *gin.Context) {
 		validationFailed(c, errs)
 		return
 	}
-	list, next, err := h.svc.WebhookRecoveries(c.Request.Context(), caller(c), c.Param("id"), pg)
-	if err != nil {
-		failed(c, h.log, err)
-		return
-	}
-	writeList(c, list, next, webhookRecoveryJSON)
+	respondList(c, h.log, webhookRecoveryJSON)(h.svc.WebhookRecoveries(c.Request.Context(), caller(c), c.Param("id"), pg))
 }
