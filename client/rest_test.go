@@ -217,7 +217,8 @@ func (s *tokenServer) serve(w http.ResponseWriter, r *http.Request) {
 	if s.fetches.Add(1) > 1 {
 		token = accessToken2
 	}
-	// Slow enough that concurrent callers overlap with the fetch.
+	// A slow token endpoint, so that concurrent callers overlap with the fetch: the
+	// delay is the point, no state is awaited.
 	time.Sleep(20 * time.Millisecond)
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write([]byte(`{"access_token":"` + token + `","token_type":"Bearer","expires_in":900,"scope":"pay:read pay:write"}`))

@@ -22,6 +22,7 @@ import (
 	"github.com/opentreasury/treasury/api"
 	"github.com/opentreasury/treasury/dev/logtest"
 	"github.com/opentreasury/treasury/dev/seed"
+	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/internal/assemble"
 	"github.com/opentreasury/treasury/internal/auth"
 	"github.com/opentreasury/treasury/internal/console"
@@ -314,15 +315,12 @@ func TestChannelDeliversMatchingEventsWithinAppAndOrg(t *testing.T) {
 
 	// The page data: live connections and the delivery log (written in the background).
 	var page map[string]any
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	// The closed connection's end and the log's write both land in the background.
+	wait.For(t, 5*time.Second, "the config page to show 2 live connections and 1 delivery", func() bool {
 		_, page = r.call(t, "GET", "/developer/websockets/"+orders, pay.SK, nil)
-		// The closed connection's end and the log's write both land in the background.
-		if log, _ := page["deliveryLog"].([]any); len(log) == 1 && page["liveConnections"] == float64(2) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		log, _ := page["deliveryLog"].([]any)
+		return len(log) == 1 && page["liveConnections"] == float64(2)
+	})
 	log, _ := page["deliveryLog"].([]any)
 	if page["liveConnections"] != float64(2) || len(log) != 1 {
 		t.Fatalf("config page %v", page)
@@ -377,7 +375,7 @@ func TestChannelKeepsWritingLongAfterTheWriteTimeout(t *testing.T) {
 	cfg := r.createConfig(t, pay.SK, "order.confirmed")
 	c := r.connect(t, cfg, pay.PK)
 	for i := range 3 {
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // the time is the point: past the 100 ms write timeout
 		r.sendTestEvent(t, cfg, pay.SK)
 		if f := c.next(t); f["event"] != "websocket.test" {
 			t.Fatalf("frame %d: %v", i, f)
@@ -630,7 +628,7 @@ func TestChannelSpreadsKeepalivePingsOverTheInterval(t *testing.T) {
 		})
 	}
 	start := time.Now()
-	time.Sleep(3*interval + interval/2)
+	time.Sleep(3*interval + interval/2) // the time is the point: the pings of 3.5 intervals are counted
 
 	first := map[int]time.Time{}
 	count := map[int]int{}

@@ -3,6 +3,7 @@ package wshub_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/opentreasury/treasury/api"
+	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/internal/assemble"
 	"github.com/opentreasury/treasury/internal/events"
 	"github.com/opentreasury/treasury/internal/store"
@@ -89,17 +91,10 @@ func TestReplicasOnPostgresShareOneStream(t *testing.T) {
 	}
 
 	// Each replica counts the other's connections.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	wait.For(t, 5*time.Second, "liveConnections 2 through replica A", func() bool {
 		_, page := a.call(t, "GET", "/developer/websockets/"+cfg, pay.SK, nil)
-		if page["liveConnections"] == float64(2) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("liveConnections through replica A: %v", page["liveConnections"])
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return page["liveConnections"] == float64(2)
+	})
 
 	// A test sent through B reaches A's client; a disable through B closes both.
 	b.sendTestEvent(t, cfg, pay.SK)
@@ -123,17 +118,16 @@ func waitListening(t *testing.T, n int) {
 		t.Fatal(err)
 	}
 	defer admin.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var got int
-		err := admin.QueryRow("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN%'",
+	var got int
+	defer func() {
+		if t.Failed() {
+			t.Logf("%d bus connections listening, want %d (%v)", got, n, err)
+		}
+	}()
+	wait.For(t, 10*time.Second, fmt.Sprintf("%d bus connections to listen", n), func() bool {
+		got = 0
+		err = admin.QueryRow("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN%'",
 			events.ListenerApplicationName).Scan(&got)
-		if err == nil && got >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d bus connections listening, want %d (%v)", got, n, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil && got >= n
+	})
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/internal/events"
 )
 
@@ -129,21 +130,14 @@ func TestSendRingReportsABrokenSocket(t *testing.T) {
 	clients[0].Close()
 	fd := fdOf(t, servers[0])
 	res := make([]int32, 1)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	wait.For(t, 5*time.Second, "a send into a reset socket to fail", func() bool {
 		if err := r.send([]int32{fd}, [][]byte{[]byte("hello")}, res); err != nil {
 			t.Fatal(err)
 		}
-		if res[0] < 0 {
-			if errno := syscall.Errno(-res[0]); !errors.Is(errno, syscall.ECONNRESET) && !errors.Is(errno, syscall.EPIPE) {
-				t.Fatalf("send into a reset socket: %v, want ECONNRESET or EPIPE", errno)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("sends into a reset socket kept succeeding")
-		}
-		time.Sleep(10 * time.Millisecond)
+		return res[0] < 0
+	})
+	if errno := syscall.Errno(-res[0]); !errors.Is(errno, syscall.ECONNRESET) && !errors.Is(errno, syscall.EPIPE) {
+		t.Fatalf("send into a reset socket: %v, want ECONNRESET or EPIPE", errno)
 	}
 }
 
@@ -254,19 +248,11 @@ func TestOfferChunkHandsAPartlyWrittenFrameToTheFlusher(t *testing.T) {
 	if got := readExactly(t, client, len(want)); !bytes.Equal(got, want) {
 		t.Fatal("the bytes read are not the four frames in order")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	wait.For(t, 5*time.Second, "the flusher to hand the socket back", func() bool {
 		c.mu.Lock()
-		flushing = c.flushing
-		c.mu.Unlock()
-		if !flushing {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the flusher did not hand the socket back")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer c.mu.Unlock()
+		return !c.flushing
+	})
 }
 
 func TestOfferChunkWritesTheFrameItselfWhenTheRingRefusesTheSend(t *testing.T) {

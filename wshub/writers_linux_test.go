@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/internal/events"
 )
 
@@ -39,7 +40,12 @@ func TestConcurrentWritersKeepFramesWholeAndInOrder(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(50 * time.Millisecond) // let the socket fill, so the flusher takes over
+	// Read only once the socket has filled and the flusher has taken over.
+	wait.For(t, 10*time.Second, "the socket to fill and the flusher to take over", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.flushing
+	})
 	client := clients[0]
 	_ = client.SetReadDeadline(time.Now().Add(30 * time.Second))
 	next := make([]int, writers)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -109,18 +110,31 @@ func startTail(t *testing.T, env map[string]string, args ...string) *tailRun {
 // waitFor waits until the tail has printed want on stderr (which) or stdout.
 func (r *tailRun) waitFor(t *testing.T, buf *logtest.Buffer, want string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(buf.String(), want) {
+	exited, code, waited := false, 0, false
+	defer func() { // wait.For fails without the tail's output; give it here
+		if !waited {
+			t.Logf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+		}
+	}()
+	wait.For(t, 10*time.Second, fmt.Sprintf("%q from the tail", want), func() bool {
+		if strings.Contains(buf.String(), want) {
+			return true
+		}
 		select {
-		case code := <-r.done:
-			t.Fatalf("the tail exited (%d) before printing %q\nstdout:\n%s\nstderr:\n%s", code, want, r.stdout, r.stderr)
+		case code = <-r.done:
+			exited = true
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q within 10 s\nstdout:\n%s\nstderr:\n%s", want, r.stdout, r.stderr)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return exited
+	})
+	waited = true
+	if !exited {
+		return
 	}
+	if !strings.Contains(buf.String(), want) {
+		t.Fatalf("the tail exited (%d) before printing %q\nstdout:\n%s\nstderr:\n%s", code, want, r.stdout, r.stderr)
+	}
+	r.done <- code // it printed want as it exited; leave the exit to exit
 }
 
 func (r *tailRun) connected(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/opentreasury/treasury/dev/browser"
 	"github.com/opentreasury/treasury/dev/devstack"
+	"github.com/opentreasury/treasury/dev/wait"
 )
 
 // tab is one browser tab of a person.
@@ -254,13 +255,10 @@ func invite(t *testing.T, owner *tab, email string, actions ...string) string {
 
 // consoleApprove: the member approves the payment on the approvals page.
 func consoleApprove(t *testing.T, member *tab, orderID string) {
-	deadline := time.Now().Add(30 * time.Second)
-	for member.Open("/console/pay/approvals"); !strings.Contains(member.Text("main"), orderID); member.Open("/console/pay/approvals") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no pending approval of %s on the approvals page", orderID)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	wait.For(t, 30*time.Second, "a pending approval of "+orderID+" on the approvals page", func() bool {
+		member.Open("/console/pay/approvals")
+		return strings.Contains(member.Text("main"), orderID)
+	})
 	member.Screenshot("approvals")
 	member.Do("comment", chromedp.SetValue(chromedp.CSS(`form.decide input[name="comment"]`), "checked the invoice"))
 	if status := member.Submit("approve", chromedp.Click(chromedp.CSS(`form.decide button[value="APPROVE"]`))); status != http.StatusOK {
@@ -279,17 +277,10 @@ func consoleApprove(t *testing.T, member *tab, orderID string) {
 // timeline and a link to its workflow.
 func consoleOrderConfirms(t *testing.T, member *tab, b *devstack.Bundle, orderID string) {
 	member.Open("/console/pay/orders/" + orderID)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	wait.For(t, 60*time.Second, "the order page to show confirmed", func() bool {
 		status, _ := chromedp.Run(member.Ctx, chromedp.Evaluate[string](`(document.getElementById("order-status") || {}).textContent || ""`))
-		if status == "confirmed" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the order page never showed confirmed (last %q)", status)
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
+		return status == "confirmed"
+	})
 	timeline := member.Text("ol.timeline")
 	for _, ev := range []string{"Order.Created", "Order.Submitted", "Order.Approved", "Wallet.TransactionSigned", "Order.Confirmed"} {
 		if !strings.Contains(timeline, ev) {
@@ -323,26 +314,25 @@ func everyPage(t *testing.T, owner *tab, b *devstack.Bundle, shots, orderID stri
 	}
 	owner.Submit("done", chromedp.Click(chromedp.CSS(`main p > a`)))
 	owner.Submit("send a test", chromedp.Click(chromedp.CSS(`form[action$="/test"] button`)))
-	deadline := time.Now().Add(20 * time.Second)
-	for browser.Eval[int](owner, `document.querySelectorAll("article .s-succeeded").length`) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the test delivery never succeeded: %s", owner.Text("main"))
+	wait.For(t, 20*time.Second, "the test delivery to succeed", func() bool {
+		if browser.Eval[int](owner, `document.querySelectorAll("article .s-succeeded").length`) > 0 {
+			return true
 		}
-		time.Sleep(300 * time.Millisecond)
 		owner.Open(strings.Split(owner.Location(), "?")[0])
-	}
+		return false
+	})
 	// A recovery of the last hour: listed with its status on one line, the table inside the page.
 	owner.Do("a window to recover", chromedp.SetValue(chromedp.CSS("#since"), time.Now().UTC().Add(-time.Hour).Format("2006-01-02T15:04:05")))
 	if status := owner.Submit("recover", chromedp.Click(chromedp.CSS(`form[action$="/recover"] button`))); status >= 400 {
 		t.Fatalf("recover: HTTP %d %s", status, owner.Text("main"))
 	}
-	for deadline := time.Now().Add(20 * time.Second); browser.Eval[int](owner, `document.querySelectorAll("table.recoveries .s-completed").length`) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("the recovery never completed: %s", owner.Text("main"))
+	wait.For(t, 20*time.Second, "the recovery to complete", func() bool {
+		if browser.Eval[int](owner, `document.querySelectorAll("table.recoveries .s-completed").length`) > 0 {
+			return true
 		}
-		time.Sleep(300 * time.Millisecond)
 		owner.Open(strings.Split(owner.Location(), "?")[0])
-	}
+		return false
+	})
 	if lines := browser.Eval[int](owner, `(() => { const r = document.createRange(); r.selectNodeContents(document.querySelector("table.recoveries .status")); return r.getClientRects().length })()`); lines > 1 {
 		t.Errorf("the recovery's status badge takes %d lines", lines)
 	}
@@ -572,17 +562,13 @@ func consolePolicy(t *testing.T, owner *tab, b *devstack.Bundle, shots string, o
 		t.Fatalf("starting a dry run led to %s: %s", owner.Location(), owner.Text("main"))
 	}
 	// The page reloads itself every 2 seconds while the run goes on.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	wait.For(t, 60*time.Second, "the dry run to complete", func() bool {
 		status, _ := chromedp.Run(owner.Ctx, chromedp.Evaluate[string](`(document.getElementById("dry-run-status") || {}).textContent || ""`))
-		if status == "completed" {
-			break
-		}
-		if status == "failed" || time.Now().After(deadline) {
+		if status == "failed" {
 			t.Fatalf("the dry run never completed (last %q): %s", status, owner.Text("main"))
 		}
-		time.Sleep(300 * time.Millisecond)
-	}
+		return status == "completed"
+	})
 	if progress := owner.Text("#dry-run-progress"); !regexp.MustCompile(`^(\d+) of (\d+)$`).MatchString(progress) ||
 		strings.Split(progress, " of ")[0] != strings.Split(progress, " of ")[1] || progress == "0 of 0" {
 		t.Fatalf("the completed dry run's progress: %q", progress)

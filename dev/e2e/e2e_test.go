@@ -24,6 +24,7 @@ import (
 
 	"github.com/opentreasury/treasury/dev/devstack"
 	"github.com/opentreasury/treasury/dev/seed"
+	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/internal/assemble"
 	"github.com/opentreasury/treasury/internal/store"
 	"github.com/opentreasury/treasury/internal/store/storetest"
@@ -270,20 +271,13 @@ func TestDevBundle(t *testing.T) {
 		if err := h.Pause(context.Background(), client.SchedulePauseOptions{Note: "e2e: chain moves"}); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		wait.For(t, 30*time.Second, "the start-up sync to finish (an action taken, none running)", func() bool {
 			d, err := h.Describe(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d.Info.NumActions >= 1 && len(d.Info.RunningWorkflows) == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the start-up sync did not finish: %d actions, %d running", d.Info.NumActions, len(d.Info.RunningWorkflows))
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return d.Info.NumActions >= 1 && len(d.Info.RunningWorkflows) == 0
+		})
 		// 1 ETH at 3000 USD arrives on the chain (mined once the call returns).
 		if err := b.Fund(context.Background(), w.Chain, w.Address, "ETH", decimal.NewFromInt(1)); err != nil {
 			t.Fatal(err)
@@ -297,17 +291,9 @@ func TestDevBundle(t *testing.T) {
 		if err := h.Trigger(context.Background(), client.ScheduleTriggerOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		deadline = time.Now().Add(30 * time.Second)
-		for {
-			r := call(t, "GET", api+"/treasury/portfolio", creds.Keys["treasury"].SK)
-			if r.body["totalUsd"] == "31053000.00" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the scheduled sync never picked up the new balance: %s", r.raw)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		wait.For(t, 30*time.Second, "the scheduled sync to pick up the new balance (totalUsd 31053000.00)", func() bool {
+			return call(t, "GET", api+"/treasury/portfolio", creds.Keys["treasury"].SK).body["totalUsd"] == "31053000.00"
+		})
 	})
 
 	if err := b.Shutdown(); err != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/dev/devstack"
+	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/internal/events"
 )
 
@@ -68,17 +69,15 @@ func TestEventsCatalogue(t *testing.T) {
 		send(t, "POST", api+"/"+collection+"/"+id+"/submit", key, "{}")
 		if decide != "" {
 			var item string
-			for deadline := time.Now().Add(30 * time.Second); item == ""; time.Sleep(100 * time.Millisecond) {
+			wait.For(t, 30*time.Second, "an approval item for "+id, func() bool {
 				r := call(t, "GET", api+"/approvals?status=pending", pay.Approve)
 				for _, it := range r.body["data"].([]any) {
 					if it.(map[string]any)["orderId"] == id {
 						item = it.(map[string]any)["id"].(string)
 					}
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("no approval item for %s", id)
-				}
-			}
+				return item != ""
+			})
 			send(t, "POST", api+"/approvals/payment/"+item+"/decide", pay.Approve, `{"decision":"`+decide+`"}`)
 		}
 		o := waitStatus(t, api+"/"+collection+"/"+id, key, want)

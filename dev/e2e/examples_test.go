@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/opentreasury/treasury/dev/wait"
 )
 
 // exampleProcess is one example program started by the test. Its output may be read
@@ -138,22 +140,19 @@ func TestExamplesRunWithLeastPrivilege(t *testing.T) {
 		"--url", b.APIURL, "--amount", "20000", "--to", to, "--timeout", "90s", "--idempotency-key", "least-privilege-1")
 
 	var itemID string
-	for deadline := time.Now().Add(30 * time.Second); itemID == ""; {
+	wait.For(t, 30*time.Second, "the payout job's approval to be pending", func() bool {
 		r := call(t, "GET", api+"/approvals?status=pending", pay.Approve)
 		if items, _ := r.body["data"].([]any); r.status == http.StatusOK && len(items) == 1 {
 			itemID, _ = items[0].(map[string]any)["id"].(string)
-			break
+			return true
 		}
 		select {
 		case <-job.done:
 			t.Fatalf("the payout job ended before its approval was pending\n%s", job.report())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pending approval after 30 s: HTTP %d %s\n", r.status, r.raw)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return false
+	})
 
 	bot := startExample(t, bins, "approvals-bot", map[string]string{"TREASURY_TOKEN": pay.Approve},
 		"--url", b.APIURL, "--once", "--approve-up-to", "50000")
@@ -319,12 +318,10 @@ func TestPayoutFileSurvivesAKill(t *testing.T) {
 
 	first := startExample(t, bins, "payout-job", secrets, args...)
 	made := 0
-	for deadline := time.Now().Add(30 * time.Second); made < rows/4; time.Sleep(20 * time.Millisecond) {
+	wait.For(t, 30*time.Second, "the payout job to make a quarter of the payments", func() bool {
 		made = len(payments())
-		if time.Now().After(deadline) {
-			t.Fatalf("no payments after 30 s\n%s", first.report())
-		}
-	}
+		return made >= rows/4
+	})
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/opentreasury/treasury/dev/wait"
 )
 
 // TestRecordHistories records the histories of real order workflows for the replay test
@@ -69,11 +71,9 @@ func TestRecordHistories(t *testing.T) {
 	r = send(t, "POST", api+"/policies/pay/drafts", pay.SK, `{"rules":{"maxOrderUsd":"1000"}}`)
 	r = send(t, "POST", api+"/policies/pay/dry-runs", pay.SK, `{"draftId":"`+r.body["id"].(string)+`","days":1}`)
 	dryRun := r.body["id"].(string)
-	for deadline := time.Now().Add(30 * time.Second); call(t, "GET", api+"/policies/pay/dry-runs/"+dryRun, pay.SK).body["status"] != "completed"; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("dry run %s did not complete", dryRun)
-		}
-	}
+	wait.For(t, 30*time.Second, "dry run "+dryRun+" to complete", func() bool {
+		return call(t, "GET", api+"/policies/pay/dry-runs/"+dryRun, pay.SK).body["status"] == "completed"
+	})
 	workflowIDs["policy-dry-run"] = "policy-dry-run-" + dryRun
 
 	c, err := client.Dial(client.Options{HostPort: b.TemporalAddr, Namespace: b.Namespace})

@@ -21,6 +21,7 @@ import (
 	treasury "github.com/opentreasury/treasury/client"
 	"github.com/opentreasury/treasury/dev/devstack"
 	"github.com/opentreasury/treasury/dev/seed"
+	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/internal/chain/evm"
 	"github.com/opentreasury/treasury/internal/chain/keys"
 	"github.com/opentreasury/treasury/internal/signer"
@@ -36,17 +37,19 @@ func waitStatus(t *testing.T, url, token, status string) map[string]any {
 // waitStatusWithin is waitStatus giving up after d.
 func waitStatusWithin(t *testing.T, url, token, status string, d time.Duration) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		r := call(t, "GET", url, token)
-		if r.body["status"] == status {
-			return r.body
+	var last reply
+	reached := false
+	defer func() { // the order as last seen, should it never reach status
+		if !reached {
+			t.Logf("the order, last seen: %s", last.raw)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("order never reached %s: %s", status, r.raw)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	}()
+	wait.For(t, d, "the order to reach "+status, func() bool {
+		last = call(t, "GET", url, token)
+		return last.body["status"] == status
+	})
+	reached = true
+	return last.body
 }
 
 // eventNames lists an order's events and checks their sequence has no gap.
@@ -109,17 +112,10 @@ func paymentsReachTheirEnd(t *testing.T, databaseURL string) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
+		wait.For(t, 20*time.Second, "the workflow to be searchable by OrderDomain and CorrelationId", func() bool {
 			found, err := c.CountWorkflow(context.Background(), countRequest("OrderDomain = 'payment' AND CorrelationId = 'e2e-pay-500'"))
-			if err == nil && found.GetCount() == 1 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("workflow not searchable by OrderDomain and CorrelationId: %v %v", found, err)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+			return err == nil && found.GetCount() == 1
+		})
 	})
 
 	t.Run("20,000 USDC needs an approver who is not the maker", func(t *testing.T) {
@@ -225,23 +221,23 @@ func paymentsReachTheirEnd(t *testing.T, databaseURL string) {
 			{"treasury_http_requests_total", []string{`route="/api/v1/payments/:id/submit"`, `status="202"`}, 2},
 		}
 		// A workflow is counted once its completion is processed, a moment after its order ends.
-		var text string
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var text, short string
+		defer func() { // which count fell short, should one never get there
+			if short != "" {
+				t.Log(short)
+			}
+		}()
+		wait.For(t, 10*time.Second, "every count to reach its minimum", func() bool {
 			r := call(t, "GET", b.MetricsURL, "")
 			text = string(r.raw)
-			short := ""
+			short = ""
 			for _, want := range wants {
 				if got := metricValue(text, want.name, want.labels...); r.status != 200 || got < want.min {
 					short = fmt.Sprintf("%s%v = %v, want at least %v (%d)", want.name, want.labels, got, want.min, r.status)
 				}
 			}
-			if short == "" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal(short)
-			}
-		}
+			return short == ""
+		})
 		if id := regexp.MustCompile(`="[^"]*\b(ord|evt|sig|apr|wal|key|sk|pk|tk)_[0-9a-f]`).FindString(text); id != "" {
 			t.Errorf("a label carries an id: %s", id)
 		}
@@ -540,17 +536,9 @@ func TestReferenceSignerSignsTheManualWallet(t *testing.T) {
 		_ = signer.Run(ctx, signer.Config{BaseURL: b.APIURL, Token: device.body["secret"].(string), WalletID: manual.ID, Key: key,
 			ConfigID: configID, Interval: time.Hour})
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r := send(t, "GET", b.APIURL+"/developer/websockets/"+configID, treasury.SK, "")
-		if r.body["liveConnections"] == float64(1) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the signer did not connect: %s", r.raw)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	wait.For(t, 30*time.Second, "the signer to connect (liveConnections 1)", func() bool {
+		return send(t, "GET", b.APIURL+"/developer/websockets/"+configID, treasury.SK, "").body["liveConnections"] == float64(1)
+	})
 	// One device signs for every app: a payment and a trade of its wallet.
 	r := send(t, "POST", api+"/payments", pay.SK, fmt.Sprintf(`{"walletId":%q,"asset":"USDC","amount":"25","destination":{"address":"0x1111111111111111111111111111111111111111"}}`, manual.ID))
 	id := r.body["id"].(string)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/internal/store/storetest"
 )
 
@@ -140,21 +141,21 @@ func TestLiveEventsReachEveryAPIProcessOnPostgres(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = second.Process.Kill(); _ = second.Wait() })
 	secondURL := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	ready := func() bool {
+	ready := false
+	defer func() { // the process's logs, should it never become ready
+		if !ready {
+			t.Logf("treasury api logs:\n%s", logs.String())
+		}
+	}()
+	wait.For(t, 30*time.Second, "the second treasury api to become ready", func() bool {
 		res, err := httpClient.Get(secondURL + "/readyz")
 		if err != nil {
 			return false
 		}
 		res.Body.Close()
 		return res.StatusCode == 200
-	}
-	for !ready() {
-		if time.Now().After(deadline) {
-			t.Fatalf("treasury api never became ready:\n%s", logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	})
+	ready = true
 
 	pay := b.Credentials.Keys["pay"]
 	r := send(t, "POST", b.APIURL+"/developer/websockets", pay.SK, `{"events":["*"]}`)
@@ -229,11 +230,7 @@ func revokedOnEveryProcess(t *testing.T, first, other, developerKey string) {
 	if r := send(t, "GET", first+"/api/v1/payments", secret, ""); r.status != 401 {
 		t.Fatalf("the revoked key on the process that revoked it: %d, want 401", r.status)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for send(t, "GET", other+"/api/v1/payments", secret, "").status != 401 {
-		if time.Now().After(deadline) {
-			t.Fatal("the other process still accepts the revoked key 10 s after its revocation")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	wait.For(t, 10*time.Second, "the other process to refuse the revoked key", func() bool {
+		return send(t, "GET", other+"/api/v1/payments", secret, "").status == 401
+	})
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/opentreasury/treasury/dev/wait"
 )
 
 // userAgent is a person's user agent: a cookie jar (which, like a browser, keeps the Secure
@@ -106,15 +108,13 @@ func TestPeopleApproveWhatOthersCreate(t *testing.T) {
 	}
 
 	var itemID string
-	for deadline := time.Now().Add(30 * time.Second); itemID == ""; time.Sleep(100 * time.Millisecond) {
+	wait.For(t, 30*time.Second, "a pending approval for the approver", func() bool {
 		r := approver.do(t, "GET", api+"/approvals?status=pending", "")
 		if items, _ := r.body["data"].([]any); r.status == http.StatusOK && len(items) == 1 {
 			itemID, _ = items[0].(map[string]any)["id"].(string)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pending approval for the approver: HTTP %d %s", r.status, r.raw)
-		}
-	}
+		return itemID != ""
+	})
 	decide := api + "/approvals/payment/" + itemID + "/decide"
 	if r := owner.do(t, "POST", decide, `{"decision":"APPROVE"}`); r.status != http.StatusForbidden || r.body["code"] != "maker_checker_violation" {
 		t.Fatalf("the owner approving their own payment: HTTP %d %s", r.status, r.raw)
@@ -125,15 +125,9 @@ func TestPeopleApproveWhatOthersCreate(t *testing.T) {
 	if r := approver.do(t, "POST", decide, `{"decision":"APPROVE","comment":"checked"}`); r.status != http.StatusAccepted {
 		t.Fatalf("the approver approves: HTTP %d %s", r.status, r.raw)
 	}
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		r := approver.do(t, "GET", api+"/payments/"+orderID, "")
-		if r.body["status"] == "confirmed" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the payment never confirmed: %s", r.raw)
-		}
-	}
+	wait.For(t, 60*time.Second, "the payment to confirm", func() bool {
+		return approver.do(t, "GET", api+"/payments/"+orderID, "").body["status"] == "confirmed"
+	})
 
 	// The audit log names the people; signing out ends the session on the spot.
 	r = owner.do(t, "GET", api+"/audit-logs?limit=200", "")

@@ -8,6 +8,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/dev/devstack"
+	"github.com/opentreasury/treasury/dev/wait"
 )
 
 // The dev bundle values orders from its price feeds through the code that reads
@@ -35,11 +36,11 @@ func TestDevPricesComeFromTheirFeedsAndGoStale(t *testing.T) {
 		return send(t, "POST", api+"/payments", pay, `{"walletId":"`+eth+`","asset":"`+asset+`","amount":"1","destination":{"address":"0x1111111111111111111111111111111111111111"}}`)
 	}
 	// The seed's 3000 is replaced by the feed's round at the first refresh.
-	until(t, time.Minute, "an ETH order valued at the moved feed's 3500.25", func() bool {
+	wait.For(t, time.Minute, "an ETH order valued at the moved feed's 3500.25", func() bool {
 		r := payment("ETH")
 		return r.status == 201 && r.body["amountUsd"] == "3500.25"
 	})
-	until(t, time.Minute, "a WBTC order refused at its held feed's stale price", func() bool {
+	wait.For(t, time.Minute, "a WBTC order refused at its held feed's stale price", func() bool {
 		r := payment("WBTC")
 		if r.status != 422 {
 			return false
@@ -53,25 +54,13 @@ func TestDevPricesComeFromTheirFeedsAndGoStale(t *testing.T) {
 		}
 		return true
 	})
-	until(t, 30*time.Second, "a USDC order beside a stale WBTC", func() bool {
+	wait.For(t, 30*time.Second, "a USDC order beside a stale WBTC", func() bool {
 		r := payment("USDC")
 		return r.status == 201 && r.body["amountUsd"] == "1.00"
 	})
-	until(t, 30*time.Second, "the portfolio naming WBTC unpriced", func() bool {
+	wait.For(t, 30*time.Second, "the portfolio naming WBTC unpriced", func() bool {
 		r := call(t, "GET", api+"/treasury/portfolio", creds.Keys["treasury"].SK)
 		assets, _ := r.body["unpricedAssets"].([]any)
 		return r.status == 200 && slices.Contains(assets, any("WBTC")) && len(assets) == 1
 	})
-}
-
-// until polls cond every 200 ms until it holds, or fails the test after within.
-func until(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %s", what, within)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }

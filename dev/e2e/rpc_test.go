@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/opentreasury/treasury/dev/wait"
 )
 
 // rpcAnswer is one JSON-RPC response as a client reads it.
@@ -115,20 +117,16 @@ func TestRPCReadsTheDevChainForAnApp(t *testing.T) {
 	}
 
 	// The first call is in the pay app's request log (written in batches: wait for it).
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	wait.For(t, 10*time.Second, "the call to reach the request log", func() bool {
 		r := call(t, "GET", b.APIURL+"/developer/logs?correlationId=e2e-rpc-chain-id", pay.SK)
 		rows, _ := r.body["data"].([]any)
-		if len(rows) == 1 {
-			row := rows[0].(map[string]any)
-			if row["method"] != "POST" || row["path"] != "/api/v1/rpc/ethereum" || row["status"] != float64(200) {
-				t.Fatalf("request log row %v", row)
-			}
-			break
+		if len(rows) != 1 {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the call never reached the request log: %d %s", r.status, r.raw)
+		row := rows[0].(map[string]any)
+		if row["method"] != "POST" || row["path"] != "/api/v1/rpc/ethereum" || row["status"] != float64(200) {
+			t.Fatalf("request log row %v", row)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return true
+	})
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/opentreasury/treasury/client"
 	"github.com/opentreasury/treasury/dev/devstack"
+	"github.com/opentreasury/treasury/dev/wait"
 )
 
 // hookReceiver is an integrator's webhook endpoint: it verifies each message with the
@@ -155,14 +156,9 @@ func TestWebhooksDeliverEveryEventAfterTheReceiverComesBack(t *testing.T) {
 		rc.setUp(true)
 	}
 	for app, rc := range receivers {
-		deadline := time.Now().Add(90 * time.Second)
-		for !rc.has(want[app]) {
-			if time.Now().After(deadline) {
-				rc.mu.Lock()
-				t.Fatalf("%s's receiver has %d of %d events after 90 s", app, len(rc.events), len(want[app]))
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		wait.For(t, 90*time.Second, fmt.Sprintf("%s's receiver to have all %d events", app, len(want[app])), func() bool {
+			return rc.has(want[app])
+		})
 		rc.mu.Lock()
 		for id, n := range rc.accepted {
 			if n != 1 {

@@ -137,6 +137,8 @@ func retriedSeeing(seen func(answer), method, url, token, body, key string, want
 		if (r.err == nil && r.status < 500 && r.status != 429 && !inUse) || time.Now().After(deadline) {
 			return r, fmt.Errorf("%s %s: %d %s %v", method, url, r.status, r.raw, r.err)
 		}
+		// A client's pause before it retries; not wait.For: this returns the error to
+		// callers, some of them writer goroutines, which cannot fail the test.
 		time.Sleep(200 * time.Millisecond)
 	}
 }
@@ -156,6 +158,7 @@ func waitTerminal(ctx context.Context, s *store.Store, orders []placed, timeout 
 		if done == len(orders) || time.Now().After(deadline) {
 			return done
 		}
+		// Not wait.For: at the deadline this returns how many ended, for the caller to judge.
 		time.Sleep(time.Second)
 	}
 }
@@ -355,6 +358,7 @@ func account(t *testing.T, c *cluster.Cluster, orders []placed, hooks map[string
 			if r.webhookLost == 0 || time.Now().After(deadline) {
 				break
 			}
+			// Not wait.For: what is still missing at the deadline is counted in the report.
 			time.Sleep(500 * time.Millisecond)
 		}
 		if r.webhookLost != 0 {
@@ -432,7 +436,7 @@ func startWriter(c *cluster.Cluster, prefix string) *steadyWriter {
 			w.mu.Lock()
 			w.orders = append(w.orders, placed{id: id, d: domains[0]})
 			w.mu.Unlock()
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // the pace of the steady load: the time is the point
 		}
 	}()
 	return w

@@ -45,6 +45,7 @@ func TestWorkersKilledWhileOrdersAreInFlight(t *testing.T) {
 	ctx := context.Background()
 	deadline := time.Now().Add(3 * time.Minute)
 	for waitTerminal(ctx, c.Store(), orders, 0) < len(orders)*3/4 && time.Now().Before(deadline) {
+		// Not wait.For: at the deadline the killing stops and the test goes on to account.
 		time.Sleep(time.Second)
 	}
 	close(stop)
@@ -97,7 +98,7 @@ func TestAPIKilledWithLiveClients(t *testing.T) {
 			t.Fatal(err)
 		}
 		orders = append(orders, placed{id: id, d: domains[0]})
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // the payments' pace, spread over the kill: the time is the point
 	}
 	if !killed {
 		t.Fatal("api-1 was never killed")
@@ -136,6 +137,7 @@ func TestAPIKilledWithLiveClients(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for _, lc := range clients {
 		for lc.missing(want) > 0 && time.Now().Before(deadline) {
+			// Not wait.For: what is still missing at the deadline is counted and reported.
 			time.Sleep(100 * time.Millisecond)
 		}
 		rw.eventsLost += lc.missing(want)
@@ -173,11 +175,11 @@ func TestPostgresRestartedUnderLoad(t *testing.T) {
 	c := startCluster(t, "postgres")
 	w := startWriter(c, "pg")
 	readiness := watchReadiness(c)
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * time.Second) // load before the restart: the time is the point
 	if out, err := exec.Command("sh", "-c", restart).CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", restart, err, out)
 	}
-	time.Sleep(5 * time.Second)
+	time.Sleep(5 * time.Second) // load after the restart: the time is the point
 	orders := w.finish(t)
 	flips := readiness.finish()
 	r := row{scenario: "restart PostgreSQL under load"}
@@ -215,15 +217,15 @@ func TestPostgresRestartedUnderLoad(t *testing.T) {
 func TestTemporalStoppedFor30Seconds(t *testing.T) {
 	c := startCluster(t, "temporal")
 	w := startWriter(c, "temporal")
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * time.Second) // load before the outage: the time is the point
 	if err := c.Hold(cluster.Temporal); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(30 * time.Second)
+	time.Sleep(30 * time.Second) // the outage held for 30 s: the time is the point
 	if err := c.Resume(cluster.Temporal); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(5 * time.Second)
+	time.Sleep(5 * time.Second) // load after the outage: the time is the point
 	orders := w.finish(t)
 	r := row{scenario: "Temporal server stopped for 30 s"}
 	account(t, c, orders, nil, &r)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/big"
@@ -28,6 +29,7 @@ import (
 	"github.com/opentreasury/treasury/dev/cluster"
 	"github.com/opentreasury/treasury/dev/devevm"
 	"github.com/opentreasury/treasury/dev/freeport"
+	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/chain/keys"
 )
@@ -156,17 +158,23 @@ func TestAnOrganisationFromNothingPaysOnGeth(t *testing.T) {
 	if _, err := pay.SubmitOrder(ctx, client.DomainPayment, o.ID); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(3 * time.Minute)
-	for o.Status != "confirmed" {
+	confirmed := false
+	defer func() { // the payment and the signer's log, should it never confirm
+		if !confirmed {
+			log, _ := os.ReadFile(signerLog.Name())
+			t.Logf("the payment is %s (%+v %+v); the signer's log:\n%s", o.Status, o.Failure, o.Rejection, log)
+		}
+	}()
+	wait.For(t, 3*time.Minute, "the first payment to confirm", func() bool {
 		if o, err = pay.GetOrder(ctx, client.DomainPayment, o.ID); err != nil {
 			t.Fatal(err)
 		}
-		if o.Status == "failed" || o.Status == "rejected" || time.Now().After(deadline) {
-			log, _ := os.ReadFile(signerLog.Name())
-			t.Fatalf("the payment is %s (%+v %+v); the signer's log:\n%s", o.Status, o.Failure, o.Rejection, log)
+		if o.Status == "failed" || o.Status == "rejected" {
+			t.Fatalf("the payment is %s", o.Status)
 		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return o.Status == "confirmed"
+	})
+	confirmed = true
 	if len(o.Legs) != 1 || o.Legs[0].TxHash == nil {
 		t.Fatalf("legs %+v", o.Legs)
 	}
@@ -183,41 +191,25 @@ func TestAnOrganisationFromNothingPaysOnGeth(t *testing.T) {
 	held := decimal.NewFromBigInt(s.balance(t, "ETH", walletAddr), -18)
 	want := held.Mul(decimal.NewFromInt(2000)).StringFixedBank(2)
 	var p *client.Portfolio
-	for deadline := time.Now().Add(time.Minute); ; {
-		if p, err = reader.Portfolio(ctx); err == nil && p.TotalUSD == want {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the portfolio is %+v (%v), want %s: %s ETH at 2000", p, err, want, held)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	wait.For(t, time.Minute, fmt.Sprintf("the portfolio to total %s: %s ETH at 2000", want, held), func() bool {
+		p, err = reader.Portfolio(ctx)
+		return err == nil && p.TotalUSD == want
+	})
 
 	// The feed stops: past twice its heartbeat, ETH is unpriced and its orders refused.
 	stopPosting()
-	for deadline := time.Now().Add(time.Minute); ; {
+	wait.For(t, time.Minute, "an ETH order to be refused as price_unavailable once the feed stopped", func() bool {
 		_, err := pay.CreateOrder(ctx, payment(walletID, "ETH", "0.1", dest1))
 		var problem *client.Problem
-		if errors.As(err, &problem) && problem.Status == http.StatusUnprocessableEntity && problem.Code == "price_unavailable" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("an ETH order once the feed stopped: %v", err)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return errors.As(err, &problem) && problem.Status == http.StatusUnprocessableEntity && problem.Code == "price_unavailable"
+	})
 	if o, err := pay.CreateOrder(ctx, payment(walletID, "USDC", "5", dest1)); err != nil || o.AmountUSD != "5.00" {
 		t.Fatalf("a USDC order at its fixed price: %v %+v", err, o)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		if p, err = reader.Portfolio(ctx); err == nil && slices.Contains(p.UnpricedAssets, "ETH") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the portfolio once ETH is stale: %+v (%v)", p, err)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	wait.For(t, 30*time.Second, "the portfolio to name ETH unpriced once it is stale", func() bool {
+		p, err = reader.Portfolio(ctx)
+		return err == nil && slices.Contains(p.UnpricedAssets, "ETH")
+	})
 }
 
 // keepPosting posts price to the feed every second, as a feed's heartbeat does, until the

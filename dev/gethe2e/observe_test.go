@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"encoding/json"
+	"fmt"
 	"math/big"
 	"slices"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/client"
+	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/internal/chain/evm"
 	"github.com/opentreasury/treasury/internal/chain/evm/contracts"
 	"github.com/opentreasury/treasury/internal/events"
@@ -212,9 +214,15 @@ type ended struct {
 func (s *suite) waitEnded(t *testing.T, domain client.Domain, ids []string, timeout time.Duration) map[string]ended {
 	t.Helper()
 	out := map[string]ended{}
-	deadline := time.Now().Add(timeout)
 	reader := s.readers[domain.App()]
-	for {
+	defer func() { // name the orders still running, should the wait fail
+		for _, id := range ids {
+			if _, done := out[id]; !done {
+				t.Logf("order %s had not ended", id)
+			}
+		}
+	}()
+	wait.For(t, timeout, fmt.Sprintf("%d orders to end (confirmed, failed or rejected)", len(ids)), func() bool {
 		for _, id := range ids {
 			if _, done := out[id]; done {
 				continue
@@ -233,19 +241,9 @@ func (s *suite) waitEnded(t *testing.T, domain client.Domain, ids []string, time
 				out[id] = ended{order: o, head: head}
 			}
 		}
-		if len(out) == len(ids) {
-			return out
-		}
-		if time.Now().After(deadline) {
-			for _, id := range ids {
-				if _, done := out[id]; !done {
-					t.Errorf("order %s has not ended within %s", id, timeout)
-				}
-			}
-			t.FailNow()
-		}
-		time.Sleep(time.Second)
-	}
+		return len(out) == len(ids)
+	})
+	return out
 }
 
 // lifecycle is the statuses a one-leg order goes through without approval, in order.

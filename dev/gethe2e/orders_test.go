@@ -3,6 +3,7 @@ package gethe2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/big"
 	"slices"
@@ -22,6 +23,7 @@ import (
 	"github.com/ethereum/go-ethereum"
 	"github.com/opentreasury/treasury/client"
 	"github.com/opentreasury/treasury/dev/cluster"
+	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/internal/orders"
 )
 
@@ -97,32 +99,31 @@ func TestPaymentsOfETHAndOfUSDCConfirmOnGeth(t *testing.T) {
 // refreshed from the chain by the balance sync) read exactly these amounts.
 func (s *suite) waitPositions(t *testing.T, walletID string, want map[string]decimal.Decimal, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		got := map[string]decimal.Decimal{}
+	var got map[string]decimal.Decimal
+	same := false
+	defer func() { // what the service said last, should it never agree with the node
+		if !same {
+			t.Logf("the service's positions of %s: %v", walletID, got)
+		}
+	}()
+	wait.For(t, timeout, fmt.Sprintf("the service's positions of %s to read the node's %v", walletID, want), func() bool {
+		got = map[string]decimal.Decimal{}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
 		for p, err := range s.readers["treasury"].Positions(ctx, client.ListOptions{Limit: 200}) {
 			if err != nil {
-				cancel()
 				t.Fatal(err)
 			}
 			if p.WalletID == walletID {
 				got[p.Asset] = decimal.RequireFromString(p.Amount)
 			}
 		}
-		cancel()
-		same := true
+		same = true
 		for asset, amount := range want {
 			same = same && got[asset].Equal(amount)
 		}
-		if same {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the service's positions of %s are %v after %s; the node says %v", walletID, got, timeout, want)
-		}
-		time.Sleep(time.Second)
-	}
+		return same
+	})
 }
 
 // A USDC transfer to 0x…dEaD reverts on chain: the order ends failed with tx_reverted and
@@ -232,7 +233,7 @@ func TestAWorkerKilledBetweenBroadcastAndCommitSendsNoSecondTransaction(t *testi
 	// armed again.
 	for _, id := range ids {
 		s.submit(t, client.DomainPayment, id)
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(500 * time.Millisecond) // the pacing is the point: no state to wait for
 	}
 	done := s.waitEnded(t, client.DomainPayment, ids, 8*time.Minute)
 	kills, killErr := stopKilling()

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/opentreasury/treasury/dev/wait"
 )
 
 // fakeOutbox holds events in memory and counts its reads.
@@ -124,18 +126,12 @@ func startFollower(t *testing.T, out *fakeOutbox, subs ...Subscriber) *LocalBus 
 	go func() { defer close(done); f.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	// Run subscribes to the bus from its own goroutine: wait until it has.
-	for deadline := time.Now().Add(5 * time.Second); ; {
+	wait.For(t, 5*time.Second, "the follower to subscribe to the bus", func() bool {
 		bus.mu.Lock()
-		n := len(bus.subs)
-		bus.mu.Unlock()
-		if n > 0 {
-			return bus
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the follower never subscribed to the bus")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer bus.mu.Unlock()
+		return len(bus.subs) > 0
+	})
+	return bus
 }
 
 // An event announced twice (this process's commit hook, then the database's echo) is

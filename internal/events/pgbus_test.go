@@ -53,12 +53,15 @@ func TestPostgresBusDeliversAPublishOnceEverywhereAndAtOnceToItsPublisher(t *tes
 	a, heardA := listen(t, ctx, s.DatabaseURL(), s)
 	b, heardB := listen(t, ctx, s.DatabaseURL(), s)
 
-	// Both listen once a message of each reaches the other.
-	wait.For(t, 20*time.Second, "the buses never heard each other", func() bool {
+	// Both listen once a message of each reaches the other: each poll checks for the
+	// probes of the rounds before and sends another pair.
+	wait.For(t, 20*time.Second, "the buses to hear each other", func() bool {
+		if heardB.count("probe-a") > 0 && heardA.count("probe-b") > 0 {
+			return true
+		}
 		_ = a.Publish(ctx, events.Control{Kind: events.ControlConfig, ConfigID: "probe-a"})
 		_ = b.Publish(ctx, events.Control{Kind: events.ControlConfig, ConfigID: "probe-b"})
-		time.Sleep(50 * time.Millisecond)
-		return heardB.count("probe-a") > 0 && heardA.count("probe-b") > 0
+		return false
 	})
 
 	if err := a.Publish(ctx, events.Control{Kind: events.ControlCredentialRevoked, ConfigID: "revoked"}); err != nil {
@@ -67,13 +70,13 @@ func TestPostgresBusDeliversAPublishOnceEverywhereAndAtOnceToItsPublisher(t *tes
 	if n := heardA.count("revoked"); n != 1 {
 		t.Fatalf("the publisher was handed its message %d times when Publish returned, want 1", n)
 	}
-	wait.For(t, 20*time.Second, "the other process never heard the message", func() bool { return heardB.count("revoked") == 1 })
+	wait.For(t, 20*time.Second, "the other process to hear the message", func() bool { return heardB.count("revoked") == 1 })
 	// The other process answers; by the time its answer arrives, the publisher's own copy
 	// (notified before it) has come back too, and must have been dropped.
 	if err := b.Publish(ctx, events.Control{Kind: events.ControlConfig, ConfigID: "answer"}); err != nil {
 		t.Fatal(err)
 	}
-	wait.For(t, 20*time.Second, "the publisher never heard the answer", func() bool { return heardA.count("answer") == 1 })
+	wait.For(t, 20*time.Second, "the publisher to hear the answer", func() bool { return heardA.count("answer") == 1 })
 	if n := heardA.count("revoked"); n != 1 {
 		t.Fatalf("the publisher was handed its own message %d times, want 1", n)
 	}

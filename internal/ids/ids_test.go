@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/opentreasury/treasury/dev/wait"
 )
 
 var allPrefixes = []string{Order, ApprovalItem, SigningRequest, Event, Wallet, APIKey, WebSocketConfig,
@@ -76,7 +78,10 @@ func TestNewUniqueAndSorted(t *testing.T) {
 
 func TestNewSortedAcrossMilliseconds(t *testing.T) {
 	a := New(Event)
-	time.Sleep(3 * time.Millisecond)
+	made := time.Now()
+	wait.For(t, time.Second, "the clock to pass the millisecond a was made in", func() bool {
+		return time.Now().UnixMilli() > made.UnixMilli()
+	})
 	b := New(Event)
 	if a >= b {
 		t.Fatalf("%q made before %q sorts after it", a, b)

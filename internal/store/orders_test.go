@@ -13,6 +13,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/internal/events"
 	"github.com/opentreasury/treasury/internal/ids"
 	"github.com/opentreasury/treasury/internal/orders"
@@ -364,7 +365,11 @@ func TestTheStreamNeverPassesOverAnEventCommittedLate(t *testing.T) {
 		})
 	}()
 	<-written
-	time.Sleep(5 * time.Millisecond) // a later id for the next event
+	// A later id for the next event: its millisecond comes after the one a's id was made in.
+	minted := time.Now()
+	wait.For(t, time.Second, "the clock to pass the millisecond a's event id was made in", func() bool {
+		return time.Now().UnixMilli() > minted.UnixMilli()
+	})
 	if _, err := s.ApplyOrderStep(ctx, store.OrderChange{OrderID: b.ID, Step: "early",
 		Event: &store.EventSpec{Name: "Order.Submitted"}, CorrelationID: "early"}); err != nil {
 		t.Fatal(err)
@@ -379,8 +384,13 @@ func TestTheStreamNeverPassesOverAnEventCommittedLate(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
-	deadline := time.Now().Add(10 * time.Second)
-	for !(seen[a.ID] && seen[b.ID]) && time.Now().Before(deadline) {
+	// If the wait fails, say which of the two came.
+	defer func() {
+		if t.Failed() {
+			t.Logf("the reader got the late event %v and the early one %v", seen[a.ID], seen[b.ID])
+		}
+	}()
+	wait.For(t, 10*time.Second, "the reader to get both the late and the early event", func() bool {
 		for _, ev := range stream(cursor) {
 			read = append(read, ev)
 			cursor = ev.ID
@@ -391,8 +401,8 @@ func TestTheStreamNeverPassesOverAnEventCommittedLate(t *testing.T) {
 				seen[ev.OrderID] = true
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return seen[a.ID] && seen[b.ID]
+	})
 	if !seen[a.ID] || !seen[b.ID] {
 		t.Fatalf("the reader got the late event %v and the early one %v", seen[a.ID], seen[b.ID])
 	}

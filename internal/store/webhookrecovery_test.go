@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/internal/ids"
 	"github.com/opentreasury/treasury/internal/store"
 	"github.com/opentreasury/treasury/internal/store/storetest"
@@ -46,9 +47,9 @@ func TestWebhookRecoveryRequeuesFailedAndSkippedMessagesOnce(t *testing.T) {
 		c := mustWebhook(t, s, org, "pay", "*", true)
 		before := mustDraft(t, s, org, "TRANSFER")
 		since := time.Now()
-		for !time.Now().After(since.Add(time.Millisecond)) {
-			time.Sleep(time.Millisecond)
-		}
+		wait.For(t, time.Second, "the clock to pass a millisecond after since", func() bool {
+			return time.Now().After(since.Add(time.Millisecond))
+		})
 		b, cc, d := mustDraft(t, s, org, "TRANSFER"), mustDraft(t, s, org, "TRANSFER"), mustDraft(t, s, org, "TRANSFER")
 
 		at := time.Now().Add(time.Second)
