@@ -131,6 +131,8 @@ func TestAStuckPaymentIsReplacedAndConfirmsOnItsReplacement(t *testing.T) {
 				cheap.Store(false)
 				return
 			}
+			// Not wait.For: this polls beside l.run, in a goroutine that must not fail
+			// the test, and ends when the test stops it.
 			time.Sleep(5 * time.Millisecond)
 		}
 	}()
@@ -174,6 +176,42 @@ func TestAStuckPaymentIsReplacedAndConfirmsOnItsReplacement(t *testing.T) {
 	balances, err := adapter.Balances(ctx, "ethereum", to)
 	if err != nil || !balances["USDC"].Equal(decimal.RequireFromString("12.5")) {
 		t.Fatalf("the destination holds %v (%v): paid once", balances, err)
+	}
+}
+
+// A refused signing request ends refused, the order failed signer_refused with the reason
+// in Order.Failed, and the request's nonce is given back for the wallet's next order.
+func TestARefusedSigningRequestFailsTheOrderAndGivesItsNonceBack(t *testing.T) {
+	l, _, _ := evmLifecycle(t)
+	ctx := context.Background()
+	l.refuse = "destination_not_allowed"
+	const to = "0x1111111111111111111111111111111111111111"
+	o, legs := l.draft(t, "payment", `{"walletId":"`+l.wallet.ID+`","asset":"USDC","amount":"1","destination":{"address":"`+to+`"}}`)
+	if st := l.run(t, o, legs); st.Status != "failed" {
+		t.Fatalf("state %+v: want failed (signer_refused)", st)
+	}
+	stored, _, err := l.store.Order(ctx, o.ID)
+	if err != nil || stored.FailureCode == nil || *stored.FailureCode != "signer_refused" || !strings.Contains(*stored.FailureMessage, "destination_not_allowed") {
+		t.Fatalf("order %+v %v", stored, err)
+	}
+	names, data := l.events(t, o.ID)
+	last := data[len(data)-1]
+	failure, _ := last["failure"].(map[string]any)
+	if names[len(names)-1] != "Order.Failed" || failure["code"] != "signer_refused" || failure["reason"] != "destination_not_allowed" {
+		t.Fatalf("last event %s %v", names[len(names)-1], last)
+	}
+	reqs, err := l.store.ListSigningRequests(ctx, store.SigningFilter{WalletIDs: []string{l.wallet.ID}, Limit: 10})
+	if err != nil || len(reqs) != 1 || reqs[0].Nonce == nil || reqs[0].Status != "refused" || reqs[0].RawUnsignedTx == "" {
+		t.Fatalf("signing requests %+v %v", reqs, err)
+	}
+	var next uint64
+	err = l.store.Tx(ctx, func(tx *store.Store) error {
+		var err error
+		next, err = tx.TakeNonce(ctx, "ethereum", l.wallet.Address, 0)
+		return err
+	})
+	if err != nil || next != *reqs[0].Nonce {
+		t.Fatalf("the next nonce is %d (%v), want the refused request's %d back", next, err, *reqs[0].Nonce)
 	}
 }
 

@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -331,7 +332,7 @@ func (a *Orders) RequestSignature(ctx context.Context, in workflows.LegInput) (w
 			}
 			created, err = tx.CreateSigningRequest(ctx, &store.SigningRequest{ID: reqID, OrgID: o.OrgID, App: o.App,
 				Domain: o.Domain, OrderID: o.ID, Position: in.Position, Leg: in.Leg, WalletID: o.WalletID, Chain: o.Chain,
-				UnsignedTx: string(unsigned.Fields), Scheme: unsigned.Scheme, Digest: unsigned.Digest, Nonce: unsigned.Nonce,
+				UnsignedTx: string(unsigned.Fields), RawUnsignedTx: hex.EncodeToString(unsigned.Raw), Scheme: unsigned.Scheme, Digest: unsigned.Digest, Nonce: unsigned.Nonce,
 				Status: orders.SigningPending, CreatedAt: a.now(), ExpiresAt: in.ExpiresAt})
 			return err
 		},
@@ -388,7 +389,7 @@ func (a *Orders) requestReplacement(ctx context.Context, in workflows.LegInput, 
 		Also: func(tx *store.Store, o *store.Order, _ []store.OrderLeg) error {
 			_, err := tx.CreateSigningRequest(ctx, &store.SigningRequest{ID: reqID, OrgID: o.OrgID, App: o.App,
 				Domain: o.Domain, OrderID: o.ID, Position: in.Position, Attempt: in.Attempt, Leg: in.Leg, WalletID: o.WalletID,
-				Chain: o.Chain, UnsignedTx: string(unsigned.Fields), Scheme: unsigned.Scheme, Digest: unsigned.Digest, Nonce: unsigned.Nonce,
+				Chain: o.Chain, UnsignedTx: string(unsigned.Fields), RawUnsignedTx: hex.EncodeToString(unsigned.Raw), Scheme: unsigned.Scheme, Digest: unsigned.Digest, Nonce: unsigned.Nonce,
 				ReplacesTxHash: stuck, Status: orders.SigningPending, CreatedAt: a.now(), ExpiresAt: in.ExpiresAt})
 			return err
 		},
@@ -631,7 +632,9 @@ func releaseNonce(ctx context.Context, tx *store.Store, o *store.Order, requestI
 	return tx.ReleaseNonce(ctx, o.Chain, w.Address, *r.Nonce)
 }
 
-// FailOrder ends the order failed (signing_expired, tx_reverted, tx_timeout) and emits Order.Failed.
+// FailOrder ends the order failed (signing_expired, signer_refused, tx_reverted,
+// tx_timeout) and emits Order.Failed. The leg's open signing request ends expired, or
+// refused when its signer refused it; its nonce is given back.
 func (a *Orders) FailOrder(ctx context.Context, in workflows.FailInput) error {
 	now := a.now()
 	_, err := a.apply(ctx, orders.StepFailed, in.Position, store.OrderChange{OrderID: in.OrderID,
@@ -645,12 +648,16 @@ func (a *Orders) FailOrder(ctx context.Context, in workflows.FailInput) error {
 			if in.SigningRequestID == "" {
 				return nil
 			}
-			if err := tx.SetSigningRequestStatus(ctx, in.SigningRequestID, orders.SigningExpired, nil, now); err != nil {
+			status := orders.SigningExpired
+			if in.Code == orders.FailureSignerRefused {
+				status = orders.SigningRefused
+			}
+			if err := tx.SetSigningRequestStatus(ctx, in.SigningRequestID, status, nil, now); err != nil {
 				return err
 			}
 			return releaseNonce(ctx, tx, o, in.SigningRequestID)
 		},
 		Event: &store.EventSpec{Leg: &in.Position,
-			Body: events.OrderEvent{Failure: &events.Failure{Code: string(in.Code), Message: in.Message}}}})
+			Body: events.OrderEvent{Failure: &events.Failure{Code: string(in.Code), Message: in.Message, Reason: in.Reason}}}})
 	return err
 }

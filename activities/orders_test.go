@@ -38,6 +38,9 @@ type lifecycle struct {
 	// signings how many it signs (the legs' when zero, none when negative).
 	signAt   func(i int) time.Duration
 	signings int
+	// refuse, when set, is the reason the signer refuses every request with instead of
+	// signing it.
+	refuse string
 	// startAt is when the workflow starts, in its own time (now when zero).
 	startAt time.Time
 	// meanwhile runs each function at its time into the workflow.
@@ -157,6 +160,10 @@ func (l *lifecycle) run(t *testing.T, o *store.Order, legs []string, approvers .
 			req, err := l.store.SigningRequest(context.Background(), l.creds.OrgID, st.Requests[i])
 			if err != nil {
 				t.Error(err)
+				return
+			}
+			if l.refuse != "" {
+				env.SignalWorkflow(workflows.SignalRefusal, workflows.Refusal{SigningRequestID: req.ID, Reason: l.refuse, Detail: "seen by the test"})
 				return
 			}
 			digest, _ := hex.DecodeString(req.Digest)

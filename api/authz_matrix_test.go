@@ -91,6 +91,7 @@ var routeAccess = map[string]access{
 	"GET /api/v1/signing-requests":                                  {app: "any", actions: []string{"read", "sign"}, records: "signing requests"},
 	"GET /api/v1/signing-requests/:id":                              {app: "any", actions: []string{"read", "sign"}, records: "signing requests", notFoundOK: true},
 	"POST /api/v1/signing-requests/:id/signature":                   {app: "any", actions: []string{"sign"}, records: "signing requests", notFoundOK: true},
+	"POST /api/v1/signing-requests/:id/refusal":                     {app: "any", actions: []string{"sign"}, records: "signing requests", notFoundOK: true},
 	"GET /developer/api-keys":                                       {app: "own", actions: []string{"developer"}},
 	"POST /developer/api-keys":                                      {app: "own", actions: []string{"developer"}},
 	"GET /developer/api-keys/:id":                                   {app: "own", actions: []string{"developer"}, notFoundOK: true},

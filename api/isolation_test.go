@@ -40,6 +40,7 @@ var isolationTable = map[string]isolationTarget{
 	"POST /api/v1/approvals/:domain/:id/decide":                     {resources: []string{"approval item"}, body: `{"decision":"APPROVE"}`},
 	"GET /api/v1/signing-requests/:id":                              signingRequest,
 	"POST /api/v1/signing-requests/:id/signature":                   signingRequest,
+	"POST /api/v1/signing-requests/:id/refusal":                     signingRequest,
 	"GET /developer/api-keys/:id":                                   {resources: []string{"api key"}},
 	"DELETE /developer/api-keys/:id":                                {resources: []string{"api key"}},
 	"GET /developer/oauth-clients/:id":                              {resources: []string{"oauth client"}},

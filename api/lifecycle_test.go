@@ -31,6 +31,7 @@ type fakeWorkflows struct {
 	decision   workflows.PolicyDecision
 	approvals  []workflows.ApprovalDecision
 	signatures []workflows.Signature
+	refusals   []workflows.Refusal
 	// submissions are the decisions given, by submission id, as Temporal keeps them.
 	submissions map[string]workflows.PolicyDecision
 	// loseAnswer, when set, runs after a submission is taken and its error is returned
@@ -101,6 +102,13 @@ func (f *fakeWorkflows) SignalSignature(_ context.Context, _ string, s workflows
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.signatures = append(f.signatures, s)
+	return nil
+}
+
+func (f *fakeWorkflows) SignalRefusal(_ context.Context, _ string, r workflows.Refusal) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refusals = append(f.refusals, r)
 	return nil
 }
 
@@ -309,6 +317,39 @@ func TestSignaturesAreVerified(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.post(t, url, f.creds.Keys["pay"].Sign, body(good)).wantProblem(t, 409, apitypes.CodeConflict)
+}
+
+// A signer's refusal reaches the workflow with its reason, from the credentials that may
+// sign, while the request is pending; a reason that is not a check's name is refused.
+func TestSignersRefusalsAreRecorded(t *testing.T) {
+	f, fw, id := newLifecycleFixture(t)
+	manualSigningRequest(t, f, id, "sig_test", strings.Repeat("ab", 32))
+	url := "/api/v1/signing-requests/sig_test/refusal"
+	good := `{"reason":"destination_not_allowed","detail":"0x2222… is not an allowed destination"}`
+	f.post(t, url, f.creds.Keys["pay"].Sign, `{"reason":"Not A Check"}`).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	f.post(t, url, f.creds.Keys["pay"].Sign, `{"reason":"x","extra":1}`).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	f.post(t, url, f.creds.Keys["pay"].Sign, `{"reason":"x","detail":"`+strings.Repeat("d", 1001)+`"}`).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	f.post(t, url, f.creds.Keys["pay"].Read, good).wantProblem(t, 403, apitypes.CodePermissionDenied)
+	f.post(t, url, f.creds.Keys["trade"].Sign, good).wantProblem(t, 404, apitypes.CodeNotFound)
+	f.post(t, url, f.creds.OtherOrg.Keys["pay"]["sk"], good).wantProblem(t, 404, apitypes.CodeNotFound)
+	if len(fw.refusals) != 0 {
+		t.Fatal("a refused refusal reached the workflow")
+	}
+	if r := f.post(t, url, f.creds.Keys["pay"].Sign, good); r.status != 202 {
+		t.Fatalf("refusal %d %s", r.status, r.body)
+	}
+	if len(fw.refusals) != 1 || fw.refusals[0].SigningRequestID != "sig_test" || fw.refusals[0].Reason != "destination_not_allowed" ||
+		!strings.Contains(fw.refusals[0].Detail, "0x2222") {
+		t.Fatalf("signals %+v", fw.refusals)
+	}
+	audit, err := f.store.ListAudit(context.Background(), f.creds.OrgID, []string{"pay"}, nil, "", 10)
+	if err != nil || len(audit) == 0 || audit[0].Action != "signing_request.refused" || !strings.Contains(audit[0].Details, "destination_not_allowed") {
+		t.Fatalf("audit %+v (%v)", audit, err)
+	}
+	if err := f.store.SetSigningRequestStatus(context.Background(), "sig_test", "refused", nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	f.post(t, url, f.creds.Keys["pay"].Sign, good).wantProblem(t, 409, apitypes.CodeConflict)
 }
 
 // Signing requests reach only their own app: the treasury sk_ (in the dev credentials), a

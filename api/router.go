@@ -281,6 +281,7 @@ func (rt *routes) treasury(v1 *gin.RouterGroup) {
 	v1.GET("/signing-requests", sgh.list)
 	v1.GET("/signing-requests/:id", sgh.get)
 	v1.POST("/signing-requests/:id/signature", sgh.sign)
+	v1.POST("/signing-requests/:id/refusal", sgh.refuse)
 
 	rh := &recordHandlers{svc: svc, log: log}
 	v1.GET("/events", requireReach(service.Events), rh.events)

@@ -18,7 +18,7 @@ type signingHandlers struct {
 
 func signingJSON(r *store.SigningRequest) apitypes.SigningRequest {
 	return apitypes.SigningRequest{ID: r.ID, OrderID: r.OrderID, Domain: r.Domain, Leg: r.Leg, WalletID: r.WalletID,
-		Chain: r.Chain, UnsignedTx: r.UnsignedTx, Scheme: r.Scheme, ReplacesTxHash: r.ReplacesTxHash, Digest: r.Digest, Status: r.Status,
+		Chain: r.Chain, UnsignedTx: r.UnsignedTx, RawUnsignedTx: r.RawUnsignedTx, Scheme: r.Scheme, ReplacesTxHash: r.ReplacesTxHash, Digest: r.Digest, Status: r.Status,
 		CreatedAt: timeOf(r.CreatedAt), ExpiresAt: timeOf(r.ExpiresAt), SignedAt: timeOrNull(r.SignedAt)}
 }
 
@@ -73,4 +73,21 @@ func (h *signingHandlers) sign(c *gin.Context) {
 		return
 	}
 	c.PureJSON(http.StatusAccepted, signingJSON(r))
+}
+
+// refuse answers POST /signing-requests/{id}/refusal {reason, detail?}: the signer
+// refuses the request; the order fails signer_refused.
+func (h *signingHandlers) refuse(c *gin.Context) {
+	who := caller(c)
+	if _, ok := h.request(c); !ok {
+		return
+	}
+	var req struct {
+		Reason string `json:"reason"`
+		Detail string `json:"detail"`
+	}
+	if !bindStrict(c, &req, "reason", "detail") {
+		return
+	}
+	respond(c, h.log, http.StatusAccepted, signingJSON)(h.svc.RefuseSigningRequest(c.Request.Context(), who, c.Param("id"), req.Reason, req.Detail))
 }

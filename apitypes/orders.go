@@ -68,6 +68,11 @@ type SigningRequest struct {
 	ID        string      `json:"id"`
 	Leg       string      `json:"leg"`
 	OrderID   string      `json:"orderId"`
+	// RawUnsignedTx is the hex of the transaction's unsigned bytes, for a signer to decode
+	// itself instead of trusting UnsignedTx: on an EVM chain the EIP-1559 unsigned RLP
+	// (0x02 ‖ rlp(fields)), whose Keccak-256 is Digest; on a simulated chain the bytes of
+	// UnsignedTx, whose SHA-256 is Digest.
+	RawUnsignedTx string `json:"rawUnsignedTx"`
 	// ReplacesTxHash names the leg's transaction, stuck below the fee market, that this
 	// request's transaction replaces at the same nonce; absent for a leg's first.
 	ReplacesTxHash *string `json:"replacesTxHash,omitempty"`

@@ -138,3 +138,13 @@ func (c *Client) SubmitSignature(ctx context.Context, id string, signature []byt
 	body := map[string]string{"signature": base64.StdEncoding.EncodeToString(signature)}
 	return do[SigningRequest](ctx, c, http.MethodPost, "/signing-requests/"+url.PathEscape(id)+"/signature", body, opts)
 }
+
+// RefuseSigningRequest tells the service that the signer will not sign the request (POST
+// /signing-requests/{id}/refusal, action sign): reason names the check that failed
+// (lowercase letters, digits and _), detail what the signer saw. The order fails
+// signer_refused with the reason in Order.Failed; a request no longer pending is a
+// *Problem with Code conflict.
+func (c *Client) RefuseSigningRequest(ctx context.Context, id, reason, detail string, opts ...CallOption) (*SigningRequest, error) {
+	body := map[string]string{"reason": reason, "detail": detail}
+	return do[SigningRequest](ctx, c, http.MethodPost, "/signing-requests/"+url.PathEscape(id)+"/refusal", body, opts)
+}

@@ -224,6 +224,11 @@ func (c Client) SignalApproval(ctx context.Context, orderID string, d ApprovalDe
 	return c.Temporal.SignalWorkflow(ctx, OrderWorkflowID(orderID), "", SignalApprovalDecision, d)
 }
 
+// SignalRefusal delivers a signer's refusal of a signing request.
+func (c Client) SignalRefusal(ctx context.Context, orderID string, f Refusal) error {
+	return c.Temporal.SignalWorkflow(ctx, OrderWorkflowID(orderID), "", SignalRefusal, f)
+}
+
 // SignalSignature delivers a verified signature.
 func (c Client) SignalSignature(ctx context.Context, orderID string, s Signature) error {
 	return c.Temporal.SignalWorkflow(ctx, OrderWorkflowID(orderID), "", SignalSignature, s)

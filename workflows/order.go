@@ -19,6 +19,7 @@ const (
 
 	SignalApprovalDecision = "approval-decision"
 	SignalSignature        = "signature"
+	SignalRefusal          = "signer-refusal"
 	QueryState             = "state"
 	// UpdatePolicyDecision answers once the policy has decided: submit waits on it, so
 	// the HTTP answer reports the workflow's own decision.
@@ -77,6 +78,14 @@ type ApprovalOutcome struct {
 type Signature struct {
 	SigningRequestID string
 	Signature        string // base64 of the signature over the digest, in the wallet's scheme
+	CorrelationID    string
+}
+
+// Refusal reaches the workflow as a signal once the API has recorded that the signer
+// refused a signing request: the check that failed (Reason) and what it saw (Detail).
+type Refusal struct {
+	SigningRequestID string
+	Reason, Detail   string
 	CorrelationID    string
 }
 
@@ -153,6 +162,8 @@ type FailInput struct {
 	Position         int
 	Leg              string
 	SigningRequestID string
+	// Reason is the check a refusing signer names (signer_refused only).
+	Reason string
 }
 
 // OrderState is what the state query answers.
@@ -188,6 +199,7 @@ type orderRun struct {
 	approvedIn, rejectedIn string
 	finished               bool
 	signatures             map[string]Signature
+	refusals               map[string]Refusal
 }
 
 // OrderLifecycle runs one submitted order: policy, approval when a tier requires it, then
@@ -195,7 +207,8 @@ type orderRun struct {
 // writes the order and its event in one transaction, keyed by step, so retries never emit
 // twice. Decisions and signatures arrive as signals; waits are durable timers.
 func OrderLifecycle(ctx workflow.Context, in OrderInput) (OrderState, error) {
-	r := &orderRun{in: in, state: OrderState{Status: orders.StatusSubmitted}, approvers: map[string]bool{}, signatures: map[string]Signature{}}
+	r := &orderRun{in: in, state: OrderState{Status: orders.StatusSubmitted}, approvers: map[string]bool{},
+		signatures: map[string]Signature{}, refusals: map[string]Refusal{}}
 	if err := r.setup(ctx); err != nil {
 		return r.state, err
 	}
@@ -252,7 +265,44 @@ func (r *orderRun) setup(ctx workflow.Context) error {
 			}
 		}
 	})
+	refusals := workflow.GetSignalChannel(ctx, SignalRefusal)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var f Refusal
+			refusals.Receive(ctx, &f)
+			if _, seen := r.refusals[f.SigningRequestID]; !seen {
+				r.refusals[f.SigningRequestID] = f
+			}
+		}
+	})
 	return nil
+}
+
+// awaitSignature waits up to wait for the signing request's signature or its refusal,
+// whichever comes first; neither is a timeout.
+func (r *orderRun) awaitSignature(ctx workflow.Context, requestID string, wait time.Duration) (refused *Refusal, signed bool, err error) {
+	answered, err := workflow.AwaitWithTimeout(ctx, wait, func() bool {
+		_, sig := r.signatures[requestID]
+		_, ref := r.refusals[requestID]
+		return sig || ref
+	})
+	if err != nil || !answered {
+		return nil, false, err
+	}
+	// A signature that arrived first wins: it was verified before the refusal came.
+	if _, ok := r.signatures[requestID]; ok {
+		return nil, true, nil
+	}
+	f := r.refusals[requestID]
+	return &f, false, nil
+}
+
+// refusedBySigner ends the order failed signer_refused, naming the check that failed.
+func (r *orderRun) refusedBySigner(ctx workflow.Context, leg LegInput, f *Refusal) error {
+	in := FailInput{Code: orders.FailureSignerRefused, Position: leg.Position, Leg: leg.Leg, SigningRequestID: f.SigningRequestID,
+		Reason: f.Reason, Message: fmt.Sprintf("the signer refused the %s leg (%s): %s", leg.Leg, f.Reason, f.Detail)}
+	in.OrderID, in.CorrelationID = r.in.OrderID, or(f.CorrelationID, r.in.CorrelationID)
+	return r.step(ctx, orders.StepFailed, in, nil)
 }
 
 // onDecision takes the outcome the store decided. Each approver (the person, or a
@@ -433,12 +483,12 @@ func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err er
 		return true, err
 	}
 	r.state.Requests = append(r.state.Requests, req.ID)
-	signed, err := workflow.AwaitWithTimeout(ctx, r.in.SigningTimeout, func() bool {
-		_, ok := r.signatures[req.ID]
-		return ok
-	})
+	refused, signed, err := r.awaitSignature(ctx, req.ID, r.in.SigningTimeout)
 	if err != nil {
 		return true, err
+	}
+	if refused != nil {
+		return true, r.refusedBySigner(ctx, leg, refused)
 	}
 	if !signed {
 		return true, r.fail(ctx, FailInput{Code: orders.FailureSigningExpired, Message: fmt.Sprintf("the %s leg was not signed in time", leg.Leg),
@@ -530,12 +580,12 @@ func (r *orderRun) replace(ctx workflow.Context, leg *LegInput, attempt int, bro
 		return true, err
 	}
 	r.state.Requests = append(r.state.Requests, ref.ID)
-	signed, err := workflow.AwaitWithTimeout(ctx, wait, func() bool {
-		_, ok := r.signatures[ref.ID]
-		return ok
-	})
+	refused, signed, err := r.awaitSignature(ctx, ref.ID, wait)
 	if err != nil {
 		return true, err
+	}
+	if refused != nil {
+		return true, r.refusedBySigner(ctx, *leg, refused)
 	}
 	if !signed {
 		return true, r.fail(ctx, FailInput{Code: orders.FailureTxTimeout, Position: leg.Position, Leg: leg.Leg, SigningRequestID: ref.ID,

@@ -74,7 +74,10 @@ func (f *fakeOrder) register(env *testsuite.TestWorkflowEnvironment) {
 		f.record("leg-confirmed:" + in.Leg)
 		return nil
 	}, orders.StepConfirmed.Activity)
-	reg(func(_ context.Context, in FailInput) error { f.record("failed:" + string(in.Code)); return nil }, orders.StepFailed.Activity)
+	reg(func(_ context.Context, in FailInput) error {
+		f.record(strings.TrimSuffix("failed:"+string(in.Code)+":"+in.Reason, ":"))
+		return nil
+	}, orders.StepFailed.Activity)
 }
 
 type scenario struct {
@@ -93,6 +96,12 @@ type scenario struct {
 func sign(env *testsuite.TestWorkflowEnvironment, at time.Duration, req string) {
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(SignalSignature, Signature{SigningRequestID: req, Signature: "c2ln"})
+	}, at)
+}
+
+func refuse(env *testsuite.TestWorkflowEnvironment, at time.Duration, req, reason string) {
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalRefusal, Refusal{SigningRequestID: req, Reason: reason, Detail: "what the signer saw"})
 	}, at)
 }
 
@@ -166,6 +175,21 @@ func TestOrderLifecyclePaths(t *testing.T) {
 				sign(env, 2*time.Hour, "sig_TRANSFER")
 			},
 			want: "submitted policy sign-requested:TRANSFER signed:TRANSFER broadcast:TRANSFER leg-confirmed:TRANSFER", endStatus: "confirmed"},
+		{name: "the signer's refusal fails the order", legs: []string{"TRANSFER"}, decision: allowed, chain: []string{"confirmed"},
+			script: func(env *testsuite.TestWorkflowEnvironment) {
+				refuse(env, time.Hour, "sig_OTHER", "unknown_method")
+				refuse(env, 2*time.Hour, "sig_TRANSFER", "destination_not_allowed")
+				// A signature after the refusal changes nothing.
+				sign(env, 3*time.Hour, "sig_TRANSFER")
+			},
+			want: "submitted policy sign-requested:TRANSFER failed:signer_refused:destination_not_allowed", endStatus: "failed"},
+		{name: "a refused second leg fails the order after the first", legs: []string{"APPROVE", "SWAP"}, decision: allowed, chain: []string{"confirmed"},
+			script: func(env *testsuite.TestWorkflowEnvironment) {
+				sign(env, time.Minute, "sig_APPROVE")
+				refuse(env, 2*time.Minute, "sig_SWAP", "fee_above_cap")
+			},
+			want: "submitted policy sign-requested:APPROVE signed:APPROVE broadcast:APPROVE leg-confirmed:APPROVE " +
+				"sign-requested:SWAP failed:signer_refused:fee_above_cap", endStatus: "failed"},
 		{name: "revert", legs: []string{"TRANSFER"}, decision: allowed, chain: []string{"pending", "failed"},
 			script: func(env *testsuite.TestWorkflowEnvironment) { sign(env, time.Minute, "sig_TRANSFER") },
 			want:   "submitted policy sign-requested:TRANSFER signed:TRANSFER broadcast:TRANSFER failed:tx_reverted", endStatus: "failed"},

@@ -107,6 +107,7 @@ func (w *suiteOrders) SignalApproval(context.Context, string, workflows.Approval
 	return nil
 }
 func (w *suiteOrders) SignalSignature(context.Context, string, workflows.Signature) error { return nil }
+func (w *suiteOrders) SignalRefusal(context.Context, string, workflows.Refusal) error     { return nil }
 
 // idLike matches a value that carries an id, a key or a token of the service.
 var idLike = regexp.MustCompile(`(^|[^a-z])(ord|apr|sig|evt|wal|key|wsc|whk|msg|dlv|oac|org|usr|aud|rep|wkr|sk|pk|tk|at|ocs)_[0-9a-zA-Z]`)

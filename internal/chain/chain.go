@@ -88,6 +88,11 @@ type Unsigned struct {
 	// Fields is the transaction in readable JSON; with the signature it is all a broadcast
 	// needs, so what is broadcast is exactly what was signed.
 	Fields json.RawMessage
+	// Raw is the transaction's unsigned bytes, the form a signer decodes itself instead of
+	// trusting Fields: on an EVM chain the EIP-1559 unsigned RLP (0x02 ‖ rlp(fields)),
+	// whose Keccak-256 is Digest; on the simulated chain the bytes of Fields, whose SHA-256
+	// is Digest.
+	Raw []byte
 	// Digest is the hex of the 32 bytes to sign.
 	Digest string
 	Nonce  *uint64

@@ -113,6 +113,7 @@ func (allowAll) SubmitOutcome(context.Context, string, string) (workflows.Policy
 func (allowAll) SignalApproval(context.Context, string, workflows.ApprovalDecision) error { return nil }
 
 func (allowAll) SignalSignature(context.Context, string, workflows.Signature) error { return nil }
+func (allowAll) SignalRefusal(context.Context, string, workflows.Refusal) error     { return nil }
 
 func newPages(t *testing.T) *pages { return newPagesAt(t, nil) }
 

@@ -87,11 +87,13 @@ type OrderEvent struct {
 	WalletID   string      `json:"walletId"`
 }
 
-// Failure is why an order failed: its code (signing_expired, tx_reverted, tx_timeout) and
-// a message for people.
+// Failure is why an order failed: its code (signing_expired, tx_reverted, tx_timeout,
+// signer_refused, …) and a message for people; for signer_refused, in Order.Failed, also
+// the check the signer names as Reason.
 type Failure struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	Reason  string `json:"reason,omitempty"`
 }
 
 // Violation is a policy rule an order broke. It has policy.Violation's shape; this

@@ -40,6 +40,9 @@ const (
 	FailureSigningExpired FailureCode = "signing_expired"
 	FailureTxReverted     FailureCode = "tx_reverted"
 	FailureTxTimeout      FailureCode = "tx_timeout"
+	// The signer checked the signing request against its own configuration and refused
+	// it (SPEC 3.5a).
+	FailureSignerRefused FailureCode = "signer_refused"
 	// Refused before the leg's signing request, so that no nonce is spent: the wallet
 	// holds less than the leg spends, the chain's configuration lacks the asset, or the
 	// amount is more than the chain's integer carries.

@@ -68,10 +68,12 @@ const (
 	SigningPending = "pending"
 	SigningSigned  = "signed"
 	SigningExpired = "expired"
+	// SigningRefused: the signer refused it; the order failed signer_refused.
+	SigningRefused = "refused"
 )
 
 // SigningStatuses lists every signing request status, for validating filters.
-var SigningStatuses = []string{SigningPending, SigningSigned, SigningExpired}
+var SigningStatuses = []string{SigningPending, SigningSigned, SigningExpired, SigningRefused}
 
 // ChainAssets are the assets each supported chain carries; the first is the native one.
 var ChainAssets = map[string][]string{

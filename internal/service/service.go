@@ -39,6 +39,7 @@ type Workflows interface {
 	SubmitOutcome(ctx context.Context, orderID, submissionID string) (workflows.PolicyDecision, error)
 	SignalApproval(ctx context.Context, orderID string, d workflows.ApprovalDecision) error
 	SignalSignature(ctx context.Context, orderID string, s workflows.Signature) error
+	SignalRefusal(ctx context.Context, orderID string, f workflows.Refusal) error
 }
 
 // DryRunStarter starts the workflow of a policy dry run against history.

@@ -26,6 +26,7 @@ import (
 type recorder struct {
 	mu         sync.Mutex
 	signatures []workflows.Signature
+	refusals   []workflows.Refusal
 	controls   []events.Control
 }
 
@@ -47,6 +48,13 @@ func (r *recorder) SignalSignature(_ context.Context, _ string, s workflows.Sign
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.signatures = append(r.signatures, s)
+	return nil
+}
+
+func (r *recorder) SignalRefusal(_ context.Context, _ string, f workflows.Refusal) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.refusals = append(r.refusals, f)
 	return nil
 }
 

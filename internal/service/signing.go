@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/opentreasury/treasury/internal/auth"
 	"github.com/opentreasury/treasury/internal/chain/keys"
@@ -99,6 +101,51 @@ func (s *Service) SubmitSignature(ctx context.Context, who Caller, requestID, si
 		return nil, err
 	}
 	s.auditAfter(ctx, s.audit(who, r.App, "signature.submitted", "signing_request", r.ID, nil))
+	return r, nil
+}
+
+// refusalReason is a refusal's reason: the name of the check that failed, in the
+// signer's own words (destination_not_allowed, unknown_method, …).
+var refusalReason = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+// maxRefusalDetail bounds what a refusal says beside its reason.
+const maxRefusalDetail = 1000
+
+// RefuseSigningRequest records that the signer refused a pending signing request (POST
+// /signing-requests/{id}/refusal): the order's workflow fails it signer_refused, with the
+// reason in Order.Failed and in the audit log. It takes the same credentials as a
+// signature.
+func (s *Service) RefuseSigningRequest(ctx context.Context, who Caller, requestID, reason, detail string) (*store.SigningRequest, error) {
+	var errs []orders.FieldError
+	if !refusalReason.MatchString(reason) {
+		errs = append(errs, field("reason", "must be the name of the check that failed: lowercase letters, digits and _, at most 64"))
+	}
+	if utf8.RuneCountInString(detail) > maxRefusalDetail {
+		errs = append(errs, field("detail", fmt.Sprintf("must be at most %d characters", maxRefusalDetail)))
+	}
+	if len(errs) > 0 {
+		return nil, invalid(errs...)
+	}
+	r, err := s.SigningRequest(ctx, who, requestID)
+	if err != nil {
+		return nil, err
+	}
+	if !who.Can(r.App, auth.ActionSign) && !who.SigningDevice() {
+		return nil, refuse(PermissionDenied, "Refusing needs the 'sign' action on the '"+r.App+"' app, or a signing device's key (a treasury tk_ with sign, restricted to the wallet).")
+	}
+	if r.Status != orders.SigningPending || !s.now().Before(r.ExpiresAt) {
+		return nil, refuse(Conflict, "This signing request is no longer pending (signed, refused or expired).")
+	}
+	if s.Workflows == nil {
+		return nil, ErrWorkflowsUnavailable
+	}
+	err = s.Workflows.SignalRefusal(ctx, r.OrderID, workflows.Refusal{SigningRequestID: r.ID, Reason: reason, Detail: detail,
+		CorrelationID: who.CorrelationID})
+	if err != nil {
+		return nil, err
+	}
+	s.auditAfter(ctx, s.audit(who, r.App, "signing_request.refused", "signing_request", r.ID,
+		map[string]any{"orderId": r.OrderID, "reason": reason, "detail": detail}))
 	return r, nil
 }
 

@@ -31,7 +31,8 @@ import (
 
 // signals records the signatures the service hands to workflows.
 type signals struct {
-	got chan workflows.Signature
+	got     chan workflows.Signature
+	refused chan workflows.Refusal
 }
 
 func (s *signals) Submit(context.Context, workflows.Submission) (workflows.PolicyDecision, error) {
@@ -47,6 +48,11 @@ func (s *signals) SignalApproval(context.Context, string, workflows.ApprovalDeci
 }
 func (s *signals) SignalSignature(_ context.Context, _ string, sig workflows.Signature) error {
 	s.got <- sig
+	return nil
+}
+
+func (s *signals) SignalRefusal(_ context.Context, _ string, f workflows.Refusal) error {
+	s.refused <- f
 	return nil
 }
 
@@ -68,7 +74,7 @@ func startService(t *testing.T) *apiProcess {
 		t.Fatal(err)
 	}
 	live := assemble.StartLive(s, assemble.LiveOptions{}, log)
-	svc := &apiProcess{creds: creds, store: s, signals: &signals{got: make(chan workflows.Signature, 10)}}
+	svc := &apiProcess{creds: creds, store: s, signals: &signals{got: make(chan workflows.Signature, 10), refused: make(chan workflows.Refusal, 10)}}
 	router := api.NewRouter(api.Config{
 		Store:     s,
 		Log:       log,

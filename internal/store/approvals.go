@@ -64,6 +64,8 @@ type SigningRequest struct {
 	WalletID   string
 	Chain      string
 	UnsignedTx string
+	// RawUnsignedTx is the hex of the transaction's unsigned bytes (chain.Unsigned.Raw).
+	RawUnsignedTx string
 	// Scheme is the wallet's signature scheme; Digest is signed in it.
 	Scheme string `gorm:"default:ed25519"`
 	Digest string

@@ -98,7 +98,7 @@ func (d *Chain) Prepare(ctx context.Context, leg chain.Leg) (chain.Draft, error)
 	}
 	sum := sha256.Sum256(fields)
 	scheme := cmp.Or(leg.Scheme, chain.Ed25519)
-	unsigned := chain.Unsigned{Scheme: scheme, Fields: fields, Digest: hex.EncodeToString(sum[:])}
+	unsigned := chain.Unsigned{Scheme: scheme, Fields: fields, Raw: fields, Digest: hex.EncodeToString(sum[:])}
 	return chain.Draft{Chain: leg.Chain, Scheme: scheme,
 		Seal: func(uint64) (chain.Unsigned, error) { return unsigned, nil }}, nil
 }

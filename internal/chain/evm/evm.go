@@ -277,8 +277,12 @@ func (c *Chain) seal(f fields) (chain.Unsigned, error) {
 	if err != nil {
 		return chain.Unsigned{}, err
 	}
+	unsigned, err := UnsignedBytes(tx)
+	if err != nil {
+		return chain.Unsigned{}, err
+	}
 	nonce := f.Nonce
-	return chain.Unsigned{Scheme: chain.Secp256k1, Fields: raw, Digest: hexutil.Encode(c.signer.Hash(tx).Bytes())[2:], Nonce: &nonce}, nil
+	return chain.Unsigned{Scheme: chain.Secp256k1, Fields: raw, Raw: unsigned, Digest: hexutil.Encode(c.signer.Hash(tx).Bytes())[2:], Nonce: &nonce}, nil
 }
 
 // fees prices a transaction from the node: twice the latest base fee plus the suggested

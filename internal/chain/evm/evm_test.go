@@ -121,6 +121,10 @@ func (n *net) commit() {
 
 func (n *net) signed(u chain.Unsigned, k *keys.Key) chain.SignedTx {
 	n.t.Helper()
+	// What a signer decodes itself is the transaction the readable fields describe.
+	if _, hash, err := evm.DecodeUnsigned(u.Raw); err != nil || hash.Hex()[2:] != u.Digest {
+		n.t.Fatalf("the unsigned bytes hash to %s (%v), the digest is %s", hash.Hex(), err, u.Digest)
+	}
 	digest := common.FromHex(u.Digest)
 	sig, err := k.Sign(digest)
 	if err != nil {
@@ -440,17 +444,17 @@ func TestAReplacementOfAMinedTransactionIsRefusedAsNonceUsed(t *testing.T) {
 	// still take the replacement in place of the transaction it holds, and drop it after.
 	// Asked again, it refuses it.
 	replacement := n.signed(u, n.wallet)
-	for tries := 0; ; tries++ {
+	wait.For(t, 10*time.Second, "the node to refuse the replacement of a mined transaction (ErrNonceUsed)", func() bool {
 		_, err := n.chain.Broadcast(ctx, replacement)
 		if errors.Is(err, chain.ErrNonceUsed) {
-			break
+			return true
 		}
-		if err != nil || tries == 50 {
-			t.Fatalf("broadcasting the replacement of a mined transaction: %v (try %d), want ErrNonceUsed", err, tries)
+		if err != nil {
+			t.Fatalf("broadcasting the replacement of a mined transaction: %v, want ErrNonceUsed", err)
 		}
-		time.Sleep(20 * time.Millisecond)
 		n.backend.Commit()
-	}
+		return false
+	})
 	if got := n.balances(receiver.Hex())["USDC"]; !got.Equal(decimal.NewFromInt(2)) {
 		t.Fatalf("the receiver holds %s USDC, want 2, paid once", got)
 	}
