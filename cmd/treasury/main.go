@@ -83,6 +83,7 @@ var commands = []command{
 			fs.StringVar(&signerFlags.url, "url", "http://127.0.0.1:8080", "base URL of the treasury API")
 			fs.StringVar(&signerFlags.config, "config", "", "a WebSocket config wanting Wallet.SigningRequested (wsc_…, a treasury config\nfor a device key): each request wakes the signer at once; without it, it polls")
 			fs.DurationVar(&signerFlags.interval, "interval", time.Second, "how often to look for pending requests while the live channel is down")
+			fs.StringVar(&signerFlags.policy, "policy", "", "the signer's own rules (docs/signer.md): chains, allowed and denied destinations and\ncontracts, fee caps; each request is decoded and judged by them, and refused when a check fails")
 		},
 		run: runSigner,
 	},
@@ -131,8 +132,8 @@ func metricsFlag(fs *flag.FlagSet, cfg *assemble.Config) {
 // signerFlags are the flags of treasury signer; its token comes from TREASURY_TOKEN so
 // that it stays out of the process list.
 var signerFlags struct {
-	keyFile, wallet, url, config string
-	interval                     time.Duration
+	keyFile, wallet, url, config, policy string
+	interval                             time.Duration
 }
 
 func runSigner(ctx context.Context, cfg assemble.Config, proc commandEnv) error {
@@ -147,13 +148,23 @@ func runSigner(ctx context.Context, cfg assemble.Config, proc commandEnv) error 
 	if err != nil {
 		return err
 	}
+	var policy *signer.Policy
+	if signerFlags.policy != "" {
+		if policy, err = signer.LoadPolicy(signerFlags.policy); err != nil {
+			return err
+		}
+	}
 	log := assemble.NewLogger(cfg.LogLevel).With("process", "signer")
-	log.Info("signer following signing requests", "wallet", signerFlags.wallet, "url", signerFlags.url, "configId", signerFlags.config)
+	log.Info("signer following signing requests", "wallet", signerFlags.wallet, "url", signerFlags.url, "configId", signerFlags.config,
+		"policy", signerFlags.policy)
 	if signerFlags.config == "" {
 		log.Warn("no --config: polling only; give a WebSocket config to be woken by each request")
 	}
+	if policy == nil {
+		log.Warn("no --policy: the signer signs every consistent request of its wallet; give it its own rules to judge what it signs")
+	}
 	return signer.Run(ctx, signer.Config{BaseURL: signerFlags.url, Token: token, WalletID: signerFlags.wallet,
-		Key: key, ConfigID: signerFlags.config, Interval: signerFlags.interval, Log: log})
+		Key: key, ConfigID: signerFlags.config, Interval: signerFlags.interval, Log: log, Policy: policy})
 }
 
 // tailFlags are the flags of treasury events tail.

@@ -47,6 +47,11 @@ type Config struct {
 	// channel wakes the signer for each request, and each reconnection reads what it
 	// missed.
 	Interval, LiveSweep time.Duration
+	// Policy, when set, is the signer's own rules (SPEC 3.5a): every request is decoded
+	// from its rawUnsignedTx and judged by them, and one that fails a check is refused
+	// (POST …/refusal), failing its order signer_refused. Without one the signer checks
+	// only that each request is consistent and of its wallet, and leaves alone what is not.
+	Policy *Policy
 	// Live tunes the live channel's connection (the client's defaults when nil).
 	Live *client.Options
 	Log  *slog.Logger
@@ -182,12 +187,22 @@ func pass(ctx context.Context, cfg Config, done map[string]bool) error {
 			if r.WalletID != cfg.WalletID || done[r.ID] {
 				continue
 			}
+			if cfg.Policy != nil {
+				if f := cfg.Policy.Check(r, cfg.WalletID, cfg.Key.Address()); f != nil {
+					if err := refuseOne(ctx, cfg, r, f); err != nil {
+						cfg.Log.Warn("refusal not posted", "signingRequestId", r.ID, "error", err.Error())
+						continue
+					}
+					done[r.ID] = true
+					continue
+				}
+			}
 			if err := signOne(ctx, cfg, r); err != nil {
 				cfg.Log.Warn("not signed", "signingRequestId", r.ID, "error", err.Error())
 				continue
 			}
 			done[r.ID] = true
-			cfg.Log.Info("signed", "signingRequestId", r.ID, "orderId", r.OrderID, "leg", r.Leg)
+			cfg.Log.Info("signed", "verdict", "sign", "signingRequestId", r.ID, "orderId", r.OrderID, "leg", r.Leg, "checkedByPolicy", cfg.Policy != nil)
 		}
 		if page.NextCursor == nil {
 			return nil
@@ -211,6 +226,15 @@ func signOne(ctx context.Context, cfg Config, r client.SigningRequest) error {
 	}
 	body, _ := json.Marshal(map[string]string{"signature": base64.StdEncoding.EncodeToString(sig)})
 	return call(ctx, cfg, "POST", "/api/v1/signing-requests/"+r.ID+"/signature", body, nil)
+}
+
+// refuseOne posts the refusal of a request that failed a check of the policy, and logs the
+// verdict.
+func refuseOne(ctx context.Context, cfg Config, r client.SigningRequest, f *Refusal) error {
+	cfg.Log.Warn("refused", "verdict", "refuse", "signingRequestId", r.ID, "orderId", r.OrderID, "leg", r.Leg,
+		"reason", f.Reason, "detail", f.Detail)
+	body, _ := json.Marshal(map[string]string{"reason": f.Reason, "detail": f.Detail})
+	return call(ctx, cfg, "POST", "/api/v1/signing-requests/"+r.ID+"/refusal", body, nil)
 }
 
 // checkPayload checks a simulated chain's transaction: it names this wallet, and its

@@ -1,6 +1,7 @@
 package evm
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/big"
@@ -9,6 +10,8 @@ import (
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/ethereum/go-ethereum/rlp"
+
+	"github.com/opentreasury/treasury/internal/chain/evm/contracts"
 )
 
 // unsignedDynamicFeeTx is the list an EIP-1559 transaction's signing hash covers, in its
@@ -54,4 +57,60 @@ func DecodeUnsigned(raw []byte) (*types.Transaction, common.Hash, error) {
 	tx := types.NewTx(&types.DynamicFeeTx{ChainID: u.ChainID, Nonce: u.Nonce, GasTipCap: u.GasTipCap, GasFeeCap: u.GasFeeCap,
 		Gas: u.Gas, To: u.To, Value: u.Value, Data: u.Data, AccessList: u.AccessList})
 	return tx, crypto.Keccak256Hash(raw), nil
+}
+
+// Call is one of the calls the adapter's legs make (calls.go), read back from a
+// transaction's data by a signer that does not take the readable fields' word for it.
+type Call struct {
+	// Contract names the kind of contract whose method it is (contracts.Token for ERC-20,
+	// contracts.SwapRouter, contracts.Vault, contracts.LendingPool); Method its name.
+	Contract, Method string
+	// Args are the arguments in order: common.Address, *big.Int, uint16.
+	Args []any
+	// Beneficiaries are the arguments naming who gets what the call produces: a swap's
+	// recipient, a vault's receiver (and a withdrawal's owner), a loan's onBehalfOf, the
+	// rewards' to. Every leg the adapter builds names the wallet itself there.
+	Beneficiaries []common.Address
+}
+
+// knownCalls are the methods the legs call, with the positions of their beneficiaries.
+var knownCalls = []struct {
+	contract, method string
+	beneficiaries    []int
+}{
+	{contracts.Token, "transfer", nil}, {contracts.Token, "approve", nil},
+	{contracts.SwapRouter, "swapExactInput", []int{4}},
+	{contracts.Vault, "deposit", []int{1}}, {contracts.Vault, "withdraw", []int{1, 2}}, {contracts.Vault, "claimRewards", []int{0}},
+	{contracts.LendingPool, "borrow", []int{4}}, {contracts.LendingPool, "repay", []int{3}},
+}
+
+// ErrUnknownCall: the data calls no method the adapter's legs call.
+var ErrUnknownCall = errors.New("evm: the call is none the legs make")
+
+// DecodeCall reads a transaction's data as one of the legs' calls. Data that calls another
+// method, or that is not exactly that method's encoding (short, or with bytes after its
+// arguments), is an error.
+func DecodeCall(data []byte) (Call, error) {
+	if len(data) < 4 {
+		return Call{}, ErrUnknownCall
+	}
+	for _, k := range knownCalls {
+		m := contracts.ABI(k.contract).Methods[k.method]
+		if !bytes.Equal(m.ID, data[:4]) {
+			continue
+		}
+		args, err := m.Inputs.Unpack(data[4:])
+		if err != nil {
+			return Call{}, fmt.Errorf("evm: the %s call does not decode: %w", k.method, err)
+		}
+		if again, err := m.Inputs.Pack(args...); err != nil || !bytes.Equal(again, data[4:]) {
+			return Call{}, fmt.Errorf("evm: the %s call is not exactly its arguments' encoding", k.method)
+		}
+		c := Call{Contract: k.contract, Method: k.method, Args: args}
+		for _, i := range k.beneficiaries {
+			c.Beneficiaries = append(c.Beneficiaries, args[i].(common.Address))
+		}
+		return c, nil
+	}
+	return Call{}, ErrUnknownCall
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
+
+	"github.com/opentreasury/treasury/internal/chain/evm/contracts"
 )
 
 func TestUnsignedBytesHashToTheSigningHashAndDecodeBack(t *testing.T) {
@@ -38,5 +40,57 @@ func TestUnsignedBytesHashToTheSigningHashAndDecodeBack(t *testing.T) {
 		if _, _, err := DecodeUnsigned(bad); err == nil {
 			t.Errorf("%s: decoded", name)
 		}
+	}
+}
+
+func TestDecodeCallReadsTheLegsCallsAndNothingElse(t *testing.T) {
+	wallet := common.HexToAddress("0x00000000000000000000000000000000000000aa")
+	other := common.HexToAddress("0x00000000000000000000000000000000000000bb")
+	token := common.HexToAddress("0x00000000000000000000000000000000000000cc")
+	amount := big.NewInt(1_500_000)
+	pack := func(contract, method string, args ...any) []byte {
+		data, err := contracts.ABI(contract).Pack(method, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	cases := []struct {
+		data          []byte
+		method        string
+		beneficiaries []common.Address
+	}{
+		{pack(contracts.Token, "transfer", other, amount), "transfer", nil},
+		{pack(contracts.Token, "approve", other, amount), "approve", nil},
+		{pack(contracts.SwapRouter, "swapExactInput", token, common.Address{}, amount, big.NewInt(1), wallet), "swapExactInput", []common.Address{wallet}},
+		{pack(contracts.Vault, "deposit", amount, wallet), "deposit", []common.Address{wallet}},
+		{pack(contracts.Vault, "withdraw", amount, wallet, other), "withdraw", []common.Address{wallet, other}},
+		{pack(contracts.Vault, "claimRewards", other), "claimRewards", []common.Address{other}},
+		{pack(contracts.LendingPool, "borrow", token, amount, big.NewInt(2), uint16(0), wallet), "borrow", []common.Address{wallet}},
+		{pack(contracts.LendingPool, "repay", token, amount, big.NewInt(2), other), "repay", []common.Address{other}},
+	}
+	for _, tc := range cases {
+		c, err := DecodeCall(tc.data)
+		if err != nil || c.Method != tc.method || len(c.Beneficiaries) != len(tc.beneficiaries) {
+			t.Fatalf("%s: %+v %v", tc.method, c, err)
+		}
+		for i, b := range tc.beneficiaries {
+			if c.Beneficiaries[i] != b {
+				t.Errorf("%s: beneficiary %d is %s, want %s", tc.method, i, c.Beneficiaries[i], b)
+			}
+		}
+		if _, err := DecodeCall(append(append([]byte{}, tc.data...), 0)); err == nil {
+			t.Errorf("%s with a byte after its arguments decoded", tc.method)
+		}
+	}
+	transfer, _ := DecodeCall(cases[0].data)
+	if transfer.Args[0].(common.Address) != other || transfer.Args[1].(*big.Int).Cmp(amount) != 0 {
+		t.Fatalf("transfer args %v", transfer.Args)
+	}
+	if _, err := DecodeCall(pack(contracts.Token, "balanceOf", wallet)); err != ErrUnknownCall {
+		t.Fatalf("balanceOf: %v, want ErrUnknownCall", err)
+	}
+	if _, err := DecodeCall(nil); err != ErrUnknownCall {
+		t.Fatalf("no data: %v", err)
 	}
 }

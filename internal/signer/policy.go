@@ -1,0 +1,270 @@
+package signer
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/ethereum/go-ethereum/common"
+
+	"github.com/opentreasury/treasury/client"
+	"github.com/opentreasury/treasury/internal/chain/evm"
+)
+
+// Policy is the signer's own rules (SPEC 3.5a): what it lets its wallet sign, read from
+// its own configuration file. The service's word counts for nothing here: the signer
+// decodes the transaction from the request's rawUnsignedTx itself and judges that. Deny
+// wins over allow, and what is not allowed is refused.
+type Policy struct {
+	// Chains are the chains the signer signs on, by the name the service gives them.
+	Chains map[string]ChainRule `json:"chains"`
+	Allow  Rules                `json:"allow"`
+	Deny   Rules                `json:"deny"`
+}
+
+// ChainRule is what the signer knows of a chain by itself: its chain id, and the most a
+// transaction may pay in fees (gas × maxFeePerGas, in wei).
+type ChainRule struct {
+	ChainID   uint64 `json:"chainId"`
+	MaxFeeWei string `json:"maxFeeWei"`
+	maxFee    *big.Int
+}
+
+// Rules list destinations and contracts. A destination is an address a transfer pays
+// (native, or an ERC-20 transfer's recipient); a contract is an address the transaction
+// calls, with the methods allowed (or denied) on it; in Deny, no methods means all.
+type Rules struct {
+	Destinations []string       `json:"destinations"`
+	Contracts    []ContractRule `json:"contracts"`
+}
+
+// ContractRule names a contract and methods of it: transfer, approve, swapExactInput,
+// deposit, withdraw, claimRewards, borrow, repay.
+type ContractRule struct {
+	Address string   `json:"address"`
+	Methods []string `json:"methods"`
+}
+
+// Refusal is a check that failed: Reason names it (as the refusal posted to the service
+// does), Detail says what the signer saw.
+type Refusal struct {
+	Reason, Detail string
+}
+
+func (r *Refusal) Error() string { return r.Reason + ": " + r.Detail }
+
+func refusal(reason, format string, args ...any) *Refusal {
+	return &Refusal{Reason: reason, Detail: fmt.Sprintf(format, args...)}
+}
+
+// unlimited is where an approval stops being an amount: 2^255 and above (the usual
+// "unlimited" is 2^256-1).
+var unlimited = new(big.Int).Lsh(big.NewInt(1), 255)
+
+// methods are the calls a contract rule may name.
+var methods = []string{"transfer", "approve", "swapExactInput", "deposit", "withdraw", "claimRewards", "borrow", "repay"}
+
+// LoadPolicy reads a policy file strictly: unknown fields, malformed addresses, unknown
+// methods and chains without a fee cap are errors, so that a typo never widens what the
+// signer signs.
+func LoadPolicy(path string) (*Policy, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var p Policy
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := p.check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &p, nil
+}
+
+func (p *Policy) check() error {
+	if len(p.Chains) == 0 {
+		return errors.New("chains: name at least one chain the signer signs on")
+	}
+	for name, c := range p.Chains {
+		fee, ok := new(big.Int).SetString(c.MaxFeeWei, 10)
+		if c.ChainID == 0 || !ok || fee.Sign() <= 0 {
+			return fmt.Errorf("chains.%s: needs chainId and maxFeeWei (a positive whole number of wei)", name)
+		}
+		c.maxFee = fee
+		p.Chains[name] = c
+	}
+	for _, rules := range []Rules{p.Allow, p.Deny} {
+		for _, d := range rules.Destinations {
+			if !isAddress(d) {
+				return fmt.Errorf("destination %q is not an address", d)
+			}
+		}
+		for _, c := range rules.Contracts {
+			if !isAddress(c.Address) {
+				return fmt.Errorf("contract %q is not an address", c.Address)
+			}
+			for _, m := range c.Methods {
+				if !slices.Contains(methods, m) {
+					return fmt.Errorf("contract %s: unknown method %q (one of %s)", c.Address, m, strings.Join(methods, ", "))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// isAddress accepts an EVM address (0x and 40 hex digits) or a Solana one (base58), as a
+// wallet's chain writes it.
+func isAddress(s string) bool {
+	return common.IsHexAddress(s) || (len(s) >= 32 && len(s) <= 44 && strings.Trim(s, "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz") == "")
+}
+
+// Check judges a signing request by the policy alone, for the wallet at address: nil when
+// the signer may sign it, else the first check that failed.
+func (p *Policy) Check(r client.SigningRequest, walletID, address string) *Refusal {
+	raw, err := hex.DecodeString(r.RawUnsignedTx)
+	if err != nil || len(raw) == 0 {
+		return refusal("raw_unsigned_tx_missing", "the request carries no rawUnsignedTx to decode")
+	}
+	rule, ok := p.Chains[r.Chain]
+	if !ok {
+		return refusal("chain_not_configured", "the signer has no rule for chain %q", r.Chain)
+	}
+	if client.IsEVMTransaction(r) {
+		return p.checkEVM(r, raw, rule, address)
+	}
+	return p.checkSimulated(r, raw, walletID)
+}
+
+func (p *Policy) checkEVM(r client.SigningRequest, raw []byte, rule ChainRule, wallet string) *Refusal {
+	tx, hash, err := evm.DecodeUnsigned(raw)
+	if err != nil {
+		return refusal("undecodable", "%v", err)
+	}
+	if !strings.EqualFold(hex.EncodeToString(hash[:]), r.Digest) {
+		return refusal("digest_mismatch", "the digest %s is not the hash %x of the transaction decoded", r.Digest, hash)
+	}
+	if tx.ChainId().Cmp(new(big.Int).SetUint64(rule.ChainID)) != 0 {
+		return refusal("wrong_chain", "the transaction is for chain id %s, %s is %d", tx.ChainId(), r.Chain, rule.ChainID)
+	}
+	fee := new(big.Int).Mul(new(big.Int).SetUint64(tx.Gas()), tx.GasFeeCap())
+	if fee.Cmp(rule.maxFee) > 0 {
+		return refusal("fee_above_cap", "the transaction may pay %s wei in fees, the cap is %s", fee, rule.maxFee)
+	}
+	if tx.To() == nil {
+		return refusal("contract_creation", "the transaction creates a contract")
+	}
+	to := tx.To().Hex()
+	if len(tx.Data()) == 0 {
+		return p.destination(to, fmt.Sprintf("%s wei", tx.Value()))
+	}
+	call, err := evm.DecodeCall(tx.Data())
+	if err != nil {
+		return refusal("unknown_method", "the call to %s: %v", to, err)
+	}
+	if f := p.contract(to, call.Method); f != nil {
+		return f
+	}
+	for _, b := range call.Beneficiaries {
+		if !strings.EqualFold(b.Hex(), wallet) {
+			return refusal("beneficiary_not_wallet", "%s on %s names %s, not the wallet %s, as who gets what it produces", call.Method, to, b.Hex(), wallet)
+		}
+	}
+	if tx.Value().Sign() > 0 && call.Method != "swapExactInput" {
+		return refusal("value_with_call", "%s on %s also sends %s wei", call.Method, to, tx.Value())
+	}
+	switch call.Method {
+	case "transfer":
+		recipient, amount := call.Args[0].(common.Address), call.Args[1].(*big.Int)
+		return p.destination(recipient.Hex(), fmt.Sprintf("%s base units of the token at %s", amount, to))
+	case "approve":
+		spender, amount := call.Args[0].(common.Address), call.Args[1].(*big.Int)
+		if amount.Cmp(unlimited) >= 0 {
+			return refusal("unlimited_approve", "approve of %s to %s is unlimited", amount, spender.Hex())
+		}
+		if !p.allows(p.Allow.Contracts, spender.Hex(), "") || p.denies(spender.Hex(), "") {
+			return refusal("spender_not_allowed", "approve lets %s spend the token at %s, and it is no allowed contract", spender.Hex(), to)
+		}
+	}
+	return nil
+}
+
+// checkSimulated judges a simulated chain's transaction: the bytes hash to the digest,
+// name this wallet and the payload whose hash was approved, and pay an allowed
+// destination. It makes no calls the signer could judge, so any other leg is refused.
+func (p *Policy) checkSimulated(r client.SigningRequest, raw []byte, walletID string) *Refusal {
+	if sum := sha256.Sum256(raw); !strings.EqualFold(hex.EncodeToString(sum[:]), r.Digest) {
+		return refusal("digest_mismatch", "the digest %s is not the SHA-256 of the transaction's bytes", r.Digest)
+	}
+	var tx struct {
+		Leg         string          `json:"leg"`
+		Payload     json.RawMessage `json:"payload"`
+		PayloadHash string          `json:"payloadHash"`
+	}
+	var payload struct {
+		WalletID    string `json:"walletId"`
+		Destination struct {
+			Address string `json:"address"`
+		} `json:"destination"`
+	}
+	if json.Unmarshal(raw, &tx) != nil || json.Unmarshal(tx.Payload, &payload) != nil {
+		return refusal("undecodable", "the transaction's bytes are not the simulated chain's JSON")
+	}
+	if sum := sha256.Sum256(tx.Payload); hex.EncodeToString(sum[:]) != tx.PayloadHash {
+		return refusal("payload_mismatch", "the payload does not hash to its payloadHash")
+	}
+	if payload.WalletID != walletID {
+		return refusal("wrong_wallet", "the transaction is of wallet %s", payload.WalletID)
+	}
+	if tx.Leg != "TRANSFER" {
+		return refusal("unknown_method", "a %s leg on the simulated chain calls nothing the signer can check", tx.Leg)
+	}
+	return p.destination(payload.Destination.Address, "the payment")
+}
+
+// destination judges what a transfer pays to.
+func (p *Policy) destination(to, what string) *Refusal {
+	if slices.ContainsFunc(p.Deny.Destinations, func(d string) bool { return strings.EqualFold(d, to) }) {
+		return refusal("destination_denied", "%s goes to %s, a denied destination", what, to)
+	}
+	if !slices.ContainsFunc(p.Allow.Destinations, func(d string) bool { return strings.EqualFold(d, to) }) {
+		return refusal("destination_not_allowed", "%s goes to %s, which is not an allowed destination", what, to)
+	}
+	return nil
+}
+
+// contract judges a call of method on the contract at address.
+func (p *Policy) contract(address, method string) *Refusal {
+	if p.denies(address, method) {
+		return refusal("contract_denied", "%s on %s is denied", method, address)
+	}
+	if !p.allows(p.Allow.Contracts, address, method) {
+		return refusal("contract_not_allowed", "%s on %s is not allowed", method, address)
+	}
+	return nil
+}
+
+// allows reports whether rules name the contract with method ("" asks for the contract
+// alone).
+func (p *Policy) allows(rules []ContractRule, address, method string) bool {
+	return slices.ContainsFunc(rules, func(c ContractRule) bool {
+		return strings.EqualFold(c.Address, address) && (method == "" || slices.Contains(c.Methods, method))
+	})
+}
+
+// denies reports whether Deny names the contract with method, or with no method at all.
+func (p *Policy) denies(address, method string) bool {
+	return slices.ContainsFunc(p.Deny.Contracts, func(c ContractRule) bool {
+		return strings.EqualFold(c.Address, address) && (len(c.Methods) == 0 || method == "" || slices.Contains(c.Methods, method))
+	})
+}
