@@ -40,7 +40,9 @@ import (
 // Wallets page's message (EIP-191), and makes a pay sk_, a treasury read tk_ and a device
 // key for the wallet on the API keys pages; the test funds the wallet on geth; a payment is
 // created, submitted, signed by the `treasury signer` process with the wallet's key and
-// confirmed on geth; the portfolio is valued at geth's price feed. Then the feed stops
+// confirmed on geth; the portfolio is valued at geth's price feed. A payment to an address
+// outside the signer's own rules (--policy) is refused by the signer: the order fails
+// signer_refused and the wallet sends nothing. Then the feed stops
 // posting, and past twice its heartbeat an ETH order is refused price_unavailable while a
 // USDC one (a fixed price) is still created.
 func TestAnOrganisationFromNothingPaysOnGeth(t *testing.T) {
@@ -139,8 +141,16 @@ func TestAnOrganisationFromNothingPaysOnGeth(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte(walletKey.Encode()), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The signer's own rules: ETH and USDC to dest1 only, whatever the service asks.
+	policyFile := filepath.Join(dir, "signer-policy.json")
+	policy := `{"chains": {"ethereum": {"chainId": 1337, "maxFeeWei": "100000000000000000"}},
+  "allow": {"destinations": ["` + dest1.Hex() + `"], "contracts": [{"address": "` + s.token(t, "USDC").Address.Hex() + `", "methods": ["transfer"]}]}}`
+	if err := os.WriteFile(policyFile, []byte(policy), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	signerLog, _ := os.Create(filepath.Join(dir, "signer.log"))
-	signer := exec.Command(os.Getenv("TREASURY_BIN"), "signer", "--key", keyFile, "--wallet", walletID, "--url", api, "--interval", "500ms")
+	signer := exec.Command(os.Getenv("TREASURY_BIN"), "signer", "--key", keyFile, "--wallet", walletID, "--url", api, "--interval", "500ms",
+		"--policy", policyFile)
 	signer.Env, signer.Stdout, signer.Stderr = append(os.Environ(), "TREASURY_TOKEN="+device), signerLog, signerLog
 	if err := signer.Start(); err != nil {
 		t.Fatal(err)
@@ -195,6 +205,30 @@ func TestAnOrganisationFromNothingPaysOnGeth(t *testing.T) {
 		p, err = reader.Portfolio(ctx)
 		return err == nil && p.TotalUSD == want
 	})
+
+	// A payment elsewhere: the signer decodes the transaction, finds dest2 outside its
+	// rules and refuses it; the order fails signer_refused and the wallet sends nothing.
+	sent := s.nonce(t, walletAddr)
+	elsewhere, err := pay.CreateOrder(ctx, payment(walletID, "ETH", "0.25", dest2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pay.SubmitOrder(ctx, client.DomainPayment, elsewhere.ID); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, 2*time.Minute, "the payment to dest2 to end", func() bool {
+		if elsewhere, err = pay.GetOrder(ctx, client.DomainPayment, elsewhere.ID); err != nil {
+			t.Fatal(err)
+		}
+		return elsewhere.Status == "failed" || elsewhere.Status == "confirmed"
+	})
+	if elsewhere.Status != "failed" || elsewhere.Failure == nil || elsewhere.Failure.Code != "signer_refused" ||
+		!strings.Contains(elsewhere.Failure.Message, "destination_not_allowed") {
+		t.Fatalf("the payment to dest2: %s %+v", elsewhere.Status, elsewhere.Failure)
+	}
+	if got := s.nonce(t, walletAddr); got != sent {
+		t.Fatalf("the wallet sent %d transactions after the refusal", got-sent)
+	}
 
 	// The feed stops: past twice its heartbeat, ETH is unpriced and its orders refused.
 	stopPosting()
