@@ -133,7 +133,8 @@ type Leg = apitypes.Leg
 // (filled by GetOrder only).
 type OrderApproval = apitypes.OrderApproval
 
-// Failure is why an order failed: signing_expired, tx_reverted, tx_timeout.
+// Failure is why an order failed: signing_expired, signer_refused (with the signer's check
+// as Reason, in Order.Failed), tx_reverted, tx_timeout, insufficient_funds, …
 type Failure = events.Failure
 
 // Rejection is why an order was rejected: by the policy (with its violations), by an
