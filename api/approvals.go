@@ -9,6 +9,7 @@ import (
 
 	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/internal/service"
+	"github.com/opentreasury/treasury/internal/store"
 )
 
 type approvalHandlers struct {
@@ -32,6 +33,21 @@ func (h *approvalHandlers) list(c *gin.Context) {
 	}
 	respondList(c, h.log, approvalJSON)(h.svc.ListApprovals(c.Request.Context(), caller(c),
 		service.ApprovalFilter{Domain: c.Query("domain"), Status: c.Query("status"), Page: pg}))
+}
+
+// approverKeys answers GET /approver-keys: the organisation's approver keys, newest first.
+func (h *approvalHandlers) approverKeys(c *gin.Context) {
+	pg, errs := listParams(c)
+	if len(errs) > 0 {
+		validationFailed(c, errs)
+		return
+	}
+	respondList(c, h.log, approverKeyJSON)(h.svc.ListApproverKeys(c.Request.Context(), caller(c), pg))
+}
+
+func approverKeyJSON(k *store.ApproverKey) apitypes.ApproverKey {
+	return apitypes.ApproverKey{ID: k.ID, Scheme: k.Scheme, PublicKey: k.PublicKey, Kind: k.Kind, CredentialID: k.CredentialID,
+		UserID: k.UserID, CreatedAt: timeOf(k.CreatedAt), RevokedAt: timeOrNull(k.RevokedAt)}
 }
 
 // decide answers POST /approvals/{domain}/{id}/decide: the decision is recorded, then

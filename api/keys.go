@@ -34,7 +34,7 @@ func keyJSON(k *store.APIKey) apitypes.APIKey {
 	}
 	return apitypes.APIKey{ID: k.ID, App: k.App, Kind: k.Kind, Actions: actions, ResourceIDs: resources, Label: k.Label,
 		Hint: k.SecretHint, CreatedAt: timeOf(k.CreatedAt), LastUsedAt: timeOrNull(k.LastUsedAt),
-		RevokedAt: timeOrNull(k.RevokedAt), Creator: creatorJSON(k.Creator)}
+		RevokedAt: timeOrNull(k.RevokedAt), ApproverKeyID: k.ApproverKeyID, Creator: creatorJSON(k.Creator)}
 }
 
 // list answers GET /developer/api-keys: the app's keys, newest first, never their secrets.
@@ -56,11 +56,14 @@ func listPage[R, T any](c *gin.Context, log *slog.Logger, list func(context.Cont
 // key's secret is in this answer and nowhere else, ever.
 func (h *keyHandlers) create(c *gin.Context) {
 	var req apitypes.APIKeyRequest
-	if !bindStrict(c, &req, "kind", "actions", "resourceIds", "label") {
+	if !bindStrict(c, &req, "kind", "actions", "resourceIds", "label", "approverKey") {
 		return
 	}
-	withSecret(c, h.log, http.StatusCreated, keyJSON, "secret")(h.svc.CreateAPIKey(c.Request.Context(), caller(c),
-		service.KeyRequest{Kind: req.Kind, Actions: req.Actions, ResourceIDs: req.ResourceIDs, Label: req.Label}))
+	in := service.KeyRequest{Kind: req.Kind, Actions: req.Actions, ResourceIDs: req.ResourceIDs, Label: req.Label}
+	if req.ApproverKey != nil {
+		in.ApproverKey = &service.ApproverKeyRequest{Scheme: req.ApproverKey.Scheme, PublicKey: req.ApproverKey.PublicKey}
+	}
+	withSecret(c, h.log, http.StatusCreated, keyJSON, "secret")(h.svc.CreateAPIKey(c.Request.Context(), caller(c), in))
 }
 
 // revoke answers DELETE /developer/api-keys/{id}: the key stops working at once.

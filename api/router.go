@@ -277,6 +277,7 @@ func (rt *routes) treasury(v1 *gin.RouterGroup) {
 	ah := &approvalHandlers{svc: svc, log: log}
 	v1.GET("/approvals", ah.list)
 	v1.POST("/approvals/:domain/:id/decide", ah.decide)
+	v1.GET("/approver-keys", ah.approverKeys)
 	sgh := &signingHandlers{svc: svc, log: log}
 	v1.GET("/signing-requests", sgh.list)
 	v1.GET("/signing-requests/:id", sgh.get)

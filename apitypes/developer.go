@@ -28,17 +28,45 @@ type APIKey struct {
 	CreatedAt  events.Time  `json:"createdAt"`
 	LastUsedAt *events.Time `json:"lastUsedAt"`
 	RevokedAt  *events.Time `json:"revokedAt"`
+	// ApproverKeyID is the approver key the key signs its decisions with (an approving
+	// tk key created with one); null otherwise.
+	ApproverKeyID *string `json:"approverKeyId"`
 	Creator
 	// Secret is the key itself, in the answer to its creation only (not in a replay of it).
 	Secret string `json:"secret,omitempty"`
 }
 
-// APIKeyRequest is a new key: Kind sk, tk (with at least one action) or pk.
+// APIKeyRequest is a new key: Kind sk, tk (with at least one action) or pk. A tk key
+// holding approve may carry ApproverKey, the public key it signs its decisions with.
 type APIKeyRequest struct {
-	Kind        string   `json:"kind"`
-	Actions     []string `json:"actions,omitempty"`
-	ResourceIDs []string `json:"resourceIds,omitempty"`
-	Label       string   `json:"label,omitempty"`
+	Kind        string              `json:"kind"`
+	Actions     []string            `json:"actions,omitempty"`
+	ResourceIDs []string            `json:"resourceIds,omitempty"`
+	Label       string              `json:"label,omitempty"`
+	ApproverKey *ApproverKeyRequest `json:"approverKey,omitempty"`
+}
+
+// ApproverKeyRequest is an approver public key: Scheme ed25519 (32 bytes), secp256k1 or
+// p256 (the 33-byte compressed point), PublicKey its bytes in base64.
+type ApproverKeyRequest struct {
+	Scheme    string `json:"scheme"`
+	PublicKey string `json:"publicKey"`
+}
+
+// ApproverKey is a public key an approver signs decisions with (GET /approver-keys): a
+// person's passkey, or the key of an approving credential.
+type ApproverKey struct {
+	ID        string `json:"id"`
+	Scheme    string `json:"scheme"`
+	PublicKey string `json:"publicKey"`
+	// Kind is passkey or key.
+	Kind string `json:"kind"`
+	// CredentialID is the key or OAuth client it belongs to; UserID the person, for a
+	// passkey; null otherwise.
+	CredentialID *string      `json:"credentialId"`
+	UserID       *string      `json:"userId"`
+	CreatedAt    events.Time  `json:"createdAt"`
+	RevokedAt    *events.Time `json:"revokedAt"`
 }
 
 // OAuthClient is a client-credentials client of an app (/developer/oauth-clients).

@@ -148,3 +148,16 @@ func (c *Client) RefuseSigningRequest(ctx context.Context, id, reason, detail st
 	body := map[string]string{"reason": reason, "detail": detail}
 	return do[SigningRequest](ctx, c, http.MethodPost, "/signing-requests/"+url.PathEscape(id)+"/refusal", body, opts)
 }
+
+// ApproverKey is a public key an approver signs decisions with: a person's passkey, or
+// the key an approving credential was created with (APIKeyRequest.ApproverKey).
+type ApproverKey = apitypes.ApproverKey
+
+// ApproverKeyRequest is the approver public key of a new approving tk key.
+type ApproverKeyRequest = apitypes.ApproverKeyRequest
+
+// ListApproverKeys reads a page of the organisation's approver keys, newest first,
+// revoked ones included (GET /approver-keys): the keys a signer pins.
+func (c *Client) ListApproverKeys(ctx context.Context, o ListOptions, opts ...CallOption) (*Page[ApproverKey], error) {
+	return list[ApproverKey](ctx, c, "/approver-keys", o.query(), opts)
+}

@@ -114,6 +114,7 @@ func TestTheClientCoversTheOpenAPIDocument(t *testing.T) {
 	ignore(key.GetSigningRequest(ctx, "sig_1"))
 	ignore(key.SubmitSignature(ctx, "sig_1", make([]byte, 64)))
 	ignore(key.RefuseSigningRequest(ctx, "sig_1", "destination_not_allowed", "0x2222 is not an allowed destination"))
+	ignore(key.ListApproverKeys(ctx, page))
 	ignore(key.ListEvents(ctx, client.EventFilter{OrderID: "ord_1", Cursor: "evt_1", Limit: 10}))
 	ignore(key.ListAuditLogs(ctx, page))
 	ignore(key.ExportAuditLog(ctx, client.AuditExportOptions{Since: since, Until: since.Add(time.Hour), Limit: 10}, io.Discard))

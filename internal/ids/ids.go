@@ -28,6 +28,7 @@ const (
 	PolicyDryRun    = "pdx"
 	WebhookRecovery = "rcv"
 	WalletChallenge = "wch"
+	ApproverKey     = "apk"
 )
 
 // New returns prefix_<32 hex digits of a UUIDv7>: unique, and ordered by creation time

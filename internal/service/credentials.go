@@ -82,6 +82,9 @@ type KeyRequest struct {
 	Actions     []string
 	ResourceIDs []string
 	Label       string
+	// ApproverKey, for a tk key holding approve, is the public key its decisions are
+	// signed with (SPEC 3.5a).
+	ApproverKey *ApproverKeyRequest
 }
 
 // CreateAPIKey makes a key of the caller's app; its secret is in this answer and nowhere
@@ -110,6 +113,8 @@ func (s *Service) CreateAPIKey(ctx context.Context, who Caller, req KeyRequest) 
 	if len(req.Label) > 100 {
 		errs = append(errs, field("label", "must be at most 100 characters"))
 	}
+	approverKey, keyErrs := approverKeyFor(req.ApproverKey, req.Actions, req.Kind, s.now())
+	errs = append(errs, keyErrs...)
 	if len(errs) > 0 {
 		return nil, "", invalid(errs...)
 	}
@@ -140,8 +145,16 @@ func (s *Service) CreateAPIKey(ctx context.Context, who Caller, req KeyRequest) 
 	k := &store.APIKey{ID: ids.New(ids.APIKey), OrgID: who.OrgID, App: who.App, Kind: req.Kind,
 		Actions: auth.FormatActions(actions), ResourceIDs: auth.FormatActions(resourceIDs), Label: req.Label,
 		SecretHash: auth.HashSecret(secret), SecretHint: auth.Hint(secret), CreatedAt: s.now(), Creator: creatorOf(who)}
-	err = s.writeAudited(ctx, who, func(tx *store.Store) error { return tx.CreateAPIKey(ctx, k) },
-		"api_key.created", "api_key", k.ID, map[string]any{"kind": k.Kind})
+	details := map[string]any{"kind": k.Kind}
+	err = s.writeAudited(ctx, who, func(tx *store.Store) error {
+		if approverKey != nil {
+			if err := storeApproverKey(ctx, tx, approverKey, k.OrgID, k.ID); err != nil {
+				return err
+			}
+			k.ApproverKeyID, details["approverKeyId"] = &approverKey.ID, approverKey.ID
+		}
+		return tx.CreateAPIKey(ctx, k)
+	}, "api_key.created", "api_key", k.ID, details)
 	if err != nil {
 		return nil, "", err
 	}
@@ -300,7 +313,10 @@ func (s *Service) RevokeAPIKey(ctx context.Context, who Caller, id string) (*sto
 		return nil, err
 	}
 	k.RevokedAt, err = s.revoke(ctx, who, k.ID, k.RevokedAt, "api_key", func(tx *store.Store, at time.Time) error {
-		return tx.RevokeAPIKey(ctx, who.OrgID, k.ID, at)
+		if err := tx.RevokeAPIKey(ctx, who.OrgID, k.ID, at); err != nil {
+			return err
+		}
+		return tx.RevokeApproverKeysOf(ctx, who.OrgID, k.ID, at)
 	})
 	return k, err
 }

@@ -54,7 +54,9 @@ type APIKey struct {
 	CreatedAt   time.Time
 	LastUsedAt  *time.Time
 	RevokedAt   *time.Time
-	Creator     `gorm:"embedded"`
+	// ApproverKeyID is the approver key the key was created with, if any (an approving tk_).
+	ApproverKeyID *string
+	Creator       `gorm:"embedded"`
 }
 
 func (APIKey) TableName() string { return "api_keys" }

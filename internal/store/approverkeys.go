@@ -1,0 +1,54 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// ApproverKey is a public key an approver signs decisions with (SPEC 3.5a): a person's
+// passkey, or the key an approving credential was created with.
+type ApproverKey struct {
+	ID    string
+	OrgID string
+	// Scheme is ed25519, secp256k1 or p256; PublicKey its bytes in standard base64.
+	Scheme    string
+	PublicKey string
+	// Kind is passkey or key.
+	Kind string
+	// CredentialID is the key_… or oac_… it belongs to; UserID the person, for a passkey.
+	CredentialID *string
+	UserID       *string
+	CreatedAt    time.Time
+	RevokedAt    *time.Time
+}
+
+func (ApproverKey) TableName() string { return "approver_keys" }
+
+// CreateApproverKey stores an approver key.
+func (s *Store) CreateApproverKey(ctx context.Context, k *ApproverKey) error {
+	return s.with(ctx).Create(k).Error
+}
+
+// ApproverKey reads one of an organisation's approver keys, revoked or not.
+func (s *Store) ApproverKey(ctx context.Context, orgID, id string) (*ApproverKey, error) {
+	var k ApproverKey
+	err := s.with(ctx).Where("id = ? AND org_id = ?", id, orgID).Take(&k).Error
+	return &k, notFound(err)
+}
+
+// ListApproverKeys reads a page of an organisation's approver keys by id (newest first),
+// those after afterID when it is set.
+func (s *Store) ListApproverKeys(ctx context.Context, orgID, afterID string, limit int) ([]ApproverKey, error) {
+	q := s.with(ctx).Where("org_id = ?", orgID)
+	if afterID != "" {
+		q = q.Where("id < ?", afterID)
+	}
+	var out []ApproverKey
+	return out, q.Order("id DESC").Limit(limit).Find(&out).Error
+}
+
+// RevokeApproverKeysOf revokes the approver keys of a credential that is being revoked.
+func (s *Store) RevokeApproverKeysOf(ctx context.Context, orgID, credentialID string, at time.Time) error {
+	return s.with(ctx).Model(&ApproverKey{}).Where("org_id = ? AND credential_id = ? AND revoked_at IS NULL", orgID, credentialID).
+		Update("revoked_at", at.UTC()).Error
+}
