@@ -28,6 +28,23 @@ type Adapter interface {
 	Known(ctx context.Context, tx SignedTx) (hash string, found bool, err error)
 	// Status reports where a broadcast transaction stands.
 	Status(ctx context.Context, chain, hash string) (TxStatus, error)
+	// Describe says what a leg will do on the chain, from the chain's configuration alone
+	// (no node is asked): the intent approvers sign and a signer checks the transaction
+	// against.
+	Describe(leg Leg) (Intent, error)
+}
+
+// Intent is one leg as its chain carries it (SPEC 3.5a): who receives what it moves (the
+// payee; for a swap, a vault or a loan the wallet itself; for an approve the spender), the
+// asset and the amount in its base units, and the contract and method it calls, if any.
+// Addresses are as the chain writes them (EIP-55 on EVM chains).
+type Intent struct {
+	Leg      string `json:"leg"`
+	To       string `json:"to"`
+	Asset    string `json:"asset"`
+	Amount   string `json:"amount"`
+	Contract string `json:"contract,omitempty"`
+	Method   string `json:"method,omitempty"`
 }
 
 // Signature schemes of wallets (SPEC 3.5).
@@ -174,6 +191,14 @@ func (r Router) Balances(ctx context.Context, chainName, address string) (map[st
 		return nil, err
 	}
 	return a.Balances(ctx, chainName, address)
+}
+
+func (r Router) Describe(leg Leg) (Intent, error) {
+	a, err := r.For(leg.Chain)
+	if err != nil {
+		return Intent{}, err
+	}
+	return a.Describe(leg)
 }
 
 func (r Router) Prepare(ctx context.Context, leg Leg) (Draft, error) {

@@ -15,6 +15,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/internal/chain"
+	"github.com/opentreasury/treasury/internal/orders"
 	"github.com/opentreasury/treasury/internal/store"
 )
 
@@ -101,6 +102,24 @@ func (d *Chain) Prepare(ctx context.Context, leg chain.Leg) (chain.Draft, error)
 	unsigned := chain.Unsigned{Scheme: scheme, Fields: fields, Raw: fields, Digest: hex.EncodeToString(sum[:])}
 	return chain.Draft{Chain: leg.Chain, Scheme: scheme,
 		Seal: func(uint64) (chain.Unsigned, error) { return unsigned, nil }}, nil
+}
+
+// Describe says what the simulated leg moves: a payment to its destination, any other
+// leg to the wallet itself, in the asset's base units (orders.AssetDecimals). It calls no
+// contract.
+func (d *Chain) Describe(leg chain.Leg) (chain.Intent, error) {
+	if err := d.known(leg.Chain); err != nil {
+		return chain.Intent{}, err
+	}
+	places, ok := orders.AssetDecimals[leg.Asset]
+	if !ok && leg.Kind != "CLAIM" {
+		return chain.Intent{}, fmt.Errorf("%w: %s", chain.ErrUnsupportedAsset, leg.Asset)
+	}
+	to := leg.From
+	if leg.Kind == "TRANSFER" {
+		to = leg.To
+	}
+	return chain.Intent{Leg: leg.Kind, To: to, Asset: leg.Asset, Amount: leg.Amount.Shift(places).Truncate(0).String()}, nil
 }
 
 // Broadcast records the transaction; its hash is derived from the signed payload, so the

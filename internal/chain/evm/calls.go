@@ -153,3 +153,68 @@ func (c *Chain) swap(ctx context.Context, leg chain.Leg, from common.Address, se
 		Method: "swapExactInput", Args: map[string]string{"sell": leg.Amount.String() + " " + leg.Asset, "buy": leg.BuyAsset,
 			"minAmountOut": fmt.Sprintf("%s (base units of %s)", minOut, leg.BuyAsset), "recipient": from.Hex()}}}, err
 }
+
+// Describe says what the leg's transaction will do, from the configuration alone: the
+// table of legCall, with the payee or the wallet as the receiver, the amount in base units,
+// and the contract and method called (docs/signer.md shows how a signer checks a
+// transaction against it).
+func (c *Chain) Describe(leg chain.Leg) (chain.Intent, error) {
+	if err := c.serves(leg.Chain); err != nil {
+		return chain.Intent{}, err
+	}
+	if !common.IsHexAddress(leg.From) {
+		return chain.Intent{}, fmt.Errorf("evm: the wallet address %q is not an EVM address", leg.From)
+	}
+	in := chain.Intent{Leg: leg.Kind, To: common.HexToAddress(leg.From).Hex(), Asset: leg.Asset, Amount: "0"}
+	asset, isToken, err := c.cfg.token(leg.Asset)
+	if leg.Kind != "CLAIM" {
+		if err != nil {
+			return chain.Intent{}, err
+		}
+		units, err := Units(leg.Amount, asset.Decimals)
+		if err != nil {
+			return chain.Intent{}, err
+		}
+		in.Amount = units.String()
+	}
+	switch leg.Kind {
+	case "TRANSFER":
+		if !common.IsHexAddress(leg.To) {
+			return chain.Intent{}, fmt.Errorf("evm: the destination %q is not an address", leg.To)
+		}
+		in.To = common.HexToAddress(leg.To).Hex()
+		if isToken {
+			in.Contract, in.Method = asset.Address.Hex(), "transfer"
+		}
+	case "APPROVE":
+		router, err := c.router()
+		if err != nil {
+			return chain.Intent{}, err
+		}
+		if !isToken {
+			return chain.Intent{}, fmt.Errorf("evm: %s is the native asset: it needs no approval", leg.Asset)
+		}
+		in.To, in.Contract, in.Method = router.Hex(), asset.Address.Hex(), "approve"
+	case "SWAP":
+		router, err := c.router()
+		if err != nil {
+			return chain.Intent{}, err
+		}
+		in.Contract, in.Method = router.Hex(), "swapExactInput"
+	case "DEPOSIT", "WITHDRAW", "CLAIM":
+		vault, err := c.vaultOf(leg)
+		if err != nil {
+			return chain.Intent{}, err
+		}
+		in.Contract, in.Method = vault.Hex(), map[string]string{"DEPOSIT": "deposit", "WITHDRAW": "withdraw", "CLAIM": "claimRewards"}[leg.Kind]
+	case "DRAW", "REPAY":
+		pool, ok := c.cfg.Pools[leg.Protocol]
+		if !ok {
+			return chain.Intent{}, fmt.Errorf("evm: %s has no %s lending pool configured", c.cfg.Name, leg.Protocol)
+		}
+		in.Contract, in.Method = pool.Address.Hex(), map[string]string{"DRAW": "borrow", "REPAY": "repay"}[leg.Kind]
+	default:
+		return chain.Intent{}, fmt.Errorf("evm: no call for a %s leg", leg.Kind)
+	}
+	return in, nil
+}

@@ -96,6 +96,18 @@ func (n *net) send(leg chain.Leg) (chain.SignedTx, string) {
 		n.t.Fatal(err)
 	}
 	n.next++
+	// The transaction does what the leg's intent, read from the configuration alone, says.
+	decoded, _, err := evm.DecodeUnsigned(u.Raw)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	intent, err := n.chain.Describe(leg)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	if err := evm.CheckIntent(decoded, intent); err != nil {
+		n.t.Fatalf("the %s leg's transaction against its intent %+v: %v", leg.Kind, intent, err)
+	}
 	tx := n.signed(u, n.wallet)
 	hash, err := n.chain.Broadcast(ctx, tx)
 	if err != nil {

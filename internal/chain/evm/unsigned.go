@@ -11,6 +11,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/ethereum/go-ethereum/rlp"
 
+	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/chain/evm/contracts"
 )
 
@@ -113,4 +114,66 @@ func DecodeCall(data []byte) (Call, error) {
 		return c, nil
 	}
 	return Call{}, ErrUnknownCall
+}
+
+// CheckIntent reports whether a decoded transaction does what the leg's intent says
+// (chain.Intent, from Describe): a native transfer pays To the Amount and calls nothing;
+// a call goes to Contract, is Method, and moves Amount to or for To.
+func CheckIntent(tx *types.Transaction, in chain.Intent) error {
+	if tx.To() == nil {
+		return errors.New("the transaction creates a contract")
+	}
+	amount, ok := new(big.Int).SetString(in.Amount, 10)
+	if !ok {
+		return fmt.Errorf("the intent's amount %q is not a number of base units", in.Amount)
+	}
+	same := func(what string, got common.Address, want string) error {
+		if !common.IsHexAddress(want) || got != common.HexToAddress(want) {
+			return fmt.Errorf("the transaction's %s is %s, the intent's %s", what, got.Hex(), want)
+		}
+		return nil
+	}
+	equal := func(what string, got *big.Int) error {
+		if got.Cmp(amount) != 0 {
+			return fmt.Errorf("the transaction's %s is %s, the intent's amount %s", what, got, amount)
+		}
+		return nil
+	}
+	if in.Contract == "" {
+		if len(tx.Data()) != 0 {
+			return errors.New("the transaction calls a contract; the intent is a plain transfer")
+		}
+		return errors.Join(same("recipient", *tx.To(), in.To), equal("value", tx.Value()))
+	}
+	if err := same("contract", *tx.To(), in.Contract); err != nil {
+		return err
+	}
+	c, err := DecodeCall(tx.Data())
+	if err != nil {
+		return err
+	}
+	if c.Method != in.Method {
+		return fmt.Errorf("the transaction calls %s, the intent %s", c.Method, in.Method)
+	}
+	addr := func(i int) common.Address { return c.Args[i].(common.Address) }
+	num := func(i int) *big.Int { return c.Args[i].(*big.Int) }
+	switch c.Method {
+	case "transfer":
+		return errors.Join(same("recipient", addr(0), in.To), equal("amount", num(1)))
+	case "approve":
+		return errors.Join(same("spender", addr(0), in.To), equal("allowance", num(1)))
+	case "swapExactInput":
+		return errors.Join(same("recipient", addr(4), in.To), equal("amount in", num(2)))
+	case "deposit":
+		return errors.Join(same("receiver", addr(1), in.To), equal("assets", num(0)))
+	case "withdraw":
+		return errors.Join(same("receiver", addr(1), in.To), same("owner", addr(2), in.To), equal("assets", num(0)))
+	case "claimRewards":
+		return same("rewards' recipient", addr(0), in.To)
+	case "borrow":
+		return errors.Join(same("borrower", addr(4), in.To), equal("amount", num(1)))
+	case "repay":
+		return errors.Join(same("borrower", addr(3), in.To), equal("amount", num(1)))
+	}
+	return fmt.Errorf("no intent check for %s", c.Method)
 }

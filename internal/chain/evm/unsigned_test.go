@@ -8,6 +8,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 
+	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/chain/evm/contracts"
 )
 
@@ -92,5 +93,34 @@ func TestDecodeCallReadsTheLegsCallsAndNothingElse(t *testing.T) {
 	}
 	if _, err := DecodeCall(nil); err != ErrUnknownCall {
 		t.Fatalf("no data: %v", err)
+	}
+}
+
+func TestCheckIntentRefusesATransactionThatDoesSomethingElse(t *testing.T) {
+	usdc := common.HexToAddress("0x00000000000000000000000000000000000000c1")
+	payee := common.HexToAddress("0x1111111111111111111111111111111111111111")
+	data, err := contracts.ABI(contracts.Token).Pack("transfer", payee, big.NewInt(1_500_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := types.NewTx(&types.DynamicFeeTx{ChainID: big.NewInt(1), To: &usdc, Value: new(big.Int), Data: data, Gas: 65_000,
+		GasFeeCap: big.NewInt(1), GasTipCap: big.NewInt(1)})
+	honest := chain.Intent{Leg: "TRANSFER", To: payee.Hex(), Asset: "USDC", Amount: "1500000", Contract: usdc.Hex(), Method: "transfer"}
+	if err := CheckIntent(tx, honest); err != nil {
+		t.Fatalf("the honest intent: %v", err)
+	}
+	for name, change := range map[string]func(*chain.Intent){
+		"another payee":        func(in *chain.Intent) { in.To = "0x2222222222222222222222222222222222222222" },
+		"a smaller amount":     func(in *chain.Intent) { in.Amount = "1000000" },
+		"another token":        func(in *chain.Intent) { in.Contract = "0x00000000000000000000000000000000000000c2" },
+		"another method":       func(in *chain.Intent) { in.Method = "approve" },
+		"a native transfer":    func(in *chain.Intent) { in.Contract, in.Method = "", "" },
+		"an amount in decimal": func(in *chain.Intent) { in.Amount = "1.5" },
+	} {
+		in := honest
+		change(&in)
+		if err := CheckIntent(tx, in); err == nil {
+			t.Errorf("%s: the transaction passed", name)
+		}
 	}
 }
