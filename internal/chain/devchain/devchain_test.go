@@ -94,3 +94,19 @@ func TestDevchainFailures(t *testing.T) {
 		}
 	})
 }
+
+func TestDevchainDescribesALegInBaseUnits(t *testing.T) {
+	d := &Chain{}
+	payment, err := d.Describe(chain.Leg{Chain: "ethereum", Kind: "TRANSFER", From: "0xaaa", To: "0xbbb", Asset: "USDC",
+		Amount: decimal.RequireFromString("400.5")})
+	if err != nil || payment != (chain.Intent{Leg: "TRANSFER", To: "0xbbb", Asset: "USDC", Amount: "400500000"}) {
+		t.Fatalf("payment %+v %v", payment, err)
+	}
+	swap, err := d.Describe(chain.Leg{Chain: "ethereum", Kind: "SWAP", From: "0xaaa", Asset: "ETH", Amount: decimal.RequireFromString("1.25")})
+	if err != nil || swap.To != "0xaaa" || swap.Amount != "1250000000000000000" {
+		t.Fatalf("swap %+v %v", swap, err)
+	}
+	if _, err := d.Describe(chain.Leg{Chain: "ethereum", Kind: "TRANSFER", Asset: "DAI", Amount: decimal.NewFromInt(1)}); err == nil {
+		t.Fatal("an asset with no known decimals was described")
+	}
+}
