@@ -12,6 +12,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/opentreasury/treasury/internal/approvers"
 	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/events"
 	"github.com/opentreasury/treasury/internal/ids"
@@ -156,19 +157,51 @@ func (a *Orders) RequestApproval(ctx context.Context, in workflows.ApprovalReque
 	res, err := a.apply(ctx, orders.StepApprovalRequested, 0, store.OrderChange{OrderID: in.OrderID,
 		Reason: fmt.Sprintf("needs %d approval(s)", in.Quorum), CorrelationID: in.CorrelationID,
 		Mutate: func(o *store.Order, _ []store.OrderLeg) { o.ApprovalItemID = &itemID },
-		Also: func(tx *store.Store, o *store.Order, _ []store.OrderLeg) error {
+		Also: func(tx *store.Store, o *store.Order, legs []store.OrderLeg) error {
 			summary, _ := json.Marshal(map[string]any{"amountUsd": o.AmountUSD.StringFixedBank(2), "walletId": o.WalletID,
 				"chain": o.Chain, "details": o.Details.Details})
+			statement, err := a.statement(ctx, tx, o, legs, in)
+			if err != nil {
+				return err
+			}
 			return tx.CreateApprovalItem(ctx, &store.ApprovalItem{ID: itemID, OrgID: o.OrgID, App: o.App, Domain: o.Domain,
 				OrderID: o.ID, Status: orders.ItemPending, RequiredApprovals: in.Quorum,
 				Reason:      fmt.Sprintf("orders worth %s USD need %d approval(s)", o.AmountUSD.StringFixedBank(2), in.Quorum),
-				PayloadHash: o.PayloadHash, Summary: string(summary), CreatedBy: o.CreatedBy,
+				PayloadHash: o.PayloadHash, Summary: string(summary), Statement: statement, CreatedBy: o.CreatedBy,
 				CreatedAt: a.now(), ExpiresAt: in.ExpiresAt})
 		}})
 	if err != nil {
 		return "", err
 	}
 	return *res.Order.ApprovalItemID, nil
+}
+
+// statement is what the approvers of the order approve (approvers.Statement), in its
+// canonical JSON: every leg as its chain will carry it, read from the chain's
+// configuration. A leg the chain cannot describe (an asset it lacks) leaves the statement
+// empty: that leg is refused at its signing request anyway, and the approvers see why.
+func (a *Orders) statement(ctx context.Context, tx *store.Store, o *store.Order, legs []store.OrderLeg, in workflows.ApprovalRequest) (string, error) {
+	w, err := tx.Wallet(ctx, o.OrgID, o.WalletID)
+	if err != nil {
+		return "", err
+	}
+	st := approvers.Statement{OrgID: o.OrgID, App: o.App, Domain: o.Domain, OrderID: o.ID, Chain: o.Chain, WalletID: o.WalletID,
+		From: w.Address, RequiredApprovals: in.Quorum, ExpiresAt: events.FormatTime(in.ExpiresAt), Intent: make([]chain.Intent, len(legs))}
+	if o.PolicyVersion != nil {
+		st.PolicyVersion = *o.PolicyVersion
+	}
+	for i := range legs {
+		leg, err := legOf(o, legs, i, w.Address)
+		if err != nil {
+			return "", err
+		}
+		if st.Intent[i], err = a.Chain.Describe(leg); err != nil {
+			a.Log.Warn("no statement: a leg the chain cannot describe", "orderId", o.ID, "leg", leg.Kind, "error", err.Error())
+			return "", nil
+		}
+	}
+	canonical, err := st.Canonical()
+	return string(canonical), err
 }
 
 // MarkApproved closes the approval item and emits Order.Approved.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/opentreasury/treasury/dev/seed"
+	"github.com/opentreasury/treasury/internal/approvers"
 	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/chain/devchain"
 	"github.com/opentreasury/treasury/internal/chain/keys"
@@ -285,6 +287,16 @@ func TestLifecycleWithApprovalRevertAndTwoLegs(t *testing.T) {
 	item, decisions, err := s.ApprovalItem(ctx, l.creds.OrgID, *o.ApprovalItemID)
 	if err != nil || item.Status != "approved" || item.PayloadHash != o.PayloadHash || item.RequiredApprovals != 1 || len(decisions) != 1 {
 		t.Fatalf("approval item %+v %v", item, err)
+	}
+	// The item states what is approved, canonically: the leg as its chain carries it.
+	var st approvers.Statement
+	if err := json.Unmarshal([]byte(item.Statement), &st); err != nil {
+		t.Fatalf("statement %q: %v", item.Statement, err)
+	}
+	want := []chain.Intent{{Leg: "TRANSFER", To: "0x2222222222222222222222222222222222222222", Asset: "USDC", Amount: "20000000000"}}
+	if canonical, _ := st.Canonical(); string(canonical) != item.Statement || st.OrderID != big.ID || st.From != l.wallet.Address ||
+		st.RequiredApprovals != 1 || st.PolicyVersion == 0 || !slices.Equal(st.Intent, want) || st.ExpiresAt == "" {
+		t.Fatalf("statement %s", item.Statement)
 	}
 
 	dead, legs := l.draft(t, "payment", `{"walletId":"`+l.wallet.ID+`","asset":"USDC","amount":"5","destination":{"address":"`+devchain.RevertAddress+`"}}`)

@@ -20,7 +20,7 @@ type approvalHandlers struct {
 func approvalJSON(a *service.Approval) map[string]any {
 	return map[string]any{"id": a.ID, "domain": a.Domain, "orderId": a.OrderID, "status": a.Status,
 		"requiredApprovals": a.RequiredApprovals, "decisions": service.DecisionAnswers(a.Decisions), "reason": a.Reason,
-		"payloadHash": a.PayloadHash, "order": json.RawMessage(a.Summary), "createdAt": timeOf(a.CreatedAt),
+		"payloadHash": a.PayloadHash, "statement": nullable(a.Statement), "order": json.RawMessage(a.Summary), "createdAt": timeOf(a.CreatedAt),
 		"expiresAt": timeOf(a.ExpiresAt)}
 }
 

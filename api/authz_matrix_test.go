@@ -88,7 +88,7 @@ var routeAccess = map[string]access{
 	"GET /api/v1/policies/:app/dry-runs/:id":                        {app: "pay", actions: []string{"developer"}, notFoundOK: true},
 	"GET /api/v1/approvals":                                         {app: "any", actions: []string{"read", "approve"}, records: "approval items"},
 	"POST /api/v1/approvals/:domain/:id/decide":                     {app: "pay", actions: []string{"approve"}, notFoundOK: true},
-	"GET /api/v1/approver-keys":                                     {app: "any", actions: []string{"read", "approve", "sign", "developer"}},
+	"GET /api/v1/approver-keys":                                     {app: "any", actions: []string{"read", "approve", "sign", "developer"}, records: "approver keys"},
 	"GET /api/v1/signing-requests":                                  {app: "any", actions: []string{"read", "sign"}, records: "signing requests"},
 	"GET /api/v1/signing-requests/:id":                              {app: "any", actions: []string{"read", "sign"}, records: "signing requests", notFoundOK: true},
 	"POST /api/v1/signing-requests/:id/signature":                   {app: "any", actions: []string{"sign"}, records: "signing requests", notFoundOK: true},

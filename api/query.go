@@ -20,6 +20,7 @@ var routeQuery = map[string][]string{
 	"GET /api/v1/ws":                         {"id", "token"},
 	"GET /api/v1/approvals":                  append([]string{"domain", "status"}, pageQuery...),
 	"GET /api/v1/signing-requests":           append([]string{"status"}, pageQuery...),
+	"GET /api/v1/approver-keys":              pageQuery,
 	"GET /api/v1/events":                     {"orderId", "cursor", "after", "limit"},
 	"GET /api/v1/audit-logs":                 pageQuery,
 	"GET /api/v1/audit-logs/export":          {"since", "until", "cursor", "limit"},

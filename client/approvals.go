@@ -24,10 +24,13 @@ type Approval struct {
 	// Reason says why the order needs approval.
 	Reason string `json:"reason"`
 	// PayloadHash is the order's: what is approved is what gets signed.
-	PayloadHash string       `json:"payloadHash"`
-	Order       OrderSummary `json:"order"`
-	CreatedAt   time.Time    `json:"createdAt"`
-	ExpiresAt   time.Time    `json:"expiresAt"`
+	PayloadHash string `json:"payloadHash"`
+	// Statement is what the approvers approve, canonical JSON (SPEC 3.5a); an approver
+	// signs approvers' DecisionDigest of it. Nil for an item created without one.
+	Statement *string      `json:"statement"`
+	Order     OrderSummary `json:"order"`
+	CreatedAt time.Time    `json:"createdAt"`
+	ExpiresAt time.Time    `json:"expiresAt"`
 }
 
 // OrderSummary is what an approver sees of the order.

@@ -267,12 +267,15 @@ func TestMetricsAfterALifecycle(t *testing.T) {
 	_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
 	for range frames {
 	}
-	// The close, and the four webhook attempts (Order.*), are counted once they are over.
-	wait.For(t, 10*time.Second, "the close and the webhook attempts to be counted", func() bool {
+	// The close, the frames and the four webhook attempts (Order.*) are counted once they
+	// are over: a frame is counted after its write returns, which may be after the client
+	// has read it.
+	wait.For(t, 10*time.Second, "the close, the frames and the webhook attempts to be counted", func() bool {
 		fams = scrape(t, ms.URL)
 		hooks := find(fams, "treasury_webhook_delivery_attempts_total", map[string]string{"outcome": "succeeded"})
+		frames := find(fams, "treasury_websocket_frames_sent_total", nil)
 		return find(fams, "treasury_websocket_closes_total", map[string]string{"code": "1000"}) != nil &&
-			hooks != nil && hooks.GetCounter().GetValue() >= 4
+			hooks != nil && hooks.GetCounter().GetValue() >= 4 && frames != nil && frames.GetCounter().GetValue() >= 8
 	})
 
 	atLeast := func(name string, labels map[string]string, min float64) {

@@ -23,10 +23,12 @@ type ApprovalItem struct {
 	Reason            string
 	PayloadHash       string
 	Summary           string
-	CreatedBy         string
-	CreatedAt         time.Time
-	ExpiresAt         time.Time
-	DecidedAt         *time.Time
+	// Statement is the canonical JSON of what is approved (approvers.Statement).
+	Statement string
+	CreatedBy string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	DecidedAt *time.Time
 }
 
 func (ApprovalItem) TableName() string { return "approval_items" }

@@ -1,0 +1,36 @@
+package approvers
+
+import (
+	"encoding/json"
+
+	"github.com/opentreasury/treasury/auditchain"
+	"github.com/opentreasury/treasury/internal/chain"
+)
+
+// Statement is what an approver approves (SPEC 3.5a): the order's intent on its chain,
+// every leg of it, under the policy version and quorum that asked for approval, until the
+// item expires. Its canonical JSON is what approvers sign and signers read.
+type Statement struct {
+	OrgID    string `json:"orgId"`
+	App      string `json:"app"`
+	Domain   string `json:"domain"`
+	OrderID  string `json:"orderId"`
+	Chain    string `json:"chain"`
+	WalletID string `json:"walletId"`
+	// From is the wallet's address on its chain.
+	From              string         `json:"from"`
+	Intent            []chain.Intent `json:"intent"`
+	PolicyVersion     int            `json:"policyVersion"`
+	RequiredApprovals int            `json:"requiredApprovals"`
+	// ExpiresAt is when the approval item expires, RFC 3339 in UTC with milliseconds.
+	ExpiresAt string `json:"expiresAt"`
+}
+
+// Canonical is the statement's canonical JSON: keys sorted, no whitespace.
+func (s Statement) Canonical() ([]byte, error) {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	return auditchain.CanonicalJSON(raw)
+}
