@@ -57,11 +57,11 @@ func (h *approvalHandlers) decide(c *gin.Context) {
 		narrow(c, d.App)
 	}
 	var req apitypes.Decision
-	if !bindStrict(c, &req, "decision", "comment") {
+	if !bindStrict(c, &req, "decision", "comment", "keyId", "signature") {
 		return
 	}
 	a, err := h.svc.Decide(c.Request.Context(), caller(c), c.Param("domain"), c.Param("id"),
-		service.Decision{Decision: req.Decision, Comment: req.Comment})
+		service.Decision{Decision: req.Decision, Comment: req.Comment, KeyID: req.KeyID, Signature: req.Signature})
 	if err != nil {
 		failed(c, h.log, err)
 		return

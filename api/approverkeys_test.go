@@ -1,13 +1,18 @@
 package api
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/opentreasury/treasury/apitypes"
+	"github.com/opentreasury/treasury/internal/approvers"
+	"github.com/opentreasury/treasury/internal/store"
 )
 
 // An approving tk key may carry an approver key; the organisation's approver keys list
@@ -56,5 +61,57 @@ func TestApprovingKeysCarryApproverKeys(t *testing.T) {
 	}
 	if keys := list(f.creds.Keys["treasury"].Read); len(keys) != 1 || keys[0].RevokedAt == nil {
 		t.Fatalf("after the credential's revocation: %+v", keys)
+	}
+}
+
+// Where the policy sets signedApprovals, a decision counts only with its approver's own
+// signature over the item's statement and the decision; the signature is kept with it.
+func TestSignedApprovalsAreVerified(t *testing.T) {
+	f, fw, id := newLifecycleFixture(t)
+	sk := f.creds.Keys["pay"].SK
+	if r := f.do(t, "PUT", "/api/v1/policies/pay", sk, strings.NewReader(`{"signedApprovals":true}`), "Content-Type", "application/json"); r.status != 200 {
+		t.Fatalf("policy %d %s", r.status, r.body)
+	}
+	approver := func() (token, keyID string, key ed25519.PrivateKey) {
+		pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+		r := f.post(t, "/developer/api-keys", sk, `{"kind":"tk","actions":["approve"],"approverKey":{"scheme":"ed25519","publicKey":"`+
+			base64.StdEncoding.EncodeToString(pub)+`"}}`)
+		var k apitypes.APIKey
+		if r.status != 201 || json.Unmarshal(r.body, &k) != nil {
+			t.Fatalf("approver %d %s", r.status, r.body)
+		}
+		return k.Secret, *k.ApproverKeyID, priv
+	}
+	bot, botKey, botPriv := approver()
+	_, otherKey, otherPriv := approver()
+	statement := `{"chain":"ethereum","orderId":"` + id + `"}`
+	item := &store.ApprovalItem{ID: "apr_signed", OrgID: f.creds.OrgID, App: "pay", Domain: "payment", OrderID: id, Status: "pending",
+		RequiredApprovals: 1, Reason: "r", PayloadHash: "h", Summary: "{}", Statement: statement, CreatedBy: "key_maker",
+		CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
+	if err := f.store.CreateApprovalItem(context.Background(), item); err != nil {
+		t.Fatal(err)
+	}
+	signed := func(decision, keyID string, priv ed25519.PrivateKey) string {
+		sig := ed25519.Sign(priv, approvers.DecisionDigest(decision, []byte(statement)))
+		return `{"decision":"APPROVE","keyId":"` + keyID + `","signature":"` + base64.StdEncoding.EncodeToString(sig) + `"}`
+	}
+	decide := "/api/v1/approvals/payment/apr_signed/decide"
+	f.post(t, decide, bot, `{"decision":"APPROVE"}`).wantProblem(t, 422, apitypes.CodeInvalidSignature)
+	f.post(t, decide, bot, signed("APPROVE", botKey, otherPriv)).wantProblem(t, 422, apitypes.CodeInvalidSignature)
+	f.post(t, decide, bot, signed("REJECT", botKey, botPriv)).wantProblem(t, 422, apitypes.CodeInvalidSignature)
+	f.post(t, decide, bot, signed("APPROVE", otherKey, otherPriv)).wantProblem(t, 422, apitypes.CodeInvalidSignature)
+	f.post(t, decide, bot, signed("APPROVE", "apk_00000000000000000000000000000000", botPriv)).wantProblem(t, 422, apitypes.CodeInvalidSignature)
+	if len(fw.approvals) != 0 {
+		t.Fatal("a decision without a good signature reached the workflow")
+	}
+	r := f.post(t, decide, bot, signed("APPROVE", botKey, botPriv))
+	var a struct {
+		Status    string                      `json:"status"`
+		Statement string                      `json:"statement"`
+		Decisions []apitypes.ApprovalDecision `json:"decisions"`
+	}
+	if r.status != 202 || json.Unmarshal(r.body, &a) != nil || a.Status != "approved" || a.Statement != statement ||
+		len(a.Decisions) != 1 || a.Decisions[0].KeyID != botKey || a.Decisions[0].Signature == "" {
+		t.Fatalf("signed approval %d %s", r.status, r.body)
 	}
 }

@@ -40,12 +40,21 @@ type ApprovalDecision struct {
 	DecidedByUser *string     `json:"decidedByUser"`
 	DecidedAt     events.Time `json:"decidedAt"`
 	Comment       string      `json:"comment"`
+	// KeyID and Signature, for a signed decision, are the approver key and its signature
+	// (standard base64) over the item's statement; absent otherwise.
+	KeyID     string `json:"keyId,omitempty"`
+	Signature string `json:"signature,omitempty"`
 }
 
-// Decision is the body of POST /approvals/{domain}/{id}/decide.
+// Decision is the body of POST /approvals/{domain}/{id}/decide. Where the app's policy
+// sets signedApprovals, KeyID and Signature are required: the approver's signature, with
+// one of its approver keys, over SHA-256("treasury-approval:v1:" + decision + ":" +
+// statement), in base64.
 type Decision struct {
-	Decision string `json:"decision"` // APPROVE or REJECT
-	Comment  string `json:"comment,omitempty"`
+	Decision  string `json:"decision"` // APPROVE or REJECT
+	Comment   string `json:"comment,omitempty"`
+	KeyID     string `json:"keyId,omitempty"`
+	Signature string `json:"signature,omitempty"`
 }
 
 // StatusChange is one entry of an order's status history.

@@ -26,6 +26,9 @@ type PolicyRules struct {
 	// of the policy, 0 to 10. Above 0, a PUT of the rules is refused (409 conflict):
 	// changes go through drafts and their approvals.
 	ChangeApprovals int `json:"changeApprovals,omitempty"`
+	// SignedApprovals makes every approval decision carry the approver's signature over
+	// the item's statement, made with one of the approver's keys.
+	SignedApprovals bool `json:"signedApprovals,omitempty"`
 }
 
 // PolicyWindow limits to LimitUSD the USD volume of the orders sharing one key over the

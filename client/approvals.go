@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/apitypes"
+	"github.com/opentreasury/treasury/internal/approvers"
 )
 
 // Approval is an approval item: an order waiting for RequiredApprovals APPROVEs (or one
@@ -163,4 +164,12 @@ type ApproverKeyRequest = apitypes.ApproverKeyRequest
 // revoked ones included (GET /approver-keys): the keys a signer pins.
 func (c *Client) ListApproverKeys(ctx context.Context, o ListOptions, opts ...CallOption) (*Page[ApproverKey], error) {
 	return list[ApproverKey](ctx, c, "/approver-keys", o.query(), opts)
+}
+
+// DecisionDigest is what an approver signs to decide an item with a signature (SPEC 3.3):
+// SHA-256("treasury-approval:v1:" + decision + ":" + statement), statement being the
+// item's Statement as given. Sign it with one of your approver keys and pass the key's id
+// and the signature (base64) in the Decision.
+func DecisionDigest(decision, statement string) []byte {
+	return approvers.DecisionDigest(decision, []byte(statement))
 }

@@ -33,6 +33,10 @@ type Rules struct {
 	// before it is published; at 0 a PUT of the rules publishes them at once. A change of
 	// it is published under the value in force.
 	ChangeApprovals int `json:"changeApprovals,omitempty"`
+	// SignedApprovals makes every approval decision on the app's orders carry the
+	// approver's own signature over the item's statement (SPEC 3.3, 3.5a), made with an
+	// approver key of the deciding person or credential.
+	SignedApprovals bool `json:"signedApprovals,omitempty"`
 }
 
 // Window limits the USD volume of the orders sharing one key (a wallet, an app, an asset
@@ -58,7 +62,7 @@ var Scopes = []string{ScopeWallet, ScopeApp, ScopeAsset, ScopeDestination}
 const MaxWindowHours = 366 * 24
 
 // ruleNames are the exact field names of a policy document.
-var ruleNames = []string{"maxOrderUsd", "dailyVolumeUsd", "destinationWhitelist", "allowedPairs", "deniedPairs", "allowedProtocols", "approvalTiers", "windows", "changeApprovals"}
+var ruleNames = []string{"maxOrderUsd", "dailyVolumeUsd", "destinationWhitelist", "allowedPairs", "deniedPairs", "allowedProtocols", "approvalTiers", "windows", "changeApprovals", "signedApprovals"}
 
 // Parse reads a policy document strictly: unknown fields (names match exactly, not in any
 // case as Go's JSON decoding would) and bad values are errors.

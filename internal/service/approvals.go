@@ -2,11 +2,14 @@ package service
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/opentreasury/treasury/internal/approvers"
 	"github.com/opentreasury/treasury/internal/auth"
 	"github.com/opentreasury/treasury/internal/orders"
 	"github.com/opentreasury/treasury/internal/store"
@@ -104,6 +107,9 @@ func (s *Service) ListApprovals(ctx context.Context, who Caller, f ApprovalFilte
 type Decision struct {
 	Decision string // APPROVE or REJECT
 	Comment  string
+	// KeyID and Signature sign the decision (approvers.DecisionDigest of the item's
+	// statement, base64): required where the app's policy sets signedApprovals.
+	KeyID, Signature string
 }
 
 // Decide records the caller's decision on a pending approval item of a domain and signals
@@ -147,9 +153,12 @@ func (s *Service) Decide(ctx context.Context, who Caller, domainName, itemID str
 	if order.Maker() == who.Actor() {
 		return nil, refuse(MakerChecker, "The creator of an order may not decide it; another approver must.")
 	}
+	if err := s.checkSigned(ctx, who, item, order, d); err != nil {
+		return nil, err
+	}
 	now := s.now()
 	decision := &store.ApprovalDecision{ItemID: item.ID, Approver: who.Actor(), DecidedBy: who.ID, DecidedByUser: who.Person,
-		Decision: d.Decision, Comment: d.Comment, CorrelationID: who.CorrelationID, DecidedAt: now}
+		Decision: d.Decision, Comment: d.Comment, CorrelationID: who.CorrelationID, DecidedAt: now, KeyID: d.KeyID, Signature: d.Signature}
 	audit := s.audit(who, app, "approval."+strings.ToLower(d.Decision), "approval_item", item.ID, nil)
 	decided, err := s.Store.RecordApprovalDecision(ctx, who.OrgID, decision, audit)
 	switch {
@@ -181,6 +190,56 @@ func (s *Service) Decide(ctx context.Context, who Caller, domainName, itemID str
 		return nil, err
 	}
 	return &Approval{ApprovalItem: item, Decisions: ds}, nil
+}
+
+// checkSigned holds a decision to the policy's signedApprovals: where the order's policy
+// version sets it, or where the decision is signed anyway, the signature must verify
+// under an approver key of the deciding person or credential, not revoked, over the
+// item's statement (approvers.DecisionDigest).
+func (s *Service) checkSigned(ctx context.Context, who Caller, item *store.ApprovalItem, order *store.Order, d Decision) error {
+	rules, _, err := s.Store.PolicyRules(ctx, order.OrgID, order.App, order.PolicyVersion)
+	if err != nil {
+		return err
+	}
+	if !rules.SignedApprovals && d.KeyID == "" && d.Signature == "" {
+		return nil
+	}
+	unsigned := func(why string) error {
+		return refuse(InvalidSignature, "The decision's signature is not accepted: "+why+" (SPEC 3.3: sign SHA-256 of "+
+			"\"treasury-approval:v1:\" + decision + \":\" + the item's statement with an approver key of yours).")
+	}
+	if d.KeyID == "" || d.Signature == "" {
+		if !rules.SignedApprovals {
+			return unsigned("a signed decision carries both keyId and signature")
+		}
+		return unsigned("this app's policy requires signed approvals, and the decision carries no keyId and signature")
+	}
+	if item.Statement == "" {
+		return unsigned("the item has no statement to sign")
+	}
+	key, err := s.Store.ApproverKey(ctx, who.OrgID, d.KeyID)
+	if errors.Is(err, store.ErrNotFound) {
+		return unsigned("no approver key " + d.KeyID)
+	}
+	if err != nil {
+		return err
+	}
+	owned := (key.CredentialID != nil && *key.CredentialID == who.ID) || (key.UserID != nil && who.Person != "" && *key.UserID == who.Person)
+	if !owned || key.RevokedAt != nil {
+		return unsigned("the key " + key.ID + " is not a live approver key of the deciding person or credential")
+	}
+	pub, err := base64.StdEncoding.DecodeString(key.PublicKey)
+	if err != nil {
+		return fmt.Errorf("approver key %s is stored unreadably: %w", key.ID, err)
+	}
+	sig, err := base64.StdEncoding.DecodeString(d.Signature)
+	if err != nil {
+		return unsigned("the signature is not base64")
+	}
+	if err := approvers.Verify(key.Scheme, pub, approvers.DecisionDigest(d.Decision, []byte(item.Statement)), sig); err != nil {
+		return unsigned("it does not verify under " + key.ID + " over the statement and the decision " + d.Decision)
+	}
+	return nil
 }
 
 // signalApproval delivers a stored decision. The Temporal client retries what fails on

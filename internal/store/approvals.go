@@ -48,6 +48,10 @@ type ApprovalDecision struct {
 	Comment       string
 	CorrelationID string
 	DecidedAt     time.Time
+	// KeyID and Signature, for a signed decision, are the approver key (apk_…) and its
+	// signature (standard base64) over the item's statement; "" otherwise.
+	KeyID     string
+	Signature string
 }
 
 func (ApprovalDecision) TableName() string { return "approval_decisions" }
