@@ -186,7 +186,10 @@ func (a *Orders) statement(ctx context.Context, tx *store.Store, o *store.Order,
 		return "", err
 	}
 	st := approvers.Statement{OrgID: o.OrgID, App: o.App, Domain: o.Domain, OrderID: o.ID, Chain: o.Chain, WalletID: o.WalletID,
-		From: w.Address, RequiredApprovals: in.Quorum, ExpiresAt: events.FormatTime(in.ExpiresAt), Intent: make([]chain.Intent, len(legs))}
+		From: w.Address, RequiredApprovals: in.Quorum, Intent: make([]chain.Intent, len(legs))}
+	if !in.ExpiresAt.IsZero() {
+		st.ExpiresAt = events.FormatTime(in.ExpiresAt)
+	}
 	if o.PolicyVersion != nil {
 		st.PolicyVersion = *o.PolicyVersion
 	}
@@ -202,6 +205,35 @@ func (a *Orders) statement(ctx context.Context, tx *store.Store, o *store.Order,
 	}
 	canonical, err := st.Canonical()
 	return string(canonical), err
+}
+
+// evidence is what a signing request carries for its signer to check (SPEC 3.5a): the
+// intent, which is the statement the approvers decided on (or, for an order that needed
+// no approval, the same statement with no quorum), and every decision on it as
+// approvers.Evidence, JSON.
+func (a *Orders) evidence(ctx context.Context, tx *store.Store, o *store.Order, legs []store.OrderLeg) (intent, approvals string, err error) {
+	if o.ApprovalItemID == nil {
+		intent, err = a.statement(ctx, tx, o, legs, workflows.ApprovalRequest{})
+		return intent, "[]", err
+	}
+	item, decisions, err := tx.ApprovalItem(ctx, o.OrgID, *o.ApprovalItemID)
+	if err != nil {
+		return "", "", err
+	}
+	out := make([]approvers.Evidence, len(decisions))
+	for i, d := range decisions {
+		out[i] = approvers.Evidence{Decision: d.Decision, DecidedBy: d.DecidedBy, DecidedByUser: d.DecidedByUser, KeyID: d.KeyID,
+			Signature: d.Signature, Statement: item.Statement, DecidedAt: events.FormatTime(d.DecidedAt)}
+		if d.KeyID != "" {
+			key, err := tx.ApproverKey(ctx, o.OrgID, d.KeyID)
+			if err != nil {
+				return "", "", err
+			}
+			out[i].Scheme = key.Scheme
+		}
+	}
+	raw, err := json.Marshal(out)
+	return item.Statement, string(raw), err
 }
 
 // MarkApproved closes the approval item and emits Order.Approved.
@@ -363,10 +395,14 @@ func (a *Orders) RequestSignature(ctx context.Context, in workflows.LegInput) (w
 			if err != nil {
 				return err
 			}
+			intent, approvals, err := a.evidence(ctx, tx, o, legs)
+			if err != nil {
+				return err
+			}
 			created, err = tx.CreateSigningRequest(ctx, &store.SigningRequest{ID: reqID, OrgID: o.OrgID, App: o.App,
 				Domain: o.Domain, OrderID: o.ID, Position: in.Position, Leg: in.Leg, WalletID: o.WalletID, Chain: o.Chain,
 				UnsignedTx: string(unsigned.Fields), RawUnsignedTx: hex.EncodeToString(unsigned.Raw), Scheme: unsigned.Scheme, Digest: unsigned.Digest, Nonce: unsigned.Nonce,
-				Status: orders.SigningPending, CreatedAt: a.now(), ExpiresAt: in.ExpiresAt})
+				Intent: intent, Approvals: approvals, Status: orders.SigningPending, CreatedAt: a.now(), ExpiresAt: in.ExpiresAt})
 			return err
 		},
 		Event: &store.EventSpec{Leg: &in.Position, Body: events.OrderEvent{
@@ -419,11 +455,15 @@ func (a *Orders) requestReplacement(ctx context.Context, in workflows.LegInput, 
 	reqID := ids.New(ids.SigningRequest)
 	res, err := a.apply(ctx, step, in.Position, store.OrderChange{OrderID: in.OrderID, CorrelationID: in.CorrelationID,
 		Mutate: func(_ *store.Order, legs []store.OrderLeg) { legs[in.Position].SigningRequestID = &reqID },
-		Also: func(tx *store.Store, o *store.Order, _ []store.OrderLeg) error {
-			_, err := tx.CreateSigningRequest(ctx, &store.SigningRequest{ID: reqID, OrgID: o.OrgID, App: o.App,
+		Also: func(tx *store.Store, o *store.Order, legs []store.OrderLeg) error {
+			intent, approvals, err := a.evidence(ctx, tx, o, legs)
+			if err != nil {
+				return err
+			}
+			_, err = tx.CreateSigningRequest(ctx, &store.SigningRequest{ID: reqID, OrgID: o.OrgID, App: o.App,
 				Domain: o.Domain, OrderID: o.ID, Position: in.Position, Attempt: in.Attempt, Leg: in.Leg, WalletID: o.WalletID,
 				Chain: o.Chain, UnsignedTx: string(unsigned.Fields), RawUnsignedTx: hex.EncodeToString(unsigned.Raw), Scheme: unsigned.Scheme, Digest: unsigned.Digest, Nonce: unsigned.Nonce,
-				ReplacesTxHash: stuck, Status: orders.SigningPending, CreatedAt: a.now(), ExpiresAt: in.ExpiresAt})
+				Intent: intent, Approvals: approvals, ReplacesTxHash: stuck, Status: orders.SigningPending, CreatedAt: a.now(), ExpiresAt: in.ExpiresAt})
 			return err
 		},
 		Event: &store.EventSpec{Leg: &in.Position, Body: events.OrderEvent{

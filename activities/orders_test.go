@@ -298,10 +298,26 @@ func TestLifecycleWithApprovalRevertAndTwoLegs(t *testing.T) {
 		st.RequiredApprovals != 1 || st.PolicyVersion == 0 || !slices.Equal(st.Intent, want) || st.ExpiresAt == "" {
 		t.Fatalf("statement %s", item.Statement)
 	}
+	// Its signing request carries the statement as its intent, and the decision on it.
+	_, bigLegs, _ := s.Order(ctx, big.ID)
+	req, err := s.SigningRequest(ctx, l.creds.OrgID, *bigLegs[0].SigningRequestID)
+	var evidence []approvers.Evidence
+	if err != nil || req.Intent != item.Statement || json.Unmarshal([]byte(req.Approvals), &evidence) != nil || len(evidence) != 1 ||
+		evidence[0].Decision != "APPROVE" || evidence[0].DecidedBy != "key_approver" || evidence[0].Statement != item.Statement {
+		t.Fatalf("signing request %+v %v", req, err)
+	}
 
 	dead, legs := l.draft(t, "payment", `{"walletId":"`+l.wallet.ID+`","asset":"USDC","amount":"5","destination":{"address":"`+devchain.RevertAddress+`"}}`)
 	if st := l.run(t, dead, legs); st.Status != "failed" {
 		t.Fatalf("reverted payment: %+v", st)
+	}
+	// An order that needed no approval: its intent is the statement without a quorum.
+	_, deadLegs, _ := s.Order(ctx, dead.ID)
+	deadReq, err := s.SigningRequest(ctx, l.creds.OrgID, *deadLegs[0].SigningRequestID)
+	var deadIntent approvers.Statement
+	if err != nil || json.Unmarshal([]byte(deadReq.Intent), &deadIntent) != nil || deadIntent.RequiredApprovals != 0 ||
+		deadIntent.ExpiresAt != "" || len(deadIntent.Intent) != 1 || deadIntent.Intent[0].To != devchain.RevertAddress || deadReq.Approvals != "[]" {
+		t.Fatalf("the unapproved order's signing request %+v %v", deadReq, err)
 	}
 	names, data := l.events(t, dead.ID)
 	if names[len(names)-1] != "Order.Failed" || data[len(data)-1]["failure"].(map[string]any)["code"] != "tx_reverted" {

@@ -3,6 +3,7 @@ package apitypes
 import (
 	"encoding/json"
 
+	"github.com/opentreasury/treasury/internal/approvers"
 	"github.com/opentreasury/treasury/internal/events"
 	"github.com/opentreasury/treasury/internal/orders"
 )
@@ -65,6 +66,10 @@ type StatusChange struct {
 	At            events.Time `json:"at"`
 }
 
+// SigningApproval is one decision on an order's statement, as its signing requests carry
+// it for a signer to check.
+type SigningApproval = approvers.Evidence
+
 // SigningRequest asks the wallet's key holder to sign one leg of an order.
 type SigningRequest struct {
 	Chain     string      `json:"chain"`
@@ -82,6 +87,13 @@ type SigningRequest struct {
 	// (0x02 ‖ rlp(fields)), whose Keccak-256 is Digest; on a simulated chain the bytes of
 	// UnsignedTx, whose SHA-256 is Digest.
 	RawUnsignedTx string `json:"rawUnsignedTx"`
+	// Intent is the order's statement (SPEC 3.5a), canonical JSON: what the approvers
+	// decided on, or for an order that needed no approval the same statement with no
+	// quorum; null for a request made before intents.
+	Intent *string `json:"intent"`
+	// Approvals are the decisions on the statement, each with the approver key, scheme
+	// and signature of a signed one.
+	Approvals []SigningApproval `json:"approvals"`
 	// ReplacesTxHash names the leg's transaction, stuck below the fee market, that this
 	// request's transaction replaces at the same nonce; absent for a leg's first.
 	ReplacesTxHash *string `json:"replacesTxHash,omitempty"`

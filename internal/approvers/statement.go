@@ -22,8 +22,9 @@ type Statement struct {
 	Intent            []chain.Intent `json:"intent"`
 	PolicyVersion     int            `json:"policyVersion"`
 	RequiredApprovals int            `json:"requiredApprovals"`
-	// ExpiresAt is when the approval item expires, RFC 3339 in UTC with milliseconds.
-	ExpiresAt string `json:"expiresAt"`
+	// ExpiresAt is when the approval item expires, RFC 3339 in UTC with milliseconds;
+	// absent from the intent of an order that needed no approval.
+	ExpiresAt string `json:"expiresAt,omitempty"`
 }
 
 // Canonical is the statement's canonical JSON: keys sorted, no whitespace.
@@ -33,4 +34,20 @@ func (s Statement) Canonical() ([]byte, error) {
 		return nil, err
 	}
 	return auditchain.CanonicalJSON(raw)
+}
+
+// Evidence is one decision on the statement as a signing request carries it, for a
+// signer to check without the service's word: who decided, how, and, for a signed
+// decision, the approver key, its scheme and the signature over DecisionDigest.
+type Evidence struct {
+	Decision string `json:"decision"`
+	// DecidedBy is the credential that decided; DecidedByUser the person behind it, if any.
+	DecidedBy     string `json:"decidedBy"`
+	DecidedByUser string `json:"decidedByUser,omitempty"`
+	KeyID         string `json:"keyId,omitempty"`
+	Scheme        string `json:"scheme,omitempty"`
+	Signature     string `json:"signature,omitempty"`
+	// Statement is the canonical JSON the decision was made on.
+	Statement string `json:"statement"`
+	DecidedAt string `json:"decidedAt"`
 }

@@ -72,6 +72,10 @@ type SigningRequest struct {
 	UnsignedTx string
 	// RawUnsignedTx is the hex of the transaction's unsigned bytes (chain.Unsigned.Raw).
 	RawUnsignedTx string
+	// Intent is the order's statement (approvers.Statement, canonical JSON) and Approvals
+	// the decisions on it (approvers.Evidence, a JSON list), as the request was created.
+	Intent    string
+	Approvals string
 	// Scheme is the wallet's signature scheme; Digest is signed in it.
 	Scheme string `gorm:"default:ed25519"`
 	Digest string
