@@ -204,15 +204,24 @@ func TestARefusedSigningRequestFailsTheOrderAndGivesItsNonceBack(t *testing.T) {
 	if err != nil || len(reqs) != 1 || reqs[0].Nonce == nil || reqs[0].Status != "refused" || reqs[0].RawUnsignedTx == "" {
 		t.Fatalf("signing requests %+v %v", reqs, err)
 	}
+	if next := l.nextNonce(t); next != *reqs[0].Nonce {
+		t.Fatalf("the next nonce is %d, want the refused request's %d back", next, *reqs[0].Nonce)
+	}
+}
+
+// nextNonce takes the nonce the wallet's next transaction would get.
+func (l *lifecycle) nextNonce(t *testing.T) uint64 {
+	t.Helper()
 	var next uint64
-	err = l.store.Tx(ctx, func(tx *store.Store) error {
+	err := l.store.Tx(context.Background(), func(tx *store.Store) error {
 		var err error
-		next, err = tx.TakeNonce(ctx, "ethereum", l.wallet.Address, 0)
+		next, err = tx.TakeNonce(context.Background(), "ethereum", l.wallet.Address, 0)
 		return err
 	})
-	if err != nil || next != *reqs[0].Nonce {
-		t.Fatalf("the next nonce is %d (%v), want the refused request's %d back", next, err, *reqs[0].Nonce)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return next
 }
 
 func stopped(c chan struct{}) bool {
@@ -240,14 +249,8 @@ func TestAnExpiredSigningRequestGivesItsNonceBack(t *testing.T) {
 	if err != nil || len(reqs) != 1 || reqs[0].Nonce == nil || reqs[0].Status != "expired" {
 		t.Fatalf("signing requests %+v %v", reqs, err)
 	}
-	var next uint64
-	err = l.store.Tx(ctx, func(tx *store.Store) error {
-		var err error
-		next, err = tx.TakeNonce(ctx, "ethereum", l.wallet.Address, 0)
-		return err
-	})
-	if err != nil || next != *reqs[0].Nonce {
-		t.Fatalf("the next nonce is %d (%v), want the expired request's %d back", next, err, *reqs[0].Nonce)
+	if next := l.nextNonce(t); next != *reqs[0].Nonce {
+		t.Fatalf("the next nonce is %d, want the expired request's %d back", next, *reqs[0].Nonce)
 	}
 }
 

@@ -255,27 +255,24 @@ func (r *orderRun) setup(ctx workflow.Context) error {
 			r.onDecision(d)
 		}
 	})
-	signatures := workflow.GetSignalChannel(ctx, SignalSignature)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var s Signature
-			signatures.Receive(ctx, &s)
-			if _, seen := r.signatures[s.SigningRequestID]; !seen {
-				r.signatures[s.SigningRequestID] = s
-			}
-		}
-	})
-	refusals := workflow.GetSignalChannel(ctx, SignalRefusal)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var f Refusal
-			refusals.Receive(ctx, &f)
-			if _, seen := r.refusals[f.SigningRequestID]; !seen {
-				r.refusals[f.SigningRequestID] = f
-			}
-		}
-	})
+	firstOfEach(ctx, SignalSignature, r.signatures, func(s Signature) string { return s.SigningRequestID })
+	firstOfEach(ctx, SignalRefusal, r.refusals, func(f Refusal) string { return f.SigningRequestID })
 	return nil
+}
+
+// firstOfEach keeps, in into, the first message of each id that arrives on a signal
+// channel: a repeated signal changes nothing.
+func firstOfEach[T any](ctx workflow.Context, name string, into map[string]T, id func(T) string) {
+	ch := workflow.GetSignalChannel(ctx, name)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var m T
+			ch.Receive(ctx, &m)
+			if _, seen := into[id(m)]; !seen {
+				into[id(m)] = m
+			}
+		}
+	})
 }
 
 // awaitSignature waits up to wait for the signing request's signature or its refusal,
