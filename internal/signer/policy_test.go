@@ -32,7 +32,7 @@ var (
 	sanctions = common.HexToAddress("0x3333333333333333333333333333333333333333")
 )
 
-func testPolicy(t *testing.T) *Policy {
+func testPolicy(t testing.TB) *Policy {
 	t.Helper()
 	text := `{
   "chains": {"ethereum": {"chainId": 1, "maxFeeWei": "10000000000000000"}},
@@ -58,7 +58,7 @@ func testPolicy(t *testing.T) *Policy {
 
 // evmRequest is a signing request for tx as the service writes one; digest, when not
 // empty, replaces the transaction's own signing hash.
-func evmRequest(t *testing.T, tx *types.Transaction, digest string) client.SigningRequest {
+func evmRequest(t testing.TB, tx *types.Transaction, digest string) client.SigningRequest {
 	t.Helper()
 	raw, err := evm.UnsignedBytes(tx)
 	if err != nil {
@@ -76,7 +76,7 @@ func eip1559(chainID int64, to common.Address, value *big.Int, data []byte, gas 
 		GasFeeCap: big.NewInt(50e9), Gas: gas, To: &to, Value: value, Data: data})
 }
 
-func packed(t *testing.T, contract, method string, args ...any) []byte {
+func packed(t testing.TB, contract, method string, args ...any) []byte {
 	t.Helper()
 	data, err := contracts.ABI(contract).Pack(method, args...)
 	if err != nil {
@@ -240,4 +240,28 @@ func readable(t *testing.T, tx *types.Transaction, from common.Address) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// BenchmarkPolicyCheck is the signer's own check of an ERC-20 payment (decode the raw
+// transaction, hash it, decode the call, judge it), beside BenchmarkSigningAlone, the
+// signature it precedes.
+func BenchmarkPolicyCheck(b *testing.B) {
+	p := testPolicy(b)
+	req := evmRequest(b, eip1559(1, usdc, new(big.Int), packed(b, contracts.Token, "transfer", supplier, big.NewInt(5)), 65_000), "")
+	wallet := common.HexToAddress("0x00000000000000000000000000000000000000aa").Hex()
+	for b.Loop() {
+		if f := p.Check(req, "wal_mine", wallet); f != nil {
+			b.Fatal(f)
+		}
+	}
+}
+
+func BenchmarkSigningAlone(b *testing.B) {
+	key, _ := keys.Generate(chain.Secp256k1)
+	digest := make([]byte, 32)
+	for b.Loop() {
+		if _, err := key.Sign(digest); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
