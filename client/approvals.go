@@ -153,6 +153,10 @@ func (c *Client) RefuseSigningRequest(ctx context.Context, id, reason, detail st
 	return do[SigningRequest](ctx, c, http.MethodPost, "/signing-requests/"+url.PathEscape(id)+"/refusal", body, opts)
 }
 
+// SigningApproval is one decision on an order's statement as its signing requests carry
+// it: with, for a signed decision, its approver key, scheme and signature.
+type SigningApproval = apitypes.SigningApproval
+
 // ApproverKey is a public key an approver signs decisions with: a person's passkey, or
 // the key an approving credential was created with (APIKeyRequest.ApproverKey).
 type ApproverKey = apitypes.ApproverKey

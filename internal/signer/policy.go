@@ -3,6 +3,7 @@ package signer
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,8 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"github.com/opentreasury/treasury/client"
+	"github.com/opentreasury/treasury/internal/approvers"
+	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/chain/evm"
 )
 
@@ -27,6 +30,40 @@ type Policy struct {
 	Chains map[string]ChainRule `json:"chains"`
 	Allow  Rules                `json:"allow"`
 	Deny   Rules                `json:"deny"`
+	// Approvers, when set, are the signer's own quorum: the approver keys it pins and the
+	// approvals each leg needs. The request's intent must then say what the transaction
+	// does, and enough pinned keys must have signed it.
+	Approvers *ApproverRules `json:"approvers,omitempty"`
+}
+
+// ApproverRules are the approver keys the signer accepts (their ids, schemes and public
+// keys as GET /api/v1/approver-keys lists them, checked by whoever pins them) and its
+// quorum tiers: a leg needs the most approvals of the tiers it reaches.
+type ApproverRules struct {
+	Keys  []PinnedKey  `json:"keys"`
+	Tiers []QuorumTier `json:"tiers"`
+	keys  map[string]pinned
+}
+
+// PinnedKey is an approver key the signer trusts.
+type PinnedKey struct {
+	ID        string `json:"id"`
+	Scheme    string `json:"scheme"`
+	PublicKey string `json:"publicKey"`
+}
+
+type pinned struct {
+	scheme string
+	public []byte
+}
+
+// QuorumTier requires Approvals distinct pinned keys for a leg that moves at least
+// MinAmount base units of Asset ("" for any asset).
+type QuorumTier struct {
+	Asset     string `json:"asset,omitempty"`
+	MinAmount string `json:"minAmount"`
+	Approvals int    `json:"approvals"`
+	min       *big.Int
 }
 
 // ChainRule is what the signer knows of a chain by itself: its chain id, and the most a
@@ -103,6 +140,23 @@ func (p *Policy) check() error {
 		c.maxFee = fee
 		p.Chains[name] = c
 	}
+	if a := p.Approvers; a != nil {
+		a.keys = map[string]pinned{}
+		for _, k := range a.Keys {
+			pub, err := approvers.ParsePublicKey(k.Scheme, k.PublicKey)
+			if err != nil || k.ID == "" {
+				return fmt.Errorf("approvers.keys: %q: an id and a public key of its scheme (%v)", k.ID, err)
+			}
+			a.keys[k.ID] = pinned{scheme: k.Scheme, public: pub}
+		}
+		for i, t := range a.Tiers {
+			min, ok := new(big.Int).SetString(t.MinAmount, 10)
+			if !ok || min.Sign() < 0 || t.Approvals < 1 || t.Approvals > len(a.keys) {
+				return fmt.Errorf("approvers.tiers[%d]: minAmount is a whole number of base units, approvals 1 to the pinned keys' %d", i, len(a.keys))
+			}
+			a.Tiers[i].min = min
+		}
+	}
 	for _, rules := range []Rules{p.Allow, p.Deny} {
 		for _, d := range rules.Destinations {
 			if !isAddress(d) {
@@ -140,10 +194,72 @@ func (p *Policy) Check(r client.SigningRequest, walletID, address string) *Refus
 	if !ok {
 		return refusal("chain_not_configured", "the signer has no rule for chain %q", r.Chain)
 	}
+	var f *Refusal
 	if client.IsEVMTransaction(r) {
-		return p.checkEVM(r, raw, rule, address)
+		f = p.checkEVM(r, raw, rule, address)
+	} else {
+		f = p.checkSimulated(r, raw, walletID)
 	}
-	return p.checkSimulated(r, raw, walletID)
+	if f != nil || p.Approvers == nil {
+		return f
+	}
+	return p.Approvers.check(r, raw, walletID, address)
+}
+
+// check holds the request to the signer's own quorum: its intent names this wallet and
+// a leg the decoded transaction does exactly, and enough pinned keys signed APPROVE on
+// that very intent, none REJECT.
+func (a *ApproverRules) check(r client.SigningRequest, raw []byte, walletID, address string) *Refusal {
+	if r.Intent == nil || *r.Intent == "" {
+		return refusal("intent_missing", "the request carries no intent to hold the transaction to")
+	}
+	var st approvers.Statement
+	if err := json.Unmarshal([]byte(*r.Intent), &st); err != nil {
+		return refusal("intent_mismatch", "the intent does not parse: %v", err)
+	}
+	if st.Chain != r.Chain || st.WalletID != walletID || !strings.EqualFold(st.From, address) {
+		return refusal("intent_mismatch", "the intent is of %s on %s from %s, not this wallet", st.WalletID, st.Chain, st.From)
+	}
+	i := slices.IndexFunc(st.Intent, func(in chain.Intent) bool { return in.Leg == r.Leg })
+	if i < 0 {
+		return refusal("intent_mismatch", "the intent has no %s leg", r.Leg)
+	}
+	leg := st.Intent[i]
+	if client.IsEVMTransaction(r) {
+		tx, _, err := evm.DecodeUnsigned(raw)
+		if err != nil {
+			return refusal("undecodable", "%v", err)
+		}
+		if err := evm.CheckIntent(tx, leg); err != nil {
+			return refusal("intent_mismatch", "the %s leg: %v", r.Leg, err)
+		}
+	}
+	amount, _ := new(big.Int).SetString(leg.Amount, 10)
+	need := 0
+	for _, t := range a.Tiers {
+		if (t.Asset == "" || t.Asset == leg.Asset) && amount != nil && amount.Cmp(t.min) >= 0 {
+			need = max(need, t.Approvals)
+		}
+	}
+	approved := map[string]bool{}
+	for _, e := range r.Approvals {
+		k, ok := a.keys[e.KeyID]
+		if !ok || e.Statement != *r.Intent {
+			continue
+		}
+		sig, err := base64.StdEncoding.DecodeString(e.Signature)
+		if err != nil || approvers.Verify(k.scheme, k.public, approvers.DecisionDigest(e.Decision, []byte(e.Statement)), sig) != nil {
+			continue
+		}
+		if e.Decision == "REJECT" {
+			return refusal("rejected", "pinned approver key %s rejected the order", e.KeyID)
+		}
+		approved[e.KeyID] = true
+	}
+	if len(approved) < need {
+		return refusal("quorum_not_met", "the %s leg moves %s base units of %s and needs %d approvals of pinned keys; %d verify", r.Leg, leg.Amount, leg.Asset, need, len(approved))
+	}
+	return nil
 }
 
 func (p *Policy) checkEVM(r client.SigningRequest, raw []byte, rule ChainRule, wallet string) *Refusal {

@@ -2,7 +2,10 @@ package signer
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"math/big"
@@ -18,6 +21,7 @@ import (
 	"github.com/ethereum/go-ethereum/core/types"
 
 	"github.com/opentreasury/treasury/client"
+	"github.com/opentreasury/treasury/internal/approvers"
 	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/chain/evm"
 	"github.com/opentreasury/treasury/internal/chain/evm/contracts"
@@ -175,6 +179,8 @@ func TestAPolicyFileIsReadStrictly(t *testing.T) {
 		"a bad address":      `{"chains":{"ethereum":{"chainId":1,"maxFeeWei":"1"}},"allow":{"destinations":["0x11"]}}`,
 		"an unknown method":  `{"chains":{"ethereum":{"chainId":1,"maxFeeWei":"1"}},"allow":{"contracts":[{"address":"0x1111111111111111111111111111111111111111","methods":["transferFrom"]}]}}`,
 		"a fee as a decimal": `{"chains":{"ethereum":{"chainId":1,"maxFeeWei":"0.5"}}}`,
+		"a tier needing more keys than are pinned": `{"chains":{"ethereum":{"chainId":1,"maxFeeWei":"1"}},"approvers":{"keys":[],"tiers":[{"minAmount":"0","approvals":1}]}}`,
+		"a pinned key that is not one":             `{"chains":{"ethereum":{"chainId":1,"maxFeeWei":"1"}},"approvers":{"keys":[{"id":"apk_1","scheme":"ed25519","publicKey":"AAAA"}]}}`,
 	} {
 		path := filepath.Join(t.TempDir(), "policy.json")
 		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
@@ -262,6 +268,90 @@ func BenchmarkSigningAlone(b *testing.B) {
 	for b.Loop() {
 		if _, err := key.Sign(digest); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestTheSignersQuorumIsItsOwn plays a service that skips or forges the approvers, or
+// moves more than they approved: the signer counts only its pinned keys' signatures over
+// the very intent it holds the transaction to.
+func TestTheSignersQuorumIsItsOwn(t *testing.T) {
+	wallet := common.HexToAddress("0x00000000000000000000000000000000000000aa")
+	type approver struct {
+		id   string
+		pub  ed25519.PublicKey
+		priv ed25519.PrivateKey
+	}
+	newApprover := func(id string) approver {
+		pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+		return approver{id, pub, priv}
+	}
+	alice, bob, mallory := newApprover("apk_alice"), newApprover("apk_bob"), newApprover("apk_mallory")
+	text := `{"chains": {"ethereum": {"chainId": 1, "maxFeeWei": "10000000000000000"}},
+  "allow": {"destinations": ["` + supplier.Hex() + `"], "contracts": [{"address": "` + usdc.Hex() + `", "methods": ["transfer"]}]},
+  "approvers": {"keys": [
+      {"id": "apk_alice", "scheme": "ed25519", "publicKey": "` + base64.StdEncoding.EncodeToString(alice.pub) + `"},
+      {"id": "apk_bob", "scheme": "ed25519", "publicKey": "` + base64.StdEncoding.EncodeToString(bob.pub) + `"}],
+    "tiers": [{"asset": "USDC", "minAmount": "0", "approvals": 1}, {"asset": "USDC", "minAmount": "100000000", "approvals": 2}]}}`
+	path := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := LoadPolicy(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	statement := func(amount string) string {
+		st := approvers.Statement{OrgID: "org_1", App: "pay", Domain: "payment", OrderID: "ord_1", Chain: "ethereum", WalletID: "wal_mine",
+			From: wallet.Hex(), PolicyVersion: 3, RequiredApprovals: 2, ExpiresAt: "2026-11-30T00:00:00.000Z",
+			Intent: []chain.Intent{{Leg: "TRANSFER", To: supplier.Hex(), Asset: "USDC", Amount: amount, Contract: usdc.Hex(), Method: "transfer"}}}
+		b, err := st.Canonical()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	sign := func(a approver, as, decision, st string) client.SigningApproval {
+		sig := ed25519.Sign(a.priv, approvers.DecisionDigest(decision, []byte(st)))
+		return client.SigningApproval{Decision: decision, DecidedBy: "key_" + a.id, KeyID: as, Scheme: "ed25519",
+			Signature: base64.StdEncoding.EncodeToString(sig), Statement: st}
+	}
+	approved := statement("150000000")
+	request := func(amount int64, intent string, approvals ...client.SigningApproval) client.SigningRequest {
+		r := evmRequest(t, eip1559(1, usdc, new(big.Int), packed(t, contracts.Token, "transfer", supplier, big.NewInt(amount)), 65_000), "")
+		r.Leg, r.Approvals = "TRANSFER", approvals
+		if intent != "" {
+			r.Intent = &intent
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name   string
+		req    client.SigningRequest
+		reason string
+	}{
+		{"two pinned approvals of the intent", request(150_000_000, approved,
+			sign(alice, "apk_alice", "APPROVE", approved), sign(bob, "apk_bob", "APPROVE", approved)), ""},
+		{"no intent", request(150_000_000, "", sign(alice, "apk_alice", "APPROVE", approved)), "intent_missing"},
+		{"more than the approvers approved", request(250_000_000, approved,
+			sign(alice, "apk_alice", "APPROVE", approved), sign(bob, "apk_bob", "APPROVE", approved)), "intent_mismatch"},
+		{"one approval where the amount needs two", request(150_000_000, approved, sign(alice, "apk_alice", "APPROVE", approved)), "quorum_not_met"},
+		{"the same key twice", request(150_000_000, approved,
+			sign(alice, "apk_alice", "APPROVE", approved), sign(alice, "apk_alice", "APPROVE", approved)), "quorum_not_met"},
+		{"a key the signer does not pin", request(150_000_000, approved,
+			sign(alice, "apk_alice", "APPROVE", approved), sign(mallory, "apk_mallory", "APPROVE", approved)), "quorum_not_met"},
+		{"another key's signature under a pinned id", request(150_000_000, approved,
+			sign(alice, "apk_alice", "APPROVE", approved), sign(mallory, "apk_bob", "APPROVE", approved)), "quorum_not_met"},
+		{"approvals of another statement", request(150_000_000, approved,
+			sign(alice, "apk_alice", "APPROVE", statement("1")), sign(bob, "apk_bob", "APPROVE", statement("1"))), "quorum_not_met"},
+		{"a pinned rejection", request(150_000_000, approved,
+			sign(alice, "apk_alice", "APPROVE", approved), sign(bob, "apk_bob", "REJECT", approved)), "rejected"},
+		{"a small payment with one approval", request(5_000_000, statement("5000000"),
+			sign(bob, "apk_bob", "APPROVE", statement("5000000"))), ""},
+	} {
+		got := p.Check(tc.req, "wal_mine", wallet.Hex())
+		if (tc.reason == "" && got != nil) || (tc.reason != "" && (got == nil || got.Reason != tc.reason)) {
+			t.Errorf("%s: got %v, want %q", tc.name, got, tc.reason)
 		}
 	}
 }
