@@ -1,0 +1,210 @@
+package e2e
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
+
+	"github.com/opentreasury/treasury/dev/wait"
+	"github.com/opentreasury/treasury/internal/approvers"
+	"github.com/opentreasury/treasury/internal/chain/evm"
+	"github.com/opentreasury/treasury/internal/chain/evm/contracts"
+	"github.com/opentreasury/treasury/internal/signer"
+)
+
+// TestASignerWithItsOwnQuorumRefusesACompromisedService runs the dev bundle with the
+// policy rule signedApprovals, an approvals bot holding an approver key, and the manual
+// wallet's signer pinning that key. Each payment is approved with the bot's signature over
+// its statement. Playing a compromised database, the test then rewrites one payment's
+// signing request to pay another address (one the signer's destinations even allow), and
+// adds a forged approval to another's: the signer decodes each transaction itself, finds
+// what the approvers did not sign, and refuses; those orders end failed signer_refused and
+// the wallet sends nothing. The untouched payment confirms.
+func TestASignerWithItsOwnQuorumRefusesACompromisedService(t *testing.T) {
+	dataDir := t.TempDir()
+	b := startBundle(t, dataDir, "")
+	defer func() { _ = b.Shutdown() }()
+	api := b.APIURL + "/api/v1"
+	pay := b.Credentials.Keys["pay"]
+	manual := manualWallet(b.Credentials)
+	payee := common.HexToAddress("0x1111111111111111111111111111111111111111")
+	attacker := common.HexToAddress("0x2222222222222222222222222222222222222222")
+
+	// The approvals bot, with its approver key; the policy that wants signed decisions.
+	botPub, botKey, _ := ed25519.GenerateKey(rand.Reader)
+	bot := send(t, "POST", b.APIURL+"/developer/api-keys", pay.SK, `{"kind":"tk","actions":["approve"],"label":"approvals bot",`+
+		`"approverKey":{"scheme":"ed25519","publicKey":"`+base64.StdEncoding.EncodeToString(botPub)+`"}}`)
+	if bot.status != 201 {
+		t.Fatalf("the bot's key: %d %s", bot.status, bot.raw)
+	}
+	botToken, botKeyID := bot.body["secret"].(string), bot.body["approverKeyId"].(string)
+	if r := send(t, "PUT", api+"/policies/pay", pay.SK, `{"signedApprovals":true,"approvalTiers":[{"minUsd":"0","quorum":1}]}`); r.status != 200 {
+		t.Fatalf("policy %d %s", r.status, r.raw)
+	}
+
+	// Three payments, each approved with the bot's signature over its own statement.
+	approved := func(amount string) (orderID, requestID string) {
+		t.Helper()
+		r := send(t, "POST", api+"/payments", pay.SK, fmt.Sprintf(`{"walletId":%q,"asset":"USDC","amount":%q,"destination":{"address":%q}}`,
+			manual.ID, amount, payee.Hex()))
+		orderID = r.body["id"].(string)
+		if r := send(t, "POST", api+"/payments/"+orderID+"/submit", pay.SK, "{}"); r.status != 202 {
+			t.Fatalf("submit %d %s", r.status, r.raw)
+		}
+		o := waitStatus(t, api+"/payments/"+orderID, pay.Read, "pending_approval")
+		itemID := o["approval"].(map[string]any)["itemId"].(string)
+		var item struct{ Statement string }
+		list := call(t, "GET", api+"/approvals", botToken)
+		var page struct{ Data []json.RawMessage }
+		_ = json.Unmarshal(list.raw, &page)
+		for _, raw := range page.Data {
+			var it struct{ ID, Statement string }
+			if json.Unmarshal(raw, &it) == nil && it.ID == itemID {
+				item.Statement = it.Statement
+			}
+		}
+		if item.Statement == "" {
+			t.Fatalf("no statement on item %s: %s", itemID, list.raw)
+		}
+		sig := ed25519.Sign(botKey, approvers.DecisionDigest("APPROVE", []byte(item.Statement)))
+		if r := send(t, "POST", api+"/approvals/payment/"+itemID+"/decide", botToken, fmt.Sprintf(`{"decision":"APPROVE","keyId":%q,"signature":%q}`,
+			botKeyID, base64.StdEncoding.EncodeToString(sig))); r.status != 202 {
+			t.Fatalf("signed approval %d %s", r.status, r.raw)
+		}
+		o = waitStatus(t, api+"/payments/"+orderID, pay.Read, "pending_signature")
+		return orderID, o["legs"].([]any)[0].(map[string]any)["signingRequestId"].(string)
+	}
+	honest, _ := approved("10")
+	redirected, redirectedReq := approved("11")
+	forged, forgedReq := approved("12")
+
+	// The compromised database: one request now pays the attacker (its readable fields,
+	// raw transaction and digest all consistent), another carries a forged approval.
+	db, err := sql.Open("sqlite", filepath.Join(dataDir, "treasury.db")+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var rawHex, fields string
+	if err := db.QueryRow(`SELECT raw_unsigned_tx, unsigned_tx FROM signing_requests WHERE id = ?`, redirectedReq).Scan(&rawHex, &fields); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := hex.DecodeString(rawHex)
+	tx, _, err := evm.DecodeUnsigned(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transfer, err := evm.DecodeCall(tx.Data())
+	if err != nil || transfer.Method != "transfer" {
+		t.Fatalf("the request's call: %+v %v", transfer, err)
+	}
+	data, _ := contracts.ABI(contracts.Token).Pack("transfer", attacker, transfer.Args[1].(*big.Int))
+	evil := types.NewTx(&types.DynamicFeeTx{ChainID: tx.ChainId(), Nonce: tx.Nonce(), GasTipCap: tx.GasTipCap(), GasFeeCap: tx.GasFeeCap(),
+		Gas: tx.Gas(), To: tx.To(), Value: tx.Value(), Data: data})
+	evilRaw, _ := evm.UnsignedBytes(evil)
+	var readable map[string]any
+	_ = json.Unmarshal([]byte(fields), &readable)
+	readable["data"] = "0x" + hex.EncodeToString(data)
+	evilFields, _ := json.Marshal(readable)
+	evilDigest := hex.EncodeToString(types.LatestSignerForChainID(evil.ChainId()).Hash(evil).Bytes())
+	if _, err := db.Exec(`UPDATE signing_requests SET raw_unsigned_tx = ?, unsigned_tx = ?, digest = ? WHERE id = ?`,
+		hex.EncodeToString(evilRaw), string(evilFields), evilDigest, redirectedReq); err != nil {
+		t.Fatal(err)
+	}
+	var intent string
+	if err := db.QueryRow(`SELECT intent FROM signing_requests WHERE id = ?`, forgedReq).Scan(&intent); err != nil {
+		t.Fatal(err)
+	}
+	_, otherKey, _ := ed25519.GenerateKey(rand.Reader)
+	fake := ed25519.Sign(otherKey, approvers.DecisionDigest("APPROVE", []byte(intent)))
+	forgery, _ := json.Marshal([]approvers.Evidence{{Decision: "APPROVE", DecidedBy: "key_forged", KeyID: botKeyID, Scheme: "ed25519",
+		Signature: base64.StdEncoding.EncodeToString(fake), Statement: intent, DecidedAt: "2026-11-29T00:00:00.000Z"}})
+	if _, err := db.Exec(`UPDATE signing_requests SET approvals = ? WHERE id = ?`, string(forgery), forgedReq); err != nil {
+		t.Fatal(err)
+	}
+
+	// The signer: its own rules allow both addresses; only its quorum stands in the way.
+	policyFile := filepath.Join(t.TempDir(), "policy.json")
+	policy := `{"chains": {"ethereum": {"chainId": 1337, "maxFeeWei": "100000000000000000"}},
+  "allow": {"destinations": ["` + payee.Hex() + `", "` + attacker.Hex() + `"], "contracts": [{"address": "` + tx.To().Hex() + `", "methods": ["transfer"]}]},
+  "approvers": {"keys": [{"id": "` + botKeyID + `", "scheme": "ed25519", "publicKey": "` + base64.StdEncoding.EncodeToString(botPub) + `"}],
+    "tiers": [{"minAmount": "0", "approvals": 1}]}}`
+	if err := os.WriteFile(policyFile, []byte(policy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rules, err := signer.LoadPolicy(policyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := signer.LoadKey(writeKey(t, manual.PrivateKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	treasuryKey := b.Credentials.Keys["treasury"]
+	device := send(t, "POST", b.APIURL+"/developer/api-keys", treasuryKey.SK,
+		fmt.Sprintf(`{"kind":"tk","actions":["sign"],"resourceIds":[%q],"label":"verifying signer"}`, manual.ID))
+	if device.status != 201 {
+		t.Fatalf("device %d %s", device.status, device.raw)
+	}
+	nonceBefore := walletNonce(t, b.APIURL, pay.SK, manual.Address)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		_ = signer.Run(ctx, signer.Config{BaseURL: b.APIURL, Token: device.body["secret"].(string), WalletID: manual.ID, Key: key,
+			Interval: 200 * time.Millisecond, Policy: rules})
+	}()
+
+	waitStatus(t, api+"/payments/"+honest, pay.Read, "confirmed")
+	for id, reason := range map[string]string{redirected: "intent_mismatch", forged: "quorum_not_met"} {
+		o := waitStatusWithin(t, api+"/payments/"+id, pay.Read, "failed", time.Minute)
+		failure, _ := o["failure"].(map[string]any)
+		if failure["code"] != "signer_refused" || !strings.Contains(fmt.Sprint(failure["message"]), reason) {
+			t.Fatalf("payment %s: %v, want signer_refused (%s)", id, o["failure"], reason)
+		}
+	}
+	// Only the honest payment left the wallet.
+	wait.For(t, 30*time.Second, "the wallet's nonce to count the honest payment alone", func() bool {
+		return walletNonce(t, b.APIURL, pay.SK, manual.Address) == nonceBefore+1
+	})
+}
+
+// writeKey writes a wallet's private key to a file as treasury signer reads it.
+func writeKey(t *testing.T, private string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "wallet.key")
+	if err := os.WriteFile(path, []byte(private+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// walletNonce is how many transactions the chain has mined from address.
+func walletNonce(t *testing.T, base, token, address string) uint64 {
+	t.Helper()
+	var answer rpcAnswer
+	postRPC(t, base+"/api/v1/rpc/ethereum", token,
+		fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"eth_getTransactionCount","params":[%q,"latest"]}`, address), &answer)
+	var hexCount string
+	if answer.Error != nil || json.Unmarshal(answer.Result, &hexCount) != nil {
+		t.Fatalf("eth_getTransactionCount: %+v %s", answer.Error, answer.Result)
+	}
+	n, ok := new(big.Int).SetString(strings.TrimPrefix(hexCount, "0x"), 16)
+	if !ok {
+		t.Fatalf("eth_getTransactionCount answered %q", hexCount)
+	}
+	return n.Uint64()
+}
