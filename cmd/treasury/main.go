@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -83,6 +84,7 @@ var commands = []command{
 			fs.StringVar(&signerFlags.url, "url", "http://127.0.0.1:8080", "base URL of the treasury API")
 			fs.StringVar(&signerFlags.config, "config", "", "a WebSocket config wanting Wallet.SigningRequested (wsc_…, a treasury config\nfor a device key): each request wakes the signer at once; without it, it polls")
 			fs.DurationVar(&signerFlags.interval, "interval", time.Second, "how often to look for pending requests while the live channel is down")
+			fs.StringVar(&signerFlags.ledger, "ledger", "", "with --policy: the file where the signer records what it signs, so that a leg is\nsigned once (default: the key file's path with .ledger added)")
 			fs.StringVar(&signerFlags.policy, "policy", "", "the signer's own rules (docs/signer.md): chains, allowed and denied destinations and\ncontracts, fee caps; each request is decoded and judged by them, and refused when a check fails")
 		},
 		run: runSigner,
@@ -132,8 +134,8 @@ func metricsFlag(fs *flag.FlagSet, cfg *assemble.Config) {
 // signerFlags are the flags of treasury signer; its token comes from TREASURY_TOKEN so
 // that it stays out of the process list.
 var signerFlags struct {
-	keyFile, wallet, url, config, policy string
-	interval                             time.Duration
+	keyFile, wallet, url, config, policy, ledger string
+	interval                                     time.Duration
 }
 
 func runSigner(ctx context.Context, cfg assemble.Config, proc commandEnv) error {
@@ -149,8 +151,12 @@ func runSigner(ctx context.Context, cfg assemble.Config, proc commandEnv) error 
 		return err
 	}
 	var policy *signer.Policy
+	var ledger *signer.Ledger
 	if signerFlags.policy != "" {
 		if policy, err = signer.LoadPolicy(signerFlags.policy); err != nil {
+			return err
+		}
+		if ledger, err = signer.OpenLedger(cmp.Or(signerFlags.ledger, signerFlags.keyFile+".ledger")); err != nil {
 			return err
 		}
 	}
@@ -164,7 +170,7 @@ func runSigner(ctx context.Context, cfg assemble.Config, proc commandEnv) error 
 		log.Warn("no --policy: the signer signs every consistent request of its wallet; give it its own rules to judge what it signs")
 	}
 	return signer.Run(ctx, signer.Config{BaseURL: signerFlags.url, Token: token, WalletID: signerFlags.wallet,
-		Key: key, ConfigID: signerFlags.config, Interval: signerFlags.interval, Log: log, Policy: policy})
+		Key: key, ConfigID: signerFlags.config, Interval: signerFlags.interval, Log: log, Policy: policy, Ledger: ledger})
 }
 
 // tailFlags are the flags of treasury events tail.

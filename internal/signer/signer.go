@@ -47,6 +47,9 @@ type Config struct {
 	// channel wakes the signer for each request, and each reconnection reads what it
 	// missed.
 	Interval, LiveSweep time.Duration
+	// Ledger, with a Policy, is the signer's record of what it has signed: a leg it signed
+	// is not signed again as another transaction.
+	Ledger *Ledger
 	// Policy, when set, is the signer's own rules (SPEC 3.5a): every request is decoded
 	// from its rawUnsignedTx and judged by them, and one that fails a check is refused
 	// (POST …/refusal), failing its order signer_refused. Without one the signer checks
@@ -187,15 +190,13 @@ func pass(ctx context.Context, cfg Config, done map[string]bool) error {
 			if r.WalletID != cfg.WalletID || done[r.ID] {
 				continue
 			}
-			if cfg.Policy != nil {
-				if f := cfg.Policy.Check(r, cfg.WalletID, cfg.Key.Address()); f != nil {
-					if err := refuseOne(ctx, cfg, r, f); err != nil {
-						cfg.Log.Warn("refusal not posted", "signingRequestId", r.ID, "error", err.Error())
-						continue
-					}
-					done[r.ID] = true
+			if f := judge(cfg, r); f != nil {
+				if err := refuseOne(ctx, cfg, r, f); err != nil {
+					cfg.Log.Warn("refusal not posted", "signingRequestId", r.ID, "error", err.Error())
 					continue
 				}
+				done[r.ID] = true
+				continue
 			}
 			if err := signOne(ctx, cfg, r); err != nil {
 				cfg.Log.Warn("not signed", "signingRequestId", r.ID, "error", err.Error())
@@ -224,8 +225,28 @@ func signOne(ctx context.Context, cfg Config, r client.SigningRequest) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Policy != nil && cfg.Ledger != nil {
+		if err := cfg.Ledger.Record(r, time.Now()); err != nil {
+			return fmt.Errorf("the ledger: %w", err)
+		}
+	}
 	body, _ := json.Marshal(map[string]string{"signature": base64.StdEncoding.EncodeToString(sig)})
 	return call(ctx, cfg, "POST", "/api/v1/signing-requests/"+r.ID+"/signature", body, nil)
+}
+
+// judge holds a request to the signer's own rules and its ledger of what it has signed:
+// nil when it may sign.
+func judge(cfg Config, r client.SigningRequest) *Refusal {
+	if cfg.Policy == nil {
+		return nil
+	}
+	if f := cfg.Policy.Check(r, cfg.WalletID, cfg.Key.Address()); f != nil {
+		return f
+	}
+	if cfg.Ledger != nil {
+		return cfg.Ledger.Check(r)
+	}
+	return nil
 }
 
 // refuseOne posts the refusal of a request that failed a check of the policy, and logs the

@@ -1,0 +1,106 @@
+package signer
+
+import (
+	"bufio"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/opentreasury/treasury/client"
+	"github.com/opentreasury/treasury/internal/chain/evm"
+)
+
+// Ledger is the signer's own record of what it has signed, a line per signature in a
+// file only it writes. An order's leg is signed as one transaction: asked again for the
+// same transaction (a retry), or for its replacement at the same nonce (a higher fee for
+// the same slot), the signer signs; asked for another transaction of a leg it has signed,
+// a second payment of what was approved once, it refuses. The record is written before the
+// signature leaves the device, so a crash between the two errs on the side of refusing.
+type Ledger struct {
+	path   string
+	mu     sync.Mutex
+	signed map[string]signedLeg
+}
+
+// signedLeg is one line of the ledger.
+type signedLeg struct {
+	OrderID string  `json:"orderId"`
+	Leg     string  `json:"leg"`
+	Nonce   *uint64 `json:"nonce,omitempty"`
+	Digest  string  `json:"digest"`
+	At      string  `json:"at"`
+}
+
+// OpenLedger reads the ledger at path, creating it when it does not exist.
+func OpenLedger(path string) (*Ledger, error) {
+	l := &Ledger{path: path, signed: map[string]signedLeg{}}
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	lines := bufio.NewScanner(f)
+	for n := 1; lines.Scan(); n++ {
+		var e signedLeg
+		if err := json.Unmarshal(lines.Bytes(), &e); err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", path, n, err)
+		}
+		l.signed[e.OrderID+"/"+e.Leg] = e
+	}
+	return l, lines.Err()
+}
+
+// nonceOf is the account nonce of an EVM request's transaction; nil on a chain without.
+func nonceOf(r client.SigningRequest) *uint64 {
+	raw, err := hex.DecodeString(r.RawUnsignedTx)
+	if err != nil || !client.IsEVMTransaction(r) {
+		return nil
+	}
+	tx, _, err := evm.DecodeUnsigned(raw)
+	if err != nil {
+		return nil
+	}
+	n := tx.Nonce()
+	return &n
+}
+
+// Check refuses a request for another transaction of a leg already signed.
+func (l *Ledger) Check(r client.SigningRequest) *Refusal {
+	l.mu.Lock()
+	e, ok := l.signed[r.OrderID+"/"+r.Leg]
+	l.mu.Unlock()
+	if !ok || e.Digest == r.Digest {
+		return nil
+	}
+	if n := nonceOf(r); n != nil && e.Nonce != nil && *n == *e.Nonce {
+		return nil
+	}
+	return refusal("already_signed", "the %s leg of %s was signed before as another transaction (digest %s); a leg is paid once",
+		r.Leg, r.OrderID, e.Digest)
+}
+
+// Record writes that the request is being signed, to disk, before the signature is sent.
+func (l *Ledger) Record(r client.SigningRequest, at time.Time) error {
+	e := signedLeg{OrderID: r.OrderID, Leg: r.Leg, Nonce: nonceOf(r), Digest: r.Digest, At: at.UTC().Format(time.RFC3339Nano)}
+	line, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(append(line, '\n'))
+	serr := f.Sync()
+	if err := errors.Join(werr, serr, f.Close()); err != nil {
+		return err
+	}
+	l.signed[e.OrderID+"/"+e.Leg] = e
+	return nil
+}

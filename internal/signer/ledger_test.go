@@ -1,0 +1,111 @@
+package signer
+
+import (
+	"context"
+	"encoding/json"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
+
+	"github.com/opentreasury/treasury/client"
+	"github.com/opentreasury/treasury/internal/chain"
+	"github.com/opentreasury/treasury/internal/chain/evm/contracts"
+	"github.com/opentreasury/treasury/internal/chain/keys"
+)
+
+// A leg is signed as one transaction: the same one again, or its replacement at the same
+// nonce, passes; another transaction of the leg is refused, also after a restart.
+func TestTheLedgerSignsALegOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "wallet.key.ledger")
+	l, err := OpenLedger(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	request := func(orderID, leg string, nonce uint64, feeCap int64) client.SigningRequest {
+		tx := types.NewTx(&types.DynamicFeeTx{ChainID: big.NewInt(1), Nonce: nonce, GasTipCap: big.NewInt(1), GasFeeCap: big.NewInt(feeCap),
+			Gas: 65_000, To: &usdc, Value: new(big.Int), Data: packed(t, contracts.Token, "transfer", supplier, big.NewInt(5))})
+		r := evmRequest(t, tx, "")
+		r.OrderID, r.Leg = orderID, leg
+		return r
+	}
+	first := request("ord_1", "TRANSFER", 7, 50)
+	if f := l.Check(first); f != nil {
+		t.Fatalf("the first signature: %v", f)
+	}
+	if err := l.Record(first, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		req    client.SigningRequest
+		reason string
+	}{
+		{"the same transaction again", first, ""},
+		{"its replacement at the same nonce", request("ord_1", "TRANSFER", 7, 90), ""},
+		{"another leg of the order", request("ord_1", "SWAP", 8, 50), ""},
+		{"another order", request("ord_2", "TRANSFER", 8, 50), ""},
+		{"the leg again at another nonce", request("ord_1", "TRANSFER", 8, 50), "already_signed"},
+	} {
+		if f := l.Check(tc.req); (tc.reason == "" && f != nil) || (tc.reason != "" && (f == nil || f.Reason != tc.reason)) {
+			t.Errorf("%s: %v, want %q", tc.name, f, tc.reason)
+		}
+	}
+	// A restarted signer remembers.
+	again, err := OpenLedger(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := again.Check(request("ord_1", "TRANSFER", 9, 50)); f == nil || f.Reason != "already_signed" {
+		t.Fatalf("after a restart: %v", f)
+	}
+}
+
+// A signer with a ledger signs a leg's transaction and refuses, through the API, a second
+// transaction of the same leg that a service asks for.
+func TestASignerWithALedgerRefusesASecondTransactionOfALeg(t *testing.T) {
+	key, _ := keys.Generate(chain.Secp256k1)
+	wallet := common.HexToAddress(key.Address())
+	build := func(id string, nonce uint64) client.SigningRequest {
+		tx := types.NewTx(&types.DynamicFeeTx{ChainID: big.NewInt(1), Nonce: nonce, GasTipCap: big.NewInt(1e9), GasFeeCap: big.NewInt(50e9),
+			Gas: 65_000, To: &usdc, Value: new(big.Int), Data: packed(t, contracts.Token, "transfer", supplier, big.NewInt(5))})
+		r := evmRequest(t, tx, "")
+		r.ID, r.Leg, r.UnsignedTx = id, "TRANSFER", readable(t, tx, wallet)
+		return r
+	}
+	once, twice := build("sig_once", 3), build("sig_twice", 4)
+	var mu sync.Mutex
+	posted := map[string]map[string]string{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == "GET" {
+			_ = json.NewEncoder(w).Encode(map[string]any{"data": []client.SigningRequest{once, twice}, "nextCursor": nil})
+			return
+		}
+		var body map[string]string
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		posted[r.URL.Path] = body
+		mu.Unlock()
+		w.WriteHeader(202)
+	}))
+	defer srv.Close()
+	ledger, err := OpenLedger(filepath.Join(t.TempDir(), "ledger"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := withDefaults(Config{BaseURL: srv.URL, Token: "tk_sign", WalletID: "wal_mine", Key: key, HTTP: srv.Client(),
+		Policy: testPolicy(t), Ledger: ledger})
+	if err := pass(context.Background(), cfg, map[string]bool{}); err != nil {
+		t.Fatal(err)
+	}
+	if posted["/api/v1/signing-requests/sig_once/signature"]["signature"] == "" ||
+		posted["/api/v1/signing-requests/sig_twice/refusal"]["reason"] != "already_signed" {
+		t.Fatalf("posted %v", posted)
+	}
+}
