@@ -160,7 +160,11 @@ func (a *Orders) RequestApproval(ctx context.Context, in workflows.ApprovalReque
 		Also: func(tx *store.Store, o *store.Order, legs []store.OrderLeg) error {
 			summary, _ := json.Marshal(map[string]any{"amountUsd": o.AmountUSD.StringFixedBank(2), "walletId": o.WalletID,
 				"chain": o.Chain, "details": o.Details.Details})
-			statement, err := a.statement(ctx, tx, o, legs, in)
+			w, err := tx.Wallet(ctx, o.OrgID, o.WalletID)
+			if err != nil {
+				return err
+			}
+			statement, err := a.statement(o, legs, w.Address, in)
 			if err != nil {
 				return err
 			}
@@ -180,13 +184,9 @@ func (a *Orders) RequestApproval(ctx context.Context, in workflows.ApprovalReque
 // canonical JSON: every leg as its chain will carry it, read from the chain's
 // configuration. A leg the chain cannot describe (an asset it lacks) leaves the statement
 // empty: that leg is refused at its signing request anyway, and the approvers see why.
-func (a *Orders) statement(ctx context.Context, tx *store.Store, o *store.Order, legs []store.OrderLeg, in workflows.ApprovalRequest) (string, error) {
-	w, err := tx.Wallet(ctx, o.OrgID, o.WalletID)
-	if err != nil {
-		return "", err
-	}
+func (a *Orders) statement(o *store.Order, legs []store.OrderLeg, from string, in workflows.ApprovalRequest) (string, error) {
 	st := approvers.Statement{OrgID: o.OrgID, App: o.App, Domain: o.Domain, OrderID: o.ID, Chain: o.Chain, WalletID: o.WalletID,
-		From: w.Address, RequiredApprovals: in.Quorum, Intent: make([]chain.Intent, len(legs))}
+		From: from, RequiredApprovals: in.Quorum, Intent: make([]chain.Intent, len(legs))}
 	if !in.ExpiresAt.IsZero() {
 		st.ExpiresAt = events.FormatTime(in.ExpiresAt)
 	}
@@ -194,7 +194,7 @@ func (a *Orders) statement(ctx context.Context, tx *store.Store, o *store.Order,
 		st.PolicyVersion = *o.PolicyVersion
 	}
 	for i := range legs {
-		leg, err := legOf(o, legs, i, w.Address)
+		leg, err := legOf(o, legs, i, from)
 		if err != nil {
 			return "", err
 		}
@@ -211,9 +211,9 @@ func (a *Orders) statement(ctx context.Context, tx *store.Store, o *store.Order,
 // intent, which is the statement the approvers decided on (or, for an order that needed
 // no approval, the same statement with no quorum), and every decision on it as
 // approvers.Evidence, JSON.
-func (a *Orders) evidence(ctx context.Context, tx *store.Store, o *store.Order, legs []store.OrderLeg) (intent, approvals string, err error) {
+func (a *Orders) evidence(ctx context.Context, tx *store.Store, o *store.Order, legs []store.OrderLeg, from string) (intent, approvals string, err error) {
 	if o.ApprovalItemID == nil {
-		intent, err = a.statement(ctx, tx, o, legs, workflows.ApprovalRequest{})
+		intent, err = a.statement(o, legs, from, workflows.ApprovalRequest{})
 		return intent, "[]", err
 	}
 	item, decisions, err := tx.ApprovalItem(ctx, o.OrgID, *o.ApprovalItemID)
@@ -395,7 +395,7 @@ func (a *Orders) RequestSignature(ctx context.Context, in workflows.LegInput) (w
 			if err != nil {
 				return err
 			}
-			intent, approvals, err := a.evidence(ctx, tx, o, legs)
+			intent, approvals, err := a.evidence(ctx, tx, o, legs, w.Address)
 			if err != nil {
 				return err
 			}
@@ -456,7 +456,7 @@ func (a *Orders) requestReplacement(ctx context.Context, in workflows.LegInput, 
 	res, err := a.apply(ctx, step, in.Position, store.OrderChange{OrderID: in.OrderID, CorrelationID: in.CorrelationID,
 		Mutate: func(_ *store.Order, legs []store.OrderLeg) { legs[in.Position].SigningRequestID = &reqID },
 		Also: func(tx *store.Store, o *store.Order, legs []store.OrderLeg) error {
-			intent, approvals, err := a.evidence(ctx, tx, o, legs)
+			intent, approvals, err := a.evidence(ctx, tx, o, legs, w.Address)
 			if err != nil {
 				return err
 			}

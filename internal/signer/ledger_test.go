@@ -2,12 +2,8 @@ package signer
 
 import (
 	"context"
-	"encoding/json"
 	"math/big"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -80,21 +76,7 @@ func TestASignerWithALedgerRefusesASecondTransactionOfALeg(t *testing.T) {
 		return r
 	}
 	once, twice := build("sig_once", 3), build("sig_twice", 4)
-	var mu sync.Mutex
-	posted := map[string]map[string]string{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == "GET" {
-			_ = json.NewEncoder(w).Encode(map[string]any{"data": []client.SigningRequest{once, twice}, "nextCursor": nil})
-			return
-		}
-		var body map[string]string
-		_ = json.NewDecoder(r.Body).Decode(&body)
-		mu.Lock()
-		posted[r.URL.Path] = body
-		mu.Unlock()
-		w.WriteHeader(202)
-	}))
-	defer srv.Close()
+	srv, posted := fakeService(t, once, twice)
 	ledger, err := OpenLedger(filepath.Join(t.TempDir(), "ledger"))
 	if err != nil {
 		t.Fatal(err)
@@ -104,8 +86,8 @@ func TestASignerWithALedgerRefusesASecondTransactionOfALeg(t *testing.T) {
 	if err := pass(context.Background(), cfg, map[string]bool{}); err != nil {
 		t.Fatal(err)
 	}
-	if posted["/api/v1/signing-requests/sig_once/signature"]["signature"] == "" ||
-		posted["/api/v1/signing-requests/sig_twice/refusal"]["reason"] != "already_signed" {
-		t.Fatalf("posted %v", posted)
+	if got := posted(); got["/api/v1/signing-requests/sig_once/signature"]["signature"] == "" ||
+		got["/api/v1/signing-requests/sig_twice/refusal"]["reason"] != "already_signed" {
+		t.Fatalf("posted %v", got)
 	}
 }

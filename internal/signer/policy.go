@@ -14,11 +14,13 @@ import (
 	"strings"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
 
 	"github.com/opentreasury/treasury/client"
 	"github.com/opentreasury/treasury/internal/approvers"
 	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/chain/evm"
+	"github.com/opentreasury/treasury/internal/chain/keys"
 )
 
 // Policy is the signer's own rules (SPEC 3.5a): what it lets its wallet sign, read from
@@ -177,11 +179,8 @@ func (p *Policy) check() error {
 	return nil
 }
 
-// isAddress accepts an EVM address (0x and 40 hex digits) or a Solana one (base58), as a
-// wallet's chain writes it.
-func isAddress(s string) bool {
-	return common.IsHexAddress(s) || (len(s) >= 32 && len(s) <= 44 && strings.Trim(s, "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz") == "")
-}
+// isAddress accepts an EVM address or a Solana one, as a wallet's chain writes it.
+func isAddress(s string) bool { return common.IsHexAddress(s) || keys.IsSolanaAddress(s) }
 
 // Check judges a signing request by the policy alone, for the wallet at address: nil when
 // the signer may sign it, else the first check that failed.
@@ -194,22 +193,29 @@ func (p *Policy) Check(r client.SigningRequest, walletID, address string) *Refus
 	if !ok {
 		return refusal("chain_not_configured", "the signer has no rule for chain %q", r.Chain)
 	}
-	var f *Refusal
-	if client.IsEVMTransaction(r) {
-		f = p.checkEVM(r, raw, rule, address)
-	} else {
-		f = p.checkSimulated(r, raw, walletID)
+	if !client.IsEVMTransaction(r) {
+		if f := p.checkSimulated(r, raw, walletID); f != nil || p.Approvers == nil {
+			return f
+		}
+		return p.Approvers.check(r, nil, walletID, address)
 	}
-	if f != nil || p.Approvers == nil {
+	tx, hash, err := evm.DecodeUnsigned(raw)
+	if err != nil {
+		return refusal("undecodable", "%v", err)
+	}
+	if !strings.EqualFold(hex.EncodeToString(hash[:]), r.Digest) {
+		return refusal("digest_mismatch", "the digest %s is not the hash %x of the transaction decoded", r.Digest, hash)
+	}
+	if f := p.checkEVM(r, tx, rule, address); f != nil || p.Approvers == nil {
 		return f
 	}
-	return p.Approvers.check(r, raw, walletID, address)
+	return p.Approvers.check(r, tx, walletID, address)
 }
 
 // check holds the request to the signer's own quorum: its intent names this wallet and
-// a leg the decoded transaction does exactly, and enough pinned keys signed APPROVE on
-// that very intent, none REJECT.
-func (a *ApproverRules) check(r client.SigningRequest, raw []byte, walletID, address string) *Refusal {
+// a leg the decoded transaction (nil on the simulated chain) does exactly, and enough
+// pinned keys signed APPROVE on that very intent, none REJECT.
+func (a *ApproverRules) check(r client.SigningRequest, tx *types.Transaction, walletID, address string) *Refusal {
 	if r.Intent == nil || *r.Intent == "" {
 		return refusal("intent_missing", "the request carries no intent to hold the transaction to")
 	}
@@ -225,11 +231,7 @@ func (a *ApproverRules) check(r client.SigningRequest, raw []byte, walletID, add
 		return refusal("intent_mismatch", "the intent has no %s leg", r.Leg)
 	}
 	leg := st.Intent[i]
-	if client.IsEVMTransaction(r) {
-		tx, _, err := evm.DecodeUnsigned(raw)
-		if err != nil {
-			return refusal("undecodable", "%v", err)
-		}
+	if tx != nil {
 		if err := evm.CheckIntent(tx, leg); err != nil {
 			return refusal("intent_mismatch", "the %s leg: %v", r.Leg, err)
 		}
@@ -262,14 +264,8 @@ func (a *ApproverRules) check(r client.SigningRequest, raw []byte, walletID, add
 	return nil
 }
 
-func (p *Policy) checkEVM(r client.SigningRequest, raw []byte, rule ChainRule, wallet string) *Refusal {
-	tx, hash, err := evm.DecodeUnsigned(raw)
-	if err != nil {
-		return refusal("undecodable", "%v", err)
-	}
-	if !strings.EqualFold(hex.EncodeToString(hash[:]), r.Digest) {
-		return refusal("digest_mismatch", "the digest %s is not the hash %x of the transaction decoded", r.Digest, hash)
-	}
+// checkEVM judges a decoded EVM transaction, whose hash is the request's digest.
+func (p *Policy) checkEVM(r client.SigningRequest, tx *types.Transaction, rule ChainRule, wallet string) *Refusal {
 	if tx.ChainId().Cmp(new(big.Int).SetUint64(rule.ChainID)) != 0 {
 		return refusal("wrong_chain", "the transaction is for chain id %s, %s is %d", tx.ChainId(), r.Chain, rule.ChainID)
 	}
@@ -322,6 +318,24 @@ func (p *Policy) checkSimulated(r client.SigningRequest, raw []byte, walletID st
 	if sum := sha256.Sum256(raw); !strings.EqualFold(hex.EncodeToString(sum[:]), r.Digest) {
 		return refusal("digest_mismatch", "the digest %s is not the SHA-256 of the transaction's bytes", r.Digest)
 	}
+	tx, f := readSimulated(raw, walletID)
+	if f != nil {
+		return f
+	}
+	if tx.Leg != "TRANSFER" {
+		return refusal("unknown_method", "a %s leg on the simulated chain calls nothing the signer can check", tx.Leg)
+	}
+	return p.destination(tx.Destination, "the payment")
+}
+
+// simulatedTx is a simulated chain's transaction as a signer reads it.
+type simulatedTx struct {
+	Leg, Destination string
+}
+
+// readSimulated reads a simulated chain's transaction and checks that its payload is the
+// one its hash names (what the approvers approved), of this wallet.
+func readSimulated(text []byte, walletID string) (simulatedTx, *Refusal) {
 	var tx struct {
 		Leg         string          `json:"leg"`
 		Payload     json.RawMessage `json:"payload"`
@@ -333,19 +347,16 @@ func (p *Policy) checkSimulated(r client.SigningRequest, raw []byte, walletID st
 			Address string `json:"address"`
 		} `json:"destination"`
 	}
-	if json.Unmarshal(raw, &tx) != nil || json.Unmarshal(tx.Payload, &payload) != nil {
-		return refusal("undecodable", "the transaction's bytes are not the simulated chain's JSON")
+	if json.Unmarshal(text, &tx) != nil || json.Unmarshal(tx.Payload, &payload) != nil {
+		return simulatedTx{}, refusal("undecodable", "the transaction's bytes are not the simulated chain's JSON")
 	}
 	if sum := sha256.Sum256(tx.Payload); hex.EncodeToString(sum[:]) != tx.PayloadHash {
-		return refusal("payload_mismatch", "the payload does not hash to its payloadHash")
+		return simulatedTx{}, refusal("payload_mismatch", "the payload does not hash to its payloadHash")
 	}
 	if payload.WalletID != walletID {
-		return refusal("wrong_wallet", "the transaction is of wallet %s", payload.WalletID)
+		return simulatedTx{}, refusal("wrong_wallet", "the transaction is of wallet %s", payload.WalletID)
 	}
-	if tx.Leg != "TRANSFER" {
-		return refusal("unknown_method", "a %s leg on the simulated chain calls nothing the signer can check", tx.Leg)
-	}
-	return p.destination(payload.Destination.Address, "the payment")
+	return simulatedTx{Leg: tx.Leg, Destination: payload.Destination.Address}, nil
 }
 
 // destination judges what a transfer pays to.

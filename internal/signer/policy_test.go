@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -204,11 +205,33 @@ func TestASignerWithAPolicyPostsItsRefusals(t *testing.T) {
 	good.UnsignedTx = readable(t, eip1559(1, usdc, zero, packed(t, contracts.Token, "transfer", supplier, big.NewInt(5)), 65_000), wallet)
 	bad := evmRequest(t, eip1559(1, usdc, zero, packed(t, contracts.Token, "transfer", attacker, big.NewInt(5)), 65_000), "")
 	bad.ID, bad.UnsignedTx = "sig_bad", good.UnsignedTx
+	srv, posted := fakeService(t, bad, good)
+	cfg := withDefaults(Config{BaseURL: srv.URL, Token: "tk_sign", WalletID: "wal_mine", Key: key, HTTP: srv.Client(), Policy: testPolicy(t)})
+	done := map[string]bool{}
+	if err := pass(context.Background(), cfg, done); err != nil {
+		t.Fatal(err)
+	}
+	refusal := posted()["/api/v1/signing-requests/sig_bad/refusal"]
+	if refusal["reason"] != "destination_not_allowed" || !strings.Contains(refusal["detail"], attacker.Hex()) {
+		t.Fatalf("refusal %v (posted %v)", refusal, posted())
+	}
+	if _, signed := posted()["/api/v1/signing-requests/sig_bad/signature"]; signed {
+		t.Fatal("the refused request was signed")
+	}
+	if posted()["/api/v1/signing-requests/sig_good/signature"]["signature"] == "" || !done["sig_good"] || !done["sig_bad"] {
+		t.Fatalf("the honest request: posted %v, done %v", posted(), done)
+	}
+}
+
+// fakeService serves reqs as the pending signing requests and keeps the body of each
+// signature or refusal posted, by path.
+func fakeService(t *testing.T, reqs ...client.SigningRequest) (*httptest.Server, func() map[string]map[string]string) {
+	t.Helper()
 	var mu sync.Mutex
 	posted := map[string]map[string]string{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == "GET" {
-			_ = json.NewEncoder(w).Encode(map[string]any{"data": []client.SigningRequest{bad, good}, "nextCursor": nil})
+			_ = json.NewEncoder(w).Encode(map[string]any{"data": reqs, "nextCursor": nil})
 			return
 		}
 		var body map[string]string
@@ -218,21 +241,11 @@ func TestASignerWithAPolicyPostsItsRefusals(t *testing.T) {
 		mu.Unlock()
 		w.WriteHeader(202)
 	}))
-	defer srv.Close()
-	cfg := withDefaults(Config{BaseURL: srv.URL, Token: "tk_sign", WalletID: "wal_mine", Key: key, HTTP: srv.Client(), Policy: testPolicy(t)})
-	done := map[string]bool{}
-	if err := pass(context.Background(), cfg, done); err != nil {
-		t.Fatal(err)
-	}
-	refusal := posted["/api/v1/signing-requests/sig_bad/refusal"]
-	if refusal["reason"] != "destination_not_allowed" || !strings.Contains(refusal["detail"], attacker.Hex()) {
-		t.Fatalf("refusal %v (posted %v)", refusal, posted)
-	}
-	if _, signed := posted["/api/v1/signing-requests/sig_bad/signature"]; signed {
-		t.Fatal("the refused request was signed")
-	}
-	if posted["/api/v1/signing-requests/sig_good/signature"]["signature"] == "" || !done["sig_good"] || !done["sig_bad"] {
-		t.Fatalf("the honest request: posted %v, done %v", posted, done)
+	t.Cleanup(srv.Close)
+	return srv, func() map[string]map[string]string {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(posted)
 	}
 }
 

@@ -6,11 +6,8 @@ package signer
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -217,8 +214,8 @@ func pass(ctx context.Context, cfg Config, done map[string]bool) error {
 // approved), then signs and posts.
 func signOne(ctx context.Context, cfg Config, r client.SigningRequest) error {
 	if !client.IsEVMTransaction(r) {
-		if err := checkPayload(cfg, r); err != nil {
-			return err
+		if _, f := readSimulated([]byte(r.UnsignedTx), cfg.WalletID); f != nil {
+			return fmt.Errorf("refusing to sign: %w", f)
 		}
 	}
 	sig, err := client.SignRequest(r, cfg.Key)
@@ -256,28 +253,6 @@ func refuseOne(ctx context.Context, cfg Config, r client.SigningRequest, f *Refu
 		"reason", f.Reason, "detail", f.Detail)
 	body, _ := json.Marshal(map[string]string{"reason": f.Reason, "detail": f.Detail})
 	return call(ctx, cfg, "POST", "/api/v1/signing-requests/"+r.ID+"/refusal", body, nil)
-}
-
-// checkPayload checks a simulated chain's transaction: it names this wallet, and its
-// payload is the one whose hash the approvers approved.
-func checkPayload(cfg Config, r client.SigningRequest) error {
-	var tx struct {
-		Payload     json.RawMessage `json:"payload"`
-		PayloadHash string          `json:"payloadHash"`
-	}
-	var payload struct {
-		WalletID string `json:"walletId"`
-	}
-	if err := json.Unmarshal([]byte(r.UnsignedTx), &tx); err != nil || json.Unmarshal(tx.Payload, &payload) != nil {
-		return errors.New("the unsigned transaction is not readable; refusing to sign")
-	}
-	if payload.WalletID != cfg.WalletID {
-		return errors.New("the unsigned transaction is not for this wallet; refusing to sign")
-	}
-	if ph := sha256.Sum256(tx.Payload); hex.EncodeToString(ph[:]) != tx.PayloadHash {
-		return errors.New("the payload does not match its payload hash; refusing to sign")
-	}
-	return nil
 }
 
 func call(ctx context.Context, cfg Config, method, path string, body []byte, into any) error {
