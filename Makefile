@@ -111,12 +111,15 @@ bench-ceiling:
 	$(GO) run ./dev/bench/ceiling -orders 200 -rounds 3 -store postgres
 
 # 200 payments submitted at once to the dev bundle, then 20 one at a time against the
-# chain's floor (block time x confirmations), then 200 at once on the bundle's in-process
-# EVM chain beside the same on the simulated devchain (ratio and CPU per order).
+# chain's floor (block time x confirmations), then 20 approved ones signed by treasury signer,
+# plain beside signed approvals with the verifying signer (the verification's cost), then
+# 200 at once on the bundle's in-process EVM chain beside the same on the simulated
+# devchain (ratio and CPU per order).
 bench-lifecycle: $(BIN)/treasury-dev
 	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -orders 200
 	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -lone 20 -dev-args "--rate-limit 100000 --rate-burst 100000 --simulated-chains ethereum,polygon"
 	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -lone 20
+	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -lone 20 -signed
 	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -chains -orders 200 -rounds 3
 
 # A burst: 1,000 payments submitted at once to a fresh bundle (the per-key rate limit

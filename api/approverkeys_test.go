@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -45,22 +46,41 @@ func TestApprovingKeysCarryApproverKeys(t *testing.T) {
 		}
 		return page.Data
 	}
+	// The eight seeded approving keys carry approver keys too; the newest is this one;
+	// another organisation sees none of them.
+	otherOrg := len(list(f.creds.OtherOrg.Keys["pay"]["sk"]))
 	keys := list(f.creds.Keys["treasury"].Read)
-	if len(keys) != 1 || keys[0].ID != *key.ApproverKeyID || keys[0].Scheme != "ed25519" || keys[0].Kind != "key" ||
+	if otherOrg != 0 || len(keys) != 9 || keys[0].ID != *key.ApproverKeyID || keys[0].Scheme != "ed25519" || keys[0].Kind != "key" ||
 		keys[0].PublicKey != base64.StdEncoding.EncodeToString(pub) || keys[0].CredentialID == nil || *keys[0].CredentialID != key.ID ||
 		keys[0].RevokedAt != nil {
 		t.Fatalf("approver keys %+v", keys)
-	}
-	if other := list(f.creds.OtherOrg.Keys["pay"]["sk"]); len(other) != 0 {
-		t.Fatalf("another organisation sees %+v", other)
 	}
 	f.do(t, "GET", "/api/v1/approver-keys", f.creds.Keys["treasury"].PK, nil).wantProblem(t, 403, apitypes.CodePermissionDenied)
 
 	if r := f.do(t, "DELETE", "/developer/api-keys/"+key.ID, sk, nil); r.status != 200 {
 		t.Fatalf("revoke %d %s", r.status, r.body)
 	}
-	if keys := list(f.creds.Keys["treasury"].Read); len(keys) != 1 || keys[0].RevokedAt == nil {
+	if keys := list(f.creds.Keys["treasury"].Read); keys[0].ID != *key.ApproverKeyID || keys[0].RevokedAt == nil {
 		t.Fatalf("after the credential's revocation: %+v", keys)
+	}
+
+	// An OAuth client with the approve scope carries one too, and loses it with its
+	// revocation; a client without that scope carries none.
+	f.post(t, "/developer/oauth-clients", sk, `{"scopes":"pay:read",`+approverKey+`}`).wantProblem(t, 422, apitypes.CodeValidationFailed)
+	r = f.post(t, "/developer/oauth-clients", sk, `{"scopes":"pay:read pay:approve",`+approverKey+`}`)
+	var oc apitypes.OAuthClient
+	if r.status != 201 || json.Unmarshal(r.body, &oc) != nil || oc.ApproverKeyID == nil {
+		t.Fatalf("create a client %d %s", r.status, r.body)
+	}
+	keys = list(f.creds.Keys["treasury"].Read)
+	if len(keys) != 10 || keys[0].ID != *oc.ApproverKeyID || keys[0].CredentialID == nil || *keys[0].CredentialID != oc.ClientID || keys[0].RevokedAt != nil {
+		t.Fatalf("approver keys with the client's %+v", keys)
+	}
+	if r := f.do(t, "DELETE", "/developer/oauth-clients/"+oc.ID, sk, nil); r.status != 200 {
+		t.Fatalf("revoke the client %d %s", r.status, r.body)
+	}
+	if keys := list(f.creds.Keys["treasury"].Read); keys[0].RevokedAt == nil {
+		t.Fatalf("after the client's revocation: %+v", keys)
 	}
 }
 
@@ -113,5 +133,33 @@ func TestSignedApprovalsAreVerified(t *testing.T) {
 	if r.status != 202 || json.Unmarshal(r.body, &a) != nil || a.Status != "approved" || a.Statement != statement ||
 		len(a.Decisions) != 1 || a.Decisions[0].KeyID != botKey || a.Decisions[0].Signature == "" {
 		t.Fatalf("signed approval %d %s", r.status, r.body)
+	}
+
+	// An OAuth client decides with the approver key it was created with; the key of
+	// another credential is not its to use.
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	r = f.post(t, "/developer/oauth-clients", sk, `{"scopes":"pay:approve","approverKey":{"scheme":"ed25519","publicKey":"`+
+		base64.StdEncoding.EncodeToString(pub)+`"}}`)
+	var oc apitypes.OAuthClient
+	if r.status != 201 || json.Unmarshal(r.body, &oc) != nil {
+		t.Fatalf("client %d %s", r.status, r.body)
+	}
+	status, body, _ := f.token(t, url.Values{"grant_type": {"client_credentials"}}, oc.ClientID, oc.ClientSecret)
+	token, _ := body["access_token"].(string)
+	if status != 200 || token == "" {
+		t.Fatalf("token %d", status)
+	}
+	second := decodeOrder(t, f.post(t, "/api/v1/payments", sk, `{"walletId":"`+f.creds.Wallets[0].ID+
+		`","asset":"USDC","amount":"20000","destination":{"address":"0x1111111111111111111111111111111111111111"}}`))["id"].(string)
+	item = &store.ApprovalItem{ID: "apr_signed_by_client", OrgID: f.creds.OrgID, App: "pay", Domain: "payment", OrderID: second, Status: "pending",
+		RequiredApprovals: 1, Reason: "r", PayloadHash: "h", Summary: "{}", Statement: statement, CreatedBy: "key_maker",
+		CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
+	if err := f.store.CreateApprovalItem(context.Background(), item); err != nil {
+		t.Fatal(err)
+	}
+	byClient := "/api/v1/approvals/payment/apr_signed_by_client/decide"
+	f.post(t, byClient, token, signed("APPROVE", botKey, botPriv)).wantProblem(t, 422, apitypes.CodeInvalidSignature)
+	if r := f.post(t, byClient, token, signed("APPROVE", *oc.ApproverKeyID, priv)); r.status != 202 {
+		t.Fatalf("the client's signed approval %d %s", r.status, r.body)
 	}
 }

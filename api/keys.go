@@ -59,10 +59,8 @@ func (h *keyHandlers) create(c *gin.Context) {
 	if !bindStrict(c, &req, "kind", "actions", "resourceIds", "label", "approverKey") {
 		return
 	}
-	in := service.KeyRequest{Kind: req.Kind, Actions: req.Actions, ResourceIDs: req.ResourceIDs, Label: req.Label}
-	if req.ApproverKey != nil {
-		in.ApproverKey = &service.ApproverKeyRequest{Scheme: req.ApproverKey.Scheme, PublicKey: req.ApproverKey.PublicKey}
-	}
+	in := service.KeyRequest{Kind: req.Kind, Actions: req.Actions, ResourceIDs: req.ResourceIDs, Label: req.Label,
+		ApproverKey: approverKeyRequest(req.ApproverKey)}
 	withSecret(c, h.log, http.StatusCreated, keyJSON, "secret")(h.svc.CreateAPIKey(c.Request.Context(), caller(c), in))
 }
 
@@ -97,4 +95,12 @@ func respond[R, T any](c *gin.Context, log *slog.Logger, status int, render func
 		}
 		c.PureJSON(status, render(rec))
 	}
+}
+
+// approverKeyRequest is the approver key a new credential asks to carry, if any.
+func approverKeyRequest(req *apitypes.ApproverKeyRequest) *service.ApproverKeyRequest {
+	if req == nil {
+		return nil
+	}
+	return &service.ApproverKeyRequest{Scheme: req.Scheme, PublicKey: req.PublicKey}
 }

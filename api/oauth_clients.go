@@ -20,7 +20,7 @@ type oauthClientHandlers struct {
 
 func oauthClientJSON(oc *store.OAuthClient) apitypes.OAuthClient {
 	return apitypes.OAuthClient{ID: oc.ID, ClientID: oc.ID, App: oc.App, Scopes: oc.Scopes, Label: oc.Label,
-		CreatedAt: timeOf(oc.CreatedAt), RevokedAt: timeOrNull(oc.RevokedAt), Creator: creatorJSON(oc.Creator)}
+		CreatedAt: timeOf(oc.CreatedAt), RevokedAt: timeOrNull(oc.RevokedAt), ApproverKeyID: oc.ApproverKeyID, Creator: creatorJSON(oc.Creator)}
 }
 
 // list answers GET /developer/oauth-clients: newest first, never a secret.
@@ -28,14 +28,15 @@ func (h *oauthClientHandlers) list(c *gin.Context) {
 	listPage(c, h.log, h.svc.ListOAuthClients, oauthClientJSON)
 }
 
-// create answers POST /developer/oauth-clients {scopes, label?}: scopes are
+// create answers POST /developer/oauth-clients {scopes, label?, approverKey?}: scopes are
 // space-separated "<app>:<action>" of the caller's app; the secret is shown once.
 func (h *oauthClientHandlers) create(c *gin.Context) {
 	var req apitypes.OAuthClientRequest
-	if !bindStrict(c, &req, "scopes", "label") {
+	if !bindStrict(c, &req, "scopes", "label", "approverKey") {
 		return
 	}
-	withSecret(c, h.log, http.StatusCreated, oauthClientJSON, "clientSecret")(h.svc.CreateOAuthClient(c.Request.Context(), caller(c), req.Scopes, req.Label))
+	in := service.OAuthClientRequest{Scopes: req.Scopes, Label: req.Label, ApproverKey: approverKeyRequest(req.ApproverKey)}
+	withSecret(c, h.log, http.StatusCreated, oauthClientJSON, "clientSecret")(h.svc.CreateOAuthClient(c.Request.Context(), caller(c), in))
 }
 
 // revoke answers DELETE /developer/oauth-clients/{id}: the client and every access token

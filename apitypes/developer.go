@@ -79,16 +79,21 @@ type OAuthClient struct {
 	Label     string       `json:"label"`
 	CreatedAt events.Time  `json:"createdAt"`
 	RevokedAt *events.Time `json:"revokedAt"`
+	// ApproverKeyID is the approver key the client signs its decisions with (a client
+	// with the approve scope created with one); null otherwise.
+	ApproverKeyID *string `json:"approverKeyId"`
 	Creator
 	// ClientSecret is in the answer to its creation only.
 	ClientSecret string `json:"clientSecret,omitempty"`
 }
 
 // OAuthClientRequest is a new OAuth client: Scopes are space-separated <app>:<action> of
-// the caller's app, e.g. "pay:read pay:write".
+// the caller's app, e.g. "pay:read pay:write". A client with the approve scope may carry
+// ApproverKey, the public key it signs its decisions with.
 type OAuthClientRequest struct {
-	Scopes string `json:"scopes"`
-	Label  string `json:"label,omitempty"`
+	Scopes      string              `json:"scopes"`
+	Label       string              `json:"label,omitempty"`
+	ApproverKey *ApproverKeyRequest `json:"approverKey,omitempty"`
 }
 
 // TeamMember is a person of the organisation with their actions on the app

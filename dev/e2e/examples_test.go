@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -154,12 +155,30 @@ func TestExamplesRunWithLeastPrivilege(t *testing.T) {
 		return false
 	})
 
-	bot := startExample(t, bins, "approvals-bot", map[string]string{"TREASURY_TOKEN": pay.Approve},
+	// The bot signs its decision with the seeded approver key of its token.
+	approverKey := b.Credentials.ApproverKeys["pay"].Approve
+	bot := startExample(t, bins, "approvals-bot", map[string]string{"TREASURY_TOKEN": pay.Approve,
+		"TREASURY_APPROVER_KEY_ID": approverKey.KeyID, "TREASURY_APPROVER_KEY": approverKey.PrivateKey},
 		"--url", b.APIURL, "--once", "--approve-up-to", "50000")
 	bot.wait(t, 30*time.Second)
 	if bot.exitCode() != 0 || !strings.Contains(bot.stdout.String(), itemID) ||
-		!strings.Contains(bot.stdout.String(), "APPROVE: item now approved") {
-		t.Fatalf("the approvals bot did not approve %s\n%s", itemID, bot.report())
+		!strings.Contains(bot.stdout.String(), "APPROVE (signed with "+approverKey.KeyID+"): item now approved") {
+		t.Fatalf("the approvals bot did not approve %s with a signature\n%s", itemID, bot.report())
+	}
+	items := call(t, "GET", api+"/approvals?status=all", pay.Read)
+	type decided struct {
+		ID        string
+		Decisions []struct{ KeyID, Signature string }
+	}
+	var page struct{ Data []decided }
+	if err := json.Unmarshal(items.raw, &page); err != nil {
+		t.Fatal(err)
+	}
+	signed := slices.ContainsFunc(page.Data, func(it decided) bool {
+		return it.ID == itemID && len(it.Decisions) == 1 && it.Decisions[0].KeyID == approverKey.KeyID && it.Decisions[0].Signature != ""
+	})
+	if !signed {
+		t.Fatalf("item %s's decision does not carry the bot's signature: %s", itemID, items.raw)
 	}
 
 	job.wait(t, 60*time.Second)

@@ -29,11 +29,14 @@ import (
 // TestASignerWithItsOwnQuorumRefusesACompromisedService runs the dev bundle with the
 // policy rule signedApprovals, an approvals bot holding an approver key, and the manual
 // wallet's signer pinning that key. Each payment is approved with the bot's signature over
-// its statement. Playing a compromised database, the test then rewrites one payment's
-// signing request to pay another address (one the signer's destinations even allow), and
-// adds a forged approval to another's: the signer decodes each transaction itself, finds
-// what the approvers did not sign, and refuses; those orders end failed signer_refused and
-// the wallet sends nothing. The untouched payment confirms.
+// its statement. Playing a compromised database between approval and signing, the test
+// then rewrites signing requests: (a) to pay another address (one the signer's
+// destinations even allow), (b) to pay a thousand times the amount, intent included,
+// (c) with a forged approval and with an unsigned one, (d) to call another contract and
+// to approve the attacker without limit. The signer decodes each transaction itself, finds
+// what the approvers did not sign or its rules do not allow, and refuses: those orders end
+// failed signer_refused with the check's reason and the wallet sends nothing. The
+// untouched payment confirms.
 func TestASignerWithItsOwnQuorumRefusesACompromisedService(t *testing.T) {
 	dataDir := t.TempDir()
 	b := startBundle(t, dataDir, "")
@@ -91,56 +94,116 @@ func TestASignerWithItsOwnQuorumRefusesACompromisedService(t *testing.T) {
 	honest, _ := approved("10")
 	redirected, redirectedReq := approved("11")
 	forged, forgedReq := approved("12")
+	raised, raisedReq := approved("13")
+	unsigned, unsignedReq := approved("14")
+	elsewhere, elsewhereReq := approved("15")
+	unlimited, unlimitedReq := approved("16")
 
-	// The compromised database: one request now pays the attacker (its readable fields,
-	// raw transaction and digest all consistent), another carries a forged approval.
+	// The compromised database.
 	db, err := sql.Open("sqlite", filepath.Join(dataDir, "treasury.db")+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var rawHex, fields string
-	if err := db.QueryRow(`SELECT raw_unsigned_tx, unsigned_tx FROM signing_requests WHERE id = ?`, redirectedReq).Scan(&rawHex, &fields); err != nil {
+	// rewrite replaces a request's transaction, keeping its readable fields, raw bytes and
+	// digest consistent with each other, as an attacker who controls the database would.
+	rewrite := func(requestID string, change func(tx *types.Transaction, call evm.Call) *types.DynamicFeeTx) *types.Transaction {
+		t.Helper()
+		var rawHex, fields string
+		if err := db.QueryRow(`SELECT raw_unsigned_tx, unsigned_tx FROM signing_requests WHERE id = ?`, requestID).Scan(&rawHex, &fields); err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := hex.DecodeString(rawHex)
+		tx, _, err := evm.DecodeUnsigned(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		call, err := evm.DecodeCall(tx.Data())
+		if err != nil || call.Method != "transfer" {
+			t.Fatalf("the request's call: %+v %v", call, err)
+		}
+		evil := types.NewTx(change(tx, call))
+		evilRaw, _ := evm.UnsignedBytes(evil)
+		var readable map[string]any
+		_ = json.Unmarshal([]byte(fields), &readable)
+		readable["to"], readable["data"] = evil.To().Hex(), "0x"+hex.EncodeToString(evil.Data())
+		evilFields, _ := json.Marshal(readable)
+		evilDigest := hex.EncodeToString(types.LatestSignerForChainID(evil.ChainId()).Hash(evil).Bytes())
+		if _, err := db.Exec(`UPDATE signing_requests SET raw_unsigned_tx = ?, unsigned_tx = ?, digest = ? WHERE id = ?`,
+			hex.EncodeToString(evilRaw), string(evilFields), evilDigest, requestID); err != nil {
+			t.Fatal(err)
+		}
+		return tx
+	}
+	token := contracts.ABI(contracts.Token)
+	like := func(tx *types.Transaction, to common.Address, data []byte) *types.DynamicFeeTx {
+		return &types.DynamicFeeTx{ChainID: tx.ChainId(), Nonce: tx.Nonce(), GasTipCap: tx.GasTipCap(), GasFeeCap: tx.GasFeeCap(),
+			Gas: tx.Gas(), To: &to, Value: tx.Value(), Data: data}
+	}
+	// (a) Another destination, the intent left as approved.
+	tx := rewrite(redirectedReq, func(tx *types.Transaction, call evm.Call) *types.DynamicFeeTx {
+		data, _ := token.Pack("transfer", attacker, call.Args[1].(*big.Int))
+		return like(tx, *tx.To(), data)
+	})
+	// (b) A thousand times the amount, with the intent and the approvals' copies of it
+	// rewritten to match: the approvers' signatures are over the statement they saw.
+	rewrite(raisedReq, func(tx *types.Transaction, call evm.Call) *types.DynamicFeeTx {
+		data, _ := token.Pack("transfer", call.Args[0].(common.Address), new(big.Int).Mul(call.Args[1].(*big.Int), big.NewInt(1000)))
+		return like(tx, *tx.To(), data)
+	})
+	var intent, evidence string
+	if err := db.QueryRow(`SELECT intent, approvals FROM signing_requests WHERE id = ?`, raisedReq).Scan(&intent, &evidence); err != nil {
 		t.Fatal(err)
 	}
-	raw, _ := hex.DecodeString(rawHex)
-	tx, _, err := evm.DecodeUnsigned(raw)
-	if err != nil {
+	var st approvers.Statement
+	if err := json.Unmarshal([]byte(intent), &st); err != nil {
 		t.Fatal(err)
 	}
-	transfer, err := evm.DecodeCall(tx.Data())
-	if err != nil || transfer.Method != "transfer" {
-		t.Fatalf("the request's call: %+v %v", transfer, err)
+	base, _ := new(big.Int).SetString(st.Intent[0].Amount, 10)
+	st.Intent[0].Amount = new(big.Int).Mul(base, big.NewInt(1000)).String()
+	raisedIntent, _ := st.Canonical()
+	var approvals []approvers.Evidence
+	_ = json.Unmarshal([]byte(evidence), &approvals)
+	for i := range approvals {
+		approvals[i].Statement = string(raisedIntent)
 	}
-	data, _ := contracts.ABI(contracts.Token).Pack("transfer", attacker, transfer.Args[1].(*big.Int))
-	evil := types.NewTx(&types.DynamicFeeTx{ChainID: tx.ChainId(), Nonce: tx.Nonce(), GasTipCap: tx.GasTipCap(), GasFeeCap: tx.GasFeeCap(),
-		Gas: tx.Gas(), To: tx.To(), Value: tx.Value(), Data: data})
-	evilRaw, _ := evm.UnsignedBytes(evil)
-	var readable map[string]any
-	_ = json.Unmarshal([]byte(fields), &readable)
-	readable["data"] = "0x" + hex.EncodeToString(data)
-	evilFields, _ := json.Marshal(readable)
-	evilDigest := hex.EncodeToString(types.LatestSignerForChainID(evil.ChainId()).Hash(evil).Bytes())
-	if _, err := db.Exec(`UPDATE signing_requests SET raw_unsigned_tx = ?, unsigned_tx = ?, digest = ? WHERE id = ?`,
-		hex.EncodeToString(evilRaw), string(evilFields), evilDigest, redirectedReq); err != nil {
+	raisedApprovals, _ := json.Marshal(approvals)
+	if _, err := db.Exec(`UPDATE signing_requests SET intent = ?, approvals = ? WHERE id = ?`, string(raisedIntent), string(raisedApprovals), raisedReq); err != nil {
 		t.Fatal(err)
 	}
-	var intent string
-	if err := db.QueryRow(`SELECT intent FROM signing_requests WHERE id = ?`, forgedReq).Scan(&intent); err != nil {
-		t.Fatal(err)
+	// (c) Approvals replaced: one signed by another key under the bot's key id, one
+	// with no signature at all.
+	setApprovals := func(requestID string, sign func(statement string) string) {
+		t.Helper()
+		var intent string
+		if err := db.QueryRow(`SELECT intent FROM signing_requests WHERE id = ?`, requestID).Scan(&intent); err != nil {
+			t.Fatal(err)
+		}
+		forgery, _ := json.Marshal([]approvers.Evidence{{Decision: "APPROVE", DecidedBy: "key_forged", KeyID: botKeyID, Scheme: "ed25519",
+			Signature: sign(intent), Statement: intent, DecidedAt: "2026-11-29T00:00:00.000Z"}})
+		if _, err := db.Exec(`UPDATE signing_requests SET approvals = ? WHERE id = ?`, string(forgery), requestID); err != nil {
+			t.Fatal(err)
+		}
 	}
 	_, otherKey, _ := ed25519.GenerateKey(rand.Reader)
-	fake := ed25519.Sign(otherKey, approvers.DecisionDigest("APPROVE", []byte(intent)))
-	forgery, _ := json.Marshal([]approvers.Evidence{{Decision: "APPROVE", DecidedBy: "key_forged", KeyID: botKeyID, Scheme: "ed25519",
-		Signature: base64.StdEncoding.EncodeToString(fake), Statement: intent, DecidedAt: "2026-11-29T00:00:00.000Z"}})
-	if _, err := db.Exec(`UPDATE signing_requests SET approvals = ? WHERE id = ?`, string(forgery), forgedReq); err != nil {
-		t.Fatal(err)
-	}
+	setApprovals(forgedReq, func(statement string) string {
+		return base64.StdEncoding.EncodeToString(ed25519.Sign(otherKey, approvers.DecisionDigest("APPROVE", []byte(statement))))
+	})
+	setApprovals(unsignedReq, func(string) string { return "" })
+	// (d) The same transfer sent to another contract, and an unlimited approve of the
+	// token to the attacker.
+	rewrite(elsewhereReq, func(tx *types.Transaction, _ evm.Call) *types.DynamicFeeTx {
+		return like(tx, attacker, tx.Data())
+	})
+	rewrite(unlimitedReq, func(tx *types.Transaction, _ evm.Call) *types.DynamicFeeTx {
+		data, _ := token.Pack("approve", attacker, new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 256), big.NewInt(1)))
+		return like(tx, *tx.To(), data)
+	})
 
 	// The signer: its own rules allow both addresses; only its quorum stands in the way.
 	policyFile := filepath.Join(t.TempDir(), "policy.json")
 	policy := `{"chains": {"ethereum": {"chainId": 1337, "maxFeeWei": "100000000000000000"}},
-  "allow": {"destinations": ["` + payee.Hex() + `", "` + attacker.Hex() + `"], "contracts": [{"address": "` + tx.To().Hex() + `", "methods": ["transfer"]}]},
+  "allow": {"destinations": ["` + payee.Hex() + `", "` + attacker.Hex() + `"], "contracts": [{"address": "` + tx.To().Hex() + `", "methods": ["transfer", "approve"]}]},
   "approvers": {"keys": [{"id": "` + botKeyID + `", "scheme": "ed25519", "publicKey": "` + base64.StdEncoding.EncodeToString(botPub) + `"}],
     "tiers": [{"minAmount": "0", "approvals": 1}]}}`
 	if err := os.WriteFile(policyFile, []byte(policy), 0o600); err != nil {
@@ -169,7 +232,8 @@ func TestASignerWithItsOwnQuorumRefusesACompromisedService(t *testing.T) {
 	}()
 
 	waitStatus(t, api+"/payments/"+honest, pay.Read, "confirmed")
-	for id, reason := range map[string]string{redirected: "intent_mismatch", forged: "quorum_not_met"} {
+	for id, reason := range map[string]string{redirected: "intent_mismatch", forged: "quorum_not_met", raised: "quorum_not_met",
+		unsigned: "quorum_not_met", elsewhere: "contract_not_allowed", unlimited: "unlimited_approve"} {
 		o := waitStatusWithin(t, api+"/payments/"+id, pay.Read, "failed", time.Minute)
 		failure, _ := o["failure"].(map[string]any)
 		if failure["code"] != "signer_refused" || !strings.Contains(fmt.Sprint(failure["message"]), reason) {

@@ -61,6 +61,20 @@ type Wallet struct {
 	PrivateKey string `json:"privateKey,omitempty"`
 }
 
+// ApproverKey is the approver key of a seeded approving key, with its private half, so a
+// bot or a test can sign approval statements (SPEC 3.5a) with it.
+type ApproverKey struct {
+	KeyID      string `json:"keyId"`
+	Scheme     string `json:"scheme"`
+	PrivateKey string `json:"privateKey"`
+}
+
+// AppApproverKeys are the approver keys of an app's two seeded approving keys.
+type AppApproverKeys struct {
+	Approve        ApproverKey `json:"approve"`
+	SecondApprover ApproverKey `json:"secondApprover"`
+}
+
 // OtherOrg is a second organisation, to prove isolation.
 type OtherOrg struct {
 	OrgID string                       `json:"orgId"`
@@ -80,8 +94,11 @@ type Credentials struct {
 	Keys           map[string]AppKeys     `json:"keys"`
 	SecondApprover map[string]string      `json:"secondApprover"`
 	OAuthClients   map[string]OAuthClient `json:"oauthClients"`
-	Wallets        []Wallet               `json:"wallets"`
-	OtherOrg       OtherOrg               `json:"otherOrg"`
+	// ApproverKeys are, per app, the approver keys the seeded approve and second
+	// approver keys carry.
+	ApproverKeys map[string]AppApproverKeys `json:"approverKeys"`
+	Wallets      []Wallet                   `json:"wallets"`
+	OtherOrg     OtherOrg                   `json:"otherOrg"`
 }
 
 // SignerKeys maps the id of each autoSign wallet to its private key in its scheme's form;
@@ -117,6 +134,7 @@ func newCredentials(urls URLs) (*Credentials, SignerKeys, error) {
 		Member:         newMember(&firstErr),
 		Keys:           map[string]AppKeys{},
 		SecondApprover: map[string]string{},
+		ApproverKeys:   newApproverKeys(&firstErr),
 		OAuthClients: map[string]OAuthClient{
 			"trade": {ClientID: ids.New(ids.OAuthClient), ClientSecret: secret(auth.KindClientSecret), Scopes: "trade:read trade:write"},
 		},
@@ -147,6 +165,29 @@ func newCredentials(urls URLs) (*Credentials, SignerKeys, error) {
 		c.Wallets = append(c.Wallets, wallet)
 	}
 	return c, signer, firstErr
+}
+
+// newApproverKeys makes the approver keys of every app with approving keys.
+func newApproverKeys(errp *error) map[string]AppApproverKeys {
+	out := map[string]AppApproverKeys{}
+	for _, app := range auth.Apps {
+		if app != "treasury" {
+			out[app] = AppApproverKeys{Approve: newApproverKey(errp), SecondApprover: newApproverKey(errp)}
+		}
+	}
+	return out
+}
+
+// newApproverKey makes an ed25519 approver key with its id.
+func newApproverKey(errp *error) ApproverKey {
+	k, err := keys.Generate(chain.Ed25519)
+	if err != nil && *errp == nil {
+		*errp = err
+	}
+	if k == nil {
+		return ApproverKey{}
+	}
+	return ApproverKey{KeyID: ids.New(ids.ApproverKey), Scheme: k.Scheme, PrivateKey: k.Encode()}
 }
 
 func randomPassword(errp *error) string {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/opentreasury/treasury/internal/approvers"
 	"github.com/opentreasury/treasury/internal/auth"
 	"github.com/opentreasury/treasury/internal/chain/devchain"
 	"github.com/opentreasury/treasury/internal/chain/keys"
@@ -76,6 +77,18 @@ func Ensure(ctx context.Context, s *store.Store, dataDir string, urls URLs, log 
 		}
 		if firstErr != nil {
 			return nil, fmt.Errorf("seed: the member: %w", firstErr)
+		}
+	}
+	if creds.ApproverKeys == nil {
+		// Credentials written before approver keys existed get them now, on the seeded
+		// approving keys of a store seeded already too.
+		var firstErr error
+		creds.ApproverKeys = newApproverKeys(&firstErr)
+		if firstErr == nil && seeded {
+			firstErr = s.Tx(ctx, func(tx *store.Store) error { return seedApproverKeys(ctx, tx, &creds, time.Now().UTC()) })
+		}
+		if firstErr != nil {
+			return nil, fmt.Errorf("seed: the approver keys: %w", firstErr)
 		}
 	}
 	creds.BaseURL, creds.WSURL, creds.TemporalUIURL = urls.BaseURL, urls.WSURL, urls.TemporalUIURL
@@ -168,6 +181,9 @@ func populate(ctx context.Context, tx *store.Store, c *Credentials, signer Signe
 			}
 		}
 	}
+	if err := seedApproverKeys(ctx, tx, c, now); err != nil {
+		return err
+	}
 	if err := createKey(ctx, tx, c.OtherOrg.OrgID, "pay", c.OtherOrg.Keys["pay"]["sk"], "other org pay secret key", "", now); err != nil {
 		return err
 	}
@@ -232,6 +248,32 @@ func seedPerson(ctx context.Context, tx *store.Store, orgID string, who Person, 
 	}
 	return tx.CreateUser(ctx, &store.User{ID: ids.New(ids.User), OrgID: orgID, Email: who.Email,
 		PasswordHash: string(hash), Role: role, CreatedAt: now}, perms)
+}
+
+// seedApproverKeys gives each seeded approving key the approver key credentials name for
+// it (SPEC 10), so that signed approvals work out of the box.
+func seedApproverKeys(ctx context.Context, tx *store.Store, c *Credentials, now time.Time) error {
+	for app, ak := range c.ApproverKeys {
+		for _, pair := range []struct {
+			secret string
+			key    ApproverKey
+		}{{c.Keys[app].Approve, ak.Approve}, {c.SecondApprover[app], ak.SecondApprover}} {
+			credential, err := tx.APIKeyBySecretHash(ctx, auth.HashSecret(pair.secret))
+			if err != nil {
+				return fmt.Errorf("the %s approving key: %w", app, err)
+			}
+			private, err := keys.Parse(pair.key.Scheme, pair.key.PrivateKey)
+			if err != nil {
+				return fmt.Errorf("the %s approver key %s: %w", app, pair.key.KeyID, err)
+			}
+			err = tx.AttachApproverKey(ctx, &store.ApproverKey{ID: pair.key.KeyID, OrgID: c.OrgID, Scheme: private.Scheme,
+				PublicKey: private.PublicKey(), Kind: approvers.KindKey, CredentialID: &credential.ID, CreatedAt: now})
+			if err != nil {
+				return fmt.Errorf("the %s approver key %s: %w", app, pair.key.KeyID, err)
+			}
+		}
+	}
+	return nil
 }
 
 func createKey(ctx context.Context, tx *store.Store, org, app, secret, label, actions string, now time.Time) error {

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"crypto/sha256"
+	"github.com/opentreasury/treasury/internal/approvers"
 	"github.com/opentreasury/treasury/internal/auth"
 	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/chain/devchain"
@@ -139,7 +140,7 @@ func TestCredentialsFileShape(t *testing.T) {
 	raw := readFile(t, filepath.Join(dir, CredentialsFile))
 
 	top := object(t, "credentials.json", raw,
-		"baseUrl", "wsUrl", "temporalUiUrl", "orgId", "owner", "member", "keys", "secondApprover", "oauthClients", "wallets", "otherOrg")
+		"baseUrl", "wsUrl", "temporalUiUrl", "orgId", "owner", "member", "keys", "secondApprover", "oauthClients", "approverKeys", "wallets", "otherOrg")
 	for field, want := range map[string]string{"baseUrl": testURLs.BaseURL, "wsUrl": testURLs.WSURL, "temporalUiUrl": testURLs.TemporalUIURL} {
 		if got := str(t, field, top[field]); got != want {
 			t.Errorf("%s = %q, want %q", field, got, want)
@@ -949,5 +950,66 @@ func TestTheSeededMemberApprovesAndDevelopsOnEveryApp(t *testing.T) {
 	checkMember(again)
 	if again.OrgID != creds.OrgID || again.Owner != creds.Owner {
 		t.Fatalf("the restart changed the organisation or the owner: %+v", again)
+	}
+}
+
+func TestTheSeededApprovingKeysCarryApproverKeys(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.NewSQLite(t)
+	dir := t.TempDir()
+	creds := ensure(t, s, dir, testURLs)
+	check := func(c *Credentials) {
+		t.Helper()
+		if got := sortedKeys(c.ApproverKeys); !slices.Equal(got, []string{"borrow", "earn", "pay", "trade"}) {
+			t.Fatalf("approver keys for %v", got)
+		}
+		for app, ak := range c.ApproverKeys {
+			for secret, seeded := range map[string]ApproverKey{c.Keys[app].Approve: ak.Approve, c.SecondApprover[app]: ak.SecondApprover} {
+				credential, err := s.APIKeyBySecretHash(ctx, auth.HashSecret(secret))
+				if err != nil || credential.ApproverKeyID == nil || *credential.ApproverKeyID != seeded.KeyID {
+					t.Fatalf("%s: the key %+v names no approver key %s (%v)", app, credential, seeded.KeyID, err)
+				}
+				stored, err := s.ApproverKey(ctx, c.OrgID, seeded.KeyID)
+				if err != nil || stored.CredentialID == nil || *stored.CredentialID != credential.ID || stored.RevokedAt != nil {
+					t.Fatalf("%s: approver key %+v (%v)", app, stored, err)
+				}
+				// The private half in the credentials signs what the stored public half verifies.
+				private, err := keys.Parse(seeded.Scheme, seeded.PrivateKey)
+				if err != nil {
+					t.Fatal(err)
+				}
+				digest := approvers.DecisionDigest("APPROVE", []byte(`{"orderId":"ord_1"}`))
+				sig, err := private.Sign(digest)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pub, err := approvers.ParsePublicKey(stored.Scheme, stored.PublicKey)
+				if err != nil || approvers.Verify(stored.Scheme, pub, digest, sig) != nil {
+					t.Fatalf("%s: a signature of the seeded private key does not verify under %s (%v)", app, stored.ID, err)
+				}
+			}
+		}
+	}
+	check(creds)
+
+	// Credentials written before approver keys existed, beside the store they seeded:
+	// the keys are made and attached to the seeded approving keys.
+	var onDisk map[string]any
+	raw, _ := os.ReadFile(filepath.Join(dir, CredentialsFile))
+	if err := json.Unmarshal(raw, &onDisk); err != nil {
+		t.Fatal(err)
+	}
+	delete(onDisk, "approverKeys")
+	raw, _ = json.Marshal(onDisk)
+	if err := os.WriteFile(filepath.Join(dir, CredentialsFile), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	again := ensure(t, s, dir, testURLs)
+	if again.ApproverKeys["pay"].Approve.KeyID == creds.ApproverKeys["pay"].Approve.KeyID {
+		t.Fatal("the approver keys were not made anew")
+	}
+	check(again)
+	if reread := ensure(t, s, dir, testURLs); !reflect.DeepEqual(reread.ApproverKeys, again.ApproverKeys) {
+		t.Fatal("a rerun changed the approver keys")
 	}
 }

@@ -2,12 +2,15 @@
 // items of one app worth at most --approve-up-to USD are approved, the others rejected.
 //
 // Its key needs only the approve action on that app: it can neither create, submit nor
-// sign an order, so a leaked bot key cannot move funds on its own.
+// sign an order, so a leaked bot key cannot move funds on its own. Given the private half
+// of its key's approver key, it signs each decision over the item's statement, as a
+// policy with signedApprovals requires and a verifying signer checks.
 package main
 
 import (
 	"cmp"
 	"context"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -35,7 +38,9 @@ type item struct {
 	Status            string `json:"status"`
 	RequiredApprovals int    `json:"requiredApprovals"`
 	Reason            string `json:"reason"`
-	Order             struct {
+	// Statement is what an approver signs; absent on items made before statements.
+	Statement *string `json:"statement"`
+	Order     struct {
 		AmountUSD string `json:"amountUsd"`
 		Chain     string `json:"chain"`
 		Details   struct {
@@ -54,6 +59,8 @@ type bot struct {
 	domain string
 	limit  decimal.Decimal
 	out    io.Writer
+	// signer signs decisions when the bot holds an approver key; nil otherwise.
+	signer *approverKey
 	// handled are the items already decided (or skipped) while still pending, e.g.
 	// waiting for a second approver: deciding again would change nothing.
 	handled map[string]bool
@@ -71,6 +78,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		upTo     = fs.String("approve-up-to", "", "approve items worth at most this many USD (a decimal string); reject the rest")
 		once     = fs.Bool("once", false, "decide what is pending now, then exit")
 		interval = fs.Duration("interval", 2*time.Second, "how often to look for pending items")
+		keyID    = fs.String("approver-key-id", os.Getenv("TREASURY_APPROVER_KEY_ID"), "the apk_ id of the token's approver key ($TREASURY_APPROVER_KEY_ID); with --approver-key, decisions are signed")
+		keyText  = fs.String("approver-key", "", "the approver key's private half: ed25519 a base64 seed, secp256k1 32 bytes of hex (default $TREASURY_APPROVER_KEY)")
+		scheme   = fs.String("approver-scheme", "ed25519", "the approver key's scheme: ed25519 or secp256k1")
 	)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -94,6 +104,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *interval <= 0 {
 		return usage("--interval must be positive")
 	}
+	signer, err := loadApproverKey(*keyID, cmp.Or(*keyText, os.Getenv("TREASURY_APPROVER_KEY")), *scheme)
+	if err != nil {
+		return usage(err.Error())
+	}
 	c, err := client.New(*baseURL, client.WithToken(*token))
 	if err != nil {
 		return usage(err.Error())
@@ -101,7 +115,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	b := &bot{c: c, domain: domain, limit: limit, out: stdout, handled: map[string]bool{}}
+	b := &bot{c: c, domain: domain, limit: limit, out: stdout, handled: map[string]bool{}, signer: signer}
 	for {
 		n, err := b.sweep(ctx)
 		var p *client.Problem
@@ -187,13 +201,24 @@ func (b *bot) decide(ctx context.Context, it item) error {
 	if worth.GreaterThan(b.limit) {
 		decision, comment = "REJECT", fmt.Sprintf("approvals-bot: %s USD is over %s USD", worth.StringFixedBank(2), b.limit)
 	}
+	body := map[string]string{"decision": decision, "comment": comment}
+	if b.signer != nil && it.Statement != nil {
+		// The signature covers the decision and the statement exactly as the item gives
+		// it: the intent a verifying signer will hold the transaction to.
+		sig, err := b.signer.key.Sign(client.DecisionDigest(decision, *it.Statement))
+		if err != nil {
+			return fmt.Errorf("sign the decision on %s: %w", it.ID, err)
+		}
+		body["keyId"], body["signature"] = b.signer.id, base64.StdEncoding.EncodeToString(sig)
+	}
 	// No Idempotency-Key: deciding is safe to repeat by itself (the same decision again
 	// answers 202 as the first did), and a key shared by two bots would clash.
 	var answer item
-	err = b.c.Do(ctx, "POST", "/approvals/"+url.PathEscape(it.Domain)+"/"+url.PathEscape(it.ID)+"/decide",
-		map[string]string{"decision": decision, "comment": comment}, &answer)
+	err = b.c.Do(ctx, "POST", "/approvals/"+url.PathEscape(it.Domain)+"/"+url.PathEscape(it.ID)+"/decide", body, &answer)
 	var p *client.Problem
 	switch {
+	case err == nil && body["signature"] != "":
+		fmt.Fprintf(b.out, "  %s (signed with %s): item now %s\n", decision, b.signer.id, answer.Status)
 	case err == nil:
 		fmt.Fprintf(b.out, "  %s: item now %s\n", decision, answer.Status)
 	case errors.As(err, &p) && p.Status == http.StatusConflict && p.Code == client.CodeConflict:
@@ -210,4 +235,26 @@ func (b *bot) decide(ctx context.Context, it item) error {
 		return fmt.Errorf("decide %s: %w", it.ID, err)
 	}
 	return nil
+}
+
+// approverKey is the private half of the approver key the bot's token carries.
+type approverKey struct {
+	id  string
+	key *client.SigningKey
+}
+
+// loadApproverKey reads the approver key from the flags: none when neither is given.
+func loadApproverKey(id, text, scheme string) (*approverKey, error) {
+	id, text = strings.TrimSpace(id), strings.TrimSpace(text)
+	if id == "" && text == "" {
+		return nil, nil
+	}
+	if id == "" || text == "" {
+		return nil, errors.New("--approver-key-id and --approver-key go together")
+	}
+	key, err := client.ParseSigningKey(scheme, text)
+	if err != nil {
+		return nil, fmt.Errorf("--approver-key: %w", err)
+	}
+	return &approverKey{id: id, key: key}, nil
 }

@@ -135,7 +135,8 @@ func (c *console) createClient(w http.ResponseWriter, r *http.Request, rq *reque
 	for _, a := range r.PostForm["actions"] {
 		scopes = append(scopes, rq.app+":"+a)
 	}
-	oc, secret, err := c.Service.CreateOAuthClient(r.Context(), rq.caller(r), strings.Join(scopes, " "), strings.TrimSpace(r.PostFormValue("label")))
+	oc, secret, err := c.Service.CreateOAuthClient(r.Context(), rq.caller(r),
+		service.OAuthClientRequest{Scopes: strings.Join(scopes, " "), Label: strings.TrimSpace(r.PostFormValue("label"))})
 	if err != nil {
 		c.back(w, r, "/console/"+rq.app+"/oauth-clients", err, "")
 		return

@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"encoding/base64"
-	"slices"
 	"time"
 
 	"github.com/opentreasury/treasury/internal/approvers"
@@ -21,14 +20,14 @@ type ApproverKeyRequest struct {
 }
 
 // approverKeyFor checks the approver key a credential asks to carry: only a credential
-// holding approve carries one. It returns the key to store, without its ids, or the
-// field's errors.
-func approverKeyFor(req *ApproverKeyRequest, actions []string, kind string, now time.Time) (*store.ApproverKey, []orders.FieldError) {
+// that approves (a tk key holding approve, an OAuth client with the approve scope) carries
+// one. It returns the key to store, without its ids, or the field's errors.
+func approverKeyFor(req *ApproverKeyRequest, approves bool, now time.Time) (*store.ApproverKey, []orders.FieldError) {
 	if req == nil {
 		return nil, nil
 	}
-	if kind != auth.KindResource || !slices.Contains(actions, auth.ActionApprove) {
-		return nil, []orders.FieldError{field("approverKey", "only a tk key holding approve carries an approver key")}
+	if !approves {
+		return nil, []orders.FieldError{field("approverKey", "only a tk key holding approve or an OAuth client with the approve scope carries an approver key")}
 	}
 	pub, err := approvers.ParsePublicKey(req.Scheme, req.PublicKey)
 	if err != nil {

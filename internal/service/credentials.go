@@ -87,6 +87,15 @@ type KeyRequest struct {
 	ApproverKey *ApproverKeyRequest
 }
 
+// OAuthClientRequest is a new OAuth client: its space-separated <app>:<action> scopes, a
+// label, and, for a client with the approve scope, the public key its decisions are
+// signed with (SPEC 3.5a).
+type OAuthClientRequest struct {
+	Scopes      string
+	Label       string
+	ApproverKey *ApproverKeyRequest
+}
+
 // CreateAPIKey makes a key of the caller's app; its secret is in this answer and nowhere
 // else, ever.
 func (s *Service) CreateAPIKey(ctx context.Context, who Caller, req KeyRequest) (*store.APIKey, string, error) {
@@ -113,7 +122,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, who Caller, req KeyRequest) 
 	if len(req.Label) > 100 {
 		errs = append(errs, field("label", "must be at most 100 characters"))
 	}
-	approverKey, keyErrs := approverKeyFor(req.ApproverKey, req.Actions, req.Kind, s.now())
+	approverKey, keyErrs := approverKeyFor(req.ApproverKey, req.Kind == auth.KindResource && slices.Contains(req.Actions, auth.ActionApprove), s.now())
 	errs = append(errs, keyErrs...)
 	if len(errs) > 0 {
 		return nil, "", invalid(errs...)
@@ -260,7 +269,8 @@ func (s *Service) OAuthClient(ctx context.Context, who Caller, id string) (*stor
 
 // CreateOAuthClient registers a client-credentials client of the caller's app with
 // scopes, space-separated "<app>:<action>" of that app; its secret is shown once.
-func (s *Service) CreateOAuthClient(ctx context.Context, who Caller, scopes, label string) (*store.OAuthClient, string, error) {
+func (s *Service) CreateOAuthClient(ctx context.Context, who Caller, req OAuthClientRequest) (*store.OAuthClient, string, error) {
+	scopes, label := req.Scopes, req.Label
 	if err := developer(who); err != nil {
 		return nil, "", err
 	}
@@ -279,6 +289,8 @@ func (s *Service) CreateOAuthClient(ctx context.Context, who Caller, scopes, lab
 	if len(label) > 100 {
 		errs = append(errs, field("label", "must be at most 100 characters"))
 	}
+	approverKey, keyErrs := approverKeyFor(req.ApproverKey, slices.Contains(list, who.App+":"+auth.ActionApprove), s.now())
+	errs = append(errs, keyErrs...)
 	if len(errs) > 0 {
 		return nil, "", invalid(errs...)
 	}
@@ -297,8 +309,16 @@ func (s *Service) CreateOAuthClient(ctx context.Context, who Caller, scopes, lab
 	}
 	oc := &store.OAuthClient{ID: ids.New(ids.OAuthClient), OrgID: who.OrgID, App: who.App, SecretHash: auth.HashSecret(secret),
 		Scopes: strings.Join(list, " "), Label: label, CreatedAt: s.now(), Creator: creatorOf(who)}
-	err = s.writeAudited(ctx, who, func(tx *store.Store) error { return tx.CreateOAuthClient(ctx, oc) },
-		"oauth_client.created", "oauth_client", oc.ID, map[string]any{"scopes": oc.Scopes})
+	details := map[string]any{"scopes": oc.Scopes}
+	err = s.writeAudited(ctx, who, func(tx *store.Store) error {
+		if approverKey != nil {
+			if err := storeApproverKey(ctx, tx, approverKey, oc.OrgID, oc.ID); err != nil {
+				return err
+			}
+			oc.ApproverKeyID, details["approverKeyId"] = &approverKey.ID, approverKey.ID
+		}
+		return tx.CreateOAuthClient(ctx, oc)
+	}, "oauth_client.created", "oauth_client", oc.ID, details)
 	if err != nil {
 		return nil, "", err
 	}
@@ -330,7 +350,10 @@ func (s *Service) RevokeOAuthClient(ctx context.Context, who Caller, id string) 
 		return nil, err
 	}
 	oc.RevokedAt, err = s.revoke(ctx, who, oc.ID, oc.RevokedAt, "oauth_client", func(tx *store.Store, at time.Time) error {
-		return tx.RevokeOAuthClient(ctx, who.OrgID, oc.ID, at)
+		if err := tx.RevokeOAuthClient(ctx, who.OrgID, oc.ID, at); err != nil {
+			return err
+		}
+		return tx.RevokeApproverKeysOf(ctx, who.OrgID, oc.ID, at)
 	})
 	return oc, err
 }

@@ -172,7 +172,7 @@ func TestRevokingAgainAnnouncesAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, _, err := f.svc.CreateOAuthClient(ctx, dev, "pay:read", "")
+	client, _, err := f.svc.CreateOAuthClient(ctx, dev, OAuthClientRequest{Scopes: "pay:read"})
 	if err != nil {
 		t.Fatal(err)
 	}

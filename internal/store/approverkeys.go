@@ -52,3 +52,21 @@ func (s *Store) RevokeApproverKeysOf(ctx context.Context, orgID, credentialID st
 	return s.with(ctx).Model(&ApproverKey{}).Where("org_id = ? AND credential_id = ? AND revoked_at IS NULL", orgID, credentialID).
 		Update("revoked_at", at.UTC()).Error
 }
+
+// AttachApproverKey stores an approver key of an existing API key (k.CredentialID) and
+// names it on the key.
+func (s *Store) AttachApproverKey(ctx context.Context, k *ApproverKey) error {
+	if k.CredentialID == nil {
+		return ErrNotFound
+	}
+	return s.Tx(ctx, func(tx *Store) error {
+		if err := tx.CreateApproverKey(ctx, k); err != nil {
+			return err
+		}
+		res := tx.with(ctx).Model(&APIKey{}).Where("id = ? AND org_id = ?", *k.CredentialID, k.OrgID).Update("approver_key_id", k.ID)
+		if res.Error == nil && res.RowsAffected == 0 {
+			return ErrNotFound
+		}
+		return res.Error
+	})
+}

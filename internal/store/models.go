@@ -72,6 +72,8 @@ type OAuthClient struct {
 	CreatedAt  time.Time
 	RevokedAt  *time.Time
 	Creator    `gorm:"embedded"`
+	// ApproverKeyID is the approver key the client was created with, if any.
+	ApproverKeyID *string
 }
 
 // Creator is who made a record, in the one meaning createdBy has everywhere (SPEC 3.2):

@@ -207,11 +207,16 @@ func main() {
 	loneN := flag.Int("lone", 0, "with N > 0, measure N payments submitted one at a time instead (a lone order's latency)")
 	block := flag.Duration("block-time", 200*time.Millisecond, "with -lone: the devchain's block time (passed to treasury-dev)")
 	confs := flag.Int("confirmations", 1, "with -lone: the devchain's confirmations (passed to treasury-dev)")
+	signed := flag.Bool("signed", false, "with -lone: payments that need one approval, signed by treasury signer for the manual wallet, plain and then with signed approvals and the verifying signer")
 	flag.Parse()
 
 	if *loneN > 0 {
 		args := fmt.Sprintf("%s --block-time %s --confirmations %d", *extra, *block, *confs)
-		if err := lone(*devBin, args, *loneN, *block*time.Duration(*confs), *timeout); err != nil {
+		measure := func() error { return lone(*devBin, args, *loneN, *block*time.Duration(*confs), *timeout) }
+		if *signed {
+			measure = func() error { return loneSigned(*devBin, args, *loneN, *timeout) }
+		}
+		if err := measure(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
