@@ -223,7 +223,8 @@ func (a *Orders) evidence(ctx context.Context, tx *store.Store, o *store.Order, 
 	out := make([]approvers.Evidence, len(decisions))
 	for i, d := range decisions {
 		out[i] = approvers.Evidence{Decision: d.Decision, DecidedBy: d.DecidedBy, DecidedByUser: d.DecidedByUser, KeyID: d.KeyID,
-			Signature: d.Signature, Statement: item.Statement, DecidedAt: events.FormatTime(d.DecidedAt)}
+			Signature: d.Signature, AuthenticatorData: d.AuthenticatorData, ClientDataJSON: d.ClientDataJSON, Statement: item.Statement,
+			DecidedAt: events.FormatTime(d.DecidedAt)}
 		if d.KeyID != "" {
 			key, err := tx.ApproverKey(ctx, o.OrgID, d.KeyID)
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/apitypes"
+	"github.com/opentreasury/treasury/internal/approvers"
 	"github.com/opentreasury/treasury/internal/service"
 	"github.com/opentreasury/treasury/internal/store"
 )
@@ -57,14 +58,22 @@ func (h *approvalHandlers) decide(c *gin.Context) {
 		narrow(c, d.App)
 	}
 	var req apitypes.Decision
-	if !bindStrict(c, &req, "decision", "comment", "keyId", "signature") {
+	if !bindStrict(c, &req, "decision", "comment", "keyId", "signature", "webauthn") {
 		return
 	}
 	a, err := h.svc.Decide(c.Request.Context(), caller(c), c.Param("domain"), c.Param("id"),
-		service.Decision{Decision: req.Decision, Comment: req.Comment, KeyID: req.KeyID, Signature: req.Signature})
+		service.Decision{Decision: req.Decision, Comment: req.Comment, KeyID: req.KeyID, Signature: req.Signature, WebAuthn: assertionOf(req.WebAuthn)})
 	if err != nil {
 		failed(c, h.log, err)
 		return
 	}
 	c.PureJSON(http.StatusAccepted, approvalJSON(a))
+}
+
+// assertionOf is a passkey's assertion in a decision, if it carries one.
+func assertionOf(a *apitypes.WebAuthnAssertion) *approvers.Assertion {
+	if a == nil {
+		return nil
+	}
+	return &approvers.Assertion{AuthenticatorData: a.AuthenticatorData, ClientDataJSON: a.ClientDataJSON, Signature: a.Signature}
 }

@@ -45,6 +45,8 @@ var consoleIsolationTable = map[string][]string{
 	// The organisation's wallets: TestAWalletIsRegisteredWithProofOfItsKey.
 	"POST /console/{app}/wallets/{id}/label":   nil,
 	"POST /console/{app}/wallets/{id}/archive": nil,
+	// A person's own passkeys: service.TestPasskeysArePeoplesOwn.
+	"POST /console/{app}/passkeys/{id}/revoke": nil,
 }
 
 // consoleForm is the body each console form is tried with: one that would change the

@@ -45,6 +45,10 @@ type ApprovalDecision struct {
 	// (standard base64) over the item's statement; absent otherwise.
 	KeyID     string `json:"keyId,omitempty"`
 	Signature string `json:"signature,omitempty"`
+	// AuthenticatorData and ClientDataJSON, for a passkey's decision, are the rest of its
+	// WebAuthn assertion (base64url); Signature is then the assertion's.
+	AuthenticatorData string `json:"authenticatorData,omitempty"`
+	ClientDataJSON    string `json:"clientDataJSON,omitempty"`
 }
 
 // Decision is the body of POST /approvals/{domain}/{id}/decide. Where the app's policy
@@ -56,6 +60,16 @@ type Decision struct {
 	Comment   string `json:"comment,omitempty"`
 	KeyID     string `json:"keyId,omitempty"`
 	Signature string `json:"signature,omitempty"`
+	// WebAuthn, instead of Signature, is a passkey's assertion whose challenge is that
+	// digest (base64url, as navigator.credentials.get gives its parts).
+	WebAuthn *WebAuthnAssertion `json:"webauthn,omitempty"`
+}
+
+// WebAuthnAssertion is a passkey's signature as WebAuthn gives it.
+type WebAuthnAssertion struct {
+	AuthenticatorData string `json:"authenticatorData"`
+	ClientDataJSON    string `json:"clientDataJSON"`
+	Signature         string `json:"signature"`
 }
 
 // StatusChange is one entry of an order's status history.

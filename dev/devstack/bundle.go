@@ -129,6 +129,10 @@ func Start(ctx context.Context, opts Options) (*Bundle, error) {
 		_ = ln.Close()
 		return nil, err
 	}
+	// Passkeys want a domain, not an IP address: the console signs with them when opened
+	// at http://localhost:<port>, which browsers treat as a secure context.
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	cfg.PasskeyRPID, cfg.PasskeyOrigins = "localhost", []string{"http://localhost:" + port}
 	b.proc = assemble.NewProcess(cfg, "dev", opts.Log)
 	p := b.proc
 	err = p.Start(ctx,

@@ -5,7 +5,9 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"testing"
 
 	"github.com/ethereum/go-ethereum/crypto"
@@ -92,6 +94,54 @@ func TestPublicKeysAreParsedStrictly(t *testing.T) {
 	} {
 		if _, err := ParsePublicKey(in[0], in[1]); err == nil {
 			t.Errorf("%s: parsed", name)
+		}
+	}
+}
+
+// assert is what a browser's passkey makes of a challenge, for rpID at origin.
+func assert(t *testing.T, key *ecdsa.PrivateKey, rpID, origin, typ string, challenge []byte, flags byte) Assertion {
+	t.Helper()
+	rpHash := sha256.Sum256([]byte(rpID))
+	authData := append(append(rpHash[:], flags), 0, 0, 0, 7)
+	clientData, _ := json.Marshal(map[string]string{"type": typ, "challenge": Challenge(challenge), "origin": origin})
+	clientHash := sha256.Sum256(clientData)
+	signed := sha256.Sum256(append(append([]byte{}, authData...), clientHash[:]...))
+	sig, err := ecdsa.SignASN1(rand.Reader, key, signed[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := base64.RawURLEncoding.EncodeToString
+	return Assertion{AuthenticatorData: enc(authData), ClientDataJSON: enc(clientData), Signature: enc(sig)}
+}
+
+func TestAPasskeyAssertionBindsTheDecision(t *testing.T) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	pub := elliptic.MarshalCompressed(elliptic.P256(), key.X, key.Y)
+	digest := DecisionDigest("APPROVE", []byte(`{"orderId":"ord_1"}`))
+	good := assert(t, key, "localhost", "http://localhost:8080", "webauthn.get", digest, 0x05)
+	p, err := VerifyAssertion(pub, digest, "localhost", good)
+	if err != nil || p.Origin != "http://localhost:8080" {
+		t.Fatalf("a good assertion: %+v %v", p, err)
+	}
+	if _, err := VerifyAssertion(pub, digest, "", good); err != nil {
+		t.Fatalf("without an rp id to hold it to: %v", err)
+	}
+	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	for name, c := range map[string]struct {
+		a      Assertion
+		digest []byte
+		rpID   string
+	}{
+		"another decision's digest":      {good, DecisionDigest("REJECT", []byte(`{"orderId":"ord_1"}`)), "localhost"},
+		"another relying party":          {good, digest, "example.com"},
+		"a registration's client data":   {assert(t, key, "localhost", "http://localhost:8080", "webauthn.create", digest, 0x05), digest, "localhost"},
+		"no user present":                {assert(t, key, "localhost", "http://localhost:8080", "webauthn.get", digest, 0x04), digest, "localhost"},
+		"another key":                    {assert(t, other, "localhost", "http://localhost:8080", "webauthn.get", digest, 0x05), digest, "localhost"},
+		"the signature of another thing": {Assertion{good.AuthenticatorData, good.ClientDataJSON, assert(t, key, "localhost", "x", "webauthn.get", digest, 5).Signature}, digest, "localhost"},
+		"not base64":                     {Assertion{"!!", good.ClientDataJSON, good.Signature}, digest, "localhost"},
+	} {
+		if _, err := VerifyAssertion(pub, c.digest, c.rpID, c.a); err == nil {
+			t.Errorf("%s: accepted", name)
 		}
 	}
 }

@@ -47,6 +47,10 @@ type Evidence struct {
 	KeyID         string `json:"keyId,omitempty"`
 	Scheme        string `json:"scheme,omitempty"`
 	Signature     string `json:"signature,omitempty"`
+	// AuthenticatorData and ClientDataJSON, for a passkey's decision, are the rest of its
+	// WebAuthn assertion (base64url), Signature being the assertion's signature.
+	AuthenticatorData string `json:"authenticatorData,omitempty"`
+	ClientDataJSON    string `json:"clientDataJSON,omitempty"`
 	// Statement is the canonical JSON the decision was made on.
 	Statement string `json:"statement"`
 	DecidedAt string `json:"decidedAt"`

@@ -18,6 +18,7 @@ import (
 	"github.com/opentreasury/treasury/internal/chain/evm"
 	"github.com/opentreasury/treasury/internal/metrics"
 	"github.com/opentreasury/treasury/internal/prices"
+	"github.com/opentreasury/treasury/internal/service"
 	"github.com/opentreasury/treasury/webhook"
 )
 
@@ -87,6 +88,10 @@ type Config struct {
 	// there. Empty: the API builds them from the request that asked; the operator's
 	// commands need it.
 	PublicURL string
+	// PasskeyRPID and PasskeyOrigins are the relying party people's passkeys belong to
+	// (service.PasskeyConfig): by default PublicURL's host and origin.
+	PasskeyRPID    string
+	PasskeyOrigins []string
 	// ConsoleCredentialsFile is where the dev bundle wrote the seeded sign-ins, for the
 	// console's sign-in page to name; never read from the environment.
 	ConsoleCredentialsFile string
@@ -156,6 +161,8 @@ var EnvVars = []envVar{
 	{"CONSOLE", "true", "serve the web console for people under /console/ beside the API"},
 	{"TEMPORAL_UI_URL", "", "Temporal Web UI base URL (http://temporal-ui:8080) the console links each order's workflow to"},
 	{"PUBLIC_URL", "", "base URL people reach the console at (https://treasury.example.com); one-time sign-in links point there"},
+	{"PASSKEY_RP_ID", "", "the domain people's passkeys belong to (WebAuthn relying party id); default PUBLIC_URL's host; none: no passkeys"},
+	{"PASSKEY_ORIGINS", "", "comma-separated origins the console is reached at, where passkeys may sign; default PUBLIC_URL's origin"},
 	{"METRICS_ADDR", ":9464", "address of the Prometheus /metrics endpoint of api and worker, apart from the public API (see docs/metrics.md)"},
 	{"LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"REPLACE_STUCK_AFTER", "3m", "how long a transaction may stay below the fee market (or dropped by the node) before the worker asks for a replacement at the same nonce with a higher fee"},
@@ -311,6 +318,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		Console:              boolean("CONSOLE"),
 		TemporalUIURL:        get("TEMPORAL_UI_URL"),
 		PublicURL:            get("PUBLIC_URL"),
+		PasskeyRPID:          get("PASSKEY_RP_ID"),
+		PasskeyOrigins:       origins(get("PASSKEY_ORIGINS")),
 		MetricsAddr:          get("METRICS_ADDR"),
 		ReplaceStuckAfter:    duration("REPLACE_STUCK_AFTER"),
 	}
@@ -390,4 +399,31 @@ func (c Config) TrustedProxyList() []string {
 		}
 	}
 	return out
+}
+
+// Passkeys is the relying party of people's passkeys: PASSKEY_RP_ID and PASSKEY_ORIGINS,
+// or PublicURL's host and origin. An IP address is no relying party (WebAuthn wants a
+// domain): the console at http://127.0.0.1 offers no passkeys, at http://localhost it does.
+func (c Config) Passkeys() service.PasskeyConfig {
+	pc := service.PasskeyConfig{RPID: c.PasskeyRPID, Origins: c.PasskeyOrigins}
+	if u, err := url.Parse(c.PublicURL); err == nil && u.Host != "" {
+		if pc.RPID == "" && net.ParseIP(u.Hostname()) == nil {
+			pc.RPID = u.Hostname()
+		}
+		if len(pc.Origins) == 0 {
+			pc.Origins = []string{u.Scheme + "://" + u.Host}
+		}
+	}
+	if pc.RPID == "" {
+		return service.PasskeyConfig{}
+	}
+	return pc
+}
+
+// origins splits a comma- or space-separated list; none is nil.
+func origins(list string) []string {
+	if out := strings.FieldsFunc(list, func(r rune) bool { return r == ',' || r == ' ' }); len(out) > 0 {
+		return out
+	}
+	return nil
 }

@@ -449,3 +449,21 @@ func TestPriceSourcesFromEnv(t *testing.T) {
 		}
 	}
 }
+
+func TestPasskeysBelongToTheConsolesDomain(t *testing.T) {
+	for _, c := range []struct {
+		cfg          Config
+		rpID, origin string
+	}{
+		{Config{PublicURL: "https://treasury.example.com"}, "treasury.example.com", "https://treasury.example.com"},
+		{Config{PublicURL: "http://127.0.0.1:8080"}, "", ""},
+		{Config{}, "", ""},
+		{Config{PublicURL: "http://127.0.0.1:8080", PasskeyRPID: "localhost", PasskeyOrigins: []string{"http://localhost:8080"}}, "localhost", "http://localhost:8080"},
+		{Config{PublicURL: "https://a.example.com", PasskeyRPID: "example.com"}, "example.com", "https://a.example.com"},
+	} {
+		got := c.cfg.Passkeys()
+		if got.RPID != c.rpID || (c.origin == "") != (len(got.Origins) == 0) || (c.origin != "" && got.Origins[0] != c.origin) || got.Enabled() != (c.rpID != "") {
+			t.Errorf("%+v: %+v", c.cfg, got)
+		}
+	}
+}

@@ -240,6 +240,8 @@ type approvalsPage struct {
 	Items      []approvalItem
 	CanApprove bool
 	Next       string
+	// Passkeys, when the person holds any, lets the Approve and Reject buttons sign.
+	Passkeys *passkeySigning
 }
 
 // approvalItem is an approval item with what it approves: the order as it was submitted.
@@ -247,6 +249,8 @@ type approvalItem struct {
 	service.Approval
 	AmountUSD, WalletID, Chain string
 	Details                    []keyValue
+	// ApproveChallenge and RejectChallenge are what a passkey signs for each decision.
+	ApproveChallenge, RejectChallenge string
 }
 
 // approvals lists the app's approval items; those who hold Approve decide them here, by
@@ -265,6 +269,9 @@ func (c *console) approvals(w http.ResponseWriter, r *http.Request, rq *request)
 	items := make([]approvalItem, len(list))
 	for i, a := range list {
 		items[i] = approvalItem{Approval: a}
+		if a.Statement != "" {
+			items[i].ApproveChallenge, items[i].RejectChallenge = challenge(orders.Approve, a.Statement), challenge(orders.Reject, a.Statement)
+		}
 		var summary struct {
 			AmountUSD string          `json:"amountUsd"`
 			WalletID  string          `json:"walletId"`
@@ -277,15 +284,15 @@ func (c *console) approvals(w http.ResponseWriter, r *http.Request, rq *request)
 		}
 	}
 	c.render(w, r, rq, http.StatusOK, "approvals", approvalsPage{Status: status, Items: items,
-		CanApprove: rq.p.Can(rq.app, auth.ActionApprove), Next: next})
+		CanApprove: rq.p.Can(rq.app, auth.ActionApprove), Next: next, Passkeys: c.passkeySigning(r, rq)})
 }
 
 // decide records an Approve or Reject from the approvals page.
 func (c *console) decide(w http.ResponseWriter, r *http.Request, rq *request) {
 	domain, _ := service.DomainOfApp(rq.app)
-	decision := r.PostFormValue("decision")
-	_, err := c.Service.Decide(r.Context(), rq.caller(r), domain.Name, r.PathValue("id"),
-		service.Decision{Decision: decision, Comment: r.PostFormValue("comment")})
+	d := decisionOf(r)
+	decision := d.Decision
+	_, err := c.Service.Decide(r.Context(), rq.caller(r), domain.Name, r.PathValue("id"), d)
 	done := "Approved: the order goes on once the quorum is reached."
 	if decision == orders.Reject {
 		done = "Rejected: the order ends rejected."

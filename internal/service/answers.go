@@ -83,7 +83,7 @@ func DecisionAnswers(ds []store.ApprovalDecision) []apitypes.ApprovalDecision {
 	out := make([]apitypes.ApprovalDecision, len(ds))
 	for i, d := range ds {
 		out[i] = apitypes.ApprovalDecision{Decision: d.Decision, DecidedBy: d.DecidedBy, DecidedAt: events.TimeOf(d.DecidedAt),
-			Comment: d.Comment, KeyID: d.KeyID, Signature: d.Signature}
+			Comment: d.Comment, KeyID: d.KeyID, Signature: d.Signature, AuthenticatorData: d.AuthenticatorData, ClientDataJSON: d.ClientDataJSON}
 		if d.DecidedByUser != "" {
 			out[i].DecidedByUser = &ds[i].DecidedByUser
 		}

@@ -110,6 +110,8 @@ type Decision struct {
 	// KeyID and Signature sign the decision (approvers.DecisionDigest of the item's
 	// statement, base64): required where the app's policy sets signedApprovals.
 	KeyID, Signature string
+	// WebAuthn, for a passkey, is its assertion over the same digest as its challenge.
+	WebAuthn *approvers.Assertion
 }
 
 // Decide records the caller's decision on a pending approval item of a domain and signals
@@ -159,6 +161,9 @@ func (s *Service) Decide(ctx context.Context, who Caller, domainName, itemID str
 	now := s.now()
 	decision := &store.ApprovalDecision{ItemID: item.ID, Approver: who.Actor(), DecidedBy: who.ID, DecidedByUser: who.Person,
 		Decision: d.Decision, Comment: d.Comment, CorrelationID: who.CorrelationID, DecidedAt: now, KeyID: d.KeyID, Signature: d.Signature}
+	if d.WebAuthn != nil {
+		decision.Signature, decision.AuthenticatorData, decision.ClientDataJSON = d.WebAuthn.Signature, d.WebAuthn.AuthenticatorData, d.WebAuthn.ClientDataJSON
+	}
 	audit := s.audit(who, app, "approval."+strings.ToLower(d.Decision), "approval_item", item.ID, nil)
 	decided, err := s.Store.RecordApprovalDecision(ctx, who.OrgID, decision, audit)
 	switch {
@@ -201,18 +206,18 @@ func (s *Service) checkSigned(ctx context.Context, who Caller, item *store.Appro
 	if err != nil {
 		return err
 	}
-	if !rules.SignedApprovals && d.KeyID == "" && d.Signature == "" {
+	if !rules.SignedApprovals && d.KeyID == "" && d.Signature == "" && d.WebAuthn == nil {
 		return nil
 	}
 	unsigned := func(why string) error {
 		return refuse(InvalidSignature, "The decision's signature is not accepted: "+why+" (SPEC 3.3: sign SHA-256 of "+
 			"\"treasury-approval:v1:\" + decision + \":\" + the item's statement with an approver key of yours).")
 	}
-	if d.KeyID == "" || d.Signature == "" {
+	if d.KeyID == "" || (d.Signature == "") == (d.WebAuthn == nil) {
 		if !rules.SignedApprovals {
-			return unsigned("a signed decision carries both keyId and signature")
+			return unsigned("a signed decision carries keyId and either signature or, for a passkey, webauthn")
 		}
-		return unsigned("this app's policy requires signed approvals, and the decision carries no keyId and signature")
+		return unsigned("this app's policy requires signed approvals, and the decision carries no keyId with a signature or a passkey's webauthn")
 	}
 	if item.Statement == "" {
 		return unsigned("the item has no statement to sign")
@@ -232,11 +237,25 @@ func (s *Service) checkSigned(ctx context.Context, who Caller, item *store.Appro
 	if err != nil {
 		return fmt.Errorf("approver key %s is stored unreadably: %w", key.ID, err)
 	}
+	digest := approvers.DecisionDigest(d.Decision, []byte(item.Statement))
+	if key.Kind == approvers.KindPasskey || d.WebAuthn != nil {
+		if key.Kind != approvers.KindPasskey || d.WebAuthn == nil {
+			return unsigned("a passkey signs with webauthn, any other approver key with signature")
+		}
+		passkey, err := approvers.VerifyAssertion(pub, digest, s.Passkeys.RPID, *d.WebAuthn)
+		if err != nil {
+			return unsigned("the passkey's assertion does not hold: " + err.Error())
+		}
+		if !s.Passkeys.allows(passkey.Origin) {
+			return unsigned("the passkey signed at " + passkey.Origin + ", not at the console")
+		}
+		return nil
+	}
 	sig, err := base64.StdEncoding.DecodeString(d.Signature)
 	if err != nil {
 		return unsigned("the signature is not base64")
 	}
-	if err := approvers.Verify(key.Scheme, pub, approvers.DecisionDigest(d.Decision, []byte(item.Statement)), sig); err != nil {
+	if err := approvers.Verify(key.Scheme, pub, digest, sig); err != nil {
 		return unsigned("it does not verify under " + key.ID + " over the statement and the decision " + d.Decision)
 	}
 	return nil

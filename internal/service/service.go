@@ -88,6 +88,8 @@ type Service struct {
 	// StartGrace is how long a submit has to start its order's workflow before a worker
 	// starts it from the queue (DefaultStartGrace when zero).
 	StartGrace time.Duration
+	// Passkeys is the relying party of people's passkeys; its zero value registers none.
+	Passkeys PasskeyConfig
 
 	valuations valuations
 }

@@ -44,7 +44,10 @@ type Policy struct {
 type ApproverRules struct {
 	Keys  []PinnedKey  `json:"keys"`
 	Tiers []QuorumTier `json:"tiers"`
-	keys  map[string]pinned
+	// RPID, when set, is the relying party (the console's domain) whose passkeys count:
+	// a passkey's assertion for another site is refused.
+	RPID string `json:"rpId,omitempty"`
+	keys map[string]pinned
 }
 
 // PinnedKey is an approver key the signer trusts.
@@ -249,8 +252,7 @@ func (a *ApproverRules) check(r client.SigningRequest, tx *types.Transaction, wa
 		if !ok || e.Statement != *r.Intent {
 			continue
 		}
-		sig, err := base64.StdEncoding.DecodeString(e.Signature)
-		if err != nil || approvers.Verify(k.scheme, k.public, approvers.DecisionDigest(e.Decision, []byte(e.Statement)), sig) != nil {
+		if !verifies(k, e, a.RPID) {
 			continue
 		}
 		if e.Decision == "REJECT" {
@@ -394,4 +396,18 @@ func (p *Policy) denies(address, method string) bool {
 	return slices.ContainsFunc(p.Deny.Contracts, func(c ContractRule) bool {
 		return strings.EqualFold(c.Address, address) && (len(c.Methods) == 0 || method == "" || slices.Contains(c.Methods, method))
 	})
+}
+
+// verifies says whether a decision's evidence is signed by a pinned key over its
+// statement: a passkey's WebAuthn assertion whose challenge is the decision's digest, or
+// any other key's signature of it.
+func verifies(k pinned, e approvers.Evidence, rpID string) bool {
+	digest := approvers.DecisionDigest(e.Decision, []byte(e.Statement))
+	if e.ClientDataJSON != "" {
+		_, err := approvers.VerifyAssertion(k.public, digest, rpID,
+			approvers.Assertion{AuthenticatorData: e.AuthenticatorData, ClientDataJSON: e.ClientDataJSON, Signature: e.Signature})
+		return k.scheme == approvers.P256 && err == nil
+	}
+	sig, err := base64.StdEncoding.DecodeString(e.Signature)
+	return err == nil && approvers.Verify(k.scheme, k.public, digest, sig) == nil
 }

@@ -2,7 +2,9 @@ package signer
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -363,6 +365,60 @@ func TestTheSignersQuorumIsItsOwn(t *testing.T) {
 			sign(bob, "apk_bob", "APPROVE", statement("5000000"))), ""},
 	} {
 		got := p.Check(tc.req, "wal_mine", wallet.Hex())
+		if (tc.reason == "" && got != nil) || (tc.reason != "" && (got == nil || got.Reason != tc.reason)) {
+			t.Errorf("%s: got %v, want %q", tc.name, got, tc.reason)
+		}
+	}
+}
+
+// A passkey's approval counts when its WebAuthn assertion's challenge is the decision's
+// digest over the intent, for the relying party the signer names.
+func TestThePasskeysOfTheSignersQuorum(t *testing.T) {
+	wallet := common.HexToAddress("0x00000000000000000000000000000000000000aa")
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	pub := elliptic.MarshalCompressed(elliptic.P256(), key.X, key.Y)
+	text := `{"chains": {"ethereum": {"chainId": 1, "maxFeeWei": "10000000000000000"}},
+  "allow": {"destinations": ["` + supplier.Hex() + `"], "contracts": [{"address": "` + usdc.Hex() + `", "methods": ["transfer"]}]},
+  "approvers": {"rpId": "treasury.example.com", "keys": [{"id": "apk_pass", "scheme": "p256", "publicKey": "` + base64.StdEncoding.EncodeToString(pub) + `"}],
+    "tiers": [{"minAmount": "0", "approvals": 1}]}}`
+	path := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := LoadPolicy(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := approvers.Statement{OrgID: "org_1", App: "pay", Domain: "payment", OrderID: "ord_1", Chain: "ethereum", WalletID: "wal_mine",
+		From: wallet.Hex(), PolicyVersion: 3, RequiredApprovals: 1,
+		Intent: []chain.Intent{{Leg: "TRANSFER", To: supplier.Hex(), Asset: "USDC", Amount: "5000000", Contract: usdc.Hex(), Method: "transfer"}}}
+	raw, _ := st.Canonical()
+	intent := string(raw)
+	// passkey is what a browser's passkey gives for a challenge at a relying party.
+	passkey := func(decision, signedDecision, rpID string) client.SigningApproval {
+		rpHash := sha256.Sum256([]byte(rpID))
+		authData := append(append(rpHash[:], 0x05), 0, 0, 0, 1)
+		clientData, _ := json.Marshal(map[string]string{"type": "webauthn.get", "origin": "https://" + rpID,
+			"challenge": approvers.Challenge(approvers.DecisionDigest(signedDecision, raw))})
+		clientHash := sha256.Sum256(clientData)
+		signed := sha256.Sum256(append(append([]byte{}, authData...), clientHash[:]...))
+		sig, _ := ecdsa.SignASN1(rand.Reader, key, signed[:])
+		enc := base64.RawURLEncoding.EncodeToString
+		return client.SigningApproval{Decision: decision, DecidedBy: "usr_1", KeyID: "apk_pass", Scheme: "p256", Signature: enc(sig),
+			AuthenticatorData: enc(authData), ClientDataJSON: enc(clientData), Statement: intent}
+	}
+	for _, tc := range []struct {
+		name     string
+		approval client.SigningApproval
+		reason   string
+	}{
+		{"the passkey's approval", passkey("APPROVE", "APPROVE", "treasury.example.com"), ""},
+		{"a passkey of another site", passkey("APPROVE", "APPROVE", "evil.example.com"), "quorum_not_met"},
+		{"a rejection's assertion passed off as an approval", passkey("APPROVE", "REJECT", "treasury.example.com"), "quorum_not_met"},
+	} {
+		r := evmRequest(t, eip1559(1, usdc, new(big.Int), packed(t, contracts.Token, "transfer", supplier, big.NewInt(5_000_000)), 65_000), "")
+		r.Leg, r.Intent, r.Approvals = "TRANSFER", &intent, []client.SigningApproval{tc.approval}
+		got := p.Check(r, "wal_mine", wallet.Hex())
 		if (tc.reason == "" && got != nil) || (tc.reason != "" && (got == nil || got.Reason != tc.reason)) {
 			t.Errorf("%s: got %v, want %q", tc.name, got, tc.reason)
 		}

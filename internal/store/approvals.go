@@ -52,6 +52,10 @@ type ApprovalDecision struct {
 	// signature (standard base64) over the item's statement; "" otherwise.
 	KeyID     string
 	Signature string
+	// AuthenticatorData and ClientDataJSON, for a passkey's decision, are the rest of its
+	// WebAuthn assertion (base64url); Signature is then the assertion's.
+	AuthenticatorData string
+	ClientDataJSON    string `gorm:"column:client_data_json"`
 }
 
 func (ApprovalDecision) TableName() string { return "approval_decisions" }

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"gorm.io/gorm/clause"
 )
 
 // ApproverKey is a public key an approver signs decisions with (SPEC 3.5a): a person's
@@ -69,4 +71,52 @@ func (s *Store) AttachApproverKey(ctx context.Context, k *ApproverKey) error {
 		}
 		return res.Error
 	})
+}
+
+// PasskeysOf reads a person's passkeys, newest first, revoked ones included.
+func (s *Store) PasskeysOf(ctx context.Context, orgID, userID string) ([]ApproverKey, error) {
+	var out []ApproverKey
+	return out, s.with(ctx).Where("org_id = ? AND user_id = ? AND kind = ?", orgID, userID, "passkey").Order("id DESC").Find(&out).Error
+}
+
+// RevokeApproverKey revokes one approver key.
+func (s *Store) RevokeApproverKey(ctx context.Context, orgID, id string, at time.Time) error {
+	return s.with(ctx).Model(&ApproverKey{}).Where("org_id = ? AND id = ? AND revoked_at IS NULL", orgID, id).
+		Update("revoked_at", at.UTC()).Error
+}
+
+// passkeyRegistration is a person's passkey registration under way: the WebAuthn session
+// (its challenge) between the options sent to the browser and its answer.
+type passkeyRegistration struct {
+	UserID    string `gorm:"primaryKey"`
+	Session   string
+	ExpiresAt time.Time
+}
+
+func (passkeyRegistration) TableName() string { return "passkey_registrations" }
+
+// SavePasskeyRegistration keeps a person's registration under way, replacing one they
+// started before.
+func (s *Store) SavePasskeyRegistration(ctx context.Context, userID, session string, expires time.Time) error {
+	return s.with(ctx).Clauses(clause.OnConflict{UpdateAll: true}).
+		Create(&passkeyRegistration{UserID: userID, Session: session, ExpiresAt: expires.UTC()}).Error
+}
+
+// TakePasskeyRegistration reads and ends a person's registration under way, unless it
+// expired before now (ErrNotFound then, as when there is none): a challenge serves once.
+func (s *Store) TakePasskeyRegistration(ctx context.Context, userID string, now time.Time) (string, error) {
+	var r passkeyRegistration
+	err := s.Tx(ctx, func(tx *Store) error {
+		if err := tx.with(ctx).Where("user_id = ?", userID).Take(&r).Error; err != nil {
+			return notFound(err)
+		}
+		return tx.with(ctx).Where("user_id = ?", userID).Delete(&passkeyRegistration{}).Error
+	})
+	if err != nil {
+		return "", err
+	}
+	if !r.ExpiresAt.After(now) {
+		return "", ErrNotFound
+	}
+	return r.Session, nil
 }
