@@ -66,6 +66,8 @@ func TestApprovingKeysCarryApproverKeys(t *testing.T) {
 
 	// An OAuth client with the approve scope carries one too, and loses it with its
 	// revocation; a client without that scope carries none.
+	clientPub, _, _ := ed25519.GenerateKey(rand.Reader)
+	approverKey = `"approverKey":{"scheme":"ed25519","publicKey":"` + base64.StdEncoding.EncodeToString(clientPub) + `"}`
 	f.post(t, "/developer/oauth-clients", sk, `{"scopes":"pay:read",`+approverKey+`}`).wantProblem(t, 422, apitypes.CodeValidationFailed)
 	r = f.post(t, "/developer/oauth-clients", sk, `{"scopes":"pay:read pay:approve",`+approverKey+`}`)
 	var oc apitypes.OAuthClient
@@ -162,4 +164,19 @@ func TestSignedApprovalsAreVerified(t *testing.T) {
 	if r := f.post(t, byClient, token, signed("APPROVE", *oc.ApproverKeyID, priv)); r.status != 202 {
 		t.Fatalf("the client's signed approval %d %s", r.status, r.body)
 	}
+}
+
+// One public key is one approver key of the organisation: a second credential given the
+// same key (a person copying another's from the list) is refused.
+func TestAnApproverKeyServesOneCredential(t *testing.T) {
+	f := newFixture(t)
+	sk := f.creds.Keys["pay"].SK
+	pub, _, _ := ed25519.GenerateKey(rand.Reader)
+	body := `{"kind":"tk","actions":["approve"],"approverKey":{"scheme":"ed25519","publicKey":"` + base64.StdEncoding.EncodeToString(pub) + `"}}`
+	if r := f.post(t, "/developer/api-keys", sk, body); r.status != 201 {
+		t.Fatalf("the first %d %s", r.status, r.body)
+	}
+	f.post(t, "/developer/api-keys", sk, body).wantProblem(t, 409, apitypes.CodeConflict)
+	f.post(t, "/developer/oauth-clients", sk, `{"scopes":"pay:approve","approverKey":{"scheme":"ed25519","publicKey":"`+
+		base64.StdEncoding.EncodeToString(pub)+`"}}`).wantProblem(t, 409, apitypes.CodeConflict)
 }

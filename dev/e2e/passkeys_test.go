@@ -52,6 +52,11 @@ func TestAPasskeyApprovesAndTheSignerAcceptsIt(t *testing.T) {
 	if status := member.Open("/console/pay/passkeys"); status != http.StatusOK {
 		t.Fatalf("the passkeys page: HTTP %d", status)
 	}
+	// A wrong password registers nothing; the person's own does.
+	member.Do("a wrong password", chromedp.SetValue(chromedp.CSS("#passkey-password"), "not-the-password"),
+		chromedp.Click(chromedp.CSS(`#register-passkey button`)))
+	member.WaitFor("the refusal", `document.querySelector("#register-passkey [role=status]").textContent.includes("password")`)
+	member.Do("the password", chromedp.SetValue(chromedp.CSS("#passkey-password"), b.Credentials.Member.Password))
 	if status := member.Submit("register a passkey", chromedp.Click(chromedp.CSS(`#register-passkey button`))); status != http.StatusOK ||
 		!strings.HasPrefix(member.Text("p.notice"), "Passkey apk_") {
 		t.Fatalf("the registration: HTTP %d, %q", status, member.Text("main"))

@@ -11,6 +11,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -202,6 +203,15 @@ func (b *bot) decide(ctx context.Context, it item) error {
 		decision, comment = "REJECT", fmt.Sprintf("approvals-bot: %s USD is over %s USD", worth.StringFixedBank(2), b.limit)
 	}
 	body := map[string]string{"decision": decision, "comment": comment}
+	if b.signer != nil && it.Statement != nil && decision == "APPROVE" {
+		// What gets signed is the statement, not the summary the rule read: approve only
+		// a statement that says the same payment, or a signer would see a signature over
+		// a transfer the rule never judged.
+		if why := differs(*it.Statement, it); why != "" {
+			fmt.Fprintf(b.out, "  skipped: the statement %s; a person should look at it\n", why)
+			return nil
+		}
+	}
 	if b.signer != nil && it.Statement != nil {
 		// The signature covers the decision and the statement exactly as the item gives
 		// it: the intent a verifying signer will hold the transaction to.
@@ -257,4 +267,35 @@ func loadApproverKey(id, text, scheme string) (*approverKey, error) {
 		return nil, fmt.Errorf("--approver-key: %w", err)
 	}
 	return &approverKey{id: id, key: key}, nil
+}
+
+// decimalsOf are the base units of the assets the bot checks statements of.
+var decimalsOf = map[string]int32{"USDC": 6, "ETH": 18, "WBTC": 8, "MATIC": 18, "SOL": 9}
+
+// differs says how a payment's statement differs from the item's order, "" when it says
+// the same: the same order, one leg paying the destination exactly the amount.
+func differs(statement string, it item) string {
+	var st struct {
+		OrderID string `json:"orderId"`
+		Intent  []struct {
+			To, Asset, Amount string
+		} `json:"intent"`
+	}
+	if err := json.Unmarshal([]byte(statement), &st); err != nil {
+		return "does not parse"
+	}
+	d := it.Order.Details
+	decimals, known := decimalsOf[d.Asset]
+	amount, err := decimal.NewFromString(d.Amount)
+	switch {
+	case st.OrderID != it.OrderID:
+		return "is of another order"
+	case it.Domain != "payment":
+		return "is not of a payment, which alone the bot reads"
+	case len(st.Intent) != 1 || !strings.EqualFold(st.Intent[0].To, d.Destination.Address) || st.Intent[0].Asset != d.Asset:
+		return "pays another destination or asset"
+	case !known || err != nil || amount.Shift(decimals).String() != st.Intent[0].Amount:
+		return "moves another amount"
+	}
+	return ""
 }

@@ -136,6 +136,7 @@ func TestAPasskeyAssertionBindsTheDecision(t *testing.T) {
 		"another relying party":          {good, digest, "example.com"},
 		"a registration's client data":   {assert(t, key, "localhost", "http://localhost:8080", "webauthn.create", digest, 0x05), digest, "localhost"},
 		"no user present":                {assert(t, key, "localhost", "http://localhost:8080", "webauthn.get", digest, 0x04), digest, "localhost"},
+		"the user not verified":          {assert(t, key, "localhost", "http://localhost:8080", "webauthn.get", digest, 0x01), digest, "localhost"},
 		"another key":                    {assert(t, other, "localhost", "http://localhost:8080", "webauthn.get", digest, 0x05), digest, "localhost"},
 		"the signature of another thing": {Assertion{good.AuthenticatorData, good.ClientDataJSON, assert(t, key, "localhost", "x", "webauthn.get", digest, 5).Signature}, digest, "localhost"},
 		"not base64":                     {Assertion{"!!", good.ClientDataJSON, good.Signature}, digest, "localhost"},

@@ -24,8 +24,8 @@ type Passkey struct {
 }
 
 // VerifyAssertion checks a passkey's assertion for a decision's digest: the client data
-// is a webauthn.get whose challenge is the digest itself, the authenticator saw the user
-// (UP), its data names rpID (when rpID is not ""), and the P-256 key (as ParsePublicKey
+// is a webauthn.get whose challenge is the digest itself, the authenticator saw and
+// verified the user (UP and UV), its data names rpID (when rpID is not ""), and the P-256 key (as ParsePublicKey
 // returns it) signed authenticatorData ‖ SHA-256(clientDataJSON). The digest being the
 // challenge is what binds the passkey's signature to the statement and the decision.
 func VerifyAssertion(publicKey, digest []byte, rpID string, a Assertion) (Passkey, error) {
@@ -59,8 +59,10 @@ func VerifyAssertion(publicKey, digest []byte, rpID string, a Assertion) (Passke
 			return Passkey{}, fmt.Errorf("the passkey is not one of the relying party %q", rpID)
 		}
 	}
-	if authData[32]&0x01 == 0 {
-		return Passkey{}, errors.New("the authenticator did not see the user present")
+	// UP (0x01) and UV (0x04): the person was there and unlocked the passkey (a PIN, a
+	// fingerprint); a stolen security key alone does not approve.
+	if authData[32]&0x05 != 0x05 {
+		return Passkey{}, errors.New("the authenticator did not verify the user")
 	}
 	clientHash := sha256.Sum256(clientData)
 	signed := sha256.Sum256(append(append([]byte{}, authData...), clientHash[:]...))

@@ -42,7 +42,7 @@ func (c *console) passkeys(w http.ResponseWriter, r *http.Request, rq *request) 
 // passkeyOptions answers the script's first step: the options for
 // navigator.credentials.create, as JSON.
 func (c *console) passkeyOptions(w http.ResponseWriter, r *http.Request, rq *request) {
-	options, err := c.Service.BeginPasskeyRegistration(r.Context(), rq.caller(r), rq.email)
+	options, err := c.Service.BeginPasskeyRegistration(r.Context(), rq.caller(r), rq.email, r.PostFormValue("password"))
 	if err != nil {
 		http.Error(w, message(err), c.statusOf(r, err))
 		return

@@ -164,7 +164,11 @@ func (s *Service) Decide(ctx context.Context, who Caller, domainName, itemID str
 	if d.WebAuthn != nil {
 		decision.Signature, decision.AuthenticatorData, decision.ClientDataJSON = d.WebAuthn.Signature, d.WebAuthn.AuthenticatorData, d.WebAuthn.ClientDataJSON
 	}
-	audit := s.audit(who, app, "approval."+strings.ToLower(d.Decision), "approval_item", item.ID, nil)
+	var signedWith map[string]any
+	if d.KeyID != "" {
+		signedWith = map[string]any{"keyId": d.KeyID}
+	}
+	audit := s.audit(who, app, "approval."+strings.ToLower(d.Decision), "approval_item", item.ID, signedWith)
 	decided, err := s.Store.RecordApprovalDecision(ctx, who.OrgID, decision, audit)
 	switch {
 	case errors.Is(err, store.ErrAlreadyDecided) && decision.DecidedBy != who.ID:
@@ -229,7 +233,11 @@ func (s *Service) checkSigned(ctx context.Context, who Caller, item *store.Appro
 	if err != nil {
 		return err
 	}
-	owned := (key.CredentialID != nil && *key.CredentialID == who.ID) || (key.UserID != nil && who.Person != "" && *key.UserID == who.Person)
+	// A passkey is a person's, used signed in; any other key is its credential's.
+	owned := key.CredentialID != nil && *key.CredentialID == who.ID && key.Kind == approvers.KindKey
+	if key.Kind == approvers.KindPasskey {
+		owned = key.UserID != nil && who.Kind == auth.KindUser && *key.UserID == who.Person
+	}
 	if !owned || key.RevokedAt != nil {
 		return unsigned("the key " + key.ID + " is not a live approver key of the deciding person or credential")
 	}

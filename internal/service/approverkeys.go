@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"time"
 
 	"github.com/opentreasury/treasury/internal/approvers"
@@ -40,7 +41,17 @@ func approverKeyFor(req *ApproverKeyRequest, approves bool, now time.Time) (*sto
 // storeApproverKey stores a credential's approver key in the credential's transaction.
 func storeApproverKey(ctx context.Context, tx *store.Store, k *store.ApproverKey, orgID, credentialID string) error {
 	k.ID, k.OrgID, k.CredentialID = ids.New(ids.ApproverKey), orgID, &credentialID
-	return tx.CreateApproverKey(ctx, k)
+	return createApproverKey(ctx, tx, k)
+}
+
+// createApproverKey stores an approver key whose public key the organisation has not
+// had before (Conflict otherwise): one key is one approver.
+func createApproverKey(ctx context.Context, tx *store.Store, k *store.ApproverKey) error {
+	err := tx.CreateApproverKey(ctx, k)
+	if errors.Is(err, store.ErrApproverKeyTaken) {
+		return refuse(Conflict, "This public key is an approver key of the organisation already (revoked or not): each approver signs with a key of their own.")
+	}
+	return err
 }
 
 // ListApproverKeys pages through the organisation's approver keys, newest first, revoked

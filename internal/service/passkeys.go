@@ -14,6 +14,7 @@ import (
 	"github.com/go-webauthn/webauthn/webauthn"
 
 	"github.com/opentreasury/treasury/internal/approvers"
+	"github.com/opentreasury/treasury/internal/auth"
 	"github.com/opentreasury/treasury/internal/ids"
 	"github.com/opentreasury/treasury/internal/store"
 )
@@ -80,11 +81,12 @@ func (s *Service) ListPasskeys(ctx context.Context, who Caller) ([]store.Approve
 	return keys, err
 }
 
-// BeginPasskeyRegistration starts registering a passkey of the signed-in person: it
-// returns the options for navigator.credentials.create (JSON) and keeps the challenge
-// for FinishPasskeyRegistration. Only P-256 (ES256) keys are asked for: what approvers
-// and signers verify.
-func (s *Service) BeginPasskeyRegistration(ctx context.Context, who Caller, email string) ([]byte, error) {
+// BeginPasskeyRegistration starts registering a passkey of the signed-in person, who
+// gives their password again (a session alone, stolen, must not add a key that approves
+// as them): it returns the options for navigator.credentials.create (JSON) and keeps the
+// challenge for FinishPasskeyRegistration. Only P-256 (ES256) keys are asked for, with
+// user verification: what approvers and signers verify.
+func (s *Service) BeginPasskeyRegistration(ctx context.Context, who Caller, email, password string) ([]byte, error) {
 	rp, err := s.relyingParty()
 	if err != nil {
 		return nil, err
@@ -93,6 +95,13 @@ func (s *Service) BeginPasskeyRegistration(ctx context.Context, who Caller, emai
 	if err != nil {
 		return nil, err
 	}
+	person, err := s.Store.UserInOrg(ctx, who.OrgID, who.Person)
+	if err != nil {
+		return nil, err
+	}
+	if !auth.PasswordMatches(password, person.PasswordHash) {
+		return nil, refuse(Unauthenticated, "The password is not yours: registering a passkey asks for it again.")
+	}
 	exclude := make([]protocol.CredentialDescriptor, len(u.existing))
 	for i, c := range u.existing {
 		exclude[i] = c.Descriptor()
@@ -100,7 +109,7 @@ func (s *Service) BeginPasskeyRegistration(ctx context.Context, who Caller, emai
 	creation, session, err := rp.BeginRegistration(u,
 		webauthn.WithCredentialParameters([]protocol.CredentialParameter{{Type: protocol.PublicKeyCredentialType, Algorithm: webauthncose.AlgES256}}),
 		webauthn.WithExclusions(exclude),
-		webauthn.WithAuthenticatorSelection(protocol.AuthenticatorSelection{UserVerification: protocol.VerificationPreferred}))
+		webauthn.WithAuthenticatorSelection(protocol.AuthenticatorSelection{UserVerification: protocol.VerificationRequired}))
 	if err != nil {
 		return nil, err
 	}
@@ -153,8 +162,9 @@ func (s *Service) FinishPasskeyRegistration(ctx context.Context, who Caller, ema
 	k := &store.ApproverKey{ID: ids.New(ids.ApproverKey), OrgID: who.OrgID, Scheme: approvers.P256,
 		PublicKey: base64.StdEncoding.EncodeToString(pub), Kind: approvers.KindPasskey, CredentialID: &credentialID,
 		UserID: &who.Person, CreatedAt: s.now()}
-	err = s.writeAudited(ctx, who, func(tx *store.Store) error { return tx.CreateApproverKey(ctx, k) },
-		"approver_key.registered", "approver_key", k.ID, map[string]any{"kind": k.Kind, "scheme": k.Scheme})
+	err = s.writeAudited(ctx, who, func(tx *store.Store) error { return createApproverKey(ctx, tx, k) },
+		"approver_key.registered", "approver_key", k.ID, map[string]any{"kind": k.Kind, "scheme": k.Scheme, "publicKey": k.PublicKey,
+			"credentialId": credentialID})
 	return k, err
 }
 

@@ -38,7 +38,7 @@ func TestPasskeysArePeoplesOwn(t *testing.T) {
 	if _, err := f.svc.ListPasskeys(ctx, bot); KindOf(err) != PermissionDenied {
 		t.Fatalf("a key listing passkeys: %v", err)
 	}
-	if _, err := f.svc.BeginPasskeyRegistration(ctx, alice, "alice@example.com"); KindOf(err) != Conflict {
+	if _, err := f.svc.BeginPasskeyRegistration(ctx, alice, "alice@example.com", "pw"); KindOf(err) != Conflict {
 		t.Fatalf("a registration where passkeys are not configured: %v", err)
 	}
 	if list, err := f.svc.ListPasskeys(ctx, alice); err != nil || len(list) != 1 || list[0].ID != key.ID {

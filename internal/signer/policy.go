@@ -2,6 +2,7 @@ package signer
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -147,11 +148,17 @@ func (p *Policy) check() error {
 	}
 	if a := p.Approvers; a != nil {
 		a.keys = map[string]pinned{}
+		seen := map[string]string{}
 		for _, k := range a.Keys {
 			pub, err := approvers.ParsePublicKey(k.Scheme, k.PublicKey)
 			if err != nil || k.ID == "" {
 				return fmt.Errorf("approvers.keys: %q: an id and a public key of its scheme (%v)", k.ID, err)
 			}
+			// One key is one approver: pinned twice, under two ids, it would count twice.
+			if other, dup := seen[string(pub)]; dup || a.keys[k.ID].public != nil {
+				return fmt.Errorf("approvers.keys: %q repeats the id or the public key of %q", k.ID, cmp.Or(other, k.ID))
+			}
+			seen[string(pub)] = k.ID
 			a.keys[k.ID] = pinned{scheme: k.Scheme, public: pub}
 		}
 		for i, t := range a.Tiers {
@@ -258,7 +265,8 @@ func (a *ApproverRules) check(r client.SigningRequest, tx *types.Transaction, wa
 		if e.Decision == "REJECT" {
 			return refusal("rejected", "pinned approver key %s rejected the order", e.KeyID)
 		}
-		approved[e.KeyID] = true
+		// Counted by public key: one key is one approver, whatever ids it is shown under.
+		approved[string(k.public)] = true
 	}
 	if len(approved) < need {
 		return refusal("quorum_not_met", "the %s leg moves %s base units of %s and needs %d approvals of pinned keys; %d verify", r.Leg, leg.Amount, leg.Asset, need, len(approved))

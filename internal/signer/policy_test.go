@@ -424,3 +424,19 @@ func TestThePasskeysOfTheSignersQuorum(t *testing.T) {
 		}
 	}
 }
+
+// One key is one approver: a file pinning a public key twice, under two ids, is refused.
+func TestAPolicyPinsEachApproverKeyOnce(t *testing.T) {
+	pub, _, _ := ed25519.GenerateKey(rand.Reader)
+	key := base64.StdEncoding.EncodeToString(pub)
+	text := `{"chains": {"ethereum": {"chainId": 1, "maxFeeWei": "1"}},
+  "approvers": {"keys": [{"id": "apk_a", "scheme": "ed25519", "publicKey": "` + key + `"}, {"id": "apk_b", "scheme": "ed25519", "publicKey": "` + key + `"}],
+    "tiers": [{"minAmount": "0", "approvals": 2}]}}`
+	path := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadPolicy(path); err == nil || !strings.Contains(err.Error(), "repeats") {
+		t.Fatalf("a key pinned twice: %v", err)
+	}
+}

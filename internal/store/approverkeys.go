@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"gorm.io/gorm/clause"
@@ -26,9 +27,17 @@ type ApproverKey struct {
 
 func (ApproverKey) TableName() string { return "approver_keys" }
 
-// CreateApproverKey stores an approver key.
+// ErrApproverKeyTaken: the public key is an approver key of the organisation already,
+// revoked or not. One key is one approver: shown under a second id, it would count twice.
+var ErrApproverKeyTaken = errors.New("store: the public key is an approver key already")
+
+// CreateApproverKey stores an approver key, or answers ErrApproverKeyTaken.
 func (s *Store) CreateApproverKey(ctx context.Context, k *ApproverKey) error {
-	return s.with(ctx).Create(k).Error
+	res := s.with(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "org_id"}, {Name: "public_key"}}, DoNothing: true}).Create(k)
+	if res.Error == nil && res.RowsAffected == 0 {
+		return ErrApproverKeyTaken
+	}
+	return res.Error
 }
 
 // ApproverKey reads one of an organisation's approver keys, revoked or not.
@@ -51,7 +60,7 @@ func (s *Store) ListApproverKeys(ctx context.Context, orgID, afterID string, lim
 
 // RevokeApproverKeysOf revokes the approver keys of a credential that is being revoked.
 func (s *Store) RevokeApproverKeysOf(ctx context.Context, orgID, credentialID string, at time.Time) error {
-	return s.with(ctx).Model(&ApproverKey{}).Where("org_id = ? AND credential_id = ? AND revoked_at IS NULL", orgID, credentialID).
+	return s.with(ctx).Model(&ApproverKey{}).Where("org_id = ? AND credential_id = ? AND kind = ? AND revoked_at IS NULL", orgID, credentialID, "key").
 		Update("revoked_at", at.UTC()).Error
 }
 
@@ -110,7 +119,13 @@ func (s *Store) TakePasskeyRegistration(ctx context.Context, userID string, now 
 		if err := tx.with(ctx).Where("user_id = ?", userID).Take(&r).Error; err != nil {
 			return notFound(err)
 		}
-		return tx.with(ctx).Where("user_id = ?", userID).Delete(&passkeyRegistration{}).Error
+		// Deleted by this transaction or by none: two answers to one challenge, at once,
+		// cannot both use it.
+		res := tx.with(ctx).Where("user_id = ? AND session = ?", userID, r.Session).Delete(&passkeyRegistration{})
+		if res.Error == nil && res.RowsAffected == 0 {
+			return ErrNotFound
+		}
+		return res.Error
 	})
 	if err != nil {
 		return "", err

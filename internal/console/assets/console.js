@@ -107,7 +107,8 @@ const b64u = {
     if (!window.PublicKeyCredential) return say("This browser has no passkeys (WebAuthn).");
     try {
       const res = await fetch(form.dataset.options, { method: "POST", credentials: "same-origin",
-        body: new URLSearchParams({ csrf: form.elements.csrf.value }) });
+        body: new URLSearchParams({ csrf: form.elements.csrf.value, password: form.elements.password.value }) });
+      form.elements.password.value = "";
       if (!res.ok) return say(await res.text());
       const { publicKey } = await res.json();
       publicKey.challenge = b64u.decode(publicKey.challenge);
@@ -143,7 +144,7 @@ document.addEventListener("submit", async (e) => {
     const assertion = await navigator.credentials.get({ publicKey: {
       challenge: b64u.decode(decision === "REJECT" ? form.dataset.reject : form.dataset.approve),
       allowCredentials: Object.keys(keys).map((id) => ({ type: "public-key", id: b64u.decode(id) })),
-      userVerification: "preferred", timeout: 120000 } });
+      userVerification: "required", timeout: 120000 } });
     field("decision", decision);
     field("keyId", keys[b64u.encode(assertion.rawId)]);
     field("authenticatorData", b64u.encode(assertion.response.authenticatorData));
