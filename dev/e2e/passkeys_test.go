@@ -98,6 +98,10 @@ func TestAPasskeyApprovesAndTheSignerAcceptsIt(t *testing.T) {
 	if n := browser.Eval[int](member, `document.querySelectorAll("form.decide[data-passkeys]").length`); n != 1 {
 		t.Fatalf("%d approval forms sign with a passkey", n)
 	}
+	// Beside the buttons, what the passkey signs: the statement's legs, in base units.
+	if signed := member.Text("table.statement"); !strings.Contains(signed, payee) || !strings.Contains(signed, "25,000,000") {
+		t.Fatalf("the approvals page shows the statement as %q", signed)
+	}
 	member.Screenshot("approvals-passkey")
 	if status := member.Submit("approve", chromedp.Click(chromedp.CSS(`form.decide button[value="APPROVE"]`))); status != http.StatusOK ||
 		!strings.HasPrefix(member.Text("p.notice"), "Approved") {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/opentreasury/treasury/internal/approvers"
 	"github.com/opentreasury/treasury/internal/auth"
 	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/orders"
@@ -251,6 +252,9 @@ type approvalItem struct {
 	Details                    []keyValue
 	// ApproveChallenge and RejectChallenge are what a passkey signs for each decision.
 	ApproveChallenge, RejectChallenge string
+	// Signed is the statement's own account of what is approved, leg by leg, as the
+	// chain will carry it: what a passkey's signature covers, and a signer checks.
+	Signed *approvers.Statement
 }
 
 // approvals lists the app's approval items; those who hold Approve decide them here, by
@@ -271,6 +275,10 @@ func (c *console) approvals(w http.ResponseWriter, r *http.Request, rq *request)
 		items[i] = approvalItem{Approval: a}
 		if a.Statement != "" {
 			items[i].ApproveChallenge, items[i].RejectChallenge = challenge(orders.Approve, a.Statement), challenge(orders.Reject, a.Statement)
+			var st approvers.Statement
+			if json.Unmarshal([]byte(a.Statement), &st) == nil {
+				items[i].Signed = &st
+			}
 		}
 		var summary struct {
 			AmountUSD string          `json:"amountUsd"`

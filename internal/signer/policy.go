@@ -37,6 +37,8 @@ type Policy struct {
 	// approvals each leg needs. The request's intent must then say what the transaction
 	// does, and enough pinned keys must have signed it.
 	Approvers *ApproverRules `json:"approvers,omitempty"`
+	// Callback, when set, is the customer's own rule, asked last before each signature.
+	Callback *Callback `json:"callback,omitempty"`
 }
 
 // ApproverRules are the approver keys the signer accepts (their ids, schemes and public
@@ -145,6 +147,11 @@ func (p *Policy) check() error {
 		}
 		c.maxFee = fee
 		p.Chains[name] = c
+	}
+	if p.Callback != nil {
+		if err := p.Callback.load(); err != nil {
+			return err
+		}
 	}
 	if a := p.Approvers; a != nil {
 		a.keys = map[string]pinned{}

@@ -5,6 +5,7 @@
 package signer
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -56,6 +57,8 @@ type Config struct {
 	Live *client.Options
 	Log  *slog.Logger
 	HTTP *http.Client
+	// CallbackHTTP reaches the Policy's callback (a client with CallbackTimeout when nil).
+	CallbackHTTP *http.Client
 }
 
 // LoadKey reads a key file as credentials.json gives a wallet's key: the hex of a
@@ -78,6 +81,9 @@ func LoadKey(path string) (*keys.Key, error) {
 func withDefaults(cfg Config) Config {
 	if cfg.HTTP == nil {
 		cfg.HTTP = &http.Client{Timeout: 15 * time.Second}
+	}
+	if cfg.CallbackHTTP == nil {
+		cfg.CallbackHTTP = &http.Client{Timeout: CallbackTimeout}
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Second
@@ -187,7 +193,14 @@ func pass(ctx context.Context, cfg Config, done map[string]bool) error {
 			if r.WalletID != cfg.WalletID || done[r.ID] {
 				continue
 			}
-			if f := judge(cfg, r); f != nil {
+			f, wait := judge(cfg, r), false
+			if f == nil && cfg.Policy != nil && cfg.Policy.Callback != nil {
+				f, wait = askCallback(ctx, cfg, r)
+			}
+			if wait {
+				continue
+			}
+			if f != nil {
 				if err := refuseOne(ctx, cfg, r, f); err != nil {
 					cfg.Log.Warn("refusal not posted", "signingRequestId", r.ID, "error", err.Error())
 					continue
@@ -244,6 +257,25 @@ func judge(cfg Config, r client.SigningRequest) *Refusal {
 		return cfg.Ledger.Check(r)
 	}
 	return nil
+}
+
+// askCallback asks the customer's callback about a request every check passed: nil to
+// sign, a refusal for its REJECT, or wait (true) for a RETRY or no verified answer, the
+// request staying pending until the next pass asks again.
+func askCallback(ctx context.Context, cfg Config, r client.SigningRequest) (*Refusal, bool) {
+	action, reason, err := cfg.Policy.Callback.ask(ctx, cfg.CallbackHTTP, r)
+	switch action {
+	case CallbackApprove:
+		return nil, false
+	case CallbackReject:
+		return refusal("callback_rejected", "the customer's callback rejected it: %s", cmp.Or(reason, "no reason given")), false
+	}
+	detail := "it asked to retry"
+	if err != nil {
+		detail = err.Error()
+	}
+	cfg.Log.Info("deferred", "verdict", "retry", "signingRequestId", r.ID, "orderId", r.OrderID, "leg", r.Leg, "detail", detail)
+	return nil, true
 }
 
 // refuseOne posts the refusal of a request that failed a check of the policy, and logs the
