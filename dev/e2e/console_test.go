@@ -93,7 +93,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	if at := member.AcceptLink(link, "the approver's password"); at != "/console/pay/orders" {
 		t.Fatalf("the member signed in lands at %s", at)
 	}
-	if menu := member.Menu(); menu != "Orders,Approvals" {
+	if menu := member.Menu(); menu != "Orders,Approvals,Passkeys" {
 		t.Fatalf("the member's Pay menu: %s", menu)
 	}
 	if apps := browser.Eval[string](member, `[...document.querySelectorAll("nav.apps a")].map(a => a.textContent).join(",")`); apps != "Pay" {
