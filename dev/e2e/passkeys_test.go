@@ -1,12 +1,10 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +14,6 @@ import (
 
 	"github.com/opentreasury/treasury/dev/browser"
 	"github.com/opentreasury/treasury/dev/wait"
-	"github.com/opentreasury/treasury/internal/signer"
 )
 
 // TestAPasskeyApprovesAndTheSignerAcceptsIt: in Chromium with a virtual authenticator
@@ -123,7 +120,6 @@ func TestAPasskeyApprovesAndTheSignerAcceptsIt(t *testing.T) {
 	o = waitStatus(t, api+"/payments/"+orderID, pay.Read, "pending_signature")
 
 	// The signer pins the passkey alone, and signs on its approval.
-	policyFile := filepath.Join(t.TempDir(), "policy.json")
 	requestID := o["legs"].([]any)[0].(map[string]any)["signingRequestId"].(string)
 	var request struct{ UnsignedTx string }
 	var tx struct{ To string }
@@ -135,22 +131,6 @@ func TestAPasskeyApprovesAndTheSignerAcceptsIt(t *testing.T) {
   "allow": {"destinations": [%q], "contracts": [{"address": %q, "methods": ["transfer"]}]},
   "approvers": {"rpId": "localhost", "keys": [{"id": %q, "scheme": "p256", "publicKey": %q}], "tiers": [{"minAmount": "0", "approvals": 1}]}}`,
 		payee, tx.To, passkey.ID, passkey.PublicKey)
-	if err := os.WriteFile(policyFile, []byte(policy), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	rules, err := signer.LoadPolicy(policyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := signer.LoadKey(writeKey(t, manual.PrivateKey))
-	if err != nil {
-		t.Fatal(err)
-	}
-	signerCtx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		_ = signer.Run(signerCtx, signer.Config{BaseURL: b.APIURL, Token: pay.Sign, WalletID: manual.ID, Key: key,
-			Interval: 200 * time.Millisecond, Policy: rules})
-	}()
+	runVerifyingSigner(t, b.APIURL, pay.Sign, manual, policy)
 	waitStatus(t, api+"/payments/"+orderID, pay.Read, "confirmed")
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 
+	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/internal/approvers"
 	"github.com/opentreasury/treasury/internal/chain/evm"
@@ -201,22 +202,10 @@ func TestASignerWithItsOwnQuorumRefusesACompromisedService(t *testing.T) {
 	})
 
 	// The signer: its own rules allow both addresses; only its quorum stands in the way.
-	policyFile := filepath.Join(t.TempDir(), "policy.json")
 	policy := `{"chains": {"ethereum": {"chainId": 1337, "maxFeeWei": "100000000000000000"}},
   "allow": {"destinations": ["` + payee.Hex() + `", "` + attacker.Hex() + `"], "contracts": [{"address": "` + tx.To().Hex() + `", "methods": ["transfer", "approve"]}]},
   "approvers": {"keys": [{"id": "` + botKeyID + `", "scheme": "ed25519", "publicKey": "` + base64.StdEncoding.EncodeToString(botPub) + `"}],
     "tiers": [{"minAmount": "0", "approvals": 1}]}}`
-	if err := os.WriteFile(policyFile, []byte(policy), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	rules, err := signer.LoadPolicy(policyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := signer.LoadKey(writeKey(t, manual.PrivateKey))
-	if err != nil {
-		t.Fatal(err)
-	}
 	treasuryKey := b.Credentials.Keys["treasury"]
 	device := send(t, "POST", b.APIURL+"/developer/api-keys", treasuryKey.SK,
 		fmt.Sprintf(`{"kind":"tk","actions":["sign"],"resourceIds":[%q],"label":"verifying signer"}`, manual.ID))
@@ -224,12 +213,7 @@ func TestASignerWithItsOwnQuorumRefusesACompromisedService(t *testing.T) {
 		t.Fatalf("device %d %s", device.status, device.raw)
 	}
 	nonceBefore := walletNonce(t, b.APIURL, pay.SK, manual.Address)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		_ = signer.Run(ctx, signer.Config{BaseURL: b.APIURL, Token: device.body["secret"].(string), WalletID: manual.ID, Key: key,
-			Interval: 200 * time.Millisecond, Policy: rules})
-	}()
+	runVerifyingSigner(t, b.APIURL, device.body["secret"].(string), manual, policy)
 
 	waitStatus(t, api+"/payments/"+honest, pay.Read, "confirmed")
 	for id, reason := range map[string]string{redirected: "intent_mismatch", forged: "quorum_not_met", raised: "quorum_not_met",
@@ -244,6 +228,25 @@ func TestASignerWithItsOwnQuorumRefusesACompromisedService(t *testing.T) {
 	wait.For(t, 30*time.Second, "the wallet's nonce to count the honest payment alone", func() bool {
 		return walletNonce(t, b.APIURL, pay.SK, manual.Address) == nonceBefore+1
 	})
+}
+
+// runVerifyingSigner runs treasury signer for a wallet, with its own rules (a policy
+// document), until the test ends.
+func runVerifyingSigner(t *testing.T, base, token string, wallet seed.Wallet, policy string) {
+	t.Helper()
+	rules, err := signer.ParsePolicy([]byte(policy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := signer.LoadKey(writeKey(t, wallet.PrivateKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		_ = signer.Run(ctx, signer.Config{BaseURL: base, Token: token, WalletID: wallet.ID, Key: key, Interval: 200 * time.Millisecond, Policy: rules})
+	}()
 }
 
 // writeKey writes a wallet's private key to a file as treasury signer reads it.

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"net/http"
 
@@ -97,7 +96,7 @@ func (c *console) passkeySigning(r *http.Request, rq *request) *passkeySigning {
 
 // challenge is what a passkey signs to make a decision on a statement: its digest.
 func challenge(decision, statement string) string {
-	return base64.RawURLEncoding.EncodeToString(approvers.DecisionDigest(decision, []byte(statement)))
+	return approvers.Challenge(approvers.DecisionDigest(decision, []byte(statement)))
 }
 
 // decisionOf reads the approvals form: a decision, and the passkey's assertion the

@@ -52,11 +52,7 @@ func testPolicy(t testing.TB) *Policy {
   },
   "deny": {"destinations": ["` + sanctions.Hex() + `"]}
 }`
-	path := filepath.Join(t.TempDir(), "policy.json")
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p, err := LoadPolicy(path)
+	p, err := ParsePolicy([]byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,11 +304,7 @@ func TestTheSignersQuorumIsItsOwn(t *testing.T) {
       {"id": "apk_alice", "scheme": "ed25519", "publicKey": "` + base64.StdEncoding.EncodeToString(alice.pub) + `"},
       {"id": "apk_bob", "scheme": "ed25519", "publicKey": "` + base64.StdEncoding.EncodeToString(bob.pub) + `"}],
     "tiers": [{"asset": "USDC", "minAmount": "0", "approvals": 1}, {"asset": "USDC", "minAmount": "100000000", "approvals": 2}]}}`
-	path := filepath.Join(t.TempDir(), "policy.json")
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p, err := LoadPolicy(path)
+	p, err := ParsePolicy([]byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,11 +373,7 @@ func TestThePasskeysOfTheSignersQuorum(t *testing.T) {
   "allow": {"destinations": ["` + supplier.Hex() + `"], "contracts": [{"address": "` + usdc.Hex() + `", "methods": ["transfer"]}]},
   "approvers": {"rpId": "treasury.example.com", "keys": [{"id": "apk_pass", "scheme": "p256", "publicKey": "` + base64.StdEncoding.EncodeToString(pub) + `"}],
     "tiers": [{"minAmount": "0", "approvals": 1}]}}`
-	path := filepath.Join(t.TempDir(), "policy.json")
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p, err := LoadPolicy(path)
+	p, err := ParsePolicy([]byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,11 +420,7 @@ func TestAPolicyPinsEachApproverKeyOnce(t *testing.T) {
 	text := `{"chains": {"ethereum": {"chainId": 1, "maxFeeWei": "1"}},
   "approvers": {"keys": [{"id": "apk_a", "scheme": "ed25519", "publicKey": "` + key + `"}, {"id": "apk_b", "scheme": "ed25519", "publicKey": "` + key + `"}],
     "tiers": [{"minAmount": "0", "approvals": 2}]}}`
-	path := filepath.Join(t.TempDir(), "policy.json")
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := LoadPolicy(path); err == nil || !strings.Contains(err.Error(), "repeats") {
+	if _, err := ParsePolicy([]byte(text)); err == nil || !strings.Contains(err.Error(), "repeats") {
 		t.Fatalf("a key pinned twice: %v", err)
 	}
 }

@@ -151,16 +151,11 @@ func measure(devBin, credsPath, extra, scenario string, n, webhooks int, timeout
 // and prints submit-to-confirmed latencies beside their physical floor: the devchain's
 // block time times its confirmations (given to the bundle in extra).
 func lone(devBin, extra string, n int, floor time.Duration, timeout time.Duration) error {
-	b, err := devbundle.Start(devBin, strings.Fields(extra))
-	if err != nil {
-		return fmt.Errorf("start treasury-dev: %w", err)
-	}
-	defer b.Stop()
-	creds, err := devbundle.ReadCredentials(b.CredentialsPath)
+	b, c, err := startLone(devBin, extra)
 	if err != nil {
 		return err
 	}
-	c := devbundle.NewClient(creds)
+	defer b.Stop()
 	var lat []time.Duration
 	for range n + 1 {
 		orders, err := scenarios["payments"](c, 1)
@@ -192,6 +187,20 @@ func lone(devBin, extra string, n int, floor time.Duration, timeout time.Duratio
 	devbundle.Summarize("a lone payment, in-process EVM", "p50 "+p50.Round(time.Millisecond).String(), "next block, mean "+(floor/2).String(),
 		"+"+(p50-floor/2).Round(time.Millisecond).String(), "report", "")
 	return nil
+}
+
+// startLone starts a bundle for lone payments, and a client of its seeded credentials.
+func startLone(devBin, extra string) (*devbundle.Bundle, *devbundle.Client, error) {
+	b, err := devbundle.Start(devBin, strings.Fields(extra))
+	if err != nil {
+		return nil, nil, fmt.Errorf("start treasury-dev: %w", err)
+	}
+	creds, err := devbundle.ReadCredentials(b.CredentialsPath)
+	if err != nil {
+		b.Stop()
+		return nil, nil, err
+	}
+	return b, devbundle.NewClient(creds), nil
 }
 
 func main() {

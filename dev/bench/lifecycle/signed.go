@@ -6,10 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/opentreasury/treasury/dev/bench/devbundle"
@@ -30,16 +27,12 @@ const payee = "0x1111111111111111111111111111111111111111"
 // rules and quorum pinning that key). It prints, for each, decide->signed (where the
 // verification happens) and submit->confirmed, and the difference: the verification's cost.
 func loneSigned(devBin, extra string, n int, timeout time.Duration) error {
-	b, err := devbundle.Start(devBin, strings.Fields(extra))
-	if err != nil {
-		return fmt.Errorf("start treasury-dev: %w", err)
-	}
-	defer b.Stop()
-	creds, err := devbundle.ReadCredentials(b.CredentialsPath)
+	b, c, err := startLone(devBin, extra)
 	if err != nil {
 		return err
 	}
-	c := devbundle.NewClient(creds)
+	defer b.Stop()
+	creds := c.Creds
 	i := slices.IndexFunc(creds.Wallets, func(w seed.Wallet) bool { return !w.AutoSign && w.Chain == "ethereum" })
 	if i < 0 {
 		return errors.New("the bundle has no manual ethereum wallet")
@@ -68,7 +61,7 @@ func loneSigned(devBin, extra string, n int, timeout time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("plain: %w", err)
 	}
-	verified, err := run.measure(n, device["secret"].(string), key, rules, &approver)
+	verified, err := run.measure(n, device["secret"].(string), key, rules, &decisionKey{id: approver.KeyID, key: approverKey})
 	if err != nil {
 		return fmt.Errorf("verified: %w", err)
 	}
@@ -95,20 +88,10 @@ func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
 // benchSignerRules are the verifying signer's own rules for the bench's payments: the
 // in-process chain, the payee, and one approval of the pinned key for any amount.
 func benchSignerRules(keyID string, approver *keys.Key) (*signer.Policy, error) {
-	dir, err := os.MkdirTemp("", "bench-signer")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "policy.json")
-	doc := fmt.Sprintf(`{"chains": {"ethereum": {"chainId": 1337, "maxFeeWei": "100000000000000000"}},
+	return signer.ParsePolicy(fmt.Appendf(nil, `{"chains": {"ethereum": {"chainId": 1337, "maxFeeWei": "100000000000000000"}},
   "allow": {"destinations": [%q]},
   "approvers": {"keys": [{"id": %q, "scheme": %q, "publicKey": %q}], "tiers": [{"minAmount": "0", "approvals": 1}]}}`,
-		payee, keyID, approver.Scheme, approver.PublicKey())
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-		return nil, err
-	}
-	return signer.LoadPolicy(path)
+		payee, keyID, approver.Scheme, approver.PublicKey()))
 }
 
 // lonePayer pays one approved payment at a time from the manual wallet.
@@ -126,9 +109,15 @@ func (t loneTimes) p50(d []time.Duration) time.Duration {
 	return devbundle.Percentile(s, .5)
 }
 
+// decisionKey is the approver key a bench decision is signed with.
+type decisionKey struct {
+	id  string
+	key *keys.Key
+}
+
 // measure runs n payments (and one first to warm up) with the signer's rules (nil: none),
 // the app's policy wanting signed approvals when approver is set, which then signs.
-func (p lonePayer) measure(n int, token string, key *keys.Key, rules *signer.Policy, approver *seed.ApproverKey) (loneTimes, error) {
+func (p lonePayer) measure(n int, token string, key *keys.Key, rules *signer.Policy, approver *decisionKey) (loneTimes, error) {
 	pay := p.c.Creds.Keys["pay"]
 	policy := `{"approvalTiers":[{"minUsd":"0","quorum":1}]}`
 	if approver != nil {
@@ -136,14 +125,6 @@ func (p lonePayer) measure(n int, token string, key *keys.Key, rules *signer.Pol
 	}
 	if status, body, err := p.c.Do("PUT", "/policies/pay", pay.SK, policy); err != nil || status != 200 {
 		return loneTimes{}, fmt.Errorf("policy: HTTP %d %v %v", status, body, err)
-	}
-	var approverKey *keys.Key
-	if approver != nil {
-		k, err := keys.Parse(approver.Scheme, approver.PrivateKey)
-		if err != nil {
-			return loneTimes{}, err
-		}
-		approverKey = k
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -153,7 +134,7 @@ func (p lonePayer) measure(n int, token string, key *keys.Key, rules *signer.Pol
 	}()
 	var out loneTimes
 	for i := range n + 1 {
-		decide, signed, submitted, confirmed, err := p.one(approver, approverKey)
+		decide, signed, submitted, confirmed, err := p.one(approver)
 		if err != nil {
 			return out, err
 		}
@@ -165,9 +146,9 @@ func (p lonePayer) measure(n int, token string, key *keys.Key, rules *signer.Pol
 	return out, nil
 }
 
-// one pays once: create, submit, approve (signed when approverKey is set), and follows
+// one pays once: create, submit, approve (signed when approver is set), and follows
 // the order to confirmed, polling it.
-func (p lonePayer) one(approver *seed.ApproverKey, approverKey *keys.Key) (decide, signed, submitted, confirmed time.Time, err error) {
+func (p lonePayer) one(approver *decisionKey) (decide, signed, submitted, confirmed time.Time, err error) {
 	pay := p.c.Creds.Keys["pay"]
 	status, order, err := p.c.Do("POST", "/payments", pay.SK,
 		fmt.Sprintf(`{"walletId":%q,"asset":"ETH","amount":"0.001","destination":{"address":%q}}`, p.wallet, payee))
@@ -185,16 +166,16 @@ func (p lonePayer) one(approver *seed.ApproverKey, approverKey *keys.Key) (decid
 	}
 	itemID := o["approval"].(map[string]any)["itemId"].(string)
 	body := `{"decision":"APPROVE"}`
-	if approverKey != nil {
+	if approver != nil {
 		statement, err := p.statement(itemID)
 		if err != nil {
 			return decide, signed, submitted, confirmed, err
 		}
-		sig, err := approverKey.Sign(approvers.DecisionDigest("APPROVE", []byte(statement)))
+		sig, err := approver.key.Sign(approvers.DecisionDigest("APPROVE", []byte(statement)))
 		if err != nil {
 			return decide, signed, submitted, confirmed, err
 		}
-		body = fmt.Sprintf(`{"decision":"APPROVE","keyId":%q,"signature":%q}`, approver.KeyID, base64.StdEncoding.EncodeToString(sig))
+		body = fmt.Sprintf(`{"decision":"APPROVE","keyId":%q,"signature":%q}`, approver.id, base64.StdEncoding.EncodeToString(sig))
 	}
 	decide = time.Now()
 	if status, answer, err := p.c.Do("POST", "/approvals/payment/"+itemID+"/decide", pay.Approve, body); err != nil || status != 202 {
