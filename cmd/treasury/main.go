@@ -156,6 +156,9 @@ func runSigner(ctx context.Context, cfg assemble.Config, proc commandEnv) error 
 		if policy, err = signer.LoadPolicy(signerFlags.policy); err != nil {
 			return err
 		}
+		if err := policy.Connect(ctx, nil); err != nil {
+			return fmt.Errorf("%s: %w", signerFlags.policy, err)
+		}
 		if ledger, err = signer.OpenLedger(cmp.Or(signerFlags.ledger, signerFlags.keyFile+".ledger")); err != nil {
 			return err
 		}

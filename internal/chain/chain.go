@@ -261,3 +261,57 @@ func (r Router) LatestRound(ctx context.Context, chainName, feed string) (PriceR
 	}
 	return f.LatestRound(ctx, feed)
 }
+
+// Simulation is what a chain's node says an order's legs would do on its latest state, run
+// one after another without being sent (SPEC 3.3): approvers see it beside the statement.
+type Simulation struct {
+	// At is when it ran; Block the block whose state it ran on.
+	At    string         `json:"at"`
+	Block uint64         `json:"block"`
+	Legs  []SimulatedLeg `json:"legs"`
+}
+
+// SimulatedLeg is one leg's simulated run: whether it reverted (and why), its gas, and
+// every address's net change in every asset it moved.
+type SimulatedLeg struct {
+	Leg            string          `json:"leg"`
+	Reverted       bool            `json:"reverted"`
+	Reason         string          `json:"reason,omitempty"`
+	GasUsed        uint64          `json:"gasUsed"`
+	BalanceChanges []BalanceChange `json:"balanceChanges"`
+}
+
+// BalanceChange is an address's net change in one asset: Asset is the symbol the chain's
+// configuration gives it (a token it does not name is its contract's address), Amount
+// the signed change in the asset's units and BaseUnits in its base units (for an unnamed
+// token, both are base units).
+type BalanceChange struct {
+	Address   string `json:"address"`
+	Asset     string `json:"asset"`
+	Amount    string `json:"amount"`
+	BaseUnits string `json:"baseUnits"`
+}
+
+// Simulator is an adapter whose node can run legs without sending them.
+type Simulator interface {
+	Simulate(ctx context.Context, legs []Leg) (Simulation, error)
+}
+
+// ErrNoSimulator means no adapter of the chain simulates.
+var ErrNoSimulator = errors.New("chain: no adapter of this chain simulates transactions")
+
+// Simulate runs an order's legs, all of one chain, through that chain's adapter.
+func (r Router) Simulate(ctx context.Context, legs []Leg) (Simulation, error) {
+	if len(legs) == 0 {
+		return Simulation{}, errors.New("chain: no legs to simulate")
+	}
+	a, err := r.For(legs[0].Chain)
+	if err != nil {
+		return Simulation{}, err
+	}
+	s, ok := a.(Simulator)
+	if !ok {
+		return Simulation{}, fmt.Errorf("%w: %s", ErrNoSimulator, legs[0].Chain)
+	}
+	return s.Simulate(ctx, legs)
+}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -74,12 +75,18 @@ type QuorumTier struct {
 	min       *big.Int
 }
 
-// ChainRule is what the signer knows of a chain by itself: its chain id, and the most a
-// transaction may pay in fees (gas × maxFeePerGas, in wei).
+// ChainRule is what the signer knows of a chain by itself: its chain id, the most a
+// transaction may pay in fees (gas × maxFeePerGas, in wei), and optionally its own node,
+// through which it simulates each transaction before signing it.
 type ChainRule struct {
 	ChainID   uint64 `json:"chainId"`
 	MaxFeeWei string `json:"maxFeeWei"`
-	maxFee    *big.Int
+	// RPCURL is a node of the signer's own choosing (not the service's): with one, every
+	// transaction is run there first (eth_simulateV1) and must move what its intent says
+	// and nothing else.
+	RPCURL string `json:"rpcUrl,omitempty"`
+	maxFee *big.Int
+	node   evm.Simulator
 }
 
 // Rules list destinations and contracts. A destination is an address a transfer pays
@@ -153,6 +160,11 @@ func (p *Policy) check() error {
 		fee, ok := new(big.Int).SetString(c.MaxFeeWei, 10)
 		if c.ChainID == 0 || !ok || fee.Sign() <= 0 {
 			return fmt.Errorf("chains.%s: needs chainId and maxFeeWei (a positive whole number of wei)", name)
+		}
+		if c.RPCURL != "" {
+			if u, err := url.Parse(c.RPCURL); err != nil || !slices.Contains([]string{"http", "https", "ws", "wss"}, u.Scheme) || u.Host == "" {
+				return fmt.Errorf("chains.%s.rpcUrl: an http(s) or ws(s) URL of the signer's own node", name)
+			}
 		}
 		c.maxFee = fee
 		p.Chains[name] = c

@@ -172,12 +172,13 @@ func TestThePolicyJudgesASimulatedPayment(t *testing.T) {
 
 func TestAPolicyFileIsReadStrictly(t *testing.T) {
 	for name, text := range map[string]string{
-		"an unknown field":   `{"chains":{"ethereum":{"chainId":1,"maxFeeWei":"1"}},"alow":{}}`,
-		"no fee cap":         `{"chains":{"ethereum":{"chainId":1}}}`,
-		"no chain":           `{"allow":{"destinations":["0x1111111111111111111111111111111111111111"]}}`,
-		"a bad address":      `{"chains":{"ethereum":{"chainId":1,"maxFeeWei":"1"}},"allow":{"destinations":["0x11"]}}`,
-		"an unknown method":  `{"chains":{"ethereum":{"chainId":1,"maxFeeWei":"1"}},"allow":{"contracts":[{"address":"0x1111111111111111111111111111111111111111","methods":["transferFrom"]}]}}`,
-		"a fee as a decimal": `{"chains":{"ethereum":{"chainId":1,"maxFeeWei":"0.5"}}}`,
+		"an unknown field":      `{"chains":{"ethereum":{"chainId":1,"maxFeeWei":"1"}},"alow":{}}`,
+		"no fee cap":            `{"chains":{"ethereum":{"chainId":1}}}`,
+		"no chain":              `{"allow":{"destinations":["0x1111111111111111111111111111111111111111"]}}`,
+		"a bad address":         `{"chains":{"ethereum":{"chainId":1,"maxFeeWei":"1"}},"allow":{"destinations":["0x11"]}}`,
+		"an unknown method":     `{"chains":{"ethereum":{"chainId":1,"maxFeeWei":"1"}},"allow":{"contracts":[{"address":"0x1111111111111111111111111111111111111111","methods":["transferFrom"]}]}}`,
+		"a fee as a decimal":    `{"chains":{"ethereum":{"chainId":1,"maxFeeWei":"0.5"}}}`,
+		"a node that is no URL": `{"chains":{"ethereum":{"chainId":1,"maxFeeWei":"1","rpcUrl":"localhost:8545"}}}`,
 		"a tier needing more keys than are pinned": `{"chains":{"ethereum":{"chainId":1,"maxFeeWei":"1"}},"approvers":{"keys":[],"tiers":[{"minAmount":"0","approvals":1}]}}`,
 		"a pinned key that is not one":             `{"chains":{"ethereum":{"chainId":1,"maxFeeWei":"1"}},"approvers":{"keys":[{"id":"apk_1","scheme":"ed25519","publicKey":"AAAA"}]}}`,
 	} {

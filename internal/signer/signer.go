@@ -193,8 +193,8 @@ func pass(ctx context.Context, cfg Config, done map[string]bool) error {
 			if r.WalletID != cfg.WalletID || done[r.ID] {
 				continue
 			}
-			f, wait := judge(cfg, r), false
-			if f == nil && cfg.Policy != nil && cfg.Policy.Callback != nil {
+			f, wait := judge(ctx, cfg, r)
+			if f == nil && !wait && cfg.Policy != nil && cfg.Policy.Callback != nil {
 				f, wait = askCallback(ctx, cfg, r)
 			}
 			if wait {
@@ -213,7 +213,8 @@ func pass(ctx context.Context, cfg Config, done map[string]bool) error {
 				continue
 			}
 			done[r.ID] = true
-			cfg.Log.Info("signed", "verdict", "sign", "signingRequestId", r.ID, "orderId", r.OrderID, "leg", r.Leg, "checkedByPolicy", cfg.Policy != nil)
+			cfg.Log.Info("signed", "verdict", "sign", "signingRequestId", r.ID, "orderId", r.OrderID, "leg", r.Leg, "checkedByPolicy", cfg.Policy != nil,
+				"simulated", cfg.Policy != nil && cfg.Policy.Chains[r.Chain].node != nil && client.IsEVMTransaction(r))
 		}
 		if page.NextCursor == nil {
 			return nil
@@ -244,19 +245,29 @@ func signOne(ctx context.Context, cfg Config, r client.SigningRequest) error {
 	return call(ctx, cfg, "POST", "/api/v1/signing-requests/"+r.ID+"/signature", body, nil)
 }
 
-// judge holds a request to the signer's own rules and its ledger of what it has signed:
-// nil when it may sign.
-func judge(cfg Config, r client.SigningRequest) *Refusal {
+// judge holds a request to the signer's own rules, its ledger of what it has signed and,
+// with a node of its own, to what the transaction does there: nil when it may sign, or
+// wait (true) when the node could not answer, the request staying pending until the next
+// pass.
+func judge(ctx context.Context, cfg Config, r client.SigningRequest) (*Refusal, bool) {
 	if cfg.Policy == nil {
-		return nil
+		return nil, false
 	}
 	if f := cfg.Policy.Check(r, cfg.WalletID, cfg.Key.Address()); f != nil {
-		return f
+		return f, false
 	}
 	if cfg.Ledger != nil {
-		return cfg.Ledger.Check(r)
+		if f := cfg.Ledger.Check(r); f != nil {
+			return f, false
+		}
 	}
-	return nil
+	f, err := cfg.Policy.Simulate(ctx, r, cfg.Key.Address())
+	if err != nil {
+		cfg.Log.Warn("deferred", "verdict", "retry", "signingRequestId", r.ID, "orderId", r.OrderID, "leg", r.Leg,
+			"detail", "simulating on the signer's node: "+err.Error())
+		return nil, true
+	}
+	return f, false
 }
 
 // askCallback asks the customer's callback about a request every check passed: nil to

@@ -130,3 +130,13 @@ func (c Config) token(symbol string) (Token, bool, error) {
 	}
 	return Token{}, false, fmt.Errorf("%w: %s has no token %q configured", chain.ErrUnsupportedAsset, c.Name, symbol)
 }
+
+// tokenAt returns the configured token at an address.
+func (c Config) tokenAt(address common.Address) (Token, bool) {
+	for _, t := range c.Tokens {
+		if t.Address == address {
+			return t, true
+		}
+	}
+	return Token{}, false
+}

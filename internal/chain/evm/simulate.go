@@ -1,0 +1,311 @@
+package evm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"sort"
+
+	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/ethclient"
+	"github.com/ethereum/go-ethereum/rpc"
+	"github.com/shopspring/decimal"
+
+	"github.com/opentreasury/treasury/internal/chain"
+)
+
+// Simulator is a node that runs calls on its latest state without sending them
+// (eth_simulateV1): go-ethereum's ethclient, or its simulated backend's client.
+type Simulator interface {
+	SimulateV1(ctx context.Context, opts ethclient.SimulateOptions, block *rpc.BlockNumberOrHash) ([]ethclient.SimulateBlockResult, error)
+}
+
+// ErrCannotSimulate is a node (or a client of one) that offers no eth_simulateV1.
+var ErrCannotSimulate = errors.New("evm: the node cannot simulate transactions (eth_simulateV1)")
+
+var (
+	transferTopic = crypto.Keccak256Hash([]byte("Transfer(address,address,uint256)"))
+	approvalTopic = crypto.Keccak256Hash([]byte("Approval(address,address,uint256)"))
+	// NativeAddress is where eth_simulateV1 with traceTransfers logs the native asset's
+	// movements, as ERC-20 Transfer events (ERC-7528's address for the native asset).
+	NativeAddress = common.HexToAddress("0xEeeeeEeeeEeEeeEeEeEeeEEEeeeeEeeeeeeeEEeE")
+)
+
+// Movement is an amount that left one address for another in a simulated call: the
+// native asset (Token is NativeAddress) or an ERC-20's Transfer event.
+type Movement struct {
+	Token    common.Address
+	From, To common.Address
+	Amount   *big.Int
+}
+
+// Allowance is an ERC-20 Approval event: Owner let Spender spend Amount of Token.
+type Allowance struct {
+	Token, Owner, Spender common.Address
+	Amount                *big.Int
+}
+
+// Outcome is what one simulated call did on the node's latest state.
+type Outcome struct {
+	Reverted bool
+	// Reason is the revert's reason, as the node gives it.
+	Reason    string
+	GasUsed   uint64
+	Movements []Movement
+	Approvals []Allowance
+}
+
+// Simulate runs calls one after another in one block on top of the node's latest state,
+// without signature or fee checks, tracing native transfers, and reads what each did: the
+// block it ran on and one Outcome per call. A later call sees what the earlier ones left
+// (a swap sees the allowance of the approve before it).
+func Simulate(ctx context.Context, node any, calls []ethereum.CallMsg) (uint64, []Outcome, error) {
+	s, ok := node.(Simulator)
+	if !ok {
+		return 0, nil, ErrCannotSimulate
+	}
+	latest := rpc.BlockNumberOrHashWithNumber(rpc.LatestBlockNumber)
+	blocks, err := s.SimulateV1(ctx, ethclient.SimulateOptions{TraceTransfers: true,
+		BlockStateCalls: []ethclient.SimulateBlock{{Calls: calls}}}, &latest)
+	if err != nil {
+		return 0, nil, fmt.Errorf("evm: eth_simulateV1: %w", err)
+	}
+	if len(blocks) != 1 || len(blocks[0].Calls) != len(calls) {
+		return 0, nil, fmt.Errorf("evm: eth_simulateV1 answered %d blocks for 1, of %d calls", len(blocks), len(calls))
+	}
+	out := make([]Outcome, len(calls))
+	for i, r := range blocks[0].Calls {
+		o := Outcome{Reverted: r.Status != 1, GasUsed: r.GasUsed}
+		if r.Error != nil {
+			o.Reason = r.Error.Message
+		}
+		for _, l := range r.Logs {
+			if l == nil || len(l.Topics) != 3 || len(l.Data) != 32 {
+				continue
+			}
+			from, to := common.BytesToAddress(l.Topics[1].Bytes()), common.BytesToAddress(l.Topics[2].Bytes())
+			amount := new(big.Int).SetBytes(l.Data)
+			switch l.Topics[0] {
+			case transferTopic:
+				o.Movements = append(o.Movements, Movement{Token: l.Address, From: from, To: to, Amount: amount})
+			case approvalTopic:
+				o.Approvals = append(o.Approvals, Allowance{Token: l.Address, Owner: from, Spender: to, Amount: amount})
+			}
+		}
+		out[i] = o
+	}
+	var block uint64
+	if blocks[0].Number != nil {
+		block = blocks[0].Number.Uint64()
+	}
+	return block, out, nil
+}
+
+// Change is an address's net change in one asset over a call: signed base units.
+type Change struct {
+	Address, Token common.Address
+	Amount         *big.Int
+}
+
+// Changes nets a call's movements per address and asset, leaving out what nets to zero,
+// in a stable order (address, then token).
+func (o Outcome) Changes() []Change {
+	type key struct{ addr, token common.Address }
+	net := map[key]*big.Int{}
+	add := func(k key, v *big.Int) {
+		if net[k] == nil {
+			net[k] = new(big.Int)
+		}
+		net[k].Add(net[k], v)
+	}
+	for _, m := range o.Movements {
+		add(key{m.From, m.Token}, new(big.Int).Neg(m.Amount))
+		add(key{m.To, m.Token}, m.Amount)
+	}
+	var out []Change
+	for k, v := range net {
+		if v.Sign() != 0 {
+			out = append(out, Change{Address: k.addr, Token: k.token, Amount: v})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Address != out[j].Address {
+			return out[i].Address.Cmp(out[j].Address) < 0
+		}
+		return out[i].Token.Cmp(out[j].Token) < 0
+	})
+	return out
+}
+
+// CheckMovements holds a simulated transaction to the intent it was checked against (the
+// verifying signer's third check, SPEC 3.5a): it does not revert, and what leaves the
+// wallet is what the intent moves and nothing else. A transfer sends exactly its amount
+// of its asset to its recipient, who gains exactly that; a swap, a deposit and a repay
+// spend their amount (a repay at most) of one asset; a withdrawal gives up only the
+// vault's own shares; an approve, a claim and a draw take nothing from the wallet. Only
+// an approve grants an allowance (other legs' calls may leave the one their contract
+// spends). Fees are not movements: the fee cap bounds them.
+func CheckMovements(tx *types.Transaction, in chain.Intent, wallet common.Address, o Outcome) error {
+	if o.Reverted {
+		return fmt.Errorf("it reverts: %s", o.Reason)
+	}
+	amount, ok := new(big.Int).SetString(in.Amount, 10)
+	if !ok {
+		return fmt.Errorf("the intent's amount %q is not base units", in.Amount)
+	}
+	var (
+		spends, atMost, anyToken bool
+		asset                    common.Address
+		recipient                *common.Address
+		shares                   *common.Address
+	)
+	argAddress := func(i int) (common.Address, error) {
+		c, err := DecodeCall(tx.Data())
+		if err != nil || len(c.Args) <= i {
+			return common.Address{}, fmt.Errorf("the %s call does not decode: %v", in.Leg, err)
+		}
+		a, _ := c.Args[i].(common.Address)
+		if a == (common.Address{}) {
+			return NativeAddress, nil
+		}
+		return a, nil
+	}
+	var err error
+	switch in.Leg {
+	case "TRANSFER":
+		spends, asset = true, NativeAddress
+		if in.Contract != "" {
+			asset = common.HexToAddress(in.Contract)
+		}
+		to := common.HexToAddress(in.To)
+		recipient = &to
+	case "SWAP":
+		spends = true
+		if asset, err = argAddress(0); err != nil {
+			return err
+		}
+	case "DEPOSIT":
+		spends, anyToken = true, true
+		vault := common.HexToAddress(in.Contract)
+		recipient = &vault
+	case "REPAY":
+		spends, atMost = true, true
+		if asset, err = argAddress(0); err != nil {
+			return err
+		}
+	case "WITHDRAW":
+		vault := common.HexToAddress(in.Contract)
+		shares = &vault
+	case "APPROVE", "CLAIM", "DRAW":
+	default:
+		return fmt.Errorf("no movements known for a %s leg", in.Leg)
+	}
+	total, spent := new(big.Int), common.Address{}
+	for _, m := range o.Movements {
+		if m.From != wallet {
+			continue
+		}
+		switch {
+		case shares != nil && m.Token == *shares:
+			continue
+		case !spends:
+			return fmt.Errorf("%s base units of %s leave the wallet for %s; a %s leg takes nothing from it", m.Amount, assetName(m.Token), m.To.Hex(), in.Leg)
+		case anyToken && spent != (common.Address{}) && m.Token != spent,
+			!anyToken && m.Token != asset:
+			return fmt.Errorf("%s base units of %s leave the wallet; the %s leg spends only %s", m.Amount, assetName(m.Token), in.Leg, assetName(cmpAddress(asset, spent)))
+		case recipient != nil && m.To != *recipient:
+			return fmt.Errorf("%s base units of %s go to %s, not to %s", m.Amount, assetName(m.Token), m.To.Hex(), recipient.Hex())
+		}
+		spent = m.Token
+		total.Add(total, m.Amount)
+	}
+	if spends && (total.Cmp(amount) > 0 || !atMost && total.Cmp(amount) != 0) {
+		return fmt.Errorf("%s base units leave the wallet; the %s leg spends %s", total, in.Leg, amount)
+	}
+	if in.Leg == "TRANSFER" {
+		got := new(big.Int)
+		for _, c := range o.Changes() {
+			if c.Address == *recipient && c.Token == asset {
+				got = c.Amount
+			}
+		}
+		if got.Cmp(amount) != 0 {
+			return fmt.Errorf("%s receives %s base units of %s; the intent pays %s", recipient.Hex(), got, assetName(asset), amount)
+		}
+	}
+	for _, a := range o.Approvals {
+		if a.Owner != wallet {
+			continue
+		}
+		if in.Leg == "APPROVE" {
+			if a.Token != common.HexToAddress(in.Contract) || a.Spender != common.HexToAddress(in.To) || a.Amount.Cmp(amount) != 0 {
+				return fmt.Errorf("the wallet allows %s to spend %s of %s; the intent approves %s of %s to %s", a.Spender.Hex(), a.Amount, a.Token.Hex(), amount, in.Contract, in.To)
+			}
+			continue
+		}
+		if tx.To() == nil || a.Spender != *tx.To() {
+			return fmt.Errorf("the wallet allows %s to spend %s of %s; a %s leg grants nothing", a.Spender.Hex(), a.Amount, a.Token.Hex(), in.Leg)
+		}
+	}
+	return nil
+}
+
+func assetName(token common.Address) string {
+	if token == NativeAddress {
+		return "the native asset"
+	}
+	return "the token at " + token.Hex()
+}
+
+func cmpAddress(a, b common.Address) common.Address {
+	if a == (common.Address{}) {
+		return b
+	}
+	return a
+}
+
+// Simulate runs an order's legs on the node's latest state, one after another, without
+// sending them, and says what each would move (chain.Simulator): what approvers see
+// beside the statement. Assets are named by the chain's configuration where it knows
+// them.
+func (c *Chain) Simulate(ctx context.Context, legs []chain.Leg) (chain.Simulation, error) {
+	calls := make([]ethereum.CallMsg, len(legs))
+	for i, leg := range legs {
+		if err := c.serves(leg.Chain); err != nil {
+			return chain.Simulation{}, err
+		}
+		if !common.IsHexAddress(leg.From) {
+			return chain.Simulation{}, fmt.Errorf("evm: the wallet address %q is not an EVM address", leg.From)
+		}
+		from := common.HexToAddress(leg.From)
+		in, err := c.intent(ctx, leg, from)
+		if err != nil {
+			return chain.Simulation{}, err
+		}
+		calls[i] = ethereum.CallMsg{From: from, To: &in.to, Value: in.value, Data: in.data}
+	}
+	block, outcomes, err := Simulate(ctx, c.client, calls)
+	if err != nil {
+		return chain.Simulation{}, err
+	}
+	sim := chain.Simulation{Block: block, Legs: make([]chain.SimulatedLeg, len(legs))}
+	for i, o := range outcomes {
+		l := chain.SimulatedLeg{Leg: legs[i].Kind, Reverted: o.Reverted, Reason: o.Reason, GasUsed: o.GasUsed, BalanceChanges: []chain.BalanceChange{}}
+		for _, ch := range o.Changes() {
+			symbol, decimals := ch.Token.Hex(), int32(0)
+			if ch.Token == NativeAddress {
+				symbol, decimals = c.cfg.NativeAsset, 18
+			} else if t, ok := c.cfg.tokenAt(ch.Token); ok {
+				symbol, decimals = t.Symbol, t.Decimals
+			}
+			l.BalanceChanges = append(l.BalanceChanges, chain.BalanceChange{Address: ch.Address.Hex(), Asset: symbol,
+				Amount: decimal.NewFromBigInt(ch.Amount, -decimals).String(), BaseUnits: ch.Amount.String()})
+		}
+		sim.Legs[i] = l
+	}
+	return sim, nil
+}

@@ -1,0 +1,175 @@
+package evm_test
+
+import (
+	"context"
+	"math/big"
+	"strings"
+	"testing"
+
+	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/shopspring/decimal"
+
+	"github.com/opentreasury/treasury/internal/chain"
+	"github.com/opentreasury/treasury/internal/chain/evm"
+)
+
+// prepared is a leg's transaction as a signer decodes it, with the intent it is held to.
+func (n *net) prepared(leg chain.Leg, nonce uint64) (*types.Transaction, chain.Intent) {
+	n.t.Helper()
+	leg.Chain, leg.From = "ethereum", n.wallet.Address()
+	draft, err := n.chain.Prepare(context.Background(), leg)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	u, err := draft.Seal(nonce)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	tx, _, err := evm.DecodeUnsigned(u.Raw)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	in, err := n.chain.Describe(leg)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return tx, in
+}
+
+func callOf(tx *types.Transaction, from common.Address) ethereum.CallMsg {
+	return ethereum.CallMsg{From: from, To: tx.To(), Value: tx.Value(), Data: tx.Data()}
+}
+
+// tradeEarnBorrow are legs of every kind, in an order each can run after the one before.
+var tradeEarnBorrow = []chain.Leg{
+	{Kind: "TRANSFER", Asset: "USDC", Amount: decimal.NewFromInt(250), To: receiver.Hex()},
+	{Kind: "TRANSFER", Asset: "ETH", Amount: decimal.RequireFromString("1.5"), To: receiver.Hex()},
+	{Kind: "APPROVE", Asset: "USDC", Amount: decimal.NewFromInt(3000), BuyAsset: "ETH"},
+	{Kind: "SWAP", Asset: "USDC", Amount: decimal.NewFromInt(3000), BuyAsset: "ETH", MaxSlippageBps: 50},
+	{Kind: "SWAP", Asset: "ETH", Amount: decimal.NewFromInt(2), BuyAsset: "WBTC", MaxSlippageBps: 50},
+	{Kind: "DEPOSIT", Asset: "USDC", Amount: decimal.NewFromInt(500), Protocol: "aave"},
+	{Kind: "WITHDRAW", Asset: "USDC", Amount: decimal.NewFromInt(200), Protocol: "aave"},
+	{Kind: "CLAIM", Asset: "USDC", Protocol: "aave"},
+	{Kind: "DRAW", Asset: "WBTC", Amount: decimal.RequireFromString("0.5"), Protocol: "aave"},
+	{Kind: "REPAY", Asset: "WBTC", Amount: decimal.RequireFromString("0.25"), Protocol: "aave"},
+}
+
+func TestEveryLegSimulatesAsItsIntentSays(t *testing.T) {
+	n := newNet(t, 1)
+	ctx := context.Background()
+	w := common.HexToAddress(n.wallet.Address())
+	// The wallet holds WBTC before, so that the repay can be prepared (a draft is checked
+	// against the balances on chain, not the simulated ones).
+	n.send(chain.Leg{Kind: "SWAP", Asset: "ETH", Amount: decimal.NewFromInt(6), BuyAsset: "WBTC", MaxSlippageBps: 50})
+	n.commit()
+	txs, intents, calls := make([]*types.Transaction, len(tradeEarnBorrow)), make([]chain.Intent, len(tradeEarnBorrow)), make([]ethereum.CallMsg, len(tradeEarnBorrow))
+	for i, leg := range tradeEarnBorrow {
+		txs[i], intents[i] = n.prepared(leg, n.next+uint64(i))
+		calls[i] = callOf(txs[i], w)
+	}
+	block, outcomes, err := evm.Simulate(ctx, n.backend.Client(), calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if block == 0 {
+		t.Fatal("the simulation names no block")
+	}
+	for i, o := range outcomes {
+		if err := evm.CheckMovements(txs[i], intents[i], w, o); err != nil {
+			t.Errorf("%s leg %d: %v (outcome %+v)", intents[i].Leg, i, err, o)
+		}
+	}
+	// Nothing was sent: the wallet's nonce and balances are as they were.
+	if nonce, _ := n.backend.Client().NonceAt(ctx, w, nil); nonce != n.next {
+		t.Fatalf("the simulation sent something: nonce %d", nonce)
+	}
+
+	// The same legs through the adapter, as approvers see them.
+	legs := make([]chain.Leg, len(tradeEarnBorrow))
+	for i, leg := range tradeEarnBorrow {
+		leg.Chain, leg.From = "ethereum", w.Hex()
+		legs[i] = leg
+	}
+	sim, err := n.chain.Simulate(ctx, legs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := func(leg int) map[string]string {
+		out := map[string]string{}
+		for _, c := range sim.Legs[leg].BalanceChanges {
+			out[c.Address+" "+c.Asset] = c.Amount
+		}
+		return out
+	}
+	if c := got(0); len(c) != 2 || c[w.Hex()+" USDC"] != "-250" || c[receiver.Hex()+" USDC"] != "250" {
+		t.Fatalf("the USDC transfer shows %v", c)
+	}
+	if c := got(1); c[w.Hex()+" ETH"] != "-1.5" || c[receiver.Hex()+" ETH"] != "1.5" {
+		t.Fatalf("the ETH transfer shows %v", c)
+	}
+	if c := got(2); len(c) != 0 || sim.Legs[2].Reverted {
+		t.Fatalf("an approve moves nothing: %+v", sim.Legs[2])
+	}
+	// 3,000 USDC buy 1 ETH at the dev router's prices.
+	if c := got(3); c[w.Hex()+" USDC"] != "-3000" || c[w.Hex()+" ETH"] != "1" {
+		t.Fatalf("the swap shows %v", c)
+	}
+	for i, l := range sim.Legs {
+		if l.Reverted || l.Leg != tradeEarnBorrow[i].Kind || l.GasUsed == 0 {
+			t.Fatalf("leg %d: %+v", i, l)
+		}
+	}
+}
+
+func TestASimulatedMovementTheIntentDoesNotSayIsRefused(t *testing.T) {
+	n := newNet(t, 1)
+	ctx := context.Background()
+	w := common.HexToAddress(n.wallet.Address())
+	one := func(leg chain.Leg) (*types.Transaction, chain.Intent, evm.Outcome) {
+		t.Helper()
+		tx, in := n.prepared(leg, 0)
+		_, o, err := evm.Simulate(ctx, n.backend.Client(), []ethereum.CallMsg{callOf(tx, w)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tx, in, o[0]
+	}
+	refused := func(err error, want string) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("got %v, want a refusal saying %q", err, want)
+		}
+	}
+
+	// A transfer that pays another amount than its intent's.
+	tx, in, o := one(chain.Leg{Kind: "TRANSFER", Asset: "USDC", Amount: decimal.NewFromInt(250), To: receiver.Hex()})
+	lower := in
+	lower.Amount = "249000000"
+	refused(evm.CheckMovements(tx, lower, w, o), "the TRANSFER leg spends 249000000")
+
+	// A transfer the chain reverts (the dev token refuses 0x…dEaD).
+	tx, in, o = one(chain.Leg{Kind: "TRANSFER", Asset: "USDC", Amount: decimal.NewFromInt(5), To: dead.Hex()})
+	refused(evm.CheckMovements(tx, in, w, o), "it reverts")
+
+	// What a token with a hidden drain would do: the transfer also moves WBTC away, or
+	// grants an allowance to a stranger.
+	tx, in, o = one(chain.Leg{Kind: "TRANSFER", Asset: "USDC", Amount: decimal.NewFromInt(250), To: receiver.Hex()})
+	drained := o
+	drained.Movements = append(append([]evm.Movement{}, o.Movements...), evm.Movement{Token: n.cfg.Tokens[1].Address, From: w, To: dead, Amount: big.NewInt(1)})
+	refused(evm.CheckMovements(tx, in, w, drained), "the TRANSFER leg spends only the token at "+n.cfg.Tokens[0].Address.Hex())
+	granted := o
+	granted.Approvals = []evm.Allowance{{Token: n.cfg.Tokens[0].Address, Owner: w, Spender: dead, Amount: big.NewInt(1)}}
+	refused(evm.CheckMovements(tx, in, w, granted), "a TRANSFER leg grants nothing")
+
+	// A claim that takes something from the wallet.
+	tx, in, o = one(chain.Leg{Kind: "CLAIM", Asset: "USDC", Protocol: "aave"})
+	o.Movements = append(o.Movements, evm.Movement{Token: evm.NativeAddress, From: w, To: dead, Amount: big.NewInt(7)})
+	refused(evm.CheckMovements(tx, in, w, o), "a CLAIM leg takes nothing from it")
+
+	// Simulating needs a node that offers eth_simulateV1.
+	if _, _, err := evm.Simulate(ctx, struct{}{}, nil); err != evm.ErrCannotSimulate {
+		t.Fatalf("a client without eth_simulateV1: %v", err)
+	}
+}

@@ -1,0 +1,117 @@
+package signer
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/ethclient"
+	"github.com/ethereum/go-ethereum/rpc"
+
+	"github.com/opentreasury/treasury/client"
+	"github.com/opentreasury/treasury/internal/approvers"
+	"github.com/opentreasury/treasury/internal/chain"
+	"github.com/opentreasury/treasury/internal/chain/evm"
+)
+
+// NodeTimeout bounds each call to a chain's node: dialling it, and each simulation.
+const NodeTimeout = 15 * time.Second
+
+// Node is what the signer asks of its own node: the chain it serves, and simulations.
+type Node interface {
+	ChainID(ctx context.Context) (*big.Int, error)
+	evm.Simulator
+}
+
+// Dial connects to a node's JSON-RPC URL.
+type Dial func(ctx context.Context, url string) (Node, error)
+
+// DialNode dials a node over HTTP(S) or WebSocket, each HTTP call bounded by NodeTimeout.
+func DialNode(ctx context.Context, url string) (Node, error) {
+	c, err := rpc.DialOptions(ctx, url, rpc.WithHTTPClient(&http.Client{Timeout: NodeTimeout}))
+	if err != nil {
+		return nil, err
+	}
+	return ethclient.NewClient(c), nil
+}
+
+// Connect dials the node of every chain whose rule names one (with DialNode when dial is
+// nil) and checks that it serves the rule's chain id: a signer simulating on another chain
+// would judge nothing.
+func (p *Policy) Connect(ctx context.Context, dial Dial) error {
+	if dial == nil {
+		dial = DialNode
+	}
+	for name, rule := range p.Chains {
+		if rule.RPCURL == "" {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(ctx, NodeTimeout)
+		node, err := dial(ctx, rule.RPCURL)
+		if err == nil {
+			id, idErr := node.ChainID(ctx)
+			if err = idErr; err == nil && (!id.IsUint64() || id.Uint64() != rule.ChainID) {
+				err = fmt.Errorf("the node serves chain id %s, the rule says %d", id, rule.ChainID)
+			}
+		}
+		cancel()
+		if err != nil {
+			return fmt.Errorf("chains.%s.rpcUrl: %w", name, err)
+		}
+		rule.node = node
+		p.Chains[name] = rule
+	}
+	return nil
+}
+
+// Simulate runs a request's transaction on the signer's own node of its chain, if its
+// rule names one, and holds what it moves to the intent's leg (evm.CheckMovements): nil
+// when it may sign, a refusal when the simulation disagrees, or an error when the node
+// could not answer (the request then waits for the next pass). It runs after Check, which
+// has decoded the same bytes and found them to be this wallet's and of this intent.
+func (p *Policy) Simulate(ctx context.Context, r client.SigningRequest, address string) (*Refusal, error) {
+	rule := p.Chains[r.Chain]
+	if rule.node == nil || !client.IsEVMTransaction(r) {
+		return nil, nil
+	}
+	raw, err := hex.DecodeString(r.RawUnsignedTx)
+	if err != nil {
+		return refusal("undecodable", "%v", err), nil
+	}
+	tx, _, err := evm.DecodeUnsigned(raw)
+	if err != nil {
+		return refusal("undecodable", "%v", err), nil
+	}
+	if r.Intent == nil || *r.Intent == "" {
+		return refusal("intent_missing", "the request carries no intent to hold the simulation to"), nil
+	}
+	var st approvers.Statement
+	if err := json.Unmarshal([]byte(*r.Intent), &st); err != nil {
+		return refusal("intent_mismatch", "the intent does not parse: %v", err), nil
+	}
+	i := slices.IndexFunc(st.Intent, func(in chain.Intent) bool { return in.Leg == r.Leg })
+	if i < 0 {
+		return refusal("intent_mismatch", "the intent has no %s leg", r.Leg), nil
+	}
+	wallet := common.HexToAddress(address)
+	ctx, cancel := context.WithTimeout(ctx, NodeTimeout)
+	defer cancel()
+	_, outcomes, err := evm.Simulate(ctx, rule.node, []ethereum.CallMsg{{From: wallet, To: tx.To(), Gas: tx.Gas(), Value: tx.Value(), Data: tx.Data()}})
+	if err != nil {
+		return nil, err
+	}
+	if err := evm.CheckMovements(tx, st.Intent[i], wallet, outcomes[0]); err != nil {
+		if outcomes[0].Reverted {
+			return refusal("simulation_reverted", "on the signer's node: %v", err), nil
+		}
+		return refusal("balance_mismatch", "on the signer's node: %v", err), nil
+	}
+	return nil, nil
+}
