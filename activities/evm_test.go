@@ -14,7 +14,9 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/ethclient"
 	"github.com/ethereum/go-ethereum/ethclient/simulated"
+	"github.com/ethereum/go-ethereum/rpc"
 	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/dev/devevm"
@@ -49,9 +51,11 @@ func (m marketNode) HeaderByNumber(ctx context.Context, number *big.Int) (*types
 	return h, err
 }
 
-// A payment whose transaction was priced below the base fee is replaced, signed again,
-// and confirms on its replacement, through the real workflow, activities, store and an
-// in-process go-ethereum chain; the leg records both transactions and the nonce is shared.
+// SimulateV1 passes eth_simulateV1 through to the chain, whose client has it.
+func (m marketNode) SimulateV1(ctx context.Context, opts ethclient.SimulateOptions, block *rpc.BlockNumberOrHash) ([]ethclient.SimulateBlockResult, error) {
+	return m.Client.(evm.Simulator).SimulateV1(ctx, opts, block)
+}
+
 // evmLifecycle is a lifecycle whose ethereum is an in-process go-ethereum chain, seen
 // through a node whose fee answers the test may make cheap; blocks come every 20 ms.
 func evmLifecycle(t *testing.T) (*lifecycle, *evm.Chain, *atomic.Bool) {
@@ -296,5 +300,56 @@ func TestALegTheChainRefusesFailsTheOrderWithoutANonce(t *testing.T) {
 	})
 	if err != nil || next != 0 {
 		t.Fatalf("the wallet's next nonce is %d (%v): a refused leg took one", next, err)
+	}
+}
+
+// An approval item shows what the chain's node says its legs would move when it was made:
+// a payment the wallet can make, the ether leaving the wallet for the payee; one it cannot,
+// a revert with the node's reason, before anyone approves it.
+func TestAnApprovalItemShowsWhatItsLegsWouldMove(t *testing.T) {
+	l, _, _ := evmLifecycle(t)
+	ctx := context.Background()
+	const to = "0x1111111111111111111111111111111111111111"
+	simulation := func(o *store.Order) chain.Simulation {
+		t.Helper()
+		got, _, err := l.store.Order(ctx, o.ID)
+		if err != nil || got.ApprovalItemID == nil {
+			t.Fatalf("order %+v %v: no approval item", got, err)
+		}
+		item, _, err := l.store.ApprovalItem(ctx, l.creds.OrgID, *got.ApprovalItemID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sim chain.Simulation
+		if err := json.Unmarshal([]byte(item.Simulation), &sim); err != nil {
+			t.Fatalf("simulation %q: %v", item.Simulation, err)
+		}
+		if sim.At == "" || sim.Block == 0 || sim.Error != "" || len(sim.Legs) != 1 || sim.Legs[0].Leg != "TRANSFER" {
+			t.Fatalf("simulation %s", item.Simulation)
+		}
+		return sim
+	}
+
+	// 9 ETH ($27,000: one approver).
+	o, legs := l.draft(t, "payment", `{"walletId":"`+l.wallet.ID+`","asset":"ETH","amount":"9","destination":{"address":"`+to+`"}}`)
+	if st := l.run(t, o, legs, "key_a"); st.Status != "confirmed" {
+		t.Fatalf("the payment: %+v", st)
+	}
+	moved := simulation(o).Legs[0]
+	wallet := common.HexToAddress(l.wallet.Address).Hex()
+	if moved.Reverted || moved.GasUsed == 0 || len(moved.BalanceChanges) != 2 ||
+		!slices.Contains(moved.BalanceChanges, chain.BalanceChange{Address: to, Asset: "ETH", Amount: "9", BaseUnits: "9000000000000000000"}) ||
+		!slices.Contains(moved.BalanceChanges, chain.BalanceChange{Address: wallet, Asset: "ETH", Amount: "-9", BaseUnits: "-9000000000000000000"}) {
+		t.Fatalf("the payment's simulation: %+v", moved)
+	}
+
+	// 20,000 USDC from a wallet holding 1,000: the token would revert, and the order fails
+	// as it would have.
+	o, legs = l.draft(t, "payment", `{"walletId":"`+l.wallet.ID+`","asset":"USDC","amount":"20000","destination":{"address":"`+to+`"}}`)
+	if st := l.run(t, o, legs, "key_a"); st.Status != "failed" {
+		t.Fatalf("the payment beyond the wallet: %+v", st)
+	}
+	if short := simulation(o).Legs[0]; !short.Reverted || short.Reason == "" || len(short.BalanceChanges) != 0 {
+		t.Fatalf("the simulation of a payment beyond the wallet: %+v", short)
 	}
 }

@@ -151,9 +151,11 @@ func (a *Orders) decide(ctx context.Context, tx *store.Store, o *store.Order) (w
 	return d, nil
 }
 
-// RequestApproval opens the approval item, bound to the order's payload hash.
+// RequestApproval opens the approval item, bound to the order's payload hash, with what
+// the chain's node says the order's legs would move now.
 func (a *Orders) RequestApproval(ctx context.Context, in workflows.ApprovalRequest) (string, error) {
 	itemID := ids.New(ids.ApprovalItem)
+	simulation := a.simulate(ctx, in.OrderID)
 	res, err := a.apply(ctx, orders.StepApprovalRequested, 0, store.OrderChange{OrderID: in.OrderID,
 		Reason: fmt.Sprintf("needs %d approval(s)", in.Quorum), CorrelationID: in.CorrelationID,
 		Mutate: func(o *store.Order, _ []store.OrderLeg) { o.ApprovalItemID = &itemID },
@@ -171,13 +173,58 @@ func (a *Orders) RequestApproval(ctx context.Context, in workflows.ApprovalReque
 			return tx.CreateApprovalItem(ctx, &store.ApprovalItem{ID: itemID, OrgID: o.OrgID, App: o.App, Domain: o.Domain,
 				OrderID: o.ID, Status: orders.ItemPending, RequiredApprovals: in.Quorum,
 				Reason:      fmt.Sprintf("orders worth %s USD need %d approval(s)", o.AmountUSD.StringFixedBank(2), in.Quorum),
-				PayloadHash: o.PayloadHash, Summary: string(summary), Statement: statement, CreatedBy: o.CreatedBy,
+				PayloadHash: o.PayloadHash, Summary: string(summary), Statement: statement, Simulation: simulation, CreatedBy: o.CreatedBy,
 				CreatedAt: a.now(), ExpiresAt: in.ExpiresAt})
 		}})
 	if err != nil {
 		return "", err
 	}
 	return *res.Order.ApprovalItemID, nil
+}
+
+// SimulationTimeout bounds the simulation of an order's legs when its approval item is
+// made: the step runs as a local activity, inside its workflow task.
+const SimulationTimeout = 3 * time.Second
+
+// simulate runs the order's legs on its chain's node (chain.Simulation, JSON) for the
+// approvers to see beside the statement: "" where the chain cannot simulate, or once the
+// item exists (a retried step keeps what the first run wrote). A node that fails or is
+// slow leaves its error in the simulation instead of holding the order back.
+func (a *Orders) simulate(ctx context.Context, orderID string) string {
+	sim, ok := a.Chain.(chain.Simulator)
+	if !ok {
+		return ""
+	}
+	o, legs, err := a.Store.Order(ctx, orderID)
+	if err != nil || o.ApprovalItemID != nil || len(legs) == 0 {
+		return ""
+	}
+	w, err := a.Store.Wallet(ctx, o.OrgID, o.WalletID)
+	if err != nil {
+		return ""
+	}
+	chainLegs := make([]chain.Leg, len(legs))
+	for i := range legs {
+		if chainLegs[i], err = legOf(o, legs, i, w.Address); err != nil {
+			return ""
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, SimulationTimeout)
+	defer cancel()
+	s, err := sim.Simulate(ctx, chainLegs)
+	switch {
+	case errors.Is(err, chain.ErrNoSimulator):
+		return ""
+	case err != nil:
+		a.Log.Warn("the approval item shows no simulation: the node did not run it", "orderId", o.ID, "chain", o.Chain, "error", err.Error())
+		s = chain.Simulation{Legs: []chain.SimulatedLeg{}, Error: err.Error()}
+	}
+	s.At = events.FormatTime(a.now())
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return ""
+	}
+	return string(raw)
 }
 
 // statement is what the approvers of the order approve (approvers.Statement), in its

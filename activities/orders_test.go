@@ -288,6 +288,9 @@ func TestLifecycleWithApprovalRevertAndTwoLegs(t *testing.T) {
 	if err != nil || item.Status != "approved" || item.PayloadHash != o.PayloadHash || item.RequiredApprovals != 1 || len(decisions) != 1 {
 		t.Fatalf("approval item %+v %v", item, err)
 	}
+	if item.Simulation != "" {
+		t.Fatalf("the simulated devchain cannot simulate, yet the item shows %s", item.Simulation)
+	}
 	// The item states what is approved, canonically: the leg as its chain carries it.
 	var st approvers.Statement
 	if err := json.Unmarshal([]byte(item.Statement), &st); err != nil {

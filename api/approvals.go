@@ -19,7 +19,11 @@ type approvalHandlers struct {
 }
 
 func approvalJSON(a *service.Approval) map[string]any {
-	return map[string]any{"id": a.ID, "domain": a.Domain, "orderId": a.OrderID, "status": a.Status,
+	var simulation any
+	if a.Simulation != "" {
+		simulation = json.RawMessage(a.Simulation)
+	}
+	return map[string]any{"simulation": simulation, "id": a.ID, "domain": a.Domain, "orderId": a.OrderID, "status": a.Status,
 		"requiredApprovals": a.RequiredApprovals, "decisions": service.DecisionAnswers(a.Decisions), "reason": a.Reason,
 		"payloadHash": a.PayloadHash, "statement": nullable(a.Statement), "order": json.RawMessage(a.Summary), "createdAt": timeOf(a.CreatedAt),
 		"expiresAt": timeOf(a.ExpiresAt)}

@@ -99,6 +99,11 @@ func TestAPasskeyApprovesAndTheSignerAcceptsIt(t *testing.T) {
 	if signed := member.Text("table.statement"); !strings.Contains(signed, payee) || !strings.Contains(signed, "25,000,000") {
 		t.Fatalf("the approvals page shows the statement as %q", signed)
 	}
+	// And what the chain's node says the payment moves: 25 USDC from the wallet to the payee.
+	if sim := member.Text("table.simulation"); !strings.Contains(sim, payee) || !strings.Contains(sim, "(the wallet)") ||
+		!strings.Contains(sim, "-25") || strings.Contains(sim, "would revert") {
+		t.Fatalf("the approvals page shows the simulation as %q", sim)
+	}
 	member.Screenshot("approvals-passkey")
 	if status := member.Submit("approve", chromedp.Click(chromedp.CSS(`form.decide button[value="APPROVE"]`))); status != http.StatusOK ||
 		!strings.HasPrefix(member.Text("p.notice"), "Approved") {

@@ -12,6 +12,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/internal/approvers"
+	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/chain/evm"
 	"github.com/opentreasury/treasury/internal/chain/evm/contracts"
 	"github.com/opentreasury/treasury/internal/signer"
@@ -71,18 +73,28 @@ func TestASignerWithItsOwnQuorumRefusesACompromisedService(t *testing.T) {
 		}
 		o := waitStatus(t, api+"/payments/"+orderID, pay.Read, "pending_approval")
 		itemID := o["approval"].(map[string]any)["itemId"].(string)
-		var item struct{ Statement string }
+		type approvalItem struct {
+			ID, Statement string
+			Simulation    *chain.Simulation
+		}
+		var item approvalItem
 		list := call(t, "GET", api+"/approvals", botToken)
 		var page struct{ Data []json.RawMessage }
 		_ = json.Unmarshal(list.raw, &page)
 		for _, raw := range page.Data {
-			var it struct{ ID, Statement string }
+			var it approvalItem
 			if json.Unmarshal(raw, &it) == nil && it.ID == itemID {
-				item.Statement = it.Statement
+				item = it
 			}
 		}
 		if item.Statement == "" {
 			t.Fatalf("no statement on item %s: %s", itemID, list.raw)
+		}
+		// Beside the statement, what the chain's node says the payment moves now.
+		if sim := item.Simulation; sim == nil || len(sim.Legs) != 1 || sim.Legs[0].Reverted ||
+			!slices.Contains(sim.Legs[0].BalanceChanges, chain.BalanceChange{Address: common.HexToAddress(manual.Address).Hex(), Asset: "USDC", Amount: "-" + amount, BaseUnits: "-" + amount + "000000"}) ||
+			!slices.Contains(sim.Legs[0].BalanceChanges, chain.BalanceChange{Address: payee.Hex(), Asset: "USDC", Amount: amount, BaseUnits: amount + "000000"}) {
+			t.Fatalf("the simulation on item %s: %+v", itemID, item.Simulation)
 		}
 		sig := ed25519.Sign(botKey, approvers.DecisionDigest("APPROVE", []byte(item.Statement)))
 		if r := send(t, "POST", api+"/approvals/payment/"+itemID+"/decide", botToken, fmt.Sprintf(`{"decision":"APPROVE","keyId":%q,"signature":%q}`,

@@ -267,8 +267,10 @@ func (r Router) LatestRound(ctx context.Context, chainName, feed string) (PriceR
 type Simulation struct {
 	// At is when it ran; Block the block whose state it ran on.
 	At    string         `json:"at"`
-	Block uint64         `json:"block"`
+	Block uint64         `json:"block,omitempty"`
 	Legs  []SimulatedLeg `json:"legs"`
+	// Error, when the node could not run the legs, says why; Legs is then empty.
+	Error string `json:"error,omitempty"`
 }
 
 // SimulatedLeg is one leg's simulated run: whether it reverted (and why), its gas, and

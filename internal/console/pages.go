@@ -255,6 +255,42 @@ type approvalItem struct {
 	// Signed is the statement's own account of what is approved, leg by leg, as the
 	// chain will carry it: what a passkey's signature covers, and a signer checks.
 	Signed *approvers.Statement
+	// Simulated is what the chain's node said the legs would move when the item was made.
+	Simulated *simulationView
+}
+
+// simulationView is an item's simulation as the approvals page lists it: one row per
+// balance change, or per leg that would revert.
+type simulationView struct {
+	At, Error string
+	Block     uint64
+	Rows      []simulatedRow
+}
+
+type simulatedRow struct {
+	Leg, Address, Asset, Amount string
+	// Wallet marks the order's own wallet; Reverted a leg that would fail, with Reason.
+	Wallet, Reverted bool
+	Reason           string
+}
+
+// simulationOf reads an item's simulation for the page; nil when it has none.
+func simulationOf(raw, wallet string) *simulationView {
+	var sim chain.Simulation
+	if raw == "" || json.Unmarshal([]byte(raw), &sim) != nil {
+		return nil
+	}
+	v := &simulationView{At: sim.At, Error: sim.Error, Block: sim.Block}
+	for _, l := range sim.Legs {
+		if l.Reverted {
+			v.Rows = append(v.Rows, simulatedRow{Leg: l.Leg, Reverted: true, Reason: l.Reason})
+		}
+		for _, c := range l.BalanceChanges {
+			v.Rows = append(v.Rows, simulatedRow{Leg: l.Leg, Address: c.Address, Asset: c.Asset, Amount: c.Amount,
+				Wallet: strings.EqualFold(c.Address, wallet)})
+		}
+	}
+	return v
 }
 
 // approvals lists the app's approval items; those who hold Approve decide them here, by
@@ -280,6 +316,11 @@ func (c *console) approvals(w http.ResponseWriter, r *http.Request, rq *request)
 				items[i].Signed = &st
 			}
 		}
+		from := ""
+		if items[i].Signed != nil {
+			from = items[i].Signed.From
+		}
+		items[i].Simulated = simulationOf(a.Simulation, from)
 		var summary struct {
 			AmountUSD string          `json:"amountUsd"`
 			WalletID  string          `json:"walletId"`

@@ -25,10 +25,13 @@ type ApprovalItem struct {
 	Summary           string
 	// Statement is the canonical JSON of what is approved (approvers.Statement).
 	Statement string
-	CreatedBy string
-	CreatedAt time.Time
-	ExpiresAt time.Time
-	DecidedAt *time.Time
+	// Simulation is what the chain's node said the legs would move when the item was made
+	// (chain.Simulation, JSON); "" where the chain cannot simulate.
+	Simulation string
+	CreatedBy  string
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+	DecidedAt  *time.Time
 }
 
 func (ApprovalItem) TableName() string { return "approval_items" }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net/url"
 	"sort"
 
 	"github.com/ethereum/go-ethereum"
@@ -24,8 +25,9 @@ type Simulator interface {
 	SimulateV1(ctx context.Context, opts ethclient.SimulateOptions, block *rpc.BlockNumberOrHash) ([]ethclient.SimulateBlockResult, error)
 }
 
-// ErrCannotSimulate is a node (or a client of one) that offers no eth_simulateV1.
-var ErrCannotSimulate = errors.New("evm: the node cannot simulate transactions (eth_simulateV1)")
+// ErrCannotSimulate is a client of a node that offers no eth_simulateV1: the chain is one
+// that does not simulate (chain.ErrNoSimulator).
+var ErrCannotSimulate = fmt.Errorf("%w: the node's client offers no eth_simulateV1", chain.ErrNoSimulator)
 
 var (
 	transferTopic = crypto.Keccak256Hash([]byte("Transfer(address,address,uint256)"))
@@ -72,6 +74,11 @@ func Simulate(ctx context.Context, node any, calls []ethereum.CallMsg) (uint64, 
 	blocks, err := s.SimulateV1(ctx, ethclient.SimulateOptions{TraceTransfers: true,
 		BlockStateCalls: []ethclient.SimulateBlock{{Calls: calls}}}, &latest)
 	if err != nil {
+		// A transport error quotes the node's URL, which often carries a provider's key.
+		var u *url.Error
+		if errors.As(err, &u) {
+			return 0, nil, fmt.Errorf("evm: eth_simulateV1: %s (node URL): %w", u.Op, u.Err)
+		}
 		return 0, nil, fmt.Errorf("evm: eth_simulateV1: %w", err)
 	}
 	if len(blocks) != 1 || len(blocks[0].Calls) != len(calls) {
