@@ -42,7 +42,8 @@ import (
 // created, submitted, signed by the `treasury signer` process with the wallet's key and
 // confirmed on geth; the portfolio is valued at geth's price feed. A payment to an address
 // outside the signer's own rules (--policy) is refused by the signer: the order fails
-// signer_refused and the wallet sends nothing. Then the feed stops
+// signer_refused and the wallet sends nothing; so is one whose simulation on geth, the
+// signer's own node, reverts. Then the feed stops
 // posting, and past twice its heartbeat an ETH order is refused price_unavailable while a
 // USDC one (a fixed price) is still created.
 func TestAnOrganisationFromNothingPaysOnGeth(t *testing.T) {
@@ -141,10 +142,14 @@ func TestAnOrganisationFromNothingPaysOnGeth(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte(walletKey.Encode()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// The signer's own rules: ETH and USDC to dest1 only, whatever the service asks.
+	if err := faucet.Fund(ctx, s.chain, walletAddr, "USDC", decimal.NewFromInt(10)); err != nil {
+		t.Fatal(err)
+	}
+	// The signer's own rules: ETH and USDC to dest1 (and to 0x…dEaD) only, whatever the
+	// service asks; each transaction runs first on geth, the signer's own node.
 	policyFile := filepath.Join(dir, "signer-policy.json")
-	policy := `{"chains": {"ethereum": {"chainId": 1337, "maxFeeWei": "100000000000000000"}},
-  "allow": {"destinations": ["` + dest1.Hex() + `"], "contracts": [{"address": "` + s.token(t, "USDC").Address.Hex() + `", "methods": ["transfer"]}]}}`
+	policy := `{"chains": {"ethereum": {"chainId": 1337, "maxFeeWei": "100000000000000000", "rpcUrl": "` + s.geth.url + `"}},
+  "allow": {"destinations": ["` + dest1.Hex() + `", "` + dead.Hex() + `"], "contracts": [{"address": "` + s.token(t, "USDC").Address.Hex() + `", "methods": ["transfer"]}]}}`
 	if err := os.WriteFile(policyFile, []byte(policy), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -228,6 +233,33 @@ func TestAnOrganisationFromNothingPaysOnGeth(t *testing.T) {
 	}
 	if got := s.nonce(t, walletAddr); got != sent {
 		t.Fatalf("the wallet sent %d transactions after the refusal", got-sent)
+	}
+
+	// A payment the chain would revert (the dev token refuses 0x…dEaD, which the signer's
+	// rules allow): its simulation on geth reverts, so the signer refuses it before it can
+	// cost gas, where without a node it fails tx_reverted on chain.
+	reverting, err := pay.CreateOrder(ctx, payment(walletID, "USDC", "5", dead))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pay.SubmitOrder(ctx, client.DomainPayment, reverting.ID); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, 2*time.Minute, "the payment to 0x…dEaD to end", func() bool {
+		if reverting, err = pay.GetOrder(ctx, client.DomainPayment, reverting.ID); err != nil {
+			t.Fatal(err)
+		}
+		return reverting.Status == "failed" || reverting.Status == "confirmed"
+	})
+	if reverting.Failure == nil || reverting.Failure.Code != "signer_refused" || !strings.Contains(reverting.Failure.Message, "simulation_reverted") ||
+		!strings.Contains(reverting.Failure.Message, "DevToken: transfers to 0x...dEaD always revert") {
+		t.Fatalf("the payment to 0x…dEaD: %s %+v", reverting.Status, reverting.Failure)
+	}
+	if got := s.nonce(t, walletAddr); got != sent {
+		t.Fatalf("the wallet sent %d transactions after the simulated revert", got-sent)
+	}
+	if log, _ := os.ReadFile(signerLog.Name()); !strings.Contains(string(log), `"simulated":true`) {
+		t.Fatalf("the signer's log names no simulated signature:\n%s", log)
 	}
 
 	// The feed stops: past twice its heartbeat, ETH is unpriced and its orders refused.

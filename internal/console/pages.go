@@ -286,7 +286,11 @@ func simulationOf(raw, wallet string) *simulationView {
 			v.Rows = append(v.Rows, simulatedRow{Leg: l.Leg, Reverted: true, Reason: l.Reason})
 		}
 		for _, c := range l.BalanceChanges {
-			v.Rows = append(v.Rows, simulatedRow{Leg: l.Leg, Address: c.Address, Asset: c.Asset, Amount: c.Amount,
+			amount := c.Amount
+			if !strings.HasPrefix(amount, "-") {
+				amount = "+" + amount
+			}
+			v.Rows = append(v.Rows, simulatedRow{Leg: l.Leg, Address: c.Address, Asset: c.Asset, Amount: amount,
 				Wallet: strings.EqualFold(c.Address, wallet)})
 		}
 	}
