@@ -142,9 +142,6 @@ func TestAnOrganisationFromNothingPaysOnGeth(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte(walletKey.Encode()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := faucet.Fund(ctx, s.chain, walletAddr, "USDC", decimal.NewFromInt(10)); err != nil {
-		t.Fatal(err)
-	}
 	// The signer's own rules: ETH and USDC to dest1 (and to 0x…dEaD) only, whatever the
 	// service asks; each transaction runs first on geth, the signer's own node.
 	policyFile := filepath.Join(dir, "signer-policy.json")
@@ -238,6 +235,9 @@ func TestAnOrganisationFromNothingPaysOnGeth(t *testing.T) {
 	// A payment the chain would revert (the dev token refuses 0x…dEaD, which the signer's
 	// rules allow): its simulation on geth reverts, so the signer refuses it before it can
 	// cost gas, where without a node it fails tx_reverted on chain.
+	if err := faucet.Fund(ctx, s.chain, walletAddr, "USDC", decimal.NewFromInt(10)); err != nil {
+		t.Fatal(err)
+	}
 	reverting, err := pay.CreateOrder(ctx, payment(walletID, "USDC", "5", dead))
 	if err != nil {
 		t.Fatal(err)
