@@ -53,7 +53,8 @@ test-e2e: $(BIN)/treasury-dev $(BIN)/treasury
 	TREASURY_DEV_BIN=$(abspath $(BIN)/treasury-dev) TREASURY_BIN=$(abspath $(BIN)/treasury) $(GO) test -count=1 ./dev/e2e/... ./cmd/treasury-dev/
 
 ## test-geth: payments, a revert, fifty payments from one wallet, workers killed mid-flight,
-## a trade, an earn deposit and a borrow draw, on the cluster topology against `geth --dev`
+## a trade, an earn deposit and a borrow draw, a compromised database against the verifying
+## signer, on the cluster topology against `geth --dev`
 ## run as a process of its own (dev/gethe2e, about a minute once built)
 test-geth: $(BIN)/geth $(BIN)/treasury-dev $(BIN)/treasury
 	GETH_BIN=$(abspath $(BIN)/geth) TREASURY_DEV_BIN=$(abspath $(BIN)/treasury-dev) TREASURY_BIN=$(abspath $(BIN)/treasury) $(GO) test -v -count=1 -timeout 20m ./dev/gethe2e/

@@ -10,6 +10,7 @@ import (
 
 	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/internal/approvers"
+	"github.com/opentreasury/treasury/internal/chain"
 )
 
 // Approval is an approval item: an order waiting for RequiredApprovals APPROVEs (or one
@@ -28,11 +29,19 @@ type Approval struct {
 	PayloadHash string `json:"payloadHash"`
 	// Statement is what the approvers approve, canonical JSON (SPEC 3.5a); an approver
 	// signs approvers' DecisionDigest of it. Nil for an item created without one.
-	Statement *string      `json:"statement"`
-	Order     OrderSummary `json:"order"`
-	CreatedAt time.Time    `json:"createdAt"`
-	ExpiresAt time.Time    `json:"expiresAt"`
+	Statement *string `json:"statement"`
+	// Simulation is what the chain's node said the order's legs would move when the item
+	// was made: a view beside the statement, not part of what is signed. Nil on a chain
+	// that cannot simulate.
+	Simulation *Simulation  `json:"simulation"`
+	Order      OrderSummary `json:"order"`
+	CreatedAt  time.Time    `json:"createdAt"`
+	ExpiresAt  time.Time    `json:"expiresAt"`
 }
+
+// Simulation is an approval item's simulation: each leg's revert and gas, and every
+// address's net balance change.
+type Simulation = chain.Simulation
 
 // OrderSummary is what an approver sees of the order.
 type OrderSummary struct {

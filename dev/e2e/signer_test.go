@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/big"
@@ -18,14 +17,12 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/core/types"
 
+	"github.com/opentreasury/treasury/dev/compromise"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/internal/approvers"
 	"github.com/opentreasury/treasury/internal/chain"
-	"github.com/opentreasury/treasury/internal/chain/evm"
-	"github.com/opentreasury/treasury/internal/chain/evm/contracts"
 	"github.com/opentreasury/treasury/internal/signer"
 )
 
@@ -62,7 +59,9 @@ func TestASignerWithItsOwnQuorumRefusesACompromisedService(t *testing.T) {
 		t.Fatalf("policy %d %s", r.status, r.raw)
 	}
 
-	// Three payments, each approved with the bot's signature over its own statement.
+	// Payments, each approved with the bot's signature over its own statement; usdc is the
+	// token their statements name.
+	var usdc common.Address
 	approved := func(amount string) (orderID, requestID string) {
 		t.Helper()
 		r := send(t, "POST", api+"/payments", pay.SK, fmt.Sprintf(`{"walletId":%q,"asset":"USDC","amount":%q,"destination":{"address":%q}}`,
@@ -90,6 +89,11 @@ func TestASignerWithItsOwnQuorumRefusesACompromisedService(t *testing.T) {
 		if item.Statement == "" {
 			t.Fatalf("no statement on item %s: %s", itemID, list.raw)
 		}
+		var st approvers.Statement
+		if err := json.Unmarshal([]byte(item.Statement), &st); err != nil || len(st.Intent) != 1 {
+			t.Fatalf("the statement %s: %v", item.Statement, err)
+		}
+		usdc = common.HexToAddress(st.Intent[0].Contract)
 		// Beside the statement, what the chain's node says the payment moves now.
 		if sim := item.Simulation; sim == nil || len(sim.Legs) != 1 || sim.Legs[0].Reverted ||
 			!slices.Contains(sim.Legs[0].BalanceChanges, chain.BalanceChange{Address: common.HexToAddress(manual.Address).Hex(), Asset: "USDC", Amount: "-" + amount, BaseUnits: "-" + amount + "000000"}) ||
@@ -113,109 +117,38 @@ func TestASignerWithItsOwnQuorumRefusesACompromisedService(t *testing.T) {
 	unlimited, unlimitedReq := approved("16")
 
 	// The compromised database.
-	db, err := sql.Open("sqlite", filepath.Join(dataDir, "treasury.db")+"?_pragma=busy_timeout(10000)")
+	raw, err := sql.Open("sqlite", filepath.Join(dataDir, "treasury.db")+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	// rewrite replaces a request's transaction, keeping its readable fields, raw bytes and
-	// digest consistent with each other, as an attacker who controls the database would.
-	rewrite := func(requestID string, change func(tx *types.Transaction, call evm.Call) *types.DynamicFeeTx) *types.Transaction {
-		t.Helper()
-		var rawHex, fields string
-		if err := db.QueryRow(`SELECT raw_unsigned_tx, unsigned_tx FROM signing_requests WHERE id = ?`, requestID).Scan(&rawHex, &fields); err != nil {
-			t.Fatal(err)
-		}
-		raw, _ := hex.DecodeString(rawHex)
-		tx, _, err := evm.DecodeUnsigned(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		call, err := evm.DecodeCall(tx.Data())
-		if err != nil || call.Method != "transfer" {
-			t.Fatalf("the request's call: %+v %v", call, err)
-		}
-		evil := types.NewTx(change(tx, call))
-		evilRaw, _ := evm.UnsignedBytes(evil)
-		var readable map[string]any
-		_ = json.Unmarshal([]byte(fields), &readable)
-		readable["to"], readable["data"] = evil.To().Hex(), "0x"+hex.EncodeToString(evil.Data())
-		evilFields, _ := json.Marshal(readable)
-		evilDigest := hex.EncodeToString(types.LatestSignerForChainID(evil.ChainId()).Hash(evil).Bytes())
-		if _, err := db.Exec(`UPDATE signing_requests SET raw_unsigned_tx = ?, unsigned_tx = ?, digest = ? WHERE id = ?`,
-			hex.EncodeToString(evilRaw), string(evilFields), evilDigest, requestID); err != nil {
-			t.Fatal(err)
-		}
-		return tx
-	}
-	token := contracts.ABI(contracts.Token)
-	like := func(tx *types.Transaction, to common.Address, data []byte) *types.DynamicFeeTx {
-		return &types.DynamicFeeTx{ChainID: tx.ChainId(), Nonce: tx.Nonce(), GasTipCap: tx.GasTipCap(), GasFeeCap: tx.GasFeeCap(),
-			Gas: tx.Gas(), To: &to, Value: tx.Value(), Data: data}
-	}
-	// (a) Another destination, the intent left as approved.
-	tx := rewrite(redirectedReq, func(tx *types.Transaction, call evm.Call) *types.DynamicFeeTx {
-		data, _ := token.Pack("transfer", attacker, call.Args[1].(*big.Int))
-		return like(tx, *tx.To(), data)
-	})
-	// (b) A thousand times the amount, with the intent and the approvals' copies of it
-	// rewritten to match: the approvers' signatures are over the statement they saw.
-	rewrite(raisedReq, func(tx *types.Transaction, call evm.Call) *types.DynamicFeeTx {
-		data, _ := token.Pack("transfer", call.Args[0].(common.Address), new(big.Int).Mul(call.Args[1].(*big.Int), big.NewInt(1000)))
-		return like(tx, *tx.To(), data)
-	})
-	var intent, evidence string
-	if err := db.QueryRow(`SELECT intent, approvals FROM signing_requests WHERE id = ?`, raisedReq).Scan(&intent, &evidence); err != nil {
-		t.Fatal(err)
-	}
-	var st approvers.Statement
-	if err := json.Unmarshal([]byte(intent), &st); err != nil {
-		t.Fatal(err)
-	}
-	base, _ := new(big.Int).SetString(st.Intent[0].Amount, 10)
-	st.Intent[0].Amount = new(big.Int).Mul(base, big.NewInt(1000)).String()
-	raisedIntent, _ := st.Canonical()
-	var approvals []approvers.Evidence
-	_ = json.Unmarshal([]byte(evidence), &approvals)
-	for i := range approvals {
-		approvals[i].Statement = string(raisedIntent)
-	}
-	raisedApprovals, _ := json.Marshal(approvals)
-	if _, err := db.Exec(`UPDATE signing_requests SET intent = ?, approvals = ? WHERE id = ?`, string(raisedIntent), string(raisedApprovals), raisedReq); err != nil {
-		t.Fatal(err)
-	}
-	// (c) Approvals replaced: one signed by another key under the bot's key id, one
-	// with no signature at all.
-	setApprovals := func(requestID string, sign func(statement string) string) {
-		t.Helper()
-		var intent string
-		if err := db.QueryRow(`SELECT intent FROM signing_requests WHERE id = ?`, requestID).Scan(&intent); err != nil {
-			t.Fatal(err)
-		}
-		forgery, _ := json.Marshal([]approvers.Evidence{{Decision: "APPROVE", DecidedBy: "key_forged", KeyID: botKeyID, Scheme: "ed25519",
-			Signature: sign(intent), Statement: intent, DecidedAt: "2026-11-29T00:00:00.000Z"}})
-		if _, err := db.Exec(`UPDATE signing_requests SET approvals = ? WHERE id = ?`, string(forgery), requestID); err != nil {
-			t.Fatal(err)
-		}
-	}
+	defer raw.Close()
+	db, ctx := compromise.DB{DB: raw}, context.Background()
 	_, otherKey, _ := ed25519.GenerateKey(rand.Reader)
-	setApprovals(forgedReq, func(statement string) string {
-		return base64.StdEncoding.EncodeToString(ed25519.Sign(otherKey, approvers.DecisionDigest("APPROVE", []byte(statement))))
-	})
-	setApprovals(unsignedReq, func(string) string { return "" })
-	// (d) The same transfer sent to another contract, and an unlimited approve of the
-	// token to the attacker.
-	rewrite(elsewhereReq, func(tx *types.Transaction, _ evm.Call) *types.DynamicFeeTx {
-		return like(tx, attacker, tx.Data())
-	})
-	rewrite(unlimitedReq, func(tx *types.Transaction, _ evm.Call) *types.DynamicFeeTx {
-		data, _ := token.Pack("approve", attacker, new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 256), big.NewInt(1)))
-		return like(tx, *tx.To(), data)
-	})
+	for what, err := range map[string]error{
+		// (a) Another destination, the intent left as approved.
+		"redirect": db.Redirect(ctx, redirectedReq, attacker),
+		// (b) A thousand times the amount, the intent and the approvals' copies of it
+		// rewritten to match.
+		"raise": db.Raise(ctx, raisedReq, 1000),
+		// (c) The approvals replaced: one signed by another key under the bot's key id,
+		// one with no signature at all.
+		"forge": db.ReplaceApprovals(ctx, forgedReq, botKeyID, func(statement string) string {
+			return base64.StdEncoding.EncodeToString(ed25519.Sign(otherKey, approvers.DecisionDigest("APPROVE", []byte(statement))))
+		}),
+		"unsign": db.ReplaceApprovals(ctx, unsignedReq, botKeyID, func(string) string { return "" }),
+		// (d) The same transfer sent to another contract, and an unlimited approve of the
+		// token to the attacker.
+		"elsewhere": db.CallElsewhere(ctx, elsewhereReq, attacker),
+		"unlimited": db.ApproveUnlimited(ctx, unlimitedReq, attacker),
+	} {
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
 
 	// The signer: its own rules allow both addresses; only its quorum stands in the way.
 	policy := `{"chains": {"ethereum": {"chainId": 1337, "maxFeeWei": "100000000000000000"}},
-  "allow": {"destinations": ["` + payee.Hex() + `", "` + attacker.Hex() + `"], "contracts": [{"address": "` + tx.To().Hex() + `", "methods": ["transfer", "approve"]}]},
+  "allow": {"destinations": ["` + payee.Hex() + `", "` + attacker.Hex() + `"], "contracts": [{"address": "` + usdc.Hex() + `", "methods": ["transfer", "approve"]}]},
   "approvers": {"keys": [{"id": "` + botKeyID + `", "scheme": "ed25519", "publicKey": "` + base64.StdEncoding.EncodeToString(botPub) + `"}],
     "tiers": [{"minAmount": "0", "approvals": 1}]}}`
 	treasuryKey := b.Credentials.Keys["treasury"]
