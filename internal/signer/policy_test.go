@@ -249,7 +249,7 @@ func fakeService(t *testing.T, reqs ...client.SigningRequest) (*httptest.Server,
 }
 
 // readable is the readable form the service writes for tx from wallet.
-func readable(t *testing.T, tx *types.Transaction, from common.Address) string {
+func readable(t testing.TB, tx *types.Transaction, from common.Address) string {
 	t.Helper()
 	b, err := json.Marshal(map[string]any{"type": "eip1559", "chainId": tx.ChainId().String(), "nonce": tx.Nonce(), "from": from.Hex(),
 		"to": tx.To().Hex(), "value": tx.Value().String(), "gas": tx.Gas(), "maxFeePerGas": tx.GasFeeCap().String(),

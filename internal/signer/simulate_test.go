@@ -24,7 +24,7 @@ import (
 )
 
 // devNode is a chain with the dev token, holding 1,000 USDC and 10 ETH for the wallet.
-func devNode(t *testing.T, wallet common.Address) (Node, common.Address) {
+func devNode(t testing.TB, wallet common.Address) (Node, common.Address) {
 	t.Helper()
 	deployer, _ := crypto.GenerateKey()
 	backend := simulated.NewBackend(types.GenesisAlloc{
@@ -46,7 +46,7 @@ func devNode(t *testing.T, wallet common.Address) (Node, common.Address) {
 }
 
 // transferRequest asks the wallet to pay 5 USDC to to, with the intent that says so.
-func transferRequest(t *testing.T, id string, token, to common.Address, from string) client.SigningRequest {
+func transferRequest(t testing.TB, id string, token, to common.Address, from string) client.SigningRequest {
 	t.Helper()
 	amount := big.NewInt(5_000_000)
 	tx := eip1559(1337, token, new(big.Int), packed(t, contracts.Token, "transfer", to, amount), 200_000)
@@ -132,5 +132,28 @@ func TestTheSignersOwnNodeRunsEachTransactionFirst(t *testing.T) {
 	if err := p.Connect(context.Background(), func(context.Context, string) (Node, error) { return node, nil }); err == nil ||
 		!strings.Contains(err.Error(), "chain id 1337") {
 		t.Fatalf("a node of chain 1337 for a rule of chain 1: %v", err)
+	}
+}
+
+// BenchmarkPolicySimulate is what rpcUrl adds before each signature: the USDC transfer run
+// on the signer's node (eth_simulateV1, here an in-process go-ethereum node, so the
+// figure is the node's work and the client's, without a network) and its movements held
+// to the intent; compare BenchmarkPolicyCheck in the same run.
+func BenchmarkPolicySimulate(b *testing.B) {
+	key, _ := keys.Generate(chain.Secp256k1)
+	wallet := common.HexToAddress(key.Address())
+	node, usdc := devNode(b, wallet)
+	p, err := ParsePolicy([]byte(`{"chains": {"ethereum": {"chainId": 1337, "maxFeeWei": "10000000000000000", "rpcUrl": "http://node"}}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := p.Connect(context.Background(), func(context.Context, string) (Node, error) { return node, nil }); err != nil {
+		b.Fatal(err)
+	}
+	req := transferRequest(b, "sig_1", usdc, supplier, wallet.Hex())
+	for b.Loop() {
+		if f, err := p.Simulate(context.Background(), req, wallet.Hex()); f != nil || err != nil {
+			b.Fatal(f, err)
+		}
 	}
 }
