@@ -11,6 +11,7 @@ import (
 
 	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/internal/auth"
+	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/chain/rpcproxy"
 	"github.com/opentreasury/treasury/internal/metrics"
 	"github.com/opentreasury/treasury/internal/orders"
@@ -53,7 +54,7 @@ func (h *rpcHandlers) forward(c *gin.Context) {
 	answer := h.proxy.Forward(c.Request.Context(), name, node, body)
 	if answer.NodeErr != nil {
 		h.log.Warn("chain node did not answer", "correlationId", correlationID(c), "chain", name,
-			"error", rpcproxy.RedactURL(answer.NodeErr))
+			"error", chain.RedactURL(answer.NodeErr))
 	}
 	c.Data(http.StatusOK, "application/json", answer.Body)
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -316,4 +317,14 @@ func (r Router) Simulate(ctx context.Context, legs []Leg) (Simulation, error) {
 		return Simulation{}, fmt.Errorf("%w: %s", ErrNoSimulator, legs[0].Chain)
 	}
 	return s.Simulate(ctx, legs)
+}
+
+// RedactURL is err's text without the URL a transport error quotes: a node's URL often
+// carries the provider's API key.
+func RedactURL(err error) string {
+	var u *url.Error
+	if errors.As(err, &u) {
+		return u.Op + " (node URL): " + u.Err.Error()
+	}
+	return err.Error()
 }

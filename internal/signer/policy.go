@@ -14,6 +14,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
@@ -40,6 +42,10 @@ type Policy struct {
 	Approvers *ApproverRules `json:"approvers,omitempty"`
 	// Callback, when set, is the customer's own rule, asked last before each signature.
 	Callback *Callback `json:"callback,omitempty"`
+
+	// mu guards reverts: when each request's transaction first reverted on the node.
+	mu      sync.Mutex
+	reverts map[string]time.Time
 }
 
 // ApproverRules are the approver keys the signer accepts (their ids, schemes and public
@@ -250,29 +256,40 @@ func (p *Policy) Check(r client.SigningRequest, walletID, address string) *Refus
 	return p.Approvers.check(r, tx, walletID, address)
 }
 
-// check holds the request to the signer's own quorum: its intent names this wallet and
-// a leg the decoded transaction (nil on the simulated chain) does exactly, and enough
-// pinned keys signed APPROVE on that very intent, none REJECT.
-func (a *ApproverRules) check(r client.SigningRequest, tx *types.Transaction, walletID, address string) *Refusal {
+// intentLeg reads the request's intent and the leg of it the request signs: the intent
+// names this wallet, on this chain, from its address, and the decoded transaction (nil on
+// the simulated chain) does exactly what that leg says.
+func intentLeg(r client.SigningRequest, tx *types.Transaction, walletID, address string) (chain.Intent, *Refusal) {
 	if r.Intent == nil || *r.Intent == "" {
-		return refusal("intent_missing", "the request carries no intent to hold the transaction to")
+		return chain.Intent{}, refusal("intent_missing", "the request carries no intent to hold the transaction to")
 	}
 	var st approvers.Statement
 	if err := json.Unmarshal([]byte(*r.Intent), &st); err != nil {
-		return refusal("intent_mismatch", "the intent does not parse: %v", err)
+		return chain.Intent{}, refusal("intent_mismatch", "the intent does not parse: %v", err)
 	}
 	if st.Chain != r.Chain || st.WalletID != walletID || !strings.EqualFold(st.From, address) {
-		return refusal("intent_mismatch", "the intent is of %s on %s from %s, not this wallet", st.WalletID, st.Chain, st.From)
+		return chain.Intent{}, refusal("intent_mismatch", "the intent is of %s on %s from %s, not this wallet", st.WalletID, st.Chain, st.From)
 	}
 	i := slices.IndexFunc(st.Intent, func(in chain.Intent) bool { return in.Leg == r.Leg })
 	if i < 0 {
-		return refusal("intent_mismatch", "the intent has no %s leg", r.Leg)
+		return chain.Intent{}, refusal("intent_mismatch", "the intent has no %s leg", r.Leg)
 	}
 	leg := st.Intent[i]
 	if tx != nil {
 		if err := evm.CheckIntent(tx, leg); err != nil {
-			return refusal("intent_mismatch", "the %s leg: %v", r.Leg, err)
+			return chain.Intent{}, refusal("intent_mismatch", "the %s leg: %v", r.Leg, err)
 		}
+	}
+	return leg, nil
+}
+
+// check holds the request to the signer's own quorum: its intent names this wallet and
+// a leg the decoded transaction does exactly (intentLeg), and enough pinned keys signed
+// APPROVE on that very intent, none REJECT.
+func (a *ApproverRules) check(r client.SigningRequest, tx *types.Transaction, walletID, address string) *Refusal {
+	leg, f := intentLeg(r, tx, walletID, address)
+	if f != nil {
+		return f
 	}
 	amount, _ := new(big.Int).SetString(leg.Amount, 10)
 	need := 0

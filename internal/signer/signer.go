@@ -59,6 +59,10 @@ type Config struct {
 	HTTP *http.Client
 	// CallbackHTTP reaches the Policy's callback (a client with CallbackTimeout when nil).
 	CallbackHTTP *http.Client
+	// RevertGrace is how long a transaction that reverts on the signer's own node is asked
+	// about again before it is refused simulation_reverted (DefaultRevertGrace when zero;
+	// negative refuses at the first revert).
+	RevertGrace time.Duration
 }
 
 // LoadKey reads a key file as credentials.json gives a wallet's key: the hex of a
@@ -93,6 +97,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.RevertGrace == 0 {
+		cfg.RevertGrace = DefaultRevertGrace
 	}
 	return cfg
 }
@@ -177,6 +184,9 @@ func follow(ctx context.Context, cfg Config, wake chan<- struct{}, live *atomic.
 // pass signs every pending request of the wallet that it has not signed yet.
 func pass(ctx context.Context, cfg Config, done map[string]bool) error {
 	cursor := ""
+	// down are the chains whose node failed this pass: their requests wait for the next
+	// one rather than each waiting out the node's timeout.
+	down := map[string]bool{}
 	for {
 		q := url.Values{"status": {orders.SigningPending}, "limit": {"200"}}
 		if cursor != "" {
@@ -193,7 +203,7 @@ func pass(ctx context.Context, cfg Config, done map[string]bool) error {
 			if r.WalletID != cfg.WalletID || done[r.ID] {
 				continue
 			}
-			f, wait := judge(ctx, cfg, r)
+			f, wait := judge(ctx, cfg, r, down)
 			if f == nil && !wait && cfg.Policy != nil && cfg.Policy.Callback != nil {
 				f, wait = askCallback(ctx, cfg, r)
 			}
@@ -249,7 +259,7 @@ func signOne(ctx context.Context, cfg Config, r client.SigningRequest) error {
 // with a node of its own, to what the transaction does there: nil when it may sign, or
 // wait (true) when the node could not answer, the request staying pending until the next
 // pass.
-func judge(ctx context.Context, cfg Config, r client.SigningRequest) (*Refusal, bool) {
+func judge(ctx context.Context, cfg Config, r client.SigningRequest, down map[string]bool) (*Refusal, bool) {
 	if cfg.Policy == nil {
 		return nil, false
 	}
@@ -261,11 +271,22 @@ func judge(ctx context.Context, cfg Config, r client.SigningRequest) (*Refusal, 
 			return f, false
 		}
 	}
-	f, err := cfg.Policy.Simulate(ctx, r, cfg.Key.Address())
+	if down[r.Chain] {
+		return nil, true
+	}
+	f, err := cfg.Policy.Simulate(ctx, r, cfg.WalletID, cfg.Key.Address())
 	if err != nil {
+		down[r.Chain] = true
 		cfg.Log.Warn("deferred", "verdict", "retry", "signingRequestId", r.ID, "orderId", r.OrderID, "leg", r.Leg,
 			"detail", "simulating on the signer's node: "+err.Error())
 		return nil, true
+	}
+	if f != nil && f.Reason == "simulation_reverted" && cfg.RevertGrace > 0 {
+		if since := time.Now().Sub(cfg.Policy.revertedSince(r.ID, time.Now())); since < cfg.RevertGrace {
+			cfg.Log.Info("deferred", "verdict", "retry", "signingRequestId", r.ID, "orderId", r.OrderID, "leg", r.Leg,
+				"detail", fmt.Sprintf("it reverts on the signer's node (asked again until %s have passed): %s", cfg.RevertGrace, f.Detail))
+			return nil, true
+		}
 	}
 	return f, false
 }

@@ -3,11 +3,9 @@ package signer
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"math/big"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/ethereum/go-ethereum"
@@ -16,7 +14,6 @@ import (
 	"github.com/ethereum/go-ethereum/rpc"
 
 	"github.com/opentreasury/treasury/client"
-	"github.com/opentreasury/treasury/internal/approvers"
 	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/chain/evm"
 )
@@ -63,7 +60,7 @@ func (p *Policy) Connect(ctx context.Context, dial Dial) error {
 		}
 		cancel()
 		if err != nil {
-			return fmt.Errorf("chains.%s.rpcUrl: %w", name, err)
+			return fmt.Errorf("chains.%s.rpcUrl: %s", name, chain.RedactURL(err))
 		}
 		rule.node = node
 		p.Chains[name] = rule
@@ -74,12 +71,16 @@ func (p *Policy) Connect(ctx context.Context, dial Dial) error {
 // Simulate runs a request's transaction on the signer's own node of its chain, if its
 // rule names one, and holds what it moves to the intent's leg (evm.CheckMovements): nil
 // when it may sign, a refusal when the simulation disagrees, or an error when the node
-// could not answer (the request then waits for the next pass). It runs after Check, which
-// has decoded the same bytes and found them to be this wallet's and of this intent.
-func (p *Policy) Simulate(ctx context.Context, r client.SigningRequest, address string) (*Refusal, error) {
+// could not answer (the request then waits for the next pass). It runs after Check, and
+// holds the transaction to its intent itself (intentLeg), with or without approvers.
+func (p *Policy) Simulate(ctx context.Context, r client.SigningRequest, walletID, address string) (*Refusal, error) {
 	rule := p.Chains[r.Chain]
-	if rule.node == nil || !client.IsEVMTransaction(r) {
+	if rule.RPCURL == "" || !client.IsEVMTransaction(r) {
 		return nil, nil
+	}
+	if rule.node == nil {
+		// Fail closed: a rule that names a node signs nothing unsimulated.
+		return nil, fmt.Errorf("chains.%s.rpcUrl is not connected", r.Chain)
 	}
 	raw, err := hex.DecodeString(r.RawUnsignedTx)
 	if err != nil {
@@ -89,16 +90,9 @@ func (p *Policy) Simulate(ctx context.Context, r client.SigningRequest, address 
 	if err != nil {
 		return refusal("undecodable", "%v", err), nil
 	}
-	if r.Intent == nil || *r.Intent == "" {
-		return refusal("intent_missing", "the request carries no intent to hold the simulation to"), nil
-	}
-	var st approvers.Statement
-	if err := json.Unmarshal([]byte(*r.Intent), &st); err != nil {
-		return refusal("intent_mismatch", "the intent does not parse: %v", err), nil
-	}
-	i := slices.IndexFunc(st.Intent, func(in chain.Intent) bool { return in.Leg == r.Leg })
-	if i < 0 {
-		return refusal("intent_mismatch", "the intent has no %s leg", r.Leg), nil
+	leg, f := intentLeg(r, tx, walletID, address)
+	if f != nil {
+		return f, nil
 	}
 	wallet := common.HexToAddress(address)
 	ctx, cancel := context.WithTimeout(ctx, NodeTimeout)
@@ -107,11 +101,31 @@ func (p *Policy) Simulate(ctx context.Context, r client.SigningRequest, address 
 	if err != nil {
 		return nil, err
 	}
-	if err := evm.CheckMovements(tx, st.Intent[i], wallet, outcomes[0]); err != nil {
+	if err := evm.CheckMovements(tx, leg, wallet, outcomes[0]); err != nil {
 		if outcomes[0].Reverted {
 			return refusal("simulation_reverted", "on the signer's node: %v", err), nil
 		}
 		return refusal("balance_mismatch", "on the signer's node: %v", err), nil
 	}
 	return nil, nil
+}
+
+// DefaultRevertGrace is how long, by default, a transaction that reverts on the signer's
+// node is asked about again before it is refused: the leg before it (an approve before
+// its swap) may have confirmed on the service's node a block before the signer's sees it.
+const DefaultRevertGrace = 30 * time.Second
+
+// revertedSince records when the request's transaction was first seen to revert, and
+// returns it.
+func (p *Policy) revertedSince(requestID string, now time.Time) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reverts == nil {
+		p.reverts = map[string]time.Time{}
+	}
+	if first, ok := p.reverts[requestID]; ok {
+		return first
+	}
+	p.reverts[requestID] = now
+	return now
 }

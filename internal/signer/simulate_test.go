@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
@@ -73,19 +74,26 @@ func (brokenNode) SimulateV1(context.Context, ethclient.SimulateOptions, *rpc.Bl
 // TestTheSignersOwnNodeRunsEachTransactionFirst: with rpcUrl, the signer runs each
 // transaction on its node before signing. An honest payment is signed; one the chain
 // would revert (the dev token refuses 0x…dEaD, an allowed destination here) is refused
-// simulation_reverted instead of paying gas for a failure; while the node cannot answer,
-// nothing is signed or refused and the request waits.
+// simulation_reverted instead of paying gas for a failure, once its grace has passed (the
+// node may be a block behind the service's); a transaction its intent does not say is
+// refused intent_mismatch, approvers or not; while the node cannot answer, or was never
+// connected, nothing is signed or refused and the request waits.
 func TestTheSignersOwnNodeRunsEachTransactionFirst(t *testing.T) {
 	key, _ := keys.Generate(chain.Secp256k1)
 	wallet := common.HexToAddress(key.Address())
 	node, usdc := devNode(t, wallet)
 	dead := common.HexToAddress("0x000000000000000000000000000000000000dEaD")
-	policy := func(n Node) *Policy {
+	parse := func() *Policy {
+		t.Helper()
 		p, err := ParsePolicy([]byte(`{"chains": {"ethereum": {"chainId": 1337, "maxFeeWei": "10000000000000000", "rpcUrl": "http://the-signers-node"}},
   "allow": {"destinations": ["` + supplier.Hex() + `", "` + dead.Hex() + `"], "contracts": [{"address": "` + usdc.Hex() + `", "methods": ["transfer"]}]}}`))
 		if err != nil {
 			t.Fatal(err)
 		}
+		return p
+	}
+	policy := func(n Node) *Policy {
+		p := parse()
 		if err := p.Connect(context.Background(), func(_ context.Context, url string) (Node, error) {
 			if url != "http://the-signers-node" {
 				t.Fatalf("dialled %s", url)
@@ -97,10 +105,28 @@ func TestTheSignersOwnNodeRunsEachTransactionFirst(t *testing.T) {
 		return p
 	}
 	honest, reverts := transferRequest(t, "sig_honest", usdc, supplier, wallet.Hex()), transferRequest(t, "sig_dead", usdc, dead, wallet.Hex())
+	// The intent says 5 USDC to the supplier; the transaction pays the same to 0x…dEaD.
+	misstated := transferRequest(t, "sig_misstated", usdc, dead, wallet.Hex())
+	misstated.Intent = honest.Intent
 
-	srv, posted := fakeService(t, honest, reverts)
-	cfg := withDefaults(Config{BaseURL: srv.URL, Token: "tk_sign", WalletID: "wal_mine", Key: key, HTTP: srv.Client(), Policy: policy(node)})
+	// Within the grace, the reverting payment waits; the rest is judged at once.
+	srv, posted := fakeService(t, honest, reverts, misstated)
+	cfg := withDefaults(Config{BaseURL: srv.URL, Token: "tk_sign", WalletID: "wal_mine", Key: key, HTTP: srv.Client(), Policy: policy(node),
+		RevertGrace: time.Hour})
 	done := map[string]bool{}
+	if err := pass(context.Background(), cfg, done); err != nil {
+		t.Fatal(err)
+	}
+	if got := posted(); got["/api/v1/signing-requests/sig_honest/signature"]["signature"] == "" || done["sig_dead"] ||
+		got["/api/v1/signing-requests/sig_misstated/refusal"]["reason"] != "intent_mismatch" || len(got) != 2 {
+		t.Fatalf("within the grace: posted %v", got)
+	}
+
+	// Past it (here: none), the reverting payment is refused.
+	srv, posted = fakeService(t, honest, reverts)
+	cfg = withDefaults(Config{BaseURL: srv.URL, Token: "tk_sign", WalletID: "wal_mine", Key: key, HTTP: srv.Client(), Policy: policy(node),
+		RevertGrace: -1})
+	done = map[string]bool{}
 	if err := pass(context.Background(), cfg, done); err != nil {
 		t.Fatal(err)
 	}
@@ -116,15 +142,18 @@ func TestTheSignersOwnNodeRunsEachTransactionFirst(t *testing.T) {
 		t.Fatal("the reverting payment was signed")
 	}
 
-	// A node that cannot answer: the request waits.
-	srv, posted = fakeService(t, honest)
-	cfg = withDefaults(Config{BaseURL: srv.URL, Token: "tk_sign", WalletID: "wal_mine", Key: key, HTTP: srv.Client(), Policy: policy(brokenNode{node})})
-	done = map[string]bool{}
-	if err := pass(context.Background(), cfg, done); err != nil {
-		t.Fatal(err)
-	}
-	if len(posted()) != 0 || done["sig_honest"] {
-		t.Fatalf("with its node down the signer posted %v", posted())
+	// A node that cannot answer, or a rule whose node was never connected: the request
+	// waits.
+	for name, p := range map[string]*Policy{"down": policy(brokenNode{node}), "not connected": parse()} {
+		srv, posted = fakeService(t, honest)
+		cfg = withDefaults(Config{BaseURL: srv.URL, Token: "tk_sign", WalletID: "wal_mine", Key: key, HTTP: srv.Client(), Policy: p})
+		done = map[string]bool{}
+		if err := pass(context.Background(), cfg, done); err != nil {
+			t.Fatal(err)
+		}
+		if len(posted()) != 0 || done["sig_honest"] {
+			t.Fatalf("with its node %s the signer posted %v", name, posted())
+		}
 	}
 
 	// A node of another chain is refused at start.
@@ -152,7 +181,7 @@ func BenchmarkPolicySimulate(b *testing.B) {
 	}
 	req := transferRequest(b, "sig_1", usdc, supplier, wallet.Hex())
 	for b.Loop() {
-		if f, err := p.Simulate(context.Background(), req, wallet.Hex()); f != nil || err != nil {
+		if f, err := p.Simulate(context.Background(), req, "wal_mine", wallet.Hex()); f != nil || err != nil {
 			b.Fatal(f, err)
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"net/url"
+	"slices"
 	"sort"
 
 	"github.com/ethereum/go-ethereum"
@@ -32,6 +32,15 @@ var ErrCannotSimulate = fmt.Errorf("%w: the node's client offers no eth_simulate
 var (
 	transferTopic = crypto.Keccak256Hash([]byte("Transfer(address,address,uint256)"))
 	approvalTopic = crypto.Keccak256Hash([]byte("Approval(address,address,uint256)"))
+	// valueTopics are the events of other standards that move or grant value: an NFT's
+	// transfer and approval share ERC-20's signatures with an indexed token id (four
+	// topics); ApprovalForAll, and ERC-1155's transfers.
+	valueTopics = map[common.Hash]string{
+		transferTopic: "Transfer", approvalTopic: "Approval",
+		crypto.Keccak256Hash([]byte("ApprovalForAll(address,address,bool)")):                       "ApprovalForAll",
+		crypto.Keccak256Hash([]byte("TransferSingle(address,address,address,uint256,uint256)")):    "TransferSingle",
+		crypto.Keccak256Hash([]byte("TransferBatch(address,address,address,uint256[],uint256[])")): "TransferBatch",
+	}
 	// NativeAddress is where eth_simulateV1 with traceTransfers logs the native asset's
 	// movements, as ERC-20 Transfer events (ERC-7528's address for the native asset).
 	NativeAddress = common.HexToAddress("0xEeeeeEeeeEeEeeEeEeEeeEEEeeeeEeeeeeeeEEeE")
@@ -51,6 +60,15 @@ type Allowance struct {
 	Amount                *big.Int
 }
 
+// Other is an event that moves or grants value in a shape other than ERC-20's (Name says
+// which), with the addresses its topics name: a check that cannot weigh it refuses it
+// when it names the wallet.
+type Other struct {
+	Token     common.Address
+	Name      string
+	Addresses []common.Address
+}
+
 // Outcome is what one simulated call did on the node's latest state.
 type Outcome struct {
 	Reverted bool
@@ -59,12 +77,22 @@ type Outcome struct {
 	GasUsed   uint64
 	Movements []Movement
 	Approvals []Allowance
+	Others    []Other
 }
+
+// Node errors that answer for the calls rather than for the node (go-ethereum's codes for
+// eth_simulateV1): the sender cannot pay the value, or the gas is below the intrinsic.
+const (
+	codeInsufficientFunds = -38014
+	codeIntrinsicGas      = -38013
+)
 
 // Simulate runs calls one after another in one block on top of the node's latest state,
 // without signature or fee checks, tracing native transfers, and reads what each did: the
-// block it ran on and one Outcome per call. A later call sees what the earlier ones left
-// (a swap sees the allowance of the approve before it).
+// block whose state they ran on and one Outcome per call. A later call sees what the
+// earlier ones left (a swap sees the allowance of the approve before it). A node that
+// refuses the calls themselves (a sender short of the value) answers with every call
+// reverted for that reason; any other failure is an error, without the node's URL.
 func Simulate(ctx context.Context, node any, calls []ethereum.CallMsg) (uint64, []Outcome, error) {
 	s, ok := node.(Simulator)
 	if !ok {
@@ -73,13 +101,16 @@ func Simulate(ctx context.Context, node any, calls []ethereum.CallMsg) (uint64, 
 	latest := rpc.BlockNumberOrHashWithNumber(rpc.LatestBlockNumber)
 	blocks, err := s.SimulateV1(ctx, ethclient.SimulateOptions{TraceTransfers: true,
 		BlockStateCalls: []ethclient.SimulateBlock{{Calls: calls}}}, &latest)
-	if err != nil {
-		// A transport error quotes the node's URL, which often carries a provider's key.
-		var u *url.Error
-		if errors.As(err, &u) {
-			return 0, nil, fmt.Errorf("evm: eth_simulateV1: %s (node URL): %w", u.Op, u.Err)
+	var refused rpc.Error
+	if errors.As(err, &refused) && (refused.ErrorCode() == codeInsufficientFunds || refused.ErrorCode() == codeIntrinsicGas) {
+		out := make([]Outcome, len(calls))
+		for i := range out {
+			out[i] = Outcome{Reverted: true, Reason: refused.Error()}
 		}
-		return 0, nil, fmt.Errorf("evm: eth_simulateV1: %w", err)
+		return 0, out, nil
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("evm: eth_simulateV1: %s", chain.RedactURL(err))
 	}
 	if len(blocks) != 1 || len(blocks[0].Calls) != len(calls) {
 		return 0, nil, fmt.Errorf("evm: eth_simulateV1 answered %d blocks for 1, of %d calls", len(blocks), len(calls))
@@ -91,23 +122,36 @@ func Simulate(ctx context.Context, node any, calls []ethereum.CallMsg) (uint64, 
 			o.Reason = r.Error.Message
 		}
 		for _, l := range r.Logs {
-			if l == nil || len(l.Topics) != 3 || len(l.Data) != 32 {
+			if l == nil || len(l.Topics) == 0 {
 				continue
 			}
-			from, to := common.BytesToAddress(l.Topics[1].Bytes()), common.BytesToAddress(l.Topics[2].Bytes())
-			amount := new(big.Int).SetBytes(l.Data)
-			switch l.Topics[0] {
-			case transferTopic:
-				o.Movements = append(o.Movements, Movement{Token: l.Address, From: from, To: to, Amount: amount})
-			case approvalTopic:
-				o.Approvals = append(o.Approvals, Allowance{Token: l.Address, Owner: from, Spender: to, Amount: amount})
+			name, moves := valueTopics[l.Topics[0]]
+			if !moves {
+				continue
 			}
+			if len(l.Topics) == 3 && len(l.Data) == 32 && (name == "Transfer" || name == "Approval") {
+				from, to := common.BytesToAddress(l.Topics[1].Bytes()), common.BytesToAddress(l.Topics[2].Bytes())
+				amount := new(big.Int).SetBytes(l.Data)
+				if name == "Transfer" {
+					o.Movements = append(o.Movements, Movement{Token: l.Address, From: from, To: to, Amount: amount})
+				} else {
+					o.Approvals = append(o.Approvals, Allowance{Token: l.Address, Owner: from, Spender: to, Amount: amount})
+				}
+				continue
+			}
+			other := Other{Token: l.Address, Name: name}
+			for _, t := range l.Topics[1:] {
+				other.Addresses = append(other.Addresses, common.BytesToAddress(t.Bytes()))
+			}
+			o.Others = append(o.Others, other)
 		}
 		out[i] = o
 	}
+	// The calls ran in a block of their own on top of the latest: the state they saw is
+	// the block before it.
 	var block uint64
-	if blocks[0].Number != nil {
-		block = blocks[0].Number.Uint64()
+	if n := blocks[0].Number; n != nil && n.Sign() > 0 {
+		block = n.Uint64() - 1
 	}
 	return block, out, nil
 }
@@ -149,13 +193,25 @@ func (o Outcome) Changes() []Change {
 }
 
 // CheckMovements holds a simulated transaction to the intent it was checked against (the
-// verifying signer's third check, SPEC 3.5a): it does not revert, and what leaves the
-// wallet is what the intent moves and nothing else. A transfer sends exactly its amount
-// of its asset to its recipient, who gains exactly that; a swap, a deposit and a repay
-// spend their amount (a repay at most) of one asset; a withdrawal gives up only the
-// vault's own shares; an approve, a claim and a draw take nothing from the wallet. Only
-// an approve grants an allowance (other legs' calls may leave the one their contract
-// spends). Fees are not movements: the fee cap bounds them.
+// verifying signer's third check, SPEC 3.5a): it does not revert; what leaves the wallet
+// is what the intent moves and nothing else; what the leg is for reaches the wallet; and
+// only an approve grants an allowance. Leg by leg:
+//   - TRANSFER sends exactly its amount of its asset, all of it to its recipient;
+//   - APPROVE takes nothing, and emits exactly one Approval: its amount of its token to its
+//     spender;
+//   - SWAP spends exactly its amount of the sold asset and brings the wallet at least the
+//     call's minimum of the bought one;
+//   - DEPOSIT spends exactly its amount of one asset, to the vault;
+//   - WITHDRAW gives up only the vault's own shares (burnt, or to the vault) and brings
+//     the wallet its amount of one asset;
+//   - DRAW takes nothing and brings the wallet its amount of the borrowed asset;
+//   - REPAY spends at most its amount of the repaid asset;
+//   - CLAIM takes nothing.
+//
+// A call of another leg may leave only the allowance of the contract it calls (a token
+// that emits Approval as an allowance is spent). An event of another standard that moves
+// or grants value (an NFT's, ERC-1155's, ApprovalForAll) and names the wallet is refused:
+// it cannot be weighed. Fees are not movements: the fee cap bounds them.
 func CheckMovements(tx *types.Transaction, in chain.Intent, wallet common.Address, o Outcome) error {
 	if o.Reverted {
 		return fmt.Errorf("it reverts: %s", o.Reason)
@@ -164,24 +220,43 @@ func CheckMovements(tx *types.Transaction, in chain.Intent, wallet common.Addres
 	if !ok {
 		return fmt.Errorf("the intent's amount %q is not base units", in.Amount)
 	}
-	var (
-		spends, atMost, anyToken bool
-		asset                    common.Address
-		recipient                *common.Address
-		shares                   *common.Address
-	)
-	argAddress := func(i int) (common.Address, error) {
-		c, err := DecodeCall(tx.Data())
-		if err != nil || len(c.Args) <= i {
-			return common.Address{}, fmt.Errorf("the %s call does not decode: %v", in.Leg, err)
+	for _, other := range o.Others {
+		if slices.Contains(other.Addresses, wallet) {
+			return fmt.Errorf("a %s event of %s names the wallet: value this check cannot weigh", other.Name, other.Token.Hex())
 		}
-		a, _ := c.Args[i].(common.Address)
+	}
+	var args []any
+	if len(tx.Data()) > 0 {
+		c, err := DecodeCall(tx.Data())
+		if err != nil {
+			return fmt.Errorf("the %s call does not decode: %v", in.Leg, err)
+		}
+		args = c.Args
+	}
+	argAsset := func(i int) (common.Address, error) {
+		if len(args) <= i {
+			return common.Address{}, fmt.Errorf("the %s call has no argument %d", in.Leg, i)
+		}
+		a, _ := args[i].(common.Address)
 		if a == (common.Address{}) {
 			return NativeAddress, nil
 		}
 		return a, nil
 	}
-	var err error
+	vault := common.HexToAddress(in.Contract)
+	// out is what may leave the wallet: of asset (any one asset when anyAsset), to
+	// recipient when set, exactly amount (at most, when atMost); nothing when !spends.
+	var (
+		spends, atMost, anyAsset bool
+		asset                    common.Address
+		recipient                *common.Address
+		// gains is what must reach the wallet: at least gainAtLeast of gainAsset (any one
+		// asset but the vault's shares when gainAny).
+		gains, gainAny bool
+		gainAsset      common.Address
+		gainAtLeast    *big.Int
+		err            error
+	)
 	switch in.Leg {
 	case "TRANSFER":
 		spends, asset = true, NativeAddress
@@ -192,22 +267,29 @@ func CheckMovements(tx *types.Transaction, in chain.Intent, wallet common.Addres
 		recipient = &to
 	case "SWAP":
 		spends = true
-		if asset, err = argAddress(0); err != nil {
+		if asset, err = argAsset(0); err != nil {
 			return err
 		}
+		if gainAsset, err = argAsset(1); err != nil {
+			return err
+		}
+		minOut, _ := args[3].(*big.Int)
+		gains, gainAtLeast = true, minOut
 	case "DEPOSIT":
-		spends, anyToken = true, true
-		vault := common.HexToAddress(in.Contract)
-		recipient = &vault
+		spends, anyAsset, recipient = true, true, &vault
+	case "WITHDRAW":
+		gains, gainAny, gainAtLeast = true, true, amount
+	case "DRAW":
+		gains, gainAtLeast = true, amount
+		if gainAsset, err = argAsset(0); err != nil {
+			return err
+		}
 	case "REPAY":
 		spends, atMost = true, true
-		if asset, err = argAddress(0); err != nil {
+		if asset, err = argAsset(0); err != nil {
 			return err
 		}
-	case "WITHDRAW":
-		vault := common.HexToAddress(in.Contract)
-		shares = &vault
-	case "APPROVE", "CLAIM", "DRAW":
+	case "APPROVE", "CLAIM":
 	default:
 		return fmt.Errorf("no movements known for a %s leg", in.Leg)
 	}
@@ -217,12 +299,12 @@ func CheckMovements(tx *types.Transaction, in chain.Intent, wallet common.Addres
 			continue
 		}
 		switch {
-		case shares != nil && m.Token == *shares:
-			continue
+		case in.Leg == "WITHDRAW" && m.Token == vault && (m.To == (common.Address{}) || m.To == vault):
+			continue // the shares given up
 		case !spends:
 			return fmt.Errorf("%s base units of %s leave the wallet for %s; a %s leg takes nothing from it", m.Amount, assetName(m.Token), m.To.Hex(), in.Leg)
-		case anyToken && spent != (common.Address{}) && m.Token != spent,
-			!anyToken && m.Token != asset:
+		case anyAsset && spent != (common.Address{}) && m.Token != spent,
+			!anyAsset && m.Token != asset:
 			return fmt.Errorf("%s base units of %s leave the wallet; the %s leg spends only %s", m.Amount, assetName(m.Token), in.Leg, assetName(cmpAddress(asset, spent)))
 		case recipient != nil && m.To != *recipient:
 			return fmt.Errorf("%s base units of %s go to %s, not to %s", m.Amount, assetName(m.Token), m.To.Hex(), recipient.Hex())
@@ -233,17 +315,18 @@ func CheckMovements(tx *types.Transaction, in chain.Intent, wallet common.Addres
 	if spends && (total.Cmp(amount) > 0 || !atMost && total.Cmp(amount) != 0) {
 		return fmt.Errorf("%s base units leave the wallet; the %s leg spends %s", total, in.Leg, amount)
 	}
-	if in.Leg == "TRANSFER" {
-		got := new(big.Int)
+	if gains {
+		gained := false
 		for _, c := range o.Changes() {
-			if c.Address == *recipient && c.Token == asset {
-				got = c.Amount
+			if c.Address == wallet && c.Amount.Cmp(gainAtLeast) >= 0 && (gainAny && c.Token != vault || !gainAny && c.Token == gainAsset) {
+				gained = true
 			}
 		}
-		if got.Cmp(amount) != 0 {
-			return fmt.Errorf("%s receives %s base units of %s; the intent pays %s", recipient.Hex(), got, assetName(asset), amount)
+		if !gained {
+			return fmt.Errorf("the wallet does not receive what the %s leg is for: at least %s base units of %s", in.Leg, gainAtLeast, map[bool]string{true: "one asset", false: assetName(gainAsset)}[gainAny])
 		}
 	}
+	approvals := 0
 	for _, a := range o.Approvals {
 		if a.Owner != wallet {
 			continue
@@ -252,11 +335,15 @@ func CheckMovements(tx *types.Transaction, in chain.Intent, wallet common.Addres
 			if a.Token != common.HexToAddress(in.Contract) || a.Spender != common.HexToAddress(in.To) || a.Amount.Cmp(amount) != 0 {
 				return fmt.Errorf("the wallet allows %s to spend %s of %s; the intent approves %s of %s to %s", a.Spender.Hex(), a.Amount, a.Token.Hex(), amount, in.Contract, in.To)
 			}
+			approvals++
 			continue
 		}
 		if tx.To() == nil || a.Spender != *tx.To() {
 			return fmt.Errorf("the wallet allows %s to spend %s of %s; a %s leg grants nothing", a.Spender.Hex(), a.Amount, a.Token.Hex(), in.Leg)
 		}
+	}
+	if in.Leg == "APPROVE" && approvals != 1 {
+		return fmt.Errorf("the approve emits %d Approval events of the wallet, not one", approvals)
 	}
 	return nil
 }
@@ -291,7 +378,8 @@ func (c *Chain) Simulate(ctx context.Context, legs []chain.Leg) (chain.Simulatio
 		from := common.HexToAddress(leg.From)
 		in, err := c.intent(ctx, leg, from)
 		if err != nil {
-			return chain.Simulation{}, err
+			// A swap's quote is read from the node: its transport error quotes the URL.
+			return chain.Simulation{}, fmt.Errorf("evm: the %s leg: %s", leg.Kind, chain.RedactURL(err))
 		}
 		calls[i] = ethereum.CallMsg{From: from, To: &in.to, Value: in.value, Data: in.data}
 	}

@@ -3,12 +3,14 @@ package evm_test
 import (
 	"context"
 	"math/big"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/ethclient"
 	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/internal/chain"
@@ -81,6 +83,39 @@ func TestEveryLegSimulatesAsItsIntentSays(t *testing.T) {
 			t.Errorf("%s leg %d: %v (outcome %+v)", intents[i].Leg, i, err, o)
 		}
 	}
+	// What a contract that does other than its calldata says would leave in the outcome:
+	// each is refused.
+	without := func(o evm.Outcome, drop func(evm.Movement) bool) evm.Outcome {
+		o.Movements = slices.DeleteFunc(slices.Clone(o.Movements), drop)
+		return o
+	}
+	toWallet := func(m evm.Movement) bool { return m.To == w }
+	for _, tc := range []struct {
+		leg  int
+		o    evm.Outcome
+		want string
+	}{
+		{3, without(outcomes[3], toWallet), "the wallet does not receive what the SWAP leg is for"},
+		{4, without(outcomes[4], toWallet), "the wallet does not receive what the SWAP leg is for"},
+		{6, without(outcomes[6], toWallet), "the wallet does not receive what the WITHDRAW leg is for"},
+		{8, without(outcomes[8], toWallet), "the wallet does not receive what the DRAW leg is for"},
+		{2, evm.Outcome{GasUsed: outcomes[2].GasUsed}, "emits 0 Approval events"},
+		{6, func() evm.Outcome {
+			o := outcomes[6]
+			o.Movements = append(slices.Clone(o.Movements), evm.Movement{Token: common.HexToAddress(intents[6].Contract), From: w, To: dead, Amount: big.NewInt(1)})
+			return o
+		}(), "a WITHDRAW leg takes nothing from it"},
+		{0, func() evm.Outcome {
+			o := outcomes[0]
+			o.Others = []evm.Other{{Token: dead, Name: "Transfer", Addresses: []common.Address{w, dead, {}}}}
+			return o
+		}(), "a Transfer event of " + dead.Hex() + " names the wallet"},
+	} {
+		if err := evm.CheckMovements(txs[tc.leg], intents[tc.leg], w, tc.o); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s leg %d tampered: %v, want %q", intents[tc.leg].Leg, tc.leg, err, tc.want)
+		}
+	}
+
 	// Nothing was sent: the wallet's nonce and balances are as they were.
 	if nonce, _ := n.backend.Client().NonceAt(ctx, w, nil); nonce != n.next {
 		t.Fatalf("the simulation sent something: nonce %d", nonce)
@@ -106,7 +141,7 @@ func TestEveryLegSimulatesAsItsIntentSays(t *testing.T) {
 	if c := got(0); len(c) != 2 || c[w.Hex()+" USDC"] != "-250" || c[receiver.Hex()+" USDC"] != "250" {
 		t.Fatalf("the USDC transfer shows %v", c)
 	}
-	if c := got(1); c[w.Hex()+" ETH"] != "-1.5" || c[receiver.Hex()+" ETH"] != "1.5" {
+	if c := got(1); len(c) != 2 || c[w.Hex()+" ETH"] != "-1.5" || c[receiver.Hex()+" ETH"] != "1.5" {
 		t.Fatalf("the ETH transfer shows %v", c)
 	}
 	if c := got(2); len(c) != 0 || sim.Legs[2].Reverted {
@@ -167,6 +202,25 @@ func TestASimulatedMovementTheIntentDoesNotSayIsRefused(t *testing.T) {
 	tx, in, o = one(chain.Leg{Kind: "CLAIM", Asset: "USDC", Protocol: "aave"})
 	o.Movements = append(o.Movements, evm.Movement{Token: evm.NativeAddress, From: w, To: dead, Amount: big.NewInt(7)})
 	refused(evm.CheckMovements(tx, in, w, o), "a CLAIM leg takes nothing from it")
+
+	// More ether than the wallet holds: the node refuses the call itself, which reads as
+	// a revert, not as a node that is down.
+	tx, in = n.prepared(chain.Leg{Kind: "TRANSFER", Asset: "ETH", Amount: decimal.NewFromInt(1), To: receiver.Hex()}, 0)
+	short := callOf(tx, w)
+	short.Value = new(big.Int).Mul(big.NewInt(1e18), big.NewInt(1_000_000))
+	if _, o, err := evm.Simulate(ctx, n.backend.Client(), []ethereum.CallMsg{short}); err != nil || len(o) != 1 || !o[0].Reverted ||
+		!strings.Contains(o[0].Reason, "insufficient funds") {
+		t.Fatalf("a value beyond the wallet: %+v %v", o, err)
+	}
+
+	// A node that cannot be reached: the error leaves its URL (and the key in it) out.
+	far, err := ethclient.Dial("http://127.0.0.1:1/v3/provider-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := evm.Simulate(ctx, far, []ethereum.CallMsg{short}); err == nil || strings.Contains(err.Error(), "provider-key") {
+		t.Fatalf("an unreachable node: %v", err)
+	}
 
 	// Simulating needs a node that offers eth_simulateV1.
 	if _, _, err := evm.Simulate(ctx, struct{}{}, nil); err != evm.ErrCannotSimulate {

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -103,7 +102,7 @@ type Answer struct {
 	// Body is a JSON-RPC response object, or an array of them for a batch.
 	Body []byte
 	// NodeErr is the first failure to reach the node, or nil. Body says only that the node
-	// did not answer; NodeErr is for the service's log, with any URL left out (RedactURL).
+	// did not answer; NodeErr is for the service's log, with any URL left out (chain.RedactURL).
 	NodeErr error
 }
 
@@ -503,13 +502,3 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 }
 
 func (b *cappedBody) Close() error { return b.body.Close() }
-
-// RedactURL is err's text without the URL a transport error quotes: a node's URL often
-// carries the provider's API key.
-func RedactURL(err error) string {
-	var u *url.Error
-	if errors.As(err, &u) {
-		return u.Op + " (node URL): " + u.Err.Error()
-	}
-	return err.Error()
-}

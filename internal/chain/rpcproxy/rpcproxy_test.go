@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -72,16 +71,6 @@ func TestANodeThatCannotBeDialled(t *testing.T) {
 	got := decode(t, a)[0]
 	if a.NodeErr == nil || got.Error == nil || got.Error.Code != CodeUnavailable || string(got.ID) != `"x"` || strings.Contains(string(a.Body), "key") {
 		t.Fatalf("%v %s", a.NodeErr, a.Body)
-	}
-}
-
-func TestRedactURLKeepsTheURLOut(t *testing.T) {
-	err := &url.Error{Op: "Post", URL: "https://mainnet.example/v3/provider-key", Err: errors.New("connection refused")}
-	if got := RedactURL(err); strings.Contains(got, "provider-key") || !strings.Contains(got, "connection refused") {
-		t.Fatalf("%q", got)
-	}
-	if got := RedactURL(errors.New("plain")); got != "plain" {
-		t.Fatalf("%q", got)
 	}
 }
 
