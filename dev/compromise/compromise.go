@@ -7,7 +7,10 @@ package compromise
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"database/sql"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -148,4 +151,35 @@ func (db DB) ApproveUnlimited(ctx context.Context, requestID string, spender com
 		data, err := token.Pack("approve", spender, new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 256), big.NewInt(1)))
 		return like(tx, *tx.To(), data), err
 	})
+}
+
+// Attack is one rewrite of the attack tests and the refusal a verifying signer that pins
+// the approvals' key and allows the attacker's address posts for it.
+type Attack struct {
+	Name, Reason string
+	Do           func(ctx context.Context, db DB, requestID string) error
+}
+
+// Attacks are the rewrites (a)–(d) of the attack table, against requests approved
+// with the approver key keyID: (a) another destination, the intent left as approved; (b)
+// a thousand times the amount, the intent and the approvals' copies of it rewritten to
+// match; (c) the approvals replaced by one signed with another key under keyID, and by
+// one with no signature; (d) the same call sent to another contract, and an unlimited
+// approve of the token to the attacker.
+func Attacks(attacker common.Address, keyID string) []Attack {
+	_, forger, _ := ed25519.GenerateKey(rand.Reader)
+	return []Attack{
+		{"redirect", "intent_mismatch", func(ctx context.Context, db DB, id string) error { return db.Redirect(ctx, id, attacker) }},
+		{"raise", "quorum_not_met", func(ctx context.Context, db DB, id string) error { return db.Raise(ctx, id, 1000) }},
+		{"forge", "quorum_not_met", func(ctx context.Context, db DB, id string) error {
+			return db.ReplaceApprovals(ctx, id, keyID, func(statement string) string {
+				return base64.StdEncoding.EncodeToString(ed25519.Sign(forger, approvers.DecisionDigest("APPROVE", []byte(statement))))
+			})
+		}},
+		{"unsign", "quorum_not_met", func(ctx context.Context, db DB, id string) error {
+			return db.ReplaceApprovals(ctx, id, keyID, func(string) string { return "" })
+		}},
+		{"elsewhere", "contract_not_allowed", func(ctx context.Context, db DB, id string) error { return db.CallElsewhere(ctx, id, attacker) }},
+		{"unlimited", "unlimited_approve", func(ctx context.Context, db DB, id string) error { return db.ApproveUnlimited(ctx, id, attacker) }},
+	}
 }

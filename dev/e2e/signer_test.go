@@ -109,12 +109,11 @@ func TestASignerWithItsOwnQuorumRefusesACompromisedService(t *testing.T) {
 		return orderID, o["legs"].([]any)[0].(map[string]any)["signingRequestId"].(string)
 	}
 	honest, _ := approved("10")
-	redirected, redirectedReq := approved("11")
-	forged, forgedReq := approved("12")
-	raised, raisedReq := approved("13")
-	unsigned, unsignedReq := approved("14")
-	elsewhere, elsewhereReq := approved("15")
-	unlimited, unlimitedReq := approved("16")
+	attacks := compromise.Attacks(attacker, botKeyID)
+	attacked, requests := make([]string, len(attacks)), make([]string, len(attacks))
+	for i := range attacks {
+		attacked[i], requests[i] = approved(fmt.Sprint(11 + i))
+	}
 
 	// The compromised database.
 	raw, err := sql.Open("sqlite", filepath.Join(dataDir, "treasury.db")+"?_pragma=busy_timeout(10000)")
@@ -122,27 +121,10 @@ func TestASignerWithItsOwnQuorumRefusesACompromisedService(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	db, ctx := compromise.DB{DB: raw}, context.Background()
-	_, otherKey, _ := ed25519.GenerateKey(rand.Reader)
-	for what, err := range map[string]error{
-		// (a) Another destination, the intent left as approved.
-		"redirect": db.Redirect(ctx, redirectedReq, attacker),
-		// (b) A thousand times the amount, the intent and the approvals' copies of it
-		// rewritten to match.
-		"raise": db.Raise(ctx, raisedReq, 1000),
-		// (c) The approvals replaced: one signed by another key under the bot's key id,
-		// one with no signature at all.
-		"forge": db.ReplaceApprovals(ctx, forgedReq, botKeyID, func(statement string) string {
-			return base64.StdEncoding.EncodeToString(ed25519.Sign(otherKey, approvers.DecisionDigest("APPROVE", []byte(statement))))
-		}),
-		"unsign": db.ReplaceApprovals(ctx, unsignedReq, botKeyID, func(string) string { return "" }),
-		// (d) The same transfer sent to another contract, and an unlimited approve of the
-		// token to the attacker.
-		"elsewhere": db.CallElsewhere(ctx, elsewhereReq, attacker),
-		"unlimited": db.ApproveUnlimited(ctx, unlimitedReq, attacker),
-	} {
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
+	db := compromise.DB{DB: raw}
+	for i, a := range attacks {
+		if err := a.Do(context.Background(), db, requests[i]); err != nil {
+			t.Fatalf("%s: %v", a.Name, err)
 		}
 	}
 
@@ -161,12 +143,11 @@ func TestASignerWithItsOwnQuorumRefusesACompromisedService(t *testing.T) {
 	runVerifyingSigner(t, b.APIURL, device.body["secret"].(string), manual, policy)
 
 	waitStatus(t, api+"/payments/"+honest, pay.Read, "confirmed")
-	for id, reason := range map[string]string{redirected: "intent_mismatch", forged: "quorum_not_met", raised: "quorum_not_met",
-		unsigned: "quorum_not_met", elsewhere: "contract_not_allowed", unlimited: "unlimited_approve"} {
-		o := waitStatusWithin(t, api+"/payments/"+id, pay.Read, "failed", time.Minute)
+	for i, a := range attacks {
+		o := waitStatusWithin(t, api+"/payments/"+attacked[i], pay.Read, "failed", time.Minute)
 		failure, _ := o["failure"].(map[string]any)
-		if failure["code"] != "signer_refused" || !strings.Contains(fmt.Sprint(failure["message"]), reason) {
-			t.Fatalf("payment %s: %v, want signer_refused (%s)", id, o["failure"], reason)
+		if failure["code"] != "signer_refused" || !strings.Contains(fmt.Sprint(failure["message"]), a.Reason) {
+			t.Fatalf("%s, payment %s: %v, want signer_refused (%s)", a.Name, attacked[i], o["failure"], a.Reason)
 		}
 	}
 	// Only the honest payment left the wallet.

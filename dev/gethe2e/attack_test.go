@@ -6,12 +6,10 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/base64"
-	"encoding/json"
+	"fmt"
 	"math/big"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -46,26 +44,13 @@ func TestACompromisedServiceGetsNothingSignedOnGeth(t *testing.T) {
 	browserPath := browser.Chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
 	api := s.cluster.APIURLs[0]
 	payee := common.HexToAddress("0x6666666666666666666666666666666666666666")
 	attacker := common.HexToAddress("0x7777777777777777777777777777777777777777")
 	usdc := s.token(t, "USDC").Address
 
 	// The organisation, its owner, its wallet and its keys.
-	org := exec.CommandContext(ctx, os.Getenv("TREASURY_BIN"), "org", "create", "--name", "Attacked", "--owner-email", "owner@attacked.example", "--json")
-	org.Env = append(os.Environ(), "DATABASE_URL="+s.cluster.DatabaseURL, "PUBLIC_URL="+api)
-	out, err := org.Output()
-	var made struct{ OrgID, SignInLink string }
-	if err != nil || json.Unmarshal(out, &made) != nil || made.SignInLink == "" {
-		t.Fatalf("treasury org create: %v: %s", err, out)
-	}
-	browserCtx, stopBrowser := browser.Start(t, browserPath)
-	defer stopBrowser()
-	owner := &browser.Tab{T: t, Ctx: browserCtx, Base: api}
-	if at := owner.AcceptLink(made.SignInLink, "the attacked owner's long password"); !strings.HasPrefix(at, "/console/") {
-		t.Fatalf("the owner lands at %s", at)
-	}
+	owner := operatorOrganisation(ctx, t, browserPath, api, s.cluster.DatabaseURL, "Attacked", "owner@attacked.example")
 	walletKey, err := keys.Generate(chain.Secp256k1)
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +68,8 @@ func TestACompromisedServiceGetsNothingSignedOnGeth(t *testing.T) {
 
 	// The approvals bot belongs to a second person (the creator of an order may not decide
 	// it): the owner invites them on the Team page; they open their link in a browser of
-	// their own and make a pay key holding approve and developer, through which the bot's key is made with its approver key.
+	// their own and make a pay key holding approve and developer, through which the bot's
+	// key is made with its approver key.
 	owner.Open("/console/pay/team")
 	owner.Do("the member", chromedp.SetValue(chromedp.CSS("#email"), "approver@attacked.example"))
 	for _, a := range []string{"read", "approve", "developer"} {
@@ -92,13 +78,8 @@ func TestACompromisedServiceGetsNothingSignedOnGeth(t *testing.T) {
 	if status := owner.Submit("invite", chromedp.Click(chromedp.CSS(`form[action="team"] button[type="submit"]`))); status != http.StatusCreated {
 		t.Fatalf("the invitation: HTTP %d: %s", status, owner.Text("main"))
 	}
-	memberLink := browser.Eval[string](owner, `document.getElementById("secret").value`)
-	memberCtx, stopMemberBrowser := browser.Start(t, browserPath)
-	defer stopMemberBrowser()
-	member := &browser.Tab{T: t, Ctx: memberCtx, Base: api}
-	if at := member.AcceptLink(memberLink, "the attacked approver's long password"); !strings.HasPrefix(at, "/console/") {
-		t.Fatalf("the member lands at %s", at)
-	}
+	member := signedInByLink(t, browserPath, api, browser.Eval[string](owner, `document.getElementById("secret").value`),
+		"the attacked approver's long password")
 	memberKey, _ := client.New(api, client.WithToken(newKey(t, member, "pay", "tk", []string{"approve", "developer"}, "")))
 
 	// The approvals bot with its approver key, and the policy that wants signed decisions.
@@ -154,12 +135,11 @@ func TestACompromisedServiceGetsNothingSignedOnGeth(t *testing.T) {
 		return o.ID, *o.Legs[0].SigningRequestID
 	}
 	honest, _ := approved("10")
-	redirected, redirectedReq := approved("11")
-	raised, raisedReq := approved("12")
-	forged, forgedReq := approved("13")
-	unsigned, unsignedReq := approved("14")
-	elsewhere, elsewhereReq := approved("15")
-	unlimited, unlimitedReq := approved("16")
+	attacks := compromise.Attacks(attacker, *botKey.ApproverKeyID)
+	attacked, requests := make([]string, len(attacks)), make([]string, len(attacks))
+	for i := range attacks {
+		attacked[i], requests[i] = approved(fmt.Sprint(11 + i))
+	}
 
 	// The compromised database.
 	raw, err := sql.Open("pgx", s.cluster.DatabaseURL)
@@ -167,45 +147,18 @@ func TestACompromisedServiceGetsNothingSignedOnGeth(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	db := compromise.DB{DB: raw}
-	_, otherKey, _ := ed25519.GenerateKey(rand.Reader)
-	for what, err := range map[string]error{
-		"redirect": db.Redirect(ctx, redirectedReq, attacker),
-		"raise":    db.Raise(ctx, raisedReq, 1000),
-		"forge": db.ReplaceApprovals(ctx, forgedReq, *botKey.ApproverKeyID, func(statement string) string {
-			return base64.StdEncoding.EncodeToString(ed25519.Sign(otherKey, approvers.DecisionDigest("APPROVE", []byte(statement))))
-		}),
-		"unsign":    db.ReplaceApprovals(ctx, unsignedReq, *botKey.ApproverKeyID, func(string) string { return "" }),
-		"elsewhere": db.CallElsewhere(ctx, elsewhereReq, attacker),
-		"unlimited": db.ApproveUnlimited(ctx, unlimitedReq, attacker),
-	} {
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
+	for i, a := range attacks {
+		if err := a.Do(ctx, compromise.DB{DB: raw}, requests[i]); err != nil {
+			t.Fatalf("%s: %v", a.Name, err)
 		}
 	}
 
 	// The signer: its rules allow the attacker too; its quorum, its checks and geth decide.
-	keyFile := filepath.Join(dir, "wallet.key")
-	if err := os.WriteFile(keyFile, []byte(walletKey.Encode()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	policyFile := filepath.Join(dir, "signer-policy.json")
-	policy := `{"chains": {"ethereum": {"chainId": 1337, "maxFeeWei": "100000000000000000", "rpcUrl": "` + s.geth.url + `"}},
-  "allow": {"destinations": ["` + payee.Hex() + `", "` + attacker.Hex() + `"], "contracts": [{"address": "` + usdc.Hex() + `", "methods": ["transfer", "approve"]}]},
-  "approvers": {"keys": [{"id": "` + *botKey.ApproverKeyID + `", "scheme": "ed25519", "publicKey": "` + base64.StdEncoding.EncodeToString(botPub) + `"}],
-    "tiers": [{"minAmount": "0", "approvals": 1}]}}`
-	if err := os.WriteFile(policyFile, []byte(policy), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	sentBefore, attackerHeld := s.nonce(t, walletAddr), s.balance(t, "USDC", attacker)
-	signerLog, _ := os.Create(filepath.Join(dir, "signer.log"))
-	signer := exec.Command(os.Getenv("TREASURY_BIN"), "signer", "--key", keyFile, "--wallet", walletID, "--url", api, "--interval", "500ms",
-		"--policy", policyFile)
-	signer.Env, signer.Stdout, signer.Stderr = append(os.Environ(), "TREASURY_TOKEN="+device), signerLog, signerLog
-	if err := signer.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = signer.Process.Kill(); _ = signer.Wait() }()
+	signerLog := startSigner(t, api, walletID, device, walletKey, `{"chains": {"ethereum": {"chainId": 1337, "maxFeeWei": "100000000000000000", "rpcUrl": "`+s.geth.url+`"}},
+  "allow": {"destinations": ["`+payee.Hex()+`", "`+attacker.Hex()+`"], "contracts": [{"address": "`+usdc.Hex()+`", "methods": ["transfer", "approve"]}]},
+  "approvers": {"keys": [{"id": "`+*botKey.ApproverKeyID+`", "scheme": "ed25519", "publicKey": "`+base64.StdEncoding.EncodeToString(botPub)+`"}],
+    "tiers": [{"minAmount": "0", "approvals": 1}]}}`)
 
 	outcome := func(id string) *client.Order {
 		t.Helper()
@@ -219,14 +172,13 @@ func TestACompromisedServiceGetsNothingSignedOnGeth(t *testing.T) {
 		return o
 	}
 	if o := outcome(honest); o.Status != "confirmed" {
-		log, _ := os.ReadFile(signerLog.Name())
+		log, _ := os.ReadFile(signerLog)
 		t.Fatalf("the honest payment is %s (%+v); the signer's log:\n%s", o.Status, o.Failure, log)
 	}
-	for id, reason := range map[string]string{redirected: "intent_mismatch", raised: "quorum_not_met", forged: "quorum_not_met",
-		unsigned: "quorum_not_met", elsewhere: "contract_not_allowed", unlimited: "unlimited_approve"} {
-		o := outcome(id)
-		if o.Status != "failed" || o.Failure == nil || o.Failure.Code != "signer_refused" || !strings.Contains(o.Failure.Message, "("+reason+")") {
-			t.Errorf("payment %s: %s %+v, want failed signer_refused (%s)", id, o.Status, o.Failure, reason)
+	for i, a := range attacks {
+		o := outcome(attacked[i])
+		if o.Status != "failed" || o.Failure == nil || o.Failure.Code != "signer_refused" || !strings.Contains(o.Failure.Message, "("+a.Reason+")") {
+			t.Errorf("%s, payment %s: %s %+v, want failed signer_refused (%s)", a.Name, o.ID, o.Status, o.Failure, a.Reason)
 		}
 	}
 	// geth: one transaction from the wallet (the honest payment's), nothing to the attacker.

@@ -109,22 +109,9 @@ func TestAnOrganisationFromNothingPaysOnGeth(t *testing.T) {
 		t.Fatal("a cluster with no seed has seeded credentials")
 	}
 
-	// The operator makes the organisation.
-	org := exec.CommandContext(ctx, os.Getenv("TREASURY_BIN"), "org", "create", "--name", "From Nothing", "--owner-email", "owner@nothing.example", "--json")
-	org.Env = append(os.Environ(), "DATABASE_URL="+c.DatabaseURL, "PUBLIC_URL="+api)
-	out, err := org.Output()
-	var made struct{ OrgID, SignInLink string }
-	if err != nil || json.Unmarshal(out, &made) != nil || !strings.HasPrefix(made.SignInLink, api+"/console/welcome?token=sil_") {
-		t.Fatalf("treasury org create: %v: %s", err, out)
-	}
-
-	// The owner, in chromium: the link, the password, the wallet, the keys.
-	browserCtx, stopBrowser := browser.Start(t, browserPath)
-	defer stopBrowser()
-	owner := &browser.Tab{T: t, Ctx: browserCtx, Base: api}
-	if at := owner.AcceptLink(made.SignInLink, "the owner's own long password"); !strings.HasPrefix(at, "/console/") {
-		t.Fatalf("the owner lands at %s", at)
-	}
+	// The operator makes the organisation; the owner, in chromium, opens the link, sets a
+	// password, registers the wallet and makes the keys.
+	owner := operatorOrganisation(ctx, t, browserPath, api, c.DatabaseURL, "From Nothing", "owner@nothing.example")
 	walletKey, err := keys.Generate(chain.Secp256k1)
 	if err != nil {
 		t.Fatal(err)
@@ -138,26 +125,10 @@ func TestAnOrganisationFromNothingPaysOnGeth(t *testing.T) {
 	if err := faucet.Fund(ctx, s.chain, walletAddr, "ETH", decimal.NewFromInt(3)); err != nil {
 		t.Fatal(err)
 	}
-	keyFile := filepath.Join(dir, "wallet.key")
-	if err := os.WriteFile(keyFile, []byte(walletKey.Encode()), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	// The signer's own rules: ETH and USDC to dest1 (and to 0x…dEaD) only, whatever the
 	// service asks; each transaction runs first on geth, the signer's own node.
-	policyFile := filepath.Join(dir, "signer-policy.json")
-	policy := `{"chains": {"ethereum": {"chainId": 1337, "maxFeeWei": "100000000000000000", "rpcUrl": "` + s.geth.url + `"}},
-  "allow": {"destinations": ["` + dest1.Hex() + `", "` + dead.Hex() + `"], "contracts": [{"address": "` + s.token(t, "USDC").Address.Hex() + `", "methods": ["transfer"]}]}}`
-	if err := os.WriteFile(policyFile, []byte(policy), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	signerLog, _ := os.Create(filepath.Join(dir, "signer.log"))
-	signer := exec.Command(os.Getenv("TREASURY_BIN"), "signer", "--key", keyFile, "--wallet", walletID, "--url", api, "--interval", "500ms",
-		"--policy", policyFile)
-	signer.Env, signer.Stdout, signer.Stderr = append(os.Environ(), "TREASURY_TOKEN="+device), signerLog, signerLog
-	if err := signer.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = signer.Process.Kill(); _ = signer.Wait() }()
+	signerLog := startSigner(t, api, walletID, device, walletKey, `{"chains": {"ethereum": {"chainId": 1337, "maxFeeWei": "100000000000000000", "rpcUrl": "`+s.geth.url+`"}},
+  "allow": {"destinations": ["`+dest1.Hex()+`", "`+dead.Hex()+`"], "contracts": [{"address": "`+s.token(t, "USDC").Address.Hex()+`", "methods": ["transfer"]}]}}`)
 
 	// The first payment, valued at the feed's 2000.
 	pay, _ := client.New(api, client.WithToken(paySK))
@@ -173,7 +144,7 @@ func TestAnOrganisationFromNothingPaysOnGeth(t *testing.T) {
 	confirmed := false
 	defer func() { // the payment and the signer's log, should it never confirm
 		if !confirmed {
-			log, _ := os.ReadFile(signerLog.Name())
+			log, _ := os.ReadFile(signerLog)
 			t.Logf("the payment is %s (%+v %+v); the signer's log:\n%s", o.Status, o.Failure, o.Rejection, log)
 		}
 	}()
@@ -258,7 +229,7 @@ func TestAnOrganisationFromNothingPaysOnGeth(t *testing.T) {
 	if got := s.nonce(t, walletAddr); got != sent {
 		t.Fatalf("the wallet sent %d transactions after the simulated revert", got-sent)
 	}
-	if log, _ := os.ReadFile(signerLog.Name()); !strings.Contains(string(log), `"simulated":true`) {
+	if log, _ := os.ReadFile(signerLog); !strings.Contains(string(log), `"simulated":true`) {
 		t.Fatalf("the signer's log names no simulated signature:\n%s", log)
 	}
 
@@ -300,6 +271,61 @@ func keepPosting(ctx context.Context, t *testing.T, d *devevm.Deployer, feed com
 	}()
 	var once sync.Once
 	return func() { once.Do(func() { close(stop); <-done }) }
+}
+
+// operatorOrganisation is an organisation the operator makes from nothing (`treasury org
+// create` against databaseURL), its owner signed in through the printed link in a chromium
+// of their own, closed when the test ends.
+func operatorOrganisation(ctx context.Context, t *testing.T, browserPath, api, databaseURL, name, email string) *browser.Tab {
+	t.Helper()
+	org := exec.CommandContext(ctx, os.Getenv("TREASURY_BIN"), "org", "create", "--name", name, "--owner-email", email, "--json")
+	org.Env = append(os.Environ(), "DATABASE_URL="+databaseURL, "PUBLIC_URL="+api)
+	out, err := org.Output()
+	var made struct{ OrgID, SignInLink string }
+	if err != nil || json.Unmarshal(out, &made) != nil || !strings.HasPrefix(made.SignInLink, api+"/console/welcome?token=sil_") {
+		t.Fatalf("treasury org create: %v: %s", err, out)
+	}
+	return signedInByLink(t, browserPath, api, made.SignInLink, "the owner's own long password")
+}
+
+// signedInByLink is a person who opened their one-time sign-in link and set their password,
+// in a chromium of their own, closed when the test ends.
+func signedInByLink(t *testing.T, browserPath, api, link, password string) *browser.Tab {
+	t.Helper()
+	ctx, stop := browser.Start(t, browserPath)
+	t.Cleanup(stop)
+	tab := &browser.Tab{T: t, Ctx: ctx, Base: api}
+	if at := tab.AcceptLink(link, password); !strings.HasPrefix(at, "/console/") {
+		t.Fatalf("%s lands at %s", link, at)
+	}
+	return tab
+}
+
+// startSigner runs `treasury signer` for the wallet, with its key, the device key and its
+// own rules (the policy document), until the test ends; it returns its log's path.
+func startSigner(t *testing.T, api, walletID, device string, key *keys.Key, policy string) string {
+	t.Helper()
+	dir := t.TempDir()
+	keyFile, policyFile := filepath.Join(dir, "wallet.key"), filepath.Join(dir, "signer-policy.json")
+	if err := os.WriteFile(keyFile, []byte(key.Encode()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(policyFile, []byte(policy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "signer.log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer := exec.Command(os.Getenv("TREASURY_BIN"), "signer", "--key", keyFile, "--wallet", walletID, "--url", api, "--interval", "500ms",
+		"--policy", policyFile)
+	signer.Env, signer.Stdout, signer.Stderr = append(os.Environ(), "TREASURY_TOKEN="+device), log, log
+	if err := signer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = signer.Process.Kill(); _ = signer.Wait(); _ = log.Close() })
+	return logPath
 }
 
 // registerWallet adds a wallet on the Wallets page: the page shows the message, the test

@@ -229,31 +229,38 @@ func isAddress(s string) bool { return common.IsHexAddress(s) || keys.IsSolanaAd
 // Check judges a signing request by the policy alone, for the wallet at address: nil when
 // the signer may sign it, else the first check that failed.
 func (p *Policy) Check(r client.SigningRequest, walletID, address string) *Refusal {
+	_, f := p.inspect(r, walletID, address)
+	return f
+}
+
+// inspect is Check, with the EVM transaction it decoded (nil on the simulated chain) for
+// the checks that follow it.
+func (p *Policy) inspect(r client.SigningRequest, walletID, address string) (*types.Transaction, *Refusal) {
 	raw, err := hex.DecodeString(r.RawUnsignedTx)
 	if err != nil || len(raw) == 0 {
-		return refusal("raw_unsigned_tx_missing", "the request carries no rawUnsignedTx to decode")
+		return nil, refusal("raw_unsigned_tx_missing", "the request carries no rawUnsignedTx to decode")
 	}
 	rule, ok := p.Chains[r.Chain]
 	if !ok {
-		return refusal("chain_not_configured", "the signer has no rule for chain %q", r.Chain)
+		return nil, refusal("chain_not_configured", "the signer has no rule for chain %q", r.Chain)
 	}
 	if !client.IsEVMTransaction(r) {
 		if f := p.checkSimulated(r, raw, walletID); f != nil || p.Approvers == nil {
-			return f
+			return nil, f
 		}
-		return p.Approvers.check(r, nil, walletID, address)
+		return nil, p.Approvers.check(r, nil, walletID, address)
 	}
 	tx, hash, err := evm.DecodeUnsigned(raw)
 	if err != nil {
-		return refusal("undecodable", "%v", err)
+		return nil, refusal("undecodable", "%v", err)
 	}
 	if !strings.EqualFold(hex.EncodeToString(hash[:]), r.Digest) {
-		return refusal("digest_mismatch", "the digest %s is not the hash %x of the transaction decoded", r.Digest, hash)
+		return nil, refusal("digest_mismatch", "the digest %s is not the hash %x of the transaction decoded", r.Digest, hash)
 	}
 	if f := p.checkEVM(r, tx, rule, address); f != nil || p.Approvers == nil {
-		return f
+		return tx, f
 	}
-	return p.Approvers.check(r, tx, walletID, address)
+	return tx, p.Approvers.check(r, tx, walletID, address)
 }
 
 // intentLeg reads the request's intent and the leg of it the request signs: the intent

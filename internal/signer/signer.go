@@ -263,7 +263,8 @@ func judge(ctx context.Context, cfg Config, r client.SigningRequest, down map[st
 	if cfg.Policy == nil {
 		return nil, false
 	}
-	if f := cfg.Policy.Check(r, cfg.WalletID, cfg.Key.Address()); f != nil {
+	tx, f := cfg.Policy.inspect(r, cfg.WalletID, cfg.Key.Address())
+	if f != nil {
 		return f, false
 	}
 	if cfg.Ledger != nil {
@@ -274,7 +275,7 @@ func judge(ctx context.Context, cfg Config, r client.SigningRequest, down map[st
 	if down[r.Chain] {
 		return nil, true
 	}
-	f, err := cfg.Policy.Simulate(ctx, r, cfg.WalletID, cfg.Key.Address())
+	f, err := cfg.Policy.Simulate(ctx, r, tx, cfg.WalletID, cfg.Key.Address())
 	if err != nil {
 		down[r.Chain] = true
 		cfg.Log.Warn("deferred", "verdict", "retry", "signingRequestId", r.ID, "orderId", r.OrderID, "leg", r.Leg,
@@ -282,7 +283,7 @@ func judge(ctx context.Context, cfg Config, r client.SigningRequest, down map[st
 		return nil, true
 	}
 	if f != nil && f.Reason == "simulation_reverted" && cfg.RevertGrace > 0 {
-		if since := time.Now().Sub(cfg.Policy.revertedSince(r.ID, time.Now())); since < cfg.RevertGrace {
+		if cfg.Policy.withinRevertGrace(r.ID, time.Now(), cfg.RevertGrace) {
 			cfg.Log.Info("deferred", "verdict", "retry", "signingRequestId", r.ID, "orderId", r.OrderID, "leg", r.Leg,
 				"detail", fmt.Sprintf("it reverts on the signer's node (asked again until %s have passed): %s", cfg.RevertGrace, f.Detail))
 			return nil, true

@@ -2,7 +2,6 @@ package signer
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"math/big"
 	"net/http"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/ethclient"
 	"github.com/ethereum/go-ethereum/rpc"
 
@@ -68,27 +68,20 @@ func (p *Policy) Connect(ctx context.Context, dial Dial) error {
 	return nil
 }
 
-// Simulate runs a request's transaction on the signer's own node of its chain, if its
-// rule names one, and holds what it moves to the intent's leg (evm.CheckMovements): nil
-// when it may sign, a refusal when the simulation disagrees, or an error when the node
-// could not answer (the request then waits for the next pass). It runs after Check, and
-// holds the transaction to its intent itself (intentLeg), with or without approvers.
-func (p *Policy) Simulate(ctx context.Context, r client.SigningRequest, walletID, address string) (*Refusal, error) {
+// Simulate runs a request's transaction, as Check decoded it (nil on the simulated chain,
+// which has no node), on the signer's own node of its chain, if its rule names one, and
+// holds what it moves to the intent's leg (evm.CheckMovements): nil when it may sign, a
+// refusal when the simulation disagrees, or an error when the node could not answer (the
+// request then waits for the next pass). It holds the transaction to its intent itself
+// (intentLeg), with or without approvers.
+func (p *Policy) Simulate(ctx context.Context, r client.SigningRequest, tx *types.Transaction, walletID, address string) (*Refusal, error) {
 	rule := p.Chains[r.Chain]
-	if rule.RPCURL == "" || !client.IsEVMTransaction(r) {
+	if rule.RPCURL == "" || tx == nil {
 		return nil, nil
 	}
 	if rule.node == nil {
 		// Fail closed: a rule that names a node signs nothing unsimulated.
 		return nil, fmt.Errorf("chains.%s.rpcUrl is not connected", r.Chain)
-	}
-	raw, err := hex.DecodeString(r.RawUnsignedTx)
-	if err != nil {
-		return refusal("undecodable", "%v", err), nil
-	}
-	tx, _, err := evm.DecodeUnsigned(raw)
-	if err != nil {
-		return refusal("undecodable", "%v", err), nil
 	}
 	leg, f := intentLeg(r, tx, walletID, address)
 	if f != nil {
@@ -115,17 +108,23 @@ func (p *Policy) Simulate(ctx context.Context, r client.SigningRequest, walletID
 // its swap) may have confirmed on the service's node a block before the signer's sees it.
 const DefaultRevertGrace = 30 * time.Second
 
-// revertedSince records when the request's transaction was first seen to revert, and
-// returns it.
-func (p *Policy) revertedSince(requestID string, now time.Time) time.Time {
+// withinRevertGrace records when the request's transaction first reverted and reports
+// whether grace has not passed since. Once it has, the record goes: the request is
+// refused, and not asked about again.
+func (p *Policy) withinRevertGrace(requestID string, now time.Time, grace time.Duration) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.reverts == nil {
 		p.reverts = map[string]time.Time{}
 	}
-	if first, ok := p.reverts[requestID]; ok {
-		return first
+	first, seen := p.reverts[requestID]
+	if !seen {
+		first = now
+		p.reverts[requestID] = now
 	}
-	p.reverts[requestID] = now
-	return now
+	if now.Sub(first) < grace {
+		return true
+	}
+	delete(p.reverts, requestID)
+	return false
 }

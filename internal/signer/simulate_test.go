@@ -2,6 +2,7 @@ package signer
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"math/big"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/opentreasury/treasury/dev/devevm"
 	"github.com/opentreasury/treasury/internal/approvers"
 	"github.com/opentreasury/treasury/internal/chain"
+	"github.com/opentreasury/treasury/internal/chain/evm"
 	"github.com/opentreasury/treasury/internal/chain/evm/contracts"
 	"github.com/opentreasury/treasury/internal/chain/keys"
 )
@@ -180,8 +182,13 @@ func BenchmarkPolicySimulate(b *testing.B) {
 		b.Fatal(err)
 	}
 	req := transferRequest(b, "sig_1", usdc, supplier, wallet.Hex())
+	raw, _ := hex.DecodeString(req.RawUnsignedTx)
+	tx, _, err := evm.DecodeUnsigned(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
 	for b.Loop() {
-		if f, err := p.Simulate(context.Background(), req, "wal_mine", wallet.Hex()); f != nil || err != nil {
+		if f, err := p.Simulate(context.Background(), req, tx, "wal_mine", wallet.Hex()); f != nil || err != nil {
 			b.Fatal(f, err)
 		}
 	}

@@ -1,6 +1,7 @@
 package evm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,8 +26,8 @@ type Simulator interface {
 	SimulateV1(ctx context.Context, opts ethclient.SimulateOptions, block *rpc.BlockNumberOrHash) ([]ethclient.SimulateBlockResult, error)
 }
 
-// ErrCannotSimulate is a client of a node that offers no eth_simulateV1: the chain is one
-// that does not simulate (chain.ErrNoSimulator).
+// ErrCannotSimulate is a chain whose node's client offers no eth_simulateV1: a chain that
+// does not simulate (chain.ErrNoSimulator).
 var ErrCannotSimulate = fmt.Errorf("%w: the node's client offers no eth_simulateV1", chain.ErrNoSimulator)
 
 var (
@@ -93,13 +94,9 @@ const (
 // earlier ones left (a swap sees the allowance of the approve before it). A node that
 // refuses the calls themselves (a sender short of the value) answers with every call
 // reverted for that reason; any other failure is an error, without the node's URL.
-func Simulate(ctx context.Context, node any, calls []ethereum.CallMsg) (uint64, []Outcome, error) {
-	s, ok := node.(Simulator)
-	if !ok {
-		return 0, nil, ErrCannotSimulate
-	}
+func Simulate(ctx context.Context, node Simulator, calls []ethereum.CallMsg) (uint64, []Outcome, error) {
 	latest := rpc.BlockNumberOrHashWithNumber(rpc.LatestBlockNumber)
-	blocks, err := s.SimulateV1(ctx, ethclient.SimulateOptions{TraceTransfers: true,
+	blocks, err := node.SimulateV1(ctx, ethclient.SimulateOptions{TraceTransfers: true,
 		BlockStateCalls: []ethclient.SimulateBlock{{Calls: calls}}}, &latest)
 	var refused rpc.Error
 	if errors.As(err, &refused) && (refused.ErrorCode() == codeInsufficientFunds || refused.ErrorCode() == codeIntrinsicGas) {
@@ -305,7 +302,7 @@ func CheckMovements(tx *types.Transaction, in chain.Intent, wallet common.Addres
 			return fmt.Errorf("%s base units of %s leave the wallet for %s; a %s leg takes nothing from it", m.Amount, assetName(m.Token), m.To.Hex(), in.Leg)
 		case anyAsset && spent != (common.Address{}) && m.Token != spent,
 			!anyAsset && m.Token != asset:
-			return fmt.Errorf("%s base units of %s leave the wallet; the %s leg spends only %s", m.Amount, assetName(m.Token), in.Leg, assetName(cmpAddress(asset, spent)))
+			return fmt.Errorf("%s base units of %s leave the wallet; the %s leg spends only %s", m.Amount, assetName(m.Token), in.Leg, assetName(cmp.Or(asset, spent)))
 		case recipient != nil && m.To != *recipient:
 			return fmt.Errorf("%s base units of %s go to %s, not to %s", m.Amount, assetName(m.Token), m.To.Hex(), recipient.Hex())
 		}
@@ -323,7 +320,11 @@ func CheckMovements(tx *types.Transaction, in chain.Intent, wallet common.Addres
 			}
 		}
 		if !gained {
-			return fmt.Errorf("the wallet does not receive what the %s leg is for: at least %s base units of %s", in.Leg, gainAtLeast, map[bool]string{true: "one asset", false: assetName(gainAsset)}[gainAny])
+			what := "one asset"
+			if !gainAny {
+				what = assetName(gainAsset)
+			}
+			return fmt.Errorf("the wallet does not receive what the %s leg is for: at least %s base units of %s", in.Leg, gainAtLeast, what)
 		}
 	}
 	approvals := 0
@@ -355,13 +356,6 @@ func assetName(token common.Address) string {
 	return "the token at " + token.Hex()
 }
 
-func cmpAddress(a, b common.Address) common.Address {
-	if a == (common.Address{}) {
-		return b
-	}
-	return a
-}
-
 // Simulate runs an order's legs on the node's latest state, one after another, without
 // sending them, and says what each would move (chain.Simulator): what approvers see
 // beside the statement. Assets are named by the chain's configuration where it knows
@@ -383,7 +377,11 @@ func (c *Chain) Simulate(ctx context.Context, legs []chain.Leg) (chain.Simulatio
 		}
 		calls[i] = ethereum.CallMsg{From: from, To: &in.to, Value: in.value, Data: in.data}
 	}
-	block, outcomes, err := Simulate(ctx, c.client, calls)
+	node, ok := c.client.(Simulator)
+	if !ok {
+		return chain.Simulation{}, ErrCannotSimulate
+	}
+	block, outcomes, err := Simulate(ctx, node, calls)
 	if err != nil {
 		return chain.Simulation{}, err
 	}

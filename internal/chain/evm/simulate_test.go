@@ -2,6 +2,7 @@ package evm_test
 
 import (
 	"context"
+	"errors"
 	"math/big"
 	"slices"
 	"strings"
@@ -16,6 +17,16 @@ import (
 	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/chain/evm"
 )
+
+// node is the chain's node as a simulator: its client offers eth_simulateV1.
+func (n *net) node() evm.Simulator {
+	n.t.Helper()
+	s, ok := n.backend.Client().(evm.Simulator)
+	if !ok {
+		n.t.Fatal("the simulated backend's client offers no eth_simulateV1")
+	}
+	return s
+}
 
 // prepared is a leg's transaction as a signer decodes it, with the intent it is held to.
 func (n *net) prepared(leg chain.Leg, nonce uint64) (*types.Transaction, chain.Intent) {
@@ -71,7 +82,7 @@ func TestEveryLegSimulatesAsItsIntentSays(t *testing.T) {
 		txs[i], intents[i] = n.prepared(leg, n.next+uint64(i))
 		calls[i] = callOf(txs[i], w)
 	}
-	block, outcomes, err := evm.Simulate(ctx, n.backend.Client(), calls)
+	block, outcomes, err := evm.Simulate(ctx, n.node(), calls)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +176,7 @@ func TestASimulatedMovementTheIntentDoesNotSayIsRefused(t *testing.T) {
 	one := func(leg chain.Leg) (*types.Transaction, chain.Intent, evm.Outcome) {
 		t.Helper()
 		tx, in := n.prepared(leg, 0)
-		_, o, err := evm.Simulate(ctx, n.backend.Client(), []ethereum.CallMsg{callOf(tx, w)})
+		_, o, err := evm.Simulate(ctx, n.node(), []ethereum.CallMsg{callOf(tx, w)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,7 +219,7 @@ func TestASimulatedMovementTheIntentDoesNotSayIsRefused(t *testing.T) {
 	tx, in = n.prepared(chain.Leg{Kind: "TRANSFER", Asset: "ETH", Amount: decimal.NewFromInt(1), To: receiver.Hex()}, 0)
 	short := callOf(tx, w)
 	short.Value = new(big.Int).Mul(big.NewInt(1e18), big.NewInt(1_000_000))
-	if _, o, err := evm.Simulate(ctx, n.backend.Client(), []ethereum.CallMsg{short}); err != nil || len(o) != 1 || !o[0].Reverted ||
+	if _, o, err := evm.Simulate(ctx, n.node(), []ethereum.CallMsg{short}); err != nil || len(o) != 1 || !o[0].Reverted ||
 		!strings.Contains(o[0].Reason, "insufficient funds") {
 		t.Fatalf("a value beyond the wallet: %+v %v", o, err)
 	}
@@ -222,8 +233,14 @@ func TestASimulatedMovementTheIntentDoesNotSayIsRefused(t *testing.T) {
 		t.Fatalf("an unreachable node: %v", err)
 	}
 
-	// Simulating needs a node that offers eth_simulateV1.
-	if _, _, err := evm.Simulate(ctx, struct{}{}, nil); err != evm.ErrCannotSimulate {
+	// Simulating needs a node whose client offers eth_simulateV1: a chain without one is a
+	// chain that does not simulate.
+	plain, err := evm.New(ctx, n.cfg, cheapNode{n.backend.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	legs := []chain.Leg{{Chain: "ethereum", From: w.Hex(), Kind: "TRANSFER", Asset: "ETH", Amount: decimal.NewFromInt(1), To: receiver.Hex()}}
+	if _, err := plain.Simulate(ctx, legs); !errors.Is(err, chain.ErrNoSimulator) {
 		t.Fatalf("a client without eth_simulateV1: %v", err)
 	}
 }
