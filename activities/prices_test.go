@@ -48,11 +48,11 @@ func TestRefreshPricesReadsFeedsAndFixedPrices(t *testing.T) {
 		if _, err := s.RecordPrice(ctx, &store.Price{Asset: "DROPPED", USDPrice: one, UpdatedAt: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
-		acts := &Prices{Store: s, Feeds: chain.Router{"ethereum": adapter}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		acts := &Prices{prices.Refresher{Store: s, Feeds: chain.Router{"ethereum": adapter}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			Sources: []prices.Source{
 				{Asset: "ETH", Chain: "ethereum", Feed: ethFeed.Hex(), Heartbeat: prices.Duration(time.Hour)},
 				{Asset: "USDC", Fixed: &one},
-			}}
+			}}}
 		res, err := acts.RefreshPrices(ctx)
 		if err != nil || res.Read != 2 || res.Kept != 2 || res.Failed != 0 || res.Deleted != 1 {
 			t.Fatalf("first refresh: %+v, %v", res, err)
@@ -114,7 +114,7 @@ func TestRefreshPricesWithoutSourcesLeavesPricesAlone(t *testing.T) {
 	if _, err := s.RecordPrice(ctx, &store.Price{Asset: "ETH", USDPrice: decimal.NewFromInt(3000), UpdatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	acts := &Prices{Store: s, Feeds: chain.Router{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	acts := &Prices{prices.Refresher{Store: s, Feeds: chain.Router{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}}
 	if res, err := acts.RefreshPrices(ctx); err != nil || res.Read+res.Kept+res.Failed != 0 || res.Deleted != 0 {
 		t.Fatalf("%+v, %v", res, err)
 	}

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,18 +56,24 @@ func auditVerify(t *testing.T, stdin string, args ...string) (code int, stdout, 
 
 func TestAuditVerifyFindsAnExportIntactOrNamesItsFirstBrokenEntry(t *testing.T) {
 	file, lines := exportAuditLog(t)
-	if len(lines) != 4 {
-		t.Fatalf("the seeding and three payments: %d lines", len(lines))
+	n := len(lines)
+	if n < 4 {
+		t.Fatalf("the seeding and three payments: %d lines", n)
+	}
+	for _, l := range lines[n-3:] {
+		if !bytes.Contains(l, []byte(`"payment.created"`)) {
+			t.Fatalf("the export does not end with the three payments: %s", l)
+		}
 	}
 	code, stdout, stderr := auditVerify(t, "", file)
-	intact := regexp.MustCompile(`^intact: 4 entries, head 4 ([0-9a-f]{64})\n$`).FindStringSubmatch(stdout)
+	intact := regexp.MustCompile(fmt.Sprintf(`^intact: %d entries, head %d ([0-9a-f]{64})\n$`, n, n)).FindStringSubmatch(stdout)
 	if code != 0 || intact == nil || stderr != "" {
 		t.Fatalf("intact file: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	head := intact[1]
 
 	// From standard input, and against a head kept from before.
-	if code, stdout, _ := auditVerify(t, string(bytes.Join(lines, nil)), "--head", "2:"+hashOf(t, lines[1]), "-"); code != 0 || !strings.HasPrefix(stdout, "intact: 4 entries") {
+	if code, stdout, _ := auditVerify(t, string(bytes.Join(lines, nil)), "--head", "2:"+hashOf(t, lines[1]), "-"); code != 0 || !strings.HasPrefix(stdout, fmt.Sprintf("intact: %d entries", n)) {
 		t.Fatalf("stdin with a kept head: exit %d %q", code, stdout)
 	}
 	// A window: its first link is not in the file, and it says so.
@@ -73,17 +81,21 @@ func TestAuditVerifyFindsAnExportIntactOrNamesItsFirstBrokenEntry(t *testing.T) 
 		t.Fatalf("a window: exit %d %q", code, stdout)
 	}
 
+	// The payments are the last three lines, seq n-2 to n.
+	first, second, last := lines[n-3], lines[n-2], lines[n-1]
+	before := lines[:n-3]
+	join := func(parts ...[]byte) []byte { return bytes.Join(append(slices.Clone(before), parts...), nil) }
 	for name, c := range map[string]struct {
 		file []byte
 		args []string
 		want string
 	}{
-		"a line edited": {file: bytes.Join([][]byte{lines[0], lines[1], bytes.Replace(lines[2], []byte(`"amount":"5"`), []byte(`"amount":"5000"`), 1), lines[3]}, nil),
-			want: `broken at seq 3 \(aud_\w+\), line 3: hash_mismatch`},
-		"a line deleted":  {file: bytes.Join([][]byte{lines[0], lines[2], lines[3]}, nil), want: `broken at seq 3 \(aud_\w+\), line 2: seq_gap`},
-		"lines reordered": {file: bytes.Join([][]byte{lines[0], lines[2], lines[1], lines[3]}, nil), want: `broken at seq 3 \(aud_\w+\), line 2: seq_gap`},
-		"the last line cut, against the kept head": {file: bytes.Join(lines[:3], nil), args: []string{"--head", "4:" + head},
-			want: `broken at seq 4: head_mismatch`},
+		"a line edited": {file: join(first, bytes.Replace(second, []byte(`"amount":"5"`), []byte(`"amount":"5000"`), 1), last),
+			want: fmt.Sprintf(`broken at seq %d \(aud_\w+\), line %d: hash_mismatch`, n-1, n-1)},
+		"a line deleted":  {file: join(first, last), want: fmt.Sprintf(`broken at seq %d \(aud_\w+\), line %d: seq_gap`, n, n-1)},
+		"lines reordered": {file: join(second, first, last), want: fmt.Sprintf(`broken at seq %d \(aud_\w+\), line %d: seq_gap`, n-1, n-2)},
+		"the last line cut, against the kept head": {file: join(first, second), args: []string{"--head", fmt.Sprintf("%d:%s", n, head)},
+			want: fmt.Sprintf(`broken at seq %d: head_mismatch`, n)},
 		"not an export": {file: []byte("{}\n"), want: `broken at line 1: malformed`},
 	} {
 		args := append(c.args, "-")

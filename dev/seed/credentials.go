@@ -5,10 +5,6 @@ package seed
 
 import (
 	"cmp"
-	"crypto/ed25519"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -156,7 +152,7 @@ func newCredentials(urls URLs) (*Credentials, SignerKeys, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		wallet := Wallet{ID: ids.New(ids.Wallet), Chain: w.chain, Address: addressOf(w.chain, key), Scheme: scheme, AutoSign: w.autoSign}
+		wallet := Wallet{ID: ids.New(ids.Wallet), Chain: w.chain, Address: addressOf(key), Scheme: scheme, AutoSign: w.autoSign}
 		if w.autoSign {
 			signer[wallet.ID] = key.Encode()
 		} else {
@@ -220,23 +216,12 @@ func walletKey(signer SignerKeys, w Wallet) (*keys.Key, error) {
 	return k, nil
 }
 
-// addressOf is a wallet's address: an EVM key's own, or on the simulated chain one derived
-// from the public key.
-func addressOf(chainName string, k *keys.Key) string {
+// addressOf is a wallet's address: an EVM key's own, or a Solana key's base58 public key.
+func addressOf(k *keys.Key) string {
 	if a := k.Address(); a != "" {
 		return a
 	}
-	pub, _ := base64.StdEncoding.DecodeString(k.PublicKey())
-	return WalletAddress(chainName, pub)
-}
-
-// WalletAddress derives a wallet's (simulated) on-chain address from its ed25519 public key.
-func WalletAddress(chain string, pub ed25519.PublicKey) string {
-	sum := sha256.Sum256(pub)
-	if chain == "solana" {
-		return hex.EncodeToString(pub)
-	}
-	return "0x" + hex.EncodeToString(sum[:20])
+	return k.SolanaAddress()
 }
 
 // readJSON reads a JSON file; a missing file is (false, nil).

@@ -4,19 +4,23 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
 
-	"github.com/opentreasury/treasury/internal/approvers"
 	"github.com/opentreasury/treasury/internal/auth"
 	"github.com/opentreasury/treasury/internal/chain/devchain"
 	"github.com/opentreasury/treasury/internal/chain/keys"
 	"github.com/opentreasury/treasury/internal/ids"
 	"github.com/opentreasury/treasury/internal/policy"
+	"github.com/opentreasury/treasury/internal/prices"
+	"github.com/opentreasury/treasury/internal/service"
 	"github.com/opentreasury/treasury/internal/store"
+	"github.com/opentreasury/treasury/workflows"
 )
 
 // Prices are the seeded USD prices.
@@ -33,7 +37,8 @@ var balancePlan = []map[string]string{
 
 // Ensure makes sure the data directory holds credentials and the store holds the demo
 // organisation they describe. A data directory that already has both is left as it is
-// (only the URLs in the file are refreshed), so re-running keeps data and credentials.
+// (only the URLs in the file are refreshed), so re-running keeps data and credentials; a
+// store without the organisation gets it again, with the ids and secrets of the file.
 func Ensure(ctx context.Context, s *store.Store, dataDir string, urls URLs, log *slog.Logger) (*Credentials, error) {
 	credPath := filepath.Join(dataDir, CredentialsFile)
 	signerPath := filepath.Join(dataDir, SignerKeysFile)
@@ -47,16 +52,21 @@ func Ensure(ctx context.Context, s *store.Store, dataDir string, urls URLs, log 
 	if err != nil {
 		return nil, err
 	}
-	seeded := false
+	exists, seeded := false, false
 	if haveCreds {
-		if seeded, err = s.OrganizationExists(ctx, creds.OrgID); err != nil {
+		if exists, err = s.OrganizationExists(ctx, creds.OrgID); err == nil && exists {
+			seeded, err = s.AuditRecorded(ctx, creds.OrgID, seededAction)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
 	switch {
-	case haveCreds && haveSigner:
-	case seeded:
+	case exists && !haveSigner:
 		return nil, fmt.Errorf("seed: %s is missing while the demo organisation exists; the dev signer cannot sign without it (remove the data directory to start over)", signerPath)
+	case exists && !seeded:
+		return nil, fmt.Errorf("seed: the demo organisation %s was only partly made (an earlier start stopped while seeding); remove the data directory and its database to start over", creds.OrgID)
+	case haveCreds && haveSigner:
 	default:
 		c, sk, err := newCredentials(urls)
 		if err != nil {
@@ -67,36 +77,12 @@ func Ensure(ctx context.Context, s *store.Store, dataDir string, urls URLs, log 
 			return nil, err
 		}
 	}
-	if creds.Member.Email == "" {
-		// Credentials written before the member existed get one now; populate makes the
-		// person in a store not seeded yet, and here in one that is.
-		var firstErr error
-		creds.Member = newMember(&firstErr)
-		if firstErr == nil && seeded {
-			firstErr = seedPerson(ctx, s, creds.OrgID, creds.Member, auth.RoleMember, memberActions, time.Now().UTC())
-		}
-		if firstErr != nil {
-			return nil, fmt.Errorf("seed: the member: %w", firstErr)
-		}
-	}
-	if creds.ApproverKeys == nil {
-		// Credentials written before approver keys existed get them now, on the seeded
-		// approving keys of a store seeded already too.
-		var firstErr error
-		creds.ApproverKeys = newApproverKeys(&firstErr)
-		if firstErr == nil && seeded {
-			firstErr = s.Tx(ctx, func(tx *store.Store) error { return seedApproverKeys(ctx, tx, &creds, time.Now().UTC()) })
-		}
-		if firstErr != nil {
-			return nil, fmt.Errorf("seed: the approver keys: %w", firstErr)
-		}
-	}
 	creds.BaseURL, creds.WSURL, creds.TemporalUIURL = urls.BaseURL, urls.WSURL, urls.TemporalUIURL
 	if err := writeJSON(credPath, creds); err != nil {
 		return nil, err
 	}
 	if !seeded {
-		if err := s.Tx(ctx, func(tx *store.Store) error { return populate(ctx, tx, &creds, signer) }); err != nil {
+		if err := populate(ctx, s, &creds, signer, log); err != nil {
 			return nil, fmt.Errorf("seed: %w", err)
 		}
 		log.Info("seeded the demo organisation", "orgId", creds.OrgID, "otherOrgId", creds.OtherOrg.OrgID)
@@ -146,59 +132,51 @@ func WalletKeys(dataDir string) (map[string]*keys.Key, error) {
 	return out, nil
 }
 
-func populate(ctx context.Context, tx *store.Store, c *Credentials, signer SignerKeys) error {
-	now := time.Now().UTC()
-	for _, org := range []store.Organization{
-		{ID: c.OrgID, Name: "Demo Treasury", CreatedAt: now},
-		{ID: c.OtherOrg.OrgID, Name: "Other Org", CreatedAt: now},
-	} {
-		if err := tx.CreateOrganization(ctx, &org); err != nil {
-			return err
-		}
-	}
-	if err := seedPerson(ctx, tx, c.OrgID, c.Owner, auth.RoleOwner, auth.AllActions, now); err != nil {
+// seedActor is the actor the seed's own records name.
+const seedActor = "seed"
+
+// seededAction is the audit record of a finished seed: an organisation without it was
+// left half made.
+const seededAction = "organization.seeded"
+
+// populate makes the demo organisation and the other one through the service's own
+// operations, as the operator's command, the one-time links, the Team page and the
+// routes do; only the ids and secrets are the credentials file's. Two things have no
+// production door and are written as the dev bundle's own: the dev chains' funding (a
+// faucet) and which wallets the in-process dev signer serves (autoSign).
+func populate(ctx context.Context, s *store.Store, c *Credentials, signer SignerKeys, log *slog.Logger) error {
+	next := &presets{ids: map[string]string{}, secrets: map[string]string{}}
+	dev := devchain.New(s)
+	svc := &service.Service{Store: s, Log: log, NewID: next.id, NewSecret: next.secret,
+		WalletSync: devchainSync{s, dev}}
+	sessions := service.NewSessions(s, auth.NewAuthenticator(s), time.Minute, nil, log)
+	if err := seedPrices(ctx, s, log); err != nil {
 		return err
 	}
-	if err := seedPerson(ctx, tx, c.OrgID, c.Member, auth.RoleMember, memberActions, now); err != nil {
-		return err
+	next.ids[ids.Organization] = c.OrgID
+	made, err := svc.CreateOrganization(ctx, "Demo Treasury", c.Owner.Email)
+	if err != nil {
+		return fmt.Errorf("the demo organisation: %w", err)
+	}
+	owner, err := signIn(ctx, sessions, made.Link, c.Owner.Password)
+	if err != nil {
+		return fmt.Errorf("the owner: %w", err)
+	}
+	if err := addMember(ctx, svc, sessions, owner, c.Member); err != nil {
+		return fmt.Errorf("the member: %w", err)
 	}
 	for _, app := range auth.Apps {
-		k := c.Keys[app]
-		keys := []struct{ secret, label, actions string }{
-			{k.SK, app + " secret key", ""},
-			{k.PK, app + " publishable key", ""},
-			{k.Read, app + " read", auth.ActionRead},
-			{k.Approve, app + " approver", auth.ActionApprove},
-			{k.Sign, app + " signer", auth.ActionSign},
-			{c.SecondApprover[app], app + " second approver", auth.ActionApprove},
+		if err := createKeys(ctx, svc, next, c, app); err != nil {
+			return fmt.Errorf("the %s keys: %w", app, err)
 		}
-		for _, key := range keys {
-			if key.secret == "" {
-				continue
-			}
-			if err := createKey(ctx, tx, c.OrgID, app, key.secret, key.label, key.actions, now); err != nil {
-				return err
-			}
-		}
-	}
-	if err := seedApproverKeys(ctx, tx, c, now); err != nil {
-		return err
-	}
-	if err := createKey(ctx, tx, c.OtherOrg.OrgID, "pay", c.OtherOrg.Keys["pay"]["sk"], "other org pay secret key", "", now); err != nil {
-		return err
 	}
 	for app, oc := range c.OAuthClients {
-		err := tx.CreateOAuthClient(ctx, &store.OAuthClient{ID: oc.ClientID, OrgID: c.OrgID, App: app,
-			SecretHash: auth.HashSecret(oc.ClientSecret), Scopes: oc.Scopes, Label: "demo " + app + " client", CreatedAt: now})
-		if err != nil {
-			return err
+		next.ids[ids.OAuthClient], next.secrets[auth.KindClientSecret] = oc.ClientID, oc.ClientSecret
+		if _, _, err := svc.CreateOAuthClient(ctx, seedCaller(c.OrgID, app), service.OAuthClientRequest{Scopes: oc.Scopes, Label: "demo " + app + " client"}); err != nil {
+			return fmt.Errorf("the %s OAuth client: %w", app, err)
 		}
 	}
-	for asset, price := range Prices {
-		if err := tx.UpsertPrice(ctx, &store.Price{Asset: asset, USDPrice: decimal.RequireFromString(price), UpdatedAt: now}); err != nil {
-			return err
-		}
-	}
+	var autoSign []string
 	for i, w := range c.Wallets {
 		key, err := walletKey(signer, w)
 		if err != nil {
@@ -207,106 +185,225 @@ func populate(ctx context.Context, tx *store.Store, c *Credentials, signer Signe
 		label := fmt.Sprintf("%s %d", w.Chain, i+1)
 		if !w.AutoSign {
 			label += " (manual signing)"
+		} else {
+			autoSign = append(autoSign, w.ID)
 		}
-		if err := createWallet(ctx, tx, c.OrgID, w.ID, w.Chain, label, w.AutoSign, key, balancePlan[i], now); err != nil {
+		next.ids[ids.Wallet] = w.ID
+		if err := registerWallet(ctx, svc, dev, owner.Caller, w.Chain, label, key, balancePlan[i]); err != nil {
+			return fmt.Errorf("wallet %s: %w", w.ID, err)
+		}
+	}
+	if err := s.SetAutoSign(ctx, c.OrgID, autoSign); err != nil {
+		return err
+	}
+	for _, app := range auth.Apps {
+		if err := seedPolicy(ctx, svc, owner.InApp(app), app); err != nil {
 			return err
 		}
 	}
-	// The other organisation gets one funded wallet, so that isolation is visible.
-	otherKey, err := keys.Generate(SchemeOf("ethereum"))
-	if err != nil {
+	if err := sessions.SignOut(ctx, owner.Principal); err != nil {
 		return err
 	}
-	if err := createWallet(ctx, tx, c.OtherOrg.OrgID, ids.New(ids.Wallet), "ethereum", "other org wallet", false, otherKey, map[string]string{"ETH": "50"}, now); err != nil {
-		return err
+	if err := populateOther(ctx, svc, next, dev, c.OtherOrg); err != nil {
+		return fmt.Errorf("the other organisation: %w", err)
 	}
-	for _, org := range []string{c.OrgID, c.OtherOrg.OrgID} {
-		for _, app := range auth.Apps {
-			if err := seedPolicy(ctx, tx, org, app, now); err != nil {
-				return err
-			}
-		}
-	}
-	return tx.AppendAudit(ctx, &store.AuditLog{ID: ids.New(ids.AuditLog), OrgID: c.OrgID, App: "treasury",
-		ActorType: "system", ActorID: "seed", Action: "organization.seeded", ResourceType: "organization",
-		ResourceID: c.OrgID, CorrelationID: "seed", Details: "{}", CreatedAt: now})
+	return s.AppendAudit(ctx, &store.AuditLog{ID: ids.New(ids.AuditLog), OrgID: c.OrgID, App: "treasury",
+		ActorType: "system", ActorID: seedActor, Action: seededAction, ResourceType: "organization",
+		ResourceID: c.OrgID, CorrelationID: seedActor, Details: "{}", CreatedAt: time.Now().UTC()})
 }
 
-// memberActions are the seeded member's, on every app.
-var memberActions = []string{auth.ActionApprove, auth.ActionDeveloper}
-
-// seedPerson makes a person of the organisation who signs in with the given password,
-// holding the actions on every app.
-func seedPerson(ctx context.Context, tx *store.Store, orgID string, who Person, role string, actions []string, now time.Time) error {
-	hash, err := auth.HashPassword(who.Password)
+// populateOther makes the second organisation, which exists to prove isolation: one pay
+// secret key, one funded wallet, the same policies. Nobody signs in to it.
+func populateOther(ctx context.Context, svc *service.Service, next *presets, dev *devchain.Chain, o OtherOrg) error {
+	next.ids[ids.Organization] = o.OrgID
+	if _, err := svc.CreateOrganization(ctx, "Other Org", "owner@other.example.com"); err != nil {
+		return err
+	}
+	next.secrets[auth.KindSecret] = o.Keys["pay"]["sk"]
+	if _, _, err := svc.CreateAPIKey(ctx, seedCaller(o.OrgID, "pay"), service.KeyRequest{Kind: auth.KindSecret, Label: "other org pay secret key"}); err != nil {
+		return err
+	}
+	key, err := keys.Generate(SchemeOf("ethereum"))
 	if err != nil {
 		return err
 	}
-	perms := make([]store.MemberPermission, 0, len(auth.Apps))
+	if err := registerWallet(ctx, svc, dev, seedCaller(o.OrgID, "treasury"), "ethereum", "other org wallet", key, map[string]string{"ETH": "50"}); err != nil {
+		return err
+	}
 	for _, app := range auth.Apps {
-		perms = append(perms, store.MemberPermission{App: app, Actions: auth.FormatActions(actions)})
-	}
-	return tx.CreateUser(ctx, &store.User{ID: ids.New(ids.User), OrgID: orgID, Email: who.Email,
-		PasswordHash: string(hash), Role: role, CreatedAt: now}, perms)
-}
-
-// seedApproverKeys gives each seeded approving key the approver key credentials name for
-// it (SPEC 10), so that signed approvals work out of the box.
-func seedApproverKeys(ctx context.Context, tx *store.Store, c *Credentials, now time.Time) error {
-	for app, ak := range c.ApproverKeys {
-		for _, pair := range []struct {
-			secret string
-			key    ApproverKey
-		}{{c.Keys[app].Approve, ak.Approve}, {c.SecondApprover[app], ak.SecondApprover}} {
-			credential, err := tx.APIKeyBySecretHash(ctx, auth.HashSecret(pair.secret))
-			if err != nil {
-				return fmt.Errorf("the %s approving key: %w", app, err)
-			}
-			private, err := keys.Parse(pair.key.Scheme, pair.key.PrivateKey)
-			if err != nil {
-				return fmt.Errorf("the %s approver key %s: %w", app, pair.key.KeyID, err)
-			}
-			err = tx.AttachApproverKey(ctx, &store.ApproverKey{ID: pair.key.KeyID, OrgID: c.OrgID, Scheme: private.Scheme,
-				PublicKey: private.PublicKey(), Kind: approvers.KindKey, CredentialID: &credential.ID, CreatedAt: now})
-			if err != nil {
-				return fmt.Errorf("the %s approver key %s: %w", app, pair.key.KeyID, err)
-			}
+		if err := seedPolicy(ctx, svc, seedCaller(o.OrgID, app), app); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-func createKey(ctx context.Context, tx *store.Store, org, app, secret, label, actions string, now time.Time) error {
-	kind := auth.KindOf(secret)
-	if kind == "" {
-		return fmt.Errorf("malformed seeded key for %s", label)
-	}
-	return tx.CreateAPIKey(ctx, &store.APIKey{ID: ids.New(ids.APIKey), OrgID: org, App: app, Kind: kind,
-		Actions: actions, Label: label, SecretHash: auth.HashSecret(secret), SecretHint: auth.Hint(secret), CreatedAt: now})
+// devchainSync is the first balance sync of a registered wallet, read from the dev chains'
+// ledger, which the dev EVM chains are funded from when they start: the seed runs before
+// the worker that syncs wallets.
+type devchainSync struct {
+	store *store.Store
+	dev   *devchain.Chain
 }
 
-// createWallet records a seeded wallet with its holdings, and credits them on the
-// simulated chain; the dev EVM chains fund the same holdings on chain (see Holdings).
-func createWallet(ctx context.Context, tx *store.Store, org, id, chainName, label string, autoSign bool,
-	key *keys.Key, holdings map[string]string, now time.Time) error {
-	address := addressOf(chainName, key)
-	err := tx.CreateWallet(ctx, &store.Wallet{ID: id, OrgID: org, Chain: chainName, Address: address,
-		PublicKey: key.PublicKey(), Scheme: key.Scheme, AutoSign: autoSign, Label: label, CreatedAt: now})
+func (d devchainSync) SyncWallet(ctx context.Context, w workflows.WalletRef) error {
+	held, err := d.dev.Balances(ctx, w.Chain, w.Address)
 	if err != nil {
 		return err
 	}
-	amounts := map[string]decimal.Decimal{}
-	for asset, amt := range holdings {
-		d := decimal.RequireFromString(amt)
-		amounts[asset] = d
-		if err := tx.DevchainCredit(ctx, chainName, address, asset, d); err != nil {
+	return d.store.ReplaceBalances(ctx, w.ID, held, time.Now().UTC())
+}
+
+// presets are the ids and secrets the service's next operation takes instead of new ones:
+// each is used once.
+type presets struct {
+	ids, secrets map[string]string
+}
+
+func (p *presets) id(prefix string) string {
+	if v, ok := p.ids[prefix]; ok {
+		delete(p.ids, prefix)
+		return v
+	}
+	return ids.New(prefix)
+}
+
+func (p *presets) secret(kind string) (string, error) {
+	if v, ok := p.secrets[kind]; ok {
+		delete(p.secrets, kind)
+		return v, nil
+	}
+	return auth.NewSecret(kind)
+}
+
+// seedCaller is the seed acting for an organisation in one app with every action, as a
+// secret key would. No person or credential stands behind it, so each key it makes is an
+// actor of its own for maker-checker (the approve and second approver keys are two
+// approvers) and names no creator.
+func seedCaller(orgID, app string) service.Caller {
+	return service.Caller{Principal: &auth.Principal{OrgID: orgID, App: app, Kind: auth.KindSystem, ID: seedActor,
+		Actions: auth.AllActions}, CorrelationID: seedActor}
+}
+
+// person is a person signed in, as the seed's caller.
+type person struct{ service.Caller }
+
+// InApp is the person acting in one app, as a route narrows them.
+func (p person) InApp(app string) service.Caller {
+	return service.Caller{Principal: p.Principal.InApp(app), CorrelationID: p.CorrelationID}
+}
+
+// signIn opens a person's one-time link and sets their password, as the welcome page does.
+func signIn(ctx context.Context, sessions *service.Sessions, link service.SignInLink, password string) (person, error) {
+	sess, err := sessions.RedeemLink(ctx, link.Token, password, "127.0.0.1", seedActor)
+	if err != nil {
+		return person{}, err
+	}
+	return person{service.Caller{Principal: sess.Principal, CorrelationID: seedActor}}, nil
+}
+
+// memberActions are the seeded member's, on every app.
+var memberActions = []string{auth.ActionApprove, auth.ActionDeveloper}
+
+// addMember has the owner add the member on every app, as the Team page does; the member
+// then sets their password from their link.
+func addMember(ctx context.Context, svc *service.Service, sessions *service.Sessions, owner person, who Person) error {
+	m, link, err := svc.AddMember(ctx, owner.InApp(auth.Apps[0]), who.Email, memberActions)
+	if err != nil {
+		return err
+	}
+	for _, app := range auth.Apps[1:] {
+		if _, err := svc.SetMemberActions(ctx, owner.InApp(app), m.ID, memberActions); err != nil {
 			return err
 		}
 	}
-	return tx.ReplaceBalances(ctx, id, amounts, now)
+	member, err := signIn(ctx, sessions, link, who.Password)
+	if err != nil {
+		return err
+	}
+	return sessions.SignOut(ctx, member.Principal)
 }
 
-func seedPolicy(ctx context.Context, tx *store.Store, org, app string, now time.Time) error {
+// createKeys makes an app's keys of the credentials file, the approving ones with their
+// approver keys.
+func createKeys(ctx context.Context, svc *service.Service, next *presets, c *Credentials, app string) error {
+	k := c.Keys[app]
+	list := []struct {
+		secret, label, action string
+		approver              ApproverKey
+	}{
+		{k.SK, app + " secret key", "", ApproverKey{}},
+		{k.PK, app + " publishable key", "", ApproverKey{}},
+		{k.Read, app + " read", auth.ActionRead, ApproverKey{}},
+		{k.Approve, app + " approver", auth.ActionApprove, c.ApproverKeys[app].Approve},
+		{k.Sign, app + " signer", auth.ActionSign, ApproverKey{}},
+		{c.SecondApprover[app], app + " second approver", auth.ActionApprove, c.ApproverKeys[app].SecondApprover},
+	}
+	for _, key := range list {
+		if key.secret == "" {
+			continue
+		}
+		req := service.KeyRequest{Kind: auth.KindOf(key.secret), Label: key.label}
+		if key.action != "" {
+			req.Actions = []string{key.action}
+		}
+		if key.approver.KeyID != "" {
+			private, err := keys.Parse(key.approver.Scheme, key.approver.PrivateKey)
+			if err != nil {
+				return fmt.Errorf("the approver key %s: %w", key.approver.KeyID, err)
+			}
+			req.ApproverKey = &service.ApproverKeyRequest{Scheme: private.Scheme, PublicKey: private.PublicKey()}
+			next.ids[ids.ApproverKey] = key.approver.KeyID
+		}
+		next.secrets[req.Kind] = key.secret
+		if _, _, err := svc.CreateAPIKey(ctx, seedCaller(c.OrgID, app), req); err != nil {
+			return fmt.Errorf("%s: %w", key.label, err)
+		}
+	}
+	return nil
+}
+
+// registerWallet funds a wallet on the dev chains, then registers it as an organisation
+// does: a challenge, signed with the wallet's key, whose registration reads the balances.
+func registerWallet(ctx context.Context, svc *service.Service, dev *devchain.Chain, who service.Caller, chainName, label string,
+	key *keys.Key, holdings map[string]string) error {
+	address := addressOf(key)
+	for _, asset := range slices.Sorted(maps.Keys(holdings)) {
+		if err := dev.Fund(ctx, chainName, address, asset, decimal.RequireFromString(holdings[asset])); err != nil {
+			return err
+		}
+	}
+	challenge, err := svc.WalletChallenge(ctx, who, chainName, address, "")
+	if err != nil {
+		return err
+	}
+	var signature string
+	if chainName == "solana" {
+		signature, err = key.SignSolanaMessage(challenge.Message)
+	} else {
+		signature, err = key.SignPersonal(challenge.Message)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = svc.RegisterWallet(ctx, who, service.WalletProof{Chain: chainName, Address: address, Label: label,
+		ChallengeID: challenge.ID, Signature: signature})
+	return err
+}
+
+// seedPrices records the seeded prices as fixed ones, through the price refresh that
+// reads production's: the dev bundle's feeds take over at its first run.
+func seedPrices(ctx context.Context, s *store.Store, log *slog.Logger) error {
+	sources := make([]prices.Source, 0, len(Prices))
+	for _, asset := range slices.Sorted(maps.Keys(Prices)) {
+		price := decimal.RequireFromString(Prices[asset])
+		sources = append(sources, prices.Source{Asset: asset, Fixed: &price})
+	}
+	_, err := (&prices.Refresher{Store: s, Sources: sources, Log: log}).Refresh(ctx)
+	return err
+}
+
+func seedPolicy(ctx context.Context, svc *service.Service, who service.Caller, app string) error {
 	maxOrder := decimal.RequireFromString("5000000")
 	rules := policy.Rules{
 		MaxOrderUSD: &maxOrder,
@@ -334,5 +431,9 @@ func seedPolicy(ctx context.Context, tx *store.Store, org, app string, now time.
 	if err != nil {
 		return err
 	}
-	return tx.PublishPolicy(ctx, &store.Policy{OrgID: org, App: app, Document: doc, UpdatedBy: "seed", UpdatedAt: now}, &store.PolicyVersion{})
+	_, err = svc.PutPolicy(ctx, who, app, []byte(doc))
+	if err != nil {
+		return fmt.Errorf("the %s policy: %w", app, err)
+	}
+	return nil
 }

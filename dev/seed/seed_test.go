@@ -28,6 +28,7 @@ import (
 	"github.com/opentreasury/treasury/internal/chain/keys"
 	"github.com/opentreasury/treasury/internal/ids"
 	"github.com/opentreasury/treasury/internal/policy"
+	"github.com/opentreasury/treasury/internal/service"
 	"github.com/opentreasury/treasury/internal/store"
 	"github.com/opentreasury/treasury/internal/store/storetest"
 )
@@ -311,8 +312,8 @@ func TestSeededWallets(t *testing.T) {
 		if sw.Chain != w.Chain || sw.AutoSign != w.AutoSign || sw.OrgID != creds.OrgID {
 			t.Fatalf("wallet %s stored as %+v, credentials say %+v", w.ID, sw, w)
 		}
-		if sw.Address != w.Address || sw.Address != addressOf(w.Chain, key) {
-			t.Fatalf("wallet %s address %s, credentials %s, want %s", w.ID, sw.Address, w.Address, addressOf(w.Chain, key))
+		if sw.Address != w.Address || sw.Address != addressOf(key) {
+			t.Fatalf("wallet %s address %s, credentials %s, want %s", w.ID, sw.Address, w.Address, addressOf(key))
 		}
 		want := chain.Secp256k1
 		if w.Chain == "solana" {
@@ -492,16 +493,17 @@ func checkKeys(t *testing.T, s *store.Store, creds *Credentials) {
 	if err := bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(creds.Owner.Password)); err != nil {
 		t.Errorf("owner password does not match the stored hash: %v", err)
 	}
-	perms, err := s.MemberPermissions(ctx, u.ID)
+	// The owner signs in with the password of the file and holds every action on every app.
+	sess, err := service.NewSessions(s, auth.NewAuthenticator(s), time.Minute, nil, quietLog).
+		SignIn(ctx, creds.Owner.Email, creds.Owner.Password, "127.0.0.1", "test")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the owner cannot sign in: %v", err)
 	}
-	if len(perms) != len(auth.Apps) {
-		t.Errorf("owner has permissions on %d apps, want %d", len(perms), len(auth.Apps))
-	}
-	for _, perm := range perms {
-		if !slices.Equal(auth.ParseActions(perm.Actions), auth.AllActions) {
-			t.Errorf("owner on %s: %q, want every action", perm.App, perm.Actions)
+	for _, app := range auth.Apps {
+		for _, a := range auth.AllActions {
+			if !sess.Principal.Can(app, a) {
+				t.Errorf("the owner, signed in, cannot %s on %s", a, app)
+			}
 		}
 	}
 }
@@ -897,7 +899,7 @@ func TestEnsureKeepsTheStoredPolicies(t *testing.T) {
 
 // The seed makes a second person, the member, with Approve and Developer on every app and a
 // password of its own in credentials.json; earn's policy asks for one change approval and
-// the other apps' none. A data directory seeded before the member existed gets one.
+// the other apps' none.
 func TestTheSeededMemberApprovesAndDevelopsOnEveryApp(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.NewSQLite(t)
@@ -933,24 +935,6 @@ func TestTheSeededMemberApprovesAndDevelopsOnEveryApp(t *testing.T) {
 		}
 	}
 
-	// Credentials written before the member existed, beside a store that is new: the
-	// member is made with the rest.
-	var onDisk map[string]any
-	raw, _ := os.ReadFile(filepath.Join(dir, CredentialsFile))
-	if err := json.Unmarshal(raw, &onDisk); err != nil {
-		t.Fatal(err)
-	}
-	delete(onDisk, "member")
-	raw, _ = json.Marshal(onDisk)
-	if err := os.WriteFile(filepath.Join(dir, CredentialsFile), raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s = storetest.NewSQLite(t)
-	again := ensure(t, s, dir, testURLs)
-	checkMember(again)
-	if again.OrgID != creds.OrgID || again.Owner != creds.Owner {
-		t.Fatalf("the restart changed the organisation or the owner: %+v", again)
-	}
 }
 
 func TestTheSeededApprovingKeysCarryApproverKeys(t *testing.T) {
@@ -991,25 +975,95 @@ func TestTheSeededApprovingKeysCarryApproverKeys(t *testing.T) {
 		}
 	}
 	check(creds)
+}
 
-	// Credentials written before approver keys existed, beside the store they seeded:
-	// the keys are made and attached to the seeded approving keys.
-	var onDisk map[string]any
-	raw, _ := os.ReadFile(filepath.Join(dir, CredentialsFile))
-	if err := json.Unmarshal(raw, &onDisk); err != nil {
+// The seed makes the demo organisation as an operator and its owner would, through the
+// service's operations: their audit records are there, the owner's one-time link is used,
+// each wallet was registered with a signed challenge (TestSeededBalancesAndPrices reads
+// the balances its sync found).
+func TestTheSeedGoesThroughTheServicesDoors(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.NewSQLite(t)
+	creds := ensure(t, s, t.TempDir(), testURLs)
+	counts := map[string]int{}
+	actors := map[string]map[string]bool{}
+	before := ""
+	for {
+		logs, err := s.ListAudit(ctx, creds.OrgID, auth.Apps, nil, before, 200)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range logs {
+			counts[l.Action]++
+			if actors[l.Action] == nil {
+				actors[l.Action] = map[string]bool{}
+			}
+			actors[l.Action][l.ActorType+":"+l.ActorID] = true
+		}
+		if len(logs) < 200 {
+			break
+		}
+		before = logs[len(logs)-1].ID
+	}
+	owner, err := s.UserByEmail(ctx, creds.Owner.Email)
+	if err != nil {
 		t.Fatal(err)
 	}
-	delete(onDisk, "approverKeys")
-	raw, _ = json.Marshal(onDisk)
-	if err := os.WriteFile(filepath.Join(dir, CredentialsFile), raw, 0o600); err != nil {
+	keyCount := 0
+	for _, k := range creds.Keys {
+		for _, secret := range []string{k.SK, k.PK, k.Read, k.Approve, k.Sign} {
+			if secret != "" {
+				keyCount++
+			}
+		}
+	}
+	keyCount += len(creds.SecondApprover)
+	for action, want := range map[string]int{
+		"organization.created": 1, "member.added": 1, "member.permissions_changed": len(auth.Apps) - 1,
+		"api_key.created": keyCount, "oauth_client.created": len(creds.OAuthClients),
+		"wallet.registered": len(creds.Wallets), "policy.published": len(auth.Apps), seededAction: 1,
+	} {
+		if counts[action] != want {
+			t.Errorf("%d %s audit records, want %d (all: %v)", counts[action], action, want, counts)
+		}
+	}
+	for action, want := range map[string]string{
+		"organization.created": "operator:operator", "member.added": "user:" + owner.ID,
+		"wallet.registered": "user:" + owner.ID, "policy.published": "user:" + owner.ID, "api_key.created": "system:" + seedActor,
+	} {
+		if len(actors[action]) != 1 || !actors[action][want] {
+			t.Errorf("%s made by %v, want %s", action, actors[action], want)
+		}
+	}
+	for _, w := range creds.Wallets {
+		stored, err := s.Wallet(ctx, creds.OrgID, w.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored.CreatedBy != owner.ID || stored.AutoSign != w.AutoSign {
+			t.Errorf("wallet %s: created by %q, autoSign %v; want the owner, %v", w.ID, stored.CreatedBy, stored.AutoSign, w.AutoSign)
+		}
+		if w.Chain == "solana" && !keys.IsSolanaAddress(w.Address) {
+			t.Errorf("the solana wallet's address %s is not a base58 public key", w.Address)
+		}
+	}
+}
+
+// A seed that stopped half way leaves an organisation without its seeded record: the next
+// start says so instead of serving half an organisation.
+func TestAnInterruptedSeedIsNotTakenForAFinishedOne(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.NewSQLite(t)
+	dir := t.TempDir()
+	// Someone else signs in as the member already: the seed stops at the member.
+	if _, err := (&service.Service{Store: s, Log: quietLog}).CreateOrganization(ctx, "Squatter", "member@example.com"); err != nil {
 		t.Fatal(err)
 	}
-	again := ensure(t, s, dir, testURLs)
-	if again.ApproverKeys["pay"].Approve.KeyID == creds.ApproverKeys["pay"].Approve.KeyID {
-		t.Fatal("the approver keys were not made anew")
+	if _, err := Ensure(ctx, s, dir, testURLs, quietLog); err == nil || !strings.Contains(err.Error(), "the member") {
+		t.Fatalf("Ensure with the member's address taken = %v, want the member's error", err)
 	}
-	check(again)
-	if reread := ensure(t, s, dir, testURLs); !reflect.DeepEqual(reread.ApproverKeys, again.ApproverKeys) {
-		t.Fatal("a rerun changed the approver keys")
+	_, err := Ensure(ctx, s, dir, testURLs, quietLog)
+	if err == nil || !strings.Contains(err.Error(), "partly made") {
+		t.Fatalf("Ensure after an interrupted seed = %v, want it to say the organisation was partly made", err)
 	}
 }

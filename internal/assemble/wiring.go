@@ -21,6 +21,7 @@ import (
 	"github.com/opentreasury/treasury/internal/chain/rpcproxy"
 	"github.com/opentreasury/treasury/internal/console"
 	"github.com/opentreasury/treasury/internal/events"
+	"github.com/opentreasury/treasury/internal/prices"
 	"github.com/opentreasury/treasury/internal/store"
 	"github.com/opentreasury/treasury/worker"
 	"github.com/opentreasury/treasury/workflows"
@@ -222,8 +223,8 @@ func (p *Process) rpcNodes() rpcproxy.Nodes {
 // On Stop it waits up to cfg.ShutdownTimeout for running activities before cancelling
 // them; onFatal hears an error the worker cannot recover from.
 func NewWorker(s *store.Store, ch chain.Adapter, tc client.Client, log *slog.Logger, cfg Config, onFatal func(error)) sdkworker.Worker {
-	var feeds activities.Feeds = chain.Router{}
-	if f, ok := ch.(activities.Feeds); ok {
+	var feeds prices.Feeds = chain.Router{}
+	if f, ok := ch.(prices.Feeds); ok {
 		feeds = f
 	}
 	return worker.New(tc, worker.Activities{
@@ -232,7 +233,7 @@ func NewWorker(s *store.Store, ch chain.Adapter, tc client.Client, log *slog.Log
 		Orders:      &activities.Orders{Store: s, Chain: ch, Log: log, ReplaceAfter: cfg.ReplaceStuckAfter},
 		Policies:    &activities.Policies{Store: s, Log: log},
 		Webhooks:    &activities.WebhookRecoveries{Store: s},
-		Prices:      &activities.Prices{Store: s, Feeds: feeds, Sources: cfg.PriceSources, Log: log},
+		Prices:      &activities.Prices{Refresher: prices.Refresher{Store: s, Feeds: feeds, Sources: cfg.PriceSources, Log: log}},
 	}, sdkworker.Options{WorkerStopTimeout: cfg.ShutdownTimeout, OnFatalError: onFatal})
 }
 

@@ -52,6 +52,10 @@ const (
 	// bundle's signer): it signs the requests of the wallets whose keys it holds. No
 	// token authenticates as one.
 	KindDevice = "device"
+	// KindSystem is the principal kind of the service acting for an organisation on its
+	// own (the dev bundle's seed making the demo organisation): no person and no
+	// credential stands behind it, and no token authenticates as one.
+	KindSystem = "system"
 )
 
 // IsApp reports whether name is a known app.

@@ -81,7 +81,8 @@ func (p *Principal) InApp(app string) *Principal {
 	return &n
 }
 
-// ActorType is how the audit log names the kind of actor: key, oauth_client, user or device.
+// ActorType is how the audit log names the kind of actor: key, oauth_client, user, device
+// or system.
 func (p *Principal) ActorType() string {
 	switch p.Kind {
 	case KindUser:
@@ -90,6 +91,8 @@ func (p *Principal) ActorType() string {
 		return "oauth_client"
 	case KindDevice:
 		return "device"
+	case KindSystem:
+		return "system"
 	}
 	return "key"
 }

@@ -1,6 +1,7 @@
 // Package prices says where each asset's USD price comes from and when a reading of it is
 // too old to value an order: a Chainlink AggregatorV3 feed on an EVM chain, or a fixed price
-// the operator pegs. It reads nothing itself; the price activity reads the sources.
+// the operator pegs; and the refresh that reads them (Refresher), which the price
+// activity runs on its schedule.
 package prices
 
 import (

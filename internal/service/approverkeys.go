@@ -39,8 +39,8 @@ func approverKeyFor(req *ApproverKeyRequest, approves bool, now time.Time) (*sto
 }
 
 // storeApproverKey stores a credential's approver key in the credential's transaction.
-func storeApproverKey(ctx context.Context, tx *store.Store, k *store.ApproverKey, orgID, credentialID string) error {
-	k.ID, k.OrgID, k.CredentialID = ids.New(ids.ApproverKey), orgID, &credentialID
+func (s *Service) storeApproverKey(ctx context.Context, tx *store.Store, k *store.ApproverKey, orgID, credentialID string) error {
+	k.ID, k.OrgID, k.CredentialID = s.newID(ids.ApproverKey), orgID, &credentialID
 	return createApproverKey(ctx, tx, k)
 }
 

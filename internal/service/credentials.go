@@ -147,7 +147,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, who Caller, req KeyRequest) 
 	if len(errs) > 0 {
 		return nil, "", invalid(errs...)
 	}
-	secret, err := auth.NewSecret(req.Kind)
+	secret, err := s.newSecret(req.Kind)
 	if err != nil {
 		return nil, "", err
 	}
@@ -157,7 +157,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, who Caller, req KeyRequest) 
 	details := map[string]any{"kind": k.Kind}
 	err = s.writeAudited(ctx, who, func(tx *store.Store) error {
 		if approverKey != nil {
-			if err := storeApproverKey(ctx, tx, approverKey, k.OrgID, k.ID); err != nil {
+			if err := s.storeApproverKey(ctx, tx, approverKey, k.OrgID, k.ID); err != nil {
 				return err
 			}
 			k.ApproverKeyID, details["approverKeyId"] = &approverKey.ID, approverKey.ID
@@ -303,16 +303,16 @@ func (s *Service) CreateOAuthClient(ctx context.Context, who Caller, req OAuthCl
 	if err := handsOutOnlyWhatItHolds(who, actions, nil); err != nil {
 		return nil, "", err
 	}
-	secret, err := auth.NewSecret(auth.KindClientSecret)
+	secret, err := s.newSecret(auth.KindClientSecret)
 	if err != nil {
 		return nil, "", err
 	}
-	oc := &store.OAuthClient{ID: ids.New(ids.OAuthClient), OrgID: who.OrgID, App: who.App, SecretHash: auth.HashSecret(secret),
+	oc := &store.OAuthClient{ID: s.newID(ids.OAuthClient), OrgID: who.OrgID, App: who.App, SecretHash: auth.HashSecret(secret),
 		Scopes: strings.Join(list, " "), Label: label, CreatedAt: s.now(), Creator: creatorOf(who)}
 	details := map[string]any{"scopes": oc.Scopes}
 	err = s.writeAudited(ctx, who, func(tx *store.Store) error {
 		if approverKey != nil {
-			if err := storeApproverKey(ctx, tx, approverKey, oc.OrgID, oc.ID); err != nil {
+			if err := s.storeApproverKey(ctx, tx, approverKey, oc.OrgID, oc.ID); err != nil {
 				return err
 			}
 			oc.ApproverKeyID, details["approverKeyId"] = &approverKey.ID, approverKey.ID

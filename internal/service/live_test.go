@@ -1,7 +1,8 @@
-package service
+package service_test
 
 import (
 	"context"
+	. "github.com/opentreasury/treasury/internal/service"
 	"testing"
 
 	"github.com/opentreasury/treasury/internal/auth"

@@ -1,10 +1,11 @@
-package service
+package service_test
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	. "github.com/opentreasury/treasury/internal/service"
 	"net/http"
 	"testing"
 	"time"

@@ -75,7 +75,7 @@ func (s *Service) CreateOrganization(ctx context.Context, name, ownerEmail strin
 		return nil, invalid(errs...)
 	}
 	now := s.now()
-	org := &store.Organization{ID: ids.New(ids.Organization), Name: name, CreatedAt: now}
+	org := &store.Organization{ID: s.newID(ids.Organization), Name: name, CreatedAt: now}
 	owner := &store.User{ID: ids.New(ids.User), OrgID: org.ID, Email: email, Role: auth.RoleOwner, CreatedAt: now}
 	var link SignInLink
 	err := s.Store.Tx(ctx, func(tx *store.Store) error {

@@ -90,6 +90,12 @@ type Service struct {
 	StartGrace time.Duration
 	// Passkeys is the relying party of people's passkeys; its zero value registers none.
 	Passkeys PasskeyConfig
+	// NewID makes the id of a new organisation, wallet, OAuth client or approver key
+	// (ids.New when nil), and NewSecret a new key's or client's secret (auth.NewSecret when
+	// nil). The dev seed gives both, so that the demo organisation it makes through these
+	// same operations keeps the ids and secrets its credentials file names.
+	NewID     func(prefix string) string
+	NewSecret func(kind string) (string, error)
 
 	valuations valuations
 }
@@ -101,9 +107,26 @@ func (s *Service) now() time.Time {
 	return time.Now().UTC()
 }
 
+func (s *Service) newID(prefix string) string {
+	if s.NewID != nil {
+		return s.NewID(prefix)
+	}
+	return ids.New(prefix)
+}
+
+func (s *Service) newSecret(kind string) (string, error) {
+	if s.NewSecret != nil {
+		return s.NewSecret(kind)
+	}
+	return auth.NewSecret(kind)
+}
+
 // creatorOf is who makes a record the caller creates: its credential and the person
 // behind it.
 func creatorOf(who Caller) store.Creator {
+	if who.Kind == auth.KindSystem {
+		return store.Creator{} // no credential: createdBy is null, as the API says of the seed's records
+	}
 	return store.Creator{CreatedBy: who.ID, CreatedByUser: who.Person}
 }
 

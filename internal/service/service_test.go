@@ -1,10 +1,11 @@
-package service
+package service_test
 
 import (
 	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	. "github.com/opentreasury/treasury/internal/service"
 	"io"
 	"log/slog"
 	"sync"

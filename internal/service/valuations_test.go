@@ -1,7 +1,8 @@
-package service
+package service_test
 
 import (
 	"context"
+	. "github.com/opentreasury/treasury/internal/service"
 	"testing"
 	"time"
 
@@ -89,7 +90,7 @@ func TestPortfolioIsRememberedPerReach(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := value(positions, prices, time.Now()).total; !got.TotalUSD.Equal(want) || got.WalletCount != 1 {
+		if want := ValueTotal(positions, prices, time.Now()); !got.TotalUSD.Equal(want) || got.WalletCount != 1 {
 			t.Fatalf("restricted to %s: %s over %d wallets, want %s over 1 (whole organisation: %s over %d)",
 				id, got.TotalUSD, got.WalletCount, want, whole.TotalUSD, whole.WalletCount)
 		}
@@ -105,7 +106,7 @@ func TestPricesAreReadAgainAfterTheValuationMaxAge(t *testing.T) {
 	f.svc.ValuationMaxAge = 2 * time.Second
 	price := func() string {
 		t.Helper()
-		p, err := f.svc.currentPrices(ctx)
+		p, err := f.svc.CurrentPrices(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -148,7 +148,7 @@ func (s *Service) RegisterWallet(ctx context.Context, who Caller, in WalletProof
 	case c.Chain != in.Chain || c.Address != address:
 		return nil, invalid(field("challengeId", "was issued for another wallet ("+c.Chain+" "+c.Address+")"))
 	}
-	w := &store.Wallet{ID: ids.New(ids.Wallet), OrgID: who.OrgID, Chain: in.Chain, Address: address, Label: label,
+	w := &store.Wallet{ID: s.newID(ids.Wallet), OrgID: who.OrgID, Chain: in.Chain, Address: address, Label: label,
 		CreatedAt: now, Creator: creatorOf(who)}
 	if in.Chain == solana {
 		w.Scheme = chain.Ed25519

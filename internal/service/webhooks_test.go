@@ -1,8 +1,9 @@
-package service
+package service_test
 
 import (
 	"context"
 	"errors"
+	. "github.com/opentreasury/treasury/internal/service"
 	"testing"
 	"time"
 

@@ -22,6 +22,13 @@ func (s *Store) OrganizationExists(ctx context.Context, id string) (bool, error)
 	return n > 0, err
 }
 
+// AuditRecorded reports whether an organisation's audit log holds an action at all.
+func (s *Store) AuditRecorded(ctx context.Context, orgID, action string) (bool, error) {
+	var n int64
+	err := s.with(ctx).Model(&AuditLog{}).Where("org_id = ? AND action = ?", orgID, action).Limit(1).Count(&n).Error
+	return n > 0, err
+}
+
 // CreateUser inserts a user with its per-app permissions.
 func (s *Store) CreateUser(ctx context.Context, u *User, perms []MemberPermission) error {
 	return s.with(ctx).Transaction(func(tx *gorm.DB) error {

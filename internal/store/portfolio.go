@@ -16,6 +16,12 @@ func (s *Store) CreateWallet(ctx context.Context, w *Wallet) error {
 	return s.with(ctx).Create(w).Error
 }
 
+// SetAutoSign marks wallets as signed by the dev bundle's in-process signer (autoSign).
+// Only the dev seed does: a real organisation's wallets are signed by its own devices.
+func (s *Store) SetAutoSign(ctx context.Context, orgID string, walletIDs []string) error {
+	return s.with(ctx).Model(&Wallet{}).Where("org_id = ? AND id IN ?", orgID, walletIDs).Update("auto_sign", true).Error
+}
+
 // Wallet returns one wallet of an organisation; another organisation's wallet is not found.
 func (s *Store) Wallet(ctx context.Context, orgID, id string) (*Wallet, error) {
 	var w Wallet
