@@ -982,8 +982,11 @@ func TestTheSeededApprovingKeysCarryApproverKeys(t *testing.T) {
 // each wallet was registered with a signed challenge (TestSeededBalancesAndPrices reads
 // the balances its sync found).
 func TestTheSeedGoesThroughTheServicesDoors(t *testing.T) {
+	storetest.ForEachDialect(t, testTheSeedGoesThroughTheServicesDoors)
+}
+
+func testTheSeedGoesThroughTheServicesDoors(t *testing.T, s *store.Store) {
 	ctx := context.Background()
-	s := storetest.NewSQLite(t)
 	creds := ensure(t, s, t.TempDir(), testURLs)
 	counts := map[string]int{}
 	actors := map[string]map[string]bool{}
@@ -1052,8 +1055,11 @@ func TestTheSeedGoesThroughTheServicesDoors(t *testing.T) {
 // A seed that stopped half way leaves an organisation without its seeded record: the next
 // start says so instead of serving half an organisation.
 func TestAnInterruptedSeedIsNotTakenForAFinishedOne(t *testing.T) {
+	storetest.ForEachDialect(t, testAnInterruptedSeedIsNotTakenForAFinishedOne)
+}
+
+func testAnInterruptedSeedIsNotTakenForAFinishedOne(t *testing.T, s *store.Store) {
 	ctx := context.Background()
-	s := storetest.NewSQLite(t)
 	dir := t.TempDir()
 	// Someone else signs in as the member already: the seed stops at the member.
 	if _, err := (&service.Service{Store: s, Log: quietLog}).CreateOrganization(ctx, "Squatter", "member@example.com"); err != nil {
