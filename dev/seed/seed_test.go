@@ -1073,3 +1073,16 @@ func testAnInterruptedSeedIsNotTakenForAFinishedOne(t *testing.T, s *store.Store
 		t.Fatalf("Ensure after an interrupted seed = %v, want it to say the organisation was partly made", err)
 	}
 }
+
+// BenchmarkEnsureOnAFreshStore is the seed's cost on a new SQLite database: the whole
+// demo organisation, through the service's operations.
+func BenchmarkEnsureOnAFreshStore(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		s, dir := storetest.NewSQLite(b), b.TempDir()
+		b.StartTimer()
+		if _, err := Ensure(context.Background(), s, dir, testURLs, quietLog); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
