@@ -48,7 +48,7 @@ func TestRefreshPricesReadsFeedsAndFixedPrices(t *testing.T) {
 		if _, err := s.RecordPrice(ctx, &store.Price{Asset: "DROPPED", USDPrice: one, UpdatedAt: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
-		acts := &Prices{prices.Refresher{Store: s, Feeds: chain.Router{"ethereum": adapter}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		acts := &Prices{Refresher: prices.Refresher{Store: s, Feeds: chain.Router{"ethereum": adapter}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			Sources: []prices.Source{
 				{Asset: "ETH", Chain: "ethereum", Feed: ethFeed.Hex(), Heartbeat: prices.Duration(time.Hour)},
 				{Asset: "USDC", Fixed: &one},
@@ -86,7 +86,7 @@ func TestRefreshPricesReadsFeedsAndFixedPrices(t *testing.T) {
 
 		// A source that fails keeps its last price; only when every source fails does the
 		// activity fail.
-		acts.Feeds = failingFeeds{}
+		acts.Refresher.Feeds = failingFeeds{}
 		if res, err := acts.RefreshPrices(ctx); err != nil || res.Failed != 1 || res.Read != 1 {
 			t.Fatalf("one source failing: %+v, %v", res, err)
 		}
@@ -94,7 +94,7 @@ func TestRefreshPricesReadsFeedsAndFixedPrices(t *testing.T) {
 		if !kept["ETH"].USDPrice.Equal(decimal.RequireFromString("2999.25")) {
 			t.Fatalf("a failed read moved ETH to %s", kept["ETH"].USDPrice)
 		}
-		acts.Sources = acts.Sources[:1]
+		acts.Refresher.Sources = acts.Refresher.Sources[:1]
 		if _, err := acts.RefreshPrices(ctx); err == nil {
 			t.Fatal("every source failed, and the activity did not")
 		}
@@ -114,7 +114,7 @@ func TestRefreshPricesWithoutSourcesLeavesPricesAlone(t *testing.T) {
 	if _, err := s.RecordPrice(ctx, &store.Price{Asset: "ETH", USDPrice: decimal.NewFromInt(3000), UpdatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	acts := &Prices{prices.Refresher{Store: s, Feeds: chain.Router{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}}
+	acts := &Prices{Refresher: prices.Refresher{Store: s, Feeds: chain.Router{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}}
 	if res, err := acts.RefreshPrices(ctx); err != nil || res.Read+res.Kept+res.Failed != 0 || res.Deleted != 0 {
 		t.Fatalf("%+v, %v", res, err)
 	}

@@ -217,12 +217,7 @@ func walletKey(signer SignerKeys, w Wallet) (*keys.Key, error) {
 }
 
 // addressOf is a wallet's address: an EVM key's own, or a Solana key's base58 public key.
-func addressOf(k *keys.Key) string {
-	if a := k.Address(); a != "" {
-		return a
-	}
-	return k.SolanaAddress()
-}
+func addressOf(k *keys.Key) string { return cmp.Or(k.Address(), k.SolanaAddress()) }
 
 // readJSON reads a JSON file; a missing file is (false, nil).
 func readJSON(path string, v any) (bool, error) {

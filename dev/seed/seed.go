@@ -2,6 +2,7 @@ package seed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -66,6 +67,10 @@ func Ensure(ctx context.Context, s *store.Store, dataDir string, urls URLs, log 
 		return nil, fmt.Errorf("seed: %s is missing while the demo organisation exists; the dev signer cannot sign without it (remove the data directory to start over)", signerPath)
 	case exists && !seeded:
 		return nil, fmt.Errorf("seed: the demo organisation %s was only partly made (an earlier start stopped while seeding); remove the data directory and its database to start over", creds.OrgID)
+	case haveCreds && haveSigner && !exists:
+		if err := reseedable(&creds, signer); err != nil {
+			return nil, fmt.Errorf("seed: %s cannot seed a new database: %w; start from a new data directory", credPath, err)
+		}
 	case haveCreds && haveSigner:
 	default:
 		c, sk, err := newCredentials(urls)
@@ -132,6 +137,24 @@ func WalletKeys(dataDir string) (map[string]*keys.Key, error) {
 	return out, nil
 }
 
+// reseedable checks that a credentials file names everything the seed makes, as this
+// version makes it, before a new database is seeded from it.
+func reseedable(c *Credentials, signer SignerKeys) error {
+	if c.Member.Email == "" || c.ApproverKeys == nil {
+		return errors.New("it was written before the member and the approver keys existed")
+	}
+	for _, w := range c.Wallets {
+		key, err := walletKey(signer, w)
+		if err != nil {
+			return err
+		}
+		if addressOf(key) != w.Address {
+			return fmt.Errorf("wallet %s's address %s is not its key's (%s)", w.ID, w.Address, addressOf(key))
+		}
+	}
+	return nil
+}
+
 // seedActor is the actor the seed's own records name.
 const seedActor = "seed"
 
@@ -147,8 +170,8 @@ const seededAction = "organization.seeded"
 func populate(ctx context.Context, s *store.Store, c *Credentials, signer SignerKeys, log *slog.Logger) error {
 	next := &presets{ids: map[string]string{}, secrets: map[string]string{}}
 	dev := devchain.New(s)
-	svc := &service.Service{Store: s, Log: log, NewID: next.id, NewSecret: next.secret,
-		WalletSync: devchainSync{s, dev}}
+	sync := &devchainSync{store: s, dev: dev}
+	svc := &service.Service{Store: s, Log: log, NewID: next.id, NewSecret: next.secret, WalletSync: sync}
 	sessions := service.NewSessions(s, auth.NewAuthenticator(s), time.Minute, nil, log)
 	if err := seedPrices(ctx, s, log); err != nil {
 		return err
@@ -193,6 +216,9 @@ func populate(ctx context.Context, s *store.Store, c *Credentials, signer Signer
 			return fmt.Errorf("wallet %s: %w", w.ID, err)
 		}
 	}
+	if sync.err != nil {
+		return fmt.Errorf("the first balance sync: %w", sync.err)
+	}
 	if err := s.SetAutoSign(ctx, c.OrgID, autoSign); err != nil {
 		return err
 	}
@@ -207,8 +233,11 @@ func populate(ctx context.Context, s *store.Store, c *Credentials, signer Signer
 	if err := populateOther(ctx, svc, next, dev, c.OtherOrg); err != nil {
 		return fmt.Errorf("the other organisation: %w", err)
 	}
+	if sync.err != nil {
+		return fmt.Errorf("the first balance sync: %w", sync.err)
+	}
 	return s.AppendAudit(ctx, &store.AuditLog{ID: ids.New(ids.AuditLog), OrgID: c.OrgID, App: "treasury",
-		ActorType: "system", ActorID: seedActor, Action: seededAction, ResourceType: "organization",
+		ActorType: auth.KindSystem, ActorID: seedActor, Action: seededAction, ResourceType: "organization",
 		ResourceID: c.OrgID, CorrelationID: seedActor, Details: "{}", CreatedAt: time.Now().UTC()})
 }
 
@@ -241,17 +270,21 @@ func populateOther(ctx context.Context, svc *service.Service, next *presets, dev
 // devchainSync is the first balance sync of a registered wallet, read from the dev chains'
 // ledger, which the dev EVM chains are funded from when they start: the seed runs before
 // the worker that syncs wallets.
+// The service only logs a failed sync (the schedule would sync the wallet later); the
+// seed keeps the error, so that no organisation is marked seeded without its balances.
 type devchainSync struct {
 	store *store.Store
 	dev   *devchain.Chain
+	err   error
 }
 
-func (d devchainSync) SyncWallet(ctx context.Context, w workflows.WalletRef) error {
+func (d *devchainSync) SyncWallet(ctx context.Context, w workflows.WalletRef) error {
 	held, err := d.dev.Balances(ctx, w.Chain, w.Address)
-	if err != nil {
-		return err
+	if err == nil {
+		err = d.store.ReplaceBalances(ctx, w.ID, held, time.Now().UTC())
 	}
-	return d.store.ReplaceBalances(ctx, w.ID, held, time.Now().UTC())
+	d.err = errors.Join(d.err, err)
+	return err
 }
 
 // presets are the ids and secrets the service's next operation takes instead of new ones:

@@ -1086,3 +1086,29 @@ func BenchmarkEnsureOnAFreshStore(b *testing.B) {
 		}
 	}
 }
+
+// A credentials file that does not name what this seed makes (here, an older file's hex
+// Solana address) is refused before a new database is seeded from it, and left as it is.
+func TestAnOlderCredentialsFileDoesNotSeedANewDatabase(t *testing.T) {
+	dir := t.TempDir()
+	creds := ensure(t, storetest.NewSQLite(t), dir, testURLs)
+	for i, w := range creds.Wallets {
+		if w.Chain == "solana" {
+			creds.Wallets[i].Address = strings.Repeat("ab", 32)
+		}
+	}
+	if err := writeJSON(filepath.Join(dir, CredentialsFile), creds); err != nil {
+		t.Fatal(err)
+	}
+	before := readFile(t, filepath.Join(dir, CredentialsFile))
+	fresh := storetest.NewSQLite(t)
+	if _, err := Ensure(context.Background(), fresh, dir, testURLs, quietLog); err == nil || !strings.Contains(err.Error(), "cannot seed a new database") {
+		t.Fatalf("Ensure from an older file = %v, want a refusal", err)
+	}
+	if !bytes.Equal(readFile(t, filepath.Join(dir, CredentialsFile)), before) {
+		t.Fatal("the refused file was rewritten")
+	}
+	if ok, err := fresh.OrganizationExists(context.Background(), creds.OrgID); err != nil || ok {
+		t.Fatalf("the organisation was made anyway: %v %v", ok, err)
+	}
+}

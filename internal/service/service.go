@@ -90,7 +90,7 @@ type Service struct {
 	StartGrace time.Duration
 	// Passkeys is the relying party of people's passkeys; its zero value registers none.
 	Passkeys PasskeyConfig
-	// NewID makes the id of a new organisation, wallet, OAuth client or approver key
+	// NewID makes the id of a new organisation, wallet, OAuth client or credential's approver key
 	// (ids.New when nil), and NewSecret a new key's or client's secret (auth.NewSecret when
 	// nil). The dev seed gives both, so that the demo organisation it makes through these
 	// same operations keeps the ids and secrets its credentials file names.
