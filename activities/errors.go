@@ -24,6 +24,7 @@ var (
 	errReplacedMined = errors.New("the transaction it replaces was mined")
 	errBadSignature  = errors.New("the signature is not base64")
 	errUnknownDryRun = errors.New("no such dry run")
+	errUnknownJob    = errors.New("no such background job")
 	// errStepEvent: a step given an event it does not emit (a programming error).
 	errStepEvent = errors.New("the step emits no event")
 )
@@ -41,6 +42,7 @@ var permanentTypes = []struct {
 	{orders.ErrStoredDetails, "CorruptOrder"},
 	{errBadSignature, "BadSignature"},
 	{errUnknownDryRun, "UnknownDryRun"},
+	{errUnknownJob, "UnknownJob"},
 	{errStepEvent, "StepEvent"},
 }
 

@@ -8,10 +8,12 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/auditchain"
 	"github.com/opentreasury/treasury/internal/store"
 	"github.com/opentreasury/treasury/internal/store/storetest"
+	"github.com/opentreasury/treasury/workflows"
 )
 
 // auditPayments creates n draft payments with pay's sk: an audit record each.
@@ -236,5 +238,65 @@ func TestAuditChainTamperingIsFoundAtTheRightEntry(t *testing.T) {
 				}
 			})
 		}
+	})
+}
+
+// inlineAuditVerifications runs a verification's pages at once, as its workflow would.
+type inlineAuditVerifications struct{ acts *activities.Audit }
+
+func (r inlineAuditVerifications) StartAuditVerification(ctx context.Context, id string) error {
+	for {
+		p, err := r.acts.VerifyAuditPage(ctx, workflows.AuditVerificationInput{VerificationID: id})
+		if err != nil || p.Done {
+			return err
+		}
+	}
+}
+
+func startVerification(t *testing.T, f *fixture, token string) apitypes.AuditVerification {
+	t.Helper()
+	r := f.do(t, "POST", "/api/v1/audit-logs/verifications", token, nil)
+	var v apitypes.AuditVerification
+	if err := json.Unmarshal(r.body, &v); err != nil || r.status != 202 || r.header.Get("Location") != "/api/v1/audit-logs/verifications/"+v.ID {
+		t.Fatalf("start: %d %q %s", r.status, r.header.Get("Location"), r.body)
+	}
+	r = f.do(t, "GET", "/api/v1/audit-logs/verifications/"+v.ID, token, nil)
+	if err := json.Unmarshal(r.body, &v); err != nil || r.status != 200 {
+		t.Fatalf("read: %d %s", r.status, r.body)
+	}
+	return v
+}
+
+// A verification in the background, a page at a time, finds what the check within a
+// request finds: the chain intact to its head, or its first broken entry.
+func TestTheWholeChainIsVerifiedInTheBackground(t *testing.T) {
+	storetest.ForEachDialectWithSQL(t, func(t *testing.T, s *store.Store, db *sql.DB) {
+		f := newFixtureOn(t, s)
+		auditPayments(t, f, 6)
+		dashboard, org := f.creds.Keys["treasury"].Read, f.creds.OrgID
+		within := verifyAnswer(t, f, dashboard)
+		v := startVerification(t, f, dashboard)
+		if v.Status != "intact" || v.Head == nil || *v.Head != *within.Head || v.Entries != within.Entries || v.Checked != within.Head.Seq ||
+			v.FirstBroken != nil || v.CompletedAt == nil || v.CreatedBy == nil || *v.CreatedBy == "" {
+			t.Fatalf("verification %+v; the check within a request %+v", v, within)
+		}
+		// An entry edited behind the service's back, past the first pages.
+		at := within.Head.Seq - 2
+		if _, err := db.ExecContext(t.Context(), `UPDATE audit_logs SET details = '{"amount":"5000000"}' WHERE org_id = $1 AND seq = $2`, org, at); err != nil {
+			t.Fatal(err)
+		}
+		v = startVerification(t, f, dashboard)
+		b := v.FirstBroken
+		if v.Status != "broken" || b == nil || b.Seq != at || b.Reason != "hash_mismatch" || v.Entries != at {
+			t.Fatalf("the edited chain: %+v %+v", v, b)
+		}
+		if within := verifyAnswer(t, f, dashboard); within.FirstBroken == nil || *within.FirstBroken != *b {
+			t.Fatalf("the check within a request found %+v, the verification %+v", within.FirstBroken, b)
+		}
+		// Like the export: no other app's credential, nor a restricted one; no other
+		// organisation's verification.
+		f.do(t, "POST", "/api/v1/audit-logs/verifications", f.creds.Keys["pay"].SK, nil).wantProblem(t, 403, apitypes.CodePermissionDenied)
+		f.do(t, "GET", "/api/v1/audit-logs/verifications/"+v.ID, f.creds.Keys["pay"].Read, nil).wantProblem(t, 403, apitypes.CodePermissionDenied)
+		f.do(t, "GET", "/api/v1/audit-logs/verifications/avf_0192f7c4a1b27d3e8f4a5b6c7d8e9f30", dashboard, nil).wantProblem(t, 404, apitypes.CodeNotFound)
 	})
 }

@@ -290,6 +290,8 @@ func (rt *routes) treasury(v1 *gin.RouterGroup) {
 	// The chain holds every app's records: the dashboard's read on treasury reads it.
 	v1.GET("/audit-logs/export", treasuryRead, rh.exportAuditLog)
 	v1.GET("/audit-logs/verify", treasuryRead, rh.verifyAuditChain)
+	v1.POST("/audit-logs/verifications", treasuryRead, rh.startAuditVerification)
+	v1.GET("/audit-logs/verifications/:id", treasuryRead, rh.auditVerification)
 }
 
 // developer registers the developer surface. It sits at the root, /developer/… (SPEC 6).

@@ -1,6 +1,9 @@
 package apitypes
 
-import "github.com/opentreasury/treasury/auditchain"
+import (
+	"github.com/opentreasury/treasury/auditchain"
+	"github.com/opentreasury/treasury/internal/events"
+)
 
 // AuditLog is one record of who did what (GET /audit-logs).
 type AuditLog struct {
@@ -42,6 +45,28 @@ type AuditChainCheck struct {
 	Head *AuditChainHead `json:"head"`
 	// FirstBroken is null when the chain is intact.
 	FirstBroken *AuditChainBreak `json:"firstBroken"`
+}
+
+// AuditVerification is a background check of the organisation's whole stored chain
+// (POST /audit-logs/verifications): from its first entry to the head it had when the
+// check started.
+type AuditVerification struct {
+	ID string `json:"id"`
+	// Status is running, then intact, broken (FirstBroken says where) or failed (Error
+	// says why the check could not be made).
+	Status string `json:"status"`
+	// Head is the head the chain must reach; null for a chain that had no entry.
+	Head *AuditChainHead `json:"head"`
+	// Checked is the seq of the last entry checked so far; Entries how many were checked
+	// (up to the first break).
+	Checked     int64            `json:"checked"`
+	Entries     int64            `json:"entries"`
+	FirstBroken *AuditChainBreak `json:"firstBroken"`
+	Error       *string          `json:"error"`
+	Creator
+	CreatedAt   events.Time  `json:"createdAt"`
+	UpdatedAt   events.Time  `json:"updatedAt"`
+	CompletedAt *events.Time `json:"completedAt"`
 }
 
 // Actor is who acted: a key, an OAuth client or a person (Type key, oauth_client, user).

@@ -197,6 +197,33 @@ func TestAPartOfTheChainVerifiesOnItsOwn(t *testing.T) {
 	}
 }
 
+// A chain checked in pieces, each going on from the last entry of the one before, finds
+// what one pass finds: a piece that does not link to it, or stops short of the head.
+func TestAChainVerifiesInPieces(t *testing.T) {
+	es := chain(t, 6)
+	want := &Head{Seq: 6, Hash: es[5].Hash}
+	first := verify(&Verifier{FromGenesis: true, Want: want}, es[:3])
+	if first.Broken == nil || first.Broken.Reason != HeadMismatch || first.Head.Seq != 3 {
+		t.Fatalf("a first piece on its own stops short of the head: %+v", first)
+	}
+	rest := verify(&Verifier{After: first.Head, Want: want}, es[3:])
+	if rest.Broken != nil || rest.First != 4 || *rest.Head != *want || rest.Entries != 3 {
+		t.Fatalf("the rest, after seq 3: %+v %v", rest, rest.Broken)
+	}
+	if res := verify(&Verifier{After: first.Head, Want: want}, es[4:]); res.Broken == nil || res.Broken.Seq != 5 || res.Broken.Reason != SeqGap {
+		t.Fatalf("a piece that skips seq 4: %+v", res.Broken)
+	}
+	other := chain(t, 6) // the same seqs, other hashes
+	other[3].PrevHash = strings.Repeat("2", 64)
+	other[3].Hash, _ = Hash(&other[3])
+	if res := verify(&Verifier{After: first.Head, Want: want}, other[3:4]); res.Broken == nil || res.Broken.Seq != 4 || res.Broken.Reason != PrevHashMismatch {
+		t.Fatalf("a piece linked to another entry: %+v", res.Broken)
+	}
+	if res := verify(&Verifier{After: first.Head, Want: want}, nil); res.Broken == nil || res.Broken.Seq != 4 || res.Broken.Reason != HeadMismatch {
+		t.Fatalf("an empty piece after seq 3: %+v", res.Broken)
+	}
+}
+
 // An export written by encoding/json, "<" escaped or not, verifies line by line; a line
 // that is not an entry, or carries a field outside the hash, breaks the run there.
 func TestReadJSONL(t *testing.T) {

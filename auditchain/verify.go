@@ -81,6 +81,10 @@ type Verifier struct {
 	// Want, when set, is a head the run must reach: a chain head read earlier (one you
 	// kept, or the stored head), whose seq's entry must carry its hash.
 	Want *Head
+	// After, when set, is the last entry of a run verified before, which this run goes on
+	// from: its first entry must follow After's seq and link to After's hash. A long chain
+	// is checked in pieces so.
+	After *Head
 
 	res     Result
 	reached bool
@@ -108,6 +112,9 @@ func (v *Verifier) check(e *Entry) *Break {
 		return &Break{Seq: e.Seq, ID: e.ID, Reason: r, Detail: fmt.Sprintf(format, args...)}
 	}
 	prev := v.res.Head
+	if prev == nil {
+		prev = v.After
+	}
 	switch {
 	case e.Seq < 1:
 		return broken(Malformed, "seq %d: an entry's seq counts from 1", e.Seq)
@@ -153,6 +160,9 @@ func (v *Verifier) Result() Result {
 	res := v.res
 	if w := v.Want; res.Broken == nil && w != nil && !v.reached {
 		last := int64(0)
+		if v.After != nil {
+			last = v.After.Seq
+		}
 		if res.Head != nil {
 			last = res.Head.Seq
 		}

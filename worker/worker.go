@@ -29,11 +29,12 @@ type Activities struct {
 	Policies    *activities.Policies
 	Webhooks    *activities.WebhookRecoveries
 	Prices      *activities.Prices
+	Audit       *activities.Audit
 }
 
 // structs lists what New registers; the test holds it to the workflows' activity names.
 func (a Activities) structs() []any {
-	return []any{a.Portfolio, a.Maintenance, a.Orders, a.Policies, a.Webhooks, a.Prices}
+	return []any{a.Portfolio, a.Maintenance, a.Orders, a.Policies, a.Webhooks, a.Prices, a.Audit}
 }
 
 // New builds a worker on the treasury task queue with every workflow and activity registered.
@@ -46,6 +47,7 @@ func New(c client.Client, acts Activities, opts sdkworker.Options) sdkworker.Wor
 	w.RegisterWorkflowWithOptions(workflows.PolicyDryRun, workflow.RegisterOptions{Name: workflows.PolicyDryRunWorkflow})
 	w.RegisterWorkflowWithOptions(workflows.WebhookRecovery, workflow.RegisterOptions{Name: workflows.WebhookRecoveryWorkflow})
 	w.RegisterWorkflowWithOptions(workflows.PriceRefresh, workflow.RegisterOptions{Name: workflows.PriceRefreshWorkflow})
+	w.RegisterWorkflowWithOptions(workflows.AuditVerification, workflow.RegisterOptions{Name: workflows.AuditVerificationWorkflow})
 	for _, s := range acts.structs() {
 		w.RegisterActivity(s)
 	}

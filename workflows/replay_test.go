@@ -19,6 +19,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 	replayer := worker.NewWorkflowReplayer()
 	replayer.RegisterWorkflowWithOptions(OrderLifecycle, workflow.RegisterOptions{Name: OrderWorkflow})
 	replayer.RegisterWorkflowWithOptions(PolicyDryRun, workflow.RegisterOptions{Name: PolicyDryRunWorkflow})
+	replayer.RegisterWorkflowWithOptions(AuditVerification, workflow.RegisterOptions{Name: AuditVerificationWorkflow})
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {

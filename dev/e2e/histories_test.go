@@ -75,6 +75,13 @@ func TestRecordHistories(t *testing.T) {
 		return call(t, "GET", api+"/policies/pay/dry-runs/"+dryRun, pay.SK).body["status"] == "completed"
 	})
 	workflowIDs["policy-dry-run"] = "policy-dry-run-" + dryRun
+	// A verification of the audit chain these made.
+	r = send(t, "POST", api+"/audit-logs/verifications", b.Credentials.Keys["treasury"].Read, "")
+	verification := r.body["id"].(string)
+	wait.For(t, 30*time.Second, "verification "+verification+" to end", func() bool {
+		return call(t, "GET", api+"/audit-logs/verifications/"+verification, b.Credentials.Keys["treasury"].Read).body["status"] == "intact"
+	})
+	workflowIDs["audit-verification"] = "audit-verification-" + verification
 
 	c, err := client.Dial(client.Options{HostPort: b.TemporalAddr, Namespace: b.Namespace})
 	if err != nil {

@@ -142,6 +142,20 @@ func TestPeopleApproveWhatOthersCreate(t *testing.T) {
 	if decidedBy != "user "+approver.userID {
 		t.Fatalf("the approval's actor in the audit log: %q", decidedBy)
 	}
+	// The chain these records make verifies in the background, through the worker.
+	dashboard := b.Credentials.Keys["treasury"].Read
+	r = send(t, "POST", api+"/audit-logs/verifications", dashboard, "")
+	verification, _ := r.body["id"].(string)
+	if r.status != http.StatusAccepted || verification == "" {
+		t.Fatalf("start a verification: HTTP %d %s", r.status, r.raw)
+	}
+	wait.For(t, 60*time.Second, "the verification to end", func() bool {
+		r = call(t, "GET", api+"/audit-logs/verifications/"+verification, dashboard)
+		return r.body["status"] != "running"
+	})
+	if head := r.body["head"].(map[string]any); r.body["status"] != "intact" || r.body["entries"] != head["seq"] {
+		t.Fatalf("the verification: %s", r.raw)
+	}
 	if r := approver.do(t, "DELETE", api+"/session", ""); r.status != http.StatusNoContent {
 		t.Fatalf("sign out: HTTP %d", r.status)
 	}

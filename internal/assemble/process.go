@@ -74,6 +74,7 @@ func (p *Process) Service() *service.Service {
 		svc.DryRuns = workflows.Client{Temporal: p.Temporal}
 		svc.Recoveries = workflows.Client{Temporal: p.Temporal}
 		svc.WalletSync = workflows.Client{Temporal: p.Temporal}
+		svc.AuditVerifications = workflows.Client{Temporal: p.Temporal}
 	}
 	switch {
 	case p.Live != nil:

@@ -234,6 +234,7 @@ func NewWorker(s *store.Store, ch chain.Adapter, tc client.Client, log *slog.Log
 		Policies:    &activities.Policies{Store: s, Log: log},
 		Webhooks:    &activities.WebhookRecoveries{Store: s},
 		Prices:      &activities.Prices{Refresher: prices.Refresher{Store: s, Feeds: feeds, Sources: cfg.PriceSources, Log: log}},
+		Audit:       &activities.Audit{Store: s},
 	}, sdkworker.Options{WorkerStopTimeout: cfg.ShutdownTimeout, OnFatalError: onFatal})
 }
 

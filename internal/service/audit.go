@@ -1,13 +1,16 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/opentreasury/treasury/auditchain"
 	"github.com/opentreasury/treasury/internal/auth"
 	"github.com/opentreasury/treasury/internal/events"
+	"github.com/opentreasury/treasury/internal/ids"
 	"github.com/opentreasury/treasury/internal/store"
 )
 
@@ -129,10 +132,16 @@ type AuditChainCheck struct {
 	Broken *auditchain.Break
 }
 
+// AuditVerifyLimit is the longest chain GET /audit-logs/verify checks within its request,
+// by default (Service.AuditVerifyLimit); a longer one is verified in the background
+// (StartAuditVerification).
+const AuditVerifyLimit = 100_000
+
 // VerifyAuditChain checks the caller's organisation's stored chain, a page at a time,
 // from its first record to the head as the check began (GET /audit-logs/verify): every
 // seq present once and in order, every entry's fields hashing to its hash, every entry
-// linked to the one before it, the last one the head.
+// linked to the one before it, the last one the head. A chain longer than
+// AuditVerifyLimit is refused: its check would outlast the request.
 func (s *Service) VerifyAuditChain(ctx context.Context, who Caller) (*AuditChainCheck, error) {
 	if err := readsWholeAuditChain(who); err != nil {
 		return nil, err
@@ -140,6 +149,10 @@ func (s *Service) VerifyAuditChain(ctx context.Context, who Caller) (*AuditChain
 	head, err := s.Store.AuditHead(ctx, who.OrgID)
 	if err != nil {
 		return nil, err
+	}
+	if limit := cmp.Or(s.AuditVerifyLimit, AuditVerifyLimit); head != nil && head.Seq > limit {
+		return nil, refuse(Conflict, fmt.Sprintf("The chain holds %d entries, more than the %d checked within a request: verify it in the background with POST /api/v1/audit-logs/verifications.",
+			head.Seq, limit))
 	}
 	v := &auditchain.Verifier{FromGenesis: true, Want: head}
 	if head != nil {
@@ -162,3 +175,63 @@ func (s *Service) VerifyAuditChain(ctx context.Context, who Caller) (*AuditChain
 
 // errChainBroken stops reading a chain at its first break: nothing after it is needed.
 var errChainBroken = errors.New("service: the audit chain is broken")
+
+// AuditVerifications starts the background verifications of audit chains.
+type AuditVerifications interface {
+	StartAuditVerification(ctx context.Context, id string) error
+}
+
+// StartAuditVerification starts checking the caller's organisation's whole stored chain
+// in the background, from its first entry to its head as of now (POST
+// /audit-logs/verifications): the check of GET /audit-logs/verify for a chain of any
+// length, resumed where it stopped after a crash. An empty chain is intact at once.
+func (s *Service) StartAuditVerification(ctx context.Context, who Caller) (*store.AuditVerification, error) {
+	if err := readsWholeAuditChain(who); err != nil {
+		return nil, err
+	}
+	if s.AuditVerifications == nil {
+		return nil, ErrWorkflowsUnavailable
+	}
+	head, err := s.Store.AuditHead(ctx, who.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	v := &store.AuditVerification{ID: s.newID(ids.AuditVerification), OrgID: who.OrgID, Status: store.AuditVerificationRunning,
+		Creator: creatorOf(who), CreatedAt: now, UpdatedAt: now}
+	if head == nil {
+		v.Status, v.CompletedAt = store.AuditVerificationIntact, &now
+	} else {
+		v.HeadSeq, v.HeadHash = head.Seq, head.Hash
+	}
+	if err := s.Store.CreateAuditVerification(ctx, v); err != nil {
+		return nil, err
+	}
+	if head == nil {
+		return v, nil
+	}
+	// Started after the commit, so that the workflow finds its verification; one that
+	// could not be started ends failed, saying so, rather than stay running for ever.
+	if err := s.AuditVerifications.StartAuditVerification(ctx, v.ID); err != nil {
+		s.Log.Error("audit verification not started", "verificationId", v.ID, "error", err)
+		v.Status, v.Error, v.CompletedAt, v.UpdatedAt = store.AuditVerificationFailed, "its background job could not be started", &now, now
+		if _, err := s.Store.AdvanceAuditVerification(context.WithoutCancel(ctx), v, 0); err != nil {
+			s.Log.Error("audit verification not marked failed", "verificationId", v.ID, "error", err)
+		}
+		return nil, refuse(Unavailable, "The verification could not be started; try again.")
+	}
+	return v, nil
+}
+
+// AuditVerification reads a background verification of the caller's organisation's
+// chain: where it stands, and what it found.
+func (s *Service) AuditVerification(ctx context.Context, who Caller, id string) (*store.AuditVerification, error) {
+	if err := readsWholeAuditChain(who); err != nil {
+		return nil, err
+	}
+	v, err := s.Store.AuditVerificationOf(ctx, who.OrgID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, refuse(NotFound, "No verification of your organisation's audit chain has this id.")
+	}
+	return v, err
+}

@@ -67,6 +67,12 @@ type Service struct {
 	// Recoveries starts the background recoveries of webhook messages; nil fails them with
 	// ErrWorkflowsUnavailable.
 	Recoveries RecoveryStarter
+	// AuditVerifications starts the background verifications of audit chains; nil fails
+	// them with ErrWorkflowsUnavailable.
+	AuditVerifications AuditVerifications
+	// AuditVerifyLimit is the longest chain checked within a request (AuditVerifyLimit
+	// when zero).
+	AuditVerifyLimit int64
 	// WalletSync reads a registered wallet's balances at once; nil leaves it to the
 	// schedule.
 	WalletSync WalletSyncer
