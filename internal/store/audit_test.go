@@ -287,3 +287,33 @@ func TestAuditSeqFrom(t *testing.T) {
 		}
 	})
 }
+
+// Records imported in bulk take their places after the records appended before them, in
+// the order given, and the chain goes on from them.
+func TestImportedRecordsContinueTheChain(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		org := mustOrg(t, s)
+		now := time.Now()
+		if err := s.AppendAudit(ctx, auditRecord(org, "before", now)); err != nil {
+			t.Fatal(err)
+		}
+		batch := make([]store.AuditLog, 1200) // more than one insert statement's worth
+		for i := range batch {
+			batch[i] = *auditRecord("", fmt.Sprintf("imported.%d", i), now.Add(time.Duration(i)*time.Millisecond))
+		}
+		if err := s.ImportAudit(ctx, org, batch); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AppendAudit(ctx, auditRecord(org, "after", now.Add(time.Hour))); err != nil {
+			t.Fatal(err)
+		}
+		res := verifyStoredChain(t, s, org)
+		if res.Broken != nil || res.Entries != 1202 || res.Head.Seq != 1202 {
+			t.Fatalf("the chain: %+v %v", res, res.Broken)
+		}
+		rows, err := s.AuditChain(ctx, org, 1, 3, 2)
+		if err != nil || len(rows) != 2 || rows[0].Action != "imported.0" || rows[1].Action != "imported.1" {
+			t.Fatalf("the first imported records: %+v %v", rows, err)
+		}
+	})
+}

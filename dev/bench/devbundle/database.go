@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the pgx database/sql driver
+
+	"github.com/opentreasury/treasury/internal/store"
 )
 
 // CreateDatabase makes an empty database on the PostgreSQL server for one run and returns its URL
@@ -43,4 +46,36 @@ func CreateDatabase(ctx context.Context, server, prefix string) (string, func(),
 	}
 	u.Path = "/" + name
 	return u.String(), drop, nil
+}
+
+// OpenStore opens a fresh, migrated store for one run of a bench: "sqlite" in a temporary
+// directory, or "postgres" in a database made on server (CreateDatabase). It returns the
+// store's name for the bench's lines, and what closes and removes it.
+func OpenStore(ctx context.Context, kind, server, prefix string) (s *store.Store, name string, closeStore func(), err error) {
+	cfg, drop := store.Config{}, func() {}
+	switch kind {
+	case "sqlite":
+		dir, err := os.MkdirTemp("", prefix+"-")
+		if err != nil {
+			return nil, "", nil, err
+		}
+		cfg.SQLitePath, name, drop = filepath.Join(dir, "treasury.db"), "SQLite", func() { _ = os.RemoveAll(dir) }
+	case "postgres":
+		if cfg.DatabaseURL, drop, err = CreateDatabase(ctx, server, prefix); err != nil {
+			return nil, "", nil, err
+		}
+		name = "PostgreSQL"
+	default:
+		return nil, "", nil, fmt.Errorf("unknown store %q", kind)
+	}
+	if s, err = store.Open(ctx, cfg); err == nil {
+		if err = s.Migrate(ctx, nil); err != nil {
+			_ = s.Close()
+		}
+	}
+	if err != nil {
+		drop()
+		return nil, "", nil, err
+	}
+	return s, name, func() { _ = s.Close(); drop() }, nil
 }

@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -66,7 +65,7 @@ func main() {
 
 func run(kind string, o options) error {
 	ctx := context.Background()
-	s, name, closeStore, err := openStore(ctx, kind, o.databaseURL)
+	s, name, closeStore, err := devbundle.OpenStore(ctx, kind, o.databaseURL, "treasury_bench_retention")
 	if err != nil {
 		return err
 	}
@@ -192,34 +191,6 @@ func report(name string, costs map[string]store.Deleted, written map[string]stor
 }
 
 // openStore opens a migrated store of the kind, made for the run; closeStore removes it.
-func openStore(ctx context.Context, kind, server string) (s *store.Store, name string, closeStore func(), err error) {
-	cfg, drop := store.Config{}, func() {}
-	switch kind {
-	case "sqlite":
-		dir, err := os.MkdirTemp("", "treasury-bench-retention-")
-		if err != nil {
-			return nil, "", nil, err
-		}
-		cfg.SQLitePath, name, drop = filepath.Join(dir, "treasury.db"), "SQLite", func() { _ = os.RemoveAll(dir) }
-	case "postgres":
-		if cfg.DatabaseURL, drop, err = devbundle.CreateDatabase(ctx, server, "treasury_bench_retention"); err != nil {
-			return nil, "", nil, err
-		}
-		name = "PostgreSQL"
-	default:
-		return nil, "", nil, fmt.Errorf("unknown store %q", kind)
-	}
-	if s, err = store.Open(ctx, cfg); err == nil {
-		if err = s.Migrate(ctx, nil); err != nil {
-			_ = s.Close()
-		}
-	}
-	if err != nil {
-		drop()
-		return nil, "", nil, err
-	}
-	return s, name, func() { _ = s.Close(); drop() }, nil
-}
 
 func add(a, b store.Deleted) store.Deleted {
 	return store.Deleted{Rows: a.Rows + b.Rows, Batches: a.Batches + b.Batches, Took: a.Took + b.Took, Longest: max(a.Longest, b.Longest)}
