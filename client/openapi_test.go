@@ -119,6 +119,8 @@ func TestTheClientCoversTheOpenAPIDocument(t *testing.T) {
 	ignore(key.ListAuditLogs(ctx, page))
 	ignore(key.ExportAuditLog(ctx, client.AuditExportOptions{Since: since, Until: since.Add(time.Hour), Limit: 10}, io.Discard))
 	ignore(key.VerifyAuditChain(ctx))
+	ignore(key.StartAuditVerification(ctx))
+	ignore(key.AuditVerification(ctx, "avf_1"))
 	window := client.PolicyWindow{Scope: "destination", Hours: 168, LimitUSD: "1000000.50"}
 	rules := client.PolicyRules{MaxOrderUSD: "5000000", DailyVolumeUSD: "20000000",
 		DestinationWhitelist: []string{"0x1111111111111111111111111111111111111111"}, AllowedPairs: [][2]string{{"ETH", "USDC"}},

@@ -166,7 +166,25 @@ func (c *Client) ExportAuditLog(ctx context.Context, o AuditExportOptions, w io.
 }
 
 // VerifyAuditChain asks the service to check the organisation's stored audit chain
-// (GET /audit-logs/verify, read on treasury): intact, or its first broken entry.
+// (GET /audit-logs/verify, read on treasury): intact, or its first broken entry. A chain
+// longer than 100,000 entries is refused (409): StartAuditVerification checks any.
 func (c *Client) VerifyAuditChain(ctx context.Context, opts ...CallOption) (*AuditChainCheck, error) {
 	return get[AuditChainCheck](ctx, c, "/audit-logs/verify", opts)
+}
+
+// AuditVerification is a background check of the organisation's whole stored chain.
+type AuditVerification = apitypes.AuditVerification
+
+// StartAuditVerification starts checking the organisation's whole stored audit chain in
+// the background (POST /audit-logs/verifications, read on treasury); poll
+// AuditVerification until its Status is no longer "running". Every call starts another
+// verification, so a retried call may start two: both say the same of the chain.
+func (c *Client) StartAuditVerification(ctx context.Context, opts ...CallOption) (*AuditVerification, error) {
+	return do[AuditVerification](ctx, c, http.MethodPost, "/audit-logs/verifications", nil, opts)
+}
+
+// AuditVerification reads a background verification of the audit chain (GET
+// /audit-logs/verifications/{id}): running, intact, broken (FirstBroken) or failed (Error).
+func (c *Client) AuditVerification(ctx context.Context, id string, opts ...CallOption) (*AuditVerification, error) {
+	return get[AuditVerification](ctx, c, "/audit-logs/verifications/"+url.PathEscape(id), opts)
 }

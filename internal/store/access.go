@@ -24,9 +24,9 @@ func (s *Store) OrganizationExists(ctx context.Context, id string) (bool, error)
 
 // AuditRecorded reports whether an organisation's audit log holds an action at all.
 func (s *Store) AuditRecorded(ctx context.Context, orgID, action string) (bool, error) {
-	var n int64
-	err := s.with(ctx).Model(&AuditLog{}).Where("org_id = ? AND action = ?", orgID, action).Limit(1).Count(&n).Error
-	return n > 0, err
+	var found []int
+	err := s.with(ctx).Model(&AuditLog{}).Select("1").Where("org_id = ? AND action = ?", orgID, action).Limit(1).Find(&found).Error
+	return len(found) > 0, err
 }
 
 // CreateUser inserts a user with its per-app permissions.
