@@ -95,7 +95,7 @@ screenshots:
 docs-events:
 	WRITE_EVENTS_DOC=1 $(GO) test -count=1 -run TestEventsCatalogue ./dev/e2e/
 
-## bench: every benchmark below, about 13 minutes on 2 cores, ending with one table of every
+## bench: every benchmark below, about 15 minutes on 2 cores, ending with one table of every
 ## target beside its figure; figures and their reading are in docs/benchmarks.md. Each part
 ## runs alone too (make bench-ceiling, ...).
 BENCH_SUMMARY = $(CURDIR)/$(BIN)/bench-summary.tsv
