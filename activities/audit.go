@@ -85,8 +85,15 @@ func (a *Audit) VerifyAuditPage(ctx context.Context, in workflows.AuditVerificat
 	if v.Status != store.AuditVerificationRunning {
 		v.CompletedAt = &now
 	}
-	if _, err := a.Store.AdvanceAuditVerification(ctx, v, from); err != nil {
+	saved, err := a.Store.AdvanceAuditVerification(ctx, v, from)
+	if err != nil {
 		return progress, err
+	}
+	if !saved {
+		// Another attempt of this page saved first: where it got is what stands.
+		if v, err = a.Store.AuditVerificationOf(ctx, "", in.VerificationID); err != nil {
+			return progress, err
+		}
 	}
 	return workflows.AuditVerificationProgress{Checked: v.CheckedSeq, Entries: v.Entries, Done: v.Status != store.AuditVerificationRunning}, nil
 }

@@ -159,9 +159,10 @@ func auditVerificationJSON(v *store.AuditVerification) apitypes.AuditVerificatio
 	}
 	if v.Broken != "" {
 		var b apitypes.AuditChainBreak
-		if json.Unmarshal([]byte(v.Broken), &b) == nil {
-			out.FirstBroken = &b
+		if err := json.Unmarshal([]byte(v.Broken), &b); err != nil {
+			b = apitypes.AuditChainBreak{Reason: auditchain.Malformed, Detail: "the stored break is not readable: " + v.Broken}
 		}
+		out.FirstBroken = &b
 	}
 	if v.Error != "" {
 		out.Error = &v.Error
@@ -174,7 +175,7 @@ func auditVerificationJSON(v *store.AuditVerification) apitypes.AuditVerificatio
 func (h *recordHandlers) startAuditVerification(c *gin.Context) {
 	v, err := h.svc.StartAuditVerification(c.Request.Context(), caller(c))
 	if err == nil {
-		c.Header("Location", "/api/v1/audit-logs/verifications/"+v.ID)
+		c.Header("Location", apitypes.BasePath+"/audit-logs/verifications/"+v.ID)
 	}
 	respond(c, h.log, http.StatusAccepted, auditVerificationJSON)(v, err)
 }

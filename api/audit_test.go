@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/auditchain"
+	"github.com/opentreasury/treasury/internal/ids"
 	"github.com/opentreasury/treasury/internal/store"
 	"github.com/opentreasury/treasury/internal/store/storetest"
 	"github.com/opentreasury/treasury/workflows"
@@ -294,9 +296,20 @@ func TestTheWholeChainIsVerifiedInTheBackground(t *testing.T) {
 			t.Fatalf("the check within a request found %+v, the verification %+v", within.FirstBroken, b)
 		}
 		// Like the export: no other app's credential, nor a restricted one; no other
-		// organisation's verification.
-		f.do(t, "POST", "/api/v1/audit-logs/verifications", f.creds.Keys["pay"].SK, nil).wantProblem(t, 403, apitypes.CodePermissionDenied)
-		f.do(t, "GET", "/api/v1/audit-logs/verifications/"+v.ID, f.creds.Keys["pay"].Read, nil).wantProblem(t, 403, apitypes.CodePermissionDenied)
-		f.do(t, "GET", "/api/v1/audit-logs/verifications/avf_0192f7c4a1b27d3e8f4a5b6c7d8e9f30", dashboard, nil).wantProblem(t, 404, apitypes.CodeNotFound)
+		// organisation's verification, nor an unknown one.
+		restricted := f.newKey(t, f.creds.Keys["treasury"].SK, `{"kind":"tk","actions":["read"],"resourceIds":["`+f.creds.Wallets[0].ID+`"]}`)
+		for _, token := range []string{f.creds.Keys["pay"].SK, f.creds.Keys["pay"].Read, restricted.Secret} {
+			f.do(t, "POST", "/api/v1/audit-logs/verifications", token, nil).wantProblem(t, 403, apitypes.CodePermissionDenied)
+			f.do(t, "GET", "/api/v1/audit-logs/verifications/"+v.ID, token, nil).wantProblem(t, 403, apitypes.CodePermissionDenied)
+		}
+		now := time.Now().UTC()
+		theirs := &store.AuditVerification{ID: ids.New(ids.AuditVerification), OrgID: f.creds.OtherOrg.OrgID, Status: store.AuditVerificationIntact,
+			Creator: store.Creator{CreatedBy: "test"}, CreatedAt: now, UpdatedAt: now, CompletedAt: &now}
+		if err := s.CreateAuditVerification(t.Context(), theirs); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{theirs.ID, ids.New(ids.AuditVerification)} {
+			f.do(t, "GET", "/api/v1/audit-logs/verifications/"+id, dashboard, nil).wantProblem(t, 404, apitypes.CodeNotFound)
+		}
 	})
 }

@@ -177,8 +177,8 @@ type AuditVerification = apitypes.AuditVerification
 
 // StartAuditVerification starts checking the organisation's whole stored audit chain in
 // the background (POST /audit-logs/verifications, read on treasury); poll
-// AuditVerification until its Status is no longer "running". Every call starts another
-// verification, so a retried call may start two: both say the same of the chain.
+// AuditVerification until its Status is no longer "running". A retried call is the same
+// call (its Idempotency-Key): it starts one verification.
 func (c *Client) StartAuditVerification(ctx context.Context, opts ...CallOption) (*AuditVerification, error) {
 	return do[AuditVerification](ctx, c, http.MethodPost, "/audit-logs/verifications", nil, opts)
 }

@@ -215,8 +215,10 @@ func (s *Service) StartAuditVerification(ctx context.Context, who Caller) (*stor
 	if err := s.AuditVerifications.StartAuditVerification(ctx, v.ID); err != nil {
 		s.Log.Error("audit verification not started", "verificationId", v.ID, "error", err)
 		v.Status, v.Error, v.CompletedAt, v.UpdatedAt = store.AuditVerificationFailed, "its background job could not be started", &now, now
-		if _, err := s.Store.AdvanceAuditVerification(context.WithoutCancel(ctx), v, 0); err != nil {
-			s.Log.Error("audit verification not marked failed", "verificationId", v.ID, "error", err)
+		// A start that failed in answering may have started the job all the same: one that
+		// has saved a page already is left to run.
+		if saved, err := s.Store.AdvanceAuditVerification(context.WithoutCancel(ctx), v, 0); err != nil || !saved {
+			s.Log.Error("audit verification not marked failed", "verificationId", v.ID, "saved", saved, "error", err)
 		}
 		return nil, refuse(Unavailable, "The verification could not be started; try again.")
 	}

@@ -19,7 +19,6 @@ CREATE TABLE audit_verifications (
     updated_at      TIMESTAMPTZ NOT NULL,
     completed_at    TIMESTAMPTZ
 );
-CREATE INDEX audit_verifications_org ON audit_verifications (org_id, id);
 
 -- +goose Down
 DROP TABLE audit_verifications;

@@ -19,7 +19,6 @@ CREATE TABLE audit_verifications (
     updated_at      DATETIME NOT NULL,
     completed_at    DATETIME
 );
-CREATE INDEX audit_verifications_org ON audit_verifications (org_id, id);
 
 -- +goose Down
 DROP TABLE audit_verifications;

@@ -190,8 +190,6 @@ func report(name string, costs map[string]store.Deleted, written map[string]stor
 		devbundle.Verdict(len(level) == len(store.BoundedTables)-1))
 }
 
-// openStore opens a migrated store of the kind, made for the run; closeStore removes it.
-
 func add(a, b store.Deleted) store.Deleted {
 	return store.Deleted{Rows: a.Rows + b.Rows, Batches: a.Batches + b.Batches, Took: a.Took + b.Took, Longest: max(a.Longest, b.Longest)}
 }
