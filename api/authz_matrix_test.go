@@ -127,8 +127,10 @@ var routeAccess = map[string]access{
 	"GET /api/v1/events":     {app: "any", actions: []string{"read"}, records: "events"},
 	"GET /api/v1/audit-logs": {app: "any", actions: []string{"read"}, records: "audit records"},
 	// The organisation's whole chain, every app's records: the dashboard's.
-	"GET /api/v1/audit-logs/export": {app: "any", actions: []string{"read"}, records: auditChain},
-	"GET /api/v1/audit-logs/verify": {app: "any", actions: []string{"read"}, records: auditChain},
+	"GET /api/v1/audit-logs/export":            {app: "any", actions: []string{"read"}, records: auditChain},
+	"GET /api/v1/audit-logs/verify":            {app: "any", actions: []string{"read"}, records: auditChain},
+	"POST /api/v1/audit-logs/verifications":    {app: "any", actions: []string{"read"}, records: auditChain},
+	"GET /api/v1/audit-logs/verifications/:id": {app: "any", actions: []string{"read"}, records: auditChain, notFoundOK: true},
 	// The chains' JSON-RPC: read on the credential's own app (the matrix's router has no
 	// node, so an allowed caller hears 404).
 	"POST /api/v1/rpc/:chain": {app: "own", actions: []string{"read"}, appCredential: true},
@@ -332,8 +334,9 @@ func unlimitedRouter(f *fixture) *gin.Engine {
 		RateBurst: 1 << 20,
 		RateLimit: 1 << 20,
 		Service: &service.Service{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Workflows: &fakeWorkflows{decision: workflows.PolicyDecision{Allowed: true}}, Webhooks: f.webhooks,
-			DryRuns:    inlineDryRuns{&activities.Policies{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}},
-			Recoveries: inlineRecoveries{&activities.WebhookRecoveries{Store: f.store}}},
+			DryRuns:            inlineDryRuns{&activities.Policies{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}},
+			Recoveries:         inlineRecoveries{&activities.WebhookRecoveries{Store: f.store}},
+			AuditVerifications: inlineAuditVerifications{&activities.Audit{Store: f.store}}},
 	})
 	return f.handler.(*gin.Engine)
 }

@@ -66,6 +66,10 @@ var isolationTable = map[string]isolationTarget{
 	"POST /api/v1/policies/:app/drafts/:id/publish":                 policyDraft,
 	"POST /api/v1/policies/:app/drafts/:id/discard":                 policyDraft,
 	"GET /api/v1/policies/:app/dry-runs/:id":                        {resources: []string{"policy dry run"}},
+	// The organisation's, read with its audit chain, not one app's:
+	// TestTheWholeChainIsVerifiedInTheBackground shows that only the treasury app's readers
+	// of the organisation read one.
+	"GET /api/v1/audit-logs/verifications/:id": {},
 	// Wallets are the organisation's, not one app's: TestAWalletIsRegisteredWithProofOfItsKey
 	// shows that only treasury's developers of the organisation change them.
 	"PATCH /api/v1/treasury/wallets/:id":        {},
