@@ -164,9 +164,10 @@ const seededAction = "organization.seeded"
 
 // populate makes the demo organisation and the other one through the service's own
 // operations, as the operator's command, the one-time links, the Team page and the
-// routes do; only the ids and secrets are the credentials file's. Two things have no
-// production door and are written as the dev bundle's own: the dev chains' funding (a
-// faucet) and which wallets the in-process dev signer serves (autoSign).
+// routes do; only the ids and secrets are the credentials file's. What has no production
+// door is written as the dev bundle's own: the dev chains' funding (a faucet), which
+// wallets the in-process dev signer serves (autoSign), the first balances (devchainSync)
+// and the mark of a finished seed.
 func populate(ctx context.Context, s *store.Store, c *Credentials, signer SignerKeys, log *slog.Logger) error {
 	next := &presets{ids: map[string]string{}, secrets: map[string]string{}}
 	dev := devchain.New(s)
@@ -212,18 +213,15 @@ func populate(ctx context.Context, s *store.Store, c *Credentials, signer Signer
 			autoSign = append(autoSign, w.ID)
 		}
 		next.ids[ids.Wallet] = w.ID
-		if err := registerWallet(ctx, svc, dev, owner.Caller, w.Chain, label, key, balancePlan[i]); err != nil {
+		if err := registerWallet(ctx, svc, dev, owner, w.Chain, label, key, balancePlan[i]); err != nil {
 			return fmt.Errorf("wallet %s: %w", w.ID, err)
 		}
-	}
-	if sync.err != nil {
-		return fmt.Errorf("the first balance sync: %w", sync.err)
 	}
 	if err := s.SetAutoSign(ctx, c.OrgID, autoSign); err != nil {
 		return err
 	}
 	for _, app := range auth.Apps {
-		if err := seedPolicy(ctx, svc, owner.InApp(app), app); err != nil {
+		if err := seedPolicy(ctx, svc, inApp(owner, app), app); err != nil {
 			return err
 		}
 	}
@@ -294,19 +292,24 @@ type presets struct {
 }
 
 func (p *presets) id(prefix string) string {
-	if v, ok := p.ids[prefix]; ok {
-		delete(p.ids, prefix)
+	if v, ok := take(p.ids, prefix); ok {
 		return v
 	}
 	return ids.New(prefix)
 }
 
 func (p *presets) secret(kind string) (string, error) {
-	if v, ok := p.secrets[kind]; ok {
-		delete(p.secrets, kind)
+	if v, ok := take(p.secrets, kind); ok {
 		return v, nil
 	}
 	return auth.NewSecret(kind)
+}
+
+// take removes a preset from m and returns it.
+func take(m map[string]string, key string) (string, bool) {
+	v, ok := m[key]
+	delete(m, key)
+	return v, ok
 }
 
 // seedCaller is the seed acting for an organisation in one app with every action, as a
@@ -318,21 +321,19 @@ func seedCaller(orgID, app string) service.Caller {
 		Actions: auth.AllActions}, CorrelationID: seedActor}
 }
 
-// person is a person signed in, as the seed's caller.
-type person struct{ service.Caller }
-
-// InApp is the person acting in one app, as a route narrows them.
-func (p person) InApp(app string) service.Caller {
-	return service.Caller{Principal: p.Principal.InApp(app), CorrelationID: p.CorrelationID}
+// inApp is a signed-in person acting in one app, as a route narrows them.
+func inApp(who service.Caller, app string) service.Caller {
+	return service.Caller{Principal: who.Principal.InApp(app), CorrelationID: who.CorrelationID}
 }
 
-// signIn opens a person's one-time link and sets their password, as the welcome page does.
-func signIn(ctx context.Context, sessions *service.Sessions, link service.SignInLink, password string) (person, error) {
+// signIn opens a person's one-time link and sets their password, as the welcome page does;
+// the person signed in is the seed's caller.
+func signIn(ctx context.Context, sessions *service.Sessions, link service.SignInLink, password string) (service.Caller, error) {
 	sess, err := sessions.RedeemLink(ctx, link.Token, password, "127.0.0.1", seedActor)
 	if err != nil {
-		return person{}, err
+		return service.Caller{}, err
 	}
-	return person{service.Caller{Principal: sess.Principal, CorrelationID: seedActor}}, nil
+	return service.Caller{Principal: sess.Principal, CorrelationID: seedActor}, nil
 }
 
 // memberActions are the seeded member's, on every app.
@@ -340,13 +341,13 @@ var memberActions = []string{auth.ActionApprove, auth.ActionDeveloper}
 
 // addMember has the owner add the member on every app, as the Team page does; the member
 // then sets their password from their link.
-func addMember(ctx context.Context, svc *service.Service, sessions *service.Sessions, owner person, who Person) error {
-	m, link, err := svc.AddMember(ctx, owner.InApp(auth.Apps[0]), who.Email, memberActions)
+func addMember(ctx context.Context, svc *service.Service, sessions *service.Sessions, owner service.Caller, who Person) error {
+	m, link, err := svc.AddMember(ctx, inApp(owner, auth.Apps[0]), who.Email, memberActions)
 	if err != nil {
 		return err
 	}
 	for _, app := range auth.Apps[1:] {
-		if _, err := svc.SetMemberActions(ctx, owner.InApp(app), m.ID, memberActions); err != nil {
+		if _, err := svc.SetMemberActions(ctx, inApp(owner, app), m.ID, memberActions); err != nil {
 			return err
 		}
 	}
