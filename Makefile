@@ -8,15 +8,15 @@ export CGO_ENABLED ?= 0
 # built once, without the race detector, to keep the build within reach of 2 cores.
 FAST_PKGS = $(shell $(GO) list ./... | grep -v -e '/e2e$$' -e '/devstack$$' -e '/cmd/treasury-dev$$' -e '/bench/ceiling$$' -e '/faults$$' -e '/gethe2e$$')
 
-.PHONY: run run-cluster build test test-unit test-e2e test-geth test-faults lint fmt bench bench-ceiling bench-lifecycle bench-burst bench-openloop bench-http bench-live bench-webhooks bench-retention bench-audit screenshots docs-events
+.PHONY: devsvm run run-cluster build test test-unit test-e2e test-geth test-faults lint fmt bench bench-ceiling bench-lifecycle bench-burst bench-openloop bench-http bench-live bench-webhooks bench-retention bench-audit screenshots docs-events
 
 ## run: build and start the dev bundle (embedded Temporal + UI, API, worker, demo org)
-run: $(BIN)/treasury-dev
+run: $(BIN)/treasury-dev devsvm
 	./$(BIN)/treasury-dev $(ARGS)
 
 ## run-cluster: the production topology on this machine, no Docker: Temporal on PostgreSQL
 ## with its UI, two api and two worker processes, the local PostgreSQL as the store
-run-cluster: $(BIN)/treasury-dev $(BIN)/treasury
+run-cluster: $(BIN)/treasury-dev $(BIN)/treasury devsvm
 	./$(BIN)/treasury-dev cluster --treasury-bin $(BIN)/treasury $(ARGS)
 
 ## build: both binaries into ./bin
@@ -38,25 +38,40 @@ $(BIN)/geth: FORCE
 
 FORCE:
 
+## devsvm: the dev Solana chain's npm modules (litesvm, pinned by dev/devsvm/package-lock.json)
+## in $(BIN)/devsvm, where dev/devsvm finds them
+devsvm: $(BIN)/devsvm/node_modules/.package-lock.json
+
+# npm install with the lock file, not npm ci: litesvm 1.5.0 lists six native packages as
+# optional dependencies but only litesvm-linux-x64-gnu was published at 1.5.0, and npm ci
+# refuses a lock file without the other five. npm install keeps to the lock's versions and
+# integrity hashes and skips them.
+$(BIN)/devsvm/node_modules/.package-lock.json: dev/devsvm/package.json dev/devsvm/package-lock.json
+	mkdir -p $(BIN)/devsvm
+	cp dev/devsvm/package.json dev/devsvm/package-lock.json $(BIN)/devsvm/
+	cd $(BIN)/devsvm && npm install --omit=dev --no-audit --no-fund
+	touch $@
+
+
 ## test: lint, unit/store/workflow tests with the race detector, then end-to-end tests
 ## (against the dev bundle, then against geth)
 test: lint test-unit test-e2e test-geth
 
 # The API package's race run is the longest: about 10 min on 2 cores beside the other
 # packages (the race detector slows the pure-Go SQLite most), at go test's default limit.
-test-unit:
+test-unit: devsvm
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 30m $(FAST_PKGS)
 
 # The end-to-end tests drive the binaries that make build builds (the README tour runs
 # ./bin/treasury events tail), besides the in-process bundle.
-test-e2e: $(BIN)/treasury-dev $(BIN)/treasury
+test-e2e: $(BIN)/treasury-dev $(BIN)/treasury devsvm
 	TREASURY_DEV_BIN=$(abspath $(BIN)/treasury-dev) TREASURY_BIN=$(abspath $(BIN)/treasury) $(GO) test -count=1 ./dev/e2e/... ./cmd/treasury-dev/
 
 ## test-geth: payments, a revert, fifty payments from one wallet, workers killed mid-flight,
 ## a trade, an earn deposit and a borrow draw, a compromised database against the verifying
 ## signer, on the cluster topology against `geth --dev`
 ## run as a process of its own (dev/gethe2e, about a minute once built)
-test-geth: $(BIN)/geth $(BIN)/treasury-dev $(BIN)/treasury
+test-geth: $(BIN)/geth $(BIN)/treasury-dev $(BIN)/treasury devsvm
 	GETH_BIN=$(abspath $(BIN)/geth) TREASURY_DEV_BIN=$(abspath $(BIN)/treasury-dev) TREASURY_BIN=$(abspath $(BIN)/treasury) $(GO) test -v -count=1 -timeout 20m ./dev/gethe2e/
 
 ## test-fuzz: every fuzz target for about 20 s each, one after another; seed corpora and

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -8,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/opentreasury/treasury/apitypes"
+	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/service"
 	"github.com/opentreasury/treasury/internal/store"
 )
@@ -22,7 +25,19 @@ func signingJSON(r *store.SigningRequest) apitypes.SigningRequest {
 	_ = json.Unmarshal([]byte(r.Approvals), &approvals) // written by the activity from this type
 	return apitypes.SigningRequest{Intent: nullable(r.Intent), Approvals: approvals, ID: r.ID, OrderID: r.OrderID, Domain: r.Domain, Leg: r.Leg, WalletID: r.WalletID,
 		Chain: r.Chain, UnsignedTx: r.UnsignedTx, RawUnsignedTx: r.RawUnsignedTx, Scheme: r.Scheme, ReplacesTxHash: r.ReplacesTxHash, Digest: r.Digest, Status: r.Status,
-		CreatedAt: timeOf(r.CreatedAt), ExpiresAt: timeOf(r.ExpiresAt), SignedAt: timeOrNull(r.SignedAt)}
+		CreatedAt: timeOf(r.CreatedAt), ExpiresAt: timeOf(r.ExpiresAt), SignedAt: timeOrNull(r.SignedAt), Message: messageOf(r)}
+}
+
+// messageOf is an ed25519 request's message in base64: the bytes its signature covers.
+func messageOf(r *store.SigningRequest) string {
+	if r.Scheme != chain.Ed25519 {
+		return ""
+	}
+	raw, err := hex.DecodeString(r.RawUnsignedTx)
+	if err != nil {
+		return ""
+	}
+	return base64.StdEncoding.EncodeToString(raw)
 }
 
 // list answers GET /signing-requests.

@@ -101,6 +101,9 @@ type SigningRequest struct {
 	// (0x02 ‖ rlp(fields)), whose Keccak-256 is Digest; on a simulated chain the bytes of
 	// UnsignedTx, whose SHA-256 is Digest.
 	RawUnsignedTx string `json:"rawUnsignedTx"`
+	// Message, on Solana, is the base64 of the serialized transaction message: the bytes
+	// an ed25519 signature covers (RawUnsignedTx in hex), as Solana's runtime verifies them.
+	Message string `json:"message,omitempty"`
 	// Intent is the order's statement (SPEC 3.5a), canonical JSON: what the approvers
 	// decided on, or for an order that needed no approval the same statement with no
 	// quorum; null for a request made before intents.
@@ -111,7 +114,8 @@ type SigningRequest struct {
 	// ReplacesTxHash names the leg's transaction, stuck below the fee market, that this
 	// request's transaction replaces at the same nonce; absent for a leg's first.
 	ReplacesTxHash *string `json:"replacesTxHash,omitempty"`
-	// Scheme is the wallet's: secp256k1 (65 bytes r‖s‖v over Digest) or ed25519 (64 bytes).
+	// Scheme is the wallet's: secp256k1 (65 bytes r‖s‖v over Digest) or ed25519 (64 bytes
+	// over the message, whose SHA-256 Digest is).
 	Scheme string `json:"scheme"`
 	// SignedAt is null until the request is signed.
 	SignedAt *events.Time `json:"signedAt"`

@@ -106,7 +106,16 @@ func (d *Signer) signPending(ctx context.Context, walletIDs []string) {
 		if err != nil {
 			continue
 		}
-		signature, err := d.keys[r.WalletID].Sign(digest)
+		message, err := hex.DecodeString(r.RawUnsignedTx)
+		if err != nil {
+			continue
+		}
+		signed, err := keys.Signed(r.Scheme, digest, message)
+		if err != nil {
+			d.log.Warn("dev signer could not sign", "signingRequestId", r.ID, "error", err.Error())
+			continue
+		}
+		signature, err := d.keys[r.WalletID].Sign(signed)
 		if err != nil {
 			d.log.Warn("dev signer could not sign", "signingRequestId", r.ID, "error", err.Error())
 			continue

@@ -22,12 +22,14 @@ import (
 
 	"github.com/opentreasury/treasury/dev/devevm"
 	"github.com/opentreasury/treasury/dev/devsigner"
+	"github.com/opentreasury/treasury/dev/devsvm"
 	"github.com/opentreasury/treasury/dev/freeport"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/internal/assemble"
 	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/chain/devchain"
 	"github.com/opentreasury/treasury/internal/chain/rpcproxy"
+	"github.com/opentreasury/treasury/internal/chain/solana"
 	"github.com/opentreasury/treasury/internal/metrics"
 	"github.com/opentreasury/treasury/internal/prices"
 	"github.com/opentreasury/treasury/internal/store"
@@ -105,6 +107,9 @@ type Bundle struct {
 	temporal *Temporal
 	// evm are the in-process EVM chains, ethereum and polygon.
 	evm *devevm.Chains
+	// svm is the dev Solana chain, a child process; solana its adapter.
+	svm    *devsvm.Node
+	solana *solana.Chain
 }
 
 // Start brings the whole bundle up: store, embedded Temporal and UI, seed, worker, API.
@@ -147,6 +152,7 @@ func Start(ctx context.Context, opts Options) (*Bundle, error) {
 		}},
 		p.Schedules(),
 		b.devChains(opts),
+		b.devSolana(opts),
 		p.Worker(func() chain.Adapter { return b.chains(opts) }),
 		p.QueuedStarts(),
 		p.Webhooks(),
@@ -381,7 +387,8 @@ func (b *Bundle) chainWallets(opts Options) func(ctx context.Context, chainName 
 	}
 }
 
-// chains serves each chain by its adapter: the dev EVM chains, and the devchain for the rest.
+// chains serves each chain by its adapter: the dev EVM chains, the dev Solana chain, and
+// the devchain for the EVM chains the options simulate.
 func (b *Bundle) chains(opts Options) chain.Adapter {
 	router := chain.Router{}
 	for _, c := range devchain.Chains {
@@ -392,7 +399,79 @@ func (b *Bundle) chains(opts Options) chain.Adapter {
 			router[spec.Name] = a
 		}
 	}
+	router[solanaChain] = b.solana
 	return router
+}
+
+const solanaChain = "solana"
+
+// devSolana runs Solana's own runtime as a child process (see devsvm), funds the seeded
+// Solana wallets on it the first time, and serves the chain by the real Solana adapter.
+func (b *Bundle) devSolana(opts Options) assemble.Component {
+	return assemble.Component{Name: "dev solana",
+		Start: func(ctx context.Context) (err error) {
+			slot := cmp.Or(opts.BlockTime, 200*time.Millisecond)
+			b.svm, err = devsvm.Start(ctx, devsvm.Options{Dir: filepath.Join(opts.DataDir, "solana"), SlotTime: slot, Log: b.proc.Log})
+			if err != nil {
+				return err
+			}
+			info, err := b.svm.Info(ctx)
+			if err != nil {
+				return err
+			}
+			// One confirmation, as on the dev EVM chains: confirmed is one slot deep.
+			b.solana, err = solana.Dial(ctx, solana.Config{Name: solanaChain, RPCURL: b.svm.URL(), GenesisHash: info.GenesisHash,
+				Commitment: "confirmed", SlotTime: solana.Duration(slot),
+				Tokens: []solana.Token{{Symbol: "USDC", Mint: info.USDCMint, Decimals: int32(info.USDCDecimals)}}})
+			if err != nil {
+				return err
+			}
+			return b.fundSolana(ctx)
+		},
+		Stop: func(context.Context) error {
+			if b.svm == nil {
+				return nil
+			}
+			return b.svm.Stop()
+		},
+	}
+}
+
+// fundSolana credits every Solana wallet in the store that holds nothing on the dev chain
+// with what the seed planned for it: a new chain, or a wallet seeded since.
+func (b *Bundle) fundSolana(ctx context.Context) error {
+	after := ""
+	for {
+		refs, err := b.proc.Store.ListWalletRefs(ctx, after, 200)
+		if err != nil {
+			return err
+		}
+		for _, r := range refs {
+			if r.Chain != solanaChain {
+				continue
+			}
+			held, err := b.solana.Balances(ctx, solanaChain, r.Address)
+			if err != nil {
+				return err
+			}
+			if !held[solana.NativeAsset].IsZero() || !held["USDC"].IsZero() {
+				continue
+			}
+			planned, err := b.proc.Store.DevchainBalances(ctx, r.Chain, r.Address)
+			if err != nil {
+				return err
+			}
+			for _, asset := range slices.Sorted(maps.Keys(planned)) {
+				if err := b.Fund(ctx, solanaChain, r.Address, asset, planned[asset]); err != nil {
+					return fmt.Errorf("funding %s on the dev Solana chain: %w", r.Address, err)
+				}
+			}
+		}
+		if len(refs) < 200 {
+			return nil
+		}
+		after = refs[len(refs)-1].ID
+	}
 }
 
 func newDevchain(s *store.Store, opts Options) chain.Adapter {
@@ -416,7 +495,29 @@ func (b *Bundle) Fund(ctx context.Context, chainName, address, asset string, amo
 	if b.evm != nil && b.evm.Adapter(chainName) != nil {
 		return b.evm.Fund(ctx, chainName, address, asset, amount)
 	}
+	if chainName == solanaChain && b.svm != nil {
+		return b.fundOnSolana(ctx, address, asset, amount)
+	}
 	return b.proc.Store.DevchainCredit(ctx, chainName, address, asset, amount)
+}
+
+// fundOnSolana airdrops SOL or mints the dev USDC to an address on the dev Solana chain.
+func (b *Bundle) fundOnSolana(ctx context.Context, address, asset string, amount decimal.Decimal) error {
+	switch asset {
+	case solana.NativeAsset:
+		lamports, err := solana.Units(amount, solana.NativeDecimals)
+		if err != nil {
+			return err
+		}
+		return b.svm.Airdrop(ctx, address, lamports)
+	case "USDC":
+		units, err := solana.Units(amount, 6)
+		if err != nil {
+			return err
+		}
+		return b.svm.MintUSDC(ctx, address, units)
+	}
+	return fmt.Errorf("the dev Solana chain has no %s", asset)
 }
 
 // chainsLine says which chains are real EVM chains in this process and which simulated.
@@ -433,12 +534,18 @@ func (b *Bundle) chainsLine() string {
 			simulated = append(simulated, spec.Name)
 		}
 	}
-	simulated = append(simulated, "solana")
 	line := ""
 	if len(real) > 0 {
 		line = strings.Join(real, ", ") + ": real EVM chains in this process\n                "
 	}
-	return line + strings.Join(simulated, ", ") + ": the simulated devchain" + usdcTx
+	if b.svm != nil {
+		line += fmt.Sprintf("solana: Solana's own runtime (litesvm) in a child process at %s, USDC mint %s\n                ",
+			b.svm.URL(), devsvm.USDCMint)
+	}
+	if len(simulated) > 0 {
+		line += strings.Join(simulated, ", ") + ": the simulated devchain"
+	}
+	return strings.TrimRight(line, " \n") + usdcTx
 }
 
 // Banner is what treasury-dev prints once it is ready.
@@ -457,6 +564,7 @@ treasury-dev is ready (development only: secrets in the clear)
   Metrics       %s
   Credentials   %s
   Chains        %s
+  Failures      a transfer to %s (EVM) or a USDC one to %s (Solana) fails on chain
 
   treasury sk   %s
   pay sk        %s
@@ -466,7 +574,7 @@ treasury-dev is ready (development only: secrets in the clear)
 
 Press Ctrl-C to stop.
 `, b.APIURL, c.Owner.Email, c.Owner.Password, c.Member.Email, c.Member.Password, b.APIURL, b.TemporalUIURL, b.TemporalAddr, b.Namespace, b.MetricsURL, b.CredentialsPath,
-		b.chainsLine(), c.Keys["treasury"].SK, c.Keys["pay"].SK, c.Keys["pay"].Approve, c.Keys["treasury"].SK, b.APIURL)
+		b.chainsLine(), devchain.RevertAddress, cmp.Or(c.SolanaFailAddress, devsvm.FrozenOwner), c.Keys["treasury"].SK, c.Keys["pay"].SK, c.Keys["pay"].Approve, c.Keys["treasury"].SK, b.APIURL)
 }
 
 // Wait blocks until ctx ends (nil) or a part of the bundle fails (its error; the API

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/opentreasury/treasury/dev/devsvm"
 	"github.com/opentreasury/treasury/internal/auth"
 	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/chain/keys"
@@ -93,6 +94,9 @@ type Credentials struct {
 	// ApproverKeys are, per app, the approver keys the seeded approve and second
 	// approver keys carry.
 	ApproverKeys map[string]AppApproverKeys `json:"approverKeys"`
+	// SolanaFailAddress is the owner of the dev Solana chain's frozen USDC account: a USDC
+	// payment to it fails on chain, the documented failure (SPEC 3.6).
+	SolanaFailAddress string `json:"solanaFailAddress"`
 	Wallets      []Wallet                   `json:"wallets"`
 	OtherOrg     OtherOrg                   `json:"otherOrg"`
 }
@@ -111,7 +115,7 @@ var walletPlan = []struct {
 	chain    string
 	autoSign bool
 }{
-	{"ethereum", true}, {"ethereum", true}, {"ethereum", false}, {"polygon", true}, {"solana", true},
+	{"ethereum", true}, {"ethereum", true}, {"ethereum", false}, {"polygon", true}, {"solana", true}, {"solana", false},
 }
 
 func newCredentials(urls URLs) (*Credentials, SignerKeys, error) {
@@ -134,7 +138,8 @@ func newCredentials(urls URLs) (*Credentials, SignerKeys, error) {
 		OAuthClients: map[string]OAuthClient{
 			"trade": {ClientID: ids.New(ids.OAuthClient), ClientSecret: secret(auth.KindClientSecret), Scopes: "trade:read trade:write"},
 		},
-		OtherOrg: OtherOrg{OrgID: ids.New(ids.Organization), Keys: map[string]map[string]string{"pay": {"sk": secret(auth.KindSecret)}}},
+		OtherOrg:          OtherOrg{OrgID: ids.New(ids.Organization), Keys: map[string]map[string]string{"pay": {"sk": secret(auth.KindSecret)}}},
+		SolanaFailAddress: devsvm.FrozenOwner,
 	}
 	for _, app := range auth.Apps {
 		k := AppKeys{SK: secret(auth.KindSecret), PK: secret(auth.KindPublishable), Read: secret(auth.KindResource)}
@@ -195,7 +200,7 @@ func randomPassword(errp *error) string {
 }
 
 // SchemeOf is the scheme of the seeded wallets of a chain (SPEC 10): secp256k1 on the
-// EVM chains, ed25519 on solana, which stays simulated.
+// EVM chains, ed25519 on solana.
 func SchemeOf(chainName string) string {
 	if chainName == "solana" {
 		return chain.Ed25519

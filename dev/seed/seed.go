@@ -13,6 +13,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/opentreasury/treasury/dev/devsvm"
 	"github.com/opentreasury/treasury/internal/auth"
 	"github.com/opentreasury/treasury/internal/chain/devchain"
 	"github.com/opentreasury/treasury/internal/chain/keys"
@@ -27,13 +28,19 @@ import (
 // Prices are the seeded USD prices.
 var Prices = map[string]string{"ETH": "3000", "WBTC": "60000", "USDC": "1", "MATIC": "0.5", "SOL": "150"}
 
+// SolanaPayees are the Solana destinations of the seeded whitelist (SPEC 10), the public
+// keys of the seeds SHA-256("treasury dev payee 1") and "… 2"; "… 3"
+// (tdVSQHzC367uvzKbUbe84mWc9NmHb7nhF61BzRYMPVK) is deliberately left out.
+var SolanaPayees = [2]string{"C68HJbL4YDuM47YaQrB7vQGKLVtTKkxifD2XgUtaXTss", "CxDJemSRqPZXCTCeAXjroaaXKbuYT6BX33TsNdTXenj8"}
+
 // balancePlan gives the seeded holdings of each wallet of walletPlan, by position.
 var balancePlan = []map[string]string{
 	{"ETH": "1000", "USDC": "10000000", "WBTC": "10"},
 	{"ETH": "1000", "USDC": "10000000", "WBTC": "10"},
 	{"ETH": "100", "USDC": "1000000"},
 	{"MATIC": "100000", "USDC": "1000000"},
-	{"SOL": "10000"},
+	{"SOL": "10000", "USDC": "1000000"},
+	{"SOL": "10000", "USDC": "1000000"},
 }
 
 // Ensure makes sure the data directory holds credentials and the store holds the demo
@@ -142,6 +149,9 @@ func WalletKeys(dataDir string) (map[string]*keys.Key, error) {
 func reseedable(c *Credentials, signer SignerKeys) error {
 	if c.Member.Email == "" || c.ApproverKeys == nil {
 		return errors.New("it was written before the member and the approver keys existed")
+	}
+	if c.SolanaFailAddress == "" {
+		return errors.New("it was written before the dev Solana chain ran Solana's own runtime")
 	}
 	for _, w := range c.Wallets {
 		key, err := walletKey(signer, w)
@@ -450,6 +460,7 @@ func seedPolicy(ctx context.Context, svc *service.Service, who service.Caller, a
 	case "pay":
 		rules.DestinationWhitelist = []string{
 			"0x" + strings.Repeat("1", 40), "0x" + strings.Repeat("2", 40), devchain.RevertAddress,
+			SolanaPayees[0], SolanaPayees[1], devsvm.FrozenOwner,
 		}
 	case "trade":
 		rules.DeniedPairs = [][2]string{{"WBTC", "USDC"}}

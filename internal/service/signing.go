@@ -58,9 +58,9 @@ func (s *Service) SigningRequest(ctx context.Context, who Caller, id string) (*s
 	return r, err
 }
 
-// SubmitSignature verifies a signature (base64) over a pending request's digest against
-// its wallet, in the request's scheme (secp256k1: it recovers to the wallet's address;
-// ed25519: it verifies under the wallet's public key), and signals it to the order's
+// SubmitSignature verifies a signature (base64) of a pending request against its wallet,
+// in the request's scheme (secp256k1: over its digest, and it recovers to the wallet's
+// address; ed25519: over its message, under the wallet's public key), and signals it to the order's
 // workflow (SPEC 3.5). The
 // API's route and the dev bundle's signer both come through here.
 func (s *Service) SubmitSignature(ctx context.Context, who Caller, requestID, signatureB64 string) (*store.SigningRequest, error) {
@@ -82,11 +82,11 @@ func (s *Service) SubmitSignature(ctx context.Context, who Caller, requestID, si
 	if err != nil {
 		return nil, err
 	}
-	digest, err := hex.DecodeString(r.Digest)
+	signed, err := signedBytes(w.Scheme, r)
 	if err != nil {
-		return nil, fmt.Errorf("signing request %s has a bad digest", r.ID)
+		return nil, err
 	}
-	if err := keys.Verify(w.Scheme, w.Address, w.PublicKey, digest, sig); err != nil {
+	if err := keys.Verify(w.Scheme, w.Address, w.PublicKey, signed, sig); err != nil {
 		if !errors.Is(err, keys.ErrBadSignature) {
 			s.Log.Warn("signature not checked", "signingRequestId", r.ID, "walletId", w.ID, "error", err.Error())
 		}
@@ -151,4 +151,22 @@ func (s *Service) RefuseSigningRequest(ctx context.Context, who Caller, requestI
 
 func badSignature() *Error {
 	return refuse(InvalidSignature, "The signature does not verify against the wallet over the digest (secp256k1: 65 bytes r‖s‖v that recover to the wallet's address; ed25519: 64 bytes under its public key).")
+}
+
+// signedBytes is what a signature of the request by a wallet of scheme covers
+// (keys.Signed): its digest, or for ed25519 its message, the request's unsigned bytes.
+func signedBytes(scheme string, r *store.SigningRequest) ([]byte, error) {
+	digest, err := hex.DecodeString(r.Digest)
+	if err != nil {
+		return nil, fmt.Errorf("signing request %s has a bad digest", r.ID)
+	}
+	message, err := hex.DecodeString(r.RawUnsignedTx)
+	if err != nil {
+		return nil, fmt.Errorf("signing request %s has bad unsigned bytes", r.ID)
+	}
+	signed, err := keys.Signed(scheme, digest, message)
+	if err != nil {
+		return nil, fmt.Errorf("signing request %s: %w", r.ID, err)
+	}
+	return signed, nil
 }

@@ -33,10 +33,10 @@ func TestSignerRefusesWhatItCannotCheck(t *testing.T) {
 	other := tx("wal_other", `{"walletId":"wal_other"}`)
 	swapped := tx("wal_mine", `{"walletId":"wal_mine","amount":"1"}`)
 	reqs := []client.SigningRequest{
-		{ID: "sig_tampered", WalletID: "wal_mine", Scheme: "ed25519", UnsignedTx: honest, Digest: hash("something else"), Status: "pending"},
-		{ID: "sig_other", WalletID: "wal_mine", Scheme: "ed25519", UnsignedTx: other, Digest: hash(other), Status: "pending"},
-		{ID: "sig_swapped", WalletID: "wal_mine", Scheme: "ed25519", UnsignedTx: swapped, Digest: hash(swapped), Status: "pending"},
-		{ID: "sig_ok", WalletID: "wal_mine", Scheme: "ed25519", UnsignedTx: honest, Digest: hash(honest), Status: "pending"},
+		{ID: "sig_tampered", WalletID: "wal_mine", Scheme: "ed25519", UnsignedTx: honest, RawUnsignedTx: hex.EncodeToString([]byte(honest)), Digest: hash("something else"), Status: "pending"},
+		{ID: "sig_other", WalletID: "wal_mine", Scheme: "ed25519", UnsignedTx: other, RawUnsignedTx: hex.EncodeToString([]byte(other)), Digest: hash(other), Status: "pending"},
+		{ID: "sig_swapped", WalletID: "wal_mine", Scheme: "ed25519", UnsignedTx: swapped, RawUnsignedTx: hex.EncodeToString([]byte(swapped)), Digest: hash(swapped), Status: "pending"},
+		{ID: "sig_ok", WalletID: "wal_mine", Scheme: "ed25519", UnsignedTx: honest, RawUnsignedTx: hex.EncodeToString([]byte(honest)), Digest: hash(honest), Status: "pending"},
 	}
 	var posted atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -54,8 +54,8 @@ func TestSignerRefusesWhatItCannotCheck(t *testing.T) {
 		var body struct{ Signature string }
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		sig, _ := base64.StdEncoding.DecodeString(body.Signature)
-		digest, _ := hex.DecodeString(reqs[3].Digest)
-		if !ed25519.Verify(pub, digest, sig) {
+		// ed25519 signs the message itself, as Solana's runtime verifies it.
+		if !ed25519.Verify(pub, []byte(reqs[3].UnsignedTx), sig) {
 			t.Error("the signature does not verify")
 		}
 		posted.Add(1)

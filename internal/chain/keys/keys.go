@@ -1,13 +1,15 @@
 // Package keys holds the two signature schemes of wallets (SPEC 3.5): secp256k1 over an
-// EVM transaction's signing hash, and ed25519 over the simulated chain's digest. It
+// EVM transaction's signing hash, and ed25519 over a Solana transaction's message. It
 // verifies for the service and signs for the signers (the dev signer, `treasury signer`,
 // the client's helper); the service itself holds no private key.
 package keys
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -24,15 +26,32 @@ import (
 // ErrBadSignature is a signature that does not verify.
 var ErrBadSignature = errors.New("keys: the signature does not verify")
 
-// Verify checks a signature over the 32 digest bytes against a wallet: for secp256k1 the
-// signature must recover to address; for ed25519 it must verify under publicKey (base64).
-func Verify(scheme, address, publicKey string, digest, sig []byte) error {
+// Signed is what a wallet's signature of a signing request covers (SPEC 3.5): for
+// secp256k1 the 32 digest bytes, for ed25519 the whole message (the request's unsigned
+// bytes, as Solana's runtime verifies them), whose SHA-256 the digest must be.
+func Signed(scheme string, digest, message []byte) ([]byte, error) {
 	if len(digest) != 32 {
-		return fmt.Errorf("keys: a digest is 32 bytes, got %d", len(digest))
+		return nil, fmt.Errorf("keys: a digest is 32 bytes, got %d", len(digest))
 	}
+	if scheme != chain.Ed25519 {
+		return digest, nil
+	}
+	if sum := sha256.Sum256(message); !bytes.Equal(sum[:], digest) {
+		return nil, fmt.Errorf("keys: the digest is not the SHA-256 of the message")
+	}
+	return message, nil
+}
+
+// Verify checks a signature against a wallet: for secp256k1 over the 32 digest bytes, and
+// it must recover to address; for ed25519 over the message, and it must verify under
+// publicKey (base64). Signed says which bytes those are for a signing request.
+func Verify(scheme, address, publicKey string, signed, sig []byte) error {
 	switch scheme {
 	case chain.Secp256k1:
-		signer, err := Recover(digest, sig)
+		if len(signed) != 32 {
+			return fmt.Errorf("keys: a digest is 32 bytes, got %d", len(signed))
+		}
+		signer, err := Recover(signed, sig)
 		if err != nil {
 			return err
 		}
@@ -45,7 +64,7 @@ func Verify(scheme, address, publicKey string, digest, sig []byte) error {
 		if err != nil || len(pub) != ed25519.PublicKeySize {
 			return fmt.Errorf("keys: the wallet has no valid ed25519 public key")
 		}
-		if len(sig) != ed25519.SignatureSize || !ed25519.Verify(pub, digest, sig) {
+		if len(sig) != ed25519.SignatureSize || !ed25519.Verify(pub, signed, sig) {
 			return ErrBadSignature
 		}
 		return nil
@@ -160,13 +179,14 @@ func (k *Key) Address() string {
 	return crypto.PubkeyToAddress(k.ec.PublicKey).Hex()
 }
 
-// Sign signs the 32 digest bytes: 65 bytes r‖s‖v (v 0 or 1) for secp256k1, 64 for ed25519.
-func (k *Key) Sign(digest []byte) ([]byte, error) {
-	if len(digest) != 32 {
-		return nil, fmt.Errorf("keys: a digest is 32 bytes, got %d", len(digest))
-	}
+// Sign signs what Signed names: for secp256k1 the 32 digest bytes (65 bytes r‖s‖v, v 0 or
+// 1), for ed25519 the message (64 bytes).
+func (k *Key) Sign(signed []byte) ([]byte, error) {
 	if k.ec != nil {
-		return crypto.Sign(digest, k.ec)
+		if len(signed) != 32 {
+			return nil, fmt.Errorf("keys: a digest is 32 bytes, got %d", len(signed))
+		}
+		return crypto.Sign(signed, k.ec)
 	}
-	return ed25519.Sign(k.ed, digest), nil
+	return ed25519.Sign(k.ed, signed), nil
 }
