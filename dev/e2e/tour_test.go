@@ -55,7 +55,7 @@ func TestReadmeTour(t *testing.T) {
 		t.Errorf("the tour leaves %s in the directory it ran in", left[0].Name())
 	}
 	for marker, times := range map[string]int{
-		`"totalUsd":"31050000.00"`:         1,
+		`"totalUsd":"34550000.00"`:         1,
 		`"code":"unauthenticated"`:         1,
 		`"code":"permission_denied"`:       1,
 		`"code":"maker_checker_violation"`: 1,

@@ -22,6 +22,7 @@ import (
 
 	"crypto/sha256"
 	"github.com/opentreasury/treasury/internal/approvers"
+	"github.com/opentreasury/treasury/dev/devsvm"
 	"github.com/opentreasury/treasury/internal/auth"
 	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/chain/devchain"
@@ -141,7 +142,7 @@ func TestCredentialsFileShape(t *testing.T) {
 	raw := readFile(t, filepath.Join(dir, CredentialsFile))
 
 	top := object(t, "credentials.json", raw,
-		"baseUrl", "wsUrl", "temporalUiUrl", "orgId", "owner", "member", "keys", "secondApprover", "oauthClients", "approverKeys", "wallets", "otherOrg")
+		"baseUrl", "wsUrl", "temporalUiUrl", "orgId", "owner", "member", "keys", "secondApprover", "oauthClients", "approverKeys", "wallets", "otherOrg", "solanaFailAddress")
 	for field, want := range map[string]string{"baseUrl": testURLs.BaseURL, "wsUrl": testURLs.WSURL, "temporalUiUrl": testURLs.TemporalUIURL} {
 		if got := str(t, field, top[field]); got != want {
 			t.Errorf("%s = %q, want %q", field, got, want)
@@ -205,8 +206,8 @@ func TestCredentialsFileShape(t *testing.T) {
 	if err := json.Unmarshal(top["wallets"], &wallets); err != nil {
 		t.Fatalf("wallets is not an array: %v", err)
 	}
-	if len(wallets) != 5 {
-		t.Fatalf("%d wallets, want 5", len(wallets))
+	if len(wallets) != 6 {
+		t.Fatalf("%d wallets, want 6", len(wallets))
 	}
 	for i, w := range wallets {
 		var probe struct {
@@ -244,7 +245,7 @@ func TestCredentialsFileShape(t *testing.T) {
 		}
 		seen[v] = true
 	}
-	if len(secrets) != 3+4*5+4+1+1+1 {
+	if len(secrets) != 3+4*5+4+1+1+2 { // … and the two manual wallets' keys
 		t.Errorf("counted %d secrets", len(secrets))
 	}
 
@@ -274,11 +275,14 @@ func TestSeededWallets(t *testing.T) {
 			t.Errorf("autoSign wallet %s carries a private key", w.ID)
 		}
 	}
-	if want := map[string]int{"ethereum": 3, "polygon": 1, "solana": 1}; !reflect.DeepEqual(chains, want) {
+	if want := map[string]int{"ethereum": 3, "polygon": 1, "solana": 2}; !reflect.DeepEqual(chains, want) {
 		t.Fatalf("wallets per chain = %v, want %v", chains, want)
 	}
-	if len(manual) != 1 || manual[0].Chain != "ethereum" {
-		t.Fatalf("manual wallets = %+v, want exactly one, on ethereum", manual)
+	if len(manual) != 2 || manual[0].Chain != "ethereum" || manual[1].Chain != "solana" {
+		t.Fatalf("manual wallets = %+v, want one on ethereum and one on solana", manual)
+	}
+	if creds.SolanaFailAddress != devsvm.FrozenOwner {
+		t.Fatalf("solanaFailAddress = %q, want the dev Solana chain's frozen owner %s", creds.SolanaFailAddress, devsvm.FrozenOwner)
 	}
 	if n, err := s.CountWallets(ctx, creds.OrgID); err != nil || n != int64(len(creds.Wallets)) {
 		t.Fatalf("CountWallets = %d, %v; want %d", n, err, len(creds.Wallets))
@@ -341,6 +345,12 @@ func TestSeededWallets(t *testing.T) {
 		t.Fatalf("the manual wallet's secp256k1 key is the hex of 32 bytes, got %q", manual[0].PrivateKey)
 	}
 	checkKey(manual[0], priv)
+	// The Solana one's is a base64 seed whose public key, in base58, is its address.
+	solKey, err := keys.Parse(chain.Ed25519, manual[1].PrivateKey)
+	if err != nil || manual[1].Scheme != chain.Ed25519 || solKey.SolanaAddress() != manual[1].Address {
+		t.Fatalf("the manual Solana wallet %+v: its key does not make its address (%v)", manual[1], err)
+	}
+	checkKey(manual[1], solKey)
 
 	signer, err := LoadSignerKeys(dir)
 	if err != nil {
@@ -361,8 +371,10 @@ func TestSeededWallets(t *testing.T) {
 	if got := sortedKeys(signer); !slices.Equal(got, autoIDs) {
 		t.Fatalf("dev signer keys for %v, want exactly the autoSign wallets %v", got, autoIDs)
 	}
-	if _, ok := signer[manual[0].ID]; ok {
-		t.Fatal("dev signer holds the manual wallet's key")
+	for _, m := range manual {
+		if _, ok := signer[m.ID]; ok {
+			t.Fatalf("dev signer holds the manual wallet %s's key", m.ID)
+		}
 	}
 
 	// Another organisation cannot see these wallets.
@@ -555,7 +567,7 @@ func TestSeededBalancesAndPrices(t *testing.T) {
 		case w.Chain == "polygon":
 			want = map[string]string{"MATIC": "100000", "USDC": "1000000"}
 		case w.Chain == "solana":
-			want = map[string]string{"SOL": "10000"}
+			want = map[string]string{"SOL": "10000", "USDC": "1000000"}
 		default:
 			t.Fatalf("unexpected wallet %+v", w)
 		}
@@ -640,6 +652,9 @@ func TestSeededPolicies(t *testing.T) {
 					"0x1111111111111111111111111111111111111111",
 					"0x2222222222222222222222222222222222222222",
 					"0x000000000000000000000000000000000000dEaD",
+					"C68HJbL4YDuM47YaQrB7vQGKLVtTKkxifD2XgUtaXTss",
+					"CxDJemSRqPZXCTCeAXjroaaXKbuYT6BX33TsNdTXenj8",
+					devsvm.FrozenOwner,
 				}
 			case "trade":
 				wantDenied = [][2]string{{"WBTC", "USDC"}}
@@ -703,8 +718,8 @@ func TestEnsureIsIdempotent(t *testing.T) {
 			t.Fatalf("rerun %d changed %s", i+1, SignerKeysFile)
 		}
 	}
-	if n, err := s.CountWallets(ctx, first.OrgID); err != nil || n != 5 {
-		t.Fatalf("after reruns the org has %d wallets (%v), want 5", n, err)
+	if n, err := s.CountWallets(ctx, first.OrgID); err != nil || n != 6 {
+		t.Fatalf("after reruns the org has %d wallets (%v), want 6", n, err)
 	}
 	if n, err := s.CountWallets(ctx, first.OtherOrg.OrgID); err != nil || n != 1 {
 		t.Fatalf("after reruns the other org has %d wallets (%v), want 1", n, err)
@@ -716,8 +731,8 @@ func TestEnsureIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(refs) != 6 {
-		t.Fatalf("the store holds %d wallets over all organisations, want 6 (a second organisation was created?)", len(refs))
+	if len(refs) != 7 {
+		t.Fatalf("the store holds %d wallets over all organisations, want 7 (a second organisation was created?)", len(refs))
 	}
 	checkKeys(t, s, first)
 }
@@ -783,8 +798,8 @@ func TestEnsureMissingSignerKeysIsAnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(refs) != 6 {
-		t.Errorf("the store holds %d wallets, want 6", len(refs))
+	if len(refs) != 7 {
+		t.Errorf("the store holds %d wallets, want 7", len(refs))
 	}
 	checkKeys(t, s, first)
 }
@@ -810,8 +825,8 @@ func TestEnsureReseedsFreshStoreFromFile(t *testing.T) {
 	if ok, err := fresh.OrganizationExists(ctx, first.OtherOrg.OrgID); err != nil || !ok {
 		t.Fatalf("other org not in the fresh store: %v, %v", ok, err)
 	}
-	if n, err := fresh.CountWallets(ctx, first.OrgID); err != nil || n != 5 {
-		t.Fatalf("fresh store: %d wallets (%v), want 5", n, err)
+	if n, err := fresh.CountWallets(ctx, first.OrgID); err != nil || n != 6 {
+		t.Fatalf("fresh store: %d wallets (%v), want 6", n, err)
 	}
 	checkKeys(t, fresh, again)
 

@@ -29,6 +29,7 @@ func (b *Borrow) Legs(string) []string {
 
 func (b *Borrow) Check(chain string) []FieldError {
 	c := checks{chain: chain}
+	c.venues(DomainBorrow)
 	c.asset("asset", b.Asset)
 	c.asset("collateralAsset", b.CollateralAsset)
 	c.amount("amount", b.Asset, b.Amount)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mr-tron/base58"
 	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/internal/policy"
@@ -184,11 +185,25 @@ func (c *checks) token(name, asset string) {
 	}
 }
 
+// ChainsWithoutVenues are the chains with no swap router, vault or lending pool yet: only
+// payments run there.
+var ChainsWithoutVenues = []string{"solana"}
+
+// venues refuses a trade, an Earn or a Borrow order on a chain without venues, naming the
+// wallet that puts the order on that chain.
+func (c *checks) venues(domain string) {
+	if slices.Contains(ChainsWithoutVenues, c.chain) {
+		c.add("walletId", "is a %s wallet, and %s has no venue for %s orders yet: they run on %s", c.chain, c.chain, domain,
+			strings.Join(EVMChains, " and "))
+	}
+}
+
 // address refuses an address of another chain's shape.
 func (c *checks) address(name, address string) {
 	ok := evmAddress.MatchString(address)
 	if c.chain == "solana" {
-		ok = solanaAddress.MatchString(address)
+		key, err := base58.Decode(address)
+		ok = solanaAddress.MatchString(address) && err == nil && len(key) == 32
 	}
 	if !ok {
 		c.add(name, "is not an address on %s", c.chain)

@@ -28,6 +28,7 @@ func (e *Earn) Legs(string) []string {
 
 func (e *Earn) Check(chain string) []FieldError {
 	c := checks{chain: chain}
+	c.venues(DomainEarn)
 	c.asset("asset", e.Asset)
 	c.amount("amount", e.Asset, e.Amount)
 	c.token("asset", e.Asset)

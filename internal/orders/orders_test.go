@@ -83,7 +83,13 @@ func TestCheckAgainstTheWalletChain(t *testing.T) {
 		// Vaults and pools of EVM chains take tokens, not the native asset.
 		{DomainEarn, `{"walletId":"w","protocol":"aave","action":"deposit","asset":"ETH","amount":"1"}`, "ethereum", []string{"asset"}},
 		{DomainBorrow, `{"walletId":"w","protocol":"aave","action":"draw","asset":"MATIC","amount":"1"}`, "polygon", []string{"asset"}},
-		{DomainEarn, `{"walletId":"w","protocol":"aave","action":"deposit","asset":"SOL","amount":"1"}`, "solana", nil},
+		// Solana has no venues yet: trades, Earn and Borrow are refused on the wallet (SPEC 3.6).
+		{DomainEarn, `{"walletId":"w","protocol":"aave","action":"deposit","asset":"SOL","amount":"1"}`, "solana", []string{"walletId"}},
+		{DomainBorrow, `{"walletId":"w","protocol":"aave","action":"draw","asset":"USDC","amount":"1"}`, "solana", []string{"walletId"}},
+		{DomainTrade, `{"walletId":"w","sellAsset":"SOL","buyAsset":"USDC","sellAmount":"1","maxSlippageBps":10}`, "solana", []string{"walletId"}},
+		// A Solana address is base58 of 32 bytes: neither the hex of a key nor 31 bytes.
+		{DomainPayment, `{"walletId":"w","asset":"SOL","amount":"1","destination":{"address":"` + strings.Repeat("ab", 32) + `"}}`, "solana", []string{"destination.address"}},
+		{DomainPayment, `{"walletId":"w","asset":"SOL","amount":"1","destination":{"address":"` + strings.Repeat("2", 43) + `"}}`, "solana", []string{"destination.address"}},
 	}
 	for _, tc := range cases {
 		in, errs := Parse(tc.domain, []byte(tc.body))
@@ -125,7 +131,7 @@ func TestAmountsAChainCannotCarryAreRefused(t *testing.T) {
 		{"SOL at u64", DomainPayment, payment("SOL", amount(u64, 9), sol), "solana", ""},
 		{"SOL over u64", DomainPayment, payment("SOL", amount(new(big.Int).Add(u64, one), 9), sol), "solana", "amount"},
 		{"SPL USDC over u64", DomainPayment, payment("USDC", amount(new(big.Int).Add(u64, one), 6), sol), "solana", "amount"},
-		{"SPL USDC far under the word but over u64", DomainEarn, `{"walletId":"w","protocol":"aave","action":"deposit","asset":"USDC","amount":"1` + strings.Repeat("0", 20) + `"}`, "solana", "amount"},
+		{"SPL USDC far under the word but over u64", DomainPayment, payment("USDC", "1"+strings.Repeat("0", 20), sol), "solana", "amount"},
 	}
 	for _, tc := range cases {
 		in, errs := Parse(tc.domain, []byte(tc.body))

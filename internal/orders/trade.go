@@ -30,6 +30,7 @@ func (t *Trade) Legs(chain string) []string {
 
 func (t *Trade) Check(chain string) []FieldError {
 	c := checks{chain: chain}
+	c.venues(DomainTrade)
 	c.asset("sellAsset", t.SellAsset)
 	c.asset("buyAsset", t.BuyAsset)
 	c.amount("sellAmount", t.SellAsset, t.SellAmount)

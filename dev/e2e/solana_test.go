@@ -1,0 +1,239 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mr-tron/base58"
+	"github.com/shopspring/decimal"
+
+	treasury "github.com/opentreasury/treasury/client"
+	"github.com/opentreasury/treasury/dev/seed"
+	"github.com/opentreasury/treasury/internal/chain/keys"
+)
+
+// solanaNode reads the dev Solana chain over its own JSON-RPC, as an integrator's tools
+// would, not through the service's adapter.
+type solanaNode struct {
+	t   *testing.T
+	url string
+}
+
+func (n solanaNode) call(method string, params []any, out any) {
+	n.t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", n.url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var env struct {
+		Result json.RawMessage `json:"result"`
+		Error  *struct{ Message string }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil || env.Error != nil {
+		n.t.Fatalf("%s: %v %+v", method, err, env.Error)
+	}
+	if err := json.Unmarshal(env.Result, out); err != nil {
+		n.t.Fatalf("%s: %v: %s", method, err, env.Result)
+	}
+}
+
+// lamports is an address's SOL in lamports.
+func (n solanaNode) lamports(address string) uint64 {
+	var out struct{ Value uint64 }
+	n.call("getBalance", []any{address, map[string]any{"commitment": "confirmed"}}, &out)
+	return out.Value
+}
+
+// usdc is an owner's USDC over all its token accounts of the mint, in base units, and
+// whether it has any.
+func (n solanaNode) usdc(owner, mint string) (decimal.Decimal, bool) {
+	var out struct {
+		Value []struct {
+			Account struct {
+				Data struct {
+					Parsed struct {
+						Info struct {
+							TokenAmount struct{ Amount string } `json:"tokenAmount"`
+						} `json:"info"`
+					} `json:"parsed"`
+				} `json:"data"`
+			} `json:"account"`
+		} `json:"value"`
+	}
+	n.call("getTokenAccountsByOwner", []any{owner, map[string]any{"mint": mint}, map[string]any{"encoding": "jsonParsed", "commitment": "confirmed"}}, &out)
+	total := decimal.Zero
+	for _, a := range out.Value {
+		total = total.Add(decimal.RequireFromString(a.Account.Data.Parsed.Info.TokenAmount.Amount))
+	}
+	return total, len(out.Value) > 0
+}
+
+// fee is what the chain charged a transaction, in lamports.
+func (n solanaNode) fee(signature string) uint64 {
+	var out struct {
+		Meta struct{ Fee uint64 } `json:"meta"`
+	}
+	n.call("getTransaction", []any{signature, map[string]any{"encoding": "base64", "commitment": "confirmed"}}, &out)
+	return out.Meta.Fee
+}
+
+func walletOn(c *seed.Credentials, chainName string, autoSign bool) seed.Wallet {
+	for _, w := range c.Wallets {
+		if w.Chain == chainName && w.AutoSign == autoSign {
+			return w
+		}
+	}
+	return seed.Wallet{}
+}
+
+// TestSolanaPaymentsOnSolanasOwnRuntime drives payments on the dev Solana chain (litesvm,
+// a separate process) through the public API, and reads what moved over the chain's
+// JSON-RPC: the manual wallet's lifecycle exactly as the EVM one's (create, submit,
+// approve, sign with the key from credentials.json over the message, confirm), a refused
+// tampered signature, a SOL payment by the dev signer, and the documented failure.
+func TestSolanaPaymentsOnSolanasOwnRuntime(t *testing.T) {
+	b := startBundle(t, t.TempDir(), "")
+	defer func() { _ = b.Shutdown() }()
+	api := b.APIURL + "/api/v1"
+	pay := b.Credentials.Keys["pay"]
+	node := solanaNode{t: t, url: b.SolanaRPCURL()}
+	var info struct {
+		USDCMint string `json:"usdcMint"`
+	}
+	node.call("devsvm_info", []any{}, &info)
+
+	t.Run("the manual wallet, signed with its key from credentials.json", func(t *testing.T) {
+		manual := walletOn(b.Credentials, "solana", false)
+		payee := seed.SolanaPayees[1]
+		walletUSDC, _ := node.usdc(manual.Address, info.USDCMint)
+		payeeUSDC, hadAccount := node.usdc(payee, info.USDCMint)
+		walletSOL := node.lamports(manual.Address)
+
+		r := send(t, "POST", api+"/payments", pay.SK, fmt.Sprintf(`{"walletId":%q,"asset":"USDC","amount":"15000","destination":{"address":%q}}`, manual.ID, payee))
+		if r.status != 201 || r.body["chain"] != "solana" {
+			t.Fatalf("create %d %s", r.status, r.raw)
+		}
+		id := r.body["id"].(string)
+		if r := send(t, "POST", api+"/payments/"+id+"/submit", pay.SK, "{}"); r.status != 202 {
+			t.Fatalf("submit %d %s", r.status, r.raw)
+		}
+		o := waitStatus(t, api+"/payments/"+id, pay.Read, "pending_approval")
+		item := o["approval"].(map[string]any)["itemId"].(string)
+		if r := send(t, "POST", api+"/approvals/payment/"+item+"/decide", pay.Approve, `{"decision":"APPROVE"}`); r.status != 202 {
+			t.Fatalf("approve %d %s", r.status, r.raw)
+		}
+		o = waitStatus(t, api+"/payments/"+id, pay.Read, "pending_signature")
+		reqID := o["legs"].([]any)[0].(map[string]any)["signingRequestId"].(string)
+		got := call(t, "GET", api+"/signing-requests/"+reqID, pay.Sign)
+		var request treasury.SigningRequest
+		if err := json.Unmarshal(got.raw, &request); err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := hex.DecodeString(request.RawUnsignedTx)
+		if request.Scheme != "ed25519" || !treasury.IsSolanaTransaction(request) || request.Message != base64.StdEncoding.EncodeToString(raw) {
+			t.Fatalf("a Solana signing request carries its message (base64 of rawUnsignedTx): %s", got.raw)
+		}
+		key, err := keys.Parse(manual.Scheme, manual.PrivateKey)
+		if err != nil || key.SolanaAddress() != manual.Address {
+			t.Fatalf("the manual wallet's key from credentials.json does not make its address: %v", err)
+		}
+		sigURL := api + "/signing-requests/" + reqID + "/signature"
+
+		// A signature over another message (a byte changed) is refused and changes nothing.
+		tampered := append([]byte(nil), raw...)
+		tampered[len(tampered)-1] ^= 1
+		bad, _ := key.Sign(tampered)
+		if r := send(t, "POST", sigURL, pay.Sign, fmt.Sprintf(`{"signature":%q}`, base64.StdEncoding.EncodeToString(bad))); r.status != 422 || r.body["code"] != "invalid_signature" {
+			t.Fatalf("a signature over a tampered message: %d %s", r.status, r.raw)
+		}
+		if o := call(t, "GET", api+"/payments/"+id, pay.Read); o.body["status"] != "pending_signature" {
+			t.Fatalf("after a refused signature the order is %v", o.body["status"])
+		}
+
+		signature, err := treasury.SignRequest(request, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := send(t, "POST", sigURL, pay.Sign, fmt.Sprintf(`{"signature":%q}`, base64.StdEncoding.EncodeToString(signature))); r.status != 202 {
+			t.Fatalf("sign %d %s", r.status, r.raw)
+		}
+		o = waitStatus(t, api+"/payments/"+id, pay.Read, "confirmed")
+		txHash := o["legs"].([]any)[0].(map[string]any)["txHash"].(string)
+		if txHash != base58.Encode(signature) {
+			t.Fatalf("the leg's txHash %s is not the transaction's signature", txHash)
+		}
+
+		fifteenThousand := decimal.RequireFromString("15000000000") // base units
+		if after, _ := node.usdc(manual.Address, info.USDCMint); !after.Equal(walletUSDC.Sub(fifteenThousand)) {
+			t.Errorf("the wallet holds %s USDC base units, want %s", after, walletUSDC.Sub(fifteenThousand))
+		}
+		if after, _ := node.usdc(payee, info.USDCMint); !after.Equal(payeeUSDC.Add(fifteenThousand)) {
+			t.Errorf("the payee holds %s USDC base units, want %s", after, payeeUSDC.Add(fifteenThousand))
+		}
+		// SOL pays the fee and, for a payee without a token account, its rent.
+		spent := node.fee(txHash)
+		if !hadAccount {
+			var rent uint64
+			node.call("getMinimumBalanceForRentExemption", []any{165}, &rent)
+			spent += rent
+		}
+		if after := node.lamports(manual.Address); after != walletSOL-spent {
+			t.Errorf("the wallet holds %d lamports, want %d (%d spent on fee and rent)", after, walletSOL-spent, spent)
+		}
+	})
+
+	t.Run("SOL by the dev signer", func(t *testing.T) {
+		auto := walletOn(b.Credentials, "solana", true)
+		payee := seed.SolanaPayees[0]
+		before := node.lamports(payee)
+		r := send(t, "POST", api+"/payments", pay.SK, fmt.Sprintf(`{"walletId":%q,"asset":"SOL","amount":"2.5","destination":{"address":%q}}`, auto.ID, payee))
+		id := r.body["id"].(string)
+		if r := send(t, "POST", api+"/payments/"+id+"/submit", pay.SK, "{}"); r.status != 202 {
+			t.Fatalf("submit %d %s", r.status, r.raw)
+		}
+		waitStatus(t, api+"/payments/"+id, pay.Read, "confirmed")
+		if after := node.lamports(payee); after != before+2_500_000_000 {
+			t.Fatalf("the payee holds %d lamports, want %d", after, before+2_500_000_000)
+		}
+	})
+
+	t.Run("USDC to the frozen account fails with the token program's error", func(t *testing.T) {
+		auto := walletOn(b.Credentials, "solana", true)
+		before, _ := node.usdc(auto.Address, info.USDCMint)
+		r := send(t, "POST", api+"/payments", pay.SK, fmt.Sprintf(`{"walletId":%q,"asset":"USDC","amount":"5","destination":{"address":%q}}`, auto.ID, b.Credentials.SolanaFailAddress))
+		id := r.body["id"].(string)
+		if r := send(t, "POST", api+"/payments/"+id+"/submit", pay.SK, "{}"); r.status != 202 {
+			t.Fatalf("submit %d %s", r.status, r.raw)
+		}
+		o := waitStatus(t, api+"/payments/"+id, pay.Read, "failed")
+		failure, _ := o["failure"].(map[string]any)
+		if failure["code"] != "tx_reverted" || !strings.Contains(fmt.Sprint(failure["message"]), "frozen") {
+			t.Fatalf("failure %v", failure)
+		}
+		if after, _ := node.usdc(auto.Address, info.USDCMint); !after.Equal(before) {
+			t.Fatalf("the wallet holds %s USDC base units after a failed transfer, want %s", after, before)
+		}
+	})
+
+	t.Run("no trades, Earn or Borrow on Solana yet", func(t *testing.T) {
+		auto := walletOn(b.Credentials, "solana", true)
+		r := send(t, "POST", api+"/earn-orders", b.Credentials.Keys["earn"].SK, fmt.Sprintf(`{"walletId":%q,"protocol":"aave","action":"deposit","asset":"USDC","amount":"1"}`, auto.ID))
+		if r.status != 422 || !strings.Contains(string(r.raw), `"walletId"`) {
+			t.Fatalf("an Earn deposit on Solana: %d %s", r.status, r.raw)
+		}
+	})
+}
