@@ -3,6 +3,7 @@ package seed
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,9 +21,8 @@ import (
 	"github.com/shopspring/decimal"
 	"golang.org/x/crypto/bcrypt"
 
-	"crypto/sha256"
-	"github.com/opentreasury/treasury/internal/approvers"
 	"github.com/opentreasury/treasury/dev/devsvm"
+	"github.com/opentreasury/treasury/internal/approvers"
 	"github.com/opentreasury/treasury/internal/auth"
 	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/chain/devchain"

@@ -330,7 +330,7 @@ func exactKeys(obj json.RawMessage, keys ...string) bool {
 }
 
 var (
-	evmAddress    = regexp.MustCompile(`^0x[0-9a-fA-F]{40}$`)
+	evmAddress = regexp.MustCompile(`^0x[0-9a-fA-F]{40}$`)
 	// A Solana address is the base58 of a 32-byte ed25519 public key.
 	solanaAddress = regexp.MustCompile(`^[1-9A-HJ-NP-Za-km-z]{32,44}$`)
 )
