@@ -96,9 +96,9 @@ type Credentials struct {
 	ApproverKeys map[string]AppApproverKeys `json:"approverKeys"`
 	// SolanaFailAddress is the owner of the dev Solana chain's frozen USDC account: a USDC
 	// payment to it fails on chain, the documented failure (SPEC 3.6).
-	SolanaFailAddress string `json:"solanaFailAddress"`
-	Wallets      []Wallet                   `json:"wallets"`
-	OtherOrg     OtherOrg                   `json:"otherOrg"`
+	SolanaFailAddress string   `json:"solanaFailAddress"`
+	Wallets           []Wallet `json:"wallets"`
+	OtherOrg          OtherOrg `json:"otherOrg"`
 }
 
 // SignerKeys maps the id of each autoSign wallet to its private key in its scheme's form;
