@@ -533,6 +533,24 @@ func TestRPCAllowListIsTheDocumentedOne(t *testing.T) {
 			t.Errorf("%s lists %v; the proxy serves %v", where, got, rpcproxy.Methods)
 		}
 	}
+
+	solanaNames := regexp.MustCompile("`((?:get|is)[A-Z][A-Za-z]+)`")
+	listedSolana := func(text string) []string {
+		var out []string
+		for _, m := range solanaNames.FindAllStringSubmatch(text, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	_, onSolana, _ := strings.Cut(string(guide), "**On solana**")
+	onSolana, _, _ = strings.Cut(onSolana, "are refused as writes")
+	_, solanaContract, _ := strings.Cut(doc.Paths["/api/v1/rpc/{chain}"]["post"].Description, "these reads are served instead:")
+	solanaContract, _, _ = strings.Cut(solanaContract, "are refused as writes")
+	for where, got := range map[string][]string{"docs/api.md": listedSolana(onSolana), "openapi.json": listedSolana(solanaContract)} {
+		if !slices.Equal(got, rpcproxy.SolanaMethods) {
+			t.Errorf("%s lists %v for solana; the proxy serves %v", where, got, rpcproxy.SolanaMethods)
+		}
+	}
 }
 
 // Each app has its own budget of JSON-RPC calls, every call of a batch counted and shared

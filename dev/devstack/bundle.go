@@ -427,6 +427,8 @@ func (b *Bundle) devSolana(opts Options) assemble.Component {
 			if err != nil {
 				return err
 			}
+			// The API, in this process too, forwards /rpc/solana to the node itself.
+			b.proc.RPCNodes[solanaChain] = rpcproxy.Dial(b.svm.URL())
 			return b.fundSolana(ctx)
 		},
 		Stop: func(context.Context) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -111,9 +112,17 @@ func TestRPCReadsTheDevChainForAnApp(t *testing.T) {
 		t.Fatalf("eth_getLogs: %+v %s", logs.Error, logs.Result)
 	}
 
-	// solana has no node.
-	if r := send(t, "POST", b.APIURL+"/api/v1/rpc/solana", pay.SK, `{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}`); r.status != 404 {
-		t.Fatalf("solana: %d %s", r.status, r.raw)
+	// solana forwards Solana's reads to the dev Solana chain, and refuses its sends.
+	var genesis, sent rpcAnswer
+	postRPC(t, b.APIURL+"/api/v1/rpc/solana", pay.SK, `{"jsonrpc":"2.0","id":1,"method":"getGenesisHash"}`, &genesis)
+	var direct string
+	solanaNode{t: t, url: b.SolanaRPCURL()}.call("getGenesisHash", []any{}, &direct)
+	if genesis.Error != nil || string(genesis.Result) != strconv.Quote(direct) {
+		t.Fatalf("getGenesisHash through the API: %+v %s, the node says %s", genesis.Error, genesis.Result, direct)
+	}
+	postRPC(t, b.APIURL+"/api/v1/rpc/solana", pay.SK, `{"jsonrpc":"2.0","id":2,"method":"sendTransaction","params":["AA=="]}`, &sent)
+	if sent.Error == nil || sent.Error.Code != -32601 || !strings.Contains(sent.Error.Message, "Orders go through the lifecycle") {
+		t.Fatalf("sendTransaction on solana: %+v", sent.Error)
 	}
 
 	// The first call is in the pay app's request log (written in batches: wait for it).

@@ -15,6 +15,7 @@ import (
 	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/chain/devchain"
 	"github.com/opentreasury/treasury/internal/chain/evm"
+	"github.com/opentreasury/treasury/internal/chain/solana"
 	"github.com/opentreasury/treasury/internal/orders"
 	"github.com/opentreasury/treasury/internal/prices"
 )
@@ -91,12 +92,37 @@ func chainsFromEnv(get func(string) string) (served []string, evmChains []evm.Co
 	return served, evmChains, simulated, errs
 }
 
+// solanaFromEnv reads Solana's configuration: SOLANA_RPC_URL, with mainnet's USDC mint
+// unless SOLANA_USDC_MINT names another (a devnet's, a local validator's);
+// SOLANA_GENESIS_HASH, when set, is checked against the node's; SOLANA_COMMITMENT is the
+// level a transaction counts as confirmed at (default finalized).
+func solanaFromEnv(get func(string) string, simulated []string) (*solana.Config, []string) {
+	url := get("SOLANA_RPC_URL")
+	if url == "" {
+		return nil, nil
+	}
+	if slices.Contains(simulated, solanaChain) {
+		return nil, []string{"chain solana: both SOLANA_RPC_URL and in SIMULATED_CHAINS"}
+	}
+	usdc := solana.MainnetUSDC
+	if mint := get("SOLANA_USDC_MINT"); mint != "" {
+		usdc.Mint = mint
+	}
+	return &solana.Config{Name: solanaChain, RPCURL: url, GenesisHash: get("SOLANA_GENESIS_HASH"),
+		Commitment: get("SOLANA_COMMITMENT"), Tokens: []solana.Token{usdc}}, nil
+}
+
+const solanaChain = "solana"
+
 // howToConfigure says how a chain gets a real adapter.
 func howToConfigure(name string) string {
+	if name == solanaChain {
+		return "set SOLANA_RPC_URL"
+	}
 	if _, ok := Mainnet[name]; ok {
 		return "set " + strings.ToUpper(name) + "_RPC_URL or list it in EVM_CHAINS_FILE"
 	}
-	return "list it in EVM_CHAINS_FILE if it is an EVM chain (there is no other real adapter yet)"
+	return "list it in EVM_CHAINS_FILE if it is an EVM chain (Solana's is SOLANA_RPC_URL)"
 }
 
 // Chains connects to every configured chain and serves each by its adapter. Every chain
@@ -116,6 +142,16 @@ func (p *Process) Chains() Component {
 				router[cfg.Name] = adapter
 				p.Log.Info("chain adapter ready", "chain", cfg.Name, "kind", "evm", "chainId", cfg.ChainID,
 					"confirmations", adapter.Config().Confirmations)
+			}
+			if cfg := p.Config.Solana; cfg != nil {
+				dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				adapter, err := solana.Dial(dctx, *cfg)
+				cancel()
+				if err != nil {
+					return err
+				}
+				router[cfg.Name] = adapter
+				p.Log.Info("chain adapter ready", "chain", cfg.Name, "kind", "solana", "commitment", adapter.Config().Commitment)
 			}
 			if len(p.Config.SimulatedChains) > 0 {
 				sim := devchain.New(p.Store)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/internal/chain/evm"
+	"github.com/opentreasury/treasury/internal/chain/solana"
 	"github.com/opentreasury/treasury/internal/metrics"
 	"github.com/opentreasury/treasury/internal/prices"
 	"github.com/opentreasury/treasury/internal/service"
@@ -99,9 +100,11 @@ type Config struct {
 	// the worker asks for its replacement (the same call and nonce, a higher fee).
 	ReplaceStuckAfter time.Duration
 	// Chains are the chains the worker serves; each needs an adapter: one of EVMChains,
-	// or one of SimulatedChains, which run on the simulated devchain (development only).
+	// Solana, or one of SimulatedChains, which run on the simulated devchain (development
+	// only).
 	Chains          []string
 	EVMChains       []evm.Config
+	Solana          *solana.Config
 	SimulatedChains []string
 	// PriceSources say where each asset's USD price is read from (prices.Defaults for the
 	// configured mainnets, replaced asset by asset by PRICES_FILE); PriceRefreshInterval
@@ -325,6 +328,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	var chainErrs []string
 	cfg.Chains, cfg.EVMChains, cfg.SimulatedChains, chainErrs = chainsFromEnv(get)
+	var solanaErrs []string
+	cfg.Solana, solanaErrs = solanaFromEnv(get, cfg.SimulatedChains)
+	chainErrs = append(chainErrs, solanaErrs...)
 	errs = append(errs, chainErrs...)
 	var priceErr error
 	if cfg.PriceSources, priceErr = priceSourcesFromEnv(get, cfg.EVMChains); priceErr != nil {

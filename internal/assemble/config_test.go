@@ -2,6 +2,7 @@ package assemble
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/activities"
+	"github.com/opentreasury/treasury/dev/devsvm"
 	"github.com/opentreasury/treasury/internal/prices"
 )
 
@@ -464,6 +466,51 @@ func TestPasskeysBelongToTheConsolesDomain(t *testing.T) {
 		got := c.cfg.Passkeys()
 		if got.RPID != c.rpID || (c.origin == "") != (len(got.Origins) == 0) || (c.origin != "" && got.Origins[0] != c.origin) || got.Enabled() != (c.rpID != "") {
 			t.Errorf("%+v: %+v", c.cfg, got)
+		}
+	}
+}
+
+// SOLANA_RPC_URL serves solana by the real adapter, against a node it checks first: a
+// node of another cluster (its genesis hash) or a mint it does not have refuses the start.
+func TestSolanaIsServedFromSOLANA_RPC_URL(t *testing.T) {
+	node, err := devsvm.Start(context.Background(), devsvm.Options{Dir: t.TempDir(), SlotTime: 50 * time.Millisecond})
+	if errors.Is(err, devsvm.ErrNoNode) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = node.Stop() })
+	info, err := node.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ConfigFromEnv(env(map[string]string{"SOLANA_RPC_URL": node.URL(), "SIMULATED_CHAINS": "solana"})); err == nil {
+		t.Error("solana both configured and simulated was accepted")
+	}
+	for _, tc := range []struct {
+		env    map[string]string
+		refuse string
+	}{
+		{map[string]string{"CHAINS": "solana", "SOLANA_RPC_URL": node.URL(), "SOLANA_USDC_MINT": devsvm.USDCMint, "SOLANA_GENESIS_HASH": info.GenesisHash}, ""},
+		{map[string]string{"CHAINS": "solana", "SOLANA_RPC_URL": node.URL(), "SOLANA_USDC_MINT": devsvm.USDCMint,
+			"SOLANA_GENESIS_HASH": "5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d"}, "genesis"},
+		{map[string]string{"CHAINS": "solana", "SOLANA_RPC_URL": node.URL()}, "mint"}, // mainnet's USDC is not on this chain
+		{map[string]string{"CHAINS": "solana"}, "SOLANA_RPC_URL"},
+	} {
+		cfg, err := ConfigFromEnv(env(tc.env))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := NewProcess(cfg, "worker", slog.New(slog.DiscardHandler))
+		err = p.Chains().Start(context.Background())
+		switch {
+		case tc.refuse == "" && err != nil:
+			t.Errorf("%v: %v", tc.env, err)
+		case tc.refuse == "" && p.chains["solana"] == nil:
+			t.Errorf("%v: solana is not served", tc.env)
+		case tc.refuse != "" && (err == nil || !strings.Contains(err.Error(), tc.refuse)):
+			t.Errorf("%v: start error %v, want one about %s", tc.env, err, tc.refuse)
 		}
 	}
 }

@@ -215,6 +215,9 @@ func (p *Process) rpcNodes() rpcproxy.Nodes {
 	for _, c := range p.Config.EVMChains {
 		nodes[c.Name] = rpcproxy.Dial(c.RPCURL)
 	}
+	if c := p.Config.Solana; c != nil {
+		nodes[c.Name] = rpcproxy.Dial(c.RPCURL)
+	}
 	return nodes
 }
 

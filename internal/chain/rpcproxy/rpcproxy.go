@@ -1,6 +1,6 @@
 // Package rpcproxy forwards an app's JSON-RPC 2.0 requests to a chain's node: the
-// read-only methods of its allow-list, one call or a capped batch, with eth_getLogs held to
-// a block range. Everything it refuses, and everything that goes wrong on the way to the
+// read-only methods of its allow-list (EVM's, or Solana's on solana), one call or a capped
+// batch, with eth_getLogs held to a block range. Everything it refuses, and everything that goes wrong on the way to the
 // node, is answered as a JSON-RPC error object, never as an HTTP failure: a JSON-RPC
 // client reads those.
 package rpcproxy
@@ -29,8 +29,7 @@ type Node interface {
 	BatchCallContext(ctx context.Context, b []rpc.BatchElem) error
 }
 
-// Nodes are the chains' nodes by chain name. A chain without one (solana, simulated) has
-// no entry.
+// Nodes are the chains' nodes by chain name. A chain without one (simulated) has no entry.
 type Nodes map[string]Node
 
 // Limits of what one request may ask of a node.
@@ -69,6 +68,27 @@ var Methods = []string{
 	"eth_chainId", "net_version", "eth_blockNumber", "eth_getBalance", "eth_getCode", "eth_getTransactionCount",
 	"eth_call", "eth_estimateGas", "eth_gasPrice", "eth_maxPriorityFeePerGas", "eth_feeHistory",
 	"eth_getBlockByNumber", "eth_getBlockByHash", "eth_getTransactionByHash", "eth_getTransactionReceipt", "eth_getLogs",
+}
+
+// SolanaMethods is Solana's allow-list: reads of accounts, balances, blockhashes and
+// signatures, in the order docs/api.md lists them. Scans of a whole program's accounts
+// (getProgramAccounts) and anything that sends are left out.
+var SolanaMethods = []string{
+	"getHealth", "getVersion", "getGenesisHash", "getSlot", "getBlockHeight", "getEpochInfo",
+	"getLatestBlockhash", "isBlockhashValid", "getFeeForMessage", "getRecentPrioritizationFees", "getMinimumBalanceForRentExemption",
+	"getBalance", "getAccountInfo", "getMultipleAccounts", "getTokenAccountBalance", "getTokenAccountsByOwner", "getTokenSupply",
+	"getSignatureStatuses", "getTransaction",
+}
+
+// Solana is the chain whose node speaks Solana's JSON-RPC.
+const Solana = "solana"
+
+// methodsOf is the allow-list of a chain.
+func methodsOf(chain string) []string {
+	if chain == Solana {
+		return SolanaMethods
+	}
+	return Methods
 }
 
 // Error codes of the answers this package makes itself: JSON-RPC 2.0's own, and
@@ -218,8 +238,8 @@ func (f *forwarding) read(raw json.RawMessage) *call {
 		c.err = invalidRequest("notifications (requests without an id) are not served: every method here is a read, whose answer needs an id")
 		return c
 	}
-	if !slices.Contains(Methods, c.method) {
-		c.err = notServed(c.method)
+	if !slices.Contains(methodsOf(f.chain), c.method) {
+		c.err = notServed(f.chain, c.method)
 		return c
 	}
 	var params []json.RawMessage
@@ -229,7 +249,7 @@ func (f *forwarding) read(raw json.RawMessage) *call {
 			return c
 		}
 	}
-	if c.method == "eth_getLogs" {
+	if c.method == "eth_getLogs" && f.chain != Solana {
 		if params, c.err = f.boundLogs(params); c.err != nil {
 			return c
 		}
@@ -404,18 +424,18 @@ func invalidParams(why string) *Error {
 
 // notServed refuses a method off the allow-list. Writes are named as such: funds move
 // only through an order, where policy, approvals and the organisation's signature apply.
-func notServed(method string) *Error {
+func notServed(chain, method string) *Error {
 	if isWrite(method) {
 		return &Error{Code: CodeMethodNotFound, Message: method + " is not served: this endpoint only reads the chain. " +
 			"Orders go through the lifecycle (POST /api/v1/payments, /trade-orders, /earn-orders or /borrow-orders, then …/submit), " +
 			"where policy, approvals and your organisation's signature apply."}
 	}
-	return &Error{Code: CodeMethodNotFound, Message: method + " is not served here; the methods served are " + strings.Join(Methods, ", ")}
+	return &Error{Code: CodeMethodNotFound, Message: method + " is not served here; the methods served on " + chain + " are " + strings.Join(methodsOf(chain), ", ")}
 }
 
 // isWrite says whether a method sends or signs a transaction or a message.
 func isWrite(method string) bool {
-	for _, prefix := range []string{"eth_send", "eth_sign", "personal_"} {
+	for _, prefix := range []string{"eth_send", "eth_sign", "personal_", "sendTransaction", "requestAirdrop", "simulateTransaction"} {
 		if strings.HasPrefix(method, prefix) {
 			return true
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -155,6 +156,48 @@ func TestCallsCountsEachCallOfABatch(t *testing.T) {
 	} {
 		if got := Calls([]byte(body)); got != want {
 			t.Errorf("Calls(%.40s…) = %d, want %d", body, got, want)
+		}
+	}
+}
+
+// On solana the allow-list is Solana's: its reads reach the node, its sends are refused
+// as writes, and EVM's methods and whole-program scans are refused with Solana's list.
+func TestSolanaHasItsOwnAllowList(t *testing.T) {
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		asked = append(asked, req.Method)
+		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"solana-core":"2.2.0","feature-set":1}}`, req.ID)
+	}))
+	defer srv.Close()
+	node := Dial(srv.URL)
+	forward := func(method string) Response {
+		t.Helper()
+		return decode(t, Proxy{}.Forward(context.Background(), Solana, node, []byte(`{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":[]}`)))[0]
+	}
+	if r := forward("getVersion"); r.Error != nil || !strings.Contains(string(r.Result), "solana-core") {
+		t.Fatalf("getVersion: %+v %s", r.Error, r.Result)
+	}
+	for _, m := range []string{"sendTransaction", "requestAirdrop", "simulateTransaction"} {
+		if r := forward(m); r.Error == nil || r.Error.Code != CodeMethodNotFound || !strings.Contains(r.Error.Message, "only reads the chain") {
+			t.Errorf("%s: %+v", m, r.Error)
+		}
+	}
+	for _, m := range []string{"getProgramAccounts", "eth_chainId"} {
+		if r := forward(m); r.Error == nil || r.Error.Code != CodeMethodNotFound || !strings.Contains(r.Error.Message, "getSignatureStatuses") {
+			t.Errorf("%s: %+v", m, r.Error)
+		}
+	}
+	if len(asked) != 1 || asked[0] != "getVersion" {
+		t.Fatalf("the node was asked %v, want getVersion alone", asked)
+	}
+	for _, m := range SolanaMethods {
+		if isWrite(m) {
+			t.Errorf("%s is on Solana's allow-list and a write", m)
 		}
 	}
 }
