@@ -291,8 +291,8 @@ func TestDevBundle(t *testing.T) {
 		if err := h.Trigger(context.Background(), client.ScheduleTriggerOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		wait.For(t, 30*time.Second, "the scheduled sync to pick up the new balance (totalUsd 31053000.00)", func() bool {
-			return call(t, "GET", api+"/treasury/portfolio", creds.Keys["treasury"].SK).body["totalUsd"] == "31053000.00"
+		wait.For(t, 30*time.Second, "the scheduled sync to pick up the new balance (totalUsd 34553000.00)", func() bool {
+			return call(t, "GET", api+"/treasury/portfolio", creds.Keys["treasury"].SK).body["totalUsd"] == "34553000.00"
 		})
 	})
 
@@ -308,7 +308,7 @@ func TestDevBundle(t *testing.T) {
 			t.Fatal("credentials changed across a restart")
 		}
 		r := call(t, "GET", b2.APIURL+"/api/v1/treasury/portfolio", creds.Keys["treasury"].SK)
-		if r.status != 200 || r.body["totalUsd"] != "31053000.00" {
+		if r.status != 200 || r.body["totalUsd"] != "34553000.00" {
 			t.Fatalf("after restart: %d %s", r.status, r.raw)
 		}
 	})

@@ -202,7 +202,7 @@ func TestExamplesRunWithLeastPrivilege(t *testing.T) {
 	dash := startExample(t, bins, "dashboard", map[string]string{"TREASURY_TOKEN": treasury.Read}, "--url", b.APIURL)
 	dash.wait(t, 30*time.Second)
 	out := dash.stdout.String()
-	if dash.exitCode() != 0 || !regexp.MustCompile(`(?m)^Total +[0-9]+\.[0-9]{2} USD +5 wallets`).MatchString(out) ||
+	if dash.exitCode() != 0 || !regexp.MustCompile(`(?m)^Total +[0-9]+\.[0-9]{2} USD +6 wallets`).MatchString(out) ||
 		!regexp.MustCompile(`(?m)^Positions \([1-9][0-9]*\)$`).MatchString(out) ||
 		!regexp.MustCompile(`(?m)^Audit log \(newest [1-9][0-9]*\)$`).MatchString(out) ||
 		!regexp.MustCompile(`approval\.approve +approval_item `+itemID).MatchString(out) {
