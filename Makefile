@@ -130,13 +130,16 @@ bench-ceiling:
 # chain's floor (block time x confirmations), then 20 approved ones signed by treasury signer,
 # plain beside signed approvals with the verifying signer (the verification's cost), then
 # 200 at once on the bundle's in-process EVM chain beside the same on the simulated
-# devchain (ratio and CPU per order).
-bench-lifecycle: $(BIN)/treasury-dev
+# devchain (ratio and CPU per order); then 20 Solana payments one at a time against the
+# slot time, and 200 at once on the dev Solana chain beside the same on the in-process EVM.
+bench-lifecycle: $(BIN)/treasury-dev devsvm
 	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -orders 200
 	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -lone 20 -dev-args "--rate-limit 100000 --rate-burst 100000 --simulated-chains ethereum,polygon"
 	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -lone 20
 	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -lone 20 -signed
 	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -chains -orders 200 -rounds 3
+	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -lone 20 -scenario solana-payments
+	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -svm -orders 200 -rounds 3
 
 # A burst: 1,000 payments submitted at once to a fresh bundle (the per-key rate limit
 # lifted, so that one key sends them all): how many answers were not 2xx (target 0), how

@@ -258,11 +258,11 @@ func TestPortfolioShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	// ETH 2100×3000 + USDC 21M + WBTC 20×60000 on ethereum; 100k MATIC×0.5 + 1M USDC on
-	// polygon; 10k SOL×150 on solana.
+	// polygon; 2 × (10k SOL×150 + 1M USDC) on solana.
 	want := apitypes.Portfolio{TotalUSD: "34550000.00", WalletCount: len(f.creds.Wallets), ChainRollup: []apitypes.ChainValue{
 		{Chain: "ethereum", USDValue: "28500000.00"}, {Chain: "polygon", USDValue: "1050000.00"}, {Chain: "solana", USDValue: "5000000.00"},
 	}}
-	if p.TotalUSD != want.TotalUSD || p.WalletCount != 5 || len(p.ChainRollup) != 3 {
+	if p.TotalUSD != want.TotalUSD || p.WalletCount != 6 || len(p.ChainRollup) != 3 {
 		t.Fatalf("portfolio %+v, want %+v", p, want)
 	}
 	for i := range want.ChainRollup {
@@ -309,8 +309,8 @@ func TestListsPageAndValidate(t *testing.T) {
 		}
 		cursor = string(page.NextCursor)
 	}
-	if len(seen) != 11 {
-		t.Fatalf("want the 11 seeded positions, got %d", len(seen))
+	if len(seen) != 14 {
+		t.Fatalf("want the 14 seeded positions, got %d", len(seen))
 	}
 	for _, target := range []string{
 		"/api/v1/treasury/wallets?limit=0", "/api/v1/treasury/wallets?limit=201", "/api/v1/treasury/wallets?limit=x",
@@ -466,13 +466,13 @@ func TestRedactQueryKeepsOnlyHarmlessValues(t *testing.T) {
 
 func TestLastPageIsNeverEmpty(t *testing.T) {
 	f := newFixture(t)
-	// Five wallets in pages of five: one page, no cursor.
-	r := f.do(t, "GET", "/api/v1/treasury/wallets?limit=5", f.creds.Keys["treasury"].SK, nil)
+	// Six wallets in pages of six: one page, no cursor.
+	r := f.do(t, "GET", "/api/v1/treasury/wallets?limit=6", f.creds.Keys["treasury"].SK, nil)
 	var page apitypes.Page[apitypes.Wallet]
 	if err := json.Unmarshal(r.body, &page); err != nil {
 		t.Fatal(err)
 	}
-	if len(page.Data) != 5 || page.NextCursor != "" {
-		t.Fatalf("want 5 wallets and no cursor, got %d and %q", len(page.Data), page.NextCursor)
+	if len(page.Data) != 6 || page.NextCursor != "" {
+		t.Fatalf("want 6 wallets and no cursor, got %d and %q", len(page.Data), page.NextCursor)
 	}
 }

@@ -302,7 +302,7 @@ func TestSigningIn(t *testing.T) {
 		t.Fatalf("the treasury app's first page: %s", r.location)
 	}
 	overview := p.get(t, owner, "/console/treasury/overview")
-	if overview.status != 200 || !strings.Contains(overview.html, "31,050,000.00 USD") {
+	if overview.status != 200 || !strings.Contains(overview.html, "34,550,000.00 USD") {
 		t.Fatalf("overview: %d", overview.status)
 	}
 	for header, want := range map[string]string{"Cache-Control": "no-store", "X-Frame-Options": "DENY",

@@ -123,7 +123,7 @@ func (svc *apiProcess) call(t *testing.T, method, path, token string, body any) 
 func (svc *apiProcess) device(t *testing.T) (walletID string, key *keys.Key, token string) {
 	t.Helper()
 	for _, w := range svc.creds.Wallets {
-		if !w.AutoSign {
+		if !w.AutoSign && w.Chain == "ethereum" {
 			k, err := keys.Parse(w.Scheme, w.PrivateKey)
 			if err != nil {
 				t.Fatal(err)

@@ -59,16 +59,27 @@ type Submitted struct {
 }
 
 // CreatePayments creates n drafts of 500 USDC from the auto-signed ethereum wallets.
-func (c *Client) CreatePayments(n int) ([]string, error) {
+func (c *Client) CreatePayments(n int) ([]string, error) { return c.CreatePaymentsOn("ethereum", n) }
+
+// CreatePaymentsOn creates n draft USDC payments of 500 from the autoSign wallets of a
+// chain (ethereum or solana), in turn, to a whitelisted payee of that chain.
+func (c *Client) CreatePaymentsOn(chainName string, n int) ([]string, error) {
 	var wallets []string
 	for _, w := range c.Creds.Wallets {
-		if w.AutoSign && w.Chain == "ethereum" {
+		if w.AutoSign && w.Chain == chainName {
 			wallets = append(wallets, w.ID)
 		}
 	}
+	if len(wallets) == 0 {
+		return nil, fmt.Errorf("no autoSign wallet on %s", chainName)
+	}
+	payee := "0x1111111111111111111111111111111111111111"
+	if chainName == "solana" {
+		payee = seed.SolanaPayees[0]
+	}
 	ids := make([]string, n)
 	for i := range ids {
-		body := fmt.Sprintf(`{"walletId":%q,"asset":"USDC","amount":"500","destination":{"address":"0x1111111111111111111111111111111111111111"}}`, wallets[i%len(wallets)])
+		body := fmt.Sprintf(`{"walletId":%q,"asset":"USDC","amount":"500","destination":{"address":%q}}`, wallets[i%len(wallets)], payee)
 		status, out, err := c.Do("POST", "/payments", c.Creds.Keys["pay"].SK, body)
 		if err != nil || status != 201 {
 			return nil, fmt.Errorf("create: %d %v %v", status, out, err)

@@ -32,6 +32,14 @@ var scenarios = map[string]func(c *devbundle.Client, n int) ([]devbundle.Submitt
 		}
 		return c.SubmitAll("pay", "/payments/", ids)
 	},
+	// The same payments on the dev Solana chain (Solana's own runtime, a child process).
+	"solana-payments": func(c *devbundle.Client, n int) ([]devbundle.Submitted, error) {
+		ids, err := c.CreatePaymentsOn("solana", n)
+		if err != nil {
+			return nil, err
+		}
+		return c.SubmitAll("pay", "/payments/", ids)
+	},
 }
 
 // result is one measured run.
@@ -100,7 +108,7 @@ func measure(devBin, credsPath, extra, scenario string, n, webhooks int, timeout
 		return result{}, fmt.Errorf("credentials: %w", err)
 	}
 	c := devbundle.NewClient(creds)
-	app := map[string]string{"payments": "pay"}[scenario]
+	app := map[string]string{"payments": "pay", "solana-payments": "pay"}[scenario]
 	var hooks *hookCounter
 	if webhooks > 0 {
 		hooks = newHookCounter()
@@ -150,7 +158,7 @@ func measure(devBin, credsPath, extra, scenario string, n, webhooks int, timeout
 // lone submits n payments one after another, each once the one before it is confirmed,
 // and prints submit-to-confirmed latencies beside their physical floor: the devchain's
 // block time times its confirmations (given to the bundle in extra).
-func lone(devBin, extra string, n int, floor time.Duration, timeout time.Duration) error {
+func lone(devBin, extra, scenario string, n int, floor time.Duration, timeout time.Duration) error {
 	b, c, err := startLone(devBin, extra)
 	if err != nil {
 		return err
@@ -158,7 +166,7 @@ func lone(devBin, extra string, n int, floor time.Duration, timeout time.Duratio
 	defer b.Stop()
 	var lat []time.Duration
 	for range n + 1 {
-		orders, err := scenarios["payments"](c, 1)
+		orders, err := scenarios[scenario](c, 1)
 		if err != nil {
 			return err
 		}
@@ -173,6 +181,15 @@ func lone(devBin, extra string, n int, floor time.Duration, timeout time.Duratio
 	p50 := devbundle.Percentile(lat, .5)
 	fmt.Printf("lone payment: %d one after another, submit->confirmed p50 %v  p90 %v  max %v\n", n,
 		p50.Round(time.Millisecond), devbundle.Percentile(lat, .9).Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
+	if scenario == "solana-payments" {
+		// The dev Solana chain lands a transaction in the current slot; it is confirmed once
+		// the next slot begins: between none and a whole slot after it lands.
+		fmt.Printf("lone payment, dev Solana chain: a transaction waits 0 to %v for the next slot (mean %v); p50 above that mean %v\n",
+			floor, floor/2, (p50 - floor/2).Round(time.Millisecond))
+		devbundle.Summarize("a lone Solana payment, dev SVM", "p50 "+p50.Round(time.Millisecond).String(), "next slot, mean "+(floor/2).String(),
+			"+"+(p50-floor/2).Round(time.Millisecond).String(), "report", "")
+		return nil
+	}
 	if strings.Contains(extra, "--simulated-chains") {
 		fmt.Printf("lone payment, devchain: floor (block time x confirmations) %v; p50 above the floor %v (target: at most 50ms)\n",
 			floor, (p50 - floor).Round(time.Millisecond))
@@ -213,6 +230,7 @@ func main() {
 	webhooks := flag.Int("webhooks", 0, "with N > 0, compare runs on fresh bundles without webhooks and with N webhooks of the app on every event (one local receiver)")
 	rounds := flag.Int("rounds", 3, "with -webhooks, how many times each kind runs, alternating")
 	chains := flag.Bool("chains", false, "compare, on fresh bundles in alternating rounds, the lifecycle on the in-process EVM chain with the same on the simulated devchain (treasury-dev --simulated-chains ethereum,polygon)")
+	svm := flag.Bool("svm", false, "compare, on fresh bundles in alternating rounds, the lifecycle on the dev Solana chain (scenario solana-payments) with the same on the in-process EVM chain")
 	loneN := flag.Int("lone", 0, "with N > 0, measure N payments submitted one at a time instead (a lone order's latency)")
 	block := flag.Duration("block-time", 200*time.Millisecond, "with -lone: the devchain's block time (passed to treasury-dev)")
 	confs := flag.Int("confirmations", 1, "with -lone: the devchain's confirmations (passed to treasury-dev)")
@@ -221,7 +239,7 @@ func main() {
 
 	if *loneN > 0 {
 		args := fmt.Sprintf("%s --block-time %s --confirmations %d", *extra, *block, *confs)
-		measure := func() error { return lone(*devBin, args, *loneN, *block*time.Duration(*confs), *timeout) }
+		measure := func() error { return lone(*devBin, args, *scenario, *loneN, *block*time.Duration(*confs), *timeout) }
 		if *signed {
 			measure = func() error { return loneSigned(*devBin, args, *loneN, *timeout) }
 		}
@@ -232,8 +250,13 @@ func main() {
 		return
 	}
 
-	if *chains {
-		if err := compareChains(*devBin, *extra, *scenario, *n, *rounds, *timeout); err != nil {
+	if *chains || *svm {
+		kinds := []chainKind{{"in-process EVM", *extra, *scenario}, {"devchain", *extra + " --simulated-chains ethereum,polygon", *scenario}}
+		target := 0.8
+		if *svm {
+			kinds, target = []chainKind{{"dev SVM", *extra, "solana-payments"}, {"in-process EVM", *extra, "payments"}}, 0
+		}
+		if err := compareChains(*devBin, kinds, target, *n, *rounds, *timeout); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -292,18 +315,18 @@ func main() {
 		fmt.Sprintf("%.2f", mh/mb), "≥ 0.90", devbundle.Verdict(mh/mb >= 0.9))
 }
 
-// compareChains measures the lifecycle on the bundle's in-process EVM chain (go-ethereum,
-// real EIP-1559 transactions) beside the same on the simulated devchain, alternating fresh
-// bundles, and prints the ratio of their median throughputs and their CPU per order.
-func compareChains(devBin, extra, scenario string, n, rounds int, timeout time.Duration) error {
-	kinds := []struct{ label, args string }{
-		{"in-process EVM", extra},
-		{"devchain", extra + " --simulated-chains ethereum,polygon"},
-	}
+// chainKind is one side of a comparison: the bundle's flags and the scenario it runs.
+type chainKind struct{ label, args, scenario string }
+
+// compareChains measures the lifecycle on two kinds of chain (the bundle's in-process EVM
+// chain beside the simulated devchain, or the dev Solana chain beside the in-process EVM
+// one), alternating fresh bundles, and prints the ratio of their median throughputs and
+// their CPU per order; target, when above zero, is the ratio wanted.
+func compareChains(devBin string, kinds []chainKind, target float64, n, rounds int, timeout time.Duration) error {
 	rates, cpus := [2][]float64{}, [2][]time.Duration{}
 	for round := range rounds {
 		for k, kind := range kinds {
-			r, err := measure(devBin, "", kind.args, scenario, n, 0, timeout)
+			r, err := measure(devBin, "", kind.args, kind.scenario, n, 0, timeout)
 			name := fmt.Sprintf("round %d, %s", round+1, kind.label)
 			r.print(name)
 			if err != nil {
@@ -317,13 +340,18 @@ func compareChains(devBin, extra, scenario string, n, rounds int, timeout time.D
 		slices.Sort(rates[k])
 		slices.Sort(cpus[k])
 	}
-	evmRate, devRate := rates[0][rounds/2], rates[1][rounds/2]
-	evmCPU, devCPU := cpus[0][rounds/2], cpus[1][rounds/2]
-	fmt.Printf("lifecycle on the in-process EVM / on the devchain, medians of %d alternating rounds: %.2f (orders/s %.1f / %.1f; target 0.80)\n",
-		rounds, evmRate/devRate, evmRate, devRate)
-	fmt.Printf("CPU per order on the in-process EVM / on the devchain: %.2fx (%v / %v)\n",
-		float64(evmCPU)/float64(devCPU), evmCPU.Round(10*time.Microsecond), devCPU.Round(10*time.Microsecond))
-	devbundle.Summarize("lifecycle on the in-process EVM ÷ on the devchain", fmt.Sprintf("%.1f orders/s", evmRate), fmt.Sprintf("%.1f orders/s", devRate),
-		fmt.Sprintf("%.2f (CPU %.2fx)", evmRate/devRate, float64(evmCPU)/float64(devCPU)), "≥ 0.80", devbundle.Verdict(evmRate/devRate >= 0.8))
+	aRate, bRate := rates[0][rounds/2], rates[1][rounds/2]
+	aCPU, bCPU := cpus[0][rounds/2], cpus[1][rounds/2]
+	a, b := kinds[0].label, kinds[1].label
+	fmt.Printf("lifecycle on the %s / on the %s, medians of %d alternating rounds: %.2f (orders/s %.1f / %.1f)\n",
+		a, b, rounds, aRate/bRate, aRate, bRate)
+	fmt.Printf("CPU per order on the %s / on the %s: %.2fx (%v / %v)\n",
+		a, b, float64(aCPU)/float64(bCPU), aCPU.Round(10*time.Microsecond), bCPU.Round(10*time.Microsecond))
+	wanted, verdict := "report", ""
+	if target > 0 {
+		wanted, verdict = fmt.Sprintf("≥ %.2f", target), devbundle.Verdict(aRate/bRate >= target)
+	}
+	devbundle.Summarize("lifecycle on the "+a+" ÷ on the "+b, fmt.Sprintf("%.1f orders/s", aRate), fmt.Sprintf("%.1f orders/s", bRate),
+		fmt.Sprintf("%.2f (CPU %.2fx)", aRate/bRate, float64(aCPU)/float64(bCPU)), wanted, verdict)
 	return nil
 }

@@ -430,7 +430,7 @@ func notServed(chain, method string) *Error {
 			"Orders go through the lifecycle (POST /api/v1/payments, /trade-orders, /earn-orders or /borrow-orders, then …/submit), " +
 			"where policy, approvals and your organisation's signature apply."}
 	}
-	return &Error{Code: CodeMethodNotFound, Message: method + " is not served here; the methods served on " + chain + " are " + strings.Join(methodsOf(chain), ", ")}
+	return &Error{Code: CodeMethodNotFound, Message: method + " is not served on " + chain + "; the methods served are " + strings.Join(methodsOf(chain), ", ")}
 }
 
 // isWrite says whether a method sends or signs a transaction or a message.
