@@ -281,7 +281,7 @@ func (c *Chain) Prepare(ctx context.Context, leg chain.Leg) (chain.Draft, error)
 	}
 	var instructions []sol.Instruction
 	if !isToken {
-		if held.Value < units+fee {
+		if held.Value < fee || held.Value-fee < units {
 			return chain.Draft{}, fmt.Errorf("%w: %s holds %s SOL, the transfer needs %s (its amount and %d lamports of fees)", chain.ErrInsufficientFunds,
 				leg.From, lamportsText(held.Value), lamportsText(units+fee), fee)
 		}

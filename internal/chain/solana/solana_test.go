@@ -239,7 +239,8 @@ func TestRefusalsBeforeAnythingIsSent(t *testing.T) {
 		want          error
 	}{
 		{"USDC", "1000.000001", chain.ErrInsufficientFunds},
-		{"SOL", "10", chain.ErrInsufficientFunds}, // the fee on top
+		{"SOL", "10", chain.ErrInsufficientFunds},                    // the fee on top
+		{"SOL", "18446744073.709551615", chain.ErrInsufficientFunds}, // u64's most: the fee on top must not wrap
 		{"USDC", "18446744073709.551616", chain.ErrAmountTooLarge},
 		{"WBTC", "1", chain.ErrUnsupportedAsset},
 	} {
