@@ -332,7 +332,7 @@ func compareChains(devBin string, kinds []chainKind, target float64, n, rounds i
 			if err != nil {
 				return err
 			}
-			fmt.Printf("%s: CPU per order %v (the whole bundle: chain, Temporal, worker, API)\n", name, r.cpuPerOrder().Round(10*time.Microsecond))
+			fmt.Printf("%s: CPU per order %v (the treasury-dev process: Temporal, worker, API and its in-process EVM chains; not the dev Solana chain, a child process)\n", name, r.cpuPerOrder().Round(10*time.Microsecond))
 			rates[k], cpus[k] = append(rates[k], r.rate()), append(cpus[k], r.cpuPerOrder())
 		}
 	}
