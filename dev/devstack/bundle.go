@@ -410,6 +410,14 @@ const solanaChain = "solana"
 func (b *Bundle) devSolana(opts Options) assemble.Component {
 	return assemble.Component{Name: "dev solana",
 		Start: func(ctx context.Context) (err error) {
+			// A start that fails after the node runs stops it: Stop runs only for started
+			// components.
+			defer func() {
+				if err != nil && b.svm != nil {
+					_ = b.svm.Stop()
+					b.svm = nil
+				}
+			}()
 			slot := cmp.Or(opts.BlockTime, 200*time.Millisecond)
 			// The node lives until the component stops, not as long as the start's context.
 			b.svm, err = devsvm.Start(context.WithoutCancel(ctx), devsvm.Options{Dir: filepath.Join(opts.DataDir, "solana"), SlotTime: slot, Log: b.proc.Log})

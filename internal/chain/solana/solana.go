@@ -535,9 +535,8 @@ func (c *Chain) Status(ctx context.Context, chainName, hash string) (chain.TxSta
 	if st.Confirmations != nil {
 		depth = int(*st.Confirmations)
 	}
-	if st.Err != nil {
-		return chain.TxStatus{State: chain.TxFailed, Confirmations: depth, Reason: FailureReason(st.Err)}, nil
-	}
+	// A failure counts only at the configured commitment, as a success does: one seen on a
+	// fork that is dropped may still land, and succeed, on the chain that stays.
 	level, known := commitments[string(st.ConfirmationStatus)]
 	if !known || level < commitments[c.cfg.Commitment] {
 		wait := slot
@@ -545,6 +544,9 @@ func (c *Chain) Status(ctx context.Context, chainName, hash string) (chain.TxSta
 			wait = time.Duration(max(32-depth, 1)) * slot
 		}
 		return chain.TxStatus{State: chain.TxPending, Confirmations: depth, Expected: c.now().Add(wait)}, nil
+	}
+	if st.Err != nil {
+		return chain.TxStatus{State: chain.TxFailed, Confirmations: depth, Reason: FailureReason(st.Err)}, nil
 	}
 	return chain.TxStatus{State: chain.TxConfirmed, Confirmations: max(depth, 1)}, nil
 }
