@@ -504,14 +504,16 @@ func TestRPCRequestLogsAndRateLimit(t *testing.T) {
 
 // The allow-list the proxy holds is the one docs/api.md and openapi.json give integrators.
 func TestRPCAllowListIsTheDocumentedOne(t *testing.T) {
-	names := regexp.MustCompile("`((?:eth|net)_[A-Za-z]+)`")
-	listed := func(text string) []string {
+	listedBy := func(names *regexp.Regexp, text string) []string {
 		var out []string
 		for _, m := range names.FindAllStringSubmatch(text, -1) {
 			out = append(out, m[1])
 		}
 		return out
 	}
+	evmNames, solanaNames := regexp.MustCompile("`((?:eth|net)_[A-Za-z]+)`"), regexp.MustCompile("`((?:get|is)[A-Z][A-Za-z]+)`")
+	listed := func(text string) []string { return listedBy(evmNames, text) }
+	listedSolana := func(text string) []string { return listedBy(solanaNames, text) }
 	guide, err := os.ReadFile("../docs/api.md")
 	if err != nil {
 		t.Fatal(err)
@@ -534,14 +536,6 @@ func TestRPCAllowListIsTheDocumentedOne(t *testing.T) {
 		}
 	}
 
-	solanaNames := regexp.MustCompile("`((?:get|is)[A-Z][A-Za-z]+)`")
-	listedSolana := func(text string) []string {
-		var out []string
-		for _, m := range solanaNames.FindAllStringSubmatch(text, -1) {
-			out = append(out, m[1])
-		}
-		return out
-	}
 	_, onSolana, _ := strings.Cut(string(guide), "**On solana**")
 	onSolana, _, _ = strings.Cut(onSolana, "are refused as writes")
 	_, solanaContract, _ := strings.Cut(doc.Paths["/api/v1/rpc/{chain}"]["post"].Description, "these reads are served instead:")

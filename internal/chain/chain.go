@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"net/url"
 	"time"
 
@@ -171,6 +172,20 @@ var (
 	// amounts in; encoded anyway, it would be another amount.
 	ErrAmountTooLarge = errors.New("chain: the amount does not fit the chain's integer")
 )
+
+// BaseUnits converts a decimal amount to an asset's base units, exactly: an amount finer
+// than the asset's decimals is an error, never a rounding, and so is a negative one. Each
+// adapter then checks that the result fits the integer its chain carries amounts in.
+func BaseUnits(amount decimal.Decimal, decimals int32) (*big.Int, error) {
+	shifted := amount.Shift(decimals)
+	if !shifted.Equal(shifted.Truncate(0)) {
+		return nil, fmt.Errorf("chain: %s has more than %d decimal places", amount, decimals)
+	}
+	if shifted.IsNegative() {
+		return nil, fmt.Errorf("chain: %s is negative", amount)
+	}
+	return shifted.BigInt(), nil
+}
 
 // ErrUnknownChain is returned for a chain no adapter serves.
 var ErrUnknownChain = errors.New("chain: no adapter serves this chain")

@@ -137,18 +137,13 @@ func (c *Chain) serves(chainName string) error {
 	return nil
 }
 
-// Units converts a decimal amount to an asset's base units, exactly: an amount finer than
-// the asset's decimals is an error, never a rounding, and so is one whose base units do
-// not fit in the 256-bit word a transaction carries them in.
+// Units converts a decimal amount to an asset's base units exactly (chain.BaseUnits), and
+// refuses one whose base units do not fit in the 256-bit word a transaction carries them in.
 func Units(amount decimal.Decimal, decimals int32) (*big.Int, error) {
-	shifted := amount.Shift(decimals)
-	if !shifted.Equal(shifted.Truncate(0)) {
-		return nil, fmt.Errorf("evm: %s has more than %d decimal places", amount, decimals)
+	units, err := chain.BaseUnits(amount, decimals)
+	if err != nil {
+		return nil, err
 	}
-	if shifted.IsNegative() {
-		return nil, fmt.Errorf("evm: %s is negative", amount)
-	}
-	units := shifted.BigInt()
 	if units.BitLen() > 256 {
 		// ABI encoding would keep the low 256 bits: another amount than the order's.
 		return nil, fmt.Errorf("%w: %s in base units of %d decimals is more than a 256-bit word carries", chain.ErrAmountTooLarge, amount, decimals)

@@ -103,17 +103,13 @@ func PublicKey(address string) (sol.PublicKey, error) {
 	return k, nil
 }
 
-// Units converts a decimal amount to base units, exactly: an amount finer than the asset's
-// decimals is an error, never a rounding, and so is one beyond the u64 Solana carries.
+// Units converts a decimal amount to base units exactly (chain.BaseUnits), and refuses one
+// beyond the u64 Solana carries.
 func Units(amount decimal.Decimal, decimals int32) (uint64, error) {
-	shifted := amount.Shift(decimals)
-	if !shifted.Equal(shifted.Truncate(0)) {
-		return 0, fmt.Errorf("solana: %s has more than %d decimal places", amount, decimals)
+	units, err := chain.BaseUnits(amount, decimals)
+	if err != nil {
+		return 0, err
 	}
-	if shifted.IsNegative() {
-		return 0, fmt.Errorf("solana: %s is negative", amount)
-	}
-	units := shifted.BigInt()
 	if !units.IsUint64() {
 		return 0, fmt.Errorf("%w: %s in base units of %d decimals is more than Solana's 64-bit amounts carry", chain.ErrAmountTooLarge, amount, decimals)
 	}
@@ -179,17 +175,7 @@ func tokenAmount(data []byte) (uint64, error) {
 // destination's associated token account through TransferChecked. Solana has no venues for
 // trades, Earn or Borrow here.
 func (c *Chain) Describe(leg chain.Leg) (chain.Intent, error) {
-	if err := c.serves(leg.Chain); err != nil {
-		return chain.Intent{}, err
-	}
-	if leg.Kind != "TRANSFER" {
-		return chain.Intent{}, fmt.Errorf("%w: %s has no venue for %s legs", chain.ErrUnsupportedAsset, c.cfg.Name, leg.Kind)
-	}
-	t, isToken, err := c.cfg.token(leg.Asset)
-	if err != nil {
-		return chain.Intent{}, err
-	}
-	units, err := Units(leg.Amount, t.Decimals)
+	t, isToken, units, err := c.transfer(leg)
 	if err != nil {
 		return chain.Intent{}, err
 	}
@@ -198,6 +184,22 @@ func (c *Chain) Describe(leg chain.Leg) (chain.Intent, error) {
 		in.Contract, in.Method = t.Mint, "transferChecked"
 	}
 	return in, nil
+}
+
+// transfer reads what a leg moves on this chain: the token (false for SOL) and the amount
+// in its base units. Only payments run on Solana here.
+func (c *Chain) transfer(leg chain.Leg) (t Token, isToken bool, units uint64, err error) {
+	if err := c.serves(leg.Chain); err != nil {
+		return Token{}, false, 0, err
+	}
+	if leg.Kind != "TRANSFER" {
+		return Token{}, false, 0, fmt.Errorf("%w: %s has no venue for %s legs", chain.ErrUnsupportedAsset, c.cfg.Name, leg.Kind)
+	}
+	if t, isToken, err = c.cfg.token(leg.Asset); err != nil {
+		return Token{}, false, 0, err
+	}
+	units, err = Units(leg.Amount, t.Decimals)
+	return t, isToken, units, err
 }
 
 // Instruction is one instruction of a transaction in words, for the signer.
@@ -233,28 +235,18 @@ const FieldsType = "solana"
 // the fees (and the rent of a new token account). The transaction carries no account
 // nonce: its blockhash bounds its life instead, so a retried step builds a new one.
 func (c *Chain) Prepare(ctx context.Context, leg chain.Leg) (chain.Draft, error) {
-	if err := c.serves(leg.Chain); err != nil {
+	t, isToken, units, err := c.transfer(leg)
+	if err != nil {
 		return chain.Draft{}, err
 	}
 	if leg.Scheme != "" && leg.Scheme != chain.Ed25519 {
 		return chain.Draft{}, fmt.Errorf("solana: transactions are signed with ed25519, the wallet signs with %s", leg.Scheme)
-	}
-	if leg.Kind != "TRANSFER" {
-		return chain.Draft{}, fmt.Errorf("%w: %s has no venue for %s legs", chain.ErrUnsupportedAsset, c.cfg.Name, leg.Kind)
 	}
 	from, err := PublicKey(leg.From)
 	if err != nil {
 		return chain.Draft{}, err
 	}
 	to, err := PublicKey(leg.To)
-	if err != nil {
-		return chain.Draft{}, err
-	}
-	t, isToken, err := c.cfg.token(leg.Asset)
-	if err != nil {
-		return chain.Draft{}, err
-	}
-	units, err := Units(leg.Amount, t.Decimals)
 	if err != nil {
 		return chain.Draft{}, err
 	}
