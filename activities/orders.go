@@ -465,8 +465,9 @@ func (a *Orders) RequestSignature(ctx context.Context, in workflows.LegInput) (w
 }
 
 // requestReplacement asks for the signature of the transaction that replaces the leg's
-// latest one, stuck below the fee market: the same call at the same nonce, a higher fee.
-// Its step is keyed by the attempt, so a retry makes no second request.
+// latest one: for one stuck below the fee market, the same call at the same nonce and a
+// higher fee; for one that lapsed, the same call on a fresh blockhash. Its step is keyed by
+// the attempt, so a retry makes no second request.
 func (a *Orders) requestReplacement(ctx context.Context, in workflows.LegInput, o *store.Order, legs []store.OrderLeg) (workflows.SigningRequestRef, error) {
 	step := orders.StepReplacementRequested.Attempt(in.Attempt)
 	if done, err := a.Store.StepApplied(ctx, o.ID, step.Key(in.Position)); err != nil || done {
@@ -523,7 +524,7 @@ func (a *Orders) requestReplacement(ctx context.Context, in workflows.LegInput, 
 		// An earlier attempt of this activity committed the step after all.
 		return a.signingRequestRef(ctx, o.OrgID, *res.Legs[in.Position].SigningRequestID)
 	}
-	a.Log.Info("replacing a transaction below the fee market", "orderId", o.ID, "leg", in.Leg, "txHash", *stuck,
+	a.Log.Info("replacing a leg's transaction", "orderId", o.ID, "leg", in.Leg, "txHash", *stuck,
 		"signingRequestId", reqID, "attempt", in.Attempt)
 	return workflows.SigningRequestRef{ID: reqID, Digest: unsigned.Digest}, nil
 }
@@ -628,16 +629,22 @@ func (a *Orders) BroadcastLeg(ctx context.Context, in workflows.LegInput) (strin
 // each of its transactions (more than one once a stuck one was replaced) every ChainPoll,
 // for up to workflows.LegWait; past that it reports the leg still pending. It reports the
 // leg at once, pending and underpriced, when its latest transaction has stayed below the
-// fee market (or out of the node) for ReplaceAfter since in.SentAt.
+// fee market (or out of the node) for ReplaceAfter since in.SentAt; and pending and lapsed
+// when its latest transaction can never land (asked of the chain every lapseCheck).
 func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows.LegStatus, error) {
 	o, legs, err := a.Store.Order(ctx, in.OrderID)
 	if err != nil {
 		return workflows.LegStatus{}, classify(err)
 	}
 	hashes := legs[in.Position].Hashes()
-	if len(hashes) == 0 {
+	if len(hashes) == 0 || legs[in.Position].SigningRequestID == nil {
 		return workflows.LegStatus{}, classify(fmt.Errorf("%w: the leg was never broadcast", errNotForThisStep))
 	}
+	latest, err := a.Store.SigningRequest(ctx, o.OrgID, *legs[in.Position].SigningRequestID)
+	if err != nil {
+		return workflows.LegStatus{}, err
+	}
+	var lapseAsked time.Time
 	poll := a.ChainPoll
 	if poll <= 0 {
 		poll = 50 * time.Millisecond
@@ -648,7 +655,7 @@ func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows
 	}
 	deadline := time.Now().Add(workflows.LegWait)
 	for {
-		st, err := a.legStatus(ctx, o.Chain, hashes)
+		st, mined, err := a.legStatus(ctx, o.Chain, hashes)
 		if err != nil {
 			return workflows.LegStatus{}, err
 		}
@@ -657,6 +664,16 @@ func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows
 		}
 		if st.Underpriced && !in.SentAt.IsZero() && time.Since(in.SentAt) >= replaceAfter {
 			return st, nil
+		}
+		if !mined && time.Since(lapseAsked) >= lapseCheck {
+			lapseAsked = time.Now()
+			if st.Lapsed, err = a.Chain.Lapsed(ctx, o.Chain, hashes[len(hashes)-1], json.RawMessage(latest.UnsignedTx)); err != nil {
+				return workflows.LegStatus{}, err
+			}
+			if st.Lapsed {
+				a.Log.Info("a transaction lapsed before it landed", "orderId", o.ID, "leg", in.Leg, "txHash", hashes[len(hashes)-1])
+				return st, nil
+			}
 		}
 		activity.RecordHeartbeat(ctx, st.State)
 		// Ask again when the chain expects the leg final, if it said, but never wait longer
@@ -673,20 +690,25 @@ func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows
 	}
 }
 
-// legStatus is where a leg stands given all its transactions (one nonce: at most one of
-// them can be mined): the one that is final decides; otherwise it is pending, underpriced
-// if its latest transaction is.
-func (a *Orders) legStatus(ctx context.Context, chainName string, hashes []string) (workflows.LegStatus, error) {
+// lapseCheck is how often CheckLeg asks whether a pending leg's transaction lapsed: it
+// costs the node a read or two, and a lapse is not urgent to the second.
+const lapseCheck = time.Second
+
+// legStatus is where a leg stands given all its transactions (one nonce, or one lapsed
+// before the next was built: at most one of them can land): the one that is final decides;
+// otherwise it is pending, underpriced if its latest transaction is. mined reports that one
+// of them is in a block already.
+func (a *Orders) legStatus(ctx context.Context, chainName string, hashes []string) (_ workflows.LegStatus, mined bool, _ error) {
 	out := workflows.LegStatus{State: chain.TxPending}
 	var expected time.Time
 	minedSeen := false
 	for i := len(hashes) - 1; i >= 0; i-- {
 		st, err := a.Chain.Status(ctx, chainName, hashes[i])
 		if err != nil {
-			return workflows.LegStatus{}, err
+			return workflows.LegStatus{}, false, err
 		}
 		if st.State != chain.TxPending {
-			return workflows.LegStatus{State: st.State, Reason: st.Reason, TxHash: hashes[i]}, nil
+			return workflows.LegStatus{State: st.State, Reason: st.Reason, TxHash: hashes[i]}, true, nil
 		}
 		if i == len(hashes)-1 {
 			out.Underpriced = st.Underpriced
@@ -702,7 +724,7 @@ func (a *Orders) legStatus(ctx context.Context, chainName string, hashes []strin
 	}
 	out.Underpriced = out.Underpriced && !minedSeen
 	out.Expected = expected
-	return out, nil
+	return out, minedSeen, nil
 }
 
 // ConfirmLeg records a confirmed leg; the last one confirms the order (Order.Confirmed).

@@ -169,7 +169,13 @@ func (l *lifecycle) run(t *testing.T, o *store.Order, legs []string, approvers .
 				return
 			}
 			digest, _ := hex.DecodeString(req.Digest)
-			sig, err := l.keys[l.wallet.ID].Sign(digest)
+			raw, _ := hex.DecodeString(req.RawUnsignedTx)
+			signed, err := keys.Signed(req.Scheme, digest, raw)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			sig, err := l.keys[l.wallet.ID].Sign(signed)
 			if err != nil {
 				t.Error(err)
 				return

@@ -17,8 +17,9 @@ type Leg struct {
 	// broadcast.
 	SigningRequestID *string `json:"signingRequestId,omitempty"`
 	TxHash           *string `json:"txHash,omitempty"`
-	// ReplacedTxHashes are the leg's earlier transactions, stuck below the fee market and
-	// replaced at the same nonce, oldest first; absent when there were none.
+	// ReplacedTxHashes are the leg's earlier transactions, replaced (on EVM stuck below the
+	// fee market, at the same nonce; on Solana lapsed, their blockhash expired before they
+	// landed), oldest first; absent when there were none.
 	ReplacedTxHashes []string `json:"replacedTxHashes,omitempty"`
 }
 
@@ -111,8 +112,9 @@ type SigningRequest struct {
 	// Approvals are the decisions on the statement, each with the approver key, scheme
 	// and signature of a signed one.
 	Approvals []SigningApproval `json:"approvals"`
-	// ReplacesTxHash names the leg's transaction, stuck below the fee market, that this
-	// request's transaction replaces at the same nonce; absent for a leg's first.
+	// ReplacesTxHash names the leg's transaction that this request's transaction replaces:
+	// on EVM one stuck below the fee market (the same nonce, a higher fee), on Solana one
+	// whose blockhash expired before it landed (a fresh blockhash); absent for a leg's first.
 	ReplacesTxHash *string `json:"replacesTxHash,omitempty"`
 	// Scheme is the wallet's: secp256k1 (65 bytes r‖s‖v over Digest) or ed25519 (64 bytes
 	// over the message, whose SHA-256 Digest is).

@@ -124,10 +124,10 @@ type LegInput struct {
 	ExpiresAt        time.Time
 	SigningRequestID string
 	Signature        string
-	// TxHash is the leg's transaction: the stuck one a replacement replaces (RequestSignature,
+	// TxHash is the leg's transaction: the stuck or lapsed one a replacement replaces (RequestSignature,
 	// RecordSignature, BroadcastLeg with Attempt), or the one that confirmed (ConfirmLeg).
 	TxHash string
-	// Attempt numbers a replacement of the leg's stuck transaction (from 1); 0 is the
+	// Attempt numbers a replacement of the leg's stuck or lapsed transaction (from 1); 0 is the
 	// leg's first transaction.
 	Attempt int
 	// SentAt is when the leg's latest transaction was broadcast (CheckLeg).
@@ -149,6 +149,9 @@ type LegStatus struct {
 	// Underpriced, for a pending leg, says that its latest transaction has stayed below the
 	// fee market (or out of the node) long enough to be replaced.
 	Underpriced bool
+	// Lapsed, for a pending leg, says that its latest transaction can never land: its life
+	// on the chain (a Solana blockhash) ended first. It is built again and signed again.
+	Lapsed bool
 	// Expected is when the chain expects the leg final, if it can tell.
 	Expected time.Time
 }
@@ -514,6 +517,9 @@ func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err er
 	if replaces {
 		leg.SentAt = broadcastAt
 	}
+	// Version 1 builds again a transaction that lapsed (a Solana blockhash that expired
+	// before it landed); before it, such a leg stayed pending until its timeout.
+	rebuilds := workflow.GetVersion(ctx, RebuildLapsedChange, workflow.DefaultVersion, 1) >= 1
 	for attempt := 1; ; {
 		var st LegStatus
 		if err := workflow.ExecuteActivity(wctx, CheckLegActivity, leg).Get(ctx, &st); err != nil {
@@ -536,8 +542,12 @@ func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err er
 			return true, r.fail(ctx, FailInput{Code: orders.FailureTxTimeout, Position: leg.Position, Leg: leg.Leg,
 				Message: fmt.Sprintf("the %s leg was not final on its chain within %v", leg.Leg, r.in.ConfirmTimeout)})
 		}
-		if replaces && st.Underpriced {
-			done, err := r.replace(ctx, &leg, attempt, broadcastAt)
+		if (replaces && st.Underpriced) || (rebuilds && st.Lapsed) {
+			why := "stayed below the fee market"
+			if st.Lapsed {
+				why = "expired before it landed"
+			}
+			done, err := r.replace(ctx, &leg, attempt, broadcastAt, why)
 			if err != nil || done {
 				return true, err
 			}
@@ -559,16 +569,21 @@ const PolicyVersionAttributeChange = "policy-version-attribute"
 // transaction stuck below the fee market.
 const ReplaceStuckChange = "replace-stuck-transaction"
 
+// RebuildLapsedChange is the workflow.GetVersion change id of building again a leg's
+// transaction that lapsed before it landed.
+const RebuildLapsedChange = "rebuild-lapsed-transaction"
+
 // RefusedLegChange is the workflow.GetVersion change id of failing an order whose leg the
 // chain refuses for good before its signing request (ErrTypeLegRefused).
 const RefusedLegChange = "refused-leg-fails-order"
 
-// replace has the leg's latest transaction, stuck below the fee market, replaced: a new
-// signing request for the same call at the same nonce with a higher fee, its signature,
-// its broadcast. The leg then follows every transaction it has sent; whichever confirms is
-// the leg's. done reports that the order ended: the replacement was not signed before the
-// leg's confirmation time ran out.
-func (r *orderRun) replace(ctx workflow.Context, leg *LegInput, attempt int, broadcastAt time.Time) (done bool, err error) {
+// replace has the leg's latest transaction replaced: one stuck below the fee market by the
+// same call at the same nonce with a higher fee, one that lapsed by the same call on a
+// fresh blockhash; a new signing request, its signature, its broadcast. The leg then
+// follows every transaction it has sent; whichever confirms is the leg's. done reports
+// that the order ended: the replacement was not signed before the leg's confirmation time
+// ran out. why says what became of the transaction replaced.
+func (r *orderRun) replace(ctx workflow.Context, leg *LegInput, attempt int, broadcastAt time.Time, why string) (done bool, err error) {
 	wait := min(r.in.SigningTimeout, r.in.ConfirmTimeout-workflow.Now(ctx).Sub(broadcastAt))
 	req := *leg
 	req.Attempt, req.ExpiresAt = attempt, workflow.Now(ctx).Add(wait)
@@ -586,7 +601,7 @@ func (r *orderRun) replace(ctx workflow.Context, leg *LegInput, attempt int, bro
 	}
 	if !signed {
 		return true, r.fail(ctx, FailInput{Code: orders.FailureTxTimeout, Position: leg.Position, Leg: leg.Leg, SigningRequestID: ref.ID,
-			Message: fmt.Sprintf("the %s leg's transaction stayed below the fee market and its replacement was not signed within %v", leg.Leg, wait)})
+			Message: fmt.Sprintf("the %s leg's transaction %s and its replacement was not signed within %v", leg.Leg, why, wait)})
 	}
 	req.SigningRequestID, req.Signature = ref.ID, r.signatures[ref.ID].Signature
 	record := req

@@ -405,6 +405,9 @@ func (b *Bundle) chains(opts Options) chain.Adapter {
 
 const solanaChain = "solana"
 
+// SolanaDir is where a bundle on dataDir keeps its dev Solana chain.
+func SolanaDir(dataDir string) string { return filepath.Join(dataDir, "solana") }
+
 // devSolana runs Solana's own runtime as a child process (see devsvm), funds the seeded
 // Solana wallets on it the first time, and serves the chain by the real Solana adapter.
 func (b *Bundle) devSolana(opts Options) assemble.Component {
@@ -420,7 +423,7 @@ func (b *Bundle) devSolana(opts Options) assemble.Component {
 			}()
 			slot := cmp.Or(opts.BlockTime, 200*time.Millisecond)
 			// The node lives until the component stops, not as long as the start's context.
-			b.svm, err = devsvm.Start(context.WithoutCancel(ctx), devsvm.Options{Dir: filepath.Join(opts.DataDir, "solana"), SlotTime: slot, Log: b.proc.Log})
+			b.svm, err = devsvm.Start(context.WithoutCancel(ctx), devsvm.Options{Dir: SolanaDir(opts.DataDir), SlotTime: slot, Log: b.proc.Log})
 			if err != nil {
 				return err
 			}

@@ -59,6 +59,7 @@ const (
 	callTimeout  = 10 * time.Second
 	stopTimeout  = 10 * time.Second
 	readyPrefix  = "devsvm listening on "
+	pidFile      = "devsvm.pid"
 )
 
 // Options configure a node.
@@ -134,6 +135,8 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		n.tempDir = true
 	} else if err := os.MkdirAll(n.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("devsvm: %w", err)
+	} else if err := AwaitExit(n.dir, stopTimeout); err != nil {
+		return nil, err
 	}
 	script := filepath.Join(n.dir, "server.js")
 	if err := os.WriteFile(script, serverJS, 0o644); err != nil {
@@ -182,6 +185,11 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		return nil, fmt.Errorf("devsvm: starting %s: %w", node, err)
 	}
 	n.cmd = cmd
+	// Read by the next Start on this directory (and by tests), which must not run a second
+	// server over this one's state while it is still saving it.
+	if err := os.WriteFile(filepath.Join(n.dir, pidFile), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		log.Warn("devsvm: writing the pid file", "err", err)
+	}
 	go func() {
 		n.waitErr = cmd.Wait()
 		close(n.exited)
@@ -331,7 +339,45 @@ func (n *Node) Stop() error {
 func (n *Node) cleanup() {
 	if n.tempDir {
 		_ = os.RemoveAll(n.dir)
+	} else if n.cmd != nil {
+		_ = os.Remove(filepath.Join(n.dir, pidFile))
 	}
+}
+
+// AwaitExit waits until no server started on dir is running: one whose parent was killed
+// outright exits by itself, saving its state as it goes, and nothing may use or remove dir
+// before it has. One still running after timeout is killed. Linux only (it reads /proc).
+func AwaitExit(dir string, timeout time.Duration) error {
+	raw, err := os.ReadFile(filepath.Join(dir, pidFile))
+	if err != nil {
+		return nil
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil || pid <= 0 {
+		return nil
+	}
+	script := filepath.Join(dir, "server.js")
+	running := func() bool {
+		// The command line tells this server from an unrelated process that reuses the pid.
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || !bytes.Contains(cmdline, []byte(script)) {
+			return false
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		// A zombie has exited; only its parent's wait is missing.
+		return err == nil && !bytes.Contains(stat, []byte(") Z "))
+	}
+	for deadline := time.Now().Add(timeout); running(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			for killed := time.Now().Add(stopTimeout); running(); time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(killed) {
+					return fmt.Errorf("devsvm: the server left running on %s (pid %d) does not exit", dir, pid)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // Error is a JSON-RPC error answer.

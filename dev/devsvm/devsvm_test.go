@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -244,7 +247,7 @@ func TestTransferLandsOnceAndIsConfirmed(t *testing.T) {
 // A tampered signature is refused as Solana does (-32003), and so is a blockhash more than 150
 // slots old (BlockhashNotFound), with nothing moved. The chain here moves only when told, so
 // each status is exact.
-func TestBadSignatureAndExpiredBlockhashAreRefused(t *testing.T) {
+func TestBadSignatureAndExpiredBlockhashNeverLand(t *testing.T) {
 	ctx := context.Background()
 	n := start(t, t.TempDir(), time.Hour)
 	cli := rpc.New(n.URL())
@@ -304,13 +307,15 @@ func TestBadSignatureAndExpiredBlockhashAreRefused(t *testing.T) {
 	}
 	before := lamports(t, cli, payer.PublicKey())
 	old := signed(t, bh, payer, system.NewTransferInstruction(sol, payer.PublicKey(), dest).Build())
-	for _, skip := range []bool{false, true} {
-		_, err = cli.SendTransactionWithOpts(ctx, old, rpc.TransactionOpts{SkipPreflight: skip})
-		e := rpcError(t, err)
-		data, _ := e.Data.(map[string]any)
-		if e.Code != -32002 || !strings.Contains(e.Message, "Blockhash not found") || data["err"] != "BlockhashNotFound" {
-			t.Fatalf("expired blockhash (skipPreflight %v): %d %q %v, want -32002 Blockhash not found, err BlockhashNotFound", skip, e.Code, e.Message, e.Data)
-		}
+	_, err = cli.SendTransactionWithOpts(ctx, old, rpc.TransactionOpts{})
+	e := rpcError(t, err)
+	data, _ := e.Data.(map[string]any)
+	if e.Code != -32002 || !strings.Contains(e.Message, "Blockhash not found") || data["err"] != "BlockhashNotFound" {
+		t.Fatalf("expired blockhash with preflight: %d %q %v, want -32002 Blockhash not found, err BlockhashNotFound", e.Code, e.Message, e.Data)
+	}
+	// Without preflight the node takes it, as Solana's RPC forwards it, and it is dropped.
+	if got, err := cli.SendTransactionWithOpts(ctx, old, rpc.TransactionOpts{SkipPreflight: true}); err != nil || got != old.Signatures[0] {
+		t.Fatalf("expired blockhash without preflight: %v, %v; want its signature", got, err)
 	}
 	if after := lamports(t, cli, payer.PublicKey()); after != before {
 		t.Fatalf("the expired transaction moved the payer from %d to %d", before, after)
@@ -496,5 +501,41 @@ func TestRestartResumesTheChain(t *testing.T) {
 	}
 	if got := lamports(t, cli, payer.PublicKey()); got != balance-sol/2-5000 {
 		t.Fatalf("after the second transfer the payer has %d, want %d", got, balance-sol/2-5000)
+	}
+}
+
+// TestAwaitExitEndsTheServerLeftOnADirectory: a server still running on a directory (as one
+// whose parent was killed outright is, while it saves) is awaited and, past the timeout,
+// killed; a pid file naming an unrelated process is not followed.
+func TestAwaitExitEndsTheServerLeftOnADirectory(t *testing.T) {
+	dir := t.TempDir()
+	n, err := Start(context.Background(), Options{Dir: dir, SlotTime: time.Hour})
+	if errors.Is(err, ErrNoNode) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = n.Stop() }()
+	if err := AwaitExit(dir, 50*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-n.exited:
+	default:
+		t.Fatal("AwaitExit returned while the server still runs")
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, pidFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// An hour: were the test process taken for a server, this would not return.
+	if err := AwaitExit(dir, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+
+	again := start(t, dir, time.Hour)
+	if _, err := again.Info(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

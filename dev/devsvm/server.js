@@ -23,8 +23,8 @@
 //
 // sendTransaction, in order: malformed → -32602; a bad signature → -32003; a signature already
 // on the chain → that signature again, nothing run (a rebroadcast); a blockhash not among the
-// last 151 slots' → -32002 "Blockhash not found" (err BlockhashNotFound); unless skipPreflight,
-// a simulation that fails → -32002 "Transaction simulation failed: …" with {err, logs}, nothing
+// last 151 slots' → -32002 "Blockhash not found" (err BlockhashNotFound), or with skipPreflight
+// the signature and nothing run, as a leader drops it; unless skipPreflight, a simulation that fails → -32002 "Transaction simulation failed: …" with {err, logs}, nothing
 // recorded; else it runs, and one that fails in execution lands all the same, paying its fee,
 // its status recorded with the error (Solana's shapes, e.g. {"InstructionError":[1,{"Custom":17}]}).
 //
@@ -842,6 +842,13 @@ const methods = {
     // duplicate, and the client gets the signature it already has.
     if (chain.sigs.has(sig)) return sig;
     if (!chain.recent.has(b58(tx.blockhash))) {
+      // Preflight refuses it. Without preflight Solana's RPC forwards it and the leader drops
+      // it: the client has the signature, whose status stays null, and the transaction can
+      // never land.
+      if (cfg.skipPreflight) {
+        log('warn', `dropped ${sig}: its blockhash ${b58(tx.blockhash)} has expired`);
+        return sig;
+      }
       throw new RpcError(-32002, 'Transaction simulation failed: Blockhash not found',
         { accounts: null, err: 'BlockhashNotFound', innerInstructions: null, logs: [], replacementBlockhash: null, returnData: null, unitsConsumed: 0 });
     }

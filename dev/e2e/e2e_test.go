@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/opentreasury/treasury/dev/devstack"
+	"github.com/opentreasury/treasury/dev/devsvm"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/internal/assemble"
@@ -366,7 +367,16 @@ func startBinary(t *testing.T, bin, dataDir string, args ...string) *runningBina
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = logFile.Close() })
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = logFile.Close()
+		// Killed outright, the bundle leaves its Solana node to notice and save its state
+		// into dataDir, which the test is about to remove.
+		if err := devsvm.AwaitExit(devstack.SolanaDir(dataDir), 30*time.Second); err != nil {
+			t.Error(err)
+		}
+	})
 	rb := &runningBinary{cmd: cmd}
 	lines := bufio.NewScanner(stdout)
 	for lines.Scan() {

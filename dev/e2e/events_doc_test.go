@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/dev/devstack"
+	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/internal/events"
 )
@@ -58,8 +59,9 @@ func TestEventsCatalogue(t *testing.T) {
 
 	examples := map[string]json.RawMessage{}
 	edges := map[[2]string]bool{}
-	legEvents := ""
-	follow := func(key, collection, body string, decide string, want string) {
+	// follow runs an order to want, and returns its events' lines and the data of its
+	// Order.Broadcast.
+	follow := func(key, collection, body string, decide string, want string) (lines string, broadcast json.RawMessage) {
 		t.Helper()
 		r := send(t, "POST", api+"/"+collection, key, body)
 		if r.status != http.StatusCreated {
@@ -98,15 +100,16 @@ func TestEventsCatalogue(t *testing.T) {
 			if _, ok := examples[name]; !ok && ev["leg"] == nil {
 				examples[name] = raw
 			}
+			if name == events.OrderBroadcast {
+				broadcast = raw
+			}
 			line := name
 			if leg, ok := ev["leg"].(string); ok {
 				line += " [" + leg + "]"
 			}
 			names = append(names, fmt.Sprintf("%-34s → %v", line, ev["orderStatus"]))
 		}
-		if collection == "trade-orders" && want == "confirmed" {
-			legEvents = strings.Join(names, "\n")
-		}
+		return strings.Join(names, "\n"), broadcast
 	}
 	payment := func(amount, to string) string {
 		return fmt.Sprintf(`{"walletId":%q,"asset":"USDC","amount":%q,"destination":{"address":%q},"reference":"inv-2026-0042"}`, wallet, amount, to)
@@ -116,7 +119,9 @@ func TestEventsCatalogue(t *testing.T) {
 	follow(pay.SK, "payments", payment("20000", whitelisted), "REJECT", "rejected")
 	follow(pay.SK, "payments", payment("10", "0x3333333333333333333333333333333333333333"), "", "rejected")
 	follow(pay.SK, "payments", payment("10", "0x000000000000000000000000000000000000dEaD"), "", "failed")
-	follow(trade.SK, "trade-orders", fmt.Sprintf(`{"walletId":%q,"sellAsset":"USDC","buyAsset":"ETH","sellAmount":"300","maxSlippageBps":50}`, wallet), "", "confirmed")
+	legEvents, _ := follow(trade.SK, "trade-orders", fmt.Sprintf(`{"walletId":%q,"sellAsset":"USDC","buyAsset":"ETH","sellAmount":"300","maxSlippageBps":50}`, wallet), "", "confirmed")
+	solanaEvents, solanaBroadcast := follow(pay.SK, "payments", fmt.Sprintf(`{"walletId":%q,"asset":"USDC","amount":"250","destination":{"address":%q}}`,
+		walletOn(b.Credentials, "solana", true).ID, seed.SolanaPayees[0]), "", "confirmed")
 
 	// A policy published at once, heard by a live config that names policy events: trade's,
 	// whose orders have all run.
@@ -196,7 +201,7 @@ func TestEventsCatalogue(t *testing.T) {
 			t.Fatalf("the run emitted no %s", name)
 		}
 	}
-	doc := renderEventsDoc(examples, edges, legEvents)
+	doc := renderEventsDoc(examples, edges, legEvents, solanaEvents, solanaBroadcast)
 	if os.Getenv("WRITE_EVENTS_DOC") != "" {
 		if err := os.WriteFile(eventsDoc, []byte(doc), 0o644); err != nil {
 			t.Fatal(err)
@@ -214,7 +219,7 @@ func TestEventsCatalogue(t *testing.T) {
 
 // renderEventsDoc writes the catalogue: the status machine, then every event with its
 // meaning and an example payload.
-func renderEventsDoc(examples map[string]json.RawMessage, edges map[[2]string]bool, legEvents string) string {
+func renderEventsDoc(examples map[string]json.RawMessage, edges map[[2]string]bool, legEvents, solanaEvents string, solanaBroadcast json.RawMessage) string {
 	var b strings.Builder
 	b.WriteString(`# Events
 
@@ -249,7 +254,14 @@ Every transition below was taken by an order of that run.
 		"(`signing_expired`) from `pending_signature`, and an approval that expires (72 h) ends it `rejected` " +
 		"(`expired`) from `pending_approval`.\n\n")
 	b.WriteString("A multi-leg order signs, broadcasts and confirms each leg before the next; a trade selling USDC for ETH (`APPROVE`, then `SWAP`):\n\n```\n" +
-		legEvents + "\n```\n\n## The events\n")
+		legEvents + "\n```\n\n")
+	var broadcast bytes.Buffer
+	_ = json.Indent(&broadcast, solanaBroadcast, "", "  ")
+	b.WriteString("A payment on Solana (USDC from a wallet the dev signer signs for) emits the same events; its `txHash` " +
+		"is the transaction's signature, in base58. A leg whose transaction lapsed (its blockhash expired before it landed) " +
+		"adds a second `Wallet.SigningRequested`, `Wallet.TransactionSigned` and `Order.Broadcast`, each with `replacesTxHash` " +
+		"naming the lapsed transaction, as an EVM replacement does ([chains.md](chains.md)).\n\n```\n" + solanaEvents + "\n```\n\n" +
+		"Its `Order.Broadcast`:\n\n```\n" + broadcast.String() + "\n```\n\n## The events\n")
 	for _, name := range events.Names {
 		var pretty bytes.Buffer
 		_ = json.Indent(&pretty, examples[name], "", "  ")

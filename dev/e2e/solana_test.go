@@ -8,13 +8,17 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/mr-tron/base58"
 	"github.com/shopspring/decimal"
 
 	treasury "github.com/opentreasury/treasury/client"
+	"github.com/opentreasury/treasury/dev/devstack"
 	"github.com/opentreasury/treasury/dev/seed"
+	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/internal/chain/keys"
 )
 
@@ -102,7 +106,8 @@ func walletOn(c *seed.Credentials, chainName string, autoSign bool) seed.Wallet 
 // approve, sign with the key from credentials.json over the message, confirm), a refused
 // tampered signature, a SOL payment by the dev signer, and the documented failure.
 func TestSolanaPaymentsOnSolanasOwnRuntime(t *testing.T) {
-	b := startBundle(t, t.TempDir(), "")
+	// Fifty payments at once go past the default burst.
+	b := startBundle(t, t.TempDir(), "", func(o *devstack.Options) { o.RateLimit, o.RateBurst = 100000, 100000 })
 	defer func() { _ = b.Shutdown() }()
 	api := b.APIURL + "/api/v1"
 	pay := b.Credentials.Keys["pay"]
@@ -225,6 +230,111 @@ func TestSolanaPaymentsOnSolanasOwnRuntime(t *testing.T) {
 		}
 	})
 
+	t.Run("signed after its blockhash died: built again, signed again, paid once", func(t *testing.T) {
+		manual := walletOn(b.Credentials, "solana", false)
+		key, err := keys.Parse(manual.Scheme, manual.PrivateKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		payee := seed.SolanaPayees[0]
+		payeeUSDC, _ := node.usdc(payee, info.USDCMint)
+		r := send(t, "POST", api+"/payments", pay.SK, fmt.Sprintf(`{"walletId":%q,"asset":"USDC","amount":"7.25","destination":{"address":%q}}`, manual.ID, payee))
+		id := r.body["id"].(string)
+		if r := send(t, "POST", api+"/payments/"+id+"/submit", pay.SK, "{}"); r.status != 202 {
+			t.Fatalf("submit %d %s", r.status, r.raw)
+		}
+		o := waitStatus(t, api+"/payments/"+id, pay.Read, "pending_signature")
+		first := o["legs"].([]any)[0].(map[string]any)["signingRequestId"].(string)
+		// The signer holds the request while 200 slots pass: its blockhash (150 slots of
+		// life) is dead, at the finalized block too (32 behind), before it is signed.
+		var slot uint64
+		node.call("devsvm_advanceSlots", []any{200}, &slot)
+		signed := signWith(t, api, pay.Sign, first, key)
+		lapsed := base58.Encode(signed)
+
+		var again treasury.SigningRequest
+		wait.For(t, time.Minute, "a new signing request replacing the lapsed transaction", func() bool {
+			o := call(t, "GET", api+"/payments/"+id, pay.Read).body
+			leg := o["legs"].([]any)[0].(map[string]any)
+			if leg["signingRequestId"] == first {
+				return false
+			}
+			got := call(t, "GET", api+"/signing-requests/"+leg["signingRequestId"].(string), pay.Sign)
+			return json.Unmarshal(got.raw, &again) == nil && again.Status == "pending"
+		})
+		if again.ReplacesTxHash == nil || *again.ReplacesTxHash != lapsed {
+			t.Fatalf("the new request replaces %v, want the lapsed %s", again.ReplacesTxHash, lapsed)
+		}
+		signWith(t, api, pay.Sign, again.ID, key)
+		o = waitStatus(t, api+"/payments/"+id, pay.Read, "confirmed")
+		landed := o["legs"].([]any)[0].(map[string]any)["txHash"].(string)
+		if landed == lapsed {
+			t.Fatal("the order confirmed on the lapsed transaction")
+		}
+		var statuses struct{ Value []any }
+		node.call("getSignatureStatuses", []any{[]string{lapsed, landed}, map[string]any{"searchTransactionHistory": true}}, &statuses)
+		if len(statuses.Value) != 2 || statuses.Value[0] != nil || statuses.Value[1] == nil {
+			t.Fatalf("on the chain: the lapsed transaction %v, the new one %v; want only the new one", statuses.Value[0], statuses.Value[1])
+		}
+		if after, _ := node.usdc(payee, info.USDCMint); !after.Equal(payeeUSDC.Add(decimal.NewFromInt(7_250_000))) {
+			t.Fatalf("the payee holds %s USDC base units, want %s: paid once", after, payeeUSDC.Add(decimal.NewFromInt(7_250_000)))
+		}
+		if got, want := eventNames(t, api, pay.Read, id), "Order.Created Order.Submitted Wallet.SigningRequested Wallet.TransactionSigned Order.Broadcast "+
+			"Wallet.SigningRequested Wallet.TransactionSigned Order.Broadcast Order.Confirmed"; got != want {
+			t.Fatalf("events\n got %s\nwant %s", got, want)
+		}
+	})
+
+	t.Run("fifty at once from one wallet, one transaction each", func(t *testing.T) {
+		auto := walletOn(b.Credentials, "solana", true)
+		payee := seed.SolanaPayees[1]
+		walletUSDC, _ := node.usdc(auto.Address, info.USDCMint)
+		payeeUSDC, _ := node.usdc(payee, info.USDCMint)
+		const n = 50
+		ids := make([]string, n)
+		total := decimal.Zero
+		var wg sync.WaitGroup
+		for i := range n {
+			amount := decimal.New(int64(1_000_000+i), -6) // 1.000000 … 1.000049: each its own
+			total = total.Add(amount.Shift(6))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := send(t, "POST", api+"/payments", pay.SK, fmt.Sprintf(`{"walletId":%q,"asset":"USDC","amount":%q,"destination":{"address":%q}}`, auto.ID, amount, payee))
+				if r.status != 201 {
+					t.Errorf("create %d %s", r.status, r.raw)
+					return
+				}
+				ids[i] = r.body["id"].(string)
+				if r := send(t, "POST", api+"/payments/"+ids[i]+"/submit", pay.SK, "{}"); r.status != 202 {
+					t.Errorf("submit %d %s", r.status, r.raw)
+				}
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+		hashes := map[string]bool{}
+		for _, id := range ids {
+			o := waitStatusWithin(t, api+"/payments/"+id, pay.Read, "confirmed", 2*time.Minute)
+			leg := o["legs"].([]any)[0].(map[string]any)
+			hashes[leg["txHash"].(string)] = true
+			if got := eventNames(t, api, pay.Read, id); got != "Order.Created Order.Submitted Wallet.SigningRequested Wallet.TransactionSigned Order.Broadcast Order.Confirmed" {
+				t.Fatalf("order %s events %s: one transaction, sent once", id, got)
+			}
+		}
+		if len(hashes) != n {
+			t.Fatalf("%d distinct transactions for %d payments", len(hashes), n)
+		}
+		if after, _ := node.usdc(payee, info.USDCMint); !after.Equal(payeeUSDC.Add(total)) {
+			t.Fatalf("the payee holds %s USDC base units, want %s", after, payeeUSDC.Add(total))
+		}
+		if after, _ := node.usdc(auto.Address, info.USDCMint); !after.Equal(walletUSDC.Sub(total)) {
+			t.Fatalf("the wallet holds %s USDC base units, want %s", after, walletUSDC.Sub(total))
+		}
+	})
+
 	t.Run("no trades, Earn or Borrow on Solana yet", func(t *testing.T) {
 		auto := walletOn(b.Credentials, "solana", true)
 		r := send(t, "POST", api+"/earn-orders", b.Credentials.Keys["earn"].SK, fmt.Sprintf(`{"walletId":%q,"protocol":"aave","action":"deposit","asset":"USDC","amount":"1"}`, auto.ID))
@@ -232,4 +342,22 @@ func TestSolanaPaymentsOnSolanasOwnRuntime(t *testing.T) {
 			t.Fatalf("an Earn deposit on Solana: %d %s", r.status, r.raw)
 		}
 	})
+}
+
+// signWith signs a signing request the Solana way (over its message) with key, checks the
+// 202, and returns the signature.
+func signWith(t *testing.T, api, token, requestID string, key *keys.Key) []byte {
+	t.Helper()
+	var request treasury.SigningRequest
+	if err := json.Unmarshal(call(t, "GET", api+"/signing-requests/"+requestID, token).raw, &request); err != nil {
+		t.Fatal(err)
+	}
+	signature, err := treasury.SignRequest(request, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := send(t, "POST", api+"/signing-requests/"+requestID+"/signature", token, fmt.Sprintf(`{"signature":%q}`, base64.StdEncoding.EncodeToString(signature))); r.status != 202 {
+		t.Fatalf("sign %s: %d %s", requestID, r.status, r.raw)
+	}
+	return signature
 }

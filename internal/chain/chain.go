@@ -30,6 +30,13 @@ type Adapter interface {
 	Known(ctx context.Context, tx SignedTx) (hash string, found bool, err error)
 	// Status reports where a broadcast transaction stands.
 	Status(ctx context.Context, chain, hash string) (TxStatus, error)
+	// Lapsed reports that a broadcast transaction (its hash, and the readable transaction
+	// it was built as, Unsigned.Fields) can never land: its life on the chain ended before
+	// it did. It is then built again and signed again, with no risk that both land. Known
+	// from the chain, never guessed: on Solana, the finalized block height is past its
+	// blockhash's last valid one and the chain has no status for it. Transactions of a chain
+	// that do not expire (an EVM nonce keeps its transaction valid) never lapse.
+	Lapsed(ctx context.Context, chain, hash string, fields json.RawMessage) (bool, error)
 	// Describe says what a leg will do on the chain, from the chain's configuration alone
 	// (no node is asked): the intent approvers sign and a signer checks the transaction
 	// against.
@@ -239,6 +246,14 @@ func (r Router) Known(ctx context.Context, tx SignedTx) (string, bool, error) {
 		return "", false, err
 	}
 	return a.Known(ctx, tx)
+}
+
+func (r Router) Lapsed(ctx context.Context, chainName, hash string, fields json.RawMessage) (bool, error) {
+	a, err := r.For(chainName)
+	if err != nil {
+		return false, err
+	}
+	return a.Lapsed(ctx, chainName, hash, fields)
 }
 
 func (r Router) Status(ctx context.Context, chainName, hash string) (TxStatus, error) {

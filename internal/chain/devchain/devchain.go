@@ -167,6 +167,11 @@ func txHash(tx chain.SignedTx) string {
 	return "0x" + hex.EncodeToString(sum[:])
 }
 
+// Lapsed is always false: the simulated chain's transactions do not expire.
+func (d *Chain) Lapsed(context.Context, string, string, json.RawMessage) (bool, error) {
+	return false, nil
+}
+
 // Status settles the transaction if its time has come and reports it.
 func (d *Chain) Status(ctx context.Context, chainName, hash string) (chain.TxStatus, error) {
 	now := d.Now().UTC()

@@ -460,6 +460,12 @@ func (c *Chain) Known(ctx context.Context, stx chain.SignedTx) (string, bool, er
 	return tx.Hash().Hex(), true, nil
 }
 
+// Lapsed is always false: a transaction's nonce keeps it valid until another at that nonce
+// is mined, which replacement handles.
+func (c *Chain) Lapsed(context.Context, string, string, json.RawMessage) (bool, error) {
+	return false, nil
+}
+
 // Status reads the transaction's receipt: pending until its block is Confirmations deep
 // on the canonical chain, then confirmed, or failed with the revert reason. A receipt
 // whose block is no longer canonical (a reorg dropped it) is pending again.

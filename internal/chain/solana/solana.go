@@ -463,19 +463,46 @@ func (c *Chain) Broadcast(ctx context.Context, stx chain.SignedTx) (string, erro
 			return id.String(), nil
 		}
 		if isBlockhashNotFound(err) {
-			return "", fmt.Errorf("solana: sending %s: %w (%s)", id, ErrBlockhashExpired, chain.RedactURL(err))
+			// A node that checks the blockhash anyway refuses what, without preflight, a
+			// leader would drop: either way the transaction is out, and it lapses, which
+			// has it built again (Lapsed). Retrying the send would never succeed. (A blockhash
+			// too new for a lagging node lapses the same way: later, never twice.)
+			return id.String(), nil
 		}
 		return "", fmt.Errorf("solana: sending %s: %s", id, chain.RedactURL(err))
 	}
 	return id.String(), nil
 }
 
-// ErrBlockhashExpired is a transaction the chain no longer takes: its blockhash is older
-// than the chain keeps. It must be built again on a new blockhash and signed again.
-var ErrBlockhashExpired = errors.New("solana: the transaction's blockhash has expired")
-
 func isBlockhashNotFound(err error) bool {
 	return err != nil && strings.Contains(strings.ToLower(err.Error()), "blockhash not found")
+}
+
+// Lapsed reports that the transaction can never land: the finalized block height is past
+// its blockhash's last valid block height, and the chain has no status for it. They are
+// read in that order: a status read first could miss a landing made before the height was
+// read. A blockhash dead at the finalized block is dead on every fork that can follow it.
+func (c *Chain) Lapsed(ctx context.Context, chainName, hash string, fields json.RawMessage) (bool, error) {
+	if err := c.serves(chainName); err != nil {
+		return false, err
+	}
+	var f Fields
+	if err := json.Unmarshal(fields, &f); err != nil || f.Type != FieldsType || f.LastValidBlockHeight == 0 {
+		return false, fmt.Errorf("solana: the transaction %s has no readable Solana fields", hash)
+	}
+	id, err := sol.SignatureFromBase58(hash)
+	if err != nil {
+		return false, fmt.Errorf("solana: %q is not a transaction signature", hash)
+	}
+	height, err := c.client.GetBlockHeight(ctx, rpc.CommitmentFinalized)
+	if err != nil {
+		return false, fmt.Errorf("solana: getBlockHeight: %s", chain.RedactURL(err))
+	}
+	if height <= f.LastValidBlockHeight {
+		return false, nil
+	}
+	st, err := c.status(ctx, id)
+	return err == nil && st == nil, err
 }
 
 // Known looks the transaction up by its signature.

@@ -269,18 +269,42 @@ func TestRefusalsBeforeAnythingIsSent(t *testing.T) {
 	}
 }
 
-func TestATransactionSignedPastItsBlockhashIsRefusedAsExpired(t *testing.T) {
+// TestATransactionPastItsBlockhashLapses: one signed too late is taken and never lands, and
+// lapses once its blockhash is dead at the finalized block; one that landed never lapses.
+func TestATransactionPastItsBlockhashLapses(t *testing.T) {
 	r := newRig(t)
+	ctx := context.Background()
 	payee := newKey(t).SolanaAddress()
-	stx, _ := r.sign(t, r.leg("SOL", "0.1", payee))
-	if err := r.node.AdvanceSlots(context.Background(), 152); err != nil {
+	late, _ := r.sign(t, r.leg("SOL", "0.1", payee))
+	lateID := base58.Encode(late.Signature)
+	// Its blockhash has 150 slots ahead of it, and the finalized block 32 more.
+	if lapsed, err := r.chain.Lapsed(ctx, "solana", lateID, late.Fields); err != nil || lapsed {
+		t.Fatalf("a transaction just built: lapsed %v, %v", lapsed, err)
+	}
+	landed, _ := r.sign(t, r.leg("SOL", "0.2", payee))
+	landedID, err := r.chain.Broadcast(ctx, landed)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.chain.Broadcast(context.Background(), stx); !errors.Is(err, solana.ErrBlockhashExpired) {
-		t.Fatalf("broadcast past the blockhash's life: %v", err)
+	if st := r.settle(t, landedID); st.State != chain.TxConfirmed {
+		t.Fatalf("the transaction in time: %+v", st)
 	}
-	if got := r.balances(t, payee)["SOL"]; !got.IsZero() {
-		t.Fatalf("the payee holds %s SOL", got)
+
+	if err := r.node.AdvanceSlots(ctx, 152+32); err != nil {
+		t.Fatal(err)
+	}
+	id, err := r.chain.Broadcast(ctx, late)
+	if err != nil || id != lateID {
+		t.Fatalf("broadcast past the blockhash's life: %q, %v; want %s taken (a leader drops it)", id, err, lateID)
+	}
+	if lapsed, err := r.chain.Lapsed(ctx, "solana", id, late.Fields); err != nil || !lapsed {
+		t.Fatalf("a transaction past its blockhash at the finalized block: lapsed %v, %v", lapsed, err)
+	}
+	if lapsed, err := r.chain.Lapsed(ctx, "solana", landedID, landed.Fields); err != nil || lapsed {
+		t.Fatalf("a transaction that landed: lapsed %v, %v", lapsed, err)
+	}
+	if got := r.balances(t, payee)["SOL"]; !got.Equal(decimal.RequireFromString("0.2")) {
+		t.Fatalf("the payee holds %s SOL, want 0.2 (the late transfer never lands)", got)
 	}
 }
 
