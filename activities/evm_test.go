@@ -144,16 +144,7 @@ func TestAStuckPaymentIsReplacedAndConfirmsOnItsReplacement(t *testing.T) {
 	if st.Status != "confirmed" || len(st.Requests) != 2 {
 		t.Fatalf("state %+v: want confirmed after a replacement", st)
 	}
-	names, data := l.events(t, o.ID)
-	want := "Order.Created Order.Submitted Wallet.SigningRequested Wallet.TransactionSigned Order.Broadcast " +
-		"Wallet.SigningRequested Wallet.TransactionSigned Order.Broadcast Order.Confirmed"
-	if strings.Join(names, " ") != want {
-		t.Fatalf("events %v", names)
-	}
-	stuck, replacement := data[4]["txHash"], data[7]["txHash"]
-	if stuck == replacement || data[5]["replacesTxHash"] != stuck || data[7]["replacesTxHash"] != stuck || data[8]["txHash"] != replacement {
-		t.Fatalf("the replacement's events name the stuck transaction, and the order confirms on the replacement: %v", data)
-	}
+	stuck, replacement := l.replaced(t, o.ID)
 	_, stored, err := s.Order(ctx, o.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +165,7 @@ func TestAStuckPaymentIsReplacedAndConfirmsOnItsReplacement(t *testing.T) {
 	if first.Nonce != second.Nonce || *reqs[1].Nonce != first.Nonce || reqs[1].ReplacesTxHash == nil || *reqs[1].ReplacesTxHash != stuck {
 		t.Fatalf("the replacement reuses the nonce and names what it replaces: %+v %+v", reqs[0], reqs[1])
 	}
-	if st, err := adapter.Status(ctx, "ethereum", stuck.(string)); err != nil || st.State != chain.TxPending {
+	if st, err := adapter.Status(ctx, "ethereum", stuck); err != nil || st.State != chain.TxPending {
 		t.Fatalf("the replaced transaction is never mined: %+v %v", st, err)
 	}
 	balances, err := adapter.Balances(ctx, "ethereum", to)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -192,6 +193,23 @@ func (l *lifecycle) run(t *testing.T, o *store.Order, legs []string, approvers .
 		t.Fatal(err)
 	}
 	return st
+}
+
+// replaced checks the events of an order whose one leg confirmed on a second transaction
+// that replaced its first, each event of the second naming the first, and returns both.
+func (l *lifecycle) replaced(t *testing.T, orderID string) (first, second string) {
+	t.Helper()
+	names, data := l.events(t, orderID)
+	want := "Order.Created Order.Submitted Wallet.SigningRequested Wallet.TransactionSigned Order.Broadcast " +
+		"Wallet.SigningRequested Wallet.TransactionSigned Order.Broadcast Order.Confirmed"
+	if strings.Join(names, " ") != want {
+		t.Fatalf("events %v", names)
+	}
+	first, second = fmt.Sprint(data[4]["txHash"]), fmt.Sprint(data[7]["txHash"])
+	if first == second || data[5]["replacesTxHash"] != first || data[7]["replacesTxHash"] != first || data[8]["txHash"] != second {
+		t.Fatalf("the second transaction's events name the first, and the order confirms on the second: %v", data)
+	}
+	return first, second
 }
 
 func (l *lifecycle) events(t *testing.T, orderID string) (names []string, data []map[string]any) {

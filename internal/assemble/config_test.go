@@ -2,7 +2,6 @@ package assemble
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -473,18 +472,7 @@ func TestPasskeysBelongToTheConsolesDomain(t *testing.T) {
 // SOLANA_RPC_URL serves solana by the real adapter, against a node it checks first: a
 // node of another cluster (its genesis hash) or a mint it does not have refuses the start.
 func TestSolanaIsServedFromSOLANA_RPC_URL(t *testing.T) {
-	node, err := devsvm.Start(context.Background(), devsvm.Options{Dir: t.TempDir(), SlotTime: 50 * time.Millisecond})
-	if errors.Is(err, devsvm.ErrNoNode) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = node.Stop() })
-	info, err := node.Info(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	node, info := devsvm.ForTest(t, 50*time.Millisecond)
 	if _, err := ConfigFromEnv(env(map[string]string{"SOLANA_RPC_URL": node.URL(), "SIMULATED_CHAINS": "solana"})); err == nil {
 		t.Error("solana both configured and simulated was accepted")
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/chain/evm"
 	"github.com/opentreasury/treasury/internal/chain/keys"
+	"github.com/opentreasury/treasury/internal/chain/solana"
 )
 
 // Policy is the signer's own rules (SPEC 3.5a): what it lets its wallet sign, read from
@@ -81,12 +82,15 @@ type QuorumTier struct {
 	min       *big.Int
 }
 
-// ChainRule is what the signer knows of a chain by itself: its chain id, the most a
-// transaction may pay in fees (gas × maxFeePerGas, in wei), and optionally its own node,
-// through which it simulates each transaction before signing it.
+// ChainRule is what the signer knows of a chain by itself. An EVM chain: its chain id, the
+// most a transaction may pay in fees (gas × maxFeePerGas, in wei), and optionally its own
+// node, through which it simulates each transaction before signing it. A Solana chain: the
+// most a transaction may pay in fees (its signatures' and its priority fee, in lamports).
 type ChainRule struct {
-	ChainID   uint64 `json:"chainId"`
-	MaxFeeWei string `json:"maxFeeWei"`
+	ChainID   uint64 `json:"chainId,omitempty"`
+	MaxFeeWei string `json:"maxFeeWei,omitempty"`
+	// MaxFeeLamports makes the chain a Solana one.
+	MaxFeeLamports string `json:"maxFeeLamports,omitempty"`
 	// RPCURL is a node of the signer's own choosing (not the service's): with one, every
 	// transaction is run there first (eth_simulateV1) and must move what its intent says
 	// and nothing else.
@@ -94,6 +98,8 @@ type ChainRule struct {
 	maxFee *big.Int
 	node   evm.Simulator
 }
+
+func (c ChainRule) solana() bool { return c.MaxFeeLamports != "" }
 
 // Rules list destinations and contracts. A destination is an address a transfer pays
 // (native, or an ERC-20 transfer's recipient); a contract is an address the transaction
@@ -163,9 +169,18 @@ func (p *Policy) check() error {
 		return errors.New("chains: name at least one chain the signer signs on")
 	}
 	for name, c := range p.Chains {
+		if c.solana() {
+			fee, ok := new(big.Int).SetString(c.MaxFeeLamports, 10)
+			if c.ChainID != 0 || c.MaxFeeWei != "" || c.RPCURL != "" || !ok || fee.Sign() <= 0 || !fee.IsUint64() {
+				return fmt.Errorf("chains.%s: a Solana chain has maxFeeLamports (a positive whole number of lamports) and no chainId, maxFeeWei or rpcUrl", name)
+			}
+			c.maxFee = fee
+			p.Chains[name] = c
+			continue
+		}
 		fee, ok := new(big.Int).SetString(c.MaxFeeWei, 10)
 		if c.ChainID == 0 || !ok || fee.Sign() <= 0 {
-			return fmt.Errorf("chains.%s: needs chainId and maxFeeWei (a positive whole number of wei)", name)
+			return fmt.Errorf("chains.%s: needs chainId and maxFeeWei (a positive whole number of wei), or maxFeeLamports for a Solana chain", name)
 		}
 		if c.RPCURL != "" {
 			if u, err := url.Parse(c.RPCURL); err != nil || !slices.Contains([]string{"http", "https", "ws", "wss"}, u.Scheme) || u.Host == "" {
@@ -244,6 +259,13 @@ func (p *Policy) inspect(r client.SigningRequest, walletID, address string) (*ty
 	if !ok {
 		return nil, refusal("chain_not_configured", "the signer has no rule for chain %q", r.Chain)
 	}
+	if client.IsSolanaTransaction(r) || rule.solana() {
+		m, f := p.checkSolana(r, raw, rule, address)
+		if f != nil || p.Approvers == nil {
+			return nil, f
+		}
+		return nil, p.Approvers.check(r, func(leg chain.Intent) error { return solana.CheckIntent(m, leg) }, walletID, address)
+	}
 	if !client.IsEVMTransaction(r) {
 		if f := p.checkSimulated(r, raw, walletID); f != nil || p.Approvers == nil {
 			return nil, f
@@ -260,13 +282,13 @@ func (p *Policy) inspect(r client.SigningRequest, walletID, address string) (*ty
 	if f := p.checkEVM(r, tx, rule, address); f != nil || p.Approvers == nil {
 		return tx, f
 	}
-	return tx, p.Approvers.check(r, tx, walletID, address)
+	return tx, p.Approvers.check(r, func(leg chain.Intent) error { return evm.CheckIntent(tx, leg) }, walletID, address)
 }
 
 // intentLeg reads the request's intent and the leg of it the request signs: the intent
-// names this wallet, on this chain, from its address, and the decoded transaction (nil on
-// the simulated chain) does exactly what that leg says.
-func intentLeg(r client.SigningRequest, tx *types.Transaction, walletID, address string) (chain.Intent, *Refusal) {
+// names this wallet, on this chain, from its address, and the decoded transaction does
+// exactly what that leg says (matches, nil on the simulated chain).
+func intentLeg(r client.SigningRequest, matches func(chain.Intent) error, walletID, address string) (chain.Intent, *Refusal) {
 	if r.Intent == nil || *r.Intent == "" {
 		return chain.Intent{}, refusal("intent_missing", "the request carries no intent to hold the transaction to")
 	}
@@ -282,8 +304,8 @@ func intentLeg(r client.SigningRequest, tx *types.Transaction, walletID, address
 		return chain.Intent{}, refusal("intent_mismatch", "the intent has no %s leg", r.Leg)
 	}
 	leg := st.Intent[i]
-	if tx != nil {
-		if err := evm.CheckIntent(tx, leg); err != nil {
+	if matches != nil {
+		if err := matches(leg); err != nil {
 			return chain.Intent{}, refusal("intent_mismatch", "the %s leg: %v", r.Leg, err)
 		}
 	}
@@ -293,8 +315,8 @@ func intentLeg(r client.SigningRequest, tx *types.Transaction, walletID, address
 // check holds the request to the signer's own quorum: its intent names this wallet and
 // a leg the decoded transaction does exactly (intentLeg), and enough pinned keys signed
 // APPROVE on that very intent, none REJECT.
-func (a *ApproverRules) check(r client.SigningRequest, tx *types.Transaction, walletID, address string) *Refusal {
-	leg, f := intentLeg(r, tx, walletID, address)
+func (a *ApproverRules) check(r client.SigningRequest, matches func(chain.Intent) error, walletID, address string) *Refusal {
+	leg, f := intentLeg(r, matches, walletID, address)
 	if f != nil {
 		return f
 	}
@@ -371,6 +393,55 @@ func (p *Policy) checkEVM(r client.SigningRequest, tx *types.Transaction, rule C
 		}
 	}
 	return nil
+}
+
+// checkSolana judges a Solana message, decoded from the request's bytes: they hash to the
+// digest, the wallet alone pays and signs, the fees stay under the chain's cap, and each
+// instruction is one the signer reads and allows: a SOL transfer to an allowed destination,
+// a token transfer (the mint an allowed contract with transfer) to an allowed destination's
+// associated token account, that account's creation, the compute budget.
+func (p *Policy) checkSolana(r client.SigningRequest, raw []byte, rule ChainRule, wallet string) (solana.Message, *Refusal) {
+	if !rule.solana() || !client.IsSolanaTransaction(r) {
+		return solana.Message{}, refusal("wrong_chain", "the request is not a Solana transaction for %s, or %s is not a Solana chain in the signer's rules", r.Chain, r.Chain)
+	}
+	if sum := sha256.Sum256(raw); !strings.EqualFold(hex.EncodeToString(sum[:]), r.Digest) {
+		return solana.Message{}, refusal("digest_mismatch", "the digest %s is not the SHA-256 of the message", r.Digest)
+	}
+	m, err := solana.DecodeMessage(raw)
+	if err != nil {
+		return solana.Message{}, refusal("undecodable", "%v", err)
+	}
+	if m.FeePayer != wallet || m.Signers != 1 {
+		return solana.Message{}, refusal("wrong_wallet", "the message is paid by %s with %d signers, not by the wallet %s alone", m.FeePayer, m.Signers, wallet)
+	}
+	if fee := m.Fee(); fee > rule.maxFee.Uint64() {
+		return solana.Message{}, refusal("fee_above_cap", "the transaction may pay %d lamports in fees, the cap is %s", fee, rule.maxFee)
+	}
+	for _, in := range m.Instructions {
+		a := in.Args
+		switch in.Program + "." + in.Method {
+		case "system.transfer":
+			if f := p.destination(a["to"], a["lamports"]+" lamports"); f != nil {
+				return m, f
+			}
+		case "token.transferChecked", "associatedToken.createIdempotent":
+			if f := p.contract(a["mint"], "transfer"); f != nil {
+				return m, f
+			}
+			account, what := a["destination"], a["amount"]+" base units of "+a["mint"]
+			if in.Method == "createIdempotent" {
+				account, what = a["account"], "a new token account of "+a["mint"]
+			}
+			owner, ok := solana.AssociatedOwner(account, a["mint"], p.Allow.Destinations)
+			if !ok {
+				return m, refusal("destination_not_allowed", "%s goes to the token account %s, which is no allowed destination's", what, account)
+			}
+			if f := p.destination(owner, what); f != nil {
+				return m, f
+			}
+		}
+	}
+	return m, nil
 }
 
 // checkSimulated judges a simulated chain's transaction: the bytes hash to the digest,

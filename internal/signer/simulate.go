@@ -83,7 +83,7 @@ func (p *Policy) Simulate(ctx context.Context, r client.SigningRequest, tx *type
 		// Fail closed: a rule that names a node signs nothing unsimulated.
 		return nil, fmt.Errorf("chains.%s.rpcUrl is not connected", r.Chain)
 	}
-	leg, f := intentLeg(r, tx, walletID, address)
+	leg, f := intentLeg(r, func(leg chain.Intent) error { return evm.CheckIntent(tx, leg) }, walletID, address)
 	if f != nil {
 		return f, nil
 	}

@@ -4,7 +4,6 @@
 package solana
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
@@ -19,7 +18,6 @@ import (
 	"strings"
 	"time"
 
-	bin "github.com/gagliardetto/binary"
 	sol "github.com/gagliardetto/solana-go"
 	computebudget "github.com/gagliardetto/solana-go/programs/compute-budget"
 	"github.com/gagliardetto/solana-go/programs/system"
@@ -267,10 +265,6 @@ func (c *Chain) Prepare(ctx context.Context, leg chain.Leg) (chain.Draft, error)
 		computebudget.NewSetComputeUnitLimitInstruction(limit).Build(),
 		computebudget.NewSetComputeUnitPriceInstruction(price).Build(),
 	}
-	words := []Instruction{
-		{Program: "computeBudget", Method: "setComputeUnitLimit", Args: map[string]string{"units": fmt.Sprint(limit)}},
-		{Program: "computeBudget", Method: "setComputeUnitPrice", Args: map[string]string{"microLamports": fmt.Sprint(price)}},
-	}
 	var instructions []sol.Instruction
 	if !isToken {
 		if held.Value < fee || held.Value-fee < units {
@@ -278,8 +272,6 @@ func (c *Chain) Prepare(ctx context.Context, leg chain.Leg) (chain.Draft, error)
 				leg.From, lamportsText(held.Value), lamportsText(units+fee), fee)
 		}
 		instructions = append(budget, system.NewTransferInstruction(units, from, to).Build())
-		words = append(words, Instruction{Program: "system", Method: "transfer",
-			Args: map[string]string{"from": from.String(), "to": to.String(), "lamports": fmt.Sprint(units)}})
 	} else {
 		mint := sol.MustPublicKeyFromBase58(t.Mint)
 		source, _, err := sol.FindAssociatedTokenAddress(from, mint)
@@ -308,12 +300,6 @@ func (c *Chain) Prepare(ctx context.Context, leg chain.Leg) (chain.Draft, error)
 		}
 		instructions = append(budget, createIdempotent(from, destination, to, mint),
 			token.NewTransferCheckedInstruction(units, uint8(t.Decimals), source, mint, destination, from, nil).Build())
-		words = append(words,
-			Instruction{Program: "associatedToken", Method: "createIdempotent",
-				Args: map[string]string{"payer": from.String(), "account": destination.String(), "owner": to.String(), "mint": mint.String()}},
-			Instruction{Program: "token", Method: "transferChecked",
-				Args: map[string]string{"source": source.String(), "mint": mint.String(), "destination": destination.String(),
-					"owner": from.String(), "amount": fmt.Sprint(units), "decimals": fmt.Sprint(t.Decimals)}})
 	}
 	// A blockhash the cluster has confirmed: one only processed may belong to a fork that
 	// never lands, and a transaction on it never would either.
@@ -329,9 +315,15 @@ func (c *Chain) Prepare(ctx context.Context, leg chain.Leg) (chain.Draft, error)
 	if err != nil {
 		return chain.Draft{}, err
 	}
+	// The readable instructions are read back from the message's bytes, as a signer reads
+	// them: what the request says is what it holds, by construction.
+	decoded, err := DecodeMessage(message)
+	if err != nil {
+		return chain.Draft{}, err
+	}
 	f := Fields{Type: FieldsType, FeePayer: from.String(), RecentBlockhash: latest.Value.Blockhash.String(),
 		LastValidBlockHeight: latest.Value.LastValidBlockHeight, ComputeUnitLimit: limit, ComputeUnitPrice: price,
-		Instructions: words, Message: base64.StdEncoding.EncodeToString(message),
+		Instructions: decoded.Instructions, Message: base64.StdEncoding.EncodeToString(message),
 		OrderID: leg.OrderID, Leg: leg.Kind, Position: leg.Position}
 	raw, err := json.Marshal(f)
 	if err != nil {
@@ -604,61 +596,4 @@ func compact(v any) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
-}
-
-// Message is what a signer reads from a transaction message's own bytes before it signs,
-// instead of trusting the readable fields beside them.
-type Message struct {
-	// FeePayer is the account that pays and signs: the wallet.
-	FeePayer string
-	// Signers counts the signatures the message needs.
-	Signers         int
-	RecentBlockhash string
-	// Programs are the programs the instructions call, in order.
-	Programs []string
-}
-
-// DecodeMessage reads a serialized transaction message.
-func DecodeMessage(raw []byte) (Message, error) {
-	var m sol.Message
-	if err := m.UnmarshalWithDecoder(bin.NewBinDecoder(raw)); err != nil {
-		return Message{}, fmt.Errorf("solana: the message does not decode: %w", err)
-	}
-	if len(m.AccountKeys) == 0 {
-		return Message{}, fmt.Errorf("solana: the message names no account")
-	}
-	out := Message{FeePayer: m.AccountKeys[0].String(), Signers: int(m.Header.NumRequiredSignatures), RecentBlockhash: m.RecentBlockhash.String()}
-	for _, in := range m.Instructions {
-		p, err := m.ResolveProgramIDIndex(in.ProgramIDIndex)
-		if err != nil {
-			return Message{}, fmt.Errorf("solana: the message's instruction calls no program it names: %w", err)
-		}
-		out.Programs = append(out.Programs, p.String())
-	}
-	return out, nil
-}
-
-// CheckRequest verifies, before a wallet signs, that a signing request's bytes are what it
-// says: the message in its readable fields is its raw bytes, hashes to its digest, and is
-// paid for and signed by this wallet alone.
-func CheckRequest(unsignedTx []byte, raw []byte, digest, address string) error {
-	var f Fields
-	if err := json.Unmarshal(unsignedTx, &f); err != nil || f.Type != FieldsType {
-		return fmt.Errorf("solana: the unsigned transaction is not a Solana one")
-	}
-	message, err := base64.StdEncoding.DecodeString(f.Message)
-	if err != nil || !bytes.Equal(message, raw) {
-		return fmt.Errorf("solana: the readable transaction's message is not the request's bytes")
-	}
-	if sum := sha256.Sum256(raw); !strings.EqualFold(hex.EncodeToString(sum[:]), digest) {
-		return fmt.Errorf("solana: the digest is not the SHA-256 of the message")
-	}
-	m, err := DecodeMessage(raw)
-	if err != nil {
-		return err
-	}
-	if m.FeePayer != address || m.Signers != 1 {
-		return fmt.Errorf("solana: the message is paid by %s with %d signers, not by this wallet (%s) alone", m.FeePayer, m.Signers, address)
-	}
-	return nil
 }

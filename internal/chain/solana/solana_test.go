@@ -32,18 +32,7 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	ctx := context.Background()
-	node, err := devsvm.Start(ctx, devsvm.Options{Dir: t.TempDir(), SlotTime: 50 * time.Millisecond})
-	if errors.Is(err, devsvm.ErrNoNode) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = node.Stop() })
-	info, err := node.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	node, info := devsvm.ForTest(t, 50*time.Millisecond)
 	c, err := solana.Dial(ctx, solana.Config{RPCURL: node.URL(), Commitment: "confirmed", GenesisHash: info.GenesisHash,
 		Tokens: []solana.Token{{Symbol: "USDC", Mint: info.USDCMint, Decimals: 6}}, SlotTime: solana.Duration(50 * time.Millisecond)})
 	if err != nil {
@@ -196,8 +185,16 @@ func TestAUSDCPaymentCreatesTheRecipientsTokenAccount(t *testing.T) {
 		t.Fatalf("intent: %+v %v", in, err)
 	}
 	m, err := solana.DecodeMessage(u.Raw)
-	if err != nil || m.FeePayer != r.address() || m.Signers != 1 || len(m.Programs) != 4 {
+	if err != nil || m.FeePayer != r.address() || m.Signers != 1 || len(m.Instructions) != 4 {
 		t.Fatalf("decoded: %+v %v", m, err)
+	}
+	if err := solana.CheckIntent(m, in); err != nil {
+		t.Fatalf("the message does not do its own intent: %v", err)
+	}
+	other := in
+	other.To = newKey(t).SolanaAddress()
+	if err := solana.CheckIntent(m, other); err == nil {
+		t.Fatal("the message passed for an intent paying someone else")
 	}
 	id, err := r.chain.Broadcast(ctx, stx)
 	if err != nil {

@@ -1,0 +1,232 @@
+package solana
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	bin "github.com/gagliardetto/binary"
+	sol "github.com/gagliardetto/solana-go"
+
+	"github.com/opentreasury/treasury/internal/chain"
+)
+
+// Message is what a signer reads from a transaction message's own bytes before it signs,
+// instead of trusting the readable fields beside them.
+type Message struct {
+	// FeePayer is the account that pays and signs: the wallet.
+	FeePayer string
+	// Signers counts the signatures the message needs.
+	Signers         int
+	RecentBlockhash string
+	// Instructions are the message's instructions in words, in order: the same words a
+	// signing request's readable fields carry, read here from the bytes.
+	Instructions []Instruction
+	// ComputeUnitLimit and ComputeUnitPrice are the compute budget's (0 when unset).
+	ComputeUnitLimit uint32
+	ComputeUnitPrice uint64
+}
+
+// Fee is the most the message can cost its fee payer in fees, in lamports: a signature's
+// fee for each signer and its priority fee (its compute limit at its price).
+func (m Message) Fee() uint64 {
+	return uint64(m.Signers)*lamportsPerSignature + priorityLamports(m.ComputeUnitLimit, m.ComputeUnitPrice)
+}
+
+// DecodeMessage reads a serialized transaction message and each of its instructions. Only
+// the instructions this service builds decode (compute budget, System transfer, associated
+// token account CreateIdempotent, SPL Token TransferChecked): any other is an error, as a
+// signer must not sign what it cannot read.
+func DecodeMessage(raw []byte) (Message, error) {
+	var m sol.Message
+	dec := bin.NewBinDecoder(raw)
+	if err := m.UnmarshalWithDecoder(dec); err != nil {
+		return Message{}, fmt.Errorf("solana: the message does not decode: %w", err)
+	}
+	if dec.HasRemaining() {
+		return Message{}, fmt.Errorf("solana: the message has %d bytes after its end", dec.Remaining())
+	}
+	if len(m.AccountKeys) == 0 {
+		return Message{}, fmt.Errorf("solana: the message names no account")
+	}
+	if m.IsVersioned() && len(m.AddressTableLookups) > 0 {
+		return Message{}, fmt.Errorf("solana: the message loads accounts from lookup tables, which a signer cannot read offline")
+	}
+	out := Message{FeePayer: m.AccountKeys[0].String(), Signers: int(m.Header.NumRequiredSignatures), RecentBlockhash: m.RecentBlockhash.String()}
+	for n, in := range m.Instructions {
+		program, err := m.ResolveProgramIDIndex(in.ProgramIDIndex)
+		if err != nil {
+			return Message{}, fmt.Errorf("solana: instruction %d calls no program the message names: %w", n, err)
+		}
+		accounts := make([]string, len(in.Accounts))
+		for i, a := range in.Accounts {
+			if int(a) >= len(m.AccountKeys) {
+				return Message{}, fmt.Errorf("solana: instruction %d names account %d of %d", n, a, len(m.AccountKeys))
+			}
+			accounts[i] = m.AccountKeys[a].String()
+		}
+		w, err := readInstruction(program, accounts, in.Data)
+		if err != nil {
+			return Message{}, fmt.Errorf("solana: instruction %d: %w", n, err)
+		}
+		switch w.Method {
+		case "setComputeUnitLimit":
+			limit, _ := strconv.ParseUint(w.Args["units"], 10, 32)
+			out.ComputeUnitLimit = uint32(limit)
+		case "setComputeUnitPrice":
+			out.ComputeUnitPrice, _ = strconv.ParseUint(w.Args["microLamports"], 10, 64)
+		}
+		out.Instructions = append(out.Instructions, w)
+	}
+	return out, nil
+}
+
+// readInstruction puts one instruction in words, from its program, accounts and data.
+func readInstruction(program sol.PublicKey, accounts []string, data []byte) (Instruction, error) {
+	need := func(n int) error {
+		if len(accounts) < n {
+			return fmt.Errorf("%d accounts, %d needed", len(accounts), n)
+		}
+		return nil
+	}
+	switch {
+	case program.Equals(sol.ComputeBudget):
+		switch {
+		case len(data) == 5 && data[0] == 2:
+			return Instruction{Program: "computeBudget", Method: "setComputeUnitLimit",
+				Args: map[string]string{"units": fmt.Sprint(binary.LittleEndian.Uint32(data[1:]))}}, nil
+		case len(data) == 9 && data[0] == 3:
+			return Instruction{Program: "computeBudget", Method: "setComputeUnitPrice",
+				Args: map[string]string{"microLamports": fmt.Sprint(binary.LittleEndian.Uint64(data[1:]))}}, nil
+		}
+	case program.Equals(sol.SystemProgramID):
+		if len(data) == 12 && binary.LittleEndian.Uint32(data) == 2 {
+			if err := need(2); err != nil {
+				return Instruction{}, err
+			}
+			return Instruction{Program: "system", Method: "transfer", Args: map[string]string{"from": accounts[0], "to": accounts[1],
+				"lamports": fmt.Sprint(binary.LittleEndian.Uint64(data[4:]))}}, nil
+		}
+	case program.Equals(sol.SPLAssociatedTokenAccountProgramID):
+		if bytes.Equal(data, []byte{1}) {
+			if err := need(6); err != nil {
+				return Instruction{}, err
+			}
+			if accounts[4] != sol.SystemProgramID.String() || accounts[5] != sol.TokenProgramID.String() {
+				return Instruction{}, fmt.Errorf("createIdempotent names the programs %s and %s", accounts[4], accounts[5])
+			}
+			return Instruction{Program: "associatedToken", Method: "createIdempotent", Args: map[string]string{
+				"payer": accounts[0], "account": accounts[1], "owner": accounts[2], "mint": accounts[3]}}, nil
+		}
+	case program.Equals(sol.TokenProgramID):
+		if len(data) == 10 && data[0] == 12 {
+			if err := need(4); err != nil {
+				return Instruction{}, err
+			}
+			return Instruction{Program: "token", Method: "transferChecked", Args: map[string]string{"source": accounts[0], "mint": accounts[1],
+				"destination": accounts[2], "owner": accounts[3], "amount": fmt.Sprint(binary.LittleEndian.Uint64(data[1:9])), "decimals": fmt.Sprint(data[9])}}, nil
+		}
+	}
+	return Instruction{}, fmt.Errorf("a call of %s (data %x) that this service never builds", program, data)
+}
+
+// CheckRequest verifies, before a wallet signs, that a signing request's bytes are what it
+// says: the message in its readable fields is its raw bytes, hashes to its digest, is paid
+// for and signed by this wallet alone, and holds exactly the instructions, fee payer,
+// blockhash and compute budget its readable fields describe.
+func CheckRequest(unsignedTx []byte, raw []byte, digest, address string) error {
+	var f Fields
+	if err := json.Unmarshal(unsignedTx, &f); err != nil || f.Type != FieldsType {
+		return fmt.Errorf("solana: the unsigned transaction is not a Solana one")
+	}
+	message, err := base64.StdEncoding.DecodeString(f.Message)
+	if err != nil || !bytes.Equal(message, raw) {
+		return fmt.Errorf("solana: the readable transaction's message is not the request's bytes")
+	}
+	if sum := sha256.Sum256(raw); !strings.EqualFold(hex.EncodeToString(sum[:]), digest) {
+		return fmt.Errorf("solana: the digest is not the SHA-256 of the message")
+	}
+	m, err := DecodeMessage(raw)
+	if err != nil {
+		return err
+	}
+	if m.FeePayer != address || m.Signers != 1 {
+		return fmt.Errorf("solana: the message is paid by %s with %d signers, not by this wallet (%s) alone", m.FeePayer, m.Signers, address)
+	}
+	if f.FeePayer != m.FeePayer || f.RecentBlockhash != m.RecentBlockhash || f.ComputeUnitLimit != m.ComputeUnitLimit || f.ComputeUnitPrice != m.ComputeUnitPrice {
+		return fmt.Errorf("solana: the readable fee payer, blockhash or compute budget is not the message's")
+	}
+	if !slices.EqualFunc(f.Instructions, m.Instructions, func(a, b Instruction) bool {
+		return a.Program == b.Program && a.Method == b.Method && maps.Equal(a.Args, b.Args)
+	}) {
+		return fmt.Errorf("solana: the readable instructions are not the message's")
+	}
+	return nil
+}
+
+// CheckIntent verifies that a decoded message does exactly what one leg of an approved
+// intent says, and nothing else: for SOL, one System transfer of the amount from the fee
+// payer to the recipient; for a token, one TransferChecked of the amount of the intent's
+// mint (its contract) from the fee payer's account of it to the recipient's associated
+// token account, optionally preceded by that account's CreateIdempotent paid by the fee
+// payer. The compute budget may be set; any other instruction is refused.
+func CheckIntent(m Message, leg chain.Intent) error {
+	moves := 0
+	for _, in := range m.Instructions {
+		a := in.Args
+		switch in.Program + "." + in.Method {
+		case "computeBudget.setComputeUnitLimit", "computeBudget.setComputeUnitPrice":
+		case "system.transfer":
+			moves++
+			if leg.Contract != "" || a["from"] != m.FeePayer || a["to"] != leg.To || a["lamports"] != leg.Amount {
+				return fmt.Errorf("the message sends %s lamports from %s to %s; the intent: %s base units of %s to %s", a["lamports"], a["from"], a["to"], leg.Amount, leg.Asset, leg.To)
+			}
+		case "associatedToken.createIdempotent":
+			if a["payer"] != m.FeePayer || a["owner"] != leg.To || a["mint"] != leg.Contract || !isAssociated(a["account"], leg.To, leg.Contract) {
+				return fmt.Errorf("the message creates the token account %s of %s for %s; the intent pays %s", a["account"], a["mint"], a["owner"], leg.To)
+			}
+		case "token.transferChecked":
+			moves++
+			if leg.Contract == "" || leg.Method != "transferChecked" || a["mint"] != leg.Contract || a["owner"] != m.FeePayer ||
+				!isAssociated(a["destination"], leg.To, leg.Contract) || a["amount"] != leg.Amount {
+				return fmt.Errorf("the message moves %s base units of %s to the token account %s; the intent: %s base units of %s to %s", a["amount"], a["mint"], a["destination"], leg.Amount, leg.Contract, leg.To)
+			}
+		default:
+			return fmt.Errorf("the message calls %s.%s, which the intent does not", in.Program, in.Method)
+		}
+	}
+	if moves != 1 {
+		return fmt.Errorf("the message moves funds %d times; the intent once", moves)
+	}
+	return nil
+}
+
+// isAssociated reports whether account is owner's associated token account of mint.
+func isAssociated(account, owner, mint string) bool {
+	o, err1 := sol.PublicKeyFromBase58(owner)
+	m, err2 := sol.PublicKeyFromBase58(mint)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	ata, _, err := sol.FindAssociatedTokenAddress(o, m)
+	return err == nil && ata.String() == account
+}
+
+// AssociatedOwner returns which of owners has account as its associated token account of
+// mint, for a signer that allows owners but sees token accounts.
+func AssociatedOwner(account, mint string, owners []string) (string, bool) {
+	for _, o := range owners {
+		if isAssociated(account, o, mint) {
+			return o, true
+		}
+	}
+	return "", false
+}
