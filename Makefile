@@ -8,7 +8,7 @@ export CGO_ENABLED ?= 0
 # built once, without the race detector, to keep the build within reach of 2 cores.
 FAST_PKGS = $(shell $(GO) list ./... | grep -v -e '/e2e$$' -e '/devstack$$' -e '/cmd/treasury-dev$$' -e '/bench/ceiling$$' -e '/faults$$' -e '/gethe2e$$')
 
-.PHONY: devsvm run run-cluster build test test-unit test-e2e test-geth test-faults lint fmt bench bench-ceiling bench-lifecycle bench-burst bench-openloop bench-http bench-live bench-webhooks bench-retention bench-audit screenshots docs-events
+.PHONY: devsvm run run-cluster build test test-unit test-e2e test-geth test-solana test-faults lint fmt bench bench-ceiling bench-lifecycle bench-burst bench-openloop bench-http bench-live bench-webhooks bench-retention bench-audit screenshots docs-events
 
 ## run: build and start the dev bundle (embedded Temporal + UI, API, worker, demo org)
 run: $(BIN)/treasury-dev devsvm
@@ -54,8 +54,8 @@ $(BIN)/devsvm/node_modules/.package-lock.json: dev/devsvm/package.json dev/devsv
 
 
 ## test: lint, unit/store/workflow tests with the race detector, then end-to-end tests
-## (against the dev bundle, then against geth)
-test: lint test-unit test-e2e test-geth
+## (against the dev bundle, then against geth, then against Solana's runtime)
+test: lint test-unit test-e2e test-geth test-solana
 
 # The API package's race run is the longest: about 10 min on 2 cores beside the other
 # packages (the race detector slows the pure-Go SQLite most), at go test's default limit.
@@ -71,8 +71,15 @@ test-e2e: $(BIN)/treasury-dev $(BIN)/treasury devsvm
 ## a trade, an earn deposit and a borrow draw, a compromised database against the verifying
 ## signer, on the cluster topology against `geth --dev`
 ## run as a process of its own (dev/gethe2e, about a minute once built)
+SEPARATE_NODES = GETH_BIN=$(abspath $(BIN)/geth) TREASURY_DEV_BIN=$(abspath $(BIN)/treasury-dev) TREASURY_BIN=$(abspath $(BIN)/treasury) $(GO) test -v -count=1 -timeout 20m
 test-geth: $(BIN)/geth $(BIN)/treasury-dev $(BIN)/treasury devsvm
-	GETH_BIN=$(abspath $(BIN)/geth) TREASURY_DEV_BIN=$(abspath $(BIN)/treasury-dev) TREASURY_BIN=$(abspath $(BIN)/treasury) $(GO) test -v -count=1 -timeout 20m ./dev/gethe2e/
+	$(SEPARATE_NODES) -skip '^TestSolana' ./dev/gethe2e/
+
+## test-solana: Solana payments on the cluster topology against Solana's runtime (dev/devsvm)
+## as a process of its own: workers killed between a broadcast and its commit, the node
+## stopped and started again mid-run (the same suite as test-geth, its TestSolana tests)
+test-solana: $(BIN)/geth $(BIN)/treasury-dev $(BIN)/treasury devsvm
+	$(SEPARATE_NODES) -run '^TestSolana' ./dev/gethe2e/
 
 ## test-fuzz: every fuzz target for about 20 s each, one after another; seed corpora and
 ## the inputs that once failed are under each package's testdata/fuzz

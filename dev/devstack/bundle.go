@@ -510,7 +510,7 @@ func (b *Bundle) Fund(ctx context.Context, chainName, address, asset string, amo
 		return b.evm.Fund(ctx, chainName, address, asset, amount)
 	}
 	if chainName == solanaChain && b.svm != nil {
-		return b.fundOnSolana(ctx, address, asset, amount)
+		return b.svm.Fund(ctx, address, asset, amount)
 	}
 	return b.proc.Store.DevchainCredit(ctx, chainName, address, asset, amount)
 }
@@ -521,25 +521,6 @@ func (b *Bundle) SolanaRPCURL() string {
 		return ""
 	}
 	return b.svm.URL()
-}
-
-// fundOnSolana airdrops SOL or mints the dev USDC to an address on the dev Solana chain.
-func (b *Bundle) fundOnSolana(ctx context.Context, address, asset string, amount decimal.Decimal) error {
-	switch asset {
-	case solana.NativeAsset:
-		lamports, err := solana.Units(amount, solana.NativeDecimals)
-		if err != nil {
-			return err
-		}
-		return b.svm.Airdrop(ctx, address, lamports)
-	case "USDC":
-		units, err := solana.Units(amount, 6)
-		if err != nil {
-			return err
-		}
-		return b.svm.MintUSDC(ctx, address, units)
-	}
-	return fmt.Errorf("the dev Solana chain has no %s", asset)
 }
 
 // chainsLine says which chains are real EVM chains in this process and which simulated.

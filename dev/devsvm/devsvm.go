@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/mr-tron/base58"
+	"github.com/shopspring/decimal"
 )
 
 //go:embed server.js
@@ -301,6 +302,24 @@ func (n *Node) Airdrop(ctx context.Context, address string, lamports uint64) err
 func (n *Node) MintUSDC(ctx context.Context, owner string, baseUnits uint64) error {
 	var balance string
 	return n.Call(ctx, "devsvm_mintTo", []any{owner, strconv.FormatUint(baseUnits, 10)}, &balance)
+}
+
+// Fund gives an address SOL (an airdrop) or the dev USDC (minted into its associated token
+// account), an amount in the asset's units.
+func (n *Node) Fund(ctx context.Context, address, asset string, amount decimal.Decimal) error {
+	decimals, give := int32(9), func(units uint64) error { return n.Airdrop(ctx, address, units) }
+	switch asset {
+	case "SOL":
+	case "USDC":
+		decimals, give = 6, func(units uint64) error { return n.MintUSDC(ctx, address, units) }
+	default:
+		return fmt.Errorf("devsvm: the dev Solana chain has no %s", asset)
+	}
+	units := amount.Shift(decimals)
+	if !units.IsInteger() || units.Sign() <= 0 || !units.BigInt().IsUint64() {
+		return fmt.Errorf("devsvm: %s %s is not a positive whole number of base units that fits a u64", amount, asset)
+	}
+	return give(units.BigInt().Uint64())
 }
 
 // AdvanceSlots moves the chain k slots on at once.

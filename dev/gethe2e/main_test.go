@@ -1,10 +1,14 @@
-// Package gethe2e is the end-to-end suite against a separate node: `geth --dev` runs as a
+// Package gethe2e is the end-to-end suite against separate nodes: `geth --dev` runs as a
 // process of its own, the dev contracts are deployed on it and the seeded ethereum wallets
-// funded from its developer account, and the production topology (dev/cluster: Temporal on
+// funded from its developer account; Solana's runtime runs as another (dev/devsvm), the
+// seeded Solana wallets funded on it; and the production topology (dev/cluster: Temporal on
 // PostgreSQL, two `treasury api` and two `treasury worker` processes) serves ethereum from
-// it through EVM_CHAINS_FILE, at a depth of two confirmations; the processes reach geth
-// through a pass-through proxy of the test's, which one test arms to kill the workers
-// between a broadcast and its commit. The tests drive the service through its public API
+// geth through EVM_CHAINS_FILE, at a depth of two confirmations, and solana from the SVM
+// through SOLANA_RPC_URL, at the confirmed commitment. The processes reach each node through
+// a pass-through proxy of the test's, which tests arm to kill the workers between a
+// broadcast and its commit (and the Solana one follows the node to its new port when a test
+// restarts it). The Solana tests (TestSolana…) run as make test-solana, the others as make
+// test-geth. The tests drive the service through its public API
 // with the Go client, as an integrator would, and check what reached the chain over
 // JSON-RPC against geth directly: receipts, logs, balances, nonces.
 //
@@ -37,14 +41,19 @@ import (
 	"github.com/opentreasury/treasury/client"
 	"github.com/opentreasury/treasury/dev/cluster"
 	"github.com/opentreasury/treasury/dev/devevm"
+	"github.com/opentreasury/treasury/dev/devsvm"
 	"github.com/opentreasury/treasury/dev/freeport"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/internal/chain/evm"
+	"github.com/opentreasury/treasury/internal/chain/solana"
 )
 
 // confirmations is the depth the worker waits for on geth: more than one, so that a leg
 // confirmed at the first block would show.
 const confirmations = 2
+
+// svmSlot is the SVM's slot time.
+const svmSlot = 100 * time.Millisecond
 
 // The suite's databases on the PostgreSQL server (dropped before and after).
 const databaseName = "treasury_gethe2e"
@@ -98,6 +107,15 @@ type suite struct {
 	// chain is the deployment on geth, as the workers read it from EVM_CHAINS_FILE.
 	chain evm.Config
 
+	// svm is Solana's runtime, svmProxy the proxy the treasury processes reach it through,
+	// svmInfo its chain, and sol the test's own reader of it (straight to the node).
+	svm      *devsvm.Node
+	svmProxy *rpcProxy
+	svmInfo  devsvm.Info
+	sol      *solana.Chain
+	// solPayer is the first autoSign Solana wallet.
+	solPayer seed.Wallet
+
 	// payer is the first autoSign ethereum wallet: it granted the dev contracts their
 	// allowances at deployment and sends every order but the fifty payments. fresh is the
 	// second: it has sent nothing before the fifty payments, so their nonces are 0..49.
@@ -129,6 +147,17 @@ func start() (*suite, error) {
 		return s, err
 	}
 	s.proxy = startProxy(s.geth.url)
+	// The node outlives the start's context: it stops with the suite.
+	if s.svm, err = devsvm.Start(context.Background(), devsvm.Options{Dir: s.svmDir(), SlotTime: svmSlot}); err != nil {
+		return s, err
+	}
+	s.svmProxy = startProxy(s.svm.URL())
+	if s.svmInfo, err = s.svm.Info(ctx); err != nil {
+		return s, err
+	}
+	if s.sol, err = s.readerOf(s.svm); err != nil {
+		return s, err
+	}
 	if err := cluster.DropDatabases(ctx, s.postgres, databaseName); err != nil {
 		return s, err
 	}
@@ -148,9 +177,12 @@ func start() (*suite, error) {
 		TreasuryBin: os.Getenv("TREASURY_BIN"), DevBin: os.Getenv("TREASURY_DEV_BIN"),
 		Postgres: s.postgres, Name: databaseName, DataDir: filepath.Join(dir, "cluster"),
 		APIPorts: ports[:2], TemporalPort: ports[2], UIPort: ports[3],
-		// ethereum from geth; polygon and solana stay simulated. Balances are read back
-		// every 5 s so that the service's positions can be compared with the chain's.
-		Env: []string{"EVM_CHAINS_FILE=" + s.chainsFile, "SIMULATED_CHAINS=polygon,solana",
+		// ethereum from geth, solana from the SVM; polygon stays simulated. Balances are
+		// read back every 5 s so that the service's positions can be compared with the
+		// chain's.
+		Env: []string{"EVM_CHAINS_FILE=" + s.chainsFile, "SIMULATED_CHAINS=polygon",
+			"SOLANA_RPC_URL=" + s.svmProxy.url(), "SOLANA_USDC_MINT=" + s.svmInfo.USDCMint,
+			"SOLANA_GENESIS_HASH=" + s.svmInfo.GenesisHash, "SOLANA_COMMITMENT=confirmed",
 			"RATE_LIMIT=100000", "RATE_BURST=100000", "BALANCE_SYNC_INTERVAL=5s",
 			"REPLACE_STUCK_AFTER=3s"},
 		AfterSeed: s.deploy,
@@ -177,6 +209,9 @@ func start() (*suite, error) {
 // holdings, has the payer grant the vaults and pools their allowances, and writes the
 // chain's configuration where EVM_CHAINS_FILE points.
 func (s *suite) deploy(ctx context.Context, c *cluster.Cluster) error {
+	if err := s.fundSolana(ctx, c); err != nil {
+		return err
+	}
 	var autoSign []seed.Wallet
 	funds := map[common.Address]map[string]decimal.Decimal{}
 	for _, w := range c.Credentials.Wallets {
@@ -228,6 +263,41 @@ func (s *suite) deploy(ctx context.Context, c *cluster.Cluster) error {
 	return os.WriteFile(s.chainsFile, raw, 0o600)
 }
 
+func (s *suite) svmDir() string { return filepath.Join(s.dir, "solana") }
+
+// readerOf is the test's own reader of the SVM, straight to the node.
+func (s *suite) readerOf(n *devsvm.Node) (*solana.Chain, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return solana.Dial(ctx, solana.Config{Name: "solana", RPCURL: n.URL(), Commitment: "confirmed", SlotTime: solana.Duration(svmSlot),
+		Tokens: []solana.Token{{Symbol: "USDC", Mint: s.svmInfo.USDCMint, Decimals: int32(s.svmInfo.USDCDecimals)}}})
+}
+
+// fundSolana credits every seeded Solana wallet on the SVM with its SPEC 10 holdings.
+func (s *suite) fundSolana(ctx context.Context, c *cluster.Cluster) error {
+	for _, w := range c.Credentials.Wallets {
+		if w.Chain != "solana" {
+			continue
+		}
+		if w.AutoSign && s.solPayer.ID == "" {
+			s.solPayer = w
+		}
+		held, err := c.Store().DevchainBalances(ctx, w.Chain, w.Address)
+		if err != nil {
+			return err
+		}
+		for asset, amount := range held {
+			if err := s.svm.Fund(ctx, w.Address, asset, amount); err != nil {
+				return fmt.Errorf("funding %s on the SVM: %w", w.Address, err)
+			}
+		}
+	}
+	if s.solPayer.ID == "" {
+		return errors.New("the seed made no autoSign Solana wallet")
+	}
+	return nil
+}
+
 // stop shuts the cluster down, then geth, and removes what they made; after a failure it
 // prints the tail of every log first and keeps the directory.
 func (s *suite) stop(failed bool) error {
@@ -246,6 +316,12 @@ func (s *suite) stop(failed bool) error {
 	}
 	if s.geth != nil {
 		errs = append(errs, s.geth.stop())
+	}
+	if s.svmProxy != nil {
+		s.svmProxy.close()
+	}
+	if s.svm != nil {
+		errs = append(errs, s.svm.Stop())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -227,28 +227,14 @@ func TestAWorkerKilledBetweenBroadcastAndCommitSendsNoSecondTransaction(t *testi
 		}
 		ids[i] = s.create(t, client.DomainPayment, payment(s.payer.ID, asset, amount, dest1))
 	}
-	stopKilling := s.killAfterSends(most)
-	defer stopKilling()
-	// One after another, so that transactions are still being sent when the proxy is
-	// armed again.
-	for _, id := range ids {
-		s.submit(t, client.DomainPayment, id)
-		time.Sleep(500 * time.Millisecond) // the pacing is the point: no state to wait for
-	}
-	done := s.waitEnded(t, client.DomainPayment, ids, 8*time.Minute)
-	kills, killErr := stopKilling()
-	if killErr != nil {
-		t.Errorf("kill: %v", killErr)
-	}
+	done, kills := s.payUnderKills(t, s.proxy, ids, most)
 
 	hashes := map[common.Hash]bool{}
 	var nonces []uint64
-	workflowIDs := make([]string, 0, n)
 	for _, id := range ids {
 		m := s.checkConfirmed(t, done[id], wallet)
 		hashes[m.tx.Hash()] = true
 		nonces = append(nonces, m.tx.Nonce())
-		workflowIDs = append(workflowIDs, done[id].order.WorkflowID)
 		s.checkOneSigningAndBroadcast(t, client.DomainPayment, id)
 	}
 	slices.Sort(nonces)
@@ -264,21 +250,54 @@ func TestAWorkerKilledBetweenBroadcastAndCommitSendsNoSecondTransaction(t *testi
 		t.Errorf("geth counts %d transactions from the wallet, %d before %d payments: %d more than one each",
 			got, sent, n, int64(got)-int64(sent+n))
 	}
-	retried := s.retriedBroadcasts(t, workflowIDs)
-	if kills == 0 {
-		t.Fatal("no transaction went through the armed proxy: no worker was killed")
-	}
-	if retried < kills {
-		t.Errorf("%d kills between a broadcast and its commit, yet only %d broadcast steps ran again", kills, retried)
-	}
+	retried := s.checkRetried(t, done, kills)
 	t.Logf("%d payments confirmed; the workers were killed %d times between a broadcast and its commit, %d broadcast steps ran again; %d transactions from the wallet, one each",
 		n, kills, retried, s.nonce(t, wallet)-sent)
 }
 
-// killAfterSends arms the proxy: the next transaction that reaches geth through it kills
+// payUnderKills submits the drafts one after another while the workers are killed between
+// a broadcast through proxy and its commit (killAfterSends), and waits for every order to
+// end. It returns the orders at their end and how many times the workers were killed.
+func (s *suite) payUnderKills(t *testing.T, proxy *rpcProxy, ids []string, most int) (map[string]ended, int) {
+	t.Helper()
+	stopKilling := s.killAfterSends(proxy, most)
+	defer stopKilling()
+	// One after another, so that transactions are still being sent when the proxy is
+	// armed again.
+	for _, id := range ids {
+		s.submit(t, client.DomainPayment, id)
+		time.Sleep(500 * time.Millisecond) // the pacing is the point: no state to wait for
+	}
+	done := s.waitEnded(t, client.DomainPayment, ids, 8*time.Minute)
+	kills, err := stopKilling()
+	if err != nil {
+		t.Errorf("kill: %v", err)
+	}
+	if kills == 0 {
+		t.Fatal("no transaction went through the armed proxy: no worker was killed")
+	}
+	return done, kills
+}
+
+// checkRetried checks that every broadcast step a kill cut short ran again, from the
+// orders' Temporal histories, and returns how many did.
+func (s *suite) checkRetried(t *testing.T, done map[string]ended, kills int) int {
+	t.Helper()
+	workflowIDs := make([]string, 0, len(done))
+	for _, e := range done {
+		workflowIDs = append(workflowIDs, e.order.WorkflowID)
+	}
+	retried := s.retriedBroadcasts(t, workflowIDs)
+	if retried < kills {
+		t.Errorf("%d kills between a broadcast and its commit, yet only %d broadcast steps ran again", kills, retried)
+	}
+	return retried
+}
+
+// killAfterSends arms a proxy: the next transaction that reaches its node through it kills
 // both workers before its sender hears back, up to most times, re-armed 2 s after each. The
 // function it returns disarms the proxy and says how many times it killed.
-func (s *suite) killAfterSends(most int) (stop func() (kills int, err error)) {
+func (s *suite) killAfterSends(proxy *rpcProxy, most int) (stop func() (kills int, err error)) {
 	var (
 		mu      sync.Mutex
 		kills   int
@@ -301,17 +320,17 @@ func (s *suite) killAfterSends(most int) (stop func() (kills int, err error)) {
 				mu.Lock()
 				defer mu.Unlock()
 				if !stopped {
-					s.proxy.arm(hook)
+					proxy.arm(hook)
 				}
 			})
 		}
 	}
-	s.proxy.arm(hook)
+	proxy.arm(hook)
 	return func() (int, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		stopped = true
-		s.proxy.arm(nil)
+		proxy.arm(nil)
 		return kills, errors.Join(errs...)
 	}
 }

@@ -10,18 +10,20 @@ import (
 	"time"
 )
 
-// rpcProxy stands between the treasury processes and geth (EVM_CHAINS_FILE's rpcUrl points
-// at it) and passes every JSON-RPC request through unchanged. Armed, it lets the next
-// eth_sendRawTransaction reach geth and, before handing geth's answer back, calls the
-// hook, which kills the workers: the sender dies with its transaction on the node and not
-// yet recorded, the window between a broadcast and its commit, hit on purpose.
+// rpcProxy stands between the treasury processes and a node (EVM_CHAINS_FILE's rpcUrl, or
+// SOLANA_RPC_URL, points at it) and passes every JSON-RPC request through unchanged. Armed,
+// it lets the next transaction sent (eth_sendRawTransaction, or Solana's sendTransaction)
+// reach the node and, before handing the node's answer back, calls the hook, which kills
+// the workers: the sender dies with its transaction on the node and not yet recorded, the
+// window between a broadcast and its commit, hit on purpose.
 type rpcProxy struct {
-	target string
-	srv    *httptest.Server
-	hc     *http.Client
+	srv *httptest.Server
+	hc  *http.Client
 
-	mu    sync.Mutex
-	armed func()
+	mu sync.Mutex
+	// target is the node's URL; retarget changes it (a node restarted on another port).
+	target string
+	armed  func()
 	// cheap, until the next transaction is sent, understates the fee market: the latest
 	// block's base fee and the suggested tip read 1 wei, so the transaction prepared then
 	// pays less than the chain asks and sits in geth's pool unmined.
@@ -79,6 +81,13 @@ func startProxy(target string) *rpcProxy {
 
 func (p *rpcProxy) url() string { return p.srv.URL }
 
+// retarget sends what comes next to another node URL.
+func (p *rpcProxy) retarget(target string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = target
+}
+
 func (p *rpcProxy) close() { p.srv.Close() }
 
 // arm makes the next transaction sent through the proxy call hook once it reached geth.
@@ -102,7 +111,10 @@ func (p *rpcProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	resp, err := p.hc.Post(p.target, "application/json", bytes.NewReader(body))
+	p.mu.Lock()
+	target := p.target
+	p.mu.Unlock()
+	resp, err := p.hc.Post(target, "application/json", bytes.NewReader(body))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
@@ -114,7 +126,7 @@ func (p *rpcProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	answer = p.lie(body, answer)
-	if bytes.Contains(body, []byte(`"eth_sendRawTransaction"`)) {
+	if bytes.Contains(body, []byte(`"eth_sendRawTransaction"`)) || bytes.Contains(body, []byte(`"sendTransaction"`)) {
 		if hook := p.take(); hook != nil {
 			hook() // the caller is gone by the time it returns
 		}
