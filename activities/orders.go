@@ -630,7 +630,8 @@ func (a *Orders) BroadcastLeg(ctx context.Context, in workflows.LegInput) (strin
 // for up to workflows.LegWait; past that it reports the leg still pending. It reports the
 // leg at once, pending and underpriced, when its latest transaction has stayed below the
 // fee market (or out of the node) for ReplaceAfter since in.SentAt; and pending and lapsed
-// when its latest transaction can never land (asked of the chain every lapseCheck).
+// when its latest transaction can never land (asked of the chain every lapseCheck, for a
+// workflow that builds it again: in.Rebuilds).
 func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows.LegStatus, error) {
 	o, legs, err := a.Store.Order(ctx, in.OrderID)
 	if err != nil {
@@ -665,7 +666,7 @@ func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows
 		if st.Underpriced && !in.SentAt.IsZero() && time.Since(in.SentAt) >= replaceAfter {
 			return st, nil
 		}
-		if !mined && time.Since(lapseAsked) >= lapseCheck {
+		if in.Rebuilds && !mined && time.Since(lapseAsked) >= lapseCheck {
 			lapseAsked = time.Now()
 			if st.Lapsed, err = a.Chain.Lapsed(ctx, o.Chain, hashes[len(hashes)-1], json.RawMessage(latest.UnsignedTx)); err != nil {
 				return workflows.LegStatus{}, err

@@ -7,7 +7,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/opentreasury/treasury/dev/devsvm"
+	"github.com/opentreasury/treasury/dev/devsvm/devsvmtest"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/chain/solana"
@@ -21,7 +21,7 @@ import (
 func TestALapsedSolanaPaymentIsBuiltAgainAndConfirms(t *testing.T) {
 	l := newLifecycle(t, storetest.NewSQLite(t))
 	ctx := context.Background()
-	node, info := devsvm.ForTest(t, 50*time.Millisecond)
+	node, info := devsvmtest.Start(t, 50*time.Millisecond)
 	adapter, err := solana.Dial(ctx, solana.Config{Name: "solana", RPCURL: node.URL(), Commitment: "confirmed",
 		Tokens: []solana.Token{{Symbol: "USDC", Mint: info.USDCMint, Decimals: 6}}})
 	if err != nil {

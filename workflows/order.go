@@ -132,6 +132,9 @@ type LegInput struct {
 	Attempt int
 	// SentAt is when the leg's latest transaction was broadcast (CheckLeg).
 	SentAt time.Time
+	// Rebuilds tells CheckLeg that the workflow builds a lapsed transaction again, so that
+	// it reports a lapse; a history from before that change would only ask again.
+	Rebuilds bool
 }
 
 // SigningRequestRef is a created signing request.
@@ -520,6 +523,7 @@ func (r *orderRun) runLeg(ctx workflow.Context, leg LegInput) (done bool, err er
 	// Version 1 builds again a transaction that lapsed (a Solana blockhash that expired
 	// before it landed); before it, such a leg stayed pending until its timeout.
 	rebuilds := workflow.GetVersion(ctx, RebuildLapsedChange, workflow.DefaultVersion, 1) >= 1
+	leg.Rebuilds = rebuilds
 	for attempt := 1; ; {
 		var st LegStatus
 		if err := workflow.ExecuteActivity(wctx, CheckLegActivity, leg).Get(ctx, &st); err != nil {

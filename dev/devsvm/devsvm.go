@@ -26,7 +26,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/mr-tron/base58"
@@ -482,25 +481,4 @@ func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return strings.Join(t.lines, "\n")
-}
-
-// ForTest runs a node in a temporary directory for a test, stopped when it ends, with a
-// slot every slot; a machine without Node skips the test. It returns the node and its
-// chain's description.
-func ForTest(t testing.TB, slot time.Duration) (*Node, Info) {
-	t.Helper()
-	ctx := context.Background()
-	n, err := Start(ctx, Options{Dir: t.TempDir(), SlotTime: slot})
-	if errors.Is(err, ErrNoNode) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n.Stop() })
-	info, err := n.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n, info
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/dev/devsvm"
+	"github.com/opentreasury/treasury/dev/devsvm/devsvmtest"
 	"github.com/opentreasury/treasury/internal/prices"
 )
 
@@ -472,7 +473,7 @@ func TestPasskeysBelongToTheConsolesDomain(t *testing.T) {
 // SOLANA_RPC_URL serves solana by the real adapter, against a node it checks first: a
 // node of another cluster (its genesis hash) or a mint it does not have refuses the start.
 func TestSolanaIsServedFromSOLANA_RPC_URL(t *testing.T) {
-	node, info := devsvm.ForTest(t, 50*time.Millisecond)
+	node, info := devsvmtest.Start(t, 50*time.Millisecond)
 	if _, err := ConfigFromEnv(env(map[string]string{"SOLANA_RPC_URL": node.URL(), "SIMULATED_CHAINS": "solana"})); err == nil {
 		t.Error("solana both configured and simulated was accepted")
 	}

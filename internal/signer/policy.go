@@ -419,6 +419,12 @@ func (p *Policy) checkSolana(r client.SigningRequest, raw []byte, rule ChainRule
 	}
 	for _, in := range m.Instructions {
 		a := in.Args
+		// Only the wallet's own funds move, and it alone pays: not a token account it is a
+		// delegate of, nor another payer's.
+		if (in.Method == "transfer" && a["from"] != wallet) || (in.Method == "createIdempotent" && a["payer"] != wallet) ||
+			(in.Method == "transferChecked" && (a["owner"] != wallet || !solana.IsAssociated(a["source"], wallet, a["mint"]))) {
+			return m, refusal("wrong_wallet", "%s.%s moves or spends another account's funds than the wallet's own: %v", in.Program, in.Method, a)
+		}
 		switch in.Program + "." + in.Method {
 		case "system.transfer":
 			if f := p.destination(a["to"], a["lamports"]+" lamports"); f != nil {
@@ -492,12 +498,22 @@ func readSimulated(text []byte, walletID string) (simulatedTx, *Refusal) {
 	return simulatedTx{Leg: tx.Leg, Destination: payload.Destination.Address}, nil
 }
 
+// sameAddress compares addresses as their chain does: an EVM address in any case (EIP-55's
+// is only a checksum), a Solana one exactly (base58 is case-sensitive: a case variant is
+// another key).
+func sameAddress(a, b string) bool {
+	if common.IsHexAddress(a) && common.IsHexAddress(b) {
+		return strings.EqualFold(a, b)
+	}
+	return a == b
+}
+
 // destination judges what a transfer pays to.
 func (p *Policy) destination(to, what string) *Refusal {
-	if slices.ContainsFunc(p.Deny.Destinations, func(d string) bool { return strings.EqualFold(d, to) }) {
+	if slices.ContainsFunc(p.Deny.Destinations, func(d string) bool { return sameAddress(d, to) }) {
 		return refusal("destination_denied", "%s goes to %s, a denied destination", what, to)
 	}
-	if !slices.ContainsFunc(p.Allow.Destinations, func(d string) bool { return strings.EqualFold(d, to) }) {
+	if !slices.ContainsFunc(p.Allow.Destinations, func(d string) bool { return sameAddress(d, to) }) {
 		return refusal("destination_not_allowed", "%s goes to %s, which is not an allowed destination", what, to)
 	}
 	return nil
@@ -518,14 +534,14 @@ func (p *Policy) contract(address, method string) *Refusal {
 // alone).
 func (p *Policy) allows(rules []ContractRule, address, method string) bool {
 	return slices.ContainsFunc(rules, func(c ContractRule) bool {
-		return strings.EqualFold(c.Address, address) && (method == "" || slices.Contains(c.Methods, method))
+		return sameAddress(c.Address, address) && (method == "" || slices.Contains(c.Methods, method))
 	})
 }
 
 // denies reports whether Deny names the contract with method, or with no method at all.
 func (p *Policy) denies(address, method string) bool {
 	return slices.ContainsFunc(p.Deny.Contracts, func(c ContractRule) bool {
-		return strings.EqualFold(c.Address, address) && (len(c.Methods) == 0 || method == "" || slices.Contains(c.Methods, method))
+		return sameAddress(c.Address, address) && (len(c.Methods) == 0 || method == "" || slices.Contains(c.Methods, method))
 	})
 }
 

@@ -237,7 +237,7 @@ func pass(ctx context.Context, cfg Config, done map[string]bool) error {
 // transaction is this wallet's (on a simulated chain, also that its payload is the one
 // approved), then signs and posts.
 func signOne(ctx context.Context, cfg Config, r client.SigningRequest) error {
-	if !client.IsEVMTransaction(r) {
+	if !client.IsEVMTransaction(r) && !client.IsSolanaTransaction(r) {
 		if _, f := readSimulated([]byte(r.UnsignedTx), cfg.WalletID); f != nil {
 			return fmt.Errorf("refusing to sign: %w", f)
 		}
@@ -263,7 +263,7 @@ func judge(ctx context.Context, cfg Config, r client.SigningRequest, down map[st
 	if cfg.Policy == nil {
 		return nil, false
 	}
-	tx, f := cfg.Policy.inspect(r, cfg.WalletID, cfg.Key.Address())
+	tx, f := cfg.Policy.inspect(r, cfg.WalletID, walletAddress(cfg.Key))
 	if f != nil {
 		return f, false
 	}
@@ -275,7 +275,7 @@ func judge(ctx context.Context, cfg Config, r client.SigningRequest, down map[st
 	if down[r.Chain] {
 		return nil, true
 	}
-	f, err := cfg.Policy.Simulate(ctx, r, tx, cfg.WalletID, cfg.Key.Address())
+	f, err := cfg.Policy.Simulate(ctx, r, tx, cfg.WalletID, walletAddress(cfg.Key))
 	if err != nil {
 		down[r.Chain] = true
 		cfg.Log.Warn("deferred", "verdict", "retry", "signingRequestId", r.ID, "orderId", r.OrderID, "leg", r.Leg,
@@ -291,6 +291,10 @@ func judge(ctx context.Context, cfg Config, r client.SigningRequest, down map[st
 	}
 	return f, false
 }
+
+// walletAddress is the address the key signs for: its EVM address, or its Solana one for
+// an ed25519 key.
+func walletAddress(k *keys.Key) string { return cmp.Or(k.Address(), k.SolanaAddress()) }
 
 // askCallback asks the customer's callback about a request every check passed: nil to
 // sign, a refusal for its REJECT, or wait (true) for a RETRY or no verified answer, the

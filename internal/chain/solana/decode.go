@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,12 +35,44 @@ type Message struct {
 	// ComputeUnitLimit and ComputeUnitPrice are the compute budget's (0 when unset).
 	ComputeUnitLimit uint32
 	ComputeUnitPrice uint64
+	limitSet         bool
 }
 
-// Fee is the most the message can cost its fee payer in fees, in lamports: a signature's
-// fee for each signer and its priority fee (its compute limit at its price).
+// The runtime's compute limits: a message that sets none gets the default for each of its
+// other instructions, and no message gets more than the most.
+const (
+	defaultUnitsPerInstruction = 200_000
+	maxComputeUnits            = 1_400_000
+)
+
+// Fee is the most the message can cost its fee payer in fees, in lamports, as the runtime
+// charges it: a signature's fee for each signer and the priority fee, the compute limit
+// (the default when unset, never above the most) at its price, rounded up to a lamport.
+// It saturates rather than wraps.
 func (m Message) Fee() uint64 {
-	return uint64(m.Signers)*lamportsPerSignature + priorityLamports(m.ComputeUnitLimit, m.ComputeUnitPrice)
+	limit := uint64(m.ComputeUnitLimit)
+	if !m.limitSet {
+		limit = 0
+		for _, in := range m.Instructions {
+			if in.Program != "computeBudget" {
+				limit += defaultUnitsPerInstruction
+			}
+		}
+	}
+	limit = min(limit, maxComputeUnits)
+	hi, micro := bits.Mul64(limit, m.ComputeUnitPrice)
+	if hi != 0 {
+		return math.MaxUint64
+	}
+	priority := micro / 1_000_000
+	if micro%1_000_000 != 0 {
+		priority++
+	}
+	signatures := uint64(m.Signers) * lamportsPerSignature
+	if priority > math.MaxUint64-signatures {
+		return math.MaxUint64
+	}
+	return signatures + priority
 }
 
 // DecodeMessage reads a serialized transaction message and each of its instructions. Only
@@ -77,10 +111,14 @@ func DecodeMessage(raw []byte) (Message, error) {
 		if err != nil {
 			return Message{}, fmt.Errorf("solana: instruction %d: %w", n, err)
 		}
+		if w.Program == "computeBudget" && slices.ContainsFunc(out.Instructions, func(o Instruction) bool { return o.Method == w.Method }) {
+			// The runtime refuses a message that sets its budget twice.
+			return Message{}, fmt.Errorf("solana: instruction %d: %s a second time", n, w.Method)
+		}
 		switch w.Method {
 		case "setComputeUnitLimit":
 			limit, _ := strconv.ParseUint(w.Args["units"], 10, 32)
-			out.ComputeUnitLimit = uint32(limit)
+			out.ComputeUnitLimit, out.limitSet = uint32(limit), true
 		case "setComputeUnitPrice":
 			out.ComputeUnitPrice, _ = strconv.ParseUint(w.Args["microLamports"], 10, 64)
 		}
@@ -91,9 +129,11 @@ func DecodeMessage(raw []byte) (Message, error) {
 
 // readInstruction puts one instruction in words, from its program, accounts and data.
 func readInstruction(program sol.PublicKey, accounts []string, data []byte) (Instruction, error) {
+	// Exactly the accounts the service's instruction names: more would make it another one
+	// (a token transfer's extra accounts are a multisig's signers).
 	need := func(n int) error {
-		if len(accounts) < n {
-			return fmt.Errorf("%d accounts, %d needed", len(accounts), n)
+		if len(accounts) != n {
+			return fmt.Errorf("%d accounts, where the service's instruction has %d", len(accounts), n)
 		}
 		return nil
 	}
@@ -178,6 +218,9 @@ func CheckRequest(unsignedTx []byte, raw []byte, digest, address string) error {
 // mint (its contract) from the fee payer's account of it to the recipient's associated
 // token account, optionally preceded by that account's CreateIdempotent paid by the fee
 // payer. The compute budget may be set; any other instruction is refused.
+//
+// A token transfer's source must be the fee payer's own associated token account of the
+// mint.
 func CheckIntent(m Message, leg chain.Intent) error {
 	moves := 0
 	for _, in := range m.Instructions {
@@ -190,13 +233,13 @@ func CheckIntent(m Message, leg chain.Intent) error {
 				return fmt.Errorf("the message sends %s lamports from %s to %s; the intent: %s base units of %s to %s", a["lamports"], a["from"], a["to"], leg.Amount, leg.Asset, leg.To)
 			}
 		case "associatedToken.createIdempotent":
-			if a["payer"] != m.FeePayer || a["owner"] != leg.To || a["mint"] != leg.Contract || !isAssociated(a["account"], leg.To, leg.Contract) {
+			if a["payer"] != m.FeePayer || a["owner"] != leg.To || a["mint"] != leg.Contract || !IsAssociated(a["account"], leg.To, leg.Contract) {
 				return fmt.Errorf("the message creates the token account %s of %s for %s; the intent pays %s", a["account"], a["mint"], a["owner"], leg.To)
 			}
 		case "token.transferChecked":
 			moves++
 			if leg.Contract == "" || leg.Method != "transferChecked" || a["mint"] != leg.Contract || a["owner"] != m.FeePayer ||
-				!isAssociated(a["destination"], leg.To, leg.Contract) || a["amount"] != leg.Amount {
+				!IsAssociated(a["source"], m.FeePayer, leg.Contract) || !IsAssociated(a["destination"], leg.To, leg.Contract) || a["amount"] != leg.Amount {
 				return fmt.Errorf("the message moves %s base units of %s to the token account %s; the intent: %s base units of %s to %s", a["amount"], a["mint"], a["destination"], leg.Amount, leg.Contract, leg.To)
 			}
 		default:
@@ -209,8 +252,8 @@ func CheckIntent(m Message, leg chain.Intent) error {
 	return nil
 }
 
-// isAssociated reports whether account is owner's associated token account of mint.
-func isAssociated(account, owner, mint string) bool {
+// IsAssociated reports whether account is owner's associated token account of mint.
+func IsAssociated(account, owner, mint string) bool {
 	o, err1 := sol.PublicKeyFromBase58(owner)
 	m, err2 := sol.PublicKeyFromBase58(mint)
 	if err1 != nil || err2 != nil {
@@ -224,7 +267,7 @@ func isAssociated(account, owner, mint string) bool {
 // mint, for a signer that allows owners but sees token accounts.
 func AssociatedOwner(account, mint string, owners []string) (string, bool) {
 	for _, o := range owners {
-		if isAssociated(account, o, mint) {
+		if IsAssociated(account, o, mint) {
 			return o, true
 		}
 	}

@@ -64,11 +64,13 @@ func TestDecodeMessageReadsEveryInstructionOrRefuses(t *testing.T) {
 	}
 
 	elsewhere, _, _ := sol.FindAssociatedTokenAddress(sol.NewWallet().PublicKey(), mint)
+	delegated := token.NewTransferCheckedInstruction(2_500_000, 6, elsewhere, mint, destination, payer, nil).Build()
 	for name, ixs := range map[string][]sol.Instruction{
 		"another token account": append(budget, transfer(elsewhere, 2_500_000)),
 		"another amount":        append(budget, transfer(destination, 2_500_001)),
 		"twice":                 append(budget, transfer(destination, 2_500_000), transfer(destination, 2_500_000)),
 		"SOL as well":           append(budget, transfer(destination, 2_500_000), system.NewTransferInstruction(1, payer, payee).Build()),
+		"from another account":  append(budget, delegated),
 	} {
 		m, err := solana.DecodeMessage(message(t, payer, ixs...))
 		if err != nil {
@@ -80,6 +82,41 @@ func TestDecodeMessageReadsEveryInstructionOrRefuses(t *testing.T) {
 	}
 	if _, err := solana.DecodeMessage(message(t, payer, append(budget, memo.NewMemoInstruction([]byte("hi"), payer).Build())...)); err == nil {
 		t.Error("a memo decoded: a signer would sign what it cannot read")
+	}
+	if _, err := solana.DecodeMessage(message(t, payer, append(budget, computebudget.NewSetComputeUnitPriceInstruction(1).Build())...)); err == nil {
+		t.Error("a message setting its price twice decoded: the runtime refuses it, a signer would judge the wrong one")
+	}
+	multisig := token.NewTransferCheckedInstruction(1, 6, source, mint, destination, payer, []sol.PublicKey{sol.NewWallet().PublicKey()}).Build()
+	if _, err := solana.DecodeMessage(message(t, payer, multisig)); err == nil {
+		t.Error("a transfer with a multisig's signers decoded as the service's own")
+	}
+}
+
+// The fee a signer caps is the runtime's: the default compute limit when none is set,
+// never above the most, and no wrap of a u64.
+func TestTheFeeIsWhatTheRuntimeCharges(t *testing.T) {
+	payer, payee := sol.NewWallet().PublicKey(), sol.NewWallet().PublicKey()
+	transfer := system.NewTransferInstruction(1, payer, payee).Build()
+	for _, c := range []struct {
+		name string
+		ixs  []sol.Instruction
+		want uint64
+	}{
+		{"a limit at a price", []sol.Instruction{computebudget.NewSetComputeUnitLimitInstruction(1_000).Build(),
+			computebudget.NewSetComputeUnitPriceInstruction(1_500).Build(), transfer}, 5_000 + 2},
+		{"no limit: 200,000 units for the transfer", []sol.Instruction{computebudget.NewSetComputeUnitPriceInstruction(5_000_000_000).Build(), transfer},
+			5_000 + 1_000_000_000},
+		{"a limit above the most counts as the most", []sol.Instruction{computebudget.NewSetComputeUnitLimitInstruction(1<<32 - 1).Build(),
+			computebudget.NewSetComputeUnitPriceInstruction(1<<32 + 2).Build(), transfer}, 5_000 + 1_400_000*(1<<32+2)/1_000_000 + 1},
+		{"no budget at all", []sol.Instruction{transfer}, 5_000},
+	} {
+		m, err := solana.DecodeMessage(message(t, payer, c.ixs...))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := m.Fee(); got != c.want {
+			t.Errorf("%s: fee %d lamports, want %d", c.name, got, c.want)
+		}
 	}
 }
 

@@ -471,9 +471,11 @@ func isBlockhashNotFound(err error) bool {
 }
 
 // Lapsed reports that the transaction can never land: the finalized block height is past
-// its blockhash's last valid block height, and the chain has no status for it. They are
+// its blockhash's last valid block height (by lapseMargin blocks), and the chain has no
+// status for it, from a node at least as far on as the one that gave the height. They are
 // read in that order: a status read first could miss a landing made before the height was
 // read. A blockhash dead at the finalized block is dead on every fork that can follow it.
+// The node must keep transaction history (searchTransactionHistory), as RPC providers do.
 func (c *Chain) Lapsed(ctx context.Context, chainName, hash string, fields json.RawMessage) (bool, error) {
 	if err := c.serves(chainName); err != nil {
 		return false, err
@@ -486,16 +488,32 @@ func (c *Chain) Lapsed(ctx context.Context, chainName, hash string, fields json.
 	if err != nil {
 		return false, fmt.Errorf("solana: %q is not a transaction signature", hash)
 	}
-	height, err := c.client.GetBlockHeight(ctx, rpc.CommitmentFinalized)
+	finalized, err := c.client.GetEpochInfo(ctx, rpc.CommitmentFinalized)
 	if err != nil {
-		return false, fmt.Errorf("solana: getBlockHeight: %s", chain.RedactURL(err))
+		return false, fmt.Errorf("solana: getEpochInfo: %s", chain.RedactURL(err))
 	}
-	if height <= f.LastValidBlockHeight {
+	if finalized.BlockHeight <= f.LastValidBlockHeight+lapseMargin {
 		return false, nil
 	}
-	st, err := c.status(ctx, id)
-	return err == nil && st == nil, err
+	out, err := c.client.GetSignatureStatuses(ctx, true, id)
+	if err != nil {
+		return false, fmt.Errorf("solana: getSignatureStatuses: %s", chain.RedactURL(err))
+	}
+	if len(out.Value) != 1 {
+		return false, fmt.Errorf("solana: getSignatureStatuses answered %d statuses for one signature", len(out.Value))
+	}
+	// Behind a load balancer the status may come from a node behind the one that gave the
+	// height, one that has not seen the block the transaction is in: ask again later.
+	if out.Context.Slot < finalized.AbsoluteSlot {
+		return false, nil
+	}
+	return out.Value[0] == nil, nil
 }
+
+// lapseMargin is how many blocks past its last valid one a transaction's blockhash must be
+// dead, at the finalized block, before it is taken for lapsed: slack for a runtime that
+// counts the last block in.
+const lapseMargin = 2
 
 // Known looks the transaction up by its signature.
 func (c *Chain) Known(ctx context.Context, stx chain.SignedTx) (string, bool, error) {

@@ -15,6 +15,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/dev/devsvm"
+	"github.com/opentreasury/treasury/dev/devsvm/devsvmtest"
 	"github.com/opentreasury/treasury/dev/wait"
 	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/chain/keys"
@@ -32,7 +33,7 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	ctx := context.Background()
-	node, info := devsvm.ForTest(t, 50*time.Millisecond)
+	node, info := devsvmtest.Start(t, 50*time.Millisecond)
 	c, err := solana.Dial(ctx, solana.Config{RPCURL: node.URL(), Commitment: "confirmed", GenesisHash: info.GenesisHash,
 		Tokens: []solana.Token{{Symbol: "USDC", Mint: info.USDCMint, Decimals: 6}}, SlotTime: solana.Duration(50 * time.Millisecond)})
 	if err != nil {
