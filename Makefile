@@ -106,7 +106,7 @@ test-fuzz:
 ## test-faults: fault tests on the cluster topology (make run-cluster's): workers killed with
 ## SIGKILL mid-flight, an api killed under live clients, PostgreSQL restarted, Temporal
 ## stopped for 30 s; prints one table row per scenario (about 4 minutes)
-test-faults: $(BIN)/treasury-dev $(BIN)/treasury
+test-faults: $(BIN)/treasury-dev $(BIN)/treasury devsvm
 	TREASURY_DEV_BIN=$(abspath $(BIN)/treasury-dev) TREASURY_BIN=$(abspath $(BIN)/treasury) $(GO) test -v -count=1 -timeout 20m ./dev/faults/
 
 ## screenshots: the console's browser test, saving a screenshot of every page in docs/console
@@ -135,16 +135,13 @@ bench-ceiling:
 
 # 200 payments submitted at once to the dev bundle, then 20 one at a time against the
 # chain's floor (block time x confirmations), then 20 approved ones signed by treasury signer,
-# plain beside signed approvals with the verifying signer (the verification's cost), then
-# 200 at once on the bundle's in-process EVM chain beside the same on the simulated
-# devchain (ratio and CPU per order); then 20 Solana payments one at a time against the
-# slot time, and 200 at once on the dev Solana chain beside the same on the in-process EVM.
+# plain beside signed approvals with the verifying signer (the verification's cost); then
+# 20 Solana payments one at a time against the slot time, and 200 at once on the dev
+# Solana chain beside the same on the in-process EVM (ratio and CPU per order).
 bench-lifecycle: $(BIN)/treasury-dev devsvm
 	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -orders 200
-	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -lone 20 -dev-args "--rate-limit 100000 --rate-burst 100000 --simulated-chains ethereum,polygon"
 	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -lone 20
 	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -lone 20 -signed
-	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -chains -orders 200 -rounds 3
 	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -lone 20 -scenario solana-payments
 	$(GO) run ./dev/bench/lifecycle -dev-bin $(BIN)/treasury-dev -svm -orders 200 -rounds 3
 

@@ -22,7 +22,7 @@ import (
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/internal/approvers"
 	"github.com/opentreasury/treasury/internal/chain"
-	"github.com/opentreasury/treasury/internal/chain/devchain"
+	"github.com/opentreasury/treasury/internal/chain/fakechain"
 	"github.com/opentreasury/treasury/internal/chain/keys"
 	"github.com/opentreasury/treasury/internal/ids"
 	"github.com/opentreasury/treasury/internal/orders"
@@ -33,6 +33,7 @@ import (
 
 type lifecycle struct {
 	store  *store.Store
+	chain  *fakechain.Chain
 	creds  *seed.Credentials
 	keys   map[string]*keys.Key
 	acts   *Orders
@@ -62,13 +63,16 @@ func newLifecycle(t *testing.T, s *store.Store) *lifecycle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev := devchain.New(s)
+	dev, err := fakechain.NewFunded(context.Background(), s.ChainHoldings)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dev.BlockTime = 0
 	w, err := s.Wallet(context.Background(), creds.OrgID, creds.Wallets[0].ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &lifecycle{store: s, creds: creds, keys: signerKeys, acts: &Orders{Store: s, Chain: dev, Log: log}, wallet: w}
+	return &lifecycle{store: s, creds: creds, keys: signerKeys, acts: &Orders{Store: s, Chain: dev, Log: log}, wallet: w, chain: dev}
 }
 
 // draft stores a draft order of a domain as the API would.
@@ -229,7 +233,7 @@ func (l *lifecycle) events(t *testing.T, orderID string) (names []string, data [
 	return names, data
 }
 
-func TestPaymentLifecycleOnTheDevchain(t *testing.T) {
+func TestPaymentLifecycleOnAFakeChain(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
 		l := newLifecycle(t, s)
 		ctx := context.Background()
@@ -256,7 +260,7 @@ func TestPaymentLifecycleOnTheDevchain(t *testing.T) {
 		if got.Status != "confirmed" || got.CompletedAt == nil || got.SubmittedAt == nil || legsNow[0].Status != "confirmed" || legsNow[0].TxHash == nil {
 			t.Fatalf("order %+v legs %+v", got, legsNow)
 		}
-		received, _ := s.DevchainBalances(ctx, "ethereum", to)
+		received, _ := l.chain.Balances(ctx, "ethereum", to)
 		if !received["USDC"].Equal(decimal.RequireFromString("500")) {
 			t.Fatalf("the destination received %s", received["USDC"])
 		}
@@ -334,7 +338,7 @@ func TestLifecycleWithApprovalRevertAndTwoLegs(t *testing.T) {
 		t.Fatalf("signing request %+v %v", req, err)
 	}
 
-	dead, legs := l.draft(t, "payment", `{"walletId":"`+l.wallet.ID+`","asset":"USDC","amount":"5","destination":{"address":"`+devchain.RevertAddress+`"}}`)
+	dead, legs := l.draft(t, "payment", `{"walletId":"`+l.wallet.ID+`","asset":"USDC","amount":"5","destination":{"address":"`+fakechain.RevertAddress+`"}}`)
 	if st := l.run(t, dead, legs); st.Status != "failed" {
 		t.Fatalf("reverted payment: %+v", st)
 	}
@@ -343,7 +347,7 @@ func TestLifecycleWithApprovalRevertAndTwoLegs(t *testing.T) {
 	deadReq, err := s.SigningRequest(ctx, l.creds.OrgID, *deadLegs[0].SigningRequestID)
 	var deadIntent approvers.Statement
 	if err != nil || json.Unmarshal([]byte(deadReq.Intent), &deadIntent) != nil || deadIntent.RequiredApprovals != 0 ||
-		deadIntent.ExpiresAt != "" || len(deadIntent.Intent) != 1 || deadIntent.Intent[0].To != devchain.RevertAddress || deadReq.Approvals != "[]" {
+		deadIntent.ExpiresAt != "" || len(deadIntent.Intent) != 1 || deadIntent.Intent[0].To != fakechain.RevertAddress || deadReq.Approvals != "[]" {
 		t.Fatalf("the unapproved order's signing request %+v %v", deadReq, err)
 	}
 	names, data := l.events(t, dead.ID)
@@ -442,8 +446,7 @@ func TestABroadcastRetriedAfterALostAnswerIsNotSentAgain(t *testing.T) {
 	if err != nil || len(reqs) != 1 {
 		t.Fatalf("signing requests %d %v", len(reqs), err)
 	}
-	txs, err := s.DevchainTransactions(context.Background(), []string{reqs[0].Digest})
-	if err != nil || len(txs) != 1 || txs[0].Submissions != 1 {
-		t.Fatalf("the chain was handed the transaction %+v %v; want once", txs, err)
+	if tx := l.chain.Transaction(reqs[0].Digest); tx == nil || tx.Submissions != 1 {
+		t.Fatalf("the chain was handed the transaction %+v; want once", tx)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/opentreasury/treasury/internal/chain"
-	"github.com/opentreasury/treasury/internal/chain/devchain"
+	"github.com/opentreasury/treasury/internal/chain/fakechain"
 	"github.com/opentreasury/treasury/internal/ids"
 	"github.com/opentreasury/treasury/internal/orders"
 	"github.com/opentreasury/treasury/internal/store"
@@ -41,7 +41,7 @@ func TestSyncWalletBalances(t *testing.T) {
 	if err := s.CreateOrganization(ctx, &store.Organization{ID: org, Name: "Acme", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	dev := devchain.New(s)
+	dev := fakechain.New()
 	var refs []workflows.WalletRef
 	for i, addr := range []string{"0xaaa", "0xbbb", "0xccc"} {
 		w := &store.Wallet{ID: ids.New(ids.Wallet), OrgID: org, Chain: "ethereum", Address: addr, PublicKey: "k", CreatedAt: time.Now()}

@@ -24,7 +24,7 @@ import (
 	"github.com/opentreasury/treasury/dev/logtest"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/internal/auth"
-	"github.com/opentreasury/treasury/internal/chain/devchain"
+	"github.com/opentreasury/treasury/internal/chain/fakechain"
 	"github.com/opentreasury/treasury/internal/events"
 	"github.com/opentreasury/treasury/internal/service"
 	"github.com/opentreasury/treasury/internal/store"
@@ -38,6 +38,8 @@ type fixture struct {
 	handler http.Handler
 	logs    *logtest.Buffer
 	ready   *readyFlag
+	// chain is where a registered wallet's first sync reads its balances.
+	chain *fakechain.Chain
 	// webhooks are the router's webhook options, for tests that build another router.
 	webhooks service.WebhookOptions
 }
@@ -68,15 +70,21 @@ func newFixtureOn(t *testing.T, s *store.Store) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A wallet registered through the API syncs from a chain where the seeded wallets hold
+	// what the seed gave them.
+	funded, err := fakechain.NewFunded(context.Background(), s.ChainHoldings)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ready := &readyFlag{}
 	hooks := testWebhooks(t)
 	h := NewRouter(Config{Store: s, Log: log, Readiness: []ReadinessCheck{{Name: "database", Check: ready.check}}, Service: &service.Service{Store: s, Log: log, Webhooks: hooks, DryRuns: inlineDryRuns{&activities.Policies{Store: s, Log: log}},
 		Recoveries: inlineRecoveries{&activities.WebhookRecoveries{Store: s}},
 		// Small pages, so that a verification of a short chain takes several.
 		AuditVerifications: inlineAuditVerifications{&activities.Audit{Store: s, PageSize: 7}},
-		// A registered wallet's first sync, at once, from the simulated chain.
-		WalletSync: inlineWalletSync{&activities.Portfolio{Store: s, Chain: devchain.New(s), Log: log}}}})
-	return &fixture{store: s, creds: creds, handler: h, logs: logs, ready: ready, webhooks: hooks}
+		// A registered wallet's first sync, at once, from the fake chain.
+		WalletSync: inlineWalletSync{&activities.Portfolio{Store: s, Chain: funded, Log: log}}}})
+	return &fixture{store: s, creds: creds, handler: h, logs: logs, ready: ready, webhooks: hooks, chain: funded}
 }
 
 // testWebhooks are the webhook options of a test router: a fresh sealing key, and the

@@ -64,8 +64,8 @@ func TestAWalletIsRegisteredWithProofOfItsKey(t *testing.T) {
 		evmKey, _ := keys.Generate(chain.Secp256k1)
 		other, _ := keys.Generate(chain.Secp256k1)
 		address := evmKey.Address()
-		// Funds on the (simulated) chain before registration: the first sync finds them.
-		if err := s.DevchainCredit(ctx, "ethereum", address, "ETH", decimal.RequireFromString("2")); err != nil {
+		// Funds on the chain before registration: the first sync finds them.
+		if err := f.chain.Fund(ctx, "ethereum", address, "ETH", decimal.RequireFromString("2")); err != nil {
 			t.Fatal(err)
 		}
 

@@ -1,6 +1,7 @@
 // Command treasury-dev runs the whole service on one machine: an embedded Temporal dev
-// server with its Web UI, the worker, the API, a SQLite store, the simulated chain and a
-// seeded demo organisation whose credentials it prints. For development only.
+// server with its Web UI, the worker, the API, a SQLite store, the dev chains (ethereum and
+// polygon on go-ethereum, solana on Solana's own runtime) and a seeded demo organisation
+// whose credentials it prints. For development only.
 package main
 
 import (
@@ -96,7 +97,6 @@ func parseBundleFlags(args []string) (*bundleFlags, int) {
 	devSigner := fs.Bool("dev-signer", true, "sign the autoSign wallets' signing requests in-process")
 	blockTime := fs.Duration("block-time", 200*time.Millisecond, "block time of the chains (the EVM chains seal a block this often while transactions wait)")
 	confirmations := fs.Int("confirmations", 1, "blocks a transaction waits before it is final, on every chain")
-	simulated := fs.String("simulated-chains", "", "chains to run on the simulated devchain instead of in-process EVM chains (ethereum, polygon; solana always is)")
 	replaceAfter := fs.Duration("replace-stuck-after", 30*time.Second, "how long a transaction may stay below the fee market before the worker asks for its replacement")
 	rateLimit := fs.Float64("rate-limit", 50, "API requests per second per credential")
 	rateBurst := fs.Int("rate-burst", 100, "API request burst per credential")
@@ -136,7 +136,6 @@ func parseBundleFlags(args []string) (*bundleFlags, int) {
 		DevSigner:            *devSigner,
 		BlockTime:            *blockTime,
 		Confirmations:        *confirmations,
-		SimulatedChains:      splitList(*simulated),
 		ReplaceStuckAfter:    *replaceAfter,
 		RateLimit:            *rateLimit,
 		RateBurst:            *rateBurst,

@@ -30,6 +30,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"github.com/opentreasury/treasury/dev/devchains"
 	"github.com/opentreasury/treasury/dev/devsigner"
 	"github.com/opentreasury/treasury/dev/freeport"
 	"github.com/opentreasury/treasury/dev/seed"
@@ -67,7 +68,13 @@ type Options struct {
 	// starts: what the processes read at start (EVM_CHAINS_FILE's chains, say) can be made
 	// from the seeded wallets there.
 	AfterSeed func(ctx context.Context, c *Cluster) error
-	Log       *slog.Logger
+	// NoDevChains leaves the chains to the caller, who serves them through Env
+	// (EVM_CHAINS_FILE, SOLANA_RPC_URL, CHAINS). Otherwise the launcher runs the dev chains
+	// (devchains: ethereum and polygon in its own process, served over HTTP on loopback,
+	// solana as a child process), funds the seeded wallets on them, and points every
+	// treasury process at them.
+	NoDevChains bool
+	Log         *slog.Logger
 }
 
 // Cluster is a running cluster.
@@ -85,6 +92,9 @@ type Cluster struct {
 	opts     Options
 	log      *slog.Logger
 	launcher *assemble.Process
+	// chains are the dev chains, and chainEnv what points a treasury process at them.
+	chains   *devchains.Chains
+	chainEnv []string
 	procs    map[string]*process
 	order    []string // start order
 	logFiles []*os.File
@@ -131,6 +141,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			}
 			return opts.AfterSeed(ctx, c)
 		}},
+		c.devChains(),
 		c.children(env),
 		assemble.Component{Name: "ready", Start: func(ctx context.Context) error {
 			for _, u := range c.APIURLs {
@@ -209,8 +220,6 @@ func (c *Cluster) prepare(ctx context.Context) (env []string, err error) {
 		// Receivers on this machine, as in the dev bundle; production refuses both.
 		"WEBHOOK_ALLOW_HTTP=true",
 		"WEBHOOK_ALLOW_LOOPBACK=true",
-		// No chain node runs beside the cluster: its workers simulate every chain.
-		"SIMULATED_CHAINS=ethereum,polygon,solana",
 	}, opts.Env), nil
 }
 
@@ -227,6 +236,30 @@ func (c *Cluster) setup(env []string) assemble.Component {
 		}
 		return runOnce(ctx, onceLog, env, c.opts.TreasuryBin, "temporal", "setup")
 	}}
+}
+
+// Chains are the dev chains the launcher runs, nil with Options.NoDevChains.
+func (c *Cluster) Chains() *devchains.Chains { return c.chains }
+
+// devChains runs the dev chains in the launcher, unless the caller serves the chains.
+func (c *Cluster) devChains() assemble.Component {
+	if c.opts.NoDevChains {
+		return assemble.Component{Name: "no dev chains"}
+	}
+	return assemble.Component{Name: "dev chains",
+		Start: func(ctx context.Context) (err error) {
+			c.chains, err = devchains.Start(ctx, devchains.Options{Dir: c.opts.DataDir, Store: c.launcher.Store,
+				Spenders: devchains.SeededSpenders(c.opts.DataDir, c.Credentials), HTTP: true, Log: c.log})
+			if err != nil {
+				return err
+			}
+			if c.chainEnv, err = c.chains.Env(filepath.Join(c.opts.DataDir, "evm-chains.json")); err != nil {
+				_ = c.chains.Close()
+			}
+			return err
+		},
+		Stop: func(context.Context) error { return c.chains.Close() },
+	}
 }
 
 // devSigner signs the seeded autoSign wallets' requests; a cluster with no seed has none.
@@ -264,7 +297,8 @@ func (c *Cluster) children(env []string) assemble.Component {
 				}
 				addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 				c.MetricsURLs[name] = "http://" + addr + "/metrics"
-				return slices.Concat(env, extra, []string{"METRICS_ADDR=" + addr}), nil
+				// The options' Env comes after the dev chains', so it can override them.
+				return slices.Concat(c.chainEnv, env, extra, []string{"METRICS_ADDR=" + addr}), nil
 			}
 			for i := range c.opts.Workers + len(c.apiAddrs) {
 				name, extra, arg := Worker(i+1), []string(nil), "worker"
@@ -443,7 +477,11 @@ func (c *Cluster) Banner(w io.Writer) {
 	if cr != nil {
 		signer, console = "dev signer in the launcher", fmt.Sprintf(" (sign in as %s, password %s)", cr.Owner.Email, cr.Owner.Password)
 	}
-	fmt.Fprintf(w, "\ntreasury cluster is ready (development machine: simulated chain, %s)\n\n", signer)
+	chains := "chains served from the caller's nodes"
+	if c.chains != nil {
+		chains = "dev chains in the launcher: ethereum and polygon on go-ethereum, solana on Solana's runtime"
+	}
+	fmt.Fprintf(w, "\ntreasury cluster is ready (development machine: %s; %s)\n\n", chains, signer)
 	for i, u := range c.APIURLs {
 		fmt.Fprintf(w, "  API %d         %s/api/v1   (pid %d, metrics %s)\n", i+1, u, c.PID(API(i+1)), c.MetricsURLs[API(i+1)])
 	}

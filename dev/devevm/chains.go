@@ -10,12 +10,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/shopspring/decimal"
 
+	"github.com/opentreasury/treasury/dev/freeport"
 	"github.com/opentreasury/treasury/internal/chain/evm"
 )
 
@@ -75,8 +75,8 @@ type ChainsOptions struct {
 	// Wallets returns, on a chain's first start, the wallets to fund and the keys that
 	// grant the dev contracts their allowances.
 	Wallets func(ctx context.Context, chainName string) (map[common.Address]map[string]decimal.Decimal, []*ecdsa.PrivateKey, error)
-	// Skip names chains not to start (the bundle runs them on the devchain instead).
-	Skip []string
+	// HTTP also serves each chain's JSON-RPC on a loopback port (Node.URL).
+	HTTP bool
 	Log  *slog.Logger
 }
 
@@ -86,9 +86,6 @@ func StartChains(ctx context.Context, o ChainsOptions) (*Chains, error) {
 	c := &Chains{nodes: map[string]*Node{}, adapters: map[string]*evm.Chain{}, usdc: map[string]string{},
 		feeds: map[string]map[string]common.Address{}, log: o.Log}
 	for _, spec := range Specs {
-		if slices.Contains(o.Skip, spec.Name) {
-			continue
-		}
 		if err := c.start(ctx, o, spec); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("dev chain %s: %w", spec.Name, err)
@@ -98,8 +95,15 @@ func StartChains(ctx context.Context, o ChainsOptions) (*Chains, error) {
 }
 
 func (c *Chains) start(ctx context.Context, o ChainsOptions, spec Spec) error {
+	port := 0
+	if o.HTTP {
+		var err error
+		if port, err = freeport.OrFree("127.0.0.1", 0); err != nil {
+			return err
+		}
+	}
 	n, err := StartNode(NodeOptions{Dir: filepath.Join(o.Dir, spec.Name), ChainID: spec.ChainID, BlockTime: o.BlockTime,
-		Confirmations: o.Confirmations, Log: o.Log})
+		Confirmations: o.Confirmations, HTTPPort: port, Log: o.Log})
 	if err != nil {
 		return err
 	}

@@ -76,7 +76,10 @@ type NodeOptions struct {
 	// ones still need Confirmations blocks on top). An idle chain seals nothing.
 	BlockTime     time.Duration
 	Confirmations int
-	Log           *slog.Logger
+	// HTTPPort, when not zero, also serves the node's JSON-RPC on 127.0.0.1 at that port,
+	// for processes of their own.
+	HTTPPort int
+	Log      *slog.Logger
 }
 
 var setLogOnce sync.Once
@@ -86,23 +89,27 @@ func StartNode(o NodeOptions) (*Node, error) {
 	if o.Log != nil {
 		setLogOnce.Do(func() { gethlog.SetDefault(gethlog.NewLogger(errorsOnly{o.Log.Handler()})) })
 	}
-	stack, err := node.New(&node.Config{Name: "treasury-devchain", DataDir: o.Dir,
-		P2P: p2p.Config{NoDiscovery: true, MaxPeers: 0, ListenAddr: ""}})
+	cfg := &node.Config{Name: "treasury-devchain", DataDir: o.Dir,
+		P2P: p2p.Config{NoDiscovery: true, MaxPeers: 0, ListenAddr: ""}}
+	if o.HTTPPort != 0 {
+		cfg.HTTPHost, cfg.HTTPPort, cfg.HTTPModules = "127.0.0.1", o.HTTPPort, []string{"eth", "net", "web3"}
+	}
+	stack, err := node.New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	cfg := ethconfig.Defaults
-	cfg.Genesis = Genesis(o.ChainID)
-	cfg.NetworkId = o.ChainID
-	cfg.SyncMode = ethconfig.FullSync
-	cfg.TxPool.NoLocals = true
-	cfg.TxPool.Journal = ""
+	ethCfg := ethconfig.Defaults
+	ethCfg.Genesis = Genesis(o.ChainID)
+	ethCfg.NetworkId = o.ChainID
+	ethCfg.SyncMode = ethconfig.FullSync
+	ethCfg.TxPool.NoLocals = true
+	ethCfg.TxPool.Journal = ""
 	// Every block's state is written to disk as it is sealed (an archive on the hash
 	// scheme) and Mine flushes it, so a bundle killed without a shutdown resumes at its
 	// last block rather than at the last state flushed at a clean stop. A dev chain is
 	// small enough.
-	cfg.StateScheme, cfg.NoPruning = rawdb.HashScheme, true
-	backend, err := eth.New(stack, &cfg)
+	ethCfg.StateScheme, ethCfg.NoPruning = rawdb.HashScheme, true
+	backend, err := eth.New(stack, &ethCfg)
 	if err != nil {
 		_ = stack.Close()
 		return nil, err
@@ -131,6 +138,14 @@ func StartNode(o NodeOptions) (*Node, error) {
 
 // Client is the node's JSON-RPC client, in process.
 func (n *Node) Client() *ethclient.Client { return n.client }
+
+// URL is the node's JSON-RPC endpoint over HTTP, "" unless NodeOptions.HTTPPort set one.
+func (n *Node) URL() string {
+	if n.stack.Config().HTTPHost == "" {
+		return ""
+	}
+	return n.stack.HTTPEndpoint()
+}
 
 // RPC is the node's raw JSON-RPC client, in process.
 func (n *Node) RPC() *rpc.Client { return n.rpc }

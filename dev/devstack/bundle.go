@@ -3,7 +3,6 @@ package devstack
 import (
 	"cmp"
 	"context"
-	"crypto/ecdsa"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,9 +16,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ethereum/go-ethereum/common"
 	"github.com/shopspring/decimal"
 
+	"github.com/opentreasury/treasury/dev/devchains"
 	"github.com/opentreasury/treasury/dev/devevm"
 	"github.com/opentreasury/treasury/dev/devsigner"
 	"github.com/opentreasury/treasury/dev/devsvm"
@@ -27,12 +26,7 @@ import (
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/internal/assemble"
 	"github.com/opentreasury/treasury/internal/chain"
-	"github.com/opentreasury/treasury/internal/chain/devchain"
-	"github.com/opentreasury/treasury/internal/chain/rpcproxy"
-	"github.com/opentreasury/treasury/internal/chain/solana"
 	"github.com/opentreasury/treasury/internal/metrics"
-	"github.com/opentreasury/treasury/internal/prices"
-	"github.com/opentreasury/treasury/internal/store"
 	"github.com/opentreasury/treasury/webhook"
 )
 
@@ -69,9 +63,6 @@ type Options struct {
 	// BlockTime and Confirmations of every chain (200 ms, 1 by default).
 	BlockTime     time.Duration
 	Confirmations int
-	// SimulatedChains run on the simulated devchain instead of an in-process EVM chain
-	// (ethereum, polygon); solana always does. For comparing the two.
-	SimulatedChains []string
 	// PriceRefreshInterval is how often the worker reads the prices (15 s when zero);
 	// PriceHeartbeat is the dev feeds' heartbeat (1 min when zero): a price is stale twice
 	// it after its last round; PriceKeeperInterval is how often the keeper posts a round to
@@ -105,11 +96,8 @@ type Bundle struct {
 
 	proc     *assemble.Process
 	temporal *Temporal
-	// evm are the in-process EVM chains, ethereum and polygon.
-	evm *devevm.Chains
-	// svm is the dev Solana chain, a child process; solana its adapter.
-	svm    *devsvm.Node
-	solana *solana.Chain
+	// dev are the dev chains: ethereum and polygon in this process, solana a child process.
+	dev *devchains.Chains
 }
 
 // Start brings the whole bundle up: store, embedded Temporal and UI, seed, worker, API.
@@ -152,8 +140,7 @@ func Start(ctx context.Context, opts Options) (*Bundle, error) {
 		}},
 		p.Schedules(),
 		b.devChains(opts),
-		b.devSolana(opts),
-		p.Worker(func() chain.Adapter { return b.chains(opts) }),
+		p.Worker(func() chain.Adapter { return b.dev.Router() }),
 		p.QueuedStarts(),
 		p.Webhooks(),
 		devSigner(p, opts),
@@ -284,271 +271,74 @@ func devSigner(p *assemble.Process, opts Options) assemble.Component {
 	return devsigner.Component(p, opts.DataDir)
 }
 
-// devChains runs ethereum and polygon as real EVM chains in this process (see devevm);
-// solana stays on the simulated devchain.
+// devChains runs the dev chains (see devchains): ethereum and polygon as EVM chains in this
+// process, solana as Solana's own runtime in a child process.
 func (b *Bundle) devChains(opts Options) assemble.Component {
 	return assemble.Component{Name: "dev chains",
 		Start: func(ctx context.Context) (err error) {
 			for _, w := range b.Credentials.Wallets {
-				if w.Chain != "solana" && w.Scheme != chain.Secp256k1 {
+				if w.Chain != devchains.SolanaChain && w.Scheme != chain.Secp256k1 {
 					return fmt.Errorf("the data directory %s was made by an earlier version, whose %s wallets sign for a simulated chain: remove it to start over on the dev EVM chains", opts.DataDir, w.Chain)
 				}
 			}
-			prices := map[string]decimal.Decimal{}
-			for asset, price := range seed.Prices {
-				prices[asset] = decimal.RequireFromString(price)
-			}
-			b.evm, err = devevm.StartChains(ctx, devevm.ChainsOptions{Dir: filepath.Join(opts.DataDir, "chains"),
-				BlockTime: cmp.Or(opts.BlockTime, 200*time.Millisecond), Confirmations: cmp.Or(opts.Confirmations, 1),
-				PricesUSD: prices, Wallets: b.chainWallets(opts), Skip: opts.SimulatedChains, Log: b.proc.Log})
+			b.dev, err = devchains.Start(ctx, devchains.Options{Dir: opts.DataDir, BlockTime: opts.BlockTime,
+				Confirmations: opts.Confirmations, Store: b.proc.Store, Spenders: devchains.SeededSpenders(opts.DataDir, b.Credentials), Log: b.proc.Log})
 			if err != nil {
 				return err
 			}
-			if err := b.keepPrices(ctx, opts, prices); err != nil {
+			if err := b.keepPrices(ctx, opts); err != nil {
+				_ = b.dev.Close()
 				return err
 			}
 			// The API, in this process too, forwards /rpc/{chain} to the nodes themselves.
-			b.proc.RPCNodes = rpcproxy.Nodes{}
-			for _, spec := range devevm.Specs {
-				if n := b.evm.Node(spec.Name); n != nil {
-					b.proc.RPCNodes[spec.Name] = n.RPC()
-				}
-			}
+			b.proc.RPCNodes = b.dev.RPCNodes()
 			return nil
 		},
-		Stop: func(context.Context) error { b.evm.Close(); return nil },
+		Stop: func(context.Context) error { return b.dev.Close() },
 	}
 }
 
 // keepPrices moves the dev feeds the options name, starts their keeper, and has the
-// worker read them as it reads Chainlink's. An asset whose feed's chain runs on the
-// devchain instead gets the seed's price as a fixed one.
-func (b *Bundle) keepPrices(ctx context.Context, opts Options, seeded map[string]decimal.Decimal) error {
+// worker read them as it reads Chainlink's.
+func (b *Bundle) keepPrices(ctx context.Context, opts Options) error {
 	for _, asset := range slices.Sorted(maps.Keys(opts.Prices)) {
-		if err := b.evm.SetPrice(ctx, asset, opts.Prices[asset]); err != nil {
+		if err := b.dev.EVM.SetPrice(ctx, asset, opts.Prices[asset]); err != nil {
 			return err
 		}
 	}
 	heartbeat := cmp.Or(opts.PriceHeartbeat, devevm.FeedHeartbeat)
-	if err := b.evm.KeepFeeds(ctx, cmp.Or(opts.PriceKeeperInterval, heartbeat/3), opts.HoldPrices); err != nil {
+	if err := b.dev.EVM.KeepFeeds(ctx, cmp.Or(opts.PriceKeeperInterval, heartbeat/3), opts.HoldPrices); err != nil {
 		return err
 	}
-	sources := b.evm.PriceSources(heartbeat)
-	for _, spec := range devevm.Specs {
-		if b.evm.Node(spec.Name) != nil {
-			continue
-		}
-		for _, asset := range spec.Feeds {
-			fixed := seeded[asset]
-			sources = append(sources, prices.Source{Asset: asset, Fixed: &fixed})
-		}
-	}
-	b.proc.Config.PriceSources = sources
+	b.proc.Config.PriceSources = b.dev.EVM.PriceSources(heartbeat)
 	return nil
-}
-
-// chainWallets funds every wallet of a dev chain with what the seed credited it, and lets
-// the seeded wallets of the chain grant the dev contracts their allowances.
-func (b *Bundle) chainWallets(opts Options) func(ctx context.Context, chainName string) (map[common.Address]map[string]decimal.Decimal, []*ecdsa.PrivateKey, error) {
-	return func(ctx context.Context, chainName string) (map[common.Address]map[string]decimal.Decimal, []*ecdsa.PrivateKey, error) {
-		funds := map[common.Address]map[string]decimal.Decimal{}
-		after := ""
-		for {
-			refs, err := b.proc.Store.ListWalletRefs(ctx, after, 200)
-			if err != nil {
-				return nil, nil, err
-			}
-			for _, r := range refs {
-				if r.Chain != chainName {
-					continue
-				}
-				held, err := b.proc.Store.DevchainBalances(ctx, r.Chain, r.Address)
-				if err != nil {
-					return nil, nil, err
-				}
-				funds[common.HexToAddress(r.Address)] = held
-			}
-			if len(refs) < 200 {
-				break
-			}
-			after = refs[len(refs)-1].ID
-		}
-		all, err := seed.WalletKeys(opts.DataDir)
-		if err != nil {
-			return nil, nil, err
-		}
-		var spenders []*ecdsa.PrivateKey
-		for _, w := range b.Credentials.Wallets {
-			if w.Chain == chainName && all[w.ID] != nil && all[w.ID].ECDSA() != nil {
-				spenders = append(spenders, all[w.ID].ECDSA())
-			}
-		}
-		return funds, spenders, nil
-	}
-}
-
-// chains serves each chain by its adapter: the dev EVM chains, the dev Solana chain, and
-// the devchain for the EVM chains the options simulate.
-func (b *Bundle) chains(opts Options) chain.Adapter {
-	router := chain.Router{}
-	for _, c := range devchain.Chains {
-		router[c] = newDevchain(b.proc.Store, opts)
-	}
-	for _, spec := range devevm.Specs {
-		if a := b.evm.Adapter(spec.Name); a != nil {
-			router[spec.Name] = a
-		}
-	}
-	router[solanaChain] = b.solana
-	return router
-}
-
-const solanaChain = "solana"
-
-// SolanaDir is where a bundle on dataDir keeps its dev Solana chain.
-func SolanaDir(dataDir string) string { return filepath.Join(dataDir, "solana") }
-
-// devSolana runs Solana's own runtime as a child process (see devsvm), funds the seeded
-// Solana wallets on it the first time, and serves the chain by the real Solana adapter.
-func (b *Bundle) devSolana(opts Options) assemble.Component {
-	return assemble.Component{Name: "dev solana",
-		Start: func(ctx context.Context) (err error) {
-			// A start that fails after the node runs stops it: Stop runs only for started
-			// components.
-			defer func() {
-				if err != nil && b.svm != nil {
-					_ = b.svm.Stop()
-					b.svm = nil
-				}
-			}()
-			slot := cmp.Or(opts.BlockTime, 200*time.Millisecond)
-			// The node lives until the component stops, not as long as the start's context.
-			b.svm, err = devsvm.Start(context.WithoutCancel(ctx), devsvm.Options{Dir: SolanaDir(opts.DataDir), SlotTime: slot, Log: b.proc.Log})
-			if err != nil {
-				return err
-			}
-			info, err := b.svm.Info(ctx)
-			if err != nil {
-				return err
-			}
-			// One confirmation, as on the dev EVM chains: confirmed is one slot deep.
-			b.solana, err = solana.Dial(ctx, solana.Config{Name: solanaChain, RPCURL: b.svm.URL(), GenesisHash: info.GenesisHash,
-				Commitment: "confirmed", SlotTime: solana.Duration(slot),
-				Tokens: []solana.Token{{Symbol: "USDC", Mint: info.USDCMint, Decimals: int32(info.USDCDecimals)}}})
-			if err != nil {
-				return err
-			}
-			// The API, in this process too, forwards /rpc/solana to the node itself.
-			b.proc.RPCNodes[solanaChain] = rpcproxy.Dial(b.svm.URL())
-			return b.fundSolana(ctx)
-		},
-		Stop: func(context.Context) error {
-			if b.svm == nil {
-				return nil
-			}
-			return b.svm.Stop()
-		},
-	}
-}
-
-// fundSolana credits every Solana wallet in the store that holds nothing on the dev chain
-// with what the seed planned for it: a new chain, or a wallet seeded since.
-func (b *Bundle) fundSolana(ctx context.Context) error {
-	after := ""
-	for {
-		refs, err := b.proc.Store.ListWalletRefs(ctx, after, 200)
-		if err != nil {
-			return err
-		}
-		for _, r := range refs {
-			if r.Chain != solanaChain {
-				continue
-			}
-			held, err := b.solana.Balances(ctx, solanaChain, r.Address)
-			if err != nil {
-				return err
-			}
-			if !held[solana.NativeAsset].IsZero() || !held["USDC"].IsZero() {
-				continue
-			}
-			planned, err := b.proc.Store.DevchainBalances(ctx, r.Chain, r.Address)
-			if err != nil {
-				return err
-			}
-			for _, asset := range slices.Sorted(maps.Keys(planned)) {
-				if err := b.Fund(ctx, solanaChain, r.Address, asset, planned[asset]); err != nil {
-					return fmt.Errorf("funding %s on the dev Solana chain: %w", r.Address, err)
-				}
-			}
-		}
-		if len(refs) < 200 {
-			return nil
-		}
-		after = refs[len(refs)-1].ID
-	}
-}
-
-func newDevchain(s *store.Store, opts Options) chain.Adapter {
-	dev := devchain.New(s)
-	if opts.BlockTime > 0 {
-		dev.BlockTime = opts.BlockTime
-	}
-	if opts.Confirmations > 0 {
-		dev.Confirmations = opts.Confirmations
-	}
-	return dev
 }
 
 // webhookKeyFile holds the dev bundle's webhook sealing key, made on first start.
 const webhookKeyFile = "webhook-key"
 
-// Fund credits an address on one of the bundle's chains, as a faucet would: on an
-// in-process EVM chain a transfer from its faucet (or a mint of the token), on the
-// devchain a credit.
+// Fund credits an address on one of the bundle's chains, as a faucet would: on an EVM
+// chain a transfer from its faucet (or a mint of the token), on Solana an airdrop (or a
+// mint of USDC).
 func (b *Bundle) Fund(ctx context.Context, chainName, address, asset string, amount decimal.Decimal) error {
-	if b.evm != nil && b.evm.Adapter(chainName) != nil {
-		return b.evm.Fund(ctx, chainName, address, asset, amount)
-	}
-	if chainName == solanaChain && b.svm != nil {
-		return b.svm.Fund(ctx, address, asset, amount)
-	}
-	return b.proc.Store.DevchainCredit(ctx, chainName, address, asset, amount)
+	return b.dev.Fund(ctx, chainName, address, asset, amount)
 }
 
 // SolanaRPCURL is the dev Solana chain's JSON-RPC endpoint.
-func (b *Bundle) SolanaRPCURL() string {
-	if b.svm == nil {
-		return ""
-	}
-	return b.svm.URL()
-}
+func (b *Bundle) SolanaRPCURL() string { return b.dev.SVM.URL() }
 
-// chainsLine says which chains are real EVM chains in this process and which simulated.
+// chainsLine says what runs each chain.
 func (b *Bundle) chainsLine() string {
-	var real, simulated []string
+	var evmChains []string
 	usdcTx := ""
 	for _, spec := range devevm.Specs {
-		if b.evm != nil && b.evm.Adapter(spec.Name) != nil {
-			real = append(real, fmt.Sprintf("%s (chain id %d)", spec.Name, spec.ChainID))
-			if tx := b.evm.USDCDeployedIn(spec.Name); tx != "" && usdcTx == "" {
-				usdcTx = fmt.Sprintf("\n                %s USDC deployed in transaction %s", spec.Name, tx)
-			}
-		} else {
-			simulated = append(simulated, spec.Name)
+		evmChains = append(evmChains, fmt.Sprintf("%s (chain id %d)", spec.Name, spec.ChainID))
+		if tx := b.dev.EVM.USDCDeployedIn(spec.Name); tx != "" && usdcTx == "" {
+			usdcTx = fmt.Sprintf("\n                %s USDC deployed in transaction %s", spec.Name, tx)
 		}
 	}
-	line := ""
-	if len(real) > 0 {
-		line = strings.Join(real, ", ") + ": real EVM chains in this process\n                "
-	}
-	if b.svm != nil {
-		line += fmt.Sprintf("solana: Solana's own runtime (litesvm) in a child process at %s, USDC mint %s\n                ",
-			b.svm.URL(), devsvm.USDCMint)
-	}
-	if len(simulated) > 0 {
-		line += strings.Join(simulated, ", ") + ": the simulated devchain"
-	}
-	return strings.TrimRight(line, " \n") + usdcTx
+	return strings.Join(evmChains, ", ") + ": EVM chains (go-ethereum) in this process\n                " +
+		fmt.Sprintf("solana: Solana's own runtime (litesvm) in a child process at %s, USDC mint %s", b.dev.SVM.URL(), devsvm.USDCMint) + usdcTx
 }
 
 // Banner is what treasury-dev prints once it is ready.
@@ -577,7 +367,7 @@ treasury-dev is ready (development only: secrets in the clear)
 
 Press Ctrl-C to stop.
 `, b.APIURL, c.Owner.Email, c.Owner.Password, c.Member.Email, c.Member.Password, b.APIURL, b.TemporalUIURL, b.TemporalAddr, b.Namespace, b.MetricsURL, b.CredentialsPath,
-		b.chainsLine(), devchain.RevertAddress, cmp.Or(c.SolanaFailAddress, devsvm.FrozenOwner), c.Keys["treasury"].SK, c.Keys["pay"].SK, c.Keys["pay"].Approve, c.Keys["treasury"].SK, b.APIURL)
+		b.chainsLine(), seed.EVMFailAddress, cmp.Or(c.SolanaFailAddress, devsvm.FrozenOwner), c.Keys["treasury"].SK, c.Keys["pay"].SK, c.Keys["pay"].Approve, c.Keys["treasury"].SK, b.APIURL)
 }
 
 // Wait blocks until ctx ends (nil) or a part of the bundle fails (its error; the API

@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/opentreasury/treasury/dev/devchains"
 	"github.com/opentreasury/treasury/dev/devstack"
 	"github.com/opentreasury/treasury/dev/devsvm"
 	"github.com/opentreasury/treasury/dev/seed"
@@ -373,7 +374,7 @@ func startBinary(t *testing.T, bin, dataDir string, args ...string) *runningBina
 		_ = logFile.Close()
 		// Killed outright, the bundle leaves its Solana node to notice and save its state
 		// into dataDir, which the test is about to remove.
-		if err := devsvm.AwaitExit(devstack.SolanaDir(dataDir), 30*time.Second); err != nil {
+		if err := devsvm.AwaitExit(devchains.SolanaDir(dataDir), 30*time.Second); err != nil {
 			t.Error(err)
 		}
 	})

@@ -27,10 +27,10 @@ import (
 type row struct {
 	scenario                   string
 	orders, terminal           int
-	broadcastsPerLeg           string
+	transactionsPerLeg         string
 	eventsLost, eventsRepeated int
 	webhookLost                int
-	resubmitted                int // legs whose signed transaction reached the chain more than once
+	notOnChain                 int // confirmed legs whose transaction the chain does not have
 	note                       string
 }
 
@@ -55,11 +55,11 @@ func TestMain(m *testing.M) {
 	defer tableMu.Unlock()
 	if len(table) > 0 {
 		fmt.Println()
-		fmt.Println("| scenario | orders | terminal | broadcasts per leg | events lost | events repeated | webhook messages lost | legs resubmitted to the chain | note |")
+		fmt.Println("| scenario | orders | terminal | transactions per leg | events lost | events repeated | webhook messages lost | confirmed legs not on the chain | note |")
 		fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 		for _, r := range table {
 			fmt.Printf("| %s | %d | %d | %s | %d | %d | %d | %d | %s |\n", r.scenario, r.orders, r.terminal,
-				r.broadcastsPerLeg, r.eventsLost, r.eventsRepeated, r.webhookLost, r.resubmitted, r.note)
+				r.transactionsPerLeg, r.eventsLost, r.eventsRepeated, r.webhookLost, r.notOnChain, r.note)
 		}
 	}
 	os.Exit(code)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/opentreasury/treasury/client"
 	"github.com/opentreasury/treasury/dev/cluster"
+	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/store"
 )
 
@@ -307,7 +308,7 @@ func account(t *testing.T, c *cluster.Cluster, orders []placed, hooks map[string
 		t.Errorf("%d of %d orders terminal", r.terminal, len(orders))
 	}
 	wantHooks := map[string][]string{}
-	digests, err := signedDigests(ctx, c, orders)
+	signed, err := signedRequests(ctx, c, orders)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,27 +324,43 @@ func account(t *testing.T, c *cluster.Cluster, orders []placed, hooks map[string
 			wantHooks[o.d.app] = append(wantHooks[o.d.app], e["id"].(string))
 		}
 	}
-	txs, err := c.Store().DevchainTransactions(ctx, digests)
-	if err != nil {
-		t.Fatal(err)
-	}
-	perLeg := map[string]int{}
-	for _, tx := range txs {
-		perLeg[tx.Digest]++
-		if tx.Submissions > 1 {
-			r.resubmitted++
+	// A leg is one transaction on the chain: every request signed for it (a replacement
+	// too) spends the same nonce, and the transaction the order names is on the chain.
+	nonces := map[string]map[uint64]bool{}
+	for _, q := range signed {
+		leg := fmt.Sprintf("%s/%d", q.OrderID, q.Position)
+		if nonces[leg] == nil {
+			nonces[leg] = map[uint64]bool{}
+		}
+		if q.Nonce != nil {
+			nonces[leg][*q.Nonce] = true
 		}
 	}
-	lo, hi := len(digests), 0
-	for _, d := range digests {
-		lo, hi = min(lo, perLeg[d]), max(hi, perLeg[d])
+	lo, hi := len(signed), 0
+	for _, n := range nonces {
+		lo, hi = min(lo, len(n)), max(hi, len(n))
 	}
-	r.broadcastsPerLeg = fmt.Sprintf("%d", hi)
+	r.transactionsPerLeg = fmt.Sprintf("%d", hi)
 	if lo != hi {
-		r.broadcastsPerLeg = fmt.Sprintf("%d to %d", lo, hi)
+		r.transactionsPerLeg = fmt.Sprintf("%d to %d", lo, hi)
 	}
 	if lo != 1 || hi != 1 {
-		t.Errorf("broadcasts per leg %s over %d legs, want exactly 1", r.broadcastsPerLeg, len(digests))
+		t.Errorf("transactions per leg %s over %d legs, want exactly 1", r.transactionsPerLeg, len(nonces))
+	}
+	for _, o := range orders {
+		placedOrder, legs, err := c.Store().Order(ctx, o.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range legs {
+			if l.Status != "confirmed" || l.TxHash == nil {
+				continue
+			}
+			if st, err := c.Chains().Router().Status(ctx, placedOrder.Chain, *l.TxHash); err != nil || st.State != chain.TxConfirmed {
+				r.notOnChain++
+				t.Errorf("order %s leg %d confirmed, but its transaction %s on %s is %+v (%v)", o.id, l.Position, *l.TxHash, placedOrder.Chain, st, err)
+			}
+		}
 	}
 	if r.eventsLost != 0 || r.eventsRepeated != 0 {
 		t.Errorf("events: %d lost, %d repeated", r.eventsLost, r.eventsRepeated)
@@ -368,14 +385,13 @@ func account(t *testing.T, c *cluster.Cluster, orders []placed, hooks map[string
 	return wantHooks
 }
 
-// signedDigests returns the digest of every signed leg of the orders: each must have been
-// broadcast exactly once.
-func signedDigests(ctx context.Context, c *cluster.Cluster, orders []placed) ([]string, error) {
+// signedRequests returns every signed request of the orders' legs.
+func signedRequests(ctx context.Context, c *cluster.Cluster, orders []placed) ([]store.SigningRequest, error) {
 	ours := map[string]bool{}
 	for _, o := range orders {
 		ours[o.id] = true
 	}
-	var out []string
+	var out []store.SigningRequest
 	after := ""
 	for {
 		page, err := c.Store().ListSigningRequests(ctx, store.SigningFilter{OrgID: c.Credentials.OrgID,
@@ -385,7 +401,7 @@ func signedDigests(ctx context.Context, c *cluster.Cluster, orders []placed) ([]
 		}
 		for _, q := range page {
 			if ours[q.OrderID] {
-				out = append(out, q.Digest)
+				out = append(out, q)
 			}
 		}
 		if len(page) < 500 {

@@ -177,10 +177,11 @@ func start() (*suite, error) {
 		TreasuryBin: os.Getenv("TREASURY_BIN"), DevBin: os.Getenv("TREASURY_DEV_BIN"),
 		Postgres: s.postgres, Name: databaseName, DataDir: filepath.Join(dir, "cluster"),
 		APIPorts: ports[:2], TemporalPort: ports[2], UIPort: ports[3],
-		// ethereum from geth, solana from the SVM; polygon stays simulated. Balances are
+		// ethereum from geth, solana from the SVM; polygon is not served. Balances are
 		// read back every 5 s so that the service's positions can be compared with the
 		// chain's.
-		Env: []string{"EVM_CHAINS_FILE=" + s.chainsFile, "SIMULATED_CHAINS=polygon",
+		NoDevChains: true,
+		Env: []string{"CHAINS=ethereum,solana", "EVM_CHAINS_FILE=" + s.chainsFile,
 			"SOLANA_RPC_URL=" + s.svmProxy.url(), "SOLANA_USDC_MINT=" + s.svmInfo.USDCMint,
 			"SOLANA_GENESIS_HASH=" + s.svmInfo.GenesisHash, "SOLANA_COMMITMENT=confirmed",
 			"RATE_LIMIT=100000", "RATE_BURST=100000", "BALANCE_SYNC_INTERVAL=5s",
@@ -214,15 +215,15 @@ func (s *suite) deploy(ctx context.Context, c *cluster.Cluster) error {
 	}
 	var autoSign []seed.Wallet
 	funds := map[common.Address]map[string]decimal.Decimal{}
+	planned, err := c.Store().ChainHoldings(ctx, "ethereum")
+	if err != nil {
+		return err
+	}
 	for _, w := range c.Credentials.Wallets {
 		if w.Chain != "ethereum" {
 			continue
 		}
-		held, err := c.Store().DevchainBalances(ctx, w.Chain, w.Address)
-		if err != nil {
-			return err
-		}
-		funds[common.HexToAddress(w.Address)] = held
+		funds[common.HexToAddress(w.Address)] = planned[w.Address]
 		if w.AutoSign {
 			autoSign = append(autoSign, w)
 		}
@@ -275,6 +276,10 @@ func (s *suite) readerOf(n *devsvm.Node) (*solana.Chain, error) {
 
 // fundSolana credits every seeded Solana wallet on the SVM with its SPEC 10 holdings.
 func (s *suite) fundSolana(ctx context.Context, c *cluster.Cluster) error {
+	planned, err := c.Store().ChainHoldings(ctx, "solana")
+	if err != nil {
+		return err
+	}
 	for _, w := range c.Credentials.Wallets {
 		if w.Chain != "solana" {
 			continue
@@ -282,11 +287,7 @@ func (s *suite) fundSolana(ctx context.Context, c *cluster.Cluster) error {
 		if w.AutoSign && s.solPayer.ID == "" {
 			s.solPayer = w
 		}
-		held, err := c.Store().DevchainBalances(ctx, w.Chain, w.Address)
-		if err != nil {
-			return err
-		}
-		for asset, amount := range held {
+		for asset, amount := range planned[w.Address] {
 			if err := s.svm.Fund(ctx, w.Address, asset, amount); err != nil {
 				return fmt.Errorf("funding %s on the SVM: %w", w.Address, err)
 			}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/opentreasury/treasury/dev/devsvm"
 	"github.com/opentreasury/treasury/internal/auth"
-	"github.com/opentreasury/treasury/internal/chain/devchain"
 	"github.com/opentreasury/treasury/internal/chain/keys"
 	"github.com/opentreasury/treasury/internal/ids"
 	"github.com/opentreasury/treasury/internal/policy"
@@ -26,6 +25,10 @@ import (
 )
 
 // Prices are the seeded USD prices.
+// EVMFailAddress is the destination whose transfers revert on the dev EVM chains (SPEC
+// 3.6): their token refuses it, and a contract that reverts sits there for native ones.
+const EVMFailAddress = "0x000000000000000000000000000000000000dEaD"
+
 var Prices = map[string]string{"ETH": "3000", "WBTC": "60000", "USDC": "1", "MATIC": "0.5", "SOL": "150"}
 
 // SolanaPayees are the Solana destinations of the seeded whitelist (SPEC 10), the public
@@ -175,13 +178,12 @@ const seededAction = "organization.seeded"
 // populate makes the demo organisation and the other one through the service's own
 // operations, as the operator's command, the one-time links, the Team page and the
 // routes do; only the ids and secrets are the credentials file's. What has no production
-// door is written as the dev bundle's own: the dev chains' funding (a faucet), which
-// wallets the in-process dev signer serves (autoSign), the first balances (devchainSync)
-// and the mark of a finished seed.
+// door is written as the dev bundle's own: which wallets the in-process dev signer serves
+// (autoSign), the first balances (plannedSync: what the dev chains then fund each wallet
+// with, as a faucet) and the mark of a finished seed.
 func populate(ctx context.Context, s *store.Store, c *Credentials, signer SignerKeys, log *slog.Logger) error {
 	next := &presets{ids: map[string]string{}, secrets: map[string]string{}}
-	dev := devchain.New(s)
-	sync := &devchainSync{store: s, dev: dev}
+	sync := &plannedSync{store: s, planned: map[string]map[string]decimal.Decimal{}}
 	svc := &service.Service{Store: s, Log: log, NewID: next.id, NewSecret: next.secret, WalletSync: sync}
 	sessions := service.NewSessions(s, auth.NewAuthenticator(s), time.Minute, nil, log)
 	if err := seedPrices(ctx, s, log); err != nil {
@@ -223,7 +225,7 @@ func populate(ctx context.Context, s *store.Store, c *Credentials, signer Signer
 			autoSign = append(autoSign, w.ID)
 		}
 		next.ids[ids.Wallet] = w.ID
-		if err := registerWallet(ctx, svc, dev, owner, w.Chain, label, key, balancePlan[i]); err != nil {
+		if err := registerWallet(ctx, svc, sync, owner, w.Chain, label, key, balancePlan[i]); err != nil {
 			return fmt.Errorf("wallet %s: %w", w.ID, err)
 		}
 	}
@@ -238,7 +240,7 @@ func populate(ctx context.Context, s *store.Store, c *Credentials, signer Signer
 	if err := sessions.SignOut(ctx, owner.Principal); err != nil {
 		return err
 	}
-	if err := populateOther(ctx, svc, next, dev, c.OtherOrg); err != nil {
+	if err := populateOther(ctx, svc, next, sync, c.OtherOrg); err != nil {
 		return fmt.Errorf("the other organisation: %w", err)
 	}
 	if sync.err != nil {
@@ -251,7 +253,7 @@ func populate(ctx context.Context, s *store.Store, c *Credentials, signer Signer
 
 // populateOther makes the second organisation, which exists to prove isolation: one pay
 // secret key, one funded wallet, the same policies. Nobody signs in to it.
-func populateOther(ctx context.Context, svc *service.Service, next *presets, dev *devchain.Chain, o OtherOrg) error {
+func populateOther(ctx context.Context, svc *service.Service, next *presets, sync *plannedSync, o OtherOrg) error {
 	next.ids[ids.Organization] = o.OrgID
 	if _, err := svc.CreateOrganization(ctx, "Other Org", "owner@other.example.com"); err != nil {
 		return err
@@ -264,7 +266,7 @@ func populateOther(ctx context.Context, svc *service.Service, next *presets, dev
 	if err != nil {
 		return err
 	}
-	if err := registerWallet(ctx, svc, dev, seedCaller(o.OrgID, "treasury"), "ethereum", "other org wallet", key, map[string]string{"ETH": "50"}); err != nil {
+	if err := registerWallet(ctx, svc, sync, seedCaller(o.OrgID, "treasury"), "ethereum", "other org wallet", key, map[string]string{"ETH": "50"}); err != nil {
 		return err
 	}
 	for _, app := range auth.Apps {
@@ -275,23 +277,20 @@ func populateOther(ctx context.Context, svc *service.Service, next *presets, dev
 	return nil
 }
 
-// devchainSync is the first balance sync of a registered wallet, read from the dev chains'
-// ledger, which the dev EVM chains are funded from when they start: the seed runs before
-// the worker that syncs wallets.
+// plannedSync is the first balance sync of a registered wallet: what the seed plans it to
+// hold, which the dev chains fund it with when they start (store.ChainHoldings): the seed
+// runs before the chains and the worker that syncs wallets from them.
 // The service only logs a failed sync (the schedule would sync the wallet later); the
 // seed keeps the error, so that no organisation is marked seeded without its balances.
-type devchainSync struct {
-	store *store.Store
-	dev   *devchain.Chain
-	err   error
+type plannedSync struct {
+	store   *store.Store
+	planned map[string]map[string]decimal.Decimal
+	err     error
 }
 
-func (d *devchainSync) SyncWallet(ctx context.Context, w workflows.WalletRef) error {
-	held, err := d.dev.Balances(ctx, w.Chain, w.Address)
-	if err == nil {
-		err = d.store.ReplaceBalances(ctx, w.ID, held, time.Now().UTC())
-	}
-	d.err = errors.Join(d.err, err)
+func (p *plannedSync) SyncWallet(ctx context.Context, w workflows.WalletRef) error {
+	err := p.store.ReplaceBalances(ctx, w.ID, p.planned[w.Address], time.Now().UTC())
+	p.err = errors.Join(p.err, err)
 	return err
 }
 
@@ -407,15 +406,14 @@ func createKeys(ctx context.Context, svc *service.Service, next *presets, c *Cre
 	return nil
 }
 
-// registerWallet funds a wallet on the dev chains, then registers it as an organisation
-// does: a challenge, signed with the wallet's key, whose registration reads the balances.
-func registerWallet(ctx context.Context, svc *service.Service, dev *devchain.Chain, who service.Caller, chainName, label string,
+// registerWallet plans a wallet's holdings, then registers it as an organisation does: a
+// challenge, signed with the wallet's key, whose registration syncs the balances.
+func registerWallet(ctx context.Context, svc *service.Service, sync *plannedSync, who service.Caller, chainName, label string,
 	key *keys.Key, holdings map[string]string) error {
 	address := addressOf(key)
-	for _, asset := range slices.Sorted(maps.Keys(holdings)) {
-		if err := dev.Fund(ctx, chainName, address, asset, decimal.RequireFromString(holdings[asset])); err != nil {
-			return err
-		}
+	sync.planned[address] = map[string]decimal.Decimal{}
+	for asset, amount := range holdings {
+		sync.planned[address][asset] = decimal.RequireFromString(amount)
 	}
 	challenge, err := svc.WalletChallenge(ctx, who, chainName, address, "")
 	if err != nil {
@@ -459,7 +457,7 @@ func seedPolicy(ctx context.Context, svc *service.Service, who service.Caller, a
 	switch app {
 	case "pay":
 		rules.DestinationWhitelist = []string{
-			"0x" + strings.Repeat("1", 40), "0x" + strings.Repeat("2", 40), devchain.RevertAddress,
+			"0x" + strings.Repeat("1", 40), "0x" + strings.Repeat("2", 40), EVMFailAddress,
 			SolanaPayees[0], SolanaPayees[1], devsvm.FrozenOwner,
 		}
 	case "trade":

@@ -21,11 +21,11 @@ import (
 	"github.com/shopspring/decimal"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/opentreasury/treasury/dev/devevm"
 	"github.com/opentreasury/treasury/dev/devsvm"
 	"github.com/opentreasury/treasury/internal/approvers"
 	"github.com/opentreasury/treasury/internal/auth"
 	"github.com/opentreasury/treasury/internal/chain"
-	"github.com/opentreasury/treasury/internal/chain/devchain"
 	"github.com/opentreasury/treasury/internal/chain/keys"
 	"github.com/opentreasury/treasury/internal/ids"
 	"github.com/opentreasury/treasury/internal/policy"
@@ -581,7 +581,7 @@ func TestSeededBalancesAndPrices(t *testing.T) {
 				t.Errorf("%s wallet (autoSign %v): %s %s, want %s", w.Chain, w.AutoSign, got[asset], asset, amt)
 			}
 		}
-		// The simulated chain holds the same amounts at the wallet's address.
+		// The dev chains fund the same amounts at the wallet's address.
 		sw, err := s.Wallet(ctx, creds.OrgID, w.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -589,13 +589,13 @@ func TestSeededBalancesAndPrices(t *testing.T) {
 		if sw.SyncedAt == nil {
 			t.Errorf("wallet %s has never been synced", w.ID)
 		}
-		onChain, err := s.DevchainBalances(ctx, w.Chain, sw.Address)
+		holdings, err := s.ChainHoldings(ctx, w.Chain)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for asset, amt := range want {
-			if !onChain[asset].Equal(decimal.RequireFromString(amt)) {
-				t.Errorf("devchain %s %s: %s %s, want %s", w.Chain, sw.Address, onChain[asset], asset, amt)
+			if funded := holdings[sw.Address][asset]; !funded.Equal(decimal.RequireFromString(amt)) {
+				t.Errorf("funded on %s at %s: %s %s, want %s", w.Chain, sw.Address, funded, asset, amt)
 			}
 		}
 	}
@@ -675,8 +675,8 @@ func TestSeededPolicies(t *testing.T) {
 			}
 		})
 	}
-	if devchain.RevertAddress != "0x000000000000000000000000000000000000dEaD" {
-		t.Errorf("devchain.RevertAddress = %s, not the address SPEC 3.6 documents", devchain.RevertAddress)
+	if EVMFailAddress != "0x000000000000000000000000000000000000dEaD" || EVMFailAddress != devevm.Dead.Hex() {
+		t.Errorf("EVMFailAddress = %s, not the address SPEC 3.6 documents, where the dev EVM chains revert (%s)", EVMFailAddress, devevm.Dead.Hex())
 	}
 }
 

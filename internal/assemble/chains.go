@@ -13,7 +13,6 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"github.com/opentreasury/treasury/internal/chain"
-	"github.com/opentreasury/treasury/internal/chain/devchain"
 	"github.com/opentreasury/treasury/internal/chain/evm"
 	"github.com/opentreasury/treasury/internal/chain/solana"
 	"github.com/opentreasury/treasury/internal/orders"
@@ -37,9 +36,8 @@ var Mainnet = map[string]evm.Config{
 
 // chainsFromEnv reads the chains' configuration: ETHEREUM_RPC_URL and POLYGON_RPC_URL
 // select mainnet with its tokens; EVM_CHAINS_FILE (a JSON array of chains) configures any
-// EVM chain in full and wins over both; SIMULATED_CHAINS names the chains run on the
-// simulated devchain (development only).
-func chainsFromEnv(get func(string) string) (served []string, evmChains []evm.Config, simulated []string, errs []string) {
+// EVM chain in full and wins over both.
+func chainsFromEnv(get func(string) string) (served []string, evmChains []evm.Config, errs []string) {
 	for _, name := range strings.Split(get("CHAINS"), ",") {
 		if name = strings.TrimSpace(name); name != "" {
 			if _, ok := orders.ChainAssets[name]; !ok {
@@ -69,47 +67,31 @@ func chainsFromEnv(get func(string) string) (served []string, evmChains []evm.Co
 			byName[c.Name] = c
 		}
 	}
-	for _, name := range strings.Split(get("SIMULATED_CHAINS"), ",") {
-		if name = strings.TrimSpace(name); name != "" {
-			simulated = append(simulated, name)
-		}
-	}
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		c := byName[name]
 		if c.RPCURL == "" {
 			errs = append(errs, "chain "+name+": no rpcUrl")
 		}
-		if slices.Contains(simulated, name) {
-			errs = append(errs, "chain "+name+": both configured and in SIMULATED_CHAINS")
-		}
 		evmChains = append(evmChains, c)
 	}
-	for _, name := range simulated {
-		if !slices.Contains(devchain.Chains, name) {
-			errs = append(errs, "SIMULATED_CHAINS: the devchain does not simulate "+name)
-		}
-	}
-	return served, evmChains, simulated, errs
+	return served, evmChains, errs
 }
 
 // solanaFromEnv reads Solana's configuration: SOLANA_RPC_URL, with mainnet's USDC mint
 // unless SOLANA_USDC_MINT names another (a devnet's, a local validator's);
 // SOLANA_GENESIS_HASH, when set, is checked against the node's; SOLANA_COMMITMENT is the
 // level a transaction counts as confirmed at (default finalized).
-func solanaFromEnv(get func(string) string, simulated []string) (*solana.Config, []string) {
+func solanaFromEnv(get func(string) string) *solana.Config {
 	url := get("SOLANA_RPC_URL")
 	if url == "" {
-		return nil, nil
-	}
-	if slices.Contains(simulated, solanaChain) {
-		return nil, []string{"chain solana: both SOLANA_RPC_URL and in SIMULATED_CHAINS"}
+		return nil
 	}
 	usdc := solana.MainnetUSDC
 	if mint := get("SOLANA_USDC_MINT"); mint != "" {
 		usdc.Mint = mint
 	}
 	return &solana.Config{Name: solanaChain, RPCURL: url, GenesisHash: get("SOLANA_GENESIS_HASH"),
-		Commitment: get("SOLANA_COMMITMENT"), Tokens: []solana.Token{usdc}}, nil
+		Commitment: get("SOLANA_COMMITMENT"), Tokens: []solana.Token{usdc}}
 }
 
 const solanaChain = "solana"
@@ -126,8 +108,7 @@ func howToConfigure(name string) string {
 }
 
 // Chains connects to every configured chain and serves each by its adapter. Every chain
-// orders may name must have one: a chain with no adapter refuses the start, never falls
-// back to the simulation, which runs only the chains SIMULATED_CHAINS names.
+// the worker serves (CHAINS) must have one: a chain with no adapter refuses the start.
 func (p *Process) Chains() Component {
 	return Component{Name: "chains",
 		Start: func(ctx context.Context) error {
@@ -153,17 +134,10 @@ func (p *Process) Chains() Component {
 				router[cfg.Name] = adapter
 				p.Log.Info("chain adapter ready", "chain", cfg.Name, "kind", "solana", "commitment", adapter.Config().Commitment)
 			}
-			if len(p.Config.SimulatedChains) > 0 {
-				sim := devchain.New(p.Store)
-				for _, name := range p.Config.SimulatedChains {
-					router[name] = sim
-					p.Log.Warn("chain simulated: no transaction reaches a real chain", "chain", name, "kind", "devchain")
-				}
-			}
 			for _, name := range p.Config.Chains {
 				if _, ok := router[name]; !ok {
-					return fmt.Errorf("chain %s is served (CHAINS) but has no adapter: %s, or, for development only, SIMULATED_CHAINS=%s",
-						name, howToConfigure(name), name)
+					return fmt.Errorf("chain %s is served (CHAINS) but has no adapter: %s, or leave it out of CHAINS",
+						name, howToConfigure(name))
 				}
 			}
 			p.chains = router

@@ -99,13 +99,11 @@ type Config struct {
 	// ReplaceStuckAfter is how long a leg's transaction may sit below the fee market before
 	// the worker asks for its replacement (the same call and nonce, a higher fee).
 	ReplaceStuckAfter time.Duration
-	// Chains are the chains the worker serves; each needs an adapter: one of EVMChains,
-	// Solana, or one of SimulatedChains, which run on the simulated devchain (development
-	// only).
-	Chains          []string
-	EVMChains       []evm.Config
-	Solana          *solana.Config
-	SimulatedChains []string
+	// Chains are the chains the worker serves; each needs an adapter: one of EVMChains, or
+	// Solana.
+	Chains    []string
+	EVMChains []evm.Config
+	Solana    *solana.Config
 	// PriceSources say where each asset's USD price is read from (prices.Defaults for the
 	// configured mainnets, replaced asset by asset by PRICES_FILE); PriceRefreshInterval
 	// is how often the price schedule reads them.
@@ -177,7 +175,6 @@ var EnvVars = []envVar{
 	{"SOLANA_USDC_MINT", "", "with SOLANA_RPC_URL: the USDC mint of that cluster (a devnet's, a local validator's); its decimals are checked at start"},
 	{"SOLANA_GENESIS_HASH", "", "with SOLANA_RPC_URL: checked against the node's genesis hash at start (mainnet-beta: 5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d)"},
 	{"SOLANA_COMMITMENT", "finalized", "with SOLANA_RPC_URL: when a Solana transaction counts as confirmed: processed, confirmed or finalized"},
-	{"SIMULATED_CHAINS", "", "development only: chains run on the simulated devchain, which moves no real money"},
 	{"PRICES_FILE", "", "JSON file of price sources, asset by asset: a Chainlink AggregatorV3 feed on a configured EVM chain ({asset, chain, feed, heartbeat}) or a fixed price ({asset, fixed}); replaces the mainnets' default feeds for the assets it names (docs/deployment.md, Prices)"},
 	{"PRICE_REFRESH_INTERVAL", "15s", "how often the Temporal Schedule reads every price source; a price older than twice its feed's heartbeat refuses orders (price_unavailable)"},
 	{"TREASURY_TOKEN", "", "treasury signer: a key with the sign action; treasury events tail: a key of the config's app"},
@@ -331,10 +328,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		ReplaceStuckAfter:    duration("REPLACE_STUCK_AFTER"),
 	}
 	var chainErrs []string
-	cfg.Chains, cfg.EVMChains, cfg.SimulatedChains, chainErrs = chainsFromEnv(get)
-	var solanaErrs []string
-	cfg.Solana, solanaErrs = solanaFromEnv(get, cfg.SimulatedChains)
-	chainErrs = append(chainErrs, solanaErrs...)
+	cfg.Chains, cfg.EVMChains, chainErrs = chainsFromEnv(get)
+	cfg.Solana = solanaFromEnv(get)
 	errs = append(errs, chainErrs...)
 	var priceErr error
 	if cfg.PriceSources, priceErr = priceSourcesFromEnv(get, cfg.EVMChains); priceErr != nil {

@@ -313,7 +313,7 @@ func TestChainsFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg, err := ConfigFromEnv(env(map[string]string{"ETHEREUM_RPC_URL": "http://geth:8545", "POLYGON_RPC_URL": "http://bor:8545",
-		"EVM_CHAINS_FILE": file, "SIMULATED_CHAINS": "solana"}))
+		"EVM_CHAINS_FILE": file}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,13 +324,8 @@ func TestChainsFromEnv(t *testing.T) {
 	if cfg.EVMChains[1].ChainID != 80002 || cfg.EVMChains[1].RPCURL != "http://amoy:8545" {
 		t.Fatalf("EVM_CHAINS_FILE wins over POLYGON_RPC_URL: %+v", cfg.EVMChains[1])
 	}
-	if !reflect.DeepEqual(cfg.SimulatedChains, []string{"solana"}) {
-		t.Fatalf("simulated: %v", cfg.SimulatedChains)
-	}
 	for _, bad := range []map[string]string{
-		{"SIMULATED_CHAINS": "bitcoin"},
 		{"CHAINS": "bitcoin"},
-		{"ETHEREUM_RPC_URL": "http://geth:8545", "SIMULATED_CHAINS": "ethereum"},
 		{"EVM_CHAINS_FILE": filepath.Join(dir, "missing.json")},
 	} {
 		if _, err := ConfigFromEnv(env(bad)); err == nil {
@@ -339,37 +334,17 @@ func TestChainsFromEnv(t *testing.T) {
 	}
 }
 
-// A worker refuses to start while a chain it serves has no adapter; the simulation serves
-// a chain only when SIMULATED_CHAINS names it.
+// A worker refuses to start while a chain it serves has no adapter: nothing is simulated.
 func TestAWorkerRefusesAChainWithoutAnAdapter(t *testing.T) {
-	for _, tc := range []struct {
-		env    map[string]string
-		refuse bool
-	}{
-		{map[string]string{}, true},
-		{map[string]string{"CHAINS": "solana"}, true},
-		{map[string]string{"CHAINS": "solana", "SIMULATED_CHAINS": "solana"}, false},
-		{map[string]string{"SIMULATED_CHAINS": "ethereum,solana"}, true},
-		{map[string]string{"SIMULATED_CHAINS": "ethereum,polygon,solana"}, false},
-	} {
-		cfg, err := ConfigFromEnv(env(tc.env))
+	for _, vars := range []map[string]string{{}, {"CHAINS": "solana"}} {
+		cfg, err := ConfigFromEnv(env(vars))
 		if err != nil {
 			t.Fatal(err)
 		}
 		p := NewProcess(cfg, "worker", slog.New(slog.DiscardHandler))
 		err = p.Chains().Start(context.Background())
-		if tc.refuse != (err != nil) {
-			t.Errorf("%v: start error %v, want refused %v", tc.env, err, tc.refuse)
-		}
-		if err != nil && !strings.Contains(err.Error(), "no adapter") {
-			t.Errorf("%v: the refusal says why: %v", tc.env, err)
-		}
-		if err == nil {
-			for _, name := range cfg.Chains {
-				if _, ok := p.chains[name]; !ok {
-					t.Errorf("%v: %s is not served", tc.env, name)
-				}
-			}
+		if err == nil || !strings.Contains(err.Error(), "no adapter") {
+			t.Errorf("%v: start error %v, want a refusal that says why", vars, err)
 		}
 	}
 }
@@ -474,9 +449,6 @@ func TestPasskeysBelongToTheConsolesDomain(t *testing.T) {
 // node of another cluster (its genesis hash) or a mint it does not have refuses the start.
 func TestSolanaIsServedFromSOLANA_RPC_URL(t *testing.T) {
 	node, info := devsvmtest.Start(t, 50*time.Millisecond)
-	if _, err := ConfigFromEnv(env(map[string]string{"SOLANA_RPC_URL": node.URL(), "SIMULATED_CHAINS": "solana"})); err == nil {
-		t.Error("solana both configured and simulated was accepted")
-	}
 	for _, tc := range []struct {
 		env    map[string]string
 		refuse string

@@ -28,7 +28,7 @@ import (
 	"github.com/opentreasury/treasury/api"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/dev/wait"
-	"github.com/opentreasury/treasury/internal/chain/devchain"
+	"github.com/opentreasury/treasury/internal/chain/fakechain"
 	"github.com/opentreasury/treasury/internal/chain/keys"
 	"github.com/opentreasury/treasury/internal/metrics"
 	"github.com/opentreasury/treasury/internal/service"
@@ -46,6 +46,8 @@ type suiteOrders struct {
 	m     *metrics.Metrics
 	log   *slog.Logger
 	mu    sync.Mutex
+	// chain is funded from the seeded balances at the first order.
+	chain *fakechain.Chain
 }
 
 func (w *suiteOrders) Start(context.Context, workflows.Submission) error { return nil }
@@ -61,9 +63,14 @@ func (w *suiteOrders) Submit(ctx context.Context, o workflows.Submission) (workf
 	suite.SetMetricsHandler(w.m.Temporal())
 	suite.SetLogger(sdklog.NewStructuredLogger(w.log))
 	env := suite.NewTestWorkflowEnvironment()
-	dev := devchain.New(w.store)
-	dev.BlockTime = 0
-	acts := &activities.Orders{Store: w.store, Chain: dev, Log: w.log}
+	if w.chain == nil {
+		var err error
+		if w.chain, err = fakechain.NewFunded(ctx, w.store.ChainHoldings); err != nil {
+			return workflows.PolicyDecision{}, err
+		}
+		w.chain.BlockTime = 0
+	}
+	acts := &activities.Orders{Store: w.store, Chain: w.chain, Log: w.log}
 	env.RegisterWorkflowWithOptions(workflows.OrderLifecycle, workflow.RegisterOptions{Name: workflows.OrderWorkflow})
 	// Registered as the worker registers it: every method, under its own name.
 	env.RegisterActivity(acts)

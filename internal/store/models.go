@@ -188,13 +188,3 @@ type AuditLog struct {
 }
 
 func (AuditLog) TableName() string { return "audit_logs" }
-
-// DevchainAccount is one asset balance on the simulated chain.
-type DevchainAccount struct {
-	Chain   string          `gorm:"primaryKey"`
-	Address string          `gorm:"primaryKey"`
-	Asset   string          `gorm:"primaryKey"`
-	Amount  decimal.Decimal `gorm:"type:numeric"`
-}
-
-func (DevchainAccount) TableName() string { return "devchain_accounts" }

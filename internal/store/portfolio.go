@@ -233,41 +233,25 @@ func (s *Store) Prices(ctx context.Context) (map[string]Price, error) {
 	return out, nil
 }
 
-// ErrInsufficientFunds means a devchain debit would take a balance below zero.
-var ErrInsufficientFunds = errors.New("insufficient funds")
-
-// DevchainCredit adds amount (negative: takes it) of an asset to an address on the
-// simulated chain. The account row is locked, so concurrent credits all count, and a
-// balance never goes below zero.
-func (s *Store) DevchainCredit(ctx context.Context, chain, address, asset string, amount decimal.Decimal) error {
-	return s.Tx(ctx, func(tx *Store) error {
-		err := tx.with(ctx).Clauses(clause.OnConflict{DoNothing: true}).
-			Create(&DevchainAccount{Chain: chain, Address: address, Asset: asset, Amount: decimal.Zero}).Error
-		if err != nil {
-			return err
-		}
-		var acc DevchainAccount
-		where := "chain = ? AND address = ? AND asset = ?"
-		if err := tx.forUpdate(ctx).Where(where, chain, address, asset).Take(&acc).Error; err != nil {
-			return err
-		}
-		next := acc.Amount.Add(amount)
-		if next.IsNegative() {
-			return fmt.Errorf("%w: devchain %s %s holds %s %s, cannot take %s", ErrInsufficientFunds, chain, address, acc.Amount, asset, amount.Neg())
-		}
-		return tx.with(ctx).Model(&DevchainAccount{}).Where(where, chain, address, asset).Update("amount", next).Error
-	})
-}
-
-// DevchainBalances returns the simulated chain's balances of one address.
-func (s *Store) DevchainBalances(ctx context.Context, chain, address string) (map[string]decimal.Decimal, error) {
-	var rows []DevchainAccount
-	if err := s.with(ctx).Where("chain = ? AND address = ?", chain, address).Find(&rows).Error; err != nil {
+// ChainHoldings returns, by address, the recorded balances of every wallet on a chain:
+// what its last sync read (for a wallet the dev seed made and nothing has synced yet, what
+// the seed planned it to hold, which the dev chains fund it with).
+func (s *Store) ChainHoldings(ctx context.Context, chain string) (map[string]map[string]decimal.Decimal, error) {
+	var rows []struct {
+		Address, Asset string
+		Amount         decimal.Decimal
+	}
+	err := s.with(ctx).Table("balances AS b").Select("w.address, b.asset, b.amount").
+		Joins("JOIN wallets AS w ON w.id = b.wallet_id").Where("w.chain = ?", chain).Scan(&rows).Error
+	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]decimal.Decimal, len(rows))
+	out := map[string]map[string]decimal.Decimal{}
 	for _, r := range rows {
-		out[r.Asset] = r.Amount
+		if out[r.Address] == nil {
+			out[r.Address] = map[string]decimal.Decimal{}
+		}
+		out[r.Address][r.Asset] = r.Amount
 	}
 	return out, nil
 }

@@ -156,7 +156,7 @@ func measure(devBin, credsPath, extra, scenario string, n, webhooks int, timeout
 }
 
 // lone submits n payments one after another, each once the one before it is confirmed,
-// and prints submit-to-confirmed latencies beside their physical floor: the devchain's
+// and prints submit-to-confirmed latencies beside their physical floor: the chain's
 // block time times its confirmations (given to the bundle in extra).
 func lone(devBin, extra, scenario string, n int, floor time.Duration, timeout time.Duration) error {
 	b, c, err := startLone(devBin, extra)
@@ -188,13 +188,6 @@ func lone(devBin, extra, scenario string, n int, floor time.Duration, timeout ti
 			floor, floor/2, (p50 - floor/2).Round(time.Millisecond))
 		devbundle.Summarize("a lone Solana payment, dev SVM", "p50 "+p50.Round(time.Millisecond).String(), "next slot, mean "+(floor/2).String(),
 			"+"+(p50-floor/2).Round(time.Millisecond).String(), "report", "")
-		return nil
-	}
-	if strings.Contains(extra, "--simulated-chains") {
-		fmt.Printf("lone payment, devchain: floor (block time x confirmations) %v; p50 above the floor %v (target: at most 50ms)\n",
-			floor, (p50 - floor).Round(time.Millisecond))
-		devbundle.Summarize("a lone payment above the block-time floor, devchain", "p50 "+p50.Round(time.Millisecond).String(), "floor "+floor.String(),
-			"+"+(p50-floor).Round(time.Millisecond).String(), "≤ +50ms", devbundle.Verdict(p50-floor <= 50*time.Millisecond))
 		return nil
 	}
 	// The in-process EVM chain seals a block every block time while transactions wait: a
@@ -229,11 +222,10 @@ func main() {
 	extra := flag.String("dev-args", "--rate-limit 100000 --rate-burst 100000", "flags for treasury-dev, space separated (the default lifts the per-key rate limit: one key drives the whole load)")
 	webhooks := flag.Int("webhooks", 0, "with N > 0, compare runs on fresh bundles without webhooks and with N webhooks of the app on every event (one local receiver)")
 	rounds := flag.Int("rounds", 3, "with -webhooks, how many times each kind runs, alternating")
-	chains := flag.Bool("chains", false, "compare, on fresh bundles in alternating rounds, the lifecycle on the in-process EVM chain with the same on the simulated devchain (treasury-dev --simulated-chains ethereum,polygon)")
 	svm := flag.Bool("svm", false, "compare, on fresh bundles in alternating rounds, the lifecycle on the dev Solana chain (scenario solana-payments) with the same on the in-process EVM chain")
 	loneN := flag.Int("lone", 0, "with N > 0, measure N payments submitted one at a time instead (a lone order's latency)")
-	block := flag.Duration("block-time", 200*time.Millisecond, "with -lone: the devchain's block time (passed to treasury-dev)")
-	confs := flag.Int("confirmations", 1, "with -lone: the devchain's confirmations (passed to treasury-dev)")
+	block := flag.Duration("block-time", 200*time.Millisecond, "with -lone: the chains' block time (passed to treasury-dev)")
+	confs := flag.Int("confirmations", 1, "with -lone: the chains' confirmations (passed to treasury-dev)")
 	signed := flag.Bool("signed", false, "with -lone: payments that need one approval, signed by treasury signer for the manual wallet, plain and then with signed approvals and the verifying signer")
 	flag.Parse()
 
@@ -250,13 +242,9 @@ func main() {
 		return
 	}
 
-	if *chains || *svm {
-		kinds := []chainKind{{"in-process EVM", *extra, *scenario}, {"devchain", *extra + " --simulated-chains ethereum,polygon", *scenario}}
-		target := 0.8
-		if *svm {
-			kinds, target = []chainKind{{"dev SVM", *extra, "solana-payments"}, {"in-process EVM", *extra, "payments"}}, 0
-		}
-		if err := compareChains(*devBin, kinds, target, *n, *rounds, *timeout); err != nil {
+	if *svm {
+		kinds := []chainKind{{"dev SVM", *extra, "solana-payments"}, {"in-process EVM", *extra, "payments"}}
+		if err := compareChains(*devBin, kinds, *n, *rounds, *timeout); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -318,11 +306,10 @@ func main() {
 // chainKind is one side of a comparison: the bundle's flags and the scenario it runs.
 type chainKind struct{ label, args, scenario string }
 
-// compareChains measures the lifecycle on two kinds of chain (the bundle's in-process EVM
-// chain beside the simulated devchain, or the dev Solana chain beside the in-process EVM
-// one), alternating fresh bundles, and prints the ratio of their median throughputs and
-// their CPU per order; target, when above zero, is the ratio wanted.
-func compareChains(devBin string, kinds []chainKind, target float64, n, rounds int, timeout time.Duration) error {
+// compareChains measures the lifecycle on two kinds of chain (the dev Solana chain beside
+// the in-process EVM one), alternating fresh bundles, and prints the ratio of their median
+// throughputs and their CPU per order.
+func compareChains(devBin string, kinds []chainKind, n, rounds int, timeout time.Duration) error {
 	rates, cpus := [2][]float64{}, [2][]time.Duration{}
 	for round := range rounds {
 		for k, kind := range kinds {
@@ -347,11 +334,7 @@ func compareChains(devBin string, kinds []chainKind, target float64, n, rounds i
 		a, b, rounds, aRate/bRate, aRate, bRate)
 	fmt.Printf("CPU per order on the %s / on the %s: %.2fx (%v / %v)\n",
 		a, b, float64(aCPU)/float64(bCPU), aCPU.Round(10*time.Microsecond), bCPU.Round(10*time.Microsecond))
-	wanted, verdict := "report", ""
-	if target > 0 {
-		wanted, verdict = fmt.Sprintf("≥ %.2f", target), devbundle.Verdict(aRate/bRate >= target)
-	}
 	devbundle.Summarize("lifecycle on the "+a+" ÷ on the "+b, fmt.Sprintf("%.1f orders/s", aRate), fmt.Sprintf("%.1f orders/s", bRate),
-		fmt.Sprintf("%.2f (CPU %.2fx)", aRate/bRate, float64(aCPU)/float64(bCPU)), wanted, verdict)
+		fmt.Sprintf("%.2f (CPU %.2fx)", aRate/bRate, float64(aCPU)/float64(bCPU)), "report", "")
 	return nil
 }
