@@ -641,10 +641,9 @@ func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows
 	if len(hashes) == 0 || legs[in.Position].SigningRequestID == nil {
 		return workflows.LegStatus{}, classify(fmt.Errorf("%w: the leg was never broadcast", errNotForThisStep))
 	}
-	latest, err := a.Store.SigningRequest(ctx, o.OrgID, *legs[in.Position].SigningRequestID)
-	if err != nil {
-		return workflows.LegStatus{}, err
-	}
+	// The latest request's transaction is read at the first lapse check only: most legs
+	// never need it.
+	var latest *store.SigningRequest
 	var lapseAsked time.Time
 	poll := a.ChainPoll
 	if poll <= 0 {
@@ -668,6 +667,11 @@ func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows
 		}
 		if in.Rebuilds && !mined && time.Since(lapseAsked) >= lapseCheck {
 			lapseAsked = time.Now()
+			if latest == nil {
+				if latest, err = a.Store.SigningRequest(ctx, o.OrgID, *legs[in.Position].SigningRequestID); err != nil {
+					return workflows.LegStatus{}, err
+				}
+			}
 			if st.Lapsed, err = a.Chain.Lapsed(ctx, o.Chain, hashes[len(hashes)-1], json.RawMessage(latest.UnsignedTx)); err != nil {
 				return workflows.LegStatus{}, err
 			}

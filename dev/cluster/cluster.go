@@ -65,11 +65,11 @@ type Options struct {
 	NoSeed bool
 	// AfterSeed, when set, runs once the seed has made the organisation and its wallets
 	// (Credentials, the dev signer's keys in DataDir) and before any worker or api process
-	// starts: what the processes read at start (EVM_CHAINS_FILE's chains, say) can be made
+	// starts: what the processes read at start (CHAINS_FILE's chains, say) can be made
 	// from the seeded wallets there.
 	AfterSeed func(ctx context.Context, c *Cluster) error
 	// NoDevChains leaves the chains to the caller, who serves them through Env
-	// (EVM_CHAINS_FILE, SOLANA_RPC_URL, CHAINS). Otherwise the launcher runs the dev chains
+	// (CHAINS_FILE, SOLANA_RPC_URL, CHAINS). Otherwise the launcher runs the dev chains
 	// (devchains: ethereum and polygon in its own process, served over HTTP on loopback,
 	// solana as a child process), funds the seeded wallets on them, and points every
 	// treasury process at them.
@@ -253,7 +253,7 @@ func (c *Cluster) devChains() assemble.Component {
 			if err != nil {
 				return err
 			}
-			if c.chainEnv, err = c.chains.Env(filepath.Join(c.opts.DataDir, "evm-chains.json")); err != nil {
+			if c.chainEnv, err = c.chains.Env(filepath.Join(c.opts.DataDir, "chains.json")); err != nil {
 				_ = c.chains.Close()
 			}
 			return err

@@ -24,8 +24,8 @@ import (
 	"github.com/opentreasury/treasury/dev/devevm"
 	"github.com/opentreasury/treasury/dev/devsvm"
 	"github.com/opentreasury/treasury/dev/seed"
+	"github.com/opentreasury/treasury/internal/assemble"
 	"github.com/opentreasury/treasury/internal/chain"
-	"github.com/opentreasury/treasury/internal/chain/evm"
 	"github.com/opentreasury/treasury/internal/chain/rpcproxy"
 	"github.com/opentreasury/treasury/internal/chain/solana"
 	"github.com/opentreasury/treasury/internal/store"
@@ -54,9 +54,8 @@ type Chains struct {
 	EVM *devevm.Chains
 	SVM *devsvm.Node
 	// Solana is the Solana adapter on SVM, as the treasury dials it.
-	Solana     *solana.Chain
-	solanaInfo devsvm.Info
-	store      *store.Store
+	Solana *solana.Chain
+	store  *store.Store
 }
 
 // SolanaChain is the name of the chain devsvm runs.
@@ -87,13 +86,14 @@ func Start(ctx context.Context, o Options) (c *Chains, err error) {
 	if c.SVM, err = devsvm.Start(context.WithoutCancel(ctx), devsvm.Options{Dir: SolanaDir(o.Dir), SlotTime: o.BlockTime, Log: o.Log}); err != nil {
 		return c, err
 	}
-	if c.solanaInfo, err = c.SVM.Info(ctx); err != nil {
+	info, err := c.SVM.Info(ctx)
+	if err != nil {
 		return c, err
 	}
 	// One confirmation, as on the dev EVM chains: confirmed is one slot deep.
-	c.Solana, err = solana.Dial(ctx, solana.Config{Name: SolanaChain, RPCURL: c.SVM.URL(), GenesisHash: c.solanaInfo.GenesisHash,
+	c.Solana, err = solana.Dial(ctx, solana.Config{Name: SolanaChain, RPCURL: c.SVM.URL(), GenesisHash: info.GenesisHash,
 		Commitment: "confirmed", SlotTime: solana.Duration(o.BlockTime),
-		Tokens: []solana.Token{{Symbol: "USDC", Mint: c.solanaInfo.USDCMint, Decimals: int32(c.solanaInfo.USDCDecimals)}}})
+		Tokens: []solana.Token{{Symbol: "USDC", Mint: info.USDCMint, Decimals: int32(info.USDCDecimals)}}})
 	if err != nil {
 		return c, err
 	}
@@ -194,27 +194,28 @@ func (c *Chains) Fund(ctx context.Context, chainName, address, asset string, amo
 	return c.EVM.Fund(ctx, chainName, address, asset, amount)
 }
 
-// Env writes the EVM chains' configuration to file and returns the environment that has
-// a treasury process of its own serve every dev chain: EVM_CHAINS_FILE and SOLANA_*. The
-// chains must serve HTTP (Options.HTTP).
+// Env writes every dev chain's configuration to file and returns the environment that
+// has a treasury process of its own serve them: CHAINS_FILE. The EVM chains must serve
+// HTTP (Options.HTTP).
 func (c *Chains) Env(file string) ([]string, error) {
-	var configs []evm.Config
+	var entries []assemble.ChainsFileEntry
 	for _, spec := range devevm.Specs {
 		cfg := c.EVM.Adapter(spec.Name).Config()
 		if cfg.RPCURL = c.EVM.Node(spec.Name).URL(); cfg.RPCURL == "" {
 			return nil, fmt.Errorf("devchains: %s serves no HTTP endpoint", spec.Name)
 		}
-		configs = append(configs, cfg)
+		entries = append(entries, assemble.ChainsFileEntry{EVM: &cfg})
 	}
-	raw, err := json.MarshalIndent(configs, "", "  ")
+	sol := c.Solana.Config()
+	entries = append(entries, assemble.ChainsFileEntry{Solana: &sol})
+	raw, err := json.MarshalIndent(entries, "", "  ")
 	if err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(file, raw, 0o600); err != nil {
 		return nil, err
 	}
-	return []string{"EVM_CHAINS_FILE=" + file, "SOLANA_RPC_URL=" + c.SVM.URL(), "SOLANA_USDC_MINT=" + c.solanaInfo.USDCMint,
-		"SOLANA_GENESIS_HASH=" + c.solanaInfo.GenesisHash, "SOLANA_COMMITMENT=confirmed"}, nil
+	return []string{"CHAINS_FILE=" + file}, nil
 }
 
 // Close stops every chain; they stay in their directories.

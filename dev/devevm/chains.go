@@ -56,7 +56,7 @@ type Chains struct {
 
 // deployment is what a chain's first start leaves in Dir/<name>/deployment.json: the
 // addresses it deployed, for the bundle's own restarts. It is not a chain configuration
-// for the treasury binary (that is EVM_CHAINS_FILE, docs/chains.md).
+// for the treasury binary (that is CHAINS_FILE, docs/chains.md).
 type deployment struct {
 	evm.Config
 	USDCDeployedIn string `json:"usdcDeployedIn"`

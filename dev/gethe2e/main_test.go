@@ -3,7 +3,7 @@
 // funded from its developer account; Solana's runtime runs as another (dev/devsvm), the
 // seeded Solana wallets funded on it; and the production topology (dev/cluster: Temporal on
 // PostgreSQL, two `treasury api` and two `treasury worker` processes) serves ethereum from
-// geth through EVM_CHAINS_FILE, at a depth of two confirmations, and solana from the SVM
+// geth through CHAINS_FILE, at a depth of two confirmations, and solana from the SVM
 // through SOLANA_RPC_URL, at the confirmed commitment. The processes reach each node through
 // a pass-through proxy of the test's, which tests arm to kill the workers between a
 // broadcast and its commit (and the Solana one follows the node to its new port when a test
@@ -104,7 +104,7 @@ type suite struct {
 	proxy   *rpcProxy
 	eth     *ethclient.Client
 	cluster *cluster.Cluster
-	// chain is the deployment on geth, as the workers read it from EVM_CHAINS_FILE.
+	// chain is the deployment on geth, as the workers read it from CHAINS_FILE.
 	chain evm.Config
 
 	// svm is Solana's runtime, svmProxy the proxy the treasury processes reach it through,
@@ -181,7 +181,7 @@ func start() (*suite, error) {
 		// read back every 5 s so that the service's positions can be compared with the
 		// chain's.
 		NoDevChains: true,
-		Env: []string{"CHAINS=ethereum,solana", "EVM_CHAINS_FILE=" + s.chainsFile,
+		Env: []string{"CHAINS=ethereum,solana", "CHAINS_FILE=" + s.chainsFile,
 			"SOLANA_RPC_URL=" + s.svmProxy.url(), "SOLANA_USDC_MINT=" + s.svmInfo.USDCMint,
 			"SOLANA_GENESIS_HASH=" + s.svmInfo.GenesisHash, "SOLANA_COMMITMENT=confirmed",
 			"RATE_LIMIT=100000", "RATE_BURST=100000", "BALANCE_SYNC_INTERVAL=5s",
@@ -208,7 +208,7 @@ func start() (*suite, error) {
 // deploy runs between the seed and the treasury processes: it deploys the dev contracts on
 // geth from the developer account, funds every seeded ethereum wallet with its SPEC 10
 // holdings, has the payer grant the vaults and pools their allowances, and writes the
-// chain's configuration where EVM_CHAINS_FILE points.
+// chain's configuration where CHAINS_FILE points.
 func (s *suite) deploy(ctx context.Context, c *cluster.Cluster) error {
 	if err := s.fundSolana(ctx, c); err != nil {
 		return err

@@ -91,7 +91,7 @@ func TestAnOrganisationFromNothingPaysOnGeth(t *testing.T) {
 		TreasuryBin: os.Getenv("TREASURY_BIN"), DevBin: os.Getenv("TREASURY_DEV_BIN"),
 		Postgres: s.postgres, Name: name, DataDir: filepath.Join(dir, "cluster"),
 		APIPorts: ports[:1], Workers: 1, TemporalPort: ports[1], UIPort: ports[2], NoSeed: true, NoDevChains: true,
-		Env: []string{"CHAINS=ethereum", "EVM_CHAINS_FILE=" + s.chainsFile, "PRICES_FILE=" + pricesFile,
+		Env: []string{"CHAINS=ethereum", "CHAINS_FILE=" + s.chainsFile, "PRICES_FILE=" + pricesFile,
 			"PRICE_REFRESH_INTERVAL=1s", "BALANCE_SYNC_INTERVAL=2s", "PUBLIC_URL=" + api},
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

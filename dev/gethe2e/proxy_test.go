@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// rpcProxy stands between the treasury processes and a node (EVM_CHAINS_FILE's rpcUrl, or
+// rpcProxy stands between the treasury processes and a node (CHAINS_FILE's rpcUrl, or
 // SOLANA_RPC_URL, points at it) and passes every JSON-RPC request through unchanged. Armed,
 // it lets the next transaction sent (eth_sendRawTransaction, or Solana's sendTransaction)
 // reach the node and, before handing the node's answer back, calls the hook, which kills

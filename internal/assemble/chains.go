@@ -1,6 +1,7 @@
 package assemble
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,7 +22,7 @@ import (
 
 // Mainnet are the EVM chains ETHEREUM_RPC_URL and POLYGON_RPC_URL select, with their
 // tokens. Swap routers, vaults and pools have no default: trades, Earn and Borrow on a
-// chain need them configured in EVM_CHAINS_FILE (see docs/chains.md).
+// chain need them configured in CHAINS_FILE (see docs/chains.md).
 var Mainnet = map[string]evm.Config{
 	"ethereum": {Name: "ethereum", ChainID: 1, NativeAsset: "ETH", Confirmations: 12, BlockTime: evm.Duration(12 * time.Second),
 		Tokens: []evm.Token{
@@ -35,9 +36,9 @@ var Mainnet = map[string]evm.Config{
 }
 
 // chainsFromEnv reads the chains' configuration: ETHEREUM_RPC_URL and POLYGON_RPC_URL
-// select mainnet with its tokens; EVM_CHAINS_FILE (a JSON array of chains) configures any
-// EVM chain in full and wins over both.
-func chainsFromEnv(get func(string) string) (served []string, evmChains []evm.Config, errs []string) {
+// select mainnet with its tokens, SOLANA_RPC_URL (and SOLANA_*) Solana; CHAINS_FILE (a JSON
+// array of chains, EVM and Solana) configures any chain in full and wins over them.
+func chainsFromEnv(get func(string) string) (served []string, evmChains []evm.Config, sol *solana.Config, errs []string) {
 	for _, name := range strings.Split(get("CHAINS"), ",") {
 		if name = strings.TrimSpace(name); name != "" {
 			if _, ok := orders.ChainAssets[name]; !ok {
@@ -54,17 +55,17 @@ func chainsFromEnv(get func(string) string) (served []string, evmChains []evm.Co
 			byName[name] = c
 		}
 	}
-	if path := get("EVM_CHAINS_FILE"); path != "" {
-		raw, err := os.ReadFile(path)
-		var listed []evm.Config
-		if err == nil {
-			err = json.Unmarshal(raw, &listed)
-		}
+	sol = solanaFromEnv(get)
+	if path := get("CHAINS_FILE"); path != "" {
+		listed, listedSolana, err := readChainsFile(path)
 		if err != nil {
-			errs = append(errs, "EVM_CHAINS_FILE: "+err.Error())
+			errs = append(errs, "CHAINS_FILE: "+err.Error())
 		}
 		for _, c := range listed {
 			byName[c.Name] = c
+		}
+		if listedSolana != nil {
+			sol = listedSolana
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
@@ -74,7 +75,85 @@ func chainsFromEnv(get func(string) string) (served []string, evmChains []evm.Co
 		}
 		evmChains = append(evmChains, c)
 	}
-	return served, evmChains, errs
+	return served, evmChains, sol, errs
+}
+
+// ChainsFileEntry is one chain of CHAINS_FILE: an EVM chain's configuration, or with
+// kind "solana" Solana's.
+type ChainsFileEntry struct {
+	Kind string `json:"kind"`
+	EVM  *evm.Config
+	// Solana is set for kind "solana".
+	Solana *solana.Config
+}
+
+// MarshalJSON writes the entry as one object: its kind beside the chain's fields.
+func (e ChainsFileEntry) MarshalJSON() ([]byte, error) {
+	if e.Solana != nil {
+		return json.Marshal(struct {
+			Kind string `json:"kind"`
+			solana.Config
+		}{chainKindSolana, *e.Solana})
+	}
+	if e.EVM == nil {
+		return nil, fmt.Errorf("a chains file entry with no chain")
+	}
+	return json.Marshal(struct {
+		Kind string `json:"kind"`
+		evm.Config
+	}{chainKindEVM, *e.EVM})
+}
+
+// UnmarshalJSON reads an entry by its kind: "evm" (the default) or "solana".
+func (e *ChainsFileEntry) UnmarshalJSON(raw []byte) error {
+	var head struct {
+		Kind string `json:"kind"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return err
+	}
+	e.Kind = head.Kind
+	switch head.Kind {
+	case "", chainKindEVM:
+		e.Kind, e.EVM = chainKindEVM, &evm.Config{}
+		return json.Unmarshal(raw, e.EVM)
+	case chainKindSolana:
+		e.Solana = &solana.Config{}
+		return json.Unmarshal(raw, e.Solana)
+	default:
+		return fmt.Errorf("chain kind %q is neither %q nor %q", head.Kind, chainKindEVM, chainKindSolana)
+	}
+}
+
+const (
+	chainKindEVM    = "evm"
+	chainKindSolana = "solana"
+)
+
+// readChainsFile reads CHAINS_FILE: EVM chains, and at most one Solana chain, named solana.
+func readChainsFile(path string) (evmChains []evm.Config, sol *solana.Config, err error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	var entries []ChainsFileEntry
+	if err := json.Unmarshal(raw, &entries); err != nil {
+		return nil, nil, err
+	}
+	for _, e := range entries {
+		if e.Solana == nil {
+			evmChains = append(evmChains, *e.EVM)
+			continue
+		}
+		if sol != nil {
+			return nil, nil, fmt.Errorf("two Solana chains; the service serves one, named %s", solanaChain)
+		}
+		if e.Solana.Name = cmp.Or(e.Solana.Name, solanaChain); e.Solana.Name != solanaChain {
+			return nil, nil, fmt.Errorf("a Solana chain named %q; the service's is named %s", e.Solana.Name, solanaChain)
+		}
+		sol = e.Solana
+	}
+	return evmChains, sol, nil
 }
 
 // solanaFromEnv reads Solana's configuration: SOLANA_RPC_URL, with mainnet's USDC mint
@@ -99,12 +178,12 @@ const solanaChain = "solana"
 // howToConfigure says how a chain gets a real adapter.
 func howToConfigure(name string) string {
 	if name == solanaChain {
-		return "set SOLANA_RPC_URL"
+		return "set SOLANA_RPC_URL or list it in CHAINS_FILE"
 	}
 	if _, ok := Mainnet[name]; ok {
-		return "set " + strings.ToUpper(name) + "_RPC_URL or list it in EVM_CHAINS_FILE"
+		return "set " + strings.ToUpper(name) + "_RPC_URL or list it in CHAINS_FILE"
 	}
-	return "list it in EVM_CHAINS_FILE if it is an EVM chain (Solana's is SOLANA_RPC_URL)"
+	return "list it in CHAINS_FILE"
 }
 
 // Chains connects to every configured chain and serves each by its adapter. Every chain

@@ -170,7 +170,7 @@ var EnvVars = []envVar{
 	{"CHAINS", "ethereum,polygon,solana", "the chains the worker serves; each needs an adapter, or the worker refuses to start"},
 	{"ETHEREUM_RPC_URL", "", "JSON-RPC URL of an Ethereum mainnet node: ethereum runs on the EVM adapter (USDC, WBTC; 12 confirmations)"},
 	{"POLYGON_RPC_URL", "", "JSON-RPC URL of a Polygon PoS node: polygon runs on the EVM adapter (USDC; 64 confirmations)"},
-	{"EVM_CHAINS_FILE", "", "JSON file listing EVM chains in full (chainId, rpcUrl, tokens, swap router, vaults, pools, confirmations, fee cap); wins over the two above (docs/chains.md)"},
+	{"CHAINS_FILE", "", "JSON file listing chains in full, EVM (chainId, rpcUrl, tokens, swap router, vaults, pools, confirmations, fee cap) and Solana (kind solana: rpcUrl, mints, commitment, fee cap); wins over the RPC URL variables (docs/chains.md)"},
 	{"SOLANA_RPC_URL", "", "JSON-RPC URL of a Solana node: solana runs on the Solana adapter (SOL, and USDC at mainnet-beta's mint unless SOLANA_USDC_MINT names another) (docs/chains.md)"},
 	{"SOLANA_USDC_MINT", "", "with SOLANA_RPC_URL: the USDC mint of that cluster (a devnet's, a local validator's); its decimals are checked at start"},
 	{"SOLANA_GENESIS_HASH", "", "with SOLANA_RPC_URL: checked against the node's genesis hash at start (mainnet-beta: 5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d)"},
@@ -328,8 +328,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		ReplaceStuckAfter:    duration("REPLACE_STUCK_AFTER"),
 	}
 	var chainErrs []string
-	cfg.Chains, cfg.EVMChains, chainErrs = chainsFromEnv(get)
-	cfg.Solana = solanaFromEnv(get)
+	cfg.Chains, cfg.EVMChains, cfg.Solana, chainErrs = chainsFromEnv(get)
 	errs = append(errs, chainErrs...)
 	var priceErr error
 	if cfg.PriceSources, priceErr = priceSourcesFromEnv(get, cfg.EVMChains); priceErr != nil {

@@ -2,6 +2,7 @@ package assemble
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -309,11 +310,12 @@ func TestConfigFromEnvReadsOnlyDocumentedNames(t *testing.T) {
 func TestChainsFromEnv(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "chains.json")
-	if err := os.WriteFile(file, []byte(`[{"name": "polygon", "chainId": 80002, "rpcUrl": "http://amoy:8545", "nativeAsset": "MATIC"}]`), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(`[{"name": "polygon", "chainId": 80002, "rpcUrl": "http://amoy:8545", "nativeAsset": "MATIC"},
+		{"kind": "solana", "rpcUrl": "http://devnet:8899", "commitment": "confirmed", "tokens": [{"symbol": "USDC", "mint": "4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU", "decimals": 6}]}]`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := ConfigFromEnv(env(map[string]string{"ETHEREUM_RPC_URL": "http://geth:8545", "POLYGON_RPC_URL": "http://bor:8545",
-		"EVM_CHAINS_FILE": file}))
+		"SOLANA_RPC_URL": "http://mainnet:8899", "CHAINS_FILE": file}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,14 +324,39 @@ func TestChainsFromEnv(t *testing.T) {
 		t.Fatalf("ETHEREUM_RPC_URL selects mainnet with its tokens: %+v", cfg.EVMChains)
 	}
 	if cfg.EVMChains[1].ChainID != 80002 || cfg.EVMChains[1].RPCURL != "http://amoy:8545" {
-		t.Fatalf("EVM_CHAINS_FILE wins over POLYGON_RPC_URL: %+v", cfg.EVMChains[1])
+		t.Fatalf("CHAINS_FILE wins over POLYGON_RPC_URL: %+v", cfg.EVMChains[1])
 	}
-	for _, bad := range []map[string]string{
+	if cfg.Solana == nil || cfg.Solana.Name != "solana" || cfg.Solana.RPCURL != "http://devnet:8899" || cfg.Solana.Commitment != "confirmed" ||
+		len(cfg.Solana.Tokens) != 1 || cfg.Solana.Tokens[0].Mint != "4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU" {
+		t.Fatalf("CHAINS_FILE's Solana chain wins over SOLANA_RPC_URL: %+v", cfg.Solana)
+	}
+	// What a file says is what the file written back from it says.
+	entries := []ChainsFileEntry{{EVM: &cfg.EVMChains[1]}, {Solana: cfg.Solana}}
+	raw, err := json.Marshal(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again []ChainsFileEntry
+	if err := json.Unmarshal(raw, &again); err != nil || len(again) != 2 || again[0].EVM == nil || again[0].EVM.ChainID != 80002 ||
+		again[1].Solana == nil || again[1].Solana.RPCURL != "http://devnet:8899" {
+		t.Fatalf("written back: %s, read %+v %v", raw, again, err)
+	}
+	bad := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for _, vars := range []map[string]string{
 		{"CHAINS": "bitcoin"},
-		{"EVM_CHAINS_FILE": filepath.Join(dir, "missing.json")},
+		{"CHAINS_FILE": filepath.Join(dir, "missing.json")},
+		{"CHAINS_FILE": bad("kind.json", `[{"kind": "bitcoin", "name": "bitcoin", "rpcUrl": "http://x"}]`)},
+		{"CHAINS_FILE": bad("two.json", `[{"kind": "solana", "rpcUrl": "http://a"}, {"kind": "solana", "rpcUrl": "http://b"}]`)},
+		{"CHAINS_FILE": bad("named.json", `[{"kind": "solana", "name": "eclipse", "rpcUrl": "http://a"}]`)},
 	} {
-		if _, err := ConfigFromEnv(env(bad)); err == nil {
-			t.Errorf("%v: accepted", bad)
+		if _, err := ConfigFromEnv(env(vars)); err == nil {
+			t.Errorf("%v: accepted", vars)
 		}
 	}
 }
@@ -390,13 +417,13 @@ func TestPriceSourcesFromEnv(t *testing.T) {
 	}
 
 	testnet := write("chains.json", `[{"name": "ethereum", "chainId": 11155111, "rpcUrl": "http://sepolia:8545", "nativeAsset": "ETH"}]`)
-	cfg, err = ConfigFromEnv(env(map[string]string{"EVM_CHAINS_FILE": testnet}))
+	cfg, err = ConfigFromEnv(env(map[string]string{"CHAINS_FILE": testnet}))
 	if err != nil || len(cfg.PriceSources) != 0 {
 		t.Fatalf("a testnet brings no sources: %+v, %v", cfg.PriceSources, err)
 	}
 	file := write("prices.json", `[{"asset": "ETH", "chain": "ethereum", "feed": "0x694AA1769357215DE4FAC081bf1f309aDC325306", "heartbeat": "1h"},
 		{"asset": "USDC", "fixed": "1.00"}]`)
-	cfg, err = ConfigFromEnv(env(map[string]string{"EVM_CHAINS_FILE": testnet, "PRICES_FILE": file}))
+	cfg, err = ConfigFromEnv(env(map[string]string{"CHAINS_FILE": testnet, "PRICES_FILE": file}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -495,19 +495,16 @@ func (c *Chain) Lapsed(ctx context.Context, chainName, hash string, fields json.
 	if finalized.BlockHeight <= f.LastValidBlockHeight+lapseMargin {
 		return false, nil
 	}
-	out, err := c.client.GetSignatureStatuses(ctx, true, id)
+	st, seenAt, err := c.status(ctx, id)
 	if err != nil {
-		return false, fmt.Errorf("solana: getSignatureStatuses: %s", chain.RedactURL(err))
-	}
-	if len(out.Value) != 1 {
-		return false, fmt.Errorf("solana: getSignatureStatuses answered %d statuses for one signature", len(out.Value))
+		return false, err
 	}
 	// Behind a load balancer the status may come from a node behind the one that gave the
 	// height, one that has not seen the block the transaction is in: ask again later.
-	if out.Context.Slot < finalized.AbsoluteSlot {
+	if seenAt < finalized.AbsoluteSlot {
 		return false, nil
 	}
-	return out.Value[0] == nil, nil
+	return st == nil, nil
 }
 
 // lapseMargin is how many blocks past its last valid one a transaction's blockhash must be
@@ -521,7 +518,7 @@ func (c *Chain) Known(ctx context.Context, stx chain.SignedTx) (string, bool, er
 	if err != nil {
 		return "", false, err
 	}
-	st, err := c.status(ctx, id)
+	st, _, err := c.status(ctx, id)
 	if err != nil {
 		return "", false, err
 	}
@@ -531,15 +528,16 @@ func (c *Chain) Known(ctx context.Context, stx chain.SignedTx) (string, bool, er
 	return id.String(), true, nil
 }
 
-func (c *Chain) status(ctx context.Context, id sol.Signature) (*rpc.SignatureStatusesResult, error) {
+// status reads one signature's status, and the slot of the node that answered.
+func (c *Chain) status(ctx context.Context, id sol.Signature) (st *rpc.SignatureStatusesResult, seenAt uint64, err error) {
 	out, err := c.client.GetSignatureStatuses(ctx, true, id)
 	if err != nil {
-		return nil, fmt.Errorf("solana: getSignatureStatuses: %s", chain.RedactURL(err))
+		return nil, 0, fmt.Errorf("solana: getSignatureStatuses: %s", chain.RedactURL(err))
 	}
 	if len(out.Value) != 1 {
-		return nil, fmt.Errorf("solana: getSignatureStatuses answered %d statuses for one signature", len(out.Value))
+		return nil, 0, fmt.Errorf("solana: getSignatureStatuses answered %d statuses for one signature", len(out.Value))
 	}
-	return out.Value[0], nil
+	return out.Value[0], out.Context.Slot, nil
 }
 
 // Status reads the transaction's signature status: pending until it reaches the configured
@@ -552,7 +550,7 @@ func (c *Chain) Status(ctx context.Context, chainName, hash string) (chain.TxSta
 	if err != nil {
 		return chain.TxStatus{}, fmt.Errorf("solana: %q is not a transaction signature", hash)
 	}
-	st, err := c.status(ctx, id)
+	st, _, err := c.status(ctx, id)
 	if err != nil {
 		return chain.TxStatus{}, err
 	}
