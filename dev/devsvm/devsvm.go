@@ -321,6 +321,17 @@ func (n *Node) Fund(ctx context.Context, address, asset string, amount decimal.D
 	return give(units.BigInt().Uint64())
 }
 
+// Fee is what the chain charged a landed transaction, in lamports.
+func (n *Node) Fee(ctx context.Context, signature string) (uint64, error) {
+	var tx struct {
+		Meta struct {
+			Fee uint64 `json:"fee"`
+		} `json:"meta"`
+	}
+	err := n.Call(ctx, "getTransaction", []any{signature, map[string]any{"encoding": "base64", "commitment": "confirmed"}}, &tx)
+	return tx.Meta.Fee, err
+}
+
 // AdvanceSlots moves the chain k slots on at once.
 func (n *Node) AdvanceSlots(ctx context.Context, k int) error {
 	var slot uint64

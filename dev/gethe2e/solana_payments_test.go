@@ -31,15 +31,11 @@ func (s *suite) solanaPayment(t *testing.T, walletID, asset, amount, payee strin
 // solanaFee is the fee the SVM charged a transaction, read from the chain.
 func (s *suite) solanaFee(t *testing.T, signature string) decimal.Decimal {
 	t.Helper()
-	var tx struct {
-		Meta struct {
-			Fee uint64 `json:"fee"`
-		} `json:"meta"`
+	lamports, err := s.svm.Fee(rpcContext(t), signature)
+	if err != nil {
+		t.Fatalf("the fee of %s: %v", signature, err)
 	}
-	if err := s.svm.Call(rpcContext(t), "getTransaction", []any{signature, map[string]any{"encoding": "json", "commitment": "confirmed"}}, &tx); err != nil {
-		t.Fatalf("getTransaction %s: %v", signature, err)
-	}
-	return decimal.NewFromUint64(tx.Meta.Fee).Shift(-9)
+	return decimal.NewFromUint64(lamports).Shift(-9)
 }
 
 // Payments on the SVM as a process of its own, through the public API with the Go client

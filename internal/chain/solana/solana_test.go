@@ -122,15 +122,11 @@ func (r *rig) balances(t *testing.T, address string) map[string]decimal.Decimal 
 // fee reads what the chain charged a transaction.
 func (r *rig) fee(t *testing.T, id string) decimal.Decimal {
 	t.Helper()
-	var tx struct {
-		Meta struct {
-			Fee uint64 `json:"fee"`
-		} `json:"meta"`
-	}
-	if err := r.node.Call(context.Background(), "getTransaction", []any{id, map[string]any{"encoding": "base64", "commitment": "confirmed"}}, &tx); err != nil {
+	lamports, err := r.node.Fee(context.Background(), id)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return decimal.NewFromUint64(tx.Meta.Fee).Shift(-9)
+	return decimal.NewFromUint64(lamports).Shift(-9)
 }
 
 func TestASOLPaymentLandsOnceWithItsExactAmountAndFee(t *testing.T) {
