@@ -283,7 +283,7 @@ func TestAPaymentOfMoreThanTheWalletHoldsFails(t *testing.T) {
 		l := newLifecycle(t, s)
 		ctx := context.Background()
 		const to = "0x1111111111111111111111111111111111111111"
-		// The wallet holds 1,000 ETH on the devchain; 1,000.5 ETH needs two approvers.
+		// The wallet holds 1,000 ETH on the fake chain; 1,000.5 ETH needs two approvers.
 		o, legs := l.draft(t, "payment", `{"walletId":"`+l.wallet.ID+`","asset":"ETH","amount":"1000.5","destination":{"address":"`+to+`"}}`)
 		st := l.run(t, o, legs, "key_a", "key_b")
 		got, legsNow, err := s.Order(ctx, o.ID)
@@ -317,7 +317,7 @@ func TestLifecycleWithApprovalRevertAndTwoLegs(t *testing.T) {
 		t.Fatalf("approval item %+v %v", item, err)
 	}
 	if item.Simulation != "" {
-		t.Fatalf("the simulated devchain cannot simulate, yet the item shows %s", item.Simulation)
+		t.Fatalf("the fake chain cannot simulate, yet the item shows %s", item.Simulation)
 	}
 	// The item states what is approved, canonically: the leg as its chain carries it.
 	var st approvers.Statement

@@ -21,7 +21,7 @@ import (
 	"github.com/opentreasury/treasury/workflows"
 )
 
-// flakyChain is the devchain except for addresses it is told to fail on.
+// flakyChain is the fake chain except for addresses it is told to fail on.
 type flakyChain struct {
 	chain.Adapter
 	failing map[string]bool

@@ -89,8 +89,8 @@ type SigningApproval = approvers.Evidence
 type SigningRequest struct {
 	Chain     string      `json:"chain"`
 	CreatedAt events.Time `json:"createdAt"`
-	// Digest is the hex of the 32 bytes to sign: on a simulated chain the SHA-256 of
-	// UnsignedTx, on an EVM chain the signing hash of the transaction UnsignedTx describes.
+	// Digest is the hex of the 32 bytes to sign: on an EVM chain the signing hash of the
+	// transaction UnsignedTx describes, on Solana the SHA-256 of its message.
 	Digest    string      `json:"digest"`
 	Domain    string      `json:"domain"`
 	ExpiresAt events.Time `json:"expiresAt"`
@@ -99,8 +99,8 @@ type SigningRequest struct {
 	OrderID   string      `json:"orderId"`
 	// RawUnsignedTx is the hex of the transaction's unsigned bytes, for a signer to decode
 	// itself instead of trusting UnsignedTx: on an EVM chain the EIP-1559 unsigned RLP
-	// (0x02 ‖ rlp(fields)), whose Keccak-256 is Digest; on a simulated chain the bytes of
-	// UnsignedTx, whose SHA-256 is Digest.
+	// (0x02 ‖ rlp(fields)), whose Keccak-256 is Digest; on Solana the serialized message,
+	// whose SHA-256 is Digest.
 	RawUnsignedTx string `json:"rawUnsignedTx"`
 	// Message, on Solana, is the base64 of the serialized transaction message: the bytes
 	// an ed25519 signature covers (RawUnsignedTx in hex), as Solana's runtime verifies them.
@@ -125,7 +125,7 @@ type SigningRequest struct {
 	Status string `json:"status"`
 	// UnsignedTx is the transaction to be signed, as JSON of its readable fields: on an
 	// EVM chain its chainId, nonce, from, to, value, gas, fees, data and the decoded call;
-	// on a simulated chain the order's canonical payload and its hash.
+	// on Solana the message's fee payer, blockhash, compute budget and instructions.
 	UnsignedTx string `json:"unsignedTx"`
 	WalletID   string `json:"walletId"`
 }

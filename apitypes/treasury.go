@@ -42,8 +42,7 @@ type Wallet struct {
 	// PublicKey is the wallet's public key: base64 for ed25519, hex of the compressed key
 	// for secp256k1 (whose signatures must recover to Address).
 	PublicKey string `json:"publicKey"`
-	// Scheme is what the wallet signs with: secp256k1 on EVM chains, ed25519 on a
-	// simulated chain.
+	// Scheme is what the wallet signs with: secp256k1 on EVM chains, ed25519 on Solana.
 	Scheme    string       `json:"scheme"`
 	USDValue  string       `json:"usdValue"`
 	SyncedAt  *events.Time `json:"syncedAt"`

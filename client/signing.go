@@ -18,8 +18,8 @@ import (
 // CheckSigningRequest verifies, before anything is signed, that a request's Digest is
 // derived from its UnsignedTx: for an EVM transaction (type eip1559) the EIP-1559 signing
 // hash of the transaction it describes, sent from address; for a Solana one (type solana)
-// the SHA-256 of its message, decoded from RawUnsignedTx and paid by address alone; on a simulated chain the
-// SHA-256 of its text. It does not judge the transaction itself: read UnsignedTx (its
+// the SHA-256 of its message, decoded from RawUnsignedTx and paid by address alone; in the
+// simulated chain's form of earlier releases (no chain makes it now) the SHA-256 of its text. It does not judge the transaction itself: read UnsignedTx (its
 // call, value and destination) for that.
 func CheckSigningRequest(r SigningRequest, address string) error {
 	if IsSolanaTransaction(r) {
@@ -61,8 +61,7 @@ func IsSolanaTransaction(r SigningRequest) bool {
 	return json.Unmarshal([]byte(r.UnsignedTx), &probe) == nil && probe.Type == solana.FieldsType
 }
 
-// IsEVMTransaction reports whether a signing request describes an EVM transaction, as
-// opposed to a simulated chain's.
+// IsEVMTransaction reports whether a signing request describes an EVM transaction.
 func IsEVMTransaction(r SigningRequest) bool {
 	var probe struct {
 		Type string `json:"type"`

@@ -297,7 +297,8 @@ func (c *Cluster) children(env []string) assemble.Component {
 				}
 				addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 				c.MetricsURLs[name] = "http://" + addr + "/metrics"
-				// The options' Env comes after the dev chains', so it can override them.
+				// The options' Env comes after the dev chains' CHAINS_FILE, so a caller's own
+				// CHAINS_FILE replaces it (a caller serving every chain itself sets NoDevChains).
 				return slices.Concat(c.chainEnv, env, extra, []string{"METRICS_ADDR=" + addr}), nil
 			}
 			for i := range c.opts.Workers + len(c.apiAddrs) {

@@ -64,10 +64,10 @@ const SolanaChain = "solana"
 // SolanaDir is where dev chains on dir keep Solana's.
 func SolanaDir(dir string) string { return filepath.Join(dir, "solana") }
 
-// Start starts every dev chain. A start that fails stops what it started.
-func Start(ctx context.Context, o Options) (c *Chains, err error) {
+// Start starts every dev chain. A start that fails stops what it started and returns nil.
+func Start(ctx context.Context, o Options) (_ *Chains, err error) {
 	o.BlockTime, o.Confirmations = cmp.Or(o.BlockTime, 200*time.Millisecond), cmp.Or(o.Confirmations, 1)
-	c = &Chains{store: o.Store}
+	c := &Chains{store: o.Store}
 	defer func() {
 		if err != nil {
 			_ = c.Close()
@@ -80,24 +80,27 @@ func Start(ctx context.Context, o Options) (c *Chains, err error) {
 	c.EVM, err = devevm.StartChains(ctx, devevm.ChainsOptions{Dir: filepath.Join(o.Dir, "chains"),
 		BlockTime: o.BlockTime, Confirmations: o.Confirmations, PricesUSD: prices, Wallets: c.evmWallets(o), HTTP: o.HTTP, Log: o.Log})
 	if err != nil {
-		return c, err
+		return nil, err
 	}
 	// The node lives until Close, not as long as the start's context.
 	if c.SVM, err = devsvm.Start(context.WithoutCancel(ctx), devsvm.Options{Dir: SolanaDir(o.Dir), SlotTime: o.BlockTime, Log: o.Log}); err != nil {
-		return c, err
+		return nil, err
 	}
 	info, err := c.SVM.Info(ctx)
 	if err != nil {
-		return c, err
+		return nil, err
 	}
 	// One confirmation, as on the dev EVM chains: confirmed is one slot deep.
 	c.Solana, err = solana.Dial(ctx, solana.Config{Name: SolanaChain, RPCURL: c.SVM.URL(), GenesisHash: info.GenesisHash,
 		Commitment: "confirmed", SlotTime: solana.Duration(o.BlockTime),
 		Tokens: []solana.Token{{Symbol: "USDC", Mint: info.USDCMint, Decimals: int32(info.USDCDecimals)}}})
 	if err != nil {
-		return c, err
+		return nil, err
 	}
-	return c, c.fundSolana(ctx)
+	if err := c.fundSolana(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // evmWallets funds every wallet of a dev EVM chain with what the store records it holds.

@@ -347,6 +347,9 @@ func account(t *testing.T, c *cluster.Cluster, orders []placed, hooks map[string
 	if lo != 1 || hi != 1 {
 		t.Errorf("transactions per leg %s over %d legs, want exactly 1", r.transactionsPerLeg, len(nonces))
 	}
+	if c.Chains() == nil {
+		t.Fatal("the cluster runs no dev chains to read the legs' transactions from")
+	}
 	for _, o := range orders {
 		placedOrder, legs, err := c.Store().Order(ctx, o.id)
 		if err != nil {

@@ -24,11 +24,11 @@ import (
 	"github.com/opentreasury/treasury/workflows"
 )
 
-// Prices are the seeded USD prices.
 // EVMFailAddress is the destination whose transfers revert on the dev EVM chains (SPEC
 // 3.6): their token refuses it, and a contract that reverts sits there for native ones.
 const EVMFailAddress = "0x000000000000000000000000000000000000dEaD"
 
+// Prices are the seeded USD prices.
 var Prices = map[string]string{"ETH": "3000", "WBTC": "60000", "USDC": "1", "MATIC": "0.5", "SOL": "150"}
 
 // SolanaPayees are the Solana destinations of the seeded whitelist (SPEC 10), the public
@@ -183,7 +183,7 @@ const seededAction = "organization.seeded"
 // with, as a faucet) and the mark of a finished seed.
 func populate(ctx context.Context, s *store.Store, c *Credentials, signer SignerKeys, log *slog.Logger) error {
 	next := &presets{ids: map[string]string{}, secrets: map[string]string{}}
-	sync := &plannedSync{store: s, planned: map[string]map[string]decimal.Decimal{}}
+	sync := &plannedSync{store: s, planned: map[string]map[string]map[string]decimal.Decimal{}}
 	svc := &service.Service{Store: s, Log: log, NewID: next.id, NewSecret: next.secret, WalletSync: sync}
 	sessions := service.NewSessions(s, auth.NewAuthenticator(s), time.Minute, nil, log)
 	if err := seedPrices(ctx, s, log); err != nil {
@@ -283,13 +283,26 @@ func populateOther(ctx context.Context, svc *service.Service, next *presets, syn
 // The service only logs a failed sync (the schedule would sync the wallet later); the
 // seed keeps the error, so that no organisation is marked seeded without its balances.
 type plannedSync struct {
-	store   *store.Store
-	planned map[string]map[string]decimal.Decimal
+	store *store.Store
+	// planned are the holdings by chain, then address.
+	planned map[string]map[string]map[string]decimal.Decimal
 	err     error
 }
 
+// plan records what a wallet is to hold, before its registration syncs it.
+func (p *plannedSync) plan(chainName, address string, holdings map[string]string) {
+	if p.planned[chainName] == nil {
+		p.planned[chainName] = map[string]map[string]decimal.Decimal{}
+	}
+	held := map[string]decimal.Decimal{}
+	for asset, amount := range holdings {
+		held[asset] = decimal.RequireFromString(amount)
+	}
+	p.planned[chainName][address] = held
+}
+
 func (p *plannedSync) SyncWallet(ctx context.Context, w workflows.WalletRef) error {
-	err := p.store.ReplaceBalances(ctx, w.ID, p.planned[w.Address], time.Now().UTC())
+	err := p.store.ReplaceBalances(ctx, w.ID, p.planned[w.Chain][w.Address], time.Now().UTC())
 	p.err = errors.Join(p.err, err)
 	return err
 }
@@ -411,10 +424,7 @@ func createKeys(ctx context.Context, svc *service.Service, next *presets, c *Cre
 func registerWallet(ctx context.Context, svc *service.Service, sync *plannedSync, who service.Caller, chainName, label string,
 	key *keys.Key, holdings map[string]string) error {
 	address := addressOf(key)
-	sync.planned[address] = map[string]decimal.Decimal{}
-	for asset, amount := range holdings {
-		sync.planned[address][asset] = decimal.RequireFromString(amount)
-	}
+	sync.plan(chainName, address, holdings)
 	challenge, err := svc.WalletChallenge(ctx, who, chainName, address, "")
 	if err != nil {
 		return err

@@ -78,25 +78,24 @@ func chainsFromEnv(get func(string) string) (served []string, evmChains []evm.Co
 	return served, evmChains, sol, errs
 }
 
-// ChainsFileEntry is one chain of CHAINS_FILE: an EVM chain's configuration, or with
-// kind "solana" Solana's.
+// ChainsFileEntry is one chain of CHAINS_FILE: an EVM chain's configuration (kind "evm",
+// the default), or Solana's (kind "solana").
 type ChainsFileEntry struct {
-	Kind string `json:"kind"`
-	EVM  *evm.Config
-	// Solana is set for kind "solana".
+	EVM    *evm.Config
 	Solana *solana.Config
 }
 
-// MarshalJSON writes the entry as one object: its kind beside the chain's fields.
+// MarshalJSON writes the entry as one object: its kind beside the chain's fields. Exactly
+// one of EVM and Solana is set.
 func (e ChainsFileEntry) MarshalJSON() ([]byte, error) {
+	if (e.Solana == nil) == (e.EVM == nil) {
+		return nil, fmt.Errorf("a chains file entry is one chain, EVM or Solana")
+	}
 	if e.Solana != nil {
 		return json.Marshal(struct {
 			Kind string `json:"kind"`
 			solana.Config
 		}{chainKindSolana, *e.Solana})
-	}
-	if e.EVM == nil {
-		return nil, fmt.Errorf("a chains file entry with no chain")
 	}
 	return json.Marshal(struct {
 		Kind string `json:"kind"`
@@ -112,10 +111,9 @@ func (e *ChainsFileEntry) UnmarshalJSON(raw []byte) error {
 	if err := json.Unmarshal(raw, &head); err != nil {
 		return err
 	}
-	e.Kind = head.Kind
 	switch head.Kind {
 	case "", chainKindEVM:
-		e.Kind, e.EVM = chainKindEVM, &evm.Config{}
+		e.EVM = &evm.Config{}
 		return json.Unmarshal(raw, e.EVM)
 	case chainKindSolana:
 		e.Solana = &solana.Config{}

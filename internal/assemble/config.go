@@ -5,6 +5,7 @@ package assemble
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"net/url"
@@ -122,6 +123,13 @@ type envVar struct {
 	Name, Default, Help string
 }
 
+// RemovedEnvVars are variables earlier releases read: set, they refuse the start with what
+// replaced them, rather than being ignored.
+var RemovedEnvVars = map[string]string{
+	"EVM_CHAINS_FILE":  "renamed CHAINS_FILE, which lists Solana too (docs/chains.md)",
+	"SIMULATED_CHAINS": "the simulated chain is gone: serve each chain in CHAINS from a node, or leave it out of CHAINS (docs/chains.md)",
+}
+
 // EnvVars lists every environment variable the treasury binary reads, with its default.
 var EnvVars = []envVar{
 	{"DATABASE_URL", "", "PostgreSQL URL of the treasury store (postgres://user:pass@host:5432/db?sslmode=disable)"},
@@ -223,6 +231,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return ""
 	}
 	var errs []string
+	for _, name := range slices.Sorted(maps.Keys(RemovedEnvVars)) {
+		if strings.TrimSpace(getenv(name)) != "" {
+			errs = append(errs, name+": "+RemovedEnvVars[name])
+		}
+	}
 	boolean := func(name string) bool {
 		b, err := strconv.ParseBool(get(name))
 		if err != nil {

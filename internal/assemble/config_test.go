@@ -296,6 +296,9 @@ func TestConfigFromEnvReadsOnlyDocumentedNames(t *testing.T) {
 	for _, n := range EnvVarNames() {
 		documented[n] = true
 	}
+	for n := range RemovedEnvVars { // read only to refuse them
+		documented[n] = true
+	}
 	_, err := ConfigFromEnv(func(name string) string {
 		if !documented[name] {
 			t.Errorf("ConfigFromEnv reads undocumented variable %s", name)
@@ -351,6 +354,8 @@ func TestChainsFromEnv(t *testing.T) {
 	for _, vars := range []map[string]string{
 		{"CHAINS": "bitcoin"},
 		{"CHAINS_FILE": filepath.Join(dir, "missing.json")},
+		{"EVM_CHAINS_FILE": file},
+		{"SIMULATED_CHAINS": "solana"},
 		{"CHAINS_FILE": bad("kind.json", `[{"kind": "bitcoin", "name": "bitcoin", "rpcUrl": "http://x"}]`)},
 		{"CHAINS_FILE": bad("two.json", `[{"kind": "solana", "rpcUrl": "http://a"}, {"kind": "solana", "rpcUrl": "http://b"}]`)},
 		{"CHAINS_FILE": bad("named.json", `[{"kind": "solana", "name": "eclipse", "rpcUrl": "http://a"}]`)},

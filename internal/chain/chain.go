@@ -1,6 +1,6 @@
 // Package chain is the boundary to blockchains: the Adapter interface the workers use.
-// evm implements it for EVM chains over JSON-RPC; devchain is the simulated one, for
-// chains with no real adapter and for tests.
+// evm implements it for EVM chains over JSON-RPC, solana for Solana; fakechain is an
+// in-memory one for tests that need no chain.
 package chain
 
 import (
@@ -60,7 +60,7 @@ type Intent struct {
 const (
 	// Secp256k1 signs EVM transactions: 65 bytes r‖s‖v over the EIP-1559 signing hash.
 	Secp256k1 = "secp256k1"
-	// Ed25519 signs the simulated chain's transactions: 64 bytes over a SHA-256.
+	// Ed25519 signs Solana transactions: 64 bytes over the serialized message.
 	Ed25519 = "ed25519"
 )
 
@@ -84,7 +84,7 @@ type Leg struct {
 	MaxSlippageBps int
 	// Protocol names an Earn or Borrow venue.
 	Protocol string
-	// Payload and PayloadHash are the order's canonical payload: the simulated chain signs
+	// Payload and PayloadHash are the order's canonical payload: the tests' fake chain signs
 	// over them; a real chain's transaction is derived from the fields above.
 	Payload     json.RawMessage
 	PayloadHash string
@@ -116,8 +116,8 @@ type Unsigned struct {
 	Fields json.RawMessage
 	// Raw is the transaction's unsigned bytes, the form a signer decodes itself instead of
 	// trusting Fields: on an EVM chain the EIP-1559 unsigned RLP (0x02 ‖ rlp(fields)),
-	// whose Keccak-256 is Digest; on the simulated chain the bytes of Fields, whose SHA-256
-	// is Digest.
+	// whose Keccak-256 is Digest; on Solana the serialized message, whose SHA-256 is Digest
+	// (on the tests' fake chain the bytes of Fields).
 	Raw []byte
 	// Digest is the hex of the 32 bytes to sign.
 	Digest string

@@ -94,8 +94,8 @@ type Wallet struct {
 	Chain     string
 	Address   string
 	PublicKey string
-	// Scheme is what the wallet signs with: secp256k1 on EVM chains, ed25519 on a
-	// simulated chain (chain.Secp256k1, chain.Ed25519).
+	// Scheme is what the wallet signs with: secp256k1 on EVM chains, ed25519 on Solana
+	// (chain.Secp256k1, chain.Ed25519).
 	Scheme    string `gorm:"default:ed25519"`
 	AutoSign  bool
 	Label     string
