@@ -19,13 +19,9 @@ import (
 	"github.com/opentreasury/treasury/internal/chain/keys"
 )
 
-// solanaPayment is a Solana payment from a wallet, created and submitted through the client.
-func (s *suite) solanaPayment(t *testing.T, walletID, asset, amount, payee string) string {
-	t.Helper()
-	id := s.create(t, client.DomainPayment, client.PaymentRequest{WalletID: walletID, Asset: asset, Amount: amount,
-		Destination: client.Destination{Address: payee}})
-	s.submit(t, client.DomainPayment, id)
-	return id
+// solanaPayment is a payment from a wallet, placed (created and submitted) by the client.
+func solanaPayment(walletID, asset, amount, payee string) client.PaymentRequest {
+	return client.PaymentRequest{WalletID: walletID, Asset: asset, Amount: amount, Destination: client.Destination{Address: payee}}
 }
 
 // solanaFee is the fee the SVM charged a transaction, read from the chain.
@@ -54,8 +50,8 @@ func TestSolanaPaymentsAgainstTheSVM(t *testing.T) {
 			t.Fatal(err)
 		}
 		walletBefore, payeeBefore := s.solanaBalances(t, payer), s.solanaBalances(t, payee)
-		solID := s.solanaPayment(t, s.solPayer.ID, "SOL", "1.25", payee)
-		usdcID := s.solanaPayment(t, s.solPayer.ID, "USDC", "3.141592", payee)
+		solID := s.place(t, client.DomainPayment, solanaPayment(s.solPayer.ID, "SOL", "1.25", payee))
+		usdcID := s.place(t, client.DomainPayment, solanaPayment(s.solPayer.ID, "USDC", "3.141592", payee))
 		done := s.waitEnded(t, client.DomainPayment, []string{solID, usdcID}, 2*time.Minute)
 		fees := decimal.Zero
 		for _, id := range []string{solID, usdcID} {
@@ -88,7 +84,7 @@ func TestSolanaPaymentsAgainstTheSVM(t *testing.T) {
 
 	t.Run("USDC to the frozen account fails with the token program's error", func(t *testing.T) {
 		before := s.solanaBalances(t, payer)
-		id := s.solanaPayment(t, s.solPayer.ID, "USDC", "5", devsvm.FrozenOwner)
+		id := s.place(t, client.DomainPayment, solanaPayment(s.solPayer.ID, "USDC", "5", devsvm.FrozenOwner))
 		o := s.waitEnded(t, client.DomainPayment, []string{id}, 2*time.Minute)[id].order
 		if o.Status != "failed" || o.Failure == nil || o.Failure.Code != "tx_reverted" || !strings.Contains(o.Failure.Message, "frozen") {
 			t.Fatalf("order %s is %s, failure %+v: want failed, tx_reverted, frozen", id, o.Status, o.Failure)
@@ -107,8 +103,7 @@ func TestSolanaPaymentsAgainstTheSVM(t *testing.T) {
 		for i := range ids {
 			amount := decimal.New(int64(1_000_000+i), -6)
 			total = total.Add(amount)
-			ids[i] = s.create(t, client.DomainPayment, client.PaymentRequest{WalletID: s.solPayer.ID, Asset: "USDC",
-				Amount: amount.String(), Destination: client.Destination{Address: payee}})
+			ids[i] = s.create(t, client.DomainPayment, solanaPayment(s.solPayer.ID, "USDC", amount.String(), payee))
 		}
 		s.submitAll(t, client.DomainPayment, ids)
 		done := s.waitEnded(t, client.DomainPayment, ids, 3*time.Minute)
@@ -149,7 +144,7 @@ func TestSolanaPaymentsAgainstTheSVM(t *testing.T) {
 		}
 		payee := seed.SolanaPayees[0]
 		payeeBefore := s.solanaBalances(t, payee)
-		id := s.solanaPayment(t, manual.ID, "USDC", "7.25", payee)
+		id := s.place(t, client.DomainPayment, solanaPayment(manual.ID, "USDC", "7.25", payee))
 		first := s.pendingRequest(t, id, "")
 
 		// A signature over other bytes than the message is refused, and the order waits on.

@@ -25,8 +25,7 @@ func (s *suite) solanaPayments(t *testing.T, n int, payee string) (ids []string,
 			asset, amount = "SOL", decimal.New(int64(1_000_000+i), -9)
 		}
 		total[asset] = total[asset].Add(amount)
-		ids = append(ids, s.create(t, client.DomainPayment, client.PaymentRequest{WalletID: s.solPayer.ID, Asset: asset,
-			Amount: amount.String(), Destination: client.Destination{Address: payee}}))
+		ids = append(ids, s.create(t, client.DomainPayment, solanaPayment(s.solPayer.ID, asset, amount.String(), payee)))
 	}
 	return ids, total
 }
