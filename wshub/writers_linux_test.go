@@ -78,6 +78,11 @@ func TestConcurrentWritersKeepFramesWholeAndInOrder(t *testing.T) {
 		next[msg.W]++
 	}
 	wg.Wait()
+	// The flusher counts a frame after its write returns, which may be after the client
+	// has read it: the count is eventual, and must settle at exactly every frame.
+	wait.For(t, 10*time.Second, "sent to count every frame", func() bool {
+		return c.sent.Load() >= writers*each
+	})
 	if got := c.sent.Load(); got != writers*each {
 		t.Fatalf("sent counts %d frames, want %d", got, writers*each)
 	}
