@@ -78,7 +78,7 @@ func evmLifecycle(t *testing.T) (*lifecycle, *evm.Chain, *atomic.Bool) {
 		PricesUSD: map[string]decimal.Decimal{"ETH": decimal.NewFromInt(3000), "USDC": decimal.NewFromInt(1)},
 		Funds: map[common.Address]map[string]decimal.Decimal{
 			common.HexToAddress(l.wallet.Address): {"ETH": decimal.NewFromInt(10), "USDC": decimal.NewFromInt(1000)}},
-		Spenders: []*ecdsa.PrivateKey{}})
+		Spenders: []*ecdsa.PrivateKey{l.keys[l.wallet.ID].ECDSA()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"go.temporal.io/sdk/activity"
 
 	"github.com/opentreasury/treasury/internal/approvers"
@@ -383,6 +384,14 @@ func legOf(o *store.Order, legs []store.OrderLeg, pos int, from string) (chain.L
 	switch d := o.Details.Details.(type) {
 	case *orders.Payment:
 		leg.To = d.Destination.Address
+		if d.IsBatch() {
+			part, _ := d.Part(o.Chain, pos)
+			leg.To, leg.Amount = "", decimal.Zero
+			for _, r := range part {
+				leg.Recipients = append(leg.Recipients, chain.Payee{To: r.Address, Amount: r.Amount})
+				leg.Amount = leg.Amount.Add(r.Amount)
+			}
+		}
 	case *orders.Trade:
 		leg.BuyAsset, leg.MaxSlippageBps = d.BuyAsset, d.MaxSlippageBps
 	case *orders.Earn:

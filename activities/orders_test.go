@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -326,7 +326,7 @@ func TestLifecycleWithApprovalRevertAndTwoLegs(t *testing.T) {
 	}
 	want := []chain.Intent{{Leg: "TRANSFER", To: "0x2222222222222222222222222222222222222222", Asset: "USDC", Amount: "20000000000"}}
 	if canonical, _ := st.Canonical(); string(canonical) != item.Statement || st.OrderID != big.ID || st.From != l.wallet.Address ||
-		st.RequiredApprovals != 1 || st.PolicyVersion == 0 || !slices.Equal(st.Intent, want) || st.ExpiresAt == "" {
+		st.RequiredApprovals != 1 || st.PolicyVersion == 0 || !reflect.DeepEqual(st.Intent, want) || st.ExpiresAt == "" {
 		t.Fatalf("statement %s", item.Statement)
 	}
 	// Its signing request carries the statement as its intent, and the decision on it.

@@ -220,8 +220,9 @@ type OrderDetails struct {
 	// Asset and Amount: payment, earn, borrow.
 	Asset  string `json:"asset,omitempty"`
 	Amount string `json:"amount,omitempty"`
-	// Payment.
+	// Payment: a destination, or a batch payment's recipients (Amount is then their total).
 	Destination *Destination `json:"destination,omitempty"`
+	Recipients  []Recipient  `json:"recipients,omitempty"`
 	Reference   string       `json:"reference,omitempty"`
 	// Trade.
 	SellAsset      string `json:"sellAsset,omitempty"`
@@ -238,6 +239,19 @@ type OrderDetails struct {
 type Destination struct {
 	Address string `json:"address"`
 	Label   string `json:"label,omitempty"`
+}
+
+// Recipient is one payee of a batch payment (SPEC 3.9), with where its payment stands:
+// the status, part and transaction of the TRANSFER leg that pays it (Part counts from 1,
+// the leg's position plus one).
+type Recipient struct {
+	Address   string  `json:"address"`
+	Amount    string  `json:"amount"`
+	Reference string  `json:"reference,omitempty"`
+	Label     string  `json:"label,omitempty"`
+	Part      int     `json:"part,omitempty"`
+	Status    string  `json:"status,omitempty"`
+	TxHash    *string `json:"txHash,omitempty"`
 }
 
 // Rejection is why an order was rejected: by the policy (with its violations), by an

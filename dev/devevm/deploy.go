@@ -35,8 +35,9 @@ type Plan struct {
 	Protocols []string
 	// Funds are the wallets' starting holdings, by address then asset.
 	Funds map[common.Address]map[string]decimal.Decimal
-	// Spenders are the wallets' keys: each grants the vaults and pools an allowance on
-	// every token, once, as a treasury sets up a new wallet.
+	// Spenders are the wallets' keys: each grants the vaults, the pools and the batch
+	// transfer contract an allowance on every token, once, as a treasury sets up a new
+	// wallet.
 	Spenders []*ecdsa.PrivateKey
 }
 
@@ -87,6 +88,11 @@ func (d *Deployer) Deploy(ctx context.Context, p Plan) (evm.Config, error) {
 		return cfg, fmt.Errorf("devevm: deploying the swap router: %w", err)
 	}
 	cfg.SwapRouter = &evm.Venue{Kind: evm.KindFixedPriceRouter, Address: router}
+	batch, err := d.create(ctx, contracts.BatchTransfer)
+	if err != nil {
+		return cfg, fmt.Errorf("devevm: deploying the batch transfer contract: %w", err)
+	}
+	cfg.BatchTransfer = &batch
 	routerABI := contracts.ABI(contracts.SwapRouter)
 	assets := append([]evm.Token{{Symbol: p.NativeAsset, Decimals: 18}}, cfg.Tokens...)
 	var sends []call
@@ -152,6 +158,7 @@ func (d *Deployer) Deploy(ctx context.Context, p Plan) (evm.Config, error) {
 	for _, k := range p.Spenders {
 		var grants []call
 		for _, t := range cfg.Tokens {
+			grants = append(grants, call{to: t.Address, abi: token, method: "approve", args: []any{batch, unlimited}})
 			for _, protocol := range p.Protocols {
 				for _, spender := range []common.Address{cfg.Vaults[protocol][t.Symbol], cfg.Pools[protocol].Address} {
 					grants = append(grants, call{to: t.Address, abi: token, method: "approve", args: []any{spender, unlimited}})

@@ -194,6 +194,52 @@ func paymentsReachTheirEnd(t *testing.T, databaseURL string) {
 		}
 	})
 
+	t.Run("a batch pays its whitelisted recipients, and one off the whitelist is refused by index", func(t *testing.T) {
+		batch := func(second string) string {
+			return fmt.Sprintf(`{"walletId":%q,"asset":"USDC","reference":"payroll","recipients":[`+
+				`{"address":"0x1111111111111111111111111111111111111111","amount":"1.5","reference":"emp-1","label":"Ada"},`+
+				`{"address":%q,"amount":"2.25"},{"address":"0x1111111111111111111111111111111111111111","amount":"1"}]}`, wallet, second)
+		}
+		r := send(t, "POST", api+"/payments", pay.SK, batch("0x2222222222222222222222222222222222222222"))
+		if r.status != 201 || r.body["amount"] != "4.75" || r.body["destination"] != nil || len(r.body["recipients"].([]any)) != 3 {
+			t.Fatalf("create %d %s", r.status, r.raw)
+		}
+		id := r.body["id"].(string)
+		if r := send(t, "POST", api+"/payments/"+id+"/submit", pay.SK, "{}"); r.status != 202 {
+			t.Fatalf("submit %d %s", r.status, r.raw)
+		}
+		o := waitStatus(t, api+"/payments/"+id, pay.Read, "confirmed")
+		legs := o["legs"].([]any)
+		hash := legs[0].(map[string]any)["txHash"]
+		if len(legs) != 1 || hash == nil {
+			t.Fatalf("legs %v: one part, one transaction", legs)
+		}
+		for i, x := range o["recipients"].([]any) {
+			rc := x.(map[string]any)
+			if rc["part"] != float64(1) || rc["status"] != "confirmed" || rc["txHash"] != hash {
+				t.Fatalf("recipient %d: %v", i, rc)
+			}
+		}
+		evs := call(t, "GET", api+"/events?orderId="+id, pay.Read).body["data"].([]any)
+		if last := evs[len(evs)-1].(map[string]any); last["event"] != "Order.Confirmed" || last["part"] != float64(1) || last["leg"] != "TRANSFER" {
+			t.Fatalf("the batch's last event: %v", last)
+		}
+
+		r = send(t, "POST", api+"/payments", pay.SK, batch("0x9999999999999999999999999999999999999999"))
+		if r.status != 201 {
+			t.Fatalf("create %d %s", r.status, r.raw)
+		}
+		id = r.body["id"].(string)
+		r = send(t, "POST", api+"/payments/"+id+"/submit", pay.SK, "{}")
+		if r.status != 422 || r.body["code"] != "policy_violation" || !strings.Contains(string(r.raw), "recipients[1] 0x9999999999999999999999999999999999999999") ||
+			strings.Contains(string(r.raw), "recipients[0]") {
+			t.Fatalf("submit %d %s", r.status, r.raw)
+		}
+		if r := send(t, "POST", api+"/payments", pay.SK, fmt.Sprintf(`{"walletId":%q,"asset":"USDC","recipients":[{"address":"0x1111111111111111111111111111111111111111","amount":"1"}]}`, wallet)); r.status != 422 {
+			t.Fatalf("a batch of one: %d %s", r.status, r.raw)
+		}
+	})
+
 	t.Run("the dead address reverts", func(t *testing.T) {
 		id := create("5", "0x000000000000000000000000000000000000dEaD")
 		if r := send(t, "POST", api+"/payments/"+id+"/submit", pay.SK, "{}"); r.status != 202 {

@@ -54,6 +54,24 @@ type Intent struct {
 	Amount   string `json:"amount"`
 	Contract string `json:"contract,omitempty"`
 	Method   string `json:"method,omitempty"`
+	// Recipients, for a part of a batch payment, are who it pays and how much each, in base
+	// units, in the order the transaction pays them; To is then the batch's contract and
+	// Amount their total.
+	Recipients []IntentPayee `json:"recipients,omitempty"`
+	// Token, for a batch of an ERC-20, is the token's contract.
+	Token string `json:"token,omitempty"`
+}
+
+// IntentPayee is one recipient of a batch payment's part, as its chain carries it.
+type IntentPayee struct {
+	To     string `json:"to"`
+	Amount string `json:"amount"`
+}
+
+// Payee is one recipient of a batch payment's part: its address and amount.
+type Payee struct {
+	To     string
+	Amount decimal.Decimal
 }
 
 // Signature schemes of wallets (SPEC 3.5).
@@ -79,6 +97,9 @@ type Leg struct {
 	Amount decimal.Decimal
 	// To is a payment's destination.
 	To string
+	// Recipients, for a part of a batch payment, are the recipients it pays, in order;
+	// Amount is then their total and To is empty.
+	Recipients []Payee
 	// BuyAsset and MaxSlippageBps are a trade's.
 	BuyAsset       string
 	MaxSlippageBps int

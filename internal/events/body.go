@@ -60,7 +60,10 @@ type OrderEvent struct {
 	ID      string   `json:"id"`
 	// Leg names the leg of a multi-leg order's leg events (Wallet.*, Order.Broadcast) and
 	// of its terminal event.
-	Leg         string `json:"leg,omitempty"`
+	Leg string `json:"leg,omitempty"`
+	// Part (a batch payment's leg events and its terminal event) is the part, from 1, of
+	// the batch the leg pays: the leg's position plus one.
+	Part        int    `json:"part,omitempty"`
 	OccurredAt  Time   `json:"occurredAt"`
 	OrderID     string `json:"orderId"`
 	OrderStatus string `json:"orderStatus"`

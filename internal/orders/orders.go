@@ -131,7 +131,7 @@ type field struct {
 }
 
 var domainFields = map[string][]field{
-	DomainPayment: {{"walletId", true}, {"asset", true}, {"amount", true}, {"destination", true}, {"reference", false}},
+	DomainPayment: {{"walletId", true}, {"asset", true}, {"amount", true}, {"destination", true}, {"reference", false}, {"recipients", false}},
 	DomainTrade:   {{"walletId", true}, {"sellAsset", true}, {"buyAsset", true}, {"sellAmount", true}, {"maxSlippageBps", true}},
 	DomainEarn:    {{"walletId", true}, {"protocol", true}, {"action", true}, {"asset", true}, {"amount", true}},
 	DomainBorrow:  {{"walletId", true}, {"protocol", true}, {"action", true}, {"asset", true}, {"amount", true}, {"collateralAsset", false}},
@@ -174,7 +174,19 @@ func Parse(domain string, body []byte) (Draft, []FieldError) {
 	for _, k := range unknown {
 		add(k, "is not a field of a %s", domain)
 	}
+	// A batch payment names its recipients instead of one destination and amount.
+	_, batch := raw["recipients"]
+	if batch && domain == DomainPayment {
+		for _, f := range []string{"amount", "destination"} {
+			if _, ok := raw[f]; ok {
+				add(f, "is not a field of a batch payment: each recipient has its own, and the order's amount is their total")
+			}
+		}
+	}
 	for _, f := range fields {
+		if batch && domain == DomainPayment && (f.name == "amount" || f.name == "destination") {
+			continue
+		}
 		if v, ok := raw[f.name]; f.required && (!ok || string(v) == "null") {
 			add(f.name, "is required")
 		} else if ok && HoldsNUL(v) {
@@ -206,21 +218,9 @@ func Parse(domain string, body []byte) (Draft, []FieldError) {
 			add(name, `must be a decimal string such as "1250.50", not a number`)
 			return
 		}
-		if len(s) > MaxAmountLength {
-			add(name, "is %d characters long; no chain carries an amount of more than %d", len(s), MaxAmountLength)
-			return
-		}
-		d, err := decimal.NewFromString(s)
-		switch {
-		case strings.HasPrefix(s, "-") && amountPattern.MatchString(s[1:]):
-			add(name, "must be greater than zero")
-		case err != nil || !amountPattern.MatchString(s):
-			add(name, "must be a decimal string such as \"1250.50\"")
-		case !d.IsPositive():
-			add(name, "must be greater than zero")
-		case -d.Exponent() > maxDecimals:
-			add(name, "has more than %d decimal places", maxDecimals)
-		default:
+		if d, msg := parseAmount(s); msg != "" {
+			add(name, "%s", msg)
+		} else {
 			*dst = d
 		}
 	}
@@ -258,6 +258,14 @@ func Parse(domain string, body []byte) (Draft, []FieldError) {
 			in.Destination = d
 		}
 	}
+	var recipients []Recipient
+	if v, ok := raw["recipients"]; ok && domain == DomainPayment && !HoldsNUL(v) {
+		if recipients = parseRecipients(v, add); recipients != nil {
+			for _, r := range recipients {
+				in.Amount = in.Amount.Add(r.Amount)
+			}
+		}
+	}
 	if len(in.Reference) > 200 {
 		add("reference", "must be at most 200 characters")
 	}
@@ -270,7 +278,8 @@ func Parse(domain string, body []byte) (Draft, []FieldError) {
 	draft := Draft{WalletID: in.WalletID}
 	switch domain {
 	case DomainPayment:
-		draft.Details = &Payment{Asset: in.Asset, Amount: in.Amount, Destination: in.Destination, Reference: in.Reference}
+		draft.Details = &Payment{Asset: in.Asset, Amount: in.Amount, Destination: in.Destination, Recipients: recipients,
+			Reference: in.Reference}
 	case DomainTrade:
 		draft.Details = &Trade{SellAsset: in.SellAsset, BuyAsset: in.BuyAsset, SellAmount: in.SellAmount, MaxSlippageBps: in.MaxSlippageBps}
 	case DomainEarn:
@@ -279,6 +288,25 @@ func Parse(domain string, body []byte) (Draft, []FieldError) {
 		draft.Details = &Borrow{Protocol: in.Protocol, Action: in.Action, Asset: in.Asset, Amount: in.Amount, CollateralAsset: in.CollateralAsset}
 	}
 	return draft, errs
+}
+
+// parseAmount reads an amount as written in a body, or says why it is not one.
+func parseAmount(s string) (decimal.Decimal, string) {
+	if len(s) > MaxAmountLength {
+		return decimal.Decimal{}, fmt.Sprintf("is %d characters long; no chain carries an amount of more than %d", len(s), MaxAmountLength)
+	}
+	d, err := decimal.NewFromString(s)
+	switch {
+	case strings.HasPrefix(s, "-") && amountPattern.MatchString(s[1:]):
+		return d, "must be greater than zero"
+	case err != nil || !amountPattern.MatchString(s):
+		return d, "must be a decimal string such as \"1250.50\""
+	case !d.IsPositive():
+		return d, "must be greater than zero"
+	case -d.Exponent() > maxDecimals:
+		return d, fmt.Sprintf("has more than %d decimal places", maxDecimals)
+	}
+	return d, ""
 }
 
 // NULMessage refuses a field that HoldsNUL.

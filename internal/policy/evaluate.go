@@ -27,8 +27,10 @@ type Order struct {
 	// App and WalletID are the order's app and wallet; Asset the asset it moves (a trade's
 	// the one it sells). With Destination they are the keys of the volume windows.
 	App, WalletID, Asset string
-	// Destination is a payment's destination address.
+	// Destination is a payment's destination address; Recipients, instead, a batch
+	// payment's recipients' addresses, in order.
 	Destination string
+	Recipients  []string
 	// SellAsset and BuyAsset are a trade's pair.
 	SellAsset, BuyAsset string
 	// Protocol is an earn or borrow order's protocol.
@@ -134,6 +136,14 @@ func (r Rules) Evaluate(o Order, u Usage) Evaluation {
 		add(RuleDailyVolumeUSD, ok, "wallet volume today would be %s USD against a limit of %s USD", total.StringFixedBank(2), r.DailyVolumeUSD.String())
 	}
 	for i, w := range r.Windows {
+		if w.Scope == ScopeDestination && len(o.Recipients) > 0 {
+			// A destination's window counts the orders to that destination; a batch's
+			// recipients would each need their share counted, which the windows do not
+			// keep. Refused rather than let through uncounted.
+			add(RuleWindows, false, "a destination window (%d h) cannot count a batch of %d recipients: pay them one by one, or scope the window by wallet, app or asset",
+				w.Hours, len(o.Recipients))
+			continue
+		}
 		key, ok := WindowKey(w, o)
 		if !ok {
 			continue
@@ -149,8 +159,25 @@ func (r Rules) Evaluate(o Order, u Usage) Evaluation {
 	}
 	switch o.Domain {
 	case "payment":
-		if len(r.DestinationWhitelist) > 0 {
-			ok := slices.ContainsFunc(r.DestinationWhitelist, func(a string) bool { return strings.EqualFold(a, o.Destination) })
+		switch listed := func(d string) bool {
+			return slices.ContainsFunc(r.DestinationWhitelist, func(a string) bool { return strings.EqualFold(a, d) })
+		}; {
+		case len(r.DestinationWhitelist) == 0:
+		case len(o.Recipients) > 0:
+			var off []string
+			for i, d := range o.Recipients {
+				if !listed(d) {
+					off = append(off, fmt.Sprintf("recipients[%d] %s", i, d))
+				}
+			}
+			if len(off) == 0 {
+				add(RuleDestinationWhitelist, true, "all %d recipients are on the whitelist", len(o.Recipients))
+			} else {
+				add(RuleDestinationWhitelist, false, "%d of %d recipients are not on the whitelist: %s", len(off), len(o.Recipients),
+					strings.Join(off, ", "))
+			}
+		default:
+			ok := listed(o.Destination)
 			add(RuleDestinationWhitelist, ok, "destination %s %s on the whitelist", o.Destination, isOrNot(ok))
 		}
 	case "trade":

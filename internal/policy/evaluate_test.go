@@ -115,3 +115,42 @@ func TestWindowsCountTheirKeysVolume(t *testing.T) {
 		t.Errorf("a destination window does not apply to a trade: %+v", e.Windows)
 	}
 }
+
+// TestABatchIsJudgedOnItsTotalAndEveryRecipient: limits and tiers see the batch's total;
+// the whitelist sees every recipient and names those off it by index; a destination window,
+// which cannot count a batch's recipients, refuses it rather than let it through uncounted.
+func TestABatchIsJudgedOnItsTotalAndEveryRecipient(t *testing.T) {
+	d := decimal.RequireFromString
+	r, err := Parse([]byte(`{"maxOrderUsd":"1000","destinationWhitelist":["0x1111111111111111111111111111111111111111","0x2222222222222222222222222222222222222222"],` +
+		`"approvalTiers":[{"minUsd":"500","quorum":1}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := []string{"0x1111111111111111111111111111111111111111", "0x2222222222222222222222222222222222222222"}
+	e := r.Evaluate(Order{Domain: "payment", AmountUSD: d("600"), Recipients: listed}, Usage{})
+	if !e.Allowed() || e.Quorum != 1 {
+		t.Fatalf("a whitelisted batch worth 600 USD: allowed %v, quorum %d (%+v)", e.Allowed(), e.Quorum, e.Checks)
+	}
+	e = r.Evaluate(Order{Domain: "payment", AmountUSD: d("1000.01"), Recipients: listed}, Usage{})
+	if v := e.Violations(); len(v) != 1 || v[0].Rule != RuleMaxOrderUSD {
+		t.Fatalf("a batch over the order limit in total: violations %+v", v)
+	}
+	off := append(slices.Clone(listed), "0x3333333333333333333333333333333333333333", "0x1111111111111111111111111111111111111111", "0xdead")
+	e = r.Evaluate(Order{Domain: "payment", AmountUSD: d("1"), Recipients: off}, Usage{})
+	v := e.Violations()
+	if len(v) != 1 || v[0].Rule != RuleDestinationWhitelist || !strings.Contains(v[0].Message, "recipients[2] 0x3333333333333333333333333333333333333333") ||
+		!strings.Contains(v[0].Message, "recipients[4] 0xdead") || strings.Contains(v[0].Message, "recipients[3]") {
+		t.Fatalf("a batch with recipients off the whitelist: violations %+v", v)
+	}
+	w, err := Parse([]byte(`{"windows":[{"scope":"destination","hours":1,"limitUsd":"100"},{"scope":"wallet","hours":24,"limitUsd":"1000"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e = w.Evaluate(Order{Domain: "payment", WalletID: "wal_1", AmountUSD: d("1"), Recipients: listed}, Usage{})
+	if v := e.Violations(); len(v) != 1 || v[0].Rule != RuleWindows || !strings.Contains(v[0].Message, "destination window") {
+		t.Fatalf("a batch under a destination window: violations %+v", v)
+	}
+	if len(e.Windows) != 1 || e.Windows[0].Key != "wal_1" {
+		t.Fatalf("the wallet's window still counts the batch: %+v", e.Windows)
+	}
+}

@@ -31,6 +31,15 @@ func (o *Order) Answer() apitypes.Order {
 			}
 		}
 	}
+	if p, ok := o.Details.Details.(*orders.Payment); ok && p.IsBatch() {
+		for pos, l := range o.Legs {
+			part, first := p.Part(o.Chain, pos)
+			for i := range part {
+				r := &out.Recipients[first+i]
+				r.Part, r.Status, r.TxHash = pos+1, string(l.Status), l.TxHash
+			}
+		}
+	}
 	if o.FailureCode != nil {
 		out.Failure = &events.Failure{Code: *o.FailureCode}
 		if o.FailureMessage != nil {
@@ -64,8 +73,15 @@ func (o *Order) Answer() apitypes.Order {
 func DetailsAnswer(d orders.Details) apitypes.OrderDetails {
 	switch d := d.(type) {
 	case *orders.Payment:
-		return apitypes.OrderDetails{Asset: d.Asset, Amount: d.Amount.String(), Reference: d.Reference,
-			Destination: &apitypes.Destination{Address: d.Destination.Address, Label: d.Destination.Label}}
+		out := apitypes.OrderDetails{Asset: d.Asset, Amount: d.Amount.String(), Reference: d.Reference}
+		if !d.IsBatch() {
+			out.Destination = &apitypes.Destination{Address: d.Destination.Address, Label: d.Destination.Label}
+		}
+		for _, r := range d.Recipients {
+			out.Recipients = append(out.Recipients, apitypes.Recipient{Address: r.Address, Amount: r.Amount.String(),
+				Reference: r.Reference, Label: r.Label})
+		}
+		return out
 	case *orders.Trade:
 		return apitypes.OrderDetails{SellAsset: d.SellAsset, BuyAsset: d.BuyAsset, SellAmount: d.SellAmount.String(),
 			MaxSlippageBps: d.MaxSlippageBps}

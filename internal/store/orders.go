@@ -398,10 +398,15 @@ func sameLeg(a, b OrderLeg) bool {
 func newEvent(o *Order, legs []OrderLeg, ch OrderChange, at time.Time) (*Event, error) {
 	ev := &Event{ID: ids.New(ids.Event), OrgID: o.OrgID, App: o.App, Domain: o.Domain, OrderID: o.ID, WalletID: o.WalletID,
 		Sequence: o.EventSequence, Event: ch.Event.Name, Step: ch.Step, CorrelationID: ch.CorrelationID, OccurredAt: at}
-	if pos := ch.Event.Leg; pos != nil && len(legs) > 1 && *pos < len(legs) {
-		ev.Leg = legs[*pos].Leg
-	}
 	body := ch.Event.Body
+	if pos := ch.Event.Leg; pos != nil && *pos < len(legs) {
+		// A batch payment's leg events say which part they are of, however many parts.
+		if p, ok := o.Details.Details.(*orders.Payment); ok && p.IsBatch() {
+			ev.Leg, body.Part = legs[*pos].Leg, *pos+1
+		} else if len(legs) > 1 {
+			ev.Leg = legs[*pos].Leg
+		}
+	}
 	body.ID, body.Event, body.Domain, body.OrderID, body.WalletID = ev.ID, ev.Event, ev.Domain, ev.OrderID, ev.WalletID
 	body.OrderStatus, body.Sequence, body.CorrelationID = string(o.Status), ev.Sequence, ev.CorrelationID
 	body.OccurredAt, body.Leg = events.TimeOf(at), ev.Leg

@@ -46,6 +46,9 @@ func (c *Chain) legCall(ctx context.Context, leg chain.Leg, from common.Address,
 	zero := new(big.Int)
 	switch leg.Kind {
 	case "TRANSFER":
+		if len(leg.Recipients) > 0 {
+			return c.batchCall(leg, asset, isToken)
+		}
 		if !common.IsHexAddress(leg.To) {
 			return intent{}, fmt.Errorf("evm: the destination %q is not an address", leg.To)
 		}
@@ -179,6 +182,9 @@ func (c *Chain) Describe(leg chain.Leg) (chain.Intent, error) {
 	}
 	switch leg.Kind {
 	case "TRANSFER":
+		if len(leg.Recipients) > 0 {
+			return c.describeBatch(leg, in, asset, isToken)
+		}
 		if !common.IsHexAddress(leg.To) {
 			return chain.Intent{}, fmt.Errorf("evm: the destination %q is not an address", leg.To)
 		}

@@ -29,6 +29,10 @@ type Config struct {
 	Tokens []Token `json:"tokens"`
 	// SwapRouter executes trades' SWAP legs; APPROVE legs approve it.
 	SwapRouter *Venue `json:"swapRouter,omitempty"`
+	// BatchTransfer is the contract batch payments go through (DevBatchTransfer's
+	// batchTransferToken and batchTransferNative); a wallet grants it an allowance on each
+	// token once. Without it, batch payments on the chain fail unsupported_asset.
+	BatchTransfer *common.Address `json:"batchTransfer,omitempty"`
 	// Vaults are the ERC-4626 vaults of Earn, by protocol then asset.
 	Vaults map[string]map[string]common.Address `json:"vaults,omitempty"`
 	// Pools are the lending pools of Borrow, by protocol.

@@ -240,6 +240,19 @@ func CheckMovements(tx *types.Transaction, in chain.Intent, wallet common.Addres
 		}
 		return a, nil
 	}
+	if in.Leg == "TRANSFER" && len(in.Recipients) > 0 {
+		asset := NativeAddress
+		if in.Method == batchToken {
+			var err error
+			if asset, err = argAsset(0); err != nil {
+				return err
+			}
+		}
+		if err := batchMovements(in, asset, wallet, o); err != nil {
+			return err
+		}
+		return checkAllowances(tx, in, wallet, o, amount)
+	}
 	vault := common.HexToAddress(in.Contract)
 	// out is what may leave the wallet: of asset (any one asset when anyAsset), to
 	// recipient when set, exactly amount (at most, when atMost); nothing when !spends.
@@ -327,6 +340,12 @@ func CheckMovements(tx *types.Transaction, in chain.Intent, wallet common.Addres
 			return fmt.Errorf("the wallet does not receive what the %s leg is for: at least %s base units of %s", in.Leg, gainAtLeast, what)
 		}
 	}
+	return checkAllowances(tx, in, wallet, o, amount)
+}
+
+// checkAllowances holds the wallet's Approval events to the leg: an APPROVE emits exactly
+// its own; any other leg only the allowance of the contract it calls, as it is spent.
+func checkAllowances(tx *types.Transaction, in chain.Intent, wallet common.Address, o Outcome, amount *big.Int) error {
 	approvals := 0
 	for _, a := range o.Approvals {
 		if a.Owner != wallet {

@@ -83,6 +83,7 @@ var knownCalls = []struct {
 	{contracts.SwapRouter, "swapExactInput", []int{4}},
 	{contracts.Vault, "deposit", []int{1}}, {contracts.Vault, "withdraw", []int{1, 2}}, {contracts.Vault, "claimRewards", []int{0}},
 	{contracts.LendingPool, "borrow", []int{4}}, {contracts.LendingPool, "repay", []int{3}},
+	{contracts.BatchTransfer, batchToken, nil}, {contracts.BatchTransfer, batchNative, nil},
 }
 
 // ErrUnknownCall: the data calls no method the adapter's legs call.
@@ -174,6 +175,12 @@ func CheckIntent(tx *types.Transaction, in chain.Intent) error {
 		return errors.Join(same("borrower", addr(4), in.To), equal("amount", num(1)))
 	case "repay":
 		return errors.Join(same("borrower", addr(3), in.To), equal("amount", num(1)))
+	case batchToken, batchNative:
+		var err error
+		if c.Method == batchToken {
+			err = same("token", addr(0), in.Token)
+		}
+		return errors.Join(err, checkBatchIntent(c, tx.Value(), in))
 	}
 	return fmt.Errorf("no intent check for %s", c.Method)
 }

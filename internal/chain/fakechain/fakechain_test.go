@@ -2,6 +2,7 @@ package fakechain
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -94,7 +95,7 @@ func TestFakechainDescribesALegInBaseUnits(t *testing.T) {
 	d := &Chain{}
 	payment, err := d.Describe(chain.Leg{Chain: "ethereum", Kind: "TRANSFER", From: "0xaaa", To: "0xbbb", Asset: "USDC",
 		Amount: decimal.RequireFromString("400.5")})
-	if err != nil || payment != (chain.Intent{Leg: "TRANSFER", To: "0xbbb", Asset: "USDC", Amount: "400500000"}) {
+	if err != nil || !reflect.DeepEqual(payment, chain.Intent{Leg: "TRANSFER", To: "0xbbb", Asset: "USDC", Amount: "400500000"}) {
 		t.Fatalf("payment %+v %v", payment, err)
 	}
 	swap, err := d.Describe(chain.Leg{Chain: "ethereum", Kind: "SWAP", From: "0xaaa", Asset: "ETH", Amount: decimal.RequireFromString("1.25")})

@@ -6,7 +6,7 @@ const fs = require('fs');
 const path = require('path');
 const solc = require('solc');
 
-const names = ['DevToken', 'DevRevert', 'DevSwapRouter', 'DevVault', 'DevLendingPool', 'DevPriceFeed'];
+const names = ['DevToken', 'DevRevert', 'DevSwapRouter', 'DevVault', 'DevLendingPool', 'DevPriceFeed', 'DevBatchTransfer'];
 const sources = {};
 for (const n of names) sources[n + '.sol'] = { content: fs.readFileSync(path.join(__dirname, n + '.sol'), 'utf8') };
 const input = {

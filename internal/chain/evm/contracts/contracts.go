@@ -23,12 +23,14 @@ const (
 	Vault       = "DevVault"
 	LendingPool = "DevLendingPool"
 	PriceFeed   = "DevPriceFeed"
+	// BatchTransfer pays many recipients in one transaction (batch payments).
+	BatchTransfer = "DevBatchTransfer"
 )
 
 var abis = map[string]abi.ABI{}
 
 func init() {
-	for _, name := range []string{Token, Revert, SwapRouter, Vault, LendingPool, PriceFeed} {
+	for _, name := range []string{Token, Revert, SwapRouter, Vault, LendingPool, PriceFeed, BatchTransfer} {
 		raw, err := files.ReadFile(name + ".abi")
 		if err != nil {
 			panic(err)
