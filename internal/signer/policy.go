@@ -110,7 +110,8 @@ type Rules struct {
 }
 
 // ContractRule names a contract and methods of it: transfer, approve, swapExactInput,
-// deposit, withdraw, claimRewards, borrow, repay.
+// deposit, withdraw, claimRewards, borrow, repay, and a batch transfer contract's
+// batchTransferToken and batchTransferNative.
 type ContractRule struct {
 	Address string   `json:"address"`
 	Methods []string `json:"methods"`
@@ -133,7 +134,8 @@ func refusal(reason, format string, args ...any) *Refusal {
 var unlimited = new(big.Int).Lsh(big.NewInt(1), 255)
 
 // methods are the calls a contract rule may name.
-var methods = []string{"transfer", "approve", "swapExactInput", "deposit", "withdraw", "claimRewards", "borrow", "repay"}
+var methods = []string{"transfer", "approve", "swapExactInput", "deposit", "withdraw", "claimRewards", "borrow", "repay",
+	"batchTransferToken", "batchTransferNative"}
 
 // LoadPolicy reads a policy file strictly: unknown fields, malformed addresses, unknown
 // methods and chains without a fee cap are errors, so that a typo never widens what the
@@ -376,13 +378,15 @@ func (p *Policy) checkEVM(r client.SigningRequest, tx *types.Transaction, rule C
 			return refusal("beneficiary_not_wallet", "%s on %s names %s, not the wallet %s, as who gets what it produces", call.Method, to, b.Hex(), wallet)
 		}
 	}
-	if tx.Value().Sign() > 0 && call.Method != "swapExactInput" {
+	if tx.Value().Sign() > 0 && call.Method != "swapExactInput" && call.Method != "batchTransferNative" {
 		return refusal("value_with_call", "%s on %s also sends %s wei", call.Method, to, tx.Value())
 	}
 	switch call.Method {
 	case "transfer":
 		recipient, amount := call.Args[0].(common.Address), call.Args[1].(*big.Int)
 		return p.destination(recipient.Hex(), fmt.Sprintf("%s base units of the token at %s", amount, to))
+	case "batchTransferToken", "batchTransferNative":
+		return p.batch(call, to, tx.Value())
 	case "approve":
 		spender, amount := call.Args[0].(common.Address), call.Args[1].(*big.Int)
 		if amount.Cmp(unlimited) >= 0 {
@@ -390,6 +394,42 @@ func (p *Policy) checkEVM(r client.SigningRequest, tx *types.Transaction, rule C
 		}
 		if !p.allows(p.Allow.Contracts, spender.Hex(), "") || p.denies(spender.Hex(), "") {
 			return refusal("spender_not_allowed", "approve lets %s spend the token at %s, and it is no allowed contract", spender.Hex(), to)
+		}
+	}
+	return nil
+}
+
+// batch judges a batch payment's call on the batch contract at contract: a token batch's
+// token must be allowed for transfer, a native batch must send exactly its amounts' total,
+// and every recipient must be an allowed destination, as if each were paid alone.
+func (p *Policy) batch(call evm.Call, contract string, value *big.Int) *Refusal {
+	var (
+		to      []common.Address
+		amounts []*big.Int
+		what    string
+	)
+	if call.Method == "batchTransferToken" {
+		token := call.Args[0].(common.Address).Hex()
+		if f := p.contract(token, "transfer"); f != nil {
+			return f
+		}
+		to, amounts, what = call.Args[1].([]common.Address), call.Args[2].([]*big.Int), "base units of the token at "+token
+	} else {
+		to, amounts, what = call.Args[0].([]common.Address), call.Args[1].([]*big.Int), "wei"
+		total := new(big.Int)
+		for _, a := range amounts {
+			total.Add(total, a)
+		}
+		if total.Cmp(value) != 0 {
+			return refusal("value_with_call", "%s on %s sends %s wei for amounts totalling %s", call.Method, contract, value, total)
+		}
+	}
+	if len(to) != len(amounts) {
+		return refusal("undecodable", "%s on %s lists %d recipients and %d amounts", call.Method, contract, len(to), len(amounts))
+	}
+	for i := range to {
+		if f := p.destination(to[i].Hex(), fmt.Sprintf("recipient %d's %s %s", i, amounts[i], what)); f != nil {
+			return f
 		}
 	}
 	return nil

@@ -37,6 +37,8 @@ var (
 	supplier  = common.HexToAddress("0x1111111111111111111111111111111111111111")
 	attacker  = common.HexToAddress("0x2222222222222222222222222222222222222222")
 	sanctions = common.HexToAddress("0x3333333333333333333333333333333333333333")
+	batcher   = common.HexToAddress("0x00000000000000000000000000000000000000c3")
+	carol     = common.HexToAddress("0x4444444444444444444444444444444444444444")
 )
 
 func testPolicy(t testing.TB) *Policy {
@@ -44,10 +46,11 @@ func testPolicy(t testing.TB) *Policy {
 	text := `{
   "chains": {"ethereum": {"chainId": 1, "maxFeeWei": "10000000000000000"}},
   "allow": {
-    "destinations": ["` + supplier.Hex() + `", "` + sanctions.Hex() + `"],
+    "destinations": ["` + supplier.Hex() + `", "` + sanctions.Hex() + `", "` + carol.Hex() + `"],
     "contracts": [
       {"address": "` + usdc.Hex() + `", "methods": ["transfer", "approve"]},
-      {"address": "` + router.Hex() + `", "methods": ["swapExactInput"]}
+      {"address": "` + router.Hex() + `", "methods": ["swapExactInput"]},
+      {"address": "` + batcher.Hex() + `", "methods": ["batchTransferToken", "batchTransferNative"]}
     ]
   },
   "deny": {"destinations": ["` + sanctions.Hex() + `"]}
@@ -111,7 +114,20 @@ func TestThePolicyJudgesTheDecodedTransaction(t *testing.T) {
 			packed(t, contracts.SwapRouter, "swapExactInput", usdc, common.Address{}, amount, big.NewInt(1), wallet), 200_000), ""), ""},
 		{"a bounded approve of an allowed router", evmRequest(t, eip1559(1, usdc, zero, packed(t, contracts.Token, "approve", router, amount), 60_000), ""), ""},
 
+		{"a token batch to allowed destinations", evmRequest(t, eip1559(1, batcher, zero, packed(t, contracts.BatchTransfer, "batchTransferToken", usdc,
+			[]common.Address{supplier, carol}, []*big.Int{amount, big.NewInt(7)}), 200_000), ""), ""},
+		{"a native batch sent its total", evmRequest(t, eip1559(1, batcher, big.NewInt(12), packed(t, contracts.BatchTransfer, "batchTransferNative",
+			[]common.Address{supplier, carol}, []*big.Int{big.NewInt(5), big.NewInt(7)}), 200_000), ""), ""},
+
 		{"the destination changed", other, "destination_not_allowed"},
+		{"a batch with one recipient not allowed", evmRequest(t, eip1559(1, batcher, zero, packed(t, contracts.BatchTransfer, "batchTransferToken", usdc,
+			[]common.Address{supplier, attacker, carol}, []*big.Int{amount, big.NewInt(1), big.NewInt(7)}), 200_000), ""), "destination_not_allowed"},
+		{"a batch with a denied recipient", evmRequest(t, eip1559(1, batcher, zero, packed(t, contracts.BatchTransfer, "batchTransferToken", usdc,
+			[]common.Address{supplier, sanctions}, []*big.Int{amount, big.NewInt(1)}), 200_000), ""), "destination_denied"},
+		{"a batch of a token not allowed", evmRequest(t, eip1559(1, batcher, zero, packed(t, contracts.BatchTransfer, "batchTransferToken", attacker,
+			[]common.Address{supplier, carol}, []*big.Int{amount, big.NewInt(1)}), 200_000), ""), "contract_not_allowed"},
+		{"a native batch sending more than its total", evmRequest(t, eip1559(1, batcher, big.NewInt(13), packed(t, contracts.BatchTransfer, "batchTransferNative",
+			[]common.Address{supplier, carol}, []*big.Int{big.NewInt(5), big.NewInt(7)}), 200_000), ""), "value_with_call"},
 		{"ETH to another address", evmRequest(t, eip1559(1, attacker, big.NewInt(1e18), nil, 21_000), ""), "destination_not_allowed"},
 		{"a denied destination, even if allowed", evmRequest(t, eip1559(1, usdc, zero, packed(t, contracts.Token, "transfer", sanctions, amount), 65_000), ""), "destination_denied"},
 		{"the digest of another transaction", evmRequest(t, honest, other.Digest), "digest_mismatch"},
