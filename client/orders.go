@@ -58,10 +58,19 @@ type PaymentRequest struct {
 	WalletID    string      `json:"walletId,omitempty"`
 	Asset       string      `json:"asset,omitempty"`
 	Amount      string      `json:"amount,omitempty"`
-	Destination Destination `json:"destination"`
+	Destination Destination `json:"destination,omitzero"`
+	// Recipients make it a batch payment (docs/payouts.md): 2 to 500, each with its own
+	// address and amount, instead of Amount and Destination. Only their Address, Amount,
+	// Reference and Label are sent.
+	Recipients []Recipient `json:"recipients,omitempty"`
 	// Reference is yours, up to 200 characters.
 	Reference string `json:"reference,omitempty"`
 }
+
+// Recipient is one payee of a batch payment: in a request its address, amount and
+// optional reference and label; on an order also the part that pays it, that part's
+// status and transaction.
+type Recipient = apitypes.Recipient
 
 // Destination is where a payment goes: an address of the wallet's chain.
 type Destination = apitypes.Destination

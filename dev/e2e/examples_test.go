@@ -388,3 +388,57 @@ func TestPayoutFileSurvivesAKill(t *testing.T) {
 		}
 	}
 }
+
+// TestThePayoutJobPaysAFileAsOneBatch: with --batch the payout job pays a file's rows of one
+// wallet as one batch payment, one order and one transaction, and reports every row from
+// its own recipient on the order; a rerun finds the same order instead of paying again.
+func TestThePayoutJobPaysAFileAsOneBatch(t *testing.T) {
+	bins := buildExamples(t)
+	b := startBundle(t, t.TempDir(), "")
+	defer func() { _ = b.Shutdown() }()
+	api := b.APIURL + "/api/v1"
+	pay := b.Credentials.Keys["pay"].SK
+	const rows = 6
+	var file strings.Builder
+	file.WriteString("reference,wallet,asset,amount,to\n")
+	for i := 1; i <= rows; i++ {
+		fmt.Fprintf(&file, "run-%02d,%s,USDC,%d.5,0x%s\n", i, b.Credentials.Wallets[0].ID, i, strings.Repeat(fmt.Sprint(1+i%2), 40))
+	}
+	csvPath := filepath.Join(t.TempDir(), "payouts.csv")
+	if err := os.WriteFile(csvPath, []byte(file.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--url", b.APIURL, "--csv", csvPath, "--batch", "--timeout", "60s"}
+	secrets := map[string]string{"TREASURY_TOKEN": pay}
+	var reports []string
+	for range 2 {
+		job := startExample(t, bins, "payout-job", secrets, args...)
+		job.wait(t, 60*time.Second)
+		if job.exitCode() != 0 {
+			t.Fatalf("the batch payout job did not confirm every row\n%s", job.report())
+		}
+		reports = append(reports, job.stdout.String())
+	}
+	if reports[0] != reports[1] {
+		t.Fatalf("the rerun reported otherwise:\n%s\n%s", reports[0], reports[1])
+	}
+	lines := strings.Split(strings.TrimSpace(reports[0]), "\n")
+	if len(lines) != rows+1 {
+		t.Fatalf("report:\n%s", reports[0])
+	}
+	first := strings.Split(lines[1], ",")
+	for i, line := range lines[1:] {
+		f := strings.Split(line, ",")
+		if len(f) != 5 || f[0] != fmt.Sprintf("run-%02d", i+1) || f[1] != first[1] || f[2] != "confirmed" || f[3] != first[3] ||
+			!regexp.MustCompile(`^0x[0-9a-f]{64}$`).MatchString(f[3]) {
+			t.Fatalf("report line %q: every row is the one order's recipient, confirmed in its one transaction", line)
+		}
+	}
+	o := call(t, "GET", api+"/payments/"+first[1], pay).body
+	if o["amount"] != "24" || len(o["recipients"].([]any)) != rows || len(o["legs"].([]any)) != 1 {
+		t.Fatalf("the batch order: %v", o)
+	}
+	if list := call(t, "GET", api+"/payments?limit=200", pay).body["data"].([]any); len(list) != 1 {
+		t.Fatalf("%d payments: the file and its rerun make one", len(list))
+	}
+}

@@ -111,9 +111,17 @@ type reportRow struct {
 	result
 }
 
-// runCSV pays every payout of a file and reports how each ended. concurrency bounds the
-// requests in flight.
-func runCSV(ctx context.Context, c *client.Client, wallets directory, path, defaultAsset string, concurrency int, stdout io.Writer, logf func(string, ...any)) int {
+// csvRun is what a run over a payouts file is asked: the file, the asset of rows that name
+// none, the requests in flight at once, and whether rows are paid as batch payments.
+type csvRun struct {
+	path, asset string
+	concurrency int
+	batched     bool
+}
+
+// runCSV pays every payout of a file and reports how each ended.
+func runCSV(ctx context.Context, c *client.Client, wallets directory, run csvRun, stdout io.Writer, logf func(string, ...any)) int {
+	path, defaultAsset, concurrency := run.path, run.asset, run.concurrency
 	f, err := os.Open(path)
 	if err != nil {
 		logf("payout-job: %v", err)
@@ -145,6 +153,10 @@ func runCSV(ctx context.Context, c *client.Client, wallets directory, path, defa
 	report := make([]reportRow, len(rows))
 	for i := range rows {
 		report[i] = reportRow{row: rows[i], result: result{code: exitUnknown, detail: "not sent: the job was stopped first"}}
+	}
+	if run.batched {
+		payBatches(ctx, c, report, concurrency, logf)
+		return writeReport(stdout, report, logf)
 	}
 	each(ctx, len(rows), concurrency, func(i int) {
 		report[i].result = result{}
@@ -236,4 +248,116 @@ func writeReport(stdout io.Writer, report []reportRow, logf func(string, ...any)
 		return exitFailed
 	}
 	return exitConfirmed
+}
+
+// maxRecipients is the most recipients one batch payment takes.
+const maxRecipients = 500
+
+// batchGroups groups the rows into batch payments: the rows of one wallet and asset, in
+// the file's order, at most maxRecipients a group. The grouping depends on the file alone,
+// so a rerun makes the same groups (and the same idempotency keys).
+func batchGroups(rows []row) [][]int {
+	var groups [][]int
+	open := map[[2]string]int{}
+	for i, r := range rows {
+		k := [2]string{r.WalletID, r.Asset}
+		g, ok := open[k]
+		if !ok || len(groups[g]) == maxRecipients {
+			g = len(groups)
+			groups, open[k] = append(groups, nil), g
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
+}
+
+// batchKey is the idempotency key of a batch payment, derived from its rows' references
+// in order, as rowKey is from one.
+func batchKey(references []string) string {
+	sum := sha256.Sum256([]byte("payout-job batch\x00" + strings.Join(references, "\x00")))
+	return "payout-batch-" + hex.EncodeToString(sum[:16])
+}
+
+// batchPayment is the body of a batch paying the rows: each row a recipient, with its
+// reference. A group of one row is a plain payment: a batch has at least two recipients.
+func batchPayment(rows []row) (payment, []string) {
+	refs := make([]string, len(rows))
+	for i, r := range rows {
+		refs[i] = r.Reference
+	}
+	if len(rows) == 1 {
+		return rows[0].payment, refs
+	}
+	p := payment{WalletID: rows[0].WalletID, Asset: rows[0].Asset,
+		Reference: fmt.Sprintf("payout-job batch of %d, %s to %s", len(rows), refs[0], refs[len(refs)-1])}
+	if len(p.Reference) > 200 {
+		p.Reference = fmt.Sprintf("payout-job batch of %d", len(rows))
+	}
+	for _, r := range rows {
+		p.Recipients = append(p.Recipients, client.Recipient{Address: r.Destination.Address, Amount: r.Amount, Reference: r.Reference})
+	}
+	return p, refs
+}
+
+// payBatches pays the report's rows as batch payments, follows each order to its outcome,
+// and then reconciles every row from its own recipient on the order: a row is confirmed
+// when the part that pays it confirmed, even if a later part failed the order.
+func payBatches(ctx context.Context, c *client.Client, report []reportRow, concurrency int, logf func(string, ...any)) {
+	groups := batchGroups(func() []row {
+		rows := make([]row, len(report))
+		for i := range report {
+			rows[i] = report[i].row
+		}
+		return rows
+	}())
+	orders := make([]reportRow, len(groups))
+	for g := range orders {
+		orders[g].result = report[groups[g][0]].result
+	}
+	each(ctx, len(groups), concurrency, func(g int) {
+		rows := make([]row, len(groups[g]))
+		for k, i := range groups[g] {
+			rows[k] = report[i].row
+		}
+		body, refs := batchPayment(rows)
+		key := batchKey(refs)
+		if len(rows) == 1 {
+			key = rowKey(refs[0])
+		}
+		orders[g].result = result{}
+		id, err := pay(ctx, c, body, key, logf)
+		orders[g].orderID = id
+		if err != nil {
+			orders[g].result = failed(ctx, logf, fmt.Sprintf("pay the batch of %d from %s", len(rows), refs[0]), err, "")
+		}
+	})
+	reconcileAll(ctx, c, orders, concurrency, logf)
+	for g, idx := range groups {
+		for _, i := range idx {
+			report[i].orderID, report[i].result = orders[g].orderID, orders[g].result
+		}
+		if len(idx) == 1 || orders[g].orderID == "" || !orders[g].done {
+			continue
+		}
+		o, err := c.GetOrder(ctx, client.DomainPayment, orders[g].orderID)
+		if err != nil || len(o.Recipients) != len(idx) {
+			logf("payout-job: reading the recipients of %s: %v", orders[g].orderID, err)
+			continue
+		}
+		for k, i := range idx {
+			rc := o.Recipients[k]
+			report[i].status, report[i].txHash = rc.Status, ""
+			if rc.TxHash != nil {
+				report[i].txHash = *rc.TxHash
+			}
+			if rc.Status == "confirmed" {
+				report[i].code, report[i].detail = exitConfirmed, ""
+			} else if report[i].code == exitConfirmed {
+				report[i].code = exitFailed
+			}
+			if report[i].status == "" || report[i].status == "pending" {
+				report[i].status = o.Status
+			}
+		}
+	}
 }

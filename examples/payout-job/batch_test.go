@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/opentreasury/treasury/client"
 )
 
 func TestReadPayouts(t *testing.T) {
@@ -56,5 +59,42 @@ func TestReportExitStatus(t *testing.T) {
 		if lines := strings.Count(out.String(), "\n"); lines != len(tc.rows)+1 {
 			t.Errorf("%d report lines for %d rows", lines, len(tc.rows))
 		}
+	}
+}
+
+// TestBatchGroupsAreOneWalletAndAssetInFileOrder: rows of one wallet and asset form a
+// batch, in the file's order, at most maxRecipients each; a rerun of the same file makes
+// the same batches under the same keys.
+func TestBatchGroupsAreOneWalletAndAssetInFileOrder(t *testing.T) {
+	var rows []row
+	for i := range maxRecipients + 3 {
+		rows = append(rows, row{payment: payment{WalletID: "wal_a", Asset: "USDC", Amount: "1", Reference: fmt.Sprint("r", i),
+			Destination: client.Destination{Address: fmt.Sprintf("0x%040x", i)}}})
+	}
+	rows = append(rows[:2], append([]row{{payment: payment{WalletID: "wal_b", Asset: "USDC", Amount: "2", Reference: "b0",
+		Destination: client.Destination{Address: "0xb0"}}}}, rows[2:]...)...)
+	groups := batchGroups(rows)
+	if len(groups) != 3 || len(groups[0]) != maxRecipients || len(groups[1]) != 1 || len(groups[2]) != 3 ||
+		groups[0][2] != 3 || groups[1][0] != 2 {
+		t.Fatalf("groups of %d, %d, %d", len(groups[0]), len(groups[1]), len(groups[2]))
+	}
+	pick := func(idx []int) []row {
+		out := make([]row, len(idx))
+		for k, i := range idx {
+			out[k] = rows[i]
+		}
+		return out
+	}
+	body, refs := batchPayment(pick(groups[0]))
+	if len(body.Recipients) != maxRecipients || body.Amount != "" || body.Destination.Address != "" ||
+		body.Recipients[2].Reference != "r2" || body.Recipients[2].Address != rows[3].Destination.Address {
+		t.Fatalf("batch body %+v", body.Recipients[:3])
+	}
+	again, _ := batchPayment(pick(batchGroups(rows)[0]))
+	if batchKey(refs) != batchKey(refs) || len(again.Recipients) != maxRecipients || batchKey(refs) == batchKey(refs[1:]) {
+		t.Fatal("batch keys are not one per group of references")
+	}
+	if single, _ := batchPayment(pick(groups[1])); single.Destination.Address != "0xb0" || single.Recipients != nil {
+		t.Fatalf("a group of one is a plain payment: %+v", single)
 	}
 }

@@ -86,6 +86,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		hookKey  = fs.String("webhook-secret", "", "that webhook's signing secret, whsec_… (default $TREASURY_WEBHOOK_SECRET)")
 		csvPath  = fs.String("csv", "", "pay every payout of this CSV file (columns reference, wallet, asset, amount, to) and\nprint a reconciliation report; each row's idempotency key derives from its reference")
 		parallel = fs.Int("concurrency", 4, "with --csv: requests in flight at once")
+		batched  = fs.Bool("batch", false, "with --csv: pay the rows of each wallet and asset as batch payments, one order of up\nto 500 recipients each, and reconcile each row from its recipient's status")
 	)
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -115,6 +116,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		cred = client.WithToken(*token)
 	default:
 		return usage("a credential is required: --token / $TREASURY_TOKEN, or --client-id and --client-secret")
+	}
+	if *batched && *csvPath == "" {
+		return usage("--batch pays the rows of a file: give --csv")
 	}
 	if *timeout <= 0 || *parallel < 1 {
 		return usage("--timeout and --concurrency must be positive")
@@ -153,7 +157,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return fail(ctx, logf, "find the wallet", err)
 	}
 	if batch {
-		return runCSV(ctx, c, wallets, *csvPath, *asset, *parallel, stdout, logf)
+		return runCSV(ctx, c, wallets, csvRun{path: *csvPath, asset: *asset, concurrency: *parallel, batched: *batched}, stdout, logf)
 	}
 	from, err := wallets.find(*wallet, *chain)
 	if err != nil {
