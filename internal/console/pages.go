@@ -13,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/opentreasury/treasury/internal/approvers"
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/internal/auth"
 	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/orders"
@@ -28,6 +29,8 @@ func (c *console) orderRoutes() []route {
 		{"GET /console/{app}/overview", "overview", c.overview},
 		{"GET /console/{app}/orders", "orders", c.orders},
 		{"GET /console/{app}/orders/{id}", "orders", c.order},
+		{"POST /console/{app}/orders/{id}/submit", "orders", c.submitOrder},
+		{"POST /console/{app}/batches", "orders", c.createBatch},
 		{"GET /console/{app}/approvals", "approvals", c.approvals},
 		{"POST /console/{app}/approvals/{id}/decide", "approvals", c.decide},
 		{"GET /console/{app}/logs", "logs", c.logs},
@@ -128,6 +131,8 @@ type ordersPage struct {
 	Statuses   []orders.Status
 	Orders     []service.Order
 	Next       string
+	// Batch is the batch payment form, on the pay app's page for a person who may write.
+	Batch *batchForm
 }
 
 // orders lists the app's orders, newest first, filtered by status.
@@ -145,8 +150,11 @@ func (c *console) orders(w http.ResponseWriter, r *http.Request, rq *request) {
 		c.failed(w, r, rq, err)
 		return
 	}
-	c.render(w, r, rq, http.StatusOK, "orders", ordersPage{Domain: domain.Name, Collection: domain.Collection, Status: status, Statuses: orders.Statuses,
-		Orders: list, Next: next})
+	page := ordersPage{Domain: domain.Name, Collection: domain.Collection, Status: status, Statuses: orders.Statuses, Orders: list, Next: next}
+	if domain.Name == orders.DomainPayment && canWrite(rq) {
+		page.Batch = &batchForm{Wallets: c.batchWallets(r, rq), Asset: "USDC"}
+	}
+	c.render(w, r, rq, http.StatusOK, "orders", page)
 }
 
 type timelineEntry struct {
@@ -157,6 +165,10 @@ type timelineEntry struct {
 type orderPage struct {
 	Order    *service.Order
 	Details  []keyValue
+	// Recipients are a batch payment's, with where each one's part stands.
+	Recipients []apitypes.Recipient
+	// CanSubmit offers a draft's Submit button to a person who may write.
+	CanSubmit bool
 	Timeline []timelineEntry
 	Workflow string
 	Terminal bool
@@ -180,6 +192,9 @@ func (c *console) order(w http.ResponseWriter, r *http.Request, rq *request) {
 		o.Status == orders.StatusRejected}
 	fields, _ := json.Marshal(o.Details.Details) // the order's own fields, as its answer shows them
 	page.Details = detailList(fields)
+	page.Details = slices.DeleteFunc(page.Details, func(kv keyValue) bool { return kv.Key == "recipients" })
+	page.Recipients = o.Answer().Recipients
+	page.CanSubmit = o.Status == orders.StatusDraft && canWrite(rq)
 	evs, _, err := c.Service.Events(ctx, who, service.EventFilter{OrderID: o.ID, Limit: 200})
 	if err != nil {
 		c.failed(w, r, rq, err)
