@@ -349,6 +349,7 @@ func everyPage(t *testing.T, owner *tab, b *devstack.Bundle, shots, orderID stri
 		t.Fatalf("the dry run of 25,000 USDC: %s", result)
 	}
 	owner.Screenshot("policy")
+	consoleBatch(t, owner, b)
 
 	for _, page := range []struct{ path, heading, shot string }{
 		{"/console/treasury/overview", "Overview", ""},
@@ -597,5 +598,42 @@ func consolePolicy(t *testing.T, owner *tab, b *devstack.Bundle, shots string, o
 	owner.Open("/console/pay/policy")
 	if runs := owner.Text("table.dry-runs"); !strings.Contains(runs, run[1]) || !strings.Contains(runs, strict) {
 		t.Fatalf("the policy page does not list the dry run: %s", runs)
+	}
+}
+
+// consoleBatch makes a batch payment from a CSV file uploaded on the pay orders page,
+// submits it from its page, and watches every recipient confirm in its one part.
+func consoleBatch(t *testing.T, owner *tab, b *devstack.Bundle) {
+	file := filepath.Join(t.TempDir(), "payroll.csv")
+	if err := os.WriteFile(file, []byte("address,amount,reference\n"+
+		"0x1111111111111111111111111111111111111111,125.50,emp-17\n"+
+		"0x2222222222222222222222222222222222222222,98,emp-18\n"+
+		"0x1111111111111111111111111111111111111111,40.25,emp-19\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	owner.Open("/console/pay/orders")
+	owner.Do("choose the file", chromedp.SetValue(chromedp.CSS("#batch-reference"), "payroll"),
+		chromedp.SetUploadFiles(chromedp.CSS("#batch-file"), []string{file}))
+	if status := owner.Submit("make the batch", chromedp.Click(chromedp.CSS(`form[action="batches"] button[type="submit"]`))); status != http.StatusOK {
+		t.Fatalf("make the batch: HTTP %d", status)
+	}
+	if h := owner.Text("h1"); !strings.HasPrefix(h, "draft ord_") {
+		t.Fatalf("the batch's page: heading %q", h)
+	}
+	if rows := browser.Eval[int](owner, `document.querySelectorAll('section[aria-labelledby="recipients"] tbody tr').length`); rows != 3 {
+		t.Fatalf("the batch's page lists %d recipients", rows)
+	}
+	id := strings.TrimPrefix(owner.Text("h1"), "draft ")
+	owner.Submit("submit the batch", chromedp.Click(chromedp.CSS("#submit-order")))
+	// The page reloads itself while the order moves: the API says when it is done.
+	waitStatus(t, b.APIURL+"/api/v1/payments/"+id, b.Credentials.Keys["pay"].Read, "confirmed")
+	owner.Open("/console/pay/orders/" + id)
+	cells := browser.Eval[[]string](owner, `[...document.querySelectorAll('section[aria-labelledby="recipients"] tbody tr')].map(r => r.cells[6].textContent + " " + r.cells[5].textContent)`)
+	if strings.Join(cells, ",") != "confirmed 1,confirmed 1,confirmed 1" {
+		t.Fatalf("the recipients' parts and statuses: %v", cells)
+	}
+	owner.Screenshot("batch")
+	if r := call(t, "GET", b.APIURL+"/api/v1/payments?limit=1", b.Credentials.Keys["pay"].Read); r.body["data"].([]any)[0].(map[string]any)["amount"] != "263.75" {
+		t.Fatalf("the newest payment is not the batch of 263.75: %s", r.raw)
 	}
 }
