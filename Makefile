@@ -8,7 +8,7 @@ export CGO_ENABLED ?= 0
 # built once, without the race detector, to keep the build within reach of 2 cores.
 FAST_PKGS = $(shell $(GO) list ./... | grep -v -e '/e2e$$' -e '/devstack$$' -e '/cmd/treasury-dev$$' -e '/bench/ceiling$$' -e '/faults$$' -e '/gethe2e$$')
 
-.PHONY: devsvm run run-cluster build test test-unit test-e2e test-geth test-solana test-faults lint fmt bench bench-ceiling bench-lifecycle bench-burst bench-openloop bench-http bench-live bench-webhooks bench-retention bench-audit screenshots docs-events
+.PHONY: devsvm run run-cluster build test test-unit test-e2e test-geth test-solana test-faults lint fmt bench bench-ceiling bench-lifecycle bench-burst bench-openloop bench-http bench-live bench-webhooks bench-retention bench-audit bench-payouts screenshots docs-events
 
 ## run: build and start the dev bundle (embedded Temporal + UI, API, worker, demo org)
 run: $(BIN)/treasury-dev devsvm
@@ -123,8 +123,13 @@ docs-events:
 BENCH_SUMMARY = $(CURDIR)/$(BIN)/bench-summary.tsv
 bench:
 	@mkdir -p $(BIN) && rm -f $(BENCH_SUMMARY)
-	BENCH_SUMMARY=$(BENCH_SUMMARY) $(MAKE) --no-print-directory bench-ceiling bench-lifecycle bench-burst bench-openloop bench-http bench-live bench-webhooks bench-retention bench-audit
+	BENCH_SUMMARY=$(BENCH_SUMMARY) $(MAKE) --no-print-directory bench-ceiling bench-lifecycle bench-burst bench-openloop bench-http bench-live bench-webhooks bench-retention bench-audit bench-payouts
 	$(GO) run ./dev/bench/summary $(BENCH_SUMMARY)
+
+# Payouts: 500 recipients as one batch payment beside the same 500 as single payments, on
+# one fresh dev bundle in alternating rounds: wall time, CPU and transactions.
+bench-payouts: $(BIN)/treasury-dev devsvm
+	$(GO) run ./dev/bench/payouts -dev-bin $(BIN)/treasury-dev -recipients 500 -rounds 2
 
 # The lifecycle beside the engine's ceiling: a bare workflow of an order's shape on the same
 # embedded Temporal server in the same process, on the SQLite and the PostgreSQL store
