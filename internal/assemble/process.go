@@ -68,7 +68,12 @@ func (p *Process) Service() *service.Service {
 		return p.service
 	}
 	svc := &service.Service{Store: p.Store, Webhooks: p.Config.WebhookOptions(), Log: p.Log, ValuationMaxAge: p.Config.ValuationMaxAge,
-		StartGrace: p.Config.QueuedStartGrace, Chains: p.Config.Chains, Passkeys: p.Config.Passkeys()}
+		StartGrace: p.Config.QueuedStartGrace, Chains: p.Config.Chains, Passkeys: p.Config.Passkeys(), BatchPartSizes: map[string]int{}}
+	for _, c := range p.Config.EVMChains {
+		if c.BatchPartSize > 0 {
+			svc.BatchPartSizes[c.Name] = c.BatchPartSize
+		}
+	}
 	if p.Temporal != nil {
 		svc.Workflows = workflows.Client{Temporal: p.Temporal, DecisionWait: p.Config.SubmitDecisionWait}
 		svc.DryRuns = workflows.Client{Temporal: p.Temporal}

@@ -64,7 +64,7 @@ func TestABatchPaymentIsReadStrictly(t *testing.T) {
 // TestABatchIsPaidInPartsOfAChainsSize: each part is a TRANSFER leg paying the next
 // BatchPartSize recipients, in order, and every recipient is in exactly one part.
 func TestABatchIsPaidInPartsOfAChainsSize(t *testing.T) {
-	size := BatchPartSize("ethereum")
+	size := DefaultBatchPartSize
 	for _, n := range []int{2, size, size + 1, MaxRecipients} {
 		d, errs := Parse(DomainPayment, []byte(batchBody(n)))
 		if errs != nil {
@@ -77,7 +77,7 @@ func TestABatchIsPaidInPartsOfAChainsSize(t *testing.T) {
 		}
 		next := 0
 		for pos := range legs {
-			part, first := p.Part("ethereum", pos)
+			part, first := p.Part(pos)
 			if first != next || len(part) == 0 || len(part) > size || part[0] != p.Recipients[first] {
 				t.Fatalf("%d recipients: part %d starts at %d with %d, want at %d", n, pos, first, len(part), next)
 			}
@@ -130,5 +130,28 @@ func TestABatchReadsBackAsStored(t *testing.T) {
 	p := back.Details.(*Payment)
 	if len(p.Recipients) != 3 || p.Recipients[2].Reference != "r-2" || p.Amount.String() != "7.5" {
 		t.Fatalf("read back %+v", p)
+	}
+}
+
+// TestABatchKeepsThePartSizeItWasMadeWith: a part size set when the order is made (from
+// its chain's configuration) decides its legs and parts, and is stored with it, so that a
+// configuration changed later changes neither.
+func TestABatchKeepsThePartSizeItWasMadeWith(t *testing.T) {
+	d, _ := Parse(DomainPayment, []byte(batchBody(7)))
+	p := d.Details.(*Payment)
+	p.PartSize = 3
+	if legs := p.Legs("ethereum"); len(legs) != 3 {
+		t.Fatalf("7 recipients in parts of 3: legs %v", legs)
+	}
+	if part, first := p.Part(2); len(part) != 1 || first != 6 {
+		t.Fatalf("the last part: %d from %d", len(part), first)
+	}
+	v, _ := Fields{p}.Value()
+	var back Fields
+	if err := back.Scan(v); err != nil || back.Details.(*Payment).PartSize != 3 {
+		t.Fatalf("read back %+v %v", back.Details, err)
+	}
+	if _, errs := Parse(DomainPayment, []byte(strings.Replace(batchBody(2), `"reference":"payroll"`, `"partSize":1`, 1))); fieldsOf(errs)[0] != "partSize" {
+		t.Fatalf("a body setting its own part size: %v", errs)
 	}
 }

@@ -20,6 +20,9 @@ type Payment struct {
 	Amount      decimal.Decimal `json:"amount"`
 	Destination Destination     `json:"destination,omitzero"`
 	Recipients  []Recipient     `json:"recipients,omitempty"`
+	// PartSize, for a batch, is how many recipients each part pays, fixed when the order is
+	// made (from its chain's configuration), so that its legs never change after.
+	PartSize int `json:"partSize,omitempty"`
 	// Reference is the integrator's own, up to 200 characters.
 	Reference string `json:"reference,omitempty"`
 }
@@ -44,24 +47,15 @@ const (
 	MaxRecipients = 500
 )
 
-// batchPartSize is how many recipients one transaction of a batch pays on a chain: the
-// rest go into further parts, each a TRANSFER leg of its own. On an EVM chain a token
-// transfer to an address that never held the token costs about 116,000 gas under the
-// current rules (measured on go-ethereum 1.17: most of it the new balance's storage), and
-// a transaction may use at most 2^24 gas (EIP-7825): a part of 100 needs at most 11.7 M,
-// 14 M with the adapter's 20 % headroom (internal/chain/evm's TestAFullBatchPartFitsOneTransaction).
-var batchPartSize = map[string]int{}
-
-// defaultBatchPartSize is an EVM chain's.
-const defaultBatchPartSize = 100
-
-// BatchPartSize is how many recipients one part of a batch pays on chain.
-func BatchPartSize(chain string) int {
-	if n, ok := batchPartSize[chain]; ok {
-		return n
-	}
-	return defaultBatchPartSize
-}
+// DefaultBatchPartSize is how many recipients one transaction of a batch pays, unless the
+// chain's configuration says otherwise (batchPartSize): the rest go into further parts,
+// each a TRANSFER leg of its own. On an EVM chain a token transfer to an address that
+// never held the token costs about 116,000 gas under the current rules (measured on
+// go-ethereum 1.17: most of it the new balance's storage), and a transaction may use at most
+// 2^24 gas (EIP-7825): a part of 100 needs at most 11.7 M, 14 M with the adapter's 20 %
+// headroom (internal/chain/evm's TestAFullBatchPartFitsOneTransaction). A chain whose blocks
+// hold less needs a smaller part configured.
+const DefaultBatchPartSize = 100
 
 // ChainsWithoutBatches are the chains batch payments do not run on yet.
 var ChainsWithoutBatches = []string{"solana"}
@@ -74,21 +68,28 @@ func (p *Payment) IsBatch() bool { return len(p.Recipients) > 0 }
 func (p *Payment) Valued() (string, decimal.Decimal) { return p.Asset, p.Amount }
 
 // Legs: one TRANSFER, or for a batch one per part.
-func (p *Payment) Legs(chain string) []string {
+func (p *Payment) Legs(string) []string {
 	n := 1
 	if p.IsBatch() {
-		size := BatchPartSize(chain)
+		size := p.partSize()
 		n = (len(p.Recipients) + size - 1) / size
 	}
 	return slices.Repeat([]string{"TRANSFER"}, n)
 }
 
-// Part is the recipients that leg position of a batch pays on chain, and the index of its
-// first one in Recipients.
-func (p *Payment) Part(chain string, position int) ([]Recipient, int) {
-	size := BatchPartSize(chain)
+// Part is the recipients that leg position of a batch pays, and the index of its first
+// one in Recipients.
+func (p *Payment) Part(position int) ([]Recipient, int) {
+	size := p.partSize()
 	first := min(position*size, len(p.Recipients))
 	return p.Recipients[first:min(first+size, len(p.Recipients))], first
+}
+
+func (p *Payment) partSize() int {
+	if p.PartSize > 0 {
+		return p.PartSize
+	}
+	return DefaultBatchPartSize
 }
 
 func (p *Payment) Check(chain string) []FieldError {

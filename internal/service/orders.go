@@ -80,6 +80,9 @@ func (s *Service) readOrder(ctx context.Context, who Caller, domain string, body
 	if errs := in.Check(wallet.Chain); len(errs) > 0 {
 		return nil, invalid(errs...)
 	}
+	if p, ok := in.Details.(*orders.Payment); ok && p.IsBatch() {
+		p.PartSize = s.BatchPartSizes[wallet.Chain]
+	}
 	prices, err := s.currentPrices(ctx)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	. "github.com/opentreasury/treasury/internal/service"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,5 +102,33 @@ func TestACreateStoresItsIdempotencyAnswerWithTheOrder(t *testing.T) {
 	list, _, err := f.svc.ListOrders(ctx, who, orders.Domains[0], OrderFilter{Page: Page{Limit: 50}})
 	if err != nil || len(list) != 1 {
 		t.Fatalf("orders after the second create: %d %v", len(list), err)
+	}
+}
+
+// A batch payment takes its chain's configured part size when it is made, and keeps it:
+// five recipients in parts of two are three TRANSFER legs, and its answer places each
+// recipient in its part.
+func TestABatchTakesItsChainsPartSize(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.svc.BatchPartSizes = map[string]int{"ethereum": 2}
+	var rs []string
+	for i := range 5 {
+		rs = append(rs, fmt.Sprintf(`{"address":"0x111111111111111111111111111111111111111%d","amount":"1.%d"}`, i, i))
+	}
+	o, err := f.svc.CreateOrder(ctx, f.as(t, f.creds.Keys["pay"].SK), orders.Domains[0],
+		fmt.Appendf(nil, `{"walletId":%q,"asset":"USDC","recipients":[%s]}`, f.evmWallet(t), strings.Join(rs, ",")), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.svc.BatchPartSizes = nil
+	stored, legs, err := f.svc.Store.Order(ctx, o.ID)
+	if err != nil || len(legs) != 3 || stored.Details.Details.(*orders.Payment).PartSize != 2 {
+		t.Fatalf("legs %d, details %+v (%v)", len(legs), stored.Details.Details, err)
+	}
+	answer := o.Answer()
+	if answer.Amount != "6" || len(answer.Recipients) != 5 || answer.Recipients[4].Part != 3 || answer.Recipients[1].Part != 1 ||
+		answer.Recipients[2].Status != "pending" {
+		t.Fatalf("answer %+v", answer.OrderDetails)
 	}
 }

@@ -79,6 +79,9 @@ type Service struct {
 	// Chains are the chains served here, which wallets may be registered on; empty
 	// takes any (Solana's wallets are ed25519 keys, every other chain's EVM ones).
 	Chains []string
+	// BatchPartSizes are how many recipients a batch payment's part pays, by chain, from
+	// the chains' configuration; orders.DefaultBatchPartSize where not set.
+	BatchPartSizes map[string]int
 	// Bus tells every process about config changes and revoked credentials.
 	Bus events.Bus
 	// Live counts WebSocket connections; nil counts none.

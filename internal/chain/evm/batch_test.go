@@ -55,7 +55,7 @@ func TestAFullBatchPartFitsOneTransaction(t *testing.T) {
 	approve, _ := tokenABI.Pack("approve", batch, new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 256), big.NewInt(1)))
 	send(&token, approve)
 
-	n := orders.BatchPartSize("ethereum")
+	n := orders.DefaultBatchPartSize
 	to, amounts := make([]common.Address, n), make([]*big.Int, n)
 	for i := range n {
 		to[i], amounts[i] = common.BigToAddress(big.NewInt(int64(0xfee0000+i))), big.NewInt(int64(1000+i))

@@ -33,6 +33,10 @@ type Config struct {
 	// batchTransferToken and batchTransferNative); a wallet grants it an allowance on each
 	// token once. Without it, batch payments on the chain fail unsupported_asset.
 	BatchTransfer *common.Address `json:"batchTransfer,omitempty"`
+	// BatchPartSize is how many recipients one transaction of a batch pays (default
+	// orders.DefaultBatchPartSize, 100, which needs a block and a transaction of 14 M gas);
+	// a chain whose blocks hold less takes fewer.
+	BatchPartSize int `json:"batchPartSize,omitempty"`
 	// Vaults are the ERC-4626 vaults of Earn, by protocol then asset.
 	Vaults map[string]map[string]common.Address `json:"vaults,omitempty"`
 	// Pools are the lending pools of Borrow, by protocol.
@@ -99,6 +103,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.RevertingCallGas == 0 {
 		c.RevertingCallGas = 200_000
+	}
+	if c.BatchPartSize < 0 || c.BatchPartSize > 500 {
+		return c, fmt.Errorf("evm: %s: batchPartSize %d is not from 1 to 500 recipients (0 for the default)", c.Name, c.BatchPartSize)
 	}
 	seen := map[string]bool{c.NativeAsset: true}
 	for _, t := range c.Tokens {
