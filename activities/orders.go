@@ -385,7 +385,7 @@ func legOf(o *store.Order, legs []store.OrderLeg, pos int, from string) (chain.L
 	case *orders.Payment:
 		leg.To = d.Destination.Address
 		if d.IsBatch() {
-			part, _ := d.Part(pos)
+			part, _ := d.Part(o.Chain, pos)
 			leg.To, leg.Amount = "", decimal.Zero
 			for _, r := range part {
 				leg.Recipients = append(leg.Recipients, chain.Payee{To: r.Address, Amount: r.Amount})

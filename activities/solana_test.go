@@ -7,6 +7,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/opentreasury/treasury/dev/devsvm"
 	"github.com/opentreasury/treasury/dev/devsvm/devsvmtest"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/internal/chain"
@@ -14,11 +15,10 @@ import (
 	"github.com/opentreasury/treasury/internal/store/storetest"
 )
 
-// A Solana payment signed only after its blockhash died is sent, never lands, lapses, is
-// built again on a fresh blockhash and signed again, and confirms on the new transaction,
-// through the real workflow, activities, store and Solana's runtime (devsvm); the payee is
-// paid once.
-func TestALapsedSolanaPaymentIsBuiltAgainAndConfirms(t *testing.T) {
+// solanaLifecycle is a lifecycle whose wallet is the seed's first auto-signed Solana
+// wallet, funded with 10 SOL and 1,000 USDC on Solana's runtime (devsvm), a slot every 50 ms.
+func solanaLifecycle(t *testing.T) (*lifecycle, *solana.Chain, *devsvm.Node) {
+	t.Helper()
 	l := newLifecycle(t, storetest.NewSQLite(t))
 	ctx := context.Background()
 	node, info := devsvmtest.Start(t, 50*time.Millisecond)
@@ -45,6 +45,16 @@ func TestALapsedSolanaPaymentIsBuiltAgainAndConfirms(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.acts.Chain, l.acts.ChainPoll = adapter, 10*time.Millisecond
+	return l, adapter, node
+}
+
+// A Solana payment signed only after its blockhash died is sent, never lands, lapses, is
+// built again on a fresh blockhash and signed again, and confirms on the new transaction,
+// through the real workflow, activities, store and Solana's runtime (devsvm); the payee is
+// paid once.
+func TestALapsedSolanaPaymentIsBuiltAgainAndConfirms(t *testing.T) {
+	l, adapter, node := solanaLifecycle(t)
+	ctx := context.Background()
 
 	// The first signature comes two minutes in, after 200 slots went by (in a moment: the
 	// chain is told to), so its blockhash died; the second a minute later, at once in slots.

@@ -77,7 +77,7 @@ func TestABatchIsPaidInPartsOfAChainsSize(t *testing.T) {
 		}
 		next := 0
 		for pos := range legs {
-			part, first := p.Part(pos)
+			part, first := p.Part("ethereum", pos)
 			if first != next || len(part) == 0 || len(part) > size || part[0] != p.Recipients[first] {
 				t.Fatalf("%d recipients: part %d starts at %d with %d, want at %d", n, pos, first, len(part), next)
 			}
@@ -103,8 +103,15 @@ func TestABatchIsCheckedRecipientByRecipient(t *testing.T) {
 	if got := fieldsOf(d.Check("ethereum")); got != nil {
 		t.Fatalf("a good batch: errors on %v", got)
 	}
-	if got := fieldsOf(d.Check("solana")); !slices.Equal(got, []string{"walletId"}) {
-		t.Fatalf("a batch on Solana: errors on %v, want walletId", got)
+	if got := fieldsOf(d.Check("solana")); !slices.Equal(got, []string{"recipients[0].address", "recipients[1].address", "recipients[2].address"}) {
+		t.Fatalf("a batch of EVM addresses on Solana: errors on %v", got)
+	}
+	if legs := d.Legs("solana"); len(legs) != 1 {
+		t.Fatalf("3 recipients on Solana: legs %v", legs)
+	}
+	nine, _ := Parse(DomainPayment, []byte(batchBody(SolanaBatchPartSize+1)))
+	if legs := nine.Legs("solana"); len(legs) != 2 {
+		t.Fatalf("%d recipients on Solana: legs %v, want two parts", SolanaBatchPartSize+1, legs)
 	}
 	po := d.PolicyOrder("pay", "w", d.Details.(*Payment).Amount)
 	if len(po.Recipients) != 3 || po.Recipients[2] != "0x0000000000000000000000000000000000000003" || po.Destination != "" {
@@ -143,7 +150,7 @@ func TestABatchKeepsThePartSizeItWasMadeWith(t *testing.T) {
 	if legs := p.Legs("ethereum"); len(legs) != 3 {
 		t.Fatalf("7 recipients in parts of 3: legs %v", legs)
 	}
-	if part, first := p.Part(2); len(part) != 1 || first != 6 {
+	if part, first := p.Part("ethereum", 2); len(part) != 1 || first != 6 {
 		t.Fatalf("the last part: %d from %d", len(part), first)
 	}
 	v, _ := Fields{p}.Value()

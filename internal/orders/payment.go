@@ -57,8 +57,21 @@ const (
 // hold less needs a smaller part configured.
 const DefaultBatchPartSize = 100
 
+// SolanaBatchPartSize is a Solana batch's part: a transaction is at most 1,232 bytes, and
+// each USDC recipient takes about 91 of them (its key and token account, the account's
+// creation and the transfer), beside some 350 of the transaction's own.
+const SolanaBatchPartSize = 8
+
+// DefaultPartSize is a batch's part on chain when its configuration sets none.
+func DefaultPartSize(chain string) int {
+	if chain == "solana" {
+		return SolanaBatchPartSize
+	}
+	return DefaultBatchPartSize
+}
+
 // ChainsWithoutBatches are the chains batch payments do not run on yet.
-var ChainsWithoutBatches = []string{"solana"}
+var ChainsWithoutBatches = []string{}
 
 func (*Payment) Domain() string { return DomainPayment }
 
@@ -68,28 +81,28 @@ func (p *Payment) IsBatch() bool { return len(p.Recipients) > 0 }
 func (p *Payment) Valued() (string, decimal.Decimal) { return p.Asset, p.Amount }
 
 // Legs: one TRANSFER, or for a batch one per part.
-func (p *Payment) Legs(string) []string {
+func (p *Payment) Legs(chain string) []string {
 	n := 1
 	if p.IsBatch() {
-		size := p.partSize()
+		size := p.partSize(chain)
 		n = (len(p.Recipients) + size - 1) / size
 	}
 	return slices.Repeat([]string{"TRANSFER"}, n)
 }
 
-// Part is the recipients that leg position of a batch pays, and the index of its first
-// one in Recipients.
-func (p *Payment) Part(position int) ([]Recipient, int) {
-	size := p.partSize()
+// Part is the recipients that leg position of a batch on chain pays, and the index of its
+// first one in Recipients.
+func (p *Payment) Part(chain string, position int) ([]Recipient, int) {
+	size := p.partSize(chain)
 	first := min(position*size, len(p.Recipients))
 	return p.Recipients[first:min(first+size, len(p.Recipients))], first
 }
 
-func (p *Payment) partSize() int {
+func (p *Payment) partSize(chain string) int {
 	if p.PartSize > 0 {
 		return p.PartSize
 	}
-	return DefaultBatchPartSize
+	return DefaultPartSize(chain)
 }
 
 func (p *Payment) Check(chain string) []FieldError {

@@ -33,7 +33,7 @@ func (o *Order) Answer() apitypes.Order {
 	}
 	if p, ok := o.Details.Details.(*orders.Payment); ok && p.IsBatch() {
 		for pos, l := range o.Legs {
-			part, first := p.Part(pos)
+			part, first := p.Part(o.Chain, pos)
 			for i := range part {
 				r := &out.Recipients[first+i]
 				r.Part, r.Status, r.TxHash = pos+1, string(l.Status), l.TxHash

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -81,7 +82,8 @@ func (s *Service) readOrder(ctx context.Context, who Caller, domain string, body
 		return nil, invalid(errs...)
 	}
 	if p, ok := in.Details.(*orders.Payment); ok && p.IsBatch() {
-		p.PartSize = s.BatchPartSizes[wallet.Chain]
+		// Fixed now, so that a later configuration or release changes none of its parts.
+		p.PartSize = cmp.Or(s.BatchPartSizes[wallet.Chain], orders.DefaultPartSize(wallet.Chain))
 	}
 	prices, err := s.currentPrices(ctx)
 	if err != nil {

@@ -222,6 +222,9 @@ func CheckRequest(unsignedTx []byte, raw []byte, digest, address string) error {
 // A token transfer's source must be the fee payer's own associated token account of the
 // mint.
 func CheckIntent(m Message, leg chain.Intent) error {
+	if len(leg.Recipients) > 0 {
+		return checkBatchIntent(m, leg)
+	}
 	moves := 0
 	for _, in := range m.Instructions {
 		a := in.Args
@@ -248,6 +251,49 @@ func CheckIntent(m Message, leg chain.Intent) error {
 	}
 	if moves != 1 {
 		return fmt.Errorf("the message moves funds %d times; the intent once", moves)
+	}
+	return nil
+}
+
+// checkBatchIntent holds a batch part's message to its intent: its moves are exactly the
+// intent's recipients, in order, each of its amount (SOL from the wallet, or the mint's
+// TransferChecked from the wallet's token account into the recipient's), with at most the
+// creation of a recipient's token account beside them, and nothing else.
+func checkBatchIntent(m Message, leg chain.Intent) error {
+	moves := 0
+	for _, in := range m.Instructions {
+		a := in.Args
+		switch in.Program + "." + in.Method {
+		case "computeBudget.setComputeUnitLimit", "computeBudget.setComputeUnitPrice":
+			continue
+		case "associatedToken.createIdempotent":
+			isRecipient := slices.ContainsFunc(leg.Recipients, func(p chain.IntentPayee) bool { return p.To == a["owner"] })
+			if !isRecipient || a["payer"] != m.FeePayer || a["mint"] != leg.Contract || !IsAssociated(a["account"], a["owner"], leg.Contract) {
+				return fmt.Errorf("the message creates the token account %s of %s for %s, who is no recipient of the batch", a["account"], a["mint"], a["owner"])
+			}
+			continue
+		}
+		if moves >= len(leg.Recipients) {
+			return fmt.Errorf("the message calls %s.%s after its %d recipients' moves", in.Program, in.Method, len(leg.Recipients))
+		}
+		p := leg.Recipients[moves]
+		moves++
+		switch in.Program + "." + in.Method {
+		case "system.transfer":
+			if leg.Contract != "" || a["from"] != m.FeePayer || a["to"] != p.To || a["lamports"] != p.Amount {
+				return fmt.Errorf("move %d sends %s lamports from %s to %s; the intent: %s to %s", moves-1, a["lamports"], a["from"], a["to"], p.Amount, p.To)
+			}
+		case "token.transferChecked":
+			if leg.Contract == "" || leg.Method != "transferChecked" || a["mint"] != leg.Contract || a["owner"] != m.FeePayer ||
+				!IsAssociated(a["source"], m.FeePayer, leg.Contract) || !IsAssociated(a["destination"], p.To, leg.Contract) || a["amount"] != p.Amount {
+				return fmt.Errorf("move %d moves %s base units of %s to the token account %s; the intent: %s to %s", moves-1, a["amount"], a["mint"], a["destination"], p.Amount, p.To)
+			}
+		default:
+			return fmt.Errorf("the message calls %s.%s, which the intent does not", in.Program, in.Method)
+		}
+	}
+	if moves != len(leg.Recipients) {
+		return fmt.Errorf("the message moves funds %d times; the intent pays %d recipients", moves, len(leg.Recipients))
 	}
 	return nil
 }

@@ -40,6 +40,10 @@ const (
 const (
 	solTransferUnits   = 1_000
 	tokenTransferUnits = 60_000
+	// maxTransactionSize is a transaction's most bytes on the wire; ed25519SignatureSize
+	// each signature's.
+	maxTransactionSize   = 1232
+	ed25519SignatureSize = 64
 	// lamportsPerSignature is the base fee of each signature.
 	lamportsPerSignature = 5_000
 	// tokenAccountSize is an SPL token account's size, for the rent a new one costs.
@@ -181,7 +185,52 @@ func (c *Chain) Describe(leg chain.Leg) (chain.Intent, error) {
 	if isToken {
 		in.Contract, in.Method = t.Mint, "transferChecked"
 	}
+	if len(leg.Recipients) > 0 {
+		payees, total, err := payeesOf(leg, t)
+		if err != nil {
+			return chain.Intent{}, err
+		}
+		in.To, in.Amount = "", fmt.Sprint(total)
+		for _, p := range payees {
+			in.Recipients = append(in.Recipients, chain.IntentPayee{To: p.to.String(), Amount: fmt.Sprint(p.units)})
+		}
+	}
 	return in, nil
+}
+
+// payee is one recipient of a leg: its key and what it is paid in base units.
+type payee struct {
+	to    sol.PublicKey
+	units uint64
+}
+
+// payeesOf are who a leg pays, in order, and their total: its destination, or a batch
+// part's recipients.
+func payeesOf(leg chain.Leg, t Token) ([]payee, uint64, error) {
+	if len(leg.Recipients) == 0 {
+		to, err := PublicKey(leg.To)
+		if err != nil {
+			return nil, 0, err
+		}
+		units, err := Units(leg.Amount, t.Decimals)
+		return []payee{{to, units}}, units, err
+	}
+	out, total := make([]payee, len(leg.Recipients)), uint64(0)
+	for i, r := range leg.Recipients {
+		to, err := PublicKey(r.To)
+		if err != nil {
+			return nil, 0, fmt.Errorf("recipient %d: %w", i, err)
+		}
+		units, err := Units(r.Amount, t.Decimals)
+		if err != nil {
+			return nil, 0, fmt.Errorf("recipient %d: %w", i, err)
+		}
+		if total+units < total {
+			return nil, 0, fmt.Errorf("%w: the part's total does not fit a u64", chain.ErrAmountTooLarge)
+		}
+		out[i], total = payee{to, units}, total+units
+	}
+	return out, total, nil
 }
 
 // transfer reads what a leg moves on this chain: the token (false for SOL) and the amount
@@ -244,13 +293,16 @@ func (c *Chain) Prepare(ctx context.Context, leg chain.Leg) (chain.Draft, error)
 	if err != nil {
 		return chain.Draft{}, err
 	}
-	to, err := PublicKey(leg.To)
+	payees, total, err := payeesOf(leg, t)
 	if err != nil {
 		return chain.Draft{}, err
 	}
-	limit := uint32(solTransferUnits)
+	if total != units {
+		return chain.Draft{}, fmt.Errorf("solana: the leg's amount %s is not its recipients' total", leg.Amount)
+	}
+	limit := uint32(solTransferUnits * len(payees))
 	if isToken {
-		limit = tokenTransferUnits
+		limit = uint32(min(tokenTransferUnits*len(payees), maxComputeUnits))
 	}
 	price, err := c.unitPrice(ctx, limit)
 	if err != nil {
@@ -271,14 +323,13 @@ func (c *Chain) Prepare(ctx context.Context, leg chain.Leg) (chain.Draft, error)
 			return chain.Draft{}, fmt.Errorf("%w: %s holds %s SOL, the transfer needs %s (its amount and %d lamports of fees)", chain.ErrInsufficientFunds,
 				leg.From, lamportsText(held.Value), lamportsText(units+fee), fee)
 		}
-		instructions = append(budget, system.NewTransferInstruction(units, from, to).Build())
+		instructions = budget
+		for _, p := range payees {
+			instructions = append(instructions, system.NewTransferInstruction(p.units, from, p.to).Build())
+		}
 	} else {
 		mint := sol.MustPublicKeyFromBase58(t.Mint)
 		source, _, err := sol.FindAssociatedTokenAddress(from, mint)
-		if err != nil {
-			return chain.Draft{}, err
-		}
-		destination, _, err := sol.FindAssociatedTokenAddress(to, mint)
 		if err != nil {
 			return chain.Draft{}, err
 		}
@@ -290,16 +341,28 @@ func (c *Chain) Prepare(ctx context.Context, leg chain.Leg) (chain.Draft, error)
 			return chain.Draft{}, fmt.Errorf("%w: %s holds %s %s, the transfer sends %s", chain.ErrInsufficientFunds, leg.From,
 				decimal.NewFromUint64(tokens).Shift(-t.Decimals), t.Symbol, leg.Amount)
 		}
-		rent, err := c.newAccountRent(ctx, destination)
-		if err != nil {
-			return chain.Draft{}, err
+		instructions = budget
+		rent, rented := uint64(0), map[sol.PublicKey]bool{}
+		for _, p := range payees {
+			destination, _, err := sol.FindAssociatedTokenAddress(p.to, mint)
+			if err != nil {
+				return chain.Draft{}, err
+			}
+			if !rented[destination] {
+				rented[destination] = true
+				r, err := c.newAccountRent(ctx, destination)
+				if err != nil {
+					return chain.Draft{}, err
+				}
+				rent += r
+			}
+			instructions = append(instructions, createIdempotent(from, destination, p.to, mint),
+				token.NewTransferCheckedInstruction(p.units, uint8(t.Decimals), source, mint, destination, from, nil).Build())
 		}
 		if held.Value < fee+rent {
 			return chain.Draft{}, fmt.Errorf("%w: %s holds %s SOL, the transfer's fees and the recipient's new token account need %s", chain.ErrInsufficientFunds,
 				leg.From, lamportsText(held.Value), lamportsText(fee+rent))
 		}
-		instructions = append(budget, createIdempotent(from, destination, to, mint),
-			token.NewTransferCheckedInstruction(units, uint8(t.Decimals), source, mint, destination, from, nil).Build())
 	}
 	// A blockhash the cluster has confirmed: one only processed may belong to a fork that
 	// never lands, and a transaction on it never would either.
@@ -314,6 +377,11 @@ func (c *Chain) Prepare(ctx context.Context, leg chain.Leg) (chain.Draft, error)
 	message, err := tx.Message.MarshalBinary()
 	if err != nil {
 		return chain.Draft{}, err
+	}
+	// One signature (a count byte and 64 bytes) and the message make the transaction.
+	if size := 1 + ed25519SignatureSize + len(message); size > maxTransactionSize {
+		return chain.Draft{}, fmt.Errorf("%w: the transaction would be %d bytes, over Solana's %d: its part pays too many recipients", chain.ErrUnsupportedAsset,
+			size, maxTransactionSize)
 	}
 	// The readable instructions are read back from the message's bytes, as a signer reads
 	// them: what the request says is what it holds, by construction.
