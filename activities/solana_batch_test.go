@@ -83,13 +83,18 @@ func TestASolanaBatchIsPaidInPartsThatFitATransaction(t *testing.T) {
 	}
 	tampered := intent
 	tampered.Recipients = append([]chain.IntentPayee(nil), intent.Recipients...)
-	tampered.Recipients[3].Amount = "1"
+	// Recipients 3 and 4 swap amounts: the total stays, each is paid otherwise.
+	tampered.Recipients[3].Amount, tampered.Recipients[4].Amount = intent.Recipients[4].Amount, intent.Recipients[3].Amount
 	if err := solana.CheckIntent(m, tampered); err == nil || !strings.Contains(err.Error(), "move 3") {
 		t.Fatalf("an intent paying recipient 3 otherwise: %v", err)
 	}
 	tampered.Recipients = intent.Recipients[:len(intent.Recipients)-1]
 	if err := solana.CheckIntent(m, tampered); err == nil {
 		t.Fatal("a message paying one recipient more than its intent passed")
+	}
+	tampered.Recipients, tampered.Amount = intent.Recipients, "1"
+	if err := solana.CheckIntent(m, tampered); err == nil || !strings.Contains(err.Error(), "come to") {
+		t.Fatalf("an intent understating its total: %v", err)
 	}
 
 	sols := fmt.Sprintf(`{"walletId":%q,"asset":"SOL","recipients":[{"address":%q,"amount":"0.25"},{"address":%q,"amount":"0.5"}]}`, l.wallet.ID, to[0], to[1])

@@ -57,7 +57,8 @@ type csvRecipient struct {
 // reference may be left out), after an optional header naming those columns. Problems are
 // said per line.
 func readBatchCSV(text string) ([]csvRecipient, []string) {
-	cr := csv.NewReader(strings.NewReader(text))
+	// A spreadsheet's UTF-8 export may begin with a byte order mark.
+	cr := csv.NewReader(strings.NewReader(strings.TrimPrefix(text, "\ufeff")))
 	cr.FieldsPerRecord, cr.TrimLeadingSpace = -1, true
 	columns := map[string]int{"address": 0, "amount": 1, "reference": 2}
 	var (
@@ -69,10 +70,14 @@ func readBatchCSV(text string) ([]csvRecipient, []string) {
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		line, _ := cr.FieldPos(0)
-		if err != nil {
-			return nil, append(problems, fmt.Sprintf("line %d: %v", line, err))
+		var parse *csv.ParseError
+		if errors.As(err, &parse) {
+			return nil, append(problems, fmt.Sprintf("line %d: %v", parse.Line, parse.Err))
 		}
+		if err != nil {
+			return nil, append(problems, err.Error())
+		}
+		line, _ := cr.FieldPos(0)
 		if first && strings.EqualFold(strings.TrimSpace(rec[0]), "address") || first && slices.ContainsFunc(rec, func(f string) bool {
 			return strings.EqualFold(strings.TrimSpace(f), "amount")
 		}) {

@@ -60,3 +60,21 @@ func TestABatchFromACSV(t *testing.T) {
 		t.Fatal("a submitted order still offers Submit")
 	}
 }
+
+// TestABatchCSVThatDoesNotParse: a line the CSV reader cannot read is said on its line,
+// and a byte order mark before the header is no column.
+func TestABatchCSVThatDoesNotParse(t *testing.T) {
+	p := newPages(t)
+	owner := p.owner(t)
+	wallet := p.creds.Wallets[0].ID
+	r := p.post(t, owner, "/console/pay/batches", url.Values{"walletId": {wallet}, "asset": {"USDC"},
+		"csv": {"0x1111111111111111111111111111111111111111,1\na\"b,1\n"}})
+	if r.status != 422 || !strings.Contains(r.html, "line 2: ") {
+		t.Fatalf("a bare quote: %d %s", r.status, r.html)
+	}
+	r = p.post(t, owner, "/console/pay/batches", url.Values{"walletId": {wallet}, "asset": {"USDC"},
+		"csv": {"\ufeffaddress,amount\n0x1111111111111111111111111111111111111111,1\n0x2222222222222222222222222222222222222222,2\n"}})
+	if r.status != 303 {
+		t.Fatalf("a header after a byte order mark: %d %s", r.status, r.html)
+	}
+}

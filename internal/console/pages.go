@@ -12,8 +12,8 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/opentreasury/treasury/internal/approvers"
 	"github.com/opentreasury/treasury/apitypes"
+	"github.com/opentreasury/treasury/internal/approvers"
 	"github.com/opentreasury/treasury/internal/auth"
 	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/orders"
@@ -163,15 +163,15 @@ type timelineEntry struct {
 }
 
 type orderPage struct {
-	Order    *service.Order
-	Details  []keyValue
+	Order   *service.Order
+	Details []keyValue
 	// Recipients are a batch payment's, with where each one's part stands.
 	Recipients []apitypes.Recipient
 	// CanSubmit offers a draft's Submit button to a person who may write.
 	CanSubmit bool
-	Timeline []timelineEntry
-	Workflow string
-	Terminal bool
+	Timeline  []timelineEntry
+	Workflow  string
+	Terminal  bool
 }
 
 type keyValue struct{ Key, Value string }

@@ -113,7 +113,16 @@ func checkBatchIntent(c Call, value *big.Int, in chain.Intent) error {
 	if len(to) != len(in.Recipients) || len(amounts) != len(in.Recipients) {
 		return fmt.Errorf("the transaction pays %d recipients (%d amounts), the intent %d", len(to), len(amounts), len(in.Recipients))
 	}
+	// The intent's amount is what a signer's approval tiers read: it must be the total the
+	// transaction moves, not merely beside recipients that are each right.
+	total := new(big.Int)
+	for _, a := range amounts {
+		total.Add(total, a)
+	}
 	var errs []error
+	if total.String() != in.Amount {
+		errs = append(errs, fmt.Errorf("the transaction pays %s in all, the intent's amount is %s", total, in.Amount))
+	}
 	for i, p := range in.Recipients {
 		if !common.IsHexAddress(p.To) || to[i] != common.HexToAddress(p.To) {
 			errs = append(errs, fmt.Errorf("recipient %d is %s, the intent's %s", i, to[i].Hex(), p.To))

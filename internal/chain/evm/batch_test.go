@@ -3,6 +3,7 @@ package evm_test
 import (
 	"context"
 	"math/big"
+	"strings"
 	"testing"
 
 	"github.com/ethereum/go-ethereum"
@@ -13,6 +14,8 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient/simulated"
 	"github.com/ethereum/go-ethereum/params"
 
+	"github.com/opentreasury/treasury/internal/chain"
+	"github.com/opentreasury/treasury/internal/chain/evm"
 	"github.com/opentreasury/treasury/internal/chain/evm/contracts"
 	"github.com/opentreasury/treasury/internal/orders"
 )
@@ -91,4 +94,26 @@ func must(b []byte, err error) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// TestABatchIntentMustStateItsTotal: an intent whose recipients are each right but whose
+// amount understates their total (which a signer's approval tiers read) is refused.
+func TestABatchIntentMustStateItsTotal(t *testing.T) {
+	token, batch := common.HexToAddress("0xc1"), common.HexToAddress("0xba")
+	to := []common.Address{common.HexToAddress("0x11"), common.HexToAddress("0x22")}
+	data := must(contracts.ABI(contracts.BatchTransfer).Pack("batchTransferToken", token, to, []*big.Int{big.NewInt(1_000_000), big.NewInt(2_000_000)}))
+	tx := types.NewTx(&types.DynamicFeeTx{ChainID: big.NewInt(1), Gas: 200_000, To: &batch, Value: new(big.Int), Data: data})
+	in := chain.Intent{Leg: "TRANSFER", To: batch.Hex(), Asset: "USDC", Amount: "3000000", Contract: batch.Hex(), Method: "batchTransferToken",
+		Token: token.Hex(), Recipients: []chain.IntentPayee{{To: to[0].Hex(), Amount: "1000000"}, {To: to[1].Hex(), Amount: "2000000"}}}
+	if err := evm.CheckIntent(tx, in); err != nil {
+		t.Fatalf("the honest intent: %v", err)
+	}
+	in.Amount = "1"
+	if err := evm.CheckIntent(tx, in); err == nil || !strings.Contains(err.Error(), "in all") {
+		t.Fatalf("an intent understating its total: %v", err)
+	}
+	in.Amount, in.Token = "3000000", common.HexToAddress("0xc2").Hex()
+	if err := evm.CheckIntent(tx, in); err == nil {
+		t.Fatal("an intent naming another token passed")
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/big"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -260,6 +261,19 @@ func CheckIntent(m Message, leg chain.Intent) error {
 // TransferChecked from the wallet's token account into the recipient's), with at most the
 // creation of a recipient's token account beside them, and nothing else.
 func checkBatchIntent(m Message, leg chain.Intent) error {
+	// The intent's amount is what a signer's approval tiers read: it must be its
+	// recipients' total.
+	total := new(big.Int)
+	for _, p := range leg.Recipients {
+		units, ok := new(big.Int).SetString(p.Amount, 10)
+		if !ok {
+			return fmt.Errorf("the intent's amount %q is not base units", p.Amount)
+		}
+		total.Add(total, units)
+	}
+	if total.String() != leg.Amount {
+		return fmt.Errorf("the intent's recipients come to %s, its amount is %s", total, leg.Amount)
+	}
 	moves := 0
 	for _, in := range m.Instructions {
 		a := in.Args
