@@ -23,7 +23,7 @@ type signingHandlers struct {
 func signingJSON(r *store.SigningRequest) apitypes.SigningRequest {
 	approvals := []apitypes.SigningApproval{}
 	_ = json.Unmarshal([]byte(r.Approvals), &approvals) // written by the activity from this type
-	return apitypes.SigningRequest{Intent: nullable(r.Intent), Approvals: approvals, ID: r.ID, OrderID: r.OrderID, Domain: r.Domain, Leg: r.Leg, WalletID: r.WalletID,
+	return apitypes.SigningRequest{Intent: nullable(r.Intent), Approvals: approvals, ID: r.ID, OrderID: r.OrderID, Domain: r.Domain, Leg: r.Leg, Position: r.Position, WalletID: r.WalletID,
 		Chain: r.Chain, UnsignedTx: r.UnsignedTx, RawUnsignedTx: r.RawUnsignedTx, Scheme: r.Scheme, ReplacesTxHash: r.ReplacesTxHash, Digest: r.Digest, Status: r.Status,
 		CreatedAt: timeOf(r.CreatedAt), ExpiresAt: timeOf(r.ExpiresAt), SignedAt: timeOrNull(r.SignedAt), Message: messageOf(r)}
 }

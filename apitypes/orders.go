@@ -96,7 +96,10 @@ type SigningRequest struct {
 	ExpiresAt events.Time `json:"expiresAt"`
 	ID        string      `json:"id"`
 	Leg       string      `json:"leg"`
-	OrderID   string      `json:"orderId"`
+	// Position is the leg's place among the order's legs, from 0: which of several legs of
+	// one name (a batch payment's parts) the request signs.
+	Position int    `json:"position"`
+	OrderID  string `json:"orderId"`
 	// RawUnsignedTx is the hex of the transaction's unsigned bytes, for a signer to decode
 	// itself instead of trusting UnsignedTx: on an EVM chain the EIP-1559 unsigned RLP
 	// (0x02 ‖ rlp(fields)), whose Keccak-256 is Digest; on Solana the serialized message,

@@ -2,6 +2,7 @@ package signer
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/opentreasury/treasury/client"
 	"github.com/opentreasury/treasury/internal/chain/evm"
+	"github.com/opentreasury/treasury/internal/chain/solana"
 )
 
 // Ledger is the signer's own record of what it has signed, a line per signature in a
@@ -28,11 +30,16 @@ type Ledger struct {
 
 // signedLeg is one line of the ledger.
 type signedLeg struct {
-	OrderID string  `json:"orderId"`
-	Leg     string  `json:"leg"`
-	Nonce   *uint64 `json:"nonce,omitempty"`
-	Digest  string  `json:"digest"`
-	At      string  `json:"at"`
+	OrderID string `json:"orderId"`
+	Leg     string `json:"leg"`
+	// Position tells a batch payment's parts apart: they are all TRANSFER legs.
+	Position int     `json:"position,omitempty"`
+	Nonce    *uint64 `json:"nonce,omitempty"`
+	// Content, for a TRANSFER, is the hash of what it pays whom (contentOf): a batch's
+	// part is never signed again as another part.
+	Content string `json:"content,omitempty"`
+	Digest  string `json:"digest"`
+	At      string `json:"at"`
 }
 
 // OpenLedger reads the ledger at path, creating it when it does not exist.
@@ -49,9 +56,50 @@ func OpenLedger(path string) (*Ledger, error) {
 		if err := json.Unmarshal(lines.Bytes(), &e); err != nil {
 			return nil, fmt.Errorf("%s line %d: %w", path, n, err)
 		}
-		l.signed[e.OrderID+"/"+e.Leg] = e
+		l.signed[ledgerKey(e.OrderID, e.Leg, e.Position)] = e
 	}
 	return l, lines.Err()
+}
+
+// ledgerKey names a leg in the ledger: its order and name, and for a batch payment's
+// parts after the first (TRANSFER legs past position 0) its position too. Every other leg's
+// name is unique in its order, and its key is the one ledgers have always used.
+func ledgerKey(orderID, leg string, position int) string {
+	if leg == "TRANSFER" && position > 0 {
+		return fmt.Sprintf("%s/%s/%d", orderID, leg, position)
+	}
+	return orderID + "/" + leg
+}
+
+// contentOf is the hash of what a TRANSFER request pays whom, whatever its nonce, fees or
+// blockhash: an EVM transaction's recipient, value and call data, a Solana message's
+// instructions; "" for other legs or a request that does not decode.
+func contentOf(r client.SigningRequest) string {
+	raw, err := hex.DecodeString(r.RawUnsignedTx)
+	if err != nil || r.Leg != "TRANSFER" {
+		return ""
+	}
+	var what []byte
+	switch {
+	case client.IsEVMTransaction(r):
+		tx, _, err := evm.DecodeUnsigned(raw)
+		if err != nil || tx.To() == nil {
+			return ""
+		}
+		what = append(append(tx.To().Bytes(), tx.Value().Bytes()...), tx.Data()...)
+	case client.IsSolanaTransaction(r):
+		m, err := solana.DecodeMessage(raw)
+		if err != nil {
+			return ""
+		}
+		if what, err = json.Marshal(m.Instructions); err != nil {
+			return ""
+		}
+	default:
+		return ""
+	}
+	sum := sha256.Sum256(what)
+	return hex.EncodeToString(sum[:])
 }
 
 // nonceOf is the account nonce of an EVM request's transaction; nil on a chain without.
@@ -68,11 +116,24 @@ func nonceOf(r client.SigningRequest) *uint64 {
 	return &n
 }
 
-// Check refuses a request for another transaction of a leg already signed.
+// Check refuses a request for another transaction of a leg already signed, and a part of a
+// batch that pays what another part of its order was signed to pay.
 func (l *Ledger) Check(r client.SigningRequest) *Refusal {
+	content := contentOf(r)
 	l.mu.Lock()
-	e, ok := l.signed[r.OrderID+"/"+r.Leg]
+	e, ok := l.signed[ledgerKey(r.OrderID, r.Leg, r.Position)]
+	var twin *signedLeg
+	for _, other := range l.signed {
+		if content != "" && other.OrderID == r.OrderID && other.Leg == r.Leg && other.Position != r.Position && other.Content == content {
+			twin = &other
+			break
+		}
+	}
 	l.mu.Unlock()
+	if twin != nil {
+		return refusal("already_signed", "the %s leg at position %d of %s pays what its leg at position %d was signed to pay; a part is paid once",
+			r.Leg, r.Position, r.OrderID, twin.Position)
+	}
 	if !ok || e.Digest == r.Digest {
 		return nil
 	}
@@ -85,7 +146,8 @@ func (l *Ledger) Check(r client.SigningRequest) *Refusal {
 
 // Record writes that the request is being signed, to disk, before the signature is sent.
 func (l *Ledger) Record(r client.SigningRequest, at time.Time) error {
-	e := signedLeg{OrderID: r.OrderID, Leg: r.Leg, Nonce: nonceOf(r), Digest: r.Digest, At: at.UTC().Format(time.RFC3339Nano)}
+	e := signedLeg{OrderID: r.OrderID, Leg: r.Leg, Position: r.Position, Nonce: nonceOf(r), Digest: r.Digest, Content: contentOf(r),
+		At: at.UTC().Format(time.RFC3339Nano)}
 	line, err := json.Marshal(e)
 	if err != nil {
 		return err

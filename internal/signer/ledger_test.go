@@ -91,3 +91,70 @@ func TestASignerWithALedgerRefusesASecondTransactionOfALeg(t *testing.T) {
 		t.Fatalf("posted %v", got)
 	}
 }
+
+// A batch payment's parts are all TRANSFER legs, told apart by position: each part is
+// signed once, and a part that pays what another part was signed to pay is refused, also
+// after a restart; the statement's leg at the request's position is the one held to.
+func TestTheLedgerSignsEachPartOfABatchOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "wallet.key.ledger")
+	l, err := OpenLedger(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batcher := common.HexToAddress("0x00000000000000000000000000000000000000c3")
+	part := func(position int, nonce uint64, recipient common.Address) client.SigningRequest {
+		tx := types.NewTx(&types.DynamicFeeTx{ChainID: big.NewInt(1), Nonce: nonce, GasTipCap: big.NewInt(1), GasFeeCap: big.NewInt(50),
+			Gas: 200_000, To: &batcher, Value: new(big.Int), Data: packed(t, contracts.BatchTransfer, "batchTransferToken", usdc,
+				[]common.Address{recipient}, []*big.Int{big.NewInt(5)})})
+		r := evmRequest(t, tx, "")
+		r.OrderID, r.Leg, r.Position = "ord_b", "TRANSFER", position
+		return r
+	}
+	first := part(0, 7, supplier)
+	if f := l.Check(first); f != nil {
+		t.Fatal(f)
+	}
+	if err := l.Record(first, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	second := part(1, 8, attacker)
+	if f := l.Check(second); f != nil {
+		t.Fatalf("the second part: %v", f)
+	}
+	if err := l.Record(second, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	again, err := OpenLedger(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		req    client.SigningRequest
+		reason string
+	}{
+		{"the second part again", second, ""},
+		{"a third part paying what the first was signed to pay", part(2, 9, supplier), "already_signed"},
+		{"the second part as another transaction", part(1, 9, carol), "already_signed"},
+		{"a third part of its own", part(2, 9, carol), ""},
+	} {
+		if f := again.Check(tc.req); (tc.reason == "" && f != nil) || (tc.reason != "" && (f == nil || f.Reason != tc.reason)) {
+			t.Errorf("%s: %v, want %q", tc.name, f, tc.reason)
+		}
+	}
+
+	st := `{"chain":"ethereum","walletId":"wal_mine","from":"0x00000000000000000000000000000000000000aa","intent":[` +
+		`{"leg":"TRANSFER","to":"a","asset":"USDC","amount":"1"},{"leg":"TRANSFER","to":"b","asset":"USDC","amount":"2"}]}`
+	r := second
+	r.Intent = &st
+	for position, want := range map[int]string{0: "a", 1: "b"} {
+		r.Position = position
+		if leg, f := intentLeg(r, nil, "wal_mine", "0x00000000000000000000000000000000000000aa"); f != nil || leg.To != want {
+			t.Errorf("position %d: the statement's leg %+v (%v), want the one to %s", position, leg, f, want)
+		}
+	}
+	r.Position = 2
+	if _, f := intentLeg(r, nil, "wal_mine", "0x00000000000000000000000000000000000000aa"); f == nil || f.Reason != "intent_mismatch" {
+		t.Errorf("a position the statement lacks: %v", f)
+	}
+}

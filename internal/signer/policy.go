@@ -301,7 +301,15 @@ func intentLeg(r client.SigningRequest, matches func(chain.Intent) error, wallet
 	if st.Chain != r.Chain || st.WalletID != walletID || !strings.EqualFold(st.From, address) {
 		return chain.Intent{}, refusal("intent_mismatch", "the intent is of %s on %s from %s, not this wallet", st.WalletID, st.Chain, st.From)
 	}
+	// The request's position names its leg (a batch payment's parts are all TRANSFER legs);
+	// position 0, or a service that sends none, is read by the leg's name.
 	i := slices.IndexFunc(st.Intent, func(in chain.Intent) bool { return in.Leg == r.Leg })
+	if r.Position > 0 {
+		i = -1
+		if r.Position < len(st.Intent) && st.Intent[r.Position].Leg == r.Leg {
+			i = r.Position
+		}
+	}
 	if i < 0 {
 		return chain.Intent{}, refusal("intent_mismatch", "the intent has no %s leg", r.Leg)
 	}
