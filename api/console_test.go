@@ -27,6 +27,7 @@ var consoleIsolationTable = map[string][]string{
 	"POST /console/{app}/policy/drafts/{id}/dry-runs":                   {"policy draft"},
 	"GET /console/{app}/policy/dry-runs/{id}":                           {"policy dry run"},
 	"GET /console/{app}/orders/{id}":                                    {"draft order", "submitted order"},
+	"POST /console/{app}/orders/{id}/submit":                            {"draft order"},
 	"POST /console/{app}/approvals/{id}/decide":                         {"approval item"},
 	"POST /console/{app}/api-keys/{id}/revoke":                          {"api key"},
 	"POST /console/{app}/oauth-clients/{id}/revoke":                     {"oauth client"},
