@@ -304,15 +304,9 @@ func TestPayoutFileSurvivesAKill(t *testing.T) {
 	pay := b.Credentials.Keys["pay"].SK
 	const rows = 40
 
-	var file strings.Builder
-	file.WriteString("reference,wallet,asset,amount,to\n")
-	for i := 1; i <= rows; i++ {
-		fmt.Fprintf(&file, "batch-%02d,%s,USDC,%d.25,0x1111111111111111111111111111111111111111\n", i, b.Credentials.Wallets[0].ID, i)
-	}
-	csvPath := filepath.Join(t.TempDir(), "payouts.csv")
-	if err := os.WriteFile(csvPath, []byte(file.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	csvPath := payoutsFile(t, rows, func(i int) string {
+		return fmt.Sprintf("batch-%02d,%s,USDC,%d.25,0x1111111111111111111111111111111111111111", i, b.Credentials.Wallets[0].ID, i)
+	})
 	secrets := map[string]string{"TREASURY_TOKEN": pay}
 	args := []string{"--url", b.APIURL, "--csv", csvPath, "--concurrency", "2", "--timeout", "90s"}
 
@@ -399,15 +393,9 @@ func TestThePayoutJobPaysAFileAsOneBatch(t *testing.T) {
 	api := b.APIURL + "/api/v1"
 	pay := b.Credentials.Keys["pay"].SK
 	const rows = 6
-	var file strings.Builder
-	file.WriteString("reference,wallet,asset,amount,to\n")
-	for i := 1; i <= rows; i++ {
-		fmt.Fprintf(&file, "run-%02d,%s,USDC,%d.5,0x%s\n", i, b.Credentials.Wallets[0].ID, i, strings.Repeat(fmt.Sprint(1+i%2), 40))
-	}
-	csvPath := filepath.Join(t.TempDir(), "payouts.csv")
-	if err := os.WriteFile(csvPath, []byte(file.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	csvPath := payoutsFile(t, rows, func(i int) string {
+		return fmt.Sprintf("run-%02d,%s,USDC,%d.5,0x%s", i, b.Credentials.Wallets[0].ID, i, strings.Repeat(fmt.Sprint(1+i%2), 40))
+	})
 	args := []string{"--url", b.APIURL, "--csv", csvPath, "--batch", "--timeout", "60s"}
 	secrets := map[string]string{"TREASURY_TOKEN": pay}
 	var reports []string
@@ -441,4 +429,20 @@ func TestThePayoutJobPaysAFileAsOneBatch(t *testing.T) {
 	if list := call(t, "GET", api+"/payments?limit=200", pay).body["data"].([]any); len(list) != 1 {
 		t.Fatalf("%d payments: the file and its rerun make one", len(list))
 	}
+}
+
+// payoutsFile writes a payout job's CSV file of rows lines, line(1) … line(rows), under the
+// header reference,wallet,asset,amount,to, and returns its path.
+func payoutsFile(t *testing.T, rows int, line func(i int) string) string {
+	t.Helper()
+	var file strings.Builder
+	file.WriteString("reference,wallet,asset,amount,to\n")
+	for i := 1; i <= rows; i++ {
+		file.WriteString(line(i) + "\n")
+	}
+	path := filepath.Join(t.TempDir(), "payouts.csv")
+	if err := os.WriteFile(path, []byte(file.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
