@@ -32,7 +32,7 @@ type batchForm struct {
 
 type walletChoice struct{ ID, Label, Chain string }
 
-// batchWallets are the wallets a batch may be paid from: those on a chain batches run on.
+// batchWallets are the wallets a batch may be paid from: those not archived.
 func (c *console) batchWallets(r *http.Request, rq *request) []walletChoice {
 	ws, _, err := c.Service.WalletDirectory(r.Context(), rq.caller(r), service.Page{Limit: 200})
 	if err != nil {
@@ -40,7 +40,7 @@ func (c *console) batchWallets(r *http.Request, rq *request) []walletChoice {
 	}
 	var out []walletChoice
 	for _, w := range ws {
-		if w.ArchivedAt == nil && !slices.Contains(orders.ChainsWithoutBatches, w.Chain) {
+		if w.ArchivedAt == nil {
 			out = append(out, walletChoice{ID: w.ID, Label: w.Label, Chain: w.Chain})
 		}
 	}
@@ -60,6 +60,7 @@ func readBatchCSV(text string) ([]csvRecipient, []string) {
 	// A spreadsheet's UTF-8 export may begin with a byte order mark.
 	cr := csv.NewReader(strings.NewReader(strings.TrimPrefix(text, "\ufeff")))
 	cr.FieldsPerRecord, cr.TrimLeadingSpace = -1, true
+	names := []string{"address", "amount", "reference"}
 	columns := map[string]int{"address": 0, "amount": 1, "reference": 2}
 	var (
 		out      []csvRecipient
@@ -78,22 +79,20 @@ func readBatchCSV(text string) ([]csvRecipient, []string) {
 			return nil, append(problems, err.Error())
 		}
 		line, _ := cr.FieldPos(0)
-		if first && strings.EqualFold(strings.TrimSpace(rec[0]), "address") || first && slices.ContainsFunc(rec, func(f string) bool {
-			return strings.EqualFold(strings.TrimSpace(f), "amount")
-		}) {
+		isName := func(f string) bool { return slices.Contains(names, strings.ToLower(strings.TrimSpace(f))) }
+		if first && slices.ContainsFunc(rec, isName) {
+			// A header: it names the columns, in any order.
 			columns = map[string]int{}
 			for i, name := range rec {
-				name = strings.ToLower(strings.TrimSpace(name))
-				if _, ok := map[string]bool{"address": true, "amount": true, "reference": true}[name]; !ok {
-					return nil, []string{fmt.Sprintf("line %d: the header names %q; the columns are address, amount, reference", line, name)}
+				if !isName(name) {
+					return nil, []string{fmt.Sprintf("line %d: the header names %q; the columns are address, amount, reference", line, strings.TrimSpace(name))}
 				}
-				columns[name] = i
+				columns[strings.ToLower(strings.TrimSpace(name))] = i
 			}
-			if _, ok := columns["address"]; !ok {
-				return nil, []string{fmt.Sprintf("line %d: the header has no address column", line)}
-			}
-			if _, ok := columns["amount"]; !ok {
-				return nil, []string{fmt.Sprintf("line %d: the header has no amount column", line)}
+			for _, need := range names[:2] {
+				if _, ok := columns[need]; !ok {
+					return nil, []string{fmt.Sprintf("line %d: the header has no %s column", line, need)}
+				}
 			}
 			continue
 		}

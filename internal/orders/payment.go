@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/shopspring/decimal"
 
@@ -70,9 +69,6 @@ func DefaultPartSize(chain string) int {
 	return DefaultBatchPartSize
 }
 
-// ChainsWithoutBatches are the chains batch payments do not run on yet.
-var ChainsWithoutBatches = []string{}
-
 func (*Payment) Domain() string { return DomainPayment }
 
 // IsBatch reports whether the payment pays recipients rather than one destination.
@@ -111,11 +107,6 @@ func (p *Payment) Check(chain string) []FieldError {
 	if !p.IsBatch() {
 		c.amount("amount", p.Asset, p.Amount)
 		c.address("destination.address", p.Destination.Address)
-		return c.errs
-	}
-	if slices.Contains(ChainsWithoutBatches, chain) {
-		c.add("walletId", "is a %s wallet, and batch payments do not run on %s yet: pay its recipients one by one, or from a wallet on %s",
-			chain, chain, strings.Join(EVMChains, " or "))
 		return c.errs
 	}
 	for i, r := range p.Recipients {

@@ -26,6 +26,9 @@ type Ledger struct {
 	path   string
 	mu     sync.Mutex
 	signed map[string]signedLeg
+	// paidBy is the position of the leg each order's TRANSFER content (contentOf) was
+	// signed for, by order and content.
+	paidBy map[string]int
 }
 
 // signedLeg is one line of the ledger.
@@ -44,7 +47,7 @@ type signedLeg struct {
 
 // OpenLedger reads the ledger at path, creating it when it does not exist.
 func OpenLedger(path string) (*Ledger, error) {
-	l := &Ledger{path: path, signed: map[string]signedLeg{}}
+	l := &Ledger{path: path, signed: map[string]signedLeg{}, paidBy: map[string]int{}}
 	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
@@ -56,9 +59,17 @@ func OpenLedger(path string) (*Ledger, error) {
 		if err := json.Unmarshal(lines.Bytes(), &e); err != nil {
 			return nil, fmt.Errorf("%s line %d: %w", path, n, err)
 		}
-		l.signed[ledgerKey(e.OrderID, e.Leg, e.Position)] = e
+		l.remember(e)
 	}
 	return l, lines.Err()
+}
+
+// remember indexes a line of the ledger. Call with l.mu held, or before l is shared.
+func (l *Ledger) remember(e signedLeg) {
+	l.signed[ledgerKey(e.OrderID, e.Leg, e.Position)] = e
+	if e.Content != "" {
+		l.paidBy[e.OrderID+"/"+e.Leg+"/"+e.Content] = e.Position
+	}
 }
 
 // ledgerKey names a leg in the ledger: its order and name, and for a batch payment's
@@ -122,17 +133,11 @@ func (l *Ledger) Check(r client.SigningRequest) *Refusal {
 	content := contentOf(r)
 	l.mu.Lock()
 	e, ok := l.signed[ledgerKey(r.OrderID, r.Leg, r.Position)]
-	var twin *signedLeg
-	for _, other := range l.signed {
-		if content != "" && other.OrderID == r.OrderID && other.Leg == r.Leg && other.Position != r.Position && other.Content == content {
-			twin = &other
-			break
-		}
-	}
+	twin, paid := l.paidBy[r.OrderID+"/"+r.Leg+"/"+content]
 	l.mu.Unlock()
-	if twin != nil {
+	if content != "" && paid && twin != r.Position {
 		return refusal("already_signed", "the %s leg at position %d of %s pays what its leg at position %d was signed to pay; a part is paid once",
-			r.Leg, r.Position, r.OrderID, twin.Position)
+			r.Leg, r.Position, r.OrderID, twin)
 	}
 	if !ok || e.Digest == r.Digest {
 		return nil
@@ -163,6 +168,6 @@ func (l *Ledger) Record(r client.SigningRequest, at time.Time) error {
 	if err := errors.Join(werr, serr, f.Close()); err != nil {
 		return err
 	}
-	l.signed[e.OrderID+"/"+e.Leg] = e
+	l.remember(e)
 	return nil
 }

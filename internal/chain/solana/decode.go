@@ -214,55 +214,63 @@ func CheckRequest(unsignedTx []byte, raw []byte, digest, address string) error {
 }
 
 // CheckIntent verifies that a decoded message does exactly what one leg of an approved
-// intent says, and nothing else: for SOL, one System transfer of the amount from the fee
-// payer to the recipient; for a token, one TransferChecked of the amount of the intent's
-// mint (its contract) from the fee payer's account of it to the recipient's associated
-// token account, optionally preceded by that account's CreateIdempotent paid by the fee
-// payer. The compute budget may be set; any other instruction is refused.
+// intent says, and nothing else: for each of its payees in order (its recipient, or a
+// batch part's recipients, whose total its amount must be), for SOL one System transfer of
+// the amount from the fee payer to the payee; for a token, one TransferChecked of the
+// amount of the intent's mint (its contract) from the fee payer's account of it to the
+// payee's associated token account, beside at most that account's CreateIdempotent paid
+// by the fee payer. The compute budget may be set; any other instruction is refused.
 //
 // A token transfer's source must be the fee payer's own associated token account of the
 // mint.
 func CheckIntent(m Message, leg chain.Intent) error {
-	if len(leg.Recipients) > 0 {
-		return checkBatchIntent(m, leg)
+	payees := leg.Recipients
+	if len(payees) == 0 {
+		payees = []chain.IntentPayee{{To: leg.To, Amount: leg.Amount}}
+	} else if err := checkTotal(leg); err != nil {
+		return err
 	}
 	moves := 0
 	for _, in := range m.Instructions {
 		a := in.Args
 		switch in.Program + "." + in.Method {
 		case "computeBudget.setComputeUnitLimit", "computeBudget.setComputeUnitPrice":
-		case "system.transfer":
-			moves++
-			if leg.Contract != "" || a["from"] != m.FeePayer || a["to"] != leg.To || a["lamports"] != leg.Amount {
-				return fmt.Errorf("the message sends %s lamports from %s to %s; the intent: %s base units of %s to %s", a["lamports"], a["from"], a["to"], leg.Amount, leg.Asset, leg.To)
-			}
+			continue
 		case "associatedToken.createIdempotent":
-			if a["payer"] != m.FeePayer || a["owner"] != leg.To || a["mint"] != leg.Contract || !IsAssociated(a["account"], leg.To, leg.Contract) {
-				return fmt.Errorf("the message creates the token account %s of %s for %s; the intent pays %s", a["account"], a["mint"], a["owner"], leg.To)
+			isPayee := slices.ContainsFunc(payees, func(p chain.IntentPayee) bool { return p.To == a["owner"] })
+			if !isPayee || a["payer"] != m.FeePayer || a["mint"] != leg.Contract || !IsAssociated(a["account"], a["owner"], leg.Contract) {
+				return fmt.Errorf("the message creates the token account %s of %s for %s, whom the intent does not pay", a["account"], a["mint"], a["owner"])
+			}
+			continue
+		}
+		if moves >= len(payees) {
+			return fmt.Errorf("the message calls %s.%s after the %d moves of its intent", in.Program, in.Method, len(payees))
+		}
+		p := payees[moves]
+		moves++
+		switch in.Program + "." + in.Method {
+		case "system.transfer":
+			if leg.Contract != "" || a["from"] != m.FeePayer || a["to"] != p.To || a["lamports"] != p.Amount {
+				return fmt.Errorf("move %d sends %s lamports from %s to %s; the intent: %s base units of %s to %s", moves-1, a["lamports"], a["from"], a["to"], p.Amount, leg.Asset, p.To)
 			}
 		case "token.transferChecked":
-			moves++
 			if leg.Contract == "" || leg.Method != "transferChecked" || a["mint"] != leg.Contract || a["owner"] != m.FeePayer ||
-				!IsAssociated(a["source"], m.FeePayer, leg.Contract) || !IsAssociated(a["destination"], leg.To, leg.Contract) || a["amount"] != leg.Amount {
-				return fmt.Errorf("the message moves %s base units of %s to the token account %s; the intent: %s base units of %s to %s", a["amount"], a["mint"], a["destination"], leg.Amount, leg.Contract, leg.To)
+				!IsAssociated(a["source"], m.FeePayer, leg.Contract) || !IsAssociated(a["destination"], p.To, leg.Contract) || a["amount"] != p.Amount {
+				return fmt.Errorf("move %d moves %s base units of %s to the token account %s; the intent: %s base units of %s to %s", moves-1, a["amount"], a["mint"], a["destination"], p.Amount, leg.Contract, p.To)
 			}
 		default:
 			return fmt.Errorf("the message calls %s.%s, which the intent does not", in.Program, in.Method)
 		}
 	}
-	if moves != 1 {
-		return fmt.Errorf("the message moves funds %d times; the intent once", moves)
+	if moves != len(payees) {
+		return fmt.Errorf("the message moves funds %d times; the intent pays %d times", moves, len(payees))
 	}
 	return nil
 }
 
-// checkBatchIntent holds a batch part's message to its intent: its moves are exactly the
-// intent's recipients, in order, each of its amount (SOL from the wallet, or the mint's
-// TransferChecked from the wallet's token account into the recipient's), with at most the
-// creation of a recipient's token account beside them, and nothing else.
-func checkBatchIntent(m Message, leg chain.Intent) error {
-	// The intent's amount is what a signer's approval tiers read: it must be its
-	// recipients' total.
+// checkTotal holds a batch part's intent to its recipients: its amount, which a signer's
+// approval tiers read, is their total.
+func checkTotal(leg chain.Intent) error {
 	total := new(big.Int)
 	for _, p := range leg.Recipients {
 		units, ok := new(big.Int).SetString(p.Amount, 10)
@@ -273,41 +281,6 @@ func checkBatchIntent(m Message, leg chain.Intent) error {
 	}
 	if total.String() != leg.Amount {
 		return fmt.Errorf("the intent's recipients come to %s, its amount is %s", total, leg.Amount)
-	}
-	moves := 0
-	for _, in := range m.Instructions {
-		a := in.Args
-		switch in.Program + "." + in.Method {
-		case "computeBudget.setComputeUnitLimit", "computeBudget.setComputeUnitPrice":
-			continue
-		case "associatedToken.createIdempotent":
-			isRecipient := slices.ContainsFunc(leg.Recipients, func(p chain.IntentPayee) bool { return p.To == a["owner"] })
-			if !isRecipient || a["payer"] != m.FeePayer || a["mint"] != leg.Contract || !IsAssociated(a["account"], a["owner"], leg.Contract) {
-				return fmt.Errorf("the message creates the token account %s of %s for %s, who is no recipient of the batch", a["account"], a["mint"], a["owner"])
-			}
-			continue
-		}
-		if moves >= len(leg.Recipients) {
-			return fmt.Errorf("the message calls %s.%s after its %d recipients' moves", in.Program, in.Method, len(leg.Recipients))
-		}
-		p := leg.Recipients[moves]
-		moves++
-		switch in.Program + "." + in.Method {
-		case "system.transfer":
-			if leg.Contract != "" || a["from"] != m.FeePayer || a["to"] != p.To || a["lamports"] != p.Amount {
-				return fmt.Errorf("move %d sends %s lamports from %s to %s; the intent: %s to %s", moves-1, a["lamports"], a["from"], a["to"], p.Amount, p.To)
-			}
-		case "token.transferChecked":
-			if leg.Contract == "" || leg.Method != "transferChecked" || a["mint"] != leg.Contract || a["owner"] != m.FeePayer ||
-				!IsAssociated(a["source"], m.FeePayer, leg.Contract) || !IsAssociated(a["destination"], p.To, leg.Contract) || a["amount"] != p.Amount {
-				return fmt.Errorf("move %d moves %s base units of %s to the token account %s; the intent: %s to %s", moves-1, a["amount"], a["mint"], a["destination"], p.Amount, p.To)
-			}
-		default:
-			return fmt.Errorf("the message calls %s.%s, which the intent does not", in.Program, in.Method)
-		}
-	}
-	if moves != len(leg.Recipients) {
-		return fmt.Errorf("the message moves funds %d times; the intent pays %d recipients", moves, len(leg.Recipients))
 	}
 	return nil
 }
