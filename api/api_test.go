@@ -81,7 +81,7 @@ func newFixtureOn(t *testing.T, s *store.Store) *fixture {
 	h := NewRouter(Config{Store: s, Log: log, Readiness: []ReadinessCheck{{Name: "database", Check: ready.check}}, Service: &service.Service{Store: s, Log: log, Webhooks: hooks, DryRuns: inlineDryRuns{&activities.Policies{Store: s, Log: log}},
 		Recoveries: inlineRecoveries{&activities.WebhookRecoveries{Store: s}},
 		// Small pages, so that a verification of a short chain takes several.
-		AuditVerifications: inlineAuditVerifications{&activities.Audit{Store: s, PageSize: 7}},
+		AuditVerifications: inlineAuditVerifications{&activities.Audit{Store: s, PageSize: 7}}, Payouts: &fakePayouts{},
 		// A registered wallet's first sync, at once, from the fake chain.
 		WalletSync: inlineWalletSync{&activities.Portfolio{Store: s, Chain: funded, Log: log}}}})
 	return &fixture{store: s, creds: creds, handler: h, logs: logs, ready: ready, webhooks: hooks, chain: funded}

@@ -62,6 +62,12 @@ var routeAccess = map[string]access{
 	"POST /developer/team":                                          {app: "own", actions: []string{"developer"}, owner: true},
 	"PATCH /developer/team/:id":                                     {app: "own", actions: []string{"developer"}, owner: true, notFoundOK: true},
 	"DELETE /developer/team/:id":                                    {app: "own", actions: []string{"developer"}, owner: true, notFoundOK: true},
+	"GET /api/v1/payout-schedules":                                  {app: "pay", actions: []string{"read"}},
+	"POST /api/v1/payout-schedules":                                 {app: "pay", actions: []string{"write"}},
+	"GET /api/v1/payout-schedules/:id":                              {app: "pay", actions: []string{"read"}, notFoundOK: true},
+	"PATCH /api/v1/payout-schedules/:id":                            {app: "pay", actions: []string{"write"}, notFoundOK: true},
+	"DELETE /api/v1/payout-schedules/:id":                           {app: "pay", actions: []string{"write"}, notFoundOK: true},
+	"GET /api/v1/payout-schedules/:id/runs":                         {app: "pay", actions: []string{"read"}, notFoundOK: true},
 	"GET /api/v1/treasury/portfolio":                                {app: "treasury", actions: []string{"read"}},
 	"GET /api/v1/treasury/wallets":                                  {app: "treasury", actions: []string{"read"}},
 	"GET /api/v1/treasury/positions":                                {app: "treasury", actions: []string{"read"}},
@@ -336,7 +342,7 @@ func unlimitedRouter(f *fixture) *gin.Engine {
 		Service: &service.Service{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Workflows: &fakeWorkflows{decision: workflows.PolicyDecision{Allowed: true}}, Webhooks: f.webhooks,
 			DryRuns:            inlineDryRuns{&activities.Policies{Store: f.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}},
 			Recoveries:         inlineRecoveries{&activities.WebhookRecoveries{Store: f.store}},
-			AuditVerifications: inlineAuditVerifications{&activities.Audit{Store: f.store}}},
+			AuditVerifications: inlineAuditVerifications{&activities.Audit{Store: f.store}}, Payouts: &fakePayouts{}},
 	})
 	return f.handler.(*gin.Engine)
 }

@@ -29,6 +29,7 @@ var (
 	webhookRecovery = isolationTarget{resources: []string{"webhook"}, body: `{"since":"2026-01-01T00:00:00Z"}`}
 	member          = isolationTarget{resources: []string{"member"}, body: `{"actions":["read","approve"]}`}
 	policyDraft     = isolationTarget{resources: []string{"policy draft"}, body: `{}`}
+	payoutSchedule  = isolationTarget{resources: []string{"payout schedule"}, body: `{"paused":true}`}
 	signingRequest  = isolationTarget{resources: []string{"signing request"}, body: `{"signature":"` + strings.Repeat("A", 86) + `=="}`}
 )
 
@@ -36,6 +37,10 @@ var (
 // its query). A route added without an entry fails TestDataIsolation.
 var isolationTable = map[string]isolationTarget{
 	"PATCH /developer/team/:id":                                     member,
+	"GET /api/v1/payout-schedules/:id":                              payoutSchedule,
+	"PATCH /api/v1/payout-schedules/:id":                            payoutSchedule,
+	"DELETE /api/v1/payout-schedules/:id":                           payoutSchedule,
+	"GET /api/v1/payout-schedules/:id/runs":                         payoutSchedule,
 	"DELETE /developer/team/:id":                                    member,
 	"POST /api/v1/approvals/:domain/:id/decide":                     {resources: []string{"approval item"}, body: `{"decision":"APPROVE"}`},
 	"GET /api/v1/signing-requests/:id":                              signingRequest,
@@ -92,6 +97,7 @@ var isolationRow = map[string]string{
 	"signing request": "signing requests", "api key": developerResources, "oauth client": developerResources,
 	"websocket config": developerResources, "webhook": developerResources, "member": "team",
 	"policy draft": "policy versions and drafts", "policy dry run": "policy versions and drafts",
+	"payout schedule": "payout schedules",
 }
 
 const (
@@ -123,6 +129,8 @@ func listRow(path string) string {
 		return "policy versions and drafts"
 	case strings.HasPrefix(path, "/developer/"):
 		return developerResources
+	case strings.HasPrefix(path, "/api/v1/payout-schedules"):
+		return "payout schedules"
 	case strings.HasSuffix(path, "/payments") || strings.HasSuffix(path, "-orders"):
 		return "orders"
 	}
@@ -181,6 +189,8 @@ func TestDataIsolation(t *testing.T) {
 		t.Fatal(err)
 	}
 	a["approval item"], a["signing request"] = item.ID, sig.ID
+	a["payout schedule"] = created(f.post(t, "/api/v1/payout-schedules", pay, `{"payment":{"walletId":"`+wallet+`","asset":"USDC","amount":"1",`+
+		`"destination":{"address":"0x1111111111111111111111111111111111111111"}},"every":"P1D"}`))
 	a["api key"] = created(f.post(t, "/developer/api-keys", pay, `{"kind":"tk","actions":["read"]}`))
 	a["oauth client"] = created(f.post(t, "/developer/oauth-clients", pay, `{"scopes":"pay:read"}`))
 	a["websocket config"] = created(f.post(t, "/developer/websockets", pay, `{"events":["order.*"]}`))

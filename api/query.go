@@ -38,6 +38,8 @@ var routeQuery = map[string][]string{
 	"GET /developer/logs":                    append([]string{"correlationId", "status"}, pageQuery...),
 	"GET /developer/webhooks/:id/deliveries": append([]string{"status", "event"}, pageQuery...),
 	"GET /developer/webhooks/:id/recoveries": pageQuery,
+	"GET /api/v1/payout-schedules":           pageQuery,
+	"GET /api/v1/payout-schedules/:id/runs":  pageQuery,
 }
 
 func init() {

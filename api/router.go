@@ -105,6 +105,7 @@ func NewRouter(cfg Config) http.Handler {
 	rt.treasury(v1)
 	rt.developer(r, v1)
 	rt.orders(v1)
+	rt.payouts(v1)
 	rt.rpc(r)
 	return r
 }

@@ -195,12 +195,15 @@ type Order struct {
 	// signed-in person. CreatedByUser is the person behind it, null when there is none.
 	CreatedBy     string                `json:"createdBy"`
 	CreatedByUser events.NullableString `json:"createdByUser"`
-	CorrelationID string                `json:"correlationId"`
-	WorkflowID    string                `json:"workflowId"`
-	CreatedAt     events.Time           `json:"createdAt"`
-	UpdatedAt     events.Time           `json:"updatedAt"`
-	SubmittedAt   *events.Time          `json:"submittedAt"`
-	CompletedAt   *events.Time          `json:"completedAt"`
+	// ScheduleID is the payout schedule whose run made the order; absent when a request
+	// made it.
+	ScheduleID    string       `json:"scheduleId,omitempty"`
+	CorrelationID string       `json:"correlationId"`
+	WorkflowID    string       `json:"workflowId"`
+	CreatedAt     events.Time  `json:"createdAt"`
+	UpdatedAt     events.Time  `json:"updatedAt"`
+	SubmittedAt   *events.Time `json:"submittedAt"`
+	CompletedAt   *events.Time `json:"completedAt"`
 	// History is every status the order has had, when one order is read.
 	History []StatusChange `json:"history,omitempty"`
 	OrderDetails

@@ -107,6 +107,15 @@ func TestTheClientCoversTheOpenAPIDocument(t *testing.T) {
 		ignore(key.SubmitOrder(ctx, d, "ord_1"))
 	}
 
+	// Payout schedules.
+	ignore(key.CreatePayoutSchedule(ctx, client.PayoutScheduleRequest{Payment: payment, Every: "P1D", StartAt: since, EndAt: since.Add(time.Hour)}))
+	ignore(key.CreatePayoutSchedule(ctx, client.PayoutScheduleRequest{Payment: payment, Cron: "0 9 1 * *", Timezone: "Europe/Paris"}))
+	ignore(key.ListPayoutSchedules(ctx, page))
+	ignore(key.GetPayoutSchedule(ctx, "pys_1"))
+	ignore(key.PausePayoutSchedule(ctx, "pys_1", true))
+	ignore(key.DeletePayoutSchedule(ctx, "pys_1"))
+	ignore(key.ListPayoutRuns(ctx, "pys_1", page))
+
 	// Approvals, signing, records, policies.
 	ignore(key.ListApprovals(ctx, client.ApprovalFilter{Domain: client.DomainPayment, Status: "pending", Limit: 10}))
 	ignore(key.DecideApproval(ctx, client.DomainPayment, "apr_1", client.Decision{Decision: client.Approve, Comment: "ok"}))

@@ -30,11 +30,12 @@ type Activities struct {
 	Webhooks    *activities.WebhookRecoveries
 	Prices      *activities.Prices
 	Audit       *activities.Audit
+	Payouts     *activities.Payouts
 }
 
 // structs lists what New registers; the test holds it to the workflows' activity names.
 func (a Activities) structs() []any {
-	return []any{a.Portfolio, a.Maintenance, a.Orders, a.Policies, a.Webhooks, a.Prices, a.Audit}
+	return []any{a.Portfolio, a.Maintenance, a.Orders, a.Policies, a.Webhooks, a.Prices, a.Audit, a.Payouts}
 }
 
 // New builds a worker on the treasury task queue with every workflow and activity registered.
@@ -48,6 +49,7 @@ func New(c client.Client, acts Activities, opts sdkworker.Options) sdkworker.Wor
 	w.RegisterWorkflowWithOptions(workflows.WebhookRecovery, workflow.RegisterOptions{Name: workflows.WebhookRecoveryWorkflow})
 	w.RegisterWorkflowWithOptions(workflows.PriceRefresh, workflow.RegisterOptions{Name: workflows.PriceRefreshWorkflow})
 	w.RegisterWorkflowWithOptions(workflows.AuditVerification, workflow.RegisterOptions{Name: workflows.AuditVerificationWorkflow})
+	w.RegisterWorkflowWithOptions(workflows.PayoutRun, workflow.RegisterOptions{Name: workflows.PayoutRunWorkflow})
 	for _, s := range acts.structs() {
 		w.RegisterActivity(s)
 	}

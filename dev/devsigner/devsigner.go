@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/opentreasury/treasury/internal/auth"
+	"github.com/opentreasury/treasury/internal/chain"
 	"github.com/opentreasury/treasury/internal/chain/keys"
+	"github.com/opentreasury/treasury/internal/chain/solana"
 	"github.com/opentreasury/treasury/internal/events"
 	"github.com/opentreasury/treasury/internal/orders"
 	"github.com/opentreasury/treasury/internal/service"
@@ -110,6 +112,22 @@ func (d *Signer) signPending(ctx context.Context, walletIDs []string) {
 		if err != nil {
 			continue
 		}
+		who := service.Caller{CorrelationID: id, Principal: &auth.Principal{OrgID: r.OrgID, App: r.App,
+			Kind: auth.KindDevice, ID: id, Actions: []string{auth.ActionSign}, ResourceIDs: walletIDs}}
+		if r.Scheme == chain.Ed25519 {
+			// A Solana message is read instruction by instruction before it is signed, as a
+			// signing device must: one it cannot read, or that does not say what its request
+			// shows, is refused rather than signed.
+			if err := solana.CheckRequest([]byte(r.UnsignedTx), message, r.Digest, d.keys[r.WalletID].SolanaAddress()); err != nil {
+				if _, rerr := d.svc.RefuseSigningRequest(ctx, who, r.ID, "unreadable_message", err.Error()); rerr != nil && service.KindOf(rerr) != service.Conflict {
+					d.log.Warn("dev signer could not refuse", "signingRequestId", r.ID, "error", rerr.Error())
+					continue
+				}
+				d.sent[r.ID] = true
+				d.log.Warn("dev signer refused", "signingRequestId", r.ID, "orderId", r.OrderID, "error", err.Error())
+				continue
+			}
+		}
 		signed, err := keys.Signed(r.Scheme, digest, message)
 		if err != nil {
 			d.log.Warn("dev signer could not sign", "signingRequestId", r.ID, "error", err.Error())
@@ -121,8 +139,6 @@ func (d *Signer) signPending(ctx context.Context, walletIDs []string) {
 			continue
 		}
 		sig := base64.StdEncoding.EncodeToString(signature)
-		who := service.Caller{CorrelationID: id, Principal: &auth.Principal{OrgID: r.OrgID, App: r.App,
-			Kind: auth.KindDevice, ID: id, Actions: []string{auth.ActionSign}, ResourceIDs: walletIDs}}
 		_, err = d.svc.SubmitSignature(ctx, who, r.ID, sig)
 		if err != nil && service.KindOf(err) != service.Conflict {
 			d.log.Warn("dev signer could not sign", "signingRequestId", r.ID, "error", err.Error())

@@ -194,6 +194,8 @@ func (b *Bundle) config(opts Options) (assemble.Config, error) {
 		RateBurst:            opts.RateBurst,
 		SubmitDecisionWait:   opts.SubmitDecisionWait,
 		QueuedStartGrace:     opts.QueuedStartGrace,
+		// A schedule every second can be watched run.
+		PayoutMinInterval:    time.Second,
 		OAuthTokenTTL:        15 * time.Minute,
 		ShutdownTimeout:      opts.ShutdownTimeout,
 		BalanceSyncInterval:  opts.BalanceSyncInterval,

@@ -107,6 +107,9 @@ func TestEventsCatalogue(t *testing.T) {
 			if leg, ok := ev["leg"].(string); ok {
 				line += " [" + leg + "]"
 			}
+			if part, ok := ev["part"].(float64); ok {
+				line += fmt.Sprintf(" [part %d]", int(part))
+			}
 			names = append(names, fmt.Sprintf("%-34s → %v", line, ev["orderStatus"]))
 		}
 		return strings.Join(names, "\n"), broadcast
@@ -122,10 +125,36 @@ func TestEventsCatalogue(t *testing.T) {
 	legEvents, _ := follow(trade.SK, "trade-orders", fmt.Sprintf(`{"walletId":%q,"sellAsset":"USDC","buyAsset":"ETH","sellAmount":"300","maxSlippageBps":50}`, wallet), "", "confirmed")
 	solanaEvents, solanaBroadcast := follow(pay.SK, "payments", fmt.Sprintf(`{"walletId":%q,"asset":"USDC","amount":"250","destination":{"address":%q}}`,
 		walletOn(b.Credentials, "solana", true).ID, seed.SolanaPayees[0]), "", "confirmed")
+	batchEvents, batchBroadcast := follow(pay.SK, "payments", fmt.Sprintf(`{"walletId":%q,"asset":"USDC","recipients":[`+
+		`{"address":%q,"amount":"120","reference":"alice"},{"address":"0x2222222222222222222222222222222222222222","amount":"95.5","reference":"bob"}]}`,
+		wallet, whitelisted), "", "confirmed")
+
+	// A payout schedule's run: its order's Order.Created names the schedule.
+	r := send(t, "POST", api+"/payout-schedules", pay.SK, `{"payment":`+payment("5", whitelisted)+`,"every":"PT1S"}`)
+	if r.status != http.StatusCreated {
+		t.Fatalf("create a payout schedule: %d %s", r.status, r.raw)
+	}
+	scheduleID := r.body["id"].(string)
+	var scheduledCreated json.RawMessage
+	wait.For(t, 30*time.Second, "a run of the payout schedule to make its order", func() bool {
+		runs := call(t, "GET", api+"/payout-schedules/"+scheduleID+"/runs", pay.Read).body["data"].([]any)
+		for _, run := range runs {
+			if id, ok := run.(map[string]any)["orderId"].(string); ok {
+				created := call(t, "GET", api+"/events?orderId="+id, pay.Read).body["data"].([]any)
+				if len(created) > 0 {
+					scheduledCreated, _ = json.Marshal(created[0])
+				}
+			}
+		}
+		return scheduledCreated != nil
+	})
+	if r := send(t, "DELETE", api+"/payout-schedules/"+scheduleID, pay.SK, ""); r.status != http.StatusOK {
+		t.Fatalf("delete the payout schedule: %d %s", r.status, r.raw)
+	}
 
 	// A policy published at once, heard by a live config that names policy events: trade's,
 	// whose orders have all run.
-	r := send(t, "POST", b.APIURL+"/developer/websockets", trade.SK, `{"events":["policy.*"]}`)
+	r = send(t, "POST", b.APIURL+"/developer/websockets", trade.SK, `{"events":["policy.*"]}`)
 	policyLive := dialLive(t, b.APIURL, r.body["id"].(string), trade.PK)
 	r = send(t, "GET", api+"/policies/trade", trade.SK, "")
 	rules, _ := json.Marshal(r.body["rules"])
@@ -201,7 +230,7 @@ func TestEventsCatalogue(t *testing.T) {
 			t.Fatalf("the run emitted no %s", name)
 		}
 	}
-	doc := renderEventsDoc(examples, edges, legEvents, solanaEvents, solanaBroadcast)
+	doc := renderEventsDoc(examples, edges, legEvents, solanaEvents, solanaBroadcast, batchEvents, batchBroadcast, scheduledCreated)
 	if os.Getenv("WRITE_EVENTS_DOC") != "" {
 		if err := os.WriteFile(eventsDoc, []byte(doc), 0o644); err != nil {
 			t.Fatal(err)
@@ -219,7 +248,8 @@ func TestEventsCatalogue(t *testing.T) {
 
 // renderEventsDoc writes the catalogue: the status machine, then every event with its
 // meaning and an example payload.
-func renderEventsDoc(examples map[string]json.RawMessage, edges map[[2]string]bool, legEvents, solanaEvents string, solanaBroadcast json.RawMessage) string {
+func renderEventsDoc(examples map[string]json.RawMessage, edges map[[2]string]bool, legEvents, solanaEvents string, solanaBroadcast json.RawMessage,
+	batchEvents string, batchBroadcast, scheduledCreated json.RawMessage) string {
 	var b strings.Builder
 	b.WriteString(`# Events
 
@@ -261,7 +291,16 @@ Every transition below was taken by an order of that run.
 		"is the transaction's signature, in base58. A leg whose transaction lapsed (its blockhash expired before it landed) " +
 		"adds a second `Wallet.SigningRequested`, `Wallet.TransactionSigned` and `Order.Broadcast`, each with `replacesTxHash` " +
 		"naming the lapsed transaction, as an EVM replacement does ([chains.md](chains.md)).\n\n```\n" + solanaEvents + "\n```\n\n" +
-		"Its `Order.Broadcast`:\n\n```\n" + broadcast.String() + "\n```\n\n## The events\n")
+		"Its `Order.Broadcast`:\n\n```\n" + broadcast.String() + "\n```\n\n")
+	var batch, scheduled bytes.Buffer
+	_ = json.Indent(&batch, batchBroadcast, "", "  ")
+	_ = json.Indent(&scheduled, scheduledCreated, "", "  ")
+	b.WriteString("A batch payment ([payouts.md](payouts.md)) of two recipients, one part: each leg event and the terminal one " +
+		"carry `part` (from 1); a batch of more recipients than a part holds repeats the leg events for each part, " +
+		"`leg` and `part` naming it.\n\n```\n" + batchEvents + "\n```\n\nIts `Order.Broadcast`:\n\n```\n" + batch.String() +
+		"\n```\n\nAn order that a payout schedule's run made ([payouts.md](payouts.md#payout-schedules)) names the schedule " +
+		"in its `Order.Created` (`scheduleId`), and its `correlationId` is the run's Idempotency-Key, `<scheduleId>:<nominal time>`:" +
+		"\n\n```\n" + scheduled.String() + "\n```\n\n## The events\n")
 	for _, name := range events.Names {
 		var pretty bytes.Buffer
 		_ = json.Indent(&pretty, examples[name], "", "  ")

@@ -61,7 +61,7 @@ func buildExamples(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
-		"./examples/payout-job", "./examples/approvals-bot", "./examples/dashboard", "./examples/policy-review")
+		"./examples/payout-job", "./examples/approvals-bot", "./examples/dashboard", "./examples/policy-review", "./examples/payroll")
 	build.Dir = "../.." // the module root
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -428,6 +428,54 @@ func TestThePayoutJobPaysAFileAsOneBatch(t *testing.T) {
 	}
 	if list := call(t, "GET", api+"/payments?limit=200", pay).body["data"].([]any); len(list) != 1 {
 		t.Fatalf("%d payments: the file and its rerun make one", len(list))
+	}
+}
+
+// The payroll example schedules its team's batch (every 2 s here instead of monthly): each
+// run pays the whole team in one order, confirmed; its runs list those orders; deleted, it
+// runs no more.
+func TestThePayrollExampleSchedulesTheTeamsBatch(t *testing.T) {
+	bins := buildExamples(t)
+	b := startBundle(t, t.TempDir(), "")
+	defer func() { _ = b.Shutdown() }()
+	api := b.APIURL + "/api/v1"
+	pay := b.Credentials.Keys["pay"]
+	team := filepath.Join(t.TempDir(), "team.csv")
+	if err := os.WriteFile(team, []byte("address,amount,reference\n0x"+strings.Repeat("1", 40)+",1000,alice\n0x"+strings.Repeat("2", 40)+",1250.5,bob\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secrets := map[string]string{"TREASURY_TOKEN": pay.SK}
+	create := startExample(t, bins, "payroll", secrets, "create", "--url", b.APIURL, "--csv", team, "--wallet", b.Credentials.Wallets[0].ID, "--every", "PT2S")
+	create.wait(t, 30*time.Second)
+	id := strings.TrimSpace(create.stdout.String())
+	if create.exitCode() != 0 || !strings.HasPrefix(id, "pys_") {
+		t.Fatalf("payroll create\n%s", create.report())
+	}
+	var orderID string
+	wait.For(t, time.Minute, "a run of the payroll to make its order", func() bool {
+		runs := call(t, "GET", api+"/payout-schedules/"+id+"/runs", pay.Read).body["data"].([]any)
+		if len(runs) == 0 {
+			return false
+		}
+		orderID, _ = runs[len(runs)-1].(map[string]any)["orderId"].(string)
+		return orderID != ""
+	})
+	o := waitStatus(t, api+"/payments/"+orderID, pay.Read, "confirmed")
+	if o["amount"] != "2250.5" || len(o["recipients"].([]any)) != 2 || o["scheduleId"] != id {
+		t.Fatalf("the payroll's order: %v", o)
+	}
+	list := startExample(t, bins, "payroll", secrets, "runs", "--url", b.APIURL, id)
+	list.wait(t, 30*time.Second)
+	if list.exitCode() != 0 || !strings.Contains(list.stdout.String(), orderID+"\tconfirmed") {
+		t.Fatalf("payroll runs\n%s", list.report())
+	}
+	del := startExample(t, bins, "payroll", secrets, "delete", "--url", b.APIURL, id)
+	del.wait(t, 30*time.Second)
+	if del.exitCode() != 0 {
+		t.Fatalf("payroll delete\n%s", del.report())
+	}
+	if r := call(t, "GET", api+"/payout-schedules/"+id, pay.Read); r.status != 404 {
+		t.Fatalf("the deleted payroll: %d", r.status)
 	}
 }
 

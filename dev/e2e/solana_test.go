@@ -337,9 +337,15 @@ func TestSolanaPaymentsOnSolanasOwnRuntime(t *testing.T) {
 
 	t.Run("no trades, Earn or Borrow on Solana yet", func(t *testing.T) {
 		auto := walletOn(b.Credentials, "solana", true)
-		r := send(t, "POST", api+"/earn-orders", b.Credentials.Keys["earn"].SK, fmt.Sprintf(`{"walletId":%q,"protocol":"aave","action":"deposit","asset":"USDC","amount":"1"}`, auto.ID))
-		if r.status != 422 || !strings.Contains(string(r.raw), `"walletId"`) {
-			t.Fatalf("an Earn deposit on Solana: %d %s", r.status, r.raw)
+		for _, c := range []struct{ app, collection, body string }{
+			{"trade", "trade-orders", `{"walletId":%q,"sellAsset":"USDC","buyAsset":"SOL","sellAmount":"1","maxSlippageBps":50}`},
+			{"earn", "earn-orders", `{"walletId":%q,"protocol":"aave","action":"deposit","asset":"USDC","amount":"1"}`},
+			{"borrow", "borrow-orders", `{"walletId":%q,"protocol":"aave","action":"draw","asset":"USDC","amount":"1","collateralAsset":"SOL"}`},
+		} {
+			r := send(t, "POST", api+"/"+c.collection, b.Credentials.Keys[c.app].SK, fmt.Sprintf(c.body, auto.ID))
+			if r.status != 422 || !strings.Contains(string(r.raw), `"field":"walletId"`) {
+				t.Fatalf("a %s order on Solana: %d %s", c.app, r.status, r.raw)
+			}
 		}
 	})
 }

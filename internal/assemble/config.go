@@ -57,6 +57,9 @@ type Config struct {
 	// SubmitDecisionWait bounds how long a submit waits for the policy's decision once the
 	// order's workflow is durably started (workflows.Client.DecisionWait).
 	SubmitDecisionWait time.Duration
+	// PayoutMinInterval is the shortest every a payout schedule may have
+	// (service.Service.PayoutMinInterval).
+	PayoutMinInterval time.Duration
 	// QueuedStartGrace is how long an accepted order's workflow has to run before a worker
 	// starts it from the queue (service.Service.StartGrace); no setting of its own, for
 	// tests.
@@ -161,6 +164,7 @@ var EnvVars = []envVar{
 	{"RPC_RATE_LIMIT", "100", "JSON-RPC calls per second per app (every call of a batch counted, shared by the app's credentials), per API replica"},
 	{"RPC_RATE_BURST", "200", "burst of JSON-RPC calls per app, per API replica"},
 	{"SUBMIT_DECISION_WAIT", "2s", "how long a submit waits for the policy's decision once the order's workflow is durably started; past it the answer is 202 with policyDecision pending"},
+	{"PAYOUT_MIN_INTERVAL", "1m", "the shortest interval (every) a payout schedule may have"},
 	{"WS_PING_INTERVAL", "25s", "how often the WebSocket channel pings each client (a pong must follow within 10 s)"},
 	{"WS_SEND_RING", "true", "batch the live channel's sends through io_uring where the kernel allows it; false writes each frame with its own system call"},
 	{"WEBHOOK_SECRET_KEY", "", "base64 of 32 random bytes (openssl rand -base64 32) that seals webhook signing secrets at rest; the same on every api and worker; without it webhooks are refused"},
@@ -323,6 +327,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		RPCRateLimit:         number("RPC_RATE_LIMIT"),
 		RPCRateBurst:         int(number("RPC_RATE_BURST")),
 		SubmitDecisionWait:   duration("SUBMIT_DECISION_WAIT"),
+		PayoutMinInterval:    duration("PAYOUT_MIN_INTERVAL"),
 		OAuthTokenTTL:        duration("OAUTH_TOKEN_TTL"),
 		SessionTTL:           duration("SESSION_TTL"),
 		TrustedProxies:       get("TRUSTED_PROXIES"),

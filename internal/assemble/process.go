@@ -68,7 +68,7 @@ func (p *Process) Service() *service.Service {
 		return p.service
 	}
 	svc := &service.Service{Store: p.Store, Webhooks: p.Config.WebhookOptions(), Log: p.Log, ValuationMaxAge: p.Config.ValuationMaxAge,
-		StartGrace: p.Config.QueuedStartGrace, Chains: p.Config.Chains, Passkeys: p.Config.Passkeys(), BatchPartSizes: map[string]int{}}
+		StartGrace: p.Config.QueuedStartGrace, PayoutMinInterval: p.Config.PayoutMinInterval, Chains: p.Config.Chains, Passkeys: p.Config.Passkeys(), BatchPartSizes: map[string]int{}}
 	for _, c := range p.Config.EVMChains {
 		if c.BatchPartSize > 0 {
 			svc.BatchPartSizes[c.Name] = c.BatchPartSize
@@ -80,6 +80,7 @@ func (p *Process) Service() *service.Service {
 		svc.Recoveries = workflows.Client{Temporal: p.Temporal}
 		svc.WalletSync = workflows.Client{Temporal: p.Temporal}
 		svc.AuditVerifications = workflows.Client{Temporal: p.Temporal}
+		svc.Payouts = workflows.PayoutSchedules{Temporal: p.Temporal}
 	}
 	switch {
 	case p.Live != nil:
@@ -190,7 +191,7 @@ func (p *Process) Worker(newChain func() chain.Adapter) Component {
 	var w sdkworker.Worker
 	return Component{Name: "worker",
 		Start: func(context.Context) error {
-			w = NewWorker(p.Store, newChain(), p.Temporal, p.Log, p.Config, func(err error) {
+			w = NewWorker(p.Store, newChain(), p.Temporal, p.Log, p.Config, p.Service(), func(err error) {
 				p.Fail(fmt.Errorf("worker: %w", err))
 			})
 			if err := w.Start(); err != nil {

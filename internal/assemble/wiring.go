@@ -222,10 +222,11 @@ func (p *Process) rpcNodes() rpcproxy.Nodes {
 }
 
 // NewWorker builds the worker with every activity wired to the store and chain adapter
-// (cfg gives how long a transaction may stay below the fee market before it is replaced).
+// (cfg gives how long a transaction may stay below the fee market before it is replaced),
+// and the payout schedules' runs to payouts (the process's service).
 // On Stop it waits up to cfg.ShutdownTimeout for running activities before cancelling
 // them; onFatal hears an error the worker cannot recover from.
-func NewWorker(s *store.Store, ch chain.Adapter, tc client.Client, log *slog.Logger, cfg Config, onFatal func(error)) sdkworker.Worker {
+func NewWorker(s *store.Store, ch chain.Adapter, tc client.Client, log *slog.Logger, cfg Config, payouts activities.PayoutRunner, onFatal func(error)) sdkworker.Worker {
 	var feeds prices.Feeds = chain.Router{}
 	if f, ok := ch.(prices.Feeds); ok {
 		feeds = f
@@ -238,6 +239,7 @@ func NewWorker(s *store.Store, ch chain.Adapter, tc client.Client, log *slog.Log
 		Webhooks:    &activities.WebhookRecoveries{Store: s},
 		Prices:      &activities.Prices{Refresher: prices.Refresher{Store: s, Feeds: feeds, Sources: cfg.PriceSources, Log: log}},
 		Audit:       &activities.Audit{Store: s},
+		Payouts:     &activities.Payouts{Runner: payouts},
 	}, sdkworker.Options{WorkerStopTimeout: cfg.ShutdownTimeout, OnFatalError: onFatal})
 }
 

@@ -116,7 +116,7 @@ type route struct {
 }
 
 func (c *console) routes() []route {
-	return slices.Concat([]route{{"GET /console/{app}/{$}", "", c.appHome}}, c.orderRoutes(), c.walletRoutes(), c.policyRoutes(), c.developerRoutes(), c.passkeyRoutes())
+	return slices.Concat([]route{{"GET /console/{app}/{$}", "", c.appHome}}, c.orderRoutes(), c.payoutRoutes(), c.walletRoutes(), c.policyRoutes(), c.developerRoutes(), c.passkeyRoutes())
 }
 
 // Routes lists the console's routes, as "METHOD /console/{app}/…" patterns, for tests that
@@ -252,6 +252,7 @@ var menu = []pageOf{
 	{"approvals", "Approvals", func(p *auth.Principal, app string) bool {
 		return orderApp(app) && can(auth.ActionRead, auth.ActionApprove)(p, app)
 	}},
+	{"payouts", "Payout schedules", func(p *auth.Principal, app string) bool { return app == "pay" && p.Can(app, auth.ActionRead) }},
 	{"passkeys", "Passkeys", can(auth.ActionApprove)},
 	{"api-keys", "API keys", can(auth.ActionDeveloper)},
 	{"oauth-clients", "OAuth clients", can(auth.ActionDeveloper)},

@@ -78,6 +78,8 @@ type OrderEvent struct {
 	// a replacement) is the leg's transaction stuck below the fee market that this one
 	// replaces at the same nonce.
 	ReplacesTxHash string `json:"replacesTxHash,omitempty"`
+	// ScheduleID (Order.Created of an order a payout schedule's run made) is the schedule.
+	ScheduleID string `json:"scheduleId,omitempty"`
 	// Sequence counts the order's events from 1 without gaps, so that a gap shows.
 	Sequence int `json:"sequence"`
 	// SigningRequestID (Wallet.SigningRequested, Wallet.TransactionSigned) is the leg's

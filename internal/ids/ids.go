@@ -30,6 +30,7 @@ const (
 	WalletChallenge   = "wch"
 	ApproverKey       = "apk"
 	AuditVerification = "avf"
+	PayoutSchedule    = "pys"
 )
 
 // New returns prefix_<32 hex digits of a UUIDv7>: unique, and ordered by creation time

@@ -18,7 +18,7 @@ func (o *Order) Answer() apitypes.Order {
 		PolicyVersion: o.PolicyVersion, PolicyDecision: o.PolicyDecision,
 		Approval: apitypes.OrderApproval{Required: o.ApprovalRequired, Quorum: o.ApprovalQuorum, ItemID: o.ApprovalItemID,
 			Decisions: DecisionAnswers(o.Decisions)},
-		CreatedBy: o.CreatedBy, CreatedByUser: events.NullableString(o.CreatedByUser), CorrelationID: o.CorrelationID,
+		CreatedBy: o.CreatedBy, CreatedByUser: events.NullableString(o.CreatedByUser), ScheduleID: o.ScheduleID, CorrelationID: o.CorrelationID,
 		WorkflowID: o.WorkflowID, CreatedAt: events.TimeOf(o.CreatedAt), UpdatedAt: events.TimeOf(o.UpdatedAt),
 		SubmittedAt: events.TimeOrNil(o.SubmittedAt), CompletedAt: events.TimeOrNil(o.CompletedAt),
 		OrderDetails: DetailsAnswer(o.Details.Details),

@@ -64,26 +64,9 @@ type validOrder struct {
 // caller's organisation, within its reach), the wallet's chain, and the USD price of what
 // it moves.
 func (s *Service) readOrder(ctx context.Context, who Caller, domain string, body []byte) (*validOrder, error) {
-	in, errs := orders.Parse(domain, body)
-	if len(errs) > 0 {
-		return nil, invalid(errs...)
-	}
-	wallet, err := s.Store.Wallet(ctx, who.OrgID, in.WalletID)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !who.CanReach(in.WalletID)) {
-		return nil, invalid(field("walletId", "is not a wallet of your organisation"))
-	}
+	in, wallet, err := s.readDraft(ctx, who, domain, body)
 	if err != nil {
 		return nil, err
-	}
-	if wallet.ArchivedAt != nil {
-		return nil, invalid(field("walletId", "is archived: it takes no new orders"))
-	}
-	if errs := in.Check(wallet.Chain); len(errs) > 0 {
-		return nil, invalid(errs...)
-	}
-	if p, ok := in.Details.(*orders.Payment); ok && p.IsBatch() {
-		// Fixed now, so that a later configuration or release changes none of its parts.
-		p.PartSize = cmp.Or(s.BatchPartSizes[wallet.Chain], orders.DefaultPartSize(wallet.Chain))
 	}
 	prices, err := s.currentPrices(ctx)
 	if err != nil {
@@ -95,6 +78,33 @@ func (s *Service) readOrder(ctx context.Context, who Caller, domain string, body
 		return nil, err
 	}
 	return &validOrder{in: in, wallet: wallet, amountUSD: amount.Mul(price)}, nil
+}
+
+// readDraft validates an order body's fields and its wallet: one of the caller's
+// organisation, within its reach, not archived, on a chain that carries the order.
+func (s *Service) readDraft(ctx context.Context, who Caller, domain string, body []byte) (orders.Draft, *store.Wallet, error) {
+	in, errs := orders.Parse(domain, body)
+	if len(errs) > 0 {
+		return in, nil, invalid(errs...)
+	}
+	wallet, err := s.Store.Wallet(ctx, who.OrgID, in.WalletID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !who.CanReach(in.WalletID)) {
+		return in, nil, invalid(field("walletId", "is not a wallet of your organisation"))
+	}
+	if err != nil {
+		return in, nil, err
+	}
+	if wallet.ArchivedAt != nil {
+		return in, nil, invalid(field("walletId", "is archived: it takes no new orders"))
+	}
+	if errs := in.Check(wallet.Chain); len(errs) > 0 {
+		return in, nil, invalid(errs...)
+	}
+	if p, ok := in.Details.(*orders.Payment); ok && p.IsBatch() {
+		// Fixed now, so that a later configuration or release changes none of its parts.
+		p.PartSize = cmp.Or(s.BatchPartSizes[wallet.Chain], orders.DefaultPartSize(wallet.Chain))
+	}
+	return in, wallet, nil
 }
 
 // usablePrice is the asset's USD price when it is fresh. Limits are in USD, so an order
@@ -143,6 +153,17 @@ const JSONContentType = "application/json; charset=utf-8"
 // stored by the order's own transaction, so that a retry is answered with exactly that.
 // A *store.KeyHeldError says another request took the key meanwhile; no order was made.
 func (s *Service) CreateOrder(ctx context.Context, who Caller, domain orders.DomainInfo, body []byte, claim *store.IdempotencyRecord) (*Order, error) {
+	return s.createOrder(ctx, who, domain, body, claim, draftOrigin{})
+}
+
+// draftOrigin is where a draft comes from when a payout schedule's run makes it: the
+// order's id, fixed by the run before the order is made, and the schedule. Its zero value
+// is a request's draft, with a new id.
+type draftOrigin struct {
+	orderID, scheduleID string
+}
+
+func (s *Service) createOrder(ctx context.Context, who Caller, domain orders.DomainInfo, body []byte, claim *store.IdempotencyRecord, origin draftOrigin) (*Order, error) {
 	if err := mayDo(who, domain.App, auth.ActionWrite); err != nil {
 		return nil, err
 	}
@@ -151,7 +172,7 @@ func (s *Service) CreateOrder(ctx context.Context, who Caller, domain orders.Dom
 		return nil, err
 	}
 	in, wallet := v.in, v.wallet
-	id := ids.New(ids.Order)
+	id := cmp.Or(origin.orderID, ids.New(ids.Order))
 	legNames := in.Legs(wallet.Chain)
 	_, hash, err := orders.Payload(id, wallet.ID, wallet.Chain, in.Details, legNames)
 	if err != nil {
@@ -166,7 +187,7 @@ func (s *Service) CreateOrder(ctx context.Context, who Caller, domain orders.Dom
 		ID: id, OrgID: who.OrgID, App: domain.App, Domain: domain.Name, Status: orders.StatusDraft,
 		WalletID: wallet.ID, Chain: wallet.Chain, Details: orders.Fields{Details: in.Details}, PayloadHash: hash,
 		AmountUSD: v.amountUSD, CreatedBy: who.ID, CreatedByUser: who.Person, CorrelationID: who.CorrelationID,
-		WorkflowID: workflows.OrderWorkflowID(id), CreatedAt: now, UpdatedAt: now,
+		WorkflowID: workflows.OrderWorkflowID(id), ScheduleID: origin.scheduleID, CreatedAt: now, UpdatedAt: now,
 	}
 	legs := make([]store.OrderLeg, len(legNames))
 	for i, l := range legNames {
@@ -176,6 +197,7 @@ func (s *Service) CreateOrder(ctx context.Context, who Caller, domain orders.Dom
 	user := events.NullableString(o.CreatedByUser)
 	created := store.EventSpec{Name: events.OrderCreated, Body: events.OrderEvent{
 		Chain: wallet.Chain, AmountUSD: o.AmountUSD.StringFixedBank(2), CreatedBy: o.CreatedBy, CreatedByUser: &user,
+		ScheduleID: origin.scheduleID,
 	}}
 	answer := &Order{Order: o, Legs: legs}
 	if claim != nil {

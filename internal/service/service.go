@@ -70,6 +70,12 @@ type Service struct {
 	// AuditVerifications starts the background verifications of audit chains; nil fails
 	// them with ErrWorkflowsUnavailable.
 	AuditVerifications AuditVerifications
+	// Payouts keeps the Temporal Schedules of payout schedules; nil fails their changes
+	// with ErrWorkflowsUnavailable.
+	Payouts PayoutScheduler
+	// PayoutMinInterval is the shortest every a payout schedule may have
+	// (DefaultPayoutMinInterval when zero).
+	PayoutMinInterval time.Duration
 	// AuditVerifyLimit is the longest chain checked within a request (AuditVerifyLimit
 	// when zero).
 	AuditVerifyLimit int64

@@ -54,7 +54,9 @@ type Order struct {
 	WorkflowID    string
 	// SubmissionID is the submission (from its Idempotency-Key) that moved the order out
 	// of draft, "" for one without a key or before this was kept.
-	SubmissionID  string
+	SubmissionID string
+	// ScheduleID is the payout schedule whose run made the order; "" for one a request made.
+	ScheduleID    string
 	EventSequence int
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
