@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"slices"
@@ -583,6 +585,61 @@ func TestEachAppHasItsOwnBudgetOfRPCCalls(t *testing.T) {
 		t.Fatalf("refused calls reached the node %d times", asked)
 	}
 	if answers := f.rpc(t, "ethereum", trade.SK, batch(5)); len(answers) != 5 || answers[4].Error != nil {
+		t.Fatalf("another app's budget is its own: %+v", answers)
+	}
+}
+
+// Solana's node shares its app's budget with the EVM chains': one app's calls on any chain
+// draw from one budget, and a spent budget refuses Solana's calls before they reach its node.
+func TestSolanaDrawsOnTheAppsOneBudget(t *testing.T) {
+	var mu sync.Mutex
+	asked := 0
+	node := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var calls []struct {
+			ID json.RawMessage `json:"id"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		batch := len(body) > 0 && body[0] == '['
+		if !batch {
+			body = []byte("[" + string(body) + "]")
+		}
+		_ = json.Unmarshal(body, &calls)
+		mu.Lock()
+		asked += len(calls)
+		mu.Unlock()
+		answers := make([]string, len(calls))
+		for i, c := range calls {
+			answers[i] = `{"jsonrpc":"2.0","id":` + string(c.ID) + `,"result":4242}`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if batch {
+			_, _ = io.WriteString(w, "["+strings.Join(answers, ",")+"]")
+			return
+		}
+		_, _ = io.WriteString(w, answers[0])
+	}))
+	defer node.Close()
+	f := newRPCFixture(t, 1000, 1000, func(c *Config) {
+		c.RPCRateLimit, c.RPCRateBurst = 0.001, 5
+		c.RPCNodes["solana"] = rpcproxy.Dial(node.URL)
+	})
+	pay, trade := f.creds.Keys["pay"], f.creds.Keys["trade"]
+	if answers := f.rpc(t, "ethereum", pay.SK, "["+rpcRequest(1, "eth_chainId")+","+rpcRequest(2, "eth_chainId")+","+rpcRequest(3, "eth_chainId")+"]"); len(answers) != 3 {
+		t.Fatalf("three calls on ethereum: %+v", answers)
+	}
+	if answers := f.rpc(t, "solana", pay.SK, "["+rpcRequest(1, "getSlot")+","+rpcRequest(2, "getSlot")+"]"); len(answers) != 2 || answers[1].Error != nil ||
+		string(answers[1].Result) != "4242" {
+		t.Fatalf("two calls on solana: %+v", answers)
+	}
+	r := f.post(t, "/rpc/solana", pay.Read, rpcRequest(1, "getSlot"))
+	r.wantProblem(t, 429, apitypes.CodeRateLimited)
+	mu.Lock()
+	reached := asked
+	mu.Unlock()
+	if reached != 2 {
+		t.Fatalf("the node was asked %d calls, want the 2 within the budget", reached)
+	}
+	if answers := f.rpc(t, "solana", trade.SK, rpcRequest(1, "getSlot")); len(answers) != 1 || answers[0].Error != nil {
 		t.Fatalf("another app's budget is its own: %+v", answers)
 	}
 }

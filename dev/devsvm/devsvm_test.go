@@ -539,3 +539,13 @@ func TestAwaitExitEndsTheServerLeftOnADirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A machine without Node is told so at start, naming the package to install, and no
+// server is left behind.
+func TestStartWithoutNodeSaysWhatToInstall(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	n, err := Start(context.Background(), Options{Dir: t.TempDir()})
+	if !errors.Is(err, ErrNoNode) || n != nil || !strings.Contains(err.Error(), "apt-get install nodejs npm") {
+		t.Fatalf("start without node: %v, %v", n, err)
+	}
+}

@@ -27,7 +27,7 @@ const eventsDoc = "../../docs/events.md"
 
 // eventMeaning says when each event is emitted; the payloads beside it come from a run.
 var eventMeaning = map[string]string{
-	events.OrderCreated:            "A draft order was created (`POST /api/v1/{collection}`).",
+	events.OrderCreated:            "A draft order was created (`POST /api/v1/{collection}`, or a payout schedule's run, which adds `scheduleId`).",
 	events.OrderSubmitted:          "The order was submitted: accepted into the pipeline (its workflow started, or its start queued when Temporal did not take it in time), and the version of the app's policy that evaluates it is fixed (`policyVersion`, 0 when the app has none): a version published later does not change its decision.",
 	events.OrderApproved:           "The approvers reached the quorum; signing starts.",
 	events.OrderRejected:           "The order ends rejected: by the policy at submit (`reason: policy`, with its `violations`; a submit answered `policyDecision: pending` learns a refusal here), by an approver (`approver`: `decidedBy` the credential, `decidedByUser` the person behind it), or because its approval expired (`expired`).",

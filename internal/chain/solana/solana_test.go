@@ -312,3 +312,52 @@ func TestDialRefusesAnotherClusterOrAMintOfOtherDecimals(t *testing.T) {
 		t.Error("a mint of 6 decimals was taken for 9")
 	}
 }
+
+// The priority fee a transaction offers is the configured price, but never more than the
+// cap: a price that would cost more is lowered to what the cap buys, and the node charges
+// no more than the signature's fee and the cap.
+func TestThePriorityFeeIsCapped(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	for name, c := range map[string]struct {
+		price, cap uint64
+		capped     bool
+	}{
+		"under the cap": {price: 2_000, cap: 100_000},
+		"over the cap":  {price: 1_000_000_000, cap: 20_000, capped: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ch, err := solana.Dial(ctx, solana.Config{RPCURL: r.node.URL(), Commitment: "confirmed", GenesisHash: r.info.GenesisHash,
+				Tokens:                   []solana.Token{{Symbol: "USDC", Mint: r.info.USDCMint, Decimals: 6}},
+				SlotTime:                 solana.Duration(50 * time.Millisecond),
+				PriorityFeeMicroLamports: c.price, MaxPriorityFeeLamports: c.cap})
+			if err != nil {
+				t.Fatal(err)
+			}
+			priced := &rig{node: r.node, info: r.info, chain: ch, wallet: r.wallet}
+			leg := priced.leg("SOL", "0.001", newKey(t).SolanaAddress())
+			tx, u := priced.sign(t, leg)
+			m, err := solana.DecodeMessage(u.Raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			priority := m.Fee() - 5_000
+			switch {
+			case !c.capped && m.ComputeUnitPrice != c.price:
+				t.Fatalf("price %d, want the configured %d", m.ComputeUnitPrice, c.price)
+			case c.capped && (m.ComputeUnitPrice >= c.price || priority > c.cap || priority < c.cap*9/10):
+				t.Fatalf("price %d (priority %d lamports), want it lowered to what the cap of %d buys", m.ComputeUnitPrice, priority, c.cap)
+			}
+			id, err := ch.Broadcast(ctx, tx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := priced.settle(t, id); st.State != chain.TxConfirmed {
+				t.Fatalf("status %+v", st)
+			}
+			if charged := priced.fee(t, id); charged.GreaterThan(decimal.NewFromUint64(5_000 + c.cap).Shift(-9)) {
+				t.Fatalf("charged %s SOL, more than a signature and the cap", charged)
+			}
+		})
+	}
+}
