@@ -93,7 +93,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	if at := member.AcceptLink(link, "the approver's password"); at != "/console/pay/orders" {
 		t.Fatalf("the member signed in lands at %s", at)
 	}
-	if menu := member.Menu(); menu != "Orders,Approvals,Passkeys" {
+	if menu := member.Menu(); menu != "Orders,Approvals,Payout schedules,Passkeys" {
 		t.Fatalf("the member's Pay menu: %s", menu)
 	}
 	if apps := browser.Eval[string](member, `[...document.querySelectorAll("nav.apps a")].map(a => a.textContent).join(",")`); apps != "Pay" {
@@ -350,6 +350,7 @@ func everyPage(t *testing.T, owner *tab, b *devstack.Bundle, shots, orderID stri
 	}
 	owner.Screenshot("policy")
 	consoleBatch(t, owner, b)
+	consolePayouts(t, owner, b)
 
 	for _, page := range []struct{ path, heading, shot string }{
 		{"/console/treasury/overview", "Overview", ""},
@@ -603,6 +604,46 @@ func consolePolicy(t *testing.T, owner *tab, b *devstack.Bundle, shots string, o
 
 // consoleBatch makes a batch payment from a CSV file uploaded on the pay orders page,
 // submits it from its page, and watches every recipient confirm in its one part.
+// consolePayouts: a payout schedule made on its page pays at each of its times (every
+// second here), its page lists its runs with their orders, and it pauses and is deleted
+// there.
+func consolePayouts(t *testing.T, owner *tab, b *devstack.Bundle) {
+	owner.Open("/console/pay/payouts")
+	owner.Do("fill in the schedule", chromedp.SetValue(chromedp.CSS("#payout-amount"), "3"),
+		chromedp.SetValue(chromedp.CSS("#payout-address"), "0x1111111111111111111111111111111111111111"),
+		chromedp.SetValue(chromedp.CSS("#payout-reference"), "retainer"), chromedp.SetValue(chromedp.CSS("#payout-when"), "PT1S"))
+	if status := owner.Submit("create the schedule", chromedp.Click(chromedp.CSS(`form[action="payouts"] button[type="submit"]`))); status != http.StatusOK {
+		t.Fatalf("create the schedule: HTTP %d %s", status, owner.Text("main"))
+	}
+	id := strings.TrimPrefix(owner.Text("h1"), "Payout schedule ")
+	if !strings.HasPrefix(id, "pys_") {
+		t.Fatalf("the schedule's page: heading %q", owner.Text("h1"))
+	}
+	page := strings.Split(owner.Location(), "?")[0]
+	wait.For(t, 30*time.Second, "a run's order to be confirmed on the schedule's page", func() bool {
+		if browser.Eval[int](owner, `document.querySelectorAll("tbody .s-confirmed").length`) > 0 {
+			return true
+		}
+		owner.Open(page)
+		return false
+	})
+	owner.Screenshot("payouts")
+	if status := owner.Submit("pause", chromedp.Click(chromedp.CSS(`form[action$="/pause"] button`))); status != http.StatusOK ||
+		!strings.Contains(owner.Text("main"), "paused: the times that pass are skipped") {
+		t.Fatalf("pause: HTTP %d %s", status, owner.Text("main"))
+	}
+	if r := call(t, "GET", b.APIURL+"/api/v1/payout-schedules/"+id, b.Credentials.Keys["pay"].Read); r.body["paused"] != true {
+		t.Fatalf("the schedule paused on its page: %s", r.raw)
+	}
+	if status := owner.Submit("delete", chromedp.Click(chromedp.CSS(`form[action$="/delete"] button`))); status != http.StatusOK ||
+		owner.Text("h1") != "Payout schedules" {
+		t.Fatalf("delete: HTTP %d %s", status, owner.Text("main"))
+	}
+	if r := call(t, "GET", b.APIURL+"/api/v1/payout-schedules/"+id, b.Credentials.Keys["pay"].Read); r.status != http.StatusNotFound {
+		t.Fatalf("the deleted schedule: HTTP %d", r.status)
+	}
+}
+
 func consoleBatch(t *testing.T, owner *tab, b *devstack.Bundle) {
 	file := filepath.Join(t.TempDir(), "payroll.csv")
 	if err := os.WriteFile(file, []byte("address,amount,reference\n"+
