@@ -159,6 +159,59 @@ func TestAPayoutScheduleMakesOneOrderPerRun(t *testing.T) {
 	}
 }
 
+// A key restricted to some wallets reaches the schedules of those wallets only; a schedule
+// whose key is revoked makes no more orders, and its runs say why.
+func TestAPayoutScheduleIsItsWalletsAndItsCredentials(t *testing.T) {
+	f := newFixture(t)
+	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc := &service.Service{Store: f.store, Log: discard, Workflows: &fakeWorkflows{decision: workflows.PolicyDecision{Allowed: true}},
+		Payouts: &fakePayouts{}, PayoutMinInterval: time.Second}
+	f.handler = NewRouter(Config{Store: f.store, Log: discard, Service: svc})
+	pay := f.creds.Keys["pay"]
+	first, second := f.creds.Wallets[0].ID, f.creds.Wallets[1].ID
+	writer := f.newKey(t, pay.SK, `{"kind":"tk","actions":["read","write"]}`)
+	elsewhere := f.newKey(t, pay.SK, `{"kind":"tk","actions":["read","write"],"resourceIds":["`+second+`"]}`)
+	r := f.post(t, "/api/v1/payout-schedules", writer.Secret, `{"payment":{"walletId":"`+first+`","asset":"USDC","amount":"2",`+
+		`"destination":{"address":"0x1111111111111111111111111111111111111111"}},"every":"PT5S"}`)
+	var sched apitypes.PayoutSchedule
+	if err := json.Unmarshal(r.body, &sched); err != nil || r.status != 201 {
+		t.Fatalf("create %d %s", r.status, r.body)
+	}
+	for _, target := range []string{"/api/v1/payout-schedules/" + sched.ID, "/api/v1/payout-schedules/" + sched.ID + "/runs"} {
+		if r := f.do(t, "GET", target, elsewhere.Secret, nil); r.status != 404 {
+			t.Fatalf("%s for a key of another wallet: %d %s", target, r.status, r.body)
+		}
+	}
+	if r := f.do(t, "DELETE", "/api/v1/payout-schedules/"+sched.ID, elsewhere.Secret, nil); r.status != 404 {
+		t.Fatalf("a key of another wallet deleted it: %d", r.status)
+	}
+	var list apitypes.Page[apitypes.PayoutSchedule]
+	if r := f.do(t, "GET", "/api/v1/payout-schedules", elsewhere.Secret, nil); json.Unmarshal(r.body, &list) != nil || len(list.Data) != 0 {
+		t.Fatalf("a key of another wallet lists %s", r.body)
+	}
+	if r := f.do(t, "GET", "/api/v1/payout-schedules", pay.Read, nil); json.Unmarshal(r.body, &list) != nil || len(list.Data) != 1 {
+		t.Fatalf("the app's key lists %s", r.body)
+	}
+
+	ctx := context.Background()
+	nominal := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	if res, err := svc.RunPayout(ctx, sched.ID, nominal); err != nil || res.Outcome != workflows.PayoutSubmitted {
+		t.Fatalf("a run: %+v %v", res, err)
+	}
+	if r := f.do(t, "DELETE", "/developer/api-keys/"+writer.ID, pay.SK, nil); r.status != 200 {
+		t.Fatalf("revoke %d %s", r.status, r.body)
+	}
+	res, err := svc.RunPayout(ctx, sched.ID, nominal.Add(5*time.Second))
+	if err != nil || res.Outcome != workflows.PayoutRefused || res.OrderID != "" || !strings.Contains(res.Error, "can no longer write") {
+		t.Fatalf("a run after its key was revoked: %+v %v", res, err)
+	}
+	var runs apitypes.Page[apitypes.PayoutRun]
+	if r := f.do(t, "GET", "/api/v1/payout-schedules/"+sched.ID+"/runs", pay.Read, nil); json.Unmarshal(r.body, &runs) != nil ||
+		len(runs.Data) != 2 || runs.Data[0].Status != apitypes.PayoutRunRefused || runs.Data[0].OrderID != nil || runs.Data[0].Error == "" {
+		t.Fatalf("runs %s", r.body)
+	}
+}
+
 func containsAll(have, want []string) bool {
 	for _, w := range want {
 		found := false

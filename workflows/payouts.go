@@ -67,15 +67,20 @@ func PayoutRun(ctx workflow.Context, in PayoutRunInput) (PayoutRunResult, error)
 	if in.NominalTime.IsZero() {
 		t, ok := workflow.GetTypedSearchAttributes(ctx).GetTime(scheduledStartTime)
 		if !ok {
-			t = workflow.GetInfo(ctx).WorkflowStartTime
+			// Keyed by any other time, a run could pay a second time: no run without its own.
+			return PayoutRunResult{}, temporal.NewNonRetryableApplicationError(
+				"a payout run needs its nominal time: from its schedule, or in its input", "NoNominalTime", nil)
 		}
 		in.NominalTime = t
 	}
 	in.NominalTime = NominalTimeOf(in.NominalTime)
+	// Retried while the run may still be taken (its catch-up window, less an hour for the
+	// queue): a database or the workers down for a while delay the payout, not lose it.
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Minute,
+		StartToCloseTimeout:    time.Minute,
+		ScheduleToCloseTimeout: PayoutCatchupWindow - time.Hour,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
-			MaximumInterval: time.Minute, MaximumAttempts: 30},
+			MaximumInterval: 5 * time.Minute},
 	})
 	var res PayoutRunResult
 	err := workflow.ExecuteActivity(ctx, RunPayoutActivity, in).Get(ctx, &res)
@@ -117,7 +122,7 @@ func (p PayoutSchedules) Create(ctx context.Context, s PayoutScheduleSpec) error
 			Workflow:                 PayoutRunWorkflow,
 			Args:                     []any{PayoutRunInput{ScheduleID: s.ID}},
 			TaskQueue:                TaskQueue,
-			WorkflowExecutionTimeout: time.Hour,
+			WorkflowExecutionTimeout: PayoutCatchupWindow,
 		},
 		Overlap:       enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL,
 		CatchupWindow: PayoutCatchupWindow,

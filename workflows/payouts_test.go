@@ -54,3 +54,17 @@ func TestAPayoutRunRunsItsNominalTime(t *testing.T) {
 		})
 	}
 }
+
+// A run that knows no nominal time of its own pays nothing: any other time could key a
+// second payment of one run.
+func TestAPayoutRunWithoutItsTimeFails(t *testing.T) {
+	ran := false
+	env := newPayoutEnv(func(context.Context, PayoutRunInput) (PayoutRunResult, error) {
+		ran = true
+		return PayoutRunResult{}, nil
+	})
+	env.ExecuteWorkflow(PayoutRunWorkflow, PayoutRunInput{ScheduleID: "pys_1"})
+	if err := env.GetWorkflowError(); err == nil || ran {
+		t.Fatalf("a run without its time: error %v, the activity ran %v", err, ran)
+	}
+}

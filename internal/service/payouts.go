@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -89,9 +90,10 @@ func (s *Service) CreatePayoutSchedule(ctx context.Context, who Caller, in Payou
 	}
 	every, errs := s.checkWhen(in)
 	var payment bytes.Buffer
+	var walletID string
 	if len(bytes.TrimSpace(in.Payment)) == 0 || json.Compact(&payment, in.Payment) != nil || payment.Bytes()[0] != '{' {
 		errs = append(errs, field("payment", "is required: the body of a payment, single or batch (POST /api/v1/payments)"))
-	} else if _, _, err := s.readDraft(ctx, who, payments.Name, payment.Bytes()); err != nil {
+	} else if draft, _, err := s.readDraft(ctx, who, payments.Name, payment.Bytes()); err != nil {
 		var e *Error
 		if !errors.As(err, &e) || e.Kind != Invalid {
 			return nil, err
@@ -99,20 +101,21 @@ func (s *Service) CreatePayoutSchedule(ctx context.Context, who Caller, in Payou
 		for _, f := range e.Fields {
 			errs = append(errs, field("payment."+f.Field, f.Message))
 		}
+	} else {
+		walletID = draft.WalletID
 	}
 	if len(errs) > 0 {
 		return nil, invalid(errs...)
 	}
 	now := s.now()
-	p := &store.PayoutSchedule{ID: s.newID(ids.PayoutSchedule), OrgID: who.OrgID, App: payments.App, Payment: payment.String(),
-		Every: in.Every, Cron: in.Cron, Timezone: in.Timezone, StartAt: utcOrNil(in.StartAt), EndAt: utcOrNil(in.EndAt),
-		ActorKind: who.Kind, Creator: store.Creator{CreatedBy: who.ID, CreatedByUser: who.Person}, CreatedAt: now, UpdatedAt: now}
-	err := s.writeAudited(ctx, who, func(tx *store.Store) error { return tx.CreatePayoutSchedule(ctx, p) },
-		"payout_schedule.created", "payout_schedule", p.ID, map[string]any{"every": p.Every, "cron": p.Cron, "timezone": p.Timezone})
-	if err != nil {
-		return nil, err
-	}
-	spec := workflows.PayoutScheduleSpec{ID: p.ID, Every: every, Cron: p.Cron, Timezone: p.Timezone,
+	p := &store.PayoutSchedule{ID: s.newID(ids.PayoutSchedule), OrgID: who.OrgID, App: payments.App, WalletID: walletID,
+		Payment: payment.String(), Every: in.Every, Cron: in.Cron, Timezone: in.Timezone, StartAt: utcOrNil(in.StartAt),
+		EndAt: utcOrNil(in.EndAt), ActorKind: who.Kind, Creator: store.Creator{CreatedBy: who.ID, CreatedByUser: who.Person},
+		CreatedAt: now, UpdatedAt: now}
+	// Temporal's schedule is made paused first, then the record, then it runs: a schedule
+	// is never listed without its Temporal Schedule, and one whose record was never made
+	// stays paused, firing nothing.
+	spec := workflows.PayoutScheduleSpec{ID: p.ID, Every: every, Cron: p.Cron, Timezone: p.Timezone, Paused: true,
 		Note: "Payout schedule of " + who.OrgID + ": one payment order per run."}
 	if p.StartAt != nil {
 		spec.StartAt = *p.StartAt
@@ -121,10 +124,6 @@ func (s *Service) CreatePayoutSchedule(ctx context.Context, who Caller, in Payou
 		spec.EndAt = *p.EndAt
 	}
 	if err := s.Payouts.Create(ctx, spec); err != nil {
-		// The schedule never ran: it goes, so that the list shows none that cannot run.
-		if derr := s.Store.DeletePayoutSchedule(ctx, who.OrgID, p.ID, s.now()); derr != nil {
-			s.Log.Warn("payout schedule not removed after Temporal refused it", "scheduleId", p.ID, "error", derr.Error())
-		}
 		var bad *workflows.InvalidScheduleError
 		if errors.As(err, &bad) {
 			name := "every"
@@ -134,6 +133,19 @@ func (s *Service) CreatePayoutSchedule(ctx context.Context, who Caller, in Payou
 			return nil, invalid(field(name, "Temporal refused it: "+bad.Message))
 		}
 		return nil, refuse(Unavailable, "Temporal did not take the schedule ("+err.Error()+"); nothing was created. Try again.")
+	}
+	err := s.writeAudited(ctx, who, func(tx *store.Store) error { return tx.CreatePayoutSchedule(ctx, p) },
+		"payout_schedule.created", "payout_schedule", p.ID, map[string]any{"every": p.Every, "cron": p.Cron, "timezone": p.Timezone})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Payouts.SetPaused(ctx, p.ID, false); err != nil {
+		// Made, and paused: the record says so, and a resume starts it.
+		if perr := s.Store.SetPayoutSchedulePaused(ctx, who.OrgID, p.ID, true, s.now()); perr != nil {
+			s.Log.Warn("payout schedule not marked paused", "scheduleId", p.ID, "error", perr.Error())
+		}
+		p.Paused = true
+		s.Log.Warn("payout schedule made paused: Temporal did not start it", "scheduleId", p.ID, "error", err.Error())
 	}
 	return &PayoutSchedule{PayoutSchedule: p}, nil
 }
@@ -178,7 +190,9 @@ func (s *Service) checkWhen(in PayoutScheduleInput) (time.Duration, []orders.Fie
 			errs = append(errs, field("cron", "must be five fields (minute hour day-of-month month day-of-week), such as 0 9 1 * *"))
 		}
 	}
-	if in.Timezone != "" {
+	if in.Timezone != "" && in.Cron == "" {
+		errs = append(errs, field("timezone", "is the time zone of a cron; an every counts from the Unix epoch, in no zone"))
+	} else if in.Timezone != "" {
 		if _, err := time.LoadLocation(in.Timezone); err != nil || in.Timezone == "Local" {
 			errs = append(errs, field("timezone", "must be an IANA time zone name, such as Europe/Paris"))
 		}
@@ -206,22 +220,25 @@ func ParseISODuration(s string) (time.Duration, error) {
 		}
 		return 0, errors.New("must be an ISO 8601 duration of weeks, days, hours, minutes and seconds, such as P1D, PT12H or PT30S")
 	}
-	units := []time.Duration{7 * 24 * time.Hour, 24 * time.Hour, time.Hour, time.Minute, time.Second}
-	var d time.Duration
-	for i, u := range units {
+	// In seconds, each part capped, so that no sum of them wraps.
+	const most = 100 * 365 * 24 * 3600
+	unitSeconds := []int64{7 * 24 * 3600, 24 * 3600, 3600, 60, 1}
+	var seconds int64
+	for i, u := range unitSeconds {
 		if m[i+1] == "" {
 			continue
 		}
 		n, err := strconv.ParseInt(m[i+1], 10, 64)
-		if err != nil || n > int64(100*365*24*time.Hour/u) {
+		if err != nil || n > most/u {
 			return 0, errors.New("is too long")
 		}
-		d += time.Duration(n) * u
+		seconds += n * u
 	}
+	d := time.Duration(seconds) * time.Second
 	switch {
 	case d == 0:
 		return 0, errors.New("must be longer than zero, such as PT1H")
-	case d > 100*365*24*time.Hour:
+	case seconds > most:
 		return 0, errors.New("is too long")
 	}
 	return d, nil
@@ -263,7 +280,7 @@ func (s *Service) visiblePayoutSchedule(ctx context.Context, who Caller, id stri
 func (s *Service) payoutScheduleOf(ctx context.Context, who Caller, id string,
 	read func(ctx context.Context, orgID, id string) (*store.PayoutSchedule, error)) (*store.PayoutSchedule, error) {
 	p, err := read(ctx, who.OrgID, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && p.App != payments.App) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (p.App != payments.App || !who.CanReach(p.WalletID))) {
 		return nil, refuse(NotFound, "No payout schedule with this id.")
 	}
 	return p, err
@@ -302,9 +319,13 @@ func (s *Service) ListPayoutSchedules(ctx context.Context, who Caller, pg Page) 
 		return nil, "", err
 	}
 	rows, next := trim(rows, pg.Limit, func(p *store.PayoutSchedule) string { return p.ID })
-	out := make([]PayoutSchedule, len(rows))
+	out := make([]PayoutSchedule, 0, len(rows))
 	for i := range rows {
-		out[i] = PayoutSchedule{PayoutSchedule: &rows[i]}
+		// A key restricted to some wallets sees their schedules only: the page may come
+		// out short, and next still follows on from the last one read.
+		if who.CanReach(rows[i].WalletID) {
+			out = append(out, PayoutSchedule{PayoutSchedule: &rows[i]})
+		}
 	}
 	return out, next, nil
 }
@@ -323,13 +344,38 @@ func (s *Service) PausePayoutSchedule(ctx context.Context, who Caller, id string
 		return nil, err
 	}
 	action := map[bool]string{true: "payout_schedule.paused", false: "payout_schedule.resumed"}[paused]
-	err := s.writeAudited(ctx, who, func(tx *store.Store) error { return tx.SetPayoutSchedulePaused(ctx, who.OrgID, id, paused, s.now()) },
-		action, "payout_schedule", id, nil)
-	if err != nil {
-		return nil, err
+	retry := refuse(Unavailable, "Temporal did not hear of it; the schedule is left paused. Send the same request again.")
+	record := func() error {
+		return s.writeAudited(ctx, who, func(tx *store.Store) error { return tx.SetPayoutSchedulePaused(ctx, who.OrgID, id, paused, s.now()) },
+			action, "payout_schedule", id, nil)
+	}
+	// Whatever fails, the record is left paused, which is safe: a run of a paused record
+	// makes no order. So a pause is recorded before Temporal hears of it, and a resume after.
+	if paused {
+		if err := record(); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.Payouts.SetPaused(ctx, id, paused); err != nil {
-		return nil, refuse(Unavailable, "The schedule is "+action[len("payout_schedule."):]+" here, but Temporal did not hear of it ("+err.Error()+"). Send the same request again.")
+		s.Log.Warn("payout schedule's pause not set in Temporal", "scheduleId", id, "paused", paused, "error", err.Error())
+		return nil, retry
+	}
+	if !paused {
+		if err := record(); err != nil {
+			return nil, err
+		}
+	}
+	// Two changes at once may cross (one's record, the other's Temporal): Temporal is set
+	// again to what the record says last.
+	for range 3 {
+		cur, err := s.Store.PayoutScheduleOf(ctx, who.OrgID, id)
+		if err != nil || cur.Paused == paused {
+			break
+		}
+		paused = cur.Paused
+		if err := s.Payouts.SetPaused(ctx, id, paused); err != nil {
+			return nil, retry
+		}
 	}
 	return s.GetPayoutSchedule(ctx, who, id)
 }
@@ -384,26 +430,42 @@ func PayoutKey(scheduleID string, nominal time.Time) string {
 // RunPayout makes and submits the order of a schedule's run at a nominal time (the worker's
 // RunPayout activity). It runs the order once however often it is called for that time:
 // the first call records the run with the id its order will have, and every later call
-// finds that order (made or not yet) and submits it as the same submission. A schedule
-// paused or deleted meanwhile makes no order; a payment the service refuses now (its
-// wallet archived, its price stale) makes none either, and the run says why.
+// finds that order (made or not yet) and submits it as the same submission, even once the
+// schedule is paused or deleted. A run not begun when its schedule is paused or deleted
+// makes no order (and a deleted schedule's Temporal Schedule is removed, should it still
+// fire). A payment the service refuses for good (its wallet archived, the credential that
+// made the schedule revoked) makes none either, and the run says why; one it refuses for
+// now (a stale price, Temporal slow) is an error, which the activity retries.
 func (s *Service) RunPayout(ctx context.Context, scheduleID string, nominal time.Time) (workflows.PayoutRunResult, error) {
-	p, err := s.Store.PayoutScheduleOf(ctx, "", scheduleID)
-	if errors.Is(err, store.ErrNotFound) {
-		return workflows.PayoutRunResult{Outcome: workflows.PayoutSkipped, Error: "the schedule is deleted"}, nil
-	}
-	if err != nil {
+	p, err := s.Store.PayoutScheduleEver(ctx, "", scheduleID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return workflows.PayoutRunResult{}, err
 	}
-	if p.Paused {
-		return workflows.PayoutRunResult{Outcome: workflows.PayoutSkipped, Error: "the schedule is paused"}, nil
-	}
-	now := s.now()
 	nominalKey := workflows.NominalTimeOf(nominal).Format(time.RFC3339)
-	run, err := s.Store.ClaimPayoutRun(ctx, &store.PayoutRun{ScheduleID: p.ID, NominalTime: nominalKey,
-		OrderID: ids.New(ids.Order), CreatedAt: now, UpdatedAt: now})
-	if err != nil {
-		return workflows.PayoutRunResult{}, err
+	var run *store.PayoutRun
+	if err == nil {
+		if run, err = s.Store.PayoutRunOf(ctx, p.ID, nominalKey); err != nil {
+			return workflows.PayoutRunResult{}, err
+		}
+	}
+	if run == nil {
+		switch {
+		case p == nil || p.DeletedAt != nil:
+			// Its Temporal Schedule outlived it (a delete that did not reach Temporal).
+			if s.Payouts != nil {
+				if derr := s.Payouts.Delete(ctx, scheduleID); derr != nil {
+					s.Log.Warn("Temporal schedule of a deleted payout schedule not removed", "scheduleId", scheduleID, "error", derr.Error())
+				}
+			}
+			return workflows.PayoutRunResult{Outcome: workflows.PayoutSkipped, Error: "the schedule is deleted"}, nil
+		case p.Paused:
+			return workflows.PayoutRunResult{Outcome: workflows.PayoutSkipped, Error: "the schedule is paused"}, nil
+		}
+		now := s.now()
+		if run, err = s.Store.ClaimPayoutRun(ctx, &store.PayoutRun{ScheduleID: p.ID, NominalTime: nominalKey,
+			OrderID: ids.New(ids.Order), CreatedAt: now, UpdatedAt: now}); err != nil {
+			return workflows.PayoutRunResult{}, err
+		}
 	}
 	if run.Error != "" {
 		return workflows.PayoutRunResult{Outcome: workflows.PayoutRefused, Error: run.Error}, nil
@@ -422,23 +484,34 @@ func (s *Service) RunPayout(ctx context.Context, scheduleID string, nominal time
 		return workflows.PayoutRunResult{Outcome: workflows.PayoutRefused, Error: reason}, nil
 	}
 	_, _, err = s.Store.Order(ctx, run.OrderID)
-	if errors.Is(err, store.ErrNotFound) {
-		_, err = s.createOrder(ctx, who, payments, []byte(p.Payment), scheduledClaim(who, key, p.Payment, now), draftOrigin{orderID: run.OrderID, scheduleID: p.ID})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		if e := s.creatorRevoked(ctx, p); e != nil {
+			return refused(e)
+		}
+		_, err = s.createOrder(ctx, who, payments, []byte(p.Payment), scheduledClaim(who, key, p.Payment, s.now()), draftOrigin{orderID: run.OrderID, scheduleID: p.ID})
 		var held *store.KeyHeldError
 		var e *Error
 		switch {
 		case errors.As(err, &held):
 			// Another attempt of this run made the order meanwhile, or a request took the
 			// run's key; the order's presence tells which.
-			if _, _, oerr := s.Store.Order(ctx, run.OrderID); oerr != nil {
+			_, _, oerr := s.Store.Order(ctx, run.OrderID)
+			if errors.Is(oerr, store.ErrNotFound) {
 				return refused(refuse(Conflict, "The Idempotency-Key "+key+" is held by another request."))
 			}
+			if oerr != nil {
+				return workflows.PayoutRunResult{}, oerr
+			}
+		case errors.As(err, &e) && (e.Kind == PriceUnavailable || e.Kind == Unavailable):
+			// For now only: the price comes back, Temporal answers again.
+			return workflows.PayoutRunResult{}, fmt.Errorf("create the order of %s: %w", key, err)
 		case errors.As(err, &e):
 			return refused(e)
 		case err != nil:
 			return workflows.PayoutRunResult{}, err
 		}
-	} else if err != nil {
+	case err != nil:
 		return workflows.PayoutRunResult{}, err
 	}
 	_, err = s.SubmitOrder(ctx, who, payments, run.OrderID)
@@ -446,12 +519,47 @@ func (s *Service) RunPayout(ctx context.Context, scheduleID string, nominal time
 	switch {
 	case err == nil:
 		return workflows.PayoutRunResult{OrderID: run.OrderID, Outcome: workflows.PayoutSubmitted}, nil
-	case errors.As(err, &e) && (e.Kind == PolicyViolation || e.Kind == Conflict):
-		// Rejected by its policy (the order says so), or submitted by someone else first.
-		outcome := map[bool]string{true: workflows.PayoutRejected, false: workflows.PayoutSubmitted}[e.Kind == PolicyViolation]
-		return workflows.PayoutRunResult{OrderID: run.OrderID, Outcome: outcome, Error: e.Detail}, nil
+	case errors.As(err, &e) && e.Kind == PolicyViolation:
+		return workflows.PayoutRunResult{OrderID: run.OrderID, Outcome: workflows.PayoutRejected, Error: e.Detail}, nil
+	case errors.As(err, &e) && e.Kind == Conflict:
+		// Submitted by another submission first (a person, from its draft): it is on its way.
+		return workflows.PayoutRunResult{OrderID: run.OrderID, Outcome: workflows.PayoutSubmitted, Error: e.Detail}, nil
 	}
 	return workflows.PayoutRunResult{}, fmt.Errorf("submit %s: %w", run.OrderID, err)
+}
+
+// creatorRevoked refuses a run whose schedule's creator can no longer write on pay: its key
+// or OAuth client revoked, or its person gone or without write. A schedule pays with the
+// authority it was made with, so it ends with that authority.
+func (s *Service) creatorRevoked(ctx context.Context, p *store.PayoutSchedule) *Error {
+	gone := refuse(PermissionDenied, "The credential that made this schedule ("+p.CreatedBy+") can no longer write on pay: "+
+		"its runs make no orders. Delete the schedule, and make it again with a live credential.")
+	switch p.ActorKind {
+	case auth.KindUser:
+		u, err := s.Store.UserInOrg(ctx, p.OrgID, p.CreatedBy)
+		if err != nil {
+			return gone
+		}
+		if u.Role == auth.RoleOwner {
+			return nil
+		}
+		perms, err := s.Store.MemberPermissions(ctx, u.ID)
+		if err != nil {
+			return gone
+		}
+		for _, perm := range perms {
+			if perm.App == p.App && slices.Contains(auth.ParseActions(perm.Actions), auth.ActionWrite) {
+				return nil
+			}
+		}
+		return gone
+	default:
+		revoked, err := s.Store.CredentialRevoked(ctx, p.CreatedBy)
+		if err != nil || revoked {
+			return gone
+		}
+		return nil
+	}
 }
 
 // scheduleCaller is who a schedule's run acts as: the credential that created the

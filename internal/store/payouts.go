@@ -14,6 +14,8 @@ type PayoutSchedule struct {
 	ID    string
 	OrgID string
 	App   string
+	// WalletID is the payment's wallet.
+	WalletID string
 	// Payment is the body of the payment each run creates, as the schedule was given it.
 	Payment string
 	// Every (an ISO 8601 duration) or Cron (five fields) says when it runs; Timezone is
@@ -120,6 +122,16 @@ func (s *Store) ClaimPayoutRun(ctx context.Context, run *PayoutRun) (*PayoutRun,
 	var kept PayoutRun
 	err := s.with(ctx).Where("schedule_id = ? AND nominal_time = ?", run.ScheduleID, run.NominalTime).Take(&kept).Error
 	return &kept, err
+}
+
+// PayoutRunOf returns the run of a schedule at a nominal time, nil when none was recorded.
+func (s *Store) PayoutRunOf(ctx context.Context, scheduleID, nominalTime string) (*PayoutRun, error) {
+	var runs []PayoutRun
+	err := s.with(ctx).Where("schedule_id = ? AND nominal_time = ?", scheduleID, nominalTime).Limit(1).Find(&runs).Error
+	if err != nil || len(runs) == 0 {
+		return nil, err
+	}
+	return &runs[0], nil
 }
 
 // FailPayoutRun records why a run made no order.

@@ -1,11 +1,13 @@
 -- +goose Up
 -- A payout schedule: a payment body that a Temporal Schedule of the same id turns into one
 -- order per run. every (an ISO 8601 duration) or cron says when; paused stops the runs;
--- a deleted schedule keeps its row, so that its runs and orders keep naming it.
+-- wallet_id is the payment's wallet (a wallet-restricted key reaches the schedules of its
+-- wallets only); a deleted schedule keeps its row, so that its runs and orders keep naming it.
 CREATE TABLE payout_schedules (
     id              TEXT PRIMARY KEY,
     org_id          TEXT NOT NULL REFERENCES organizations (id),
     app             TEXT NOT NULL,
+    wallet_id       TEXT NOT NULL,
     payment         TEXT NOT NULL,
     every           TEXT NOT NULL DEFAULT '',
     cron            TEXT NOT NULL DEFAULT '',
