@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/internal/auth"
 	"github.com/opentreasury/treasury/internal/ids"
 	"github.com/opentreasury/treasury/internal/orders"
@@ -40,14 +41,7 @@ const DefaultPayoutMinInterval = time.Minute
 const scheduledKeyRetention = 24 * time.Hour
 
 // payments is the domain every payout schedule makes orders of.
-var payments = func() orders.DomainInfo {
-	for _, d := range orders.Domains {
-		if d.Name == orders.DomainPayment {
-			return d
-		}
-	}
-	panic("no payment domain")
-}()
+var payments, _ = DomainOfApp("pay")
 
 // PayoutScheduleInput is a new payout schedule: the body of the payment (single or batch)
 // each run creates, and when it runs: Every (an ISO 8601 duration) or Cron (five fields,
@@ -572,8 +566,7 @@ func scheduleCaller(p *store.PayoutSchedule, key string) Caller {
 // scheduledClaim is the Idempotency-Key record of a run's order create, as the API would
 // have made it for the same request by the schedule's credential.
 func scheduledClaim(who Caller, key, body string, now time.Time) *store.IdempotencyRecord {
-	path := OrderLocation(payments, "")
-	path = path[:len(path)-1]
+	path := apitypes.BasePath + "/" + payments.Collection
 	sum := sha256.Sum256([]byte(who.ID + "\nPOST\n" + path + "\n" + body))
 	return &store.IdempotencyRecord{OrgID: who.OrgID, Key: key, Method: "POST", Path: path, Fingerprint: hex.EncodeToString(sum[:]),
 		CreatedAt: now, ExpiresAt: now.Add(scheduledKeyRetention)}
