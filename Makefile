@@ -8,7 +8,7 @@ export CGO_ENABLED ?= 0
 # built once, without the race detector, to keep the build within reach of 2 cores.
 FAST_PKGS = $(shell $(GO) list ./... | grep -v -e '/e2e$$' -e '/devstack$$' -e '/cmd/treasury-dev$$' -e '/bench/ceiling$$' -e '/faults$$' -e '/gethe2e$$')
 
-.PHONY: devsvm run run-cluster build test test-unit test-e2e test-geth test-solana test-faults lint fmt bench bench-ceiling bench-lifecycle bench-burst bench-openloop bench-http bench-live bench-webhooks bench-retention bench-audit bench-payouts screenshots docs-events
+.PHONY: devsvm run run-cluster build test test-unit test-e2e test-geth test-solana test-faults lint fmt bench bench-ceiling bench-lifecycle bench-burst bench-openloop bench-http bench-live bench-webhooks bench-retention bench-audit bench-payouts bench-scale bench-parked screenshots docs-events
 
 ## run: build and start the dev bundle (embedded Temporal + UI, API, worker, demo org)
 run: $(BIN)/treasury-dev devsvm
@@ -195,6 +195,21 @@ bench-retention:
 # run, dropped after).
 bench-audit:
 	$(GO) run ./dev/bench/auditverify -n 1000000
+
+## bench-scale: how each read's and write's cost grows with the data: the dev bundle grown
+## to 10 k, 100 k and 1 M orders of history on PostgreSQL (a database made on the local
+## server, dropped after) and 10 k and 100 k on SQLite, beside 10,000 orders waiting for
+## approvers and 1,000 wallets; p50/p99 at each size in one table (about 25 minutes; not
+## part of make bench).
+bench-scale: $(BIN)/treasury-dev devsvm
+	$(GO) run ./dev/bench/scale -dev-bin $(BIN)/treasury-dev -explain
+
+## bench-parked: 20,000 payments waiting for their approvers at once: the bundle's memory
+## and idle CPU beside the same with none waiting, an approver deciding them all at a
+## credential's rate limit, every one confirming, and listing orders meanwhile (about 20
+## minutes; not part of make bench).
+bench-parked: $(BIN)/treasury-dev devsvm
+	$(GO) run ./dev/bench/parked -dev-bin $(BIN)/treasury-dev -orders 20000
 
 ## lint: go vet and a gofmt check
 lint:

@@ -77,6 +77,9 @@ func Start(bin string, extra []string) (*Bundle, error) {
 	return nil, fmt.Errorf("treasury-dev ended before it was ready: %s", stderr.String())
 }
 
+// Dir is the bundle's data directory: its SQLite store is treasury.db there.
+func (b *Bundle) Dir() string { return b.dir }
+
 // CPU is the CPU time, user and system, the bundle's process has used so far (Linux: it
 // reads /proc/<pid>/stat, in clock ticks of 10 ms).
 func (b *Bundle) CPU() (time.Duration, error) {

@@ -1,0 +1,340 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/opentreasury/treasury/internal/store"
+	"github.com/opentreasury/treasury/migrations"
+)
+
+// The history is made in the database itself, by statements that copy the template
+// orders' rows (INSERT … SELECT over a series of numbers): no row crosses the wire, so a
+// million orders take minutes, not hours. Every id in a copy is the template's with copy
+// i's number in front (prefix_00<8 hex digits of i><the template's last 22>), so:
+//   - the copies of one order refer to each other as the template's rows do;
+//   - they sort before every id the service mints (UUIDv7: 01…), in the order of i, as
+//     an older history would;
+//   - the copies of different templates interleave, as a real history's domains do.
+//
+// Times and JSON bodies (an event's data, an order's details) are the template's: the
+// bytes and the indexes are what the reads measured here pay for.
+
+// idColumns are the columns that hold ids of the copied rows themselves (or their
+// workflow's, which names the order); every other column is copied as it is.
+var idColumns = map[string]bool{"id": true, "order_id": true, "item_id": true, "approval_item_id": true,
+	"signing_request_id": true, "event_id": true, "message_id": true, "delivery_id": true, "submission_id": true,
+	"workflow_id": true}
+
+// orderTables are the tables that hold an order's rows, each with how its rows are found
+// from the template orders' ids (a parent first: foreign keys).
+var orderTables = []struct{ table, where string }{
+	{"orders", "id IN (%s)"},
+	{"order_legs", "order_id IN (%s)"},
+	{"order_status_history", "order_id IN (%s)"},
+	{"order_steps", "order_id IN (%s)"},
+	{"order_starts", "order_id IN (%s)"},
+	{"approval_items", "order_id IN (%s)"},
+	{"approval_decisions", "item_id IN (SELECT id FROM approval_items WHERE order_id IN (%s))"},
+	{"signing_requests", "order_id IN (%s)"},
+	{"events", "order_id IN (%s)"},
+	{"webhook_deliveries", "order_id IN (%s)"},
+	{"webhook_attempts", "delivery_id IN (SELECT id FROM webhook_deliveries WHERE order_id IN (%s))"},
+}
+
+// copier writes copies of rows on one database, in its dialect.
+type copier struct {
+	db      *sql.DB
+	dialect migrations.Dialect
+	columns map[string][]string
+}
+
+func newCopier(ctx context.Context, db *sql.DB, dialect migrations.Dialect) (*copier, error) {
+	c := &copier{db: db, dialect: dialect, columns: map[string][]string{}}
+	tables := []string{"wallets", "balances", "request_logs"}
+	for _, t := range orderTables {
+		tables = append(tables, t.table)
+	}
+	for _, t := range tables {
+		q := `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position`
+		if dialect == migrations.SQLite {
+			q = `SELECT name FROM pragma_table_info(?) ORDER BY cid`
+		}
+		rows, err := db.QueryContext(ctx, q, t)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				_ = rows.Close()
+				return nil, err
+			}
+			c.columns[t] = append(c.columns[t], name)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+		if len(c.columns[t]) == 0 {
+			return nil, fmt.Errorf("table %s has no columns", t)
+		}
+	}
+	return c, nil
+}
+
+// series is the numbers from..to-1 as a row source s(i).
+func (c *copier) series(from, to int64) string {
+	if c.dialect == migrations.Postgres {
+		return fmt.Sprintf("generate_series(%d, %d) AS s(i)", from, to-1)
+	}
+	return fmt.Sprintf("(WITH RECURSIVE n(i) AS (SELECT %d UNION ALL SELECT i + 1 FROM n WHERE i < %d) SELECT i FROM n) AS s", from, to-1)
+}
+
+// rewritten is the expression of column col's id in copy s.i; a value too short to be
+// an id (the empty string where there is none) is kept.
+func (c *copier) rewritten(col string) string {
+	if c.dialect == migrations.Postgres {
+		return fmt.Sprintf("CASE WHEN length(t.%[1]s) >= 34 THEN split_part(t.%[1]s, '_', 1) || '_00' || lpad(to_hex(s.i), 8, '0') || right(t.%[1]s, 22) ELSE t.%[1]s END", col)
+	}
+	return fmt.Sprintf("CASE WHEN length(t.%[1]s) >= 34 THEN substr(t.%[1]s, 1, instr(t.%[1]s, '_')) || '00' || printf('%%08x', s.i) || substr(t.%[1]s, -22) ELSE t.%[1]s END", col)
+}
+
+// selectList is the copy's columns: ids rewritten, the rest (or what extra says) as is.
+func (c *copier) selectList(table string, extra map[string]string) (cols, exprs string) {
+	var e []string
+	for _, col := range c.columns[table] {
+		switch {
+		case extra[col] != "":
+			e = append(e, extra[col])
+		case idColumns[col]:
+			e = append(e, c.rewritten(col))
+		default:
+			e = append(e, "t."+col)
+		}
+	}
+	return strings.Join(c.columns[table], ", "), strings.Join(e, ", ")
+}
+
+// copyRows inserts, for every i in from..to-1 that filter keeps, a copy of table's rows
+// matched by where.
+func (c *copier) copyRows(ctx context.Context, tx *sql.Tx, table, where string, from, to int64, filter string, extra map[string]string) (int64, error) {
+	cols, exprs := c.selectList(table, extra)
+	q := fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM %s, %s WHERE %s", table, cols, exprs, table+" t", c.series(from, to), qualify(where))
+	if filter != "" {
+		q += " AND (" + filter + ")"
+	}
+	res, err := tx.ExecContext(ctx, q)
+	if err != nil {
+		return 0, fmt.Errorf("copy %s: %w", table, err)
+	}
+	return res.RowsAffected()
+}
+
+// qualify points a where clause's leading column at the template row t.
+func qualify(where string) string { return "t." + where }
+
+// chunk is how many copies one transaction writes: a SQLite writer holds the database's
+// one lock while it runs, and the bundle's own writers wait behind it.
+const chunk = 20000
+
+// copyOrders writes the copies numbered from..to-1 of the templates: copy i is of the
+// template whose share of tenths holds i mod 10.
+func (c *copier) copyOrders(ctx context.Context, ts []*template, from, to int64) (map[string]int64, error) {
+	rows := map[string]int64{}
+	slot := 0
+	var slots [][]int // per template, the residues of i mod 10 that are its copies
+	for _, t := range ts {
+		var mine []int
+		for range t.weight {
+			mine = append(mine, slot)
+			slot++
+		}
+		slots = append(slots, mine)
+	}
+	if slot != 10 {
+		return nil, fmt.Errorf("the templates' weights add up to %d tenths, not 10", slot)
+	}
+	for lo := from; lo < to; lo += chunk {
+		hi := min(lo+chunk, to)
+		err := c.inTx(ctx, func(tx *sql.Tx) error {
+			for _, ot := range orderTables {
+				for k, t := range ts {
+					if len(slots[k]) == 0 {
+						continue
+					}
+					residues := make([]string, len(slots[k]))
+					for j, r := range slots[k] {
+						residues[j] = fmt.Sprint(r)
+					}
+					n, err := c.copyRows(ctx, tx, ot.table, fmt.Sprintf(ot.where, quote(t.id)), lo, hi,
+						fmt.Sprintf("s.i %% 10 IN (%s)", strings.Join(residues, ", ")), nil)
+					if err != nil {
+						return err
+					}
+					rows[ot.table] += n
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return rows, nil
+}
+
+// pendingBase numbers the copies of the order waiting for approvers after every copy of
+// the history: they are the newest of the copies, as a crowd waiting now would be.
+const pendingBase = 0x7f000000
+
+// copyPending writes n copies of the waiting order (and of its approval item).
+func (c *copier) copyPending(ctx context.Context, t *template, n int64) (map[string]int64, error) {
+	rows := map[string]int64{}
+	for lo := int64(0); lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		err := c.inTx(ctx, func(tx *sql.Tx) error {
+			for _, ot := range orderTables {
+				k, err := c.copyRows(ctx, tx, ot.table, fmt.Sprintf(ot.where, quote(t.id)), pendingBase+lo, pendingBase+hi, "", nil)
+				if err != nil {
+					return err
+				}
+				rows[ot.table] += k
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return rows, nil
+}
+
+// copyRequestLogs writes n request logs, copies of those the templates' run left.
+func (c *copier) copyRequestLogs(ctx context.Context, orgID string, ids []string, from, n int64) (int64, error) {
+	if len(ids) == 0 {
+		return 0, fmt.Errorf("the templates' run left no request logs")
+	}
+	var written int64
+	copies := (n + int64(len(ids)) - 1) / int64(len(ids))
+	per := max(1, chunk/int64(len(ids)))
+	for lo := from; lo < from+copies; lo += per {
+		hi := min(lo+per, from+copies)
+		err := c.inTx(ctx, func(tx *sql.Tx) error {
+			k, err := c.copyRows(ctx, tx, "request_logs", fmt.Sprintf("id IN (%s)", quote(ids...)), lo, hi, "", nil)
+			written += k
+			return err
+		})
+		if err != nil {
+			return written, err
+		}
+	}
+	return written, nil
+}
+
+// copyWallets makes n wallets, copies of one (address rewritten too: an address is
+// unique on its chain), each with the original's balances.
+func (c *copier) copyWallets(ctx context.Context, walletID string, n int64) error {
+	address := "'0x' || lpad(to_hex(s.i), 10, '0') || substr(t.address, 13)"
+	if c.dialect == migrations.SQLite {
+		address = "'0x' || printf('%010x', s.i) || substr(t.address, 13)"
+	}
+	return c.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := c.copyRows(ctx, tx, "wallets", fmt.Sprintf("id = %s", quote(walletID)), 1, n+1, "", map[string]string{"address": address,
+			"label": "'payroll ' || s.i", "auto_sign": "false"}); err != nil {
+			return err
+		}
+		_, err := c.copyRows(ctx, tx, "balances", fmt.Sprintf("wallet_id = %s", quote(walletID)), 1, n+1, "",
+			map[string]string{"wallet_id": c.rewritten("wallet_id")})
+		return err
+	})
+}
+
+func (c *copier) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := c.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// analyze refreshes the planner's statistics, as autovacuum would after a bulk load.
+func (c *copier) analyze(ctx context.Context) error {
+	_, err := c.db.ExecContext(ctx, "ANALYZE")
+	return err
+}
+
+func quote(values ...string) string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = "'" + strings.ReplaceAll(v, "'", "''") + "'"
+	}
+	return strings.Join(out, ", ")
+}
+
+// requestLogIDs are the request logs of the organisation written since the template run
+// began (the seed's are before it).
+func requestLogIDs(ctx context.Context, db *sql.DB, dialect migrations.Dialect, orgID string, since time.Time) ([]string, error) {
+	q := `SELECT id FROM request_logs WHERE org_id = $1 AND at >= $2 ORDER BY id`
+	if dialect == migrations.SQLite {
+		q = strings.NewReplacer("$1", "?", "$2", "?").Replace(q)
+	}
+	rows, err := db.QueryContext(ctx, q, orgID, since.UTC())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// auditCopies are n audit entries shaped as those the templates' run recorded (their
+// actions, actors and details), each naming a copied order, for store.ImportAudit.
+func auditCopies(model []store.AuditLog, from, n int64) []store.AuditLog {
+	out := make([]store.AuditLog, 0, n)
+	for i := from; int64(len(out)) < n; i++ {
+		for _, m := range model {
+			if int64(len(out)) == n {
+				break
+			}
+			a := m
+			a.ID = copyID(m.ID, i)
+			if strings.Count(a.ResourceID, "_") == 1 && len(a.ResourceID) >= 34 {
+				a.ResourceID = copyID(a.ResourceID, i)
+			}
+			a.Seq, a.PrevHash, a.Hash = 0, "", ""
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// copyID is copier.rewritten in Go.
+func copyID(id string, i int64) string {
+	prefix, _, _ := strings.Cut(id, "_")
+	return fmt.Sprintf("%s_00%08x%s", prefix, i, id[len(id)-22:])
+}
+
+// sortedKeys lists a count map's keys in order, for printing.
+func sortedKeys(m map[string]int64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,338 @@
+// Command scale measures how the cost of the API's reads and writes grows with the data:
+// the dev bundle (treasury-dev) is grown to N orders of history, with everything a real
+// history leaves beside them (status history, legs, signing requests, approval items,
+// events, webhook deliveries and their attempts, request logs, audit entries), plus
+// 10,000 orders waiting for approvers and 1,000 wallets, and at each N the same requests
+// are measured at a fixed concurrency: p50 and p99, one table for every N.
+//
+// The history is copied from real orders: one of each domain and ending is run through
+// the bundle first (templates.go), then their rows are copied in the database by
+// statements (grow.go). The bundle keeps running throughout, so the reads go through
+// the real API, and creating and submitting a payment starts its real workflow.
+//
+//	go run ./dev/bench/scale -dev-bin bin/treasury-dev
+//	go run ./dev/bench/scale -dev-bin bin/treasury-dev -store postgres -sizes 10000,100000,1000000 -explain
+package main
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/opentreasury/treasury/dev/bench/devbundle"
+	"github.com/opentreasury/treasury/internal/store"
+	"github.com/opentreasury/treasury/internal/store/storetest"
+	"github.com/opentreasury/treasury/migrations"
+)
+
+type options struct {
+	devBin, databaseURL string
+	sizes               []int64
+	pending, wallets    int64
+	requests, conc      int
+	writes              int
+	explain             bool
+}
+
+func main() {
+	var o options
+	which := flag.String("store", "both", "sqlite, postgres or both")
+	sqliteSizes := flag.String("sqlite-sizes", "10000,100000", "orders of history measured on SQLite, ascending")
+	pgSizes := flag.String("postgres-sizes", "10000,100000,1000000", "orders of history measured on PostgreSQL, ascending")
+	flag.StringVar(&o.devBin, "dev-bin", "bin/treasury-dev", "the treasury-dev binary")
+	flag.StringVar(&o.databaseURL, "database-url", storetest.PostgresURL(), "PostgreSQL server the run makes a database of its own on (and drops after)")
+	flag.Int64Var(&o.pending, "pending", 10000, "orders waiting for approvers, beside the history")
+	flag.Int64Var(&o.wallets, "wallets", 1000, "wallets of the organisation (the seed's and copies)")
+	flag.IntVar(&o.requests, "requests", 400, "requests per read, per size")
+	flag.IntVar(&o.conc, "concurrency", 8, "requests in flight at once")
+	flag.IntVar(&o.writes, "writes", 200, "payments created and submitted per size")
+	flag.BoolVar(&o.explain, "explain", false, "print the PostgreSQL plans of the list queries at every size")
+	flag.Parse()
+	stores := map[string]string{"sqlite": *sqliteSizes, "postgres": *pgSizes}
+	kinds := []string{*which}
+	if *which == "both" {
+		kinds = []string{"sqlite", "postgres"}
+	}
+	for _, kind := range kinds {
+		sizes, err := parseSizes(stores[kind])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		o.sizes = sizes
+		if err := run(kind, o); err != nil {
+			fmt.Fprintln(os.Stderr, kind+":", err)
+			os.Exit(1)
+		}
+	}
+}
+
+func parseSizes(s string) ([]int64, error) {
+	var out []int64
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+		if err != nil || n < 100 || (len(out) > 0 && n <= out[len(out)-1]) {
+			return nil, fmt.Errorf("sizes %q: each at least 100, ascending", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func run(kind string, o options) error {
+	ctx := context.Background()
+	name, dsn, driver := "SQLite", "", "sqlite"
+	_ = os.Unsetenv("DATABASE_URL")
+	if kind == "postgres" {
+		url, drop, err := devbundle.CreateDatabase(ctx, o.databaseURL, "treasury_bench_scale")
+		if err != nil {
+			return err
+		}
+		defer drop()
+		name, dsn, driver = "PostgreSQL", url, "pgx"
+		// treasury-dev puts its store on PostgreSQL when DATABASE_URL is set.
+		_ = os.Setenv("DATABASE_URL", url)
+		defer os.Unsetenv("DATABASE_URL")
+	}
+	b, err := devbundle.Start(o.devBin, []string{"--rate-limit", "1000000", "--rate-burst", "1000000",
+		"--balance-sync-interval", "1h", "--log-level", "error"})
+	if err != nil {
+		return err
+	}
+	defer b.Stop()
+	creds, err := devbundle.ReadCredentials(b.CredentialsPath)
+	if err != nil {
+		return err
+	}
+	c := devbundle.NewClient(creds)
+	if dsn == "" {
+		dsn = store.SQLiteDSN(filepath.Join(b.Dir(), "treasury.db"))
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	dialect := migrations.SQLite
+	if kind == "postgres" {
+		dialect = migrations.Postgres
+	}
+	s, err := store.Open(ctx, store.Config{DatabaseURL: map[bool]string{true: dsn}[kind == "postgres"],
+		SQLitePath: map[bool]string{true: filepath.Join(b.Dir(), "treasury.db")}[kind == "sqlite"]})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+
+	fmt.Printf("\n%s: the dev bundle grown to each size; %d requests a read at %d in flight, %d payments created and submitted\n",
+		name, o.requests, o.conc, o.writes)
+	g, err := prepare(ctx, c, db, s, dialect, o)
+	if err != nil {
+		return err
+	}
+	var results []sizeResult
+	for _, n := range o.sizes {
+		r, err := g.growAndMeasure(ctx, n)
+		if err != nil {
+			return fmt.Errorf("at %d orders: %w", n, err)
+		}
+		results = append(results, r)
+	}
+	report(name, results)
+	return nil
+}
+
+// grower holds what one store's run has made so far.
+type grower struct {
+	c          *devbundle.Client
+	db         *sql.DB
+	s          *store.Store
+	copier     *copier
+	o          options
+	ts         []*template
+	logIDs     []string
+	auditModel []store.AuditLog
+	wallet     string
+	// orders and logs are the copies made so far.
+	orders, logs, audit int64
+	rows                map[string]int64
+}
+
+// prepare runs the templates and makes the parts of the data that do not grow: the
+// wallets and the crowd waiting for approvers.
+func prepare(ctx context.Context, c *devbundle.Client, db *sql.DB, s *store.Store, dialect migrations.Dialect, o options) (*grower, error) {
+	ts, err := templates(c.Creds)
+	if err != nil {
+		return nil, err
+	}
+	head, err := s.AuditHead(ctx, c.Creds.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	began := time.Now().Add(-time.Second)
+	closeReceiver, err := runTemplates(c, ts)
+	if err != nil {
+		return nil, err
+	}
+	defer closeReceiver()
+	g := &grower{c: c, db: db, s: s, o: o, ts: ts, rows: map[string]int64{}}
+	if g.logIDs, err = requestLogIDs(ctx, db, dialect, c.Creds.OrgID, began); err != nil {
+		return nil, err
+	}
+	entries, err := s.AuditChain(ctx, c.Creds.OrgID, head.Seq, head.Seq+1000, 1000)
+	if err != nil {
+		return nil, err
+	}
+	// The orders' entries: not the webhooks' the run began with.
+	for _, a := range entries {
+		if !strings.HasPrefix(a.Action, "webhook") {
+			g.auditModel = append(g.auditModel, a)
+		}
+	}
+	for _, w := range c.Creds.Wallets {
+		if w.Chain == "ethereum" && w.AutoSign {
+			g.wallet = w.ID
+			break
+		}
+	}
+	if g.copier, err = newCopier(ctx, db, dialect); err != nil {
+		return nil, err
+	}
+	began = time.Now()
+	if err := g.copier.copyWallets(ctx, g.wallet, o.wallets-int64(len(c.Creds.Wallets))); err != nil {
+		return nil, err
+	}
+	pending := ts[len(ts)-1]
+	rows, err := g.copier.copyPending(ctx, pending, o.pending)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range rows {
+		g.rows[k] += v
+	}
+	actions := map[string]int64{}
+	for _, a := range g.auditModel {
+		actions[a.Action]++
+	}
+	fmt.Printf("templates: %d orders run; copied from: %d audit entries (%s) and %d request logs; %d wallets and %d orders waiting for approvers made in %.1f s\n",
+		len(ts), len(g.auditModel), rowCounts(actions), len(g.logIDs), o.wallets, o.pending, time.Since(began).Seconds())
+	return g, nil
+}
+
+// sizeResult is one size's figures.
+type sizeResult struct {
+	orders        int64
+	grew, measure time.Duration
+	figures       []figure
+	rows          map[string]int64
+}
+
+// logsPerOrder and the audit's share follow what the templates' run wrote per order.
+const logsPerOrder = 3
+
+func (g *grower) growAndMeasure(ctx context.Context, n int64) (sizeResult, error) {
+	began := time.Now()
+	rows, err := g.copier.copyOrders(ctx, g.ts, g.orders, n)
+	if err != nil {
+		return sizeResult{}, err
+	}
+	for k, v := range rows {
+		g.rows[k] += v
+	}
+	logs, err := g.copier.copyRequestLogs(ctx, g.c.Creds.OrgID, g.logIDs, g.logs/int64(len(g.logIDs)), (n-g.orders)*logsPerOrder)
+	if err != nil {
+		return sizeResult{}, err
+	}
+	g.logs += logs
+	g.rows["request_logs"] = g.logs
+	// As many audit entries an order as the templates' run recorded for its orders.
+	perOrder := float64(len(g.auditModel)) / float64(len(g.ts))
+	want := int64(float64(n) * perOrder)
+	// Whole copies of the model, so that each copy's number is used once.
+	per := int64(len(g.auditModel))
+	for g.audit < want {
+		copies := min(50000/per, (want-g.audit+per-1)/per)
+		if err := g.s.ImportAudit(ctx, g.c.Creds.OrgID, auditCopies(g.auditModel, g.audit/per, copies*per)); err != nil {
+			return sizeResult{}, err
+		}
+		g.audit += copies * per
+	}
+	g.rows["audit_logs"] = g.audit
+	g.orders = n
+	if err := g.copier.analyze(ctx); err != nil {
+		return sizeResult{}, err
+	}
+	grew := time.Since(began)
+	fmt.Printf("\n%d orders of history: grown in %.1f s (%s)\n", n, grew.Seconds(), rowCounts(g.rows))
+
+	began = time.Now()
+	client := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	base := g.c.API
+	pay := g.c.Creds.Keys["pay"]
+	depth := int(min(10000, n/2))
+	ordersDeep, sample, err := cursorAt(client, base+"/payments", pay.Read, depth)
+	if err != nil {
+		return sizeResult{}, err
+	}
+	eventsDeep, _, err := cursorAt(client, base+"/events", pay.Read, depth)
+	if err != nil {
+		return sizeResult{}, err
+	}
+	// Orders from all through the history, not only its newest: the deep page's too.
+	tail, _, err := page(client, base+"/payments?limit=100&cursor="+ordersDeep, pay.Read)
+	if err != nil {
+		return sizeResult{}, err
+	}
+	sample = append(sample, tail...)
+	var figs []figure
+	for _, r := range reads(g.c, g.o, depth, sample, ordersDeep, eventsDeep) {
+		f := measure(client, base, r, g.o.requests, g.o.conc)
+		fmt.Printf("  %-40s p50 %7.2f ms  p99 %7.2f ms%s\n", f.name, ms(f.p50), ms(f.p99), failures(f.failed))
+		figs = append(figs, f)
+	}
+	export, err := exportRate(client, base, g.c.Creds.Keys["treasury"].Read)
+	if err != nil {
+		return sizeResult{}, err
+	}
+	fmt.Printf("  %-40s %.0f entries/s\n", export.name, export.perSecond)
+	figs = append(figs, export)
+	w, err := writes(g.c, g.wallet, g.o.writes, g.o.conc)
+	if err != nil {
+		return sizeResult{}, err
+	}
+	for _, f := range w {
+		fmt.Printf("  %-40s p50 %7.2f ms  p99 %7.2f ms\n", f.name, ms(f.p50), ms(f.p99))
+	}
+	figs = append(figs, w...)
+	if g.o.explain && g.copier.dialect == migrations.Postgres {
+		if err := explain(ctx, g.db, g.c.Creds.OrgID, ordersDeep); err != nil {
+			return sizeResult{}, err
+		}
+	}
+	return sizeResult{orders: n, grew: grew, measure: time.Since(began), figures: figs, rows: maps.Clone(g.rows)}, nil
+}
+
+func rowCounts(m map[string]int64) string {
+	var parts []string
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func failures(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("  (%d failed)", n)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
