@@ -101,6 +101,7 @@ func parseBundleFlags(args []string) (*bundleFlags, int) {
 	rateLimit := fs.Float64("rate-limit", 50, "API requests per second per credential")
 	rateBurst := fs.Int("rate-burst", 100, "API request burst per credential")
 	decisionWait := fs.Duration("submit-decision-wait", 2*time.Second, "how long a submit waits for the policy's decision once the workflow is durably started (then 202 with policyDecision pending)")
+	cacheSize := fs.Int("worker-cache-size", 10000, "workflows the worker keeps in memory between their tasks (WORKER_CACHE_SIZE)")
 	wsPing := fs.Duration("ws-ping-interval", 25*time.Second, "how often WebSocket clients are pinged; a pong must follow within 10 s")
 	wsRing := fs.Bool("ws-send-ring", true, "batch the live channel's sends through io_uring where the kernel allows it; false writes each frame with its own system call")
 	hookScale := fs.Float64("webhook-backoff-scale", 1, "multiplies the webhook retry schedule (5 s … 10 h); 0.001 makes retries come in milliseconds to seconds")
@@ -140,6 +141,7 @@ func parseBundleFlags(args []string) (*bundleFlags, int) {
 		RateLimit:            *rateLimit,
 		RateBurst:            *rateBurst,
 		SubmitDecisionWait:   *decisionWait,
+		WorkerCacheSize:      *cacheSize,
 		WSPingInterval:       *wsPing,
 		NoWSSendRing:         !*wsRing,
 		WebhookBackoffScale:  *hookScale,

@@ -49,6 +49,9 @@ type Options struct {
 	// QueuedStartGrace is how long an accepted order's workflow has to run before a worker
 	// starts it from the queue (30 s when zero).
 	SubmitDecisionWait, QueuedStartGrace time.Duration
+	// WorkerCacheSize is the worker's sticky cache of workflows (the SDK's 10,000 when
+	// zero).
+	WorkerCacheSize int
 	// WSPingInterval is how often WebSocket clients are pinged (25 s when zero).
 	WSPingInterval time.Duration
 	// NoWSSendRing writes every live frame with its own system call, never through io_uring.
@@ -196,6 +199,7 @@ func (b *Bundle) config(opts Options) (assemble.Config, error) {
 		QueuedStartGrace:     opts.QueuedStartGrace,
 		// A schedule every second can be watched run.
 		PayoutMinInterval:    time.Second,
+		WorkerCacheSize:      opts.WorkerCacheSize,
 		OAuthTokenTTL:        15 * time.Minute,
 		ShutdownTimeout:      opts.ShutdownTimeout,
 		BalanceSyncInterval:  opts.BalanceSyncInterval,

@@ -60,6 +60,11 @@ type Config struct {
 	// PayoutMinInterval is the shortest every a payout schedule may have
 	// (service.Service.PayoutMinInterval).
 	PayoutMinInterval time.Duration
+	// WorkerCacheSize is how many workflows a worker process keeps in memory between their
+	// tasks (the SDK's sticky cache); one evicted is replayed from its history at its next
+	// task. WorkerPollers is how many long polls each worker keeps open for workflow tasks,
+	// and as many for activity tasks. Zero leaves the SDK's own (10,000 and 2).
+	WorkerCacheSize, WorkerPollers int
 	// QueuedStartGrace is how long an accepted order's workflow has to run before a worker
 	// starts it from the queue (service.Service.StartGrace); no setting of its own, for
 	// tests.
@@ -165,6 +170,8 @@ var EnvVars = []envVar{
 	{"RPC_RATE_BURST", "200", "burst of JSON-RPC calls per app, per API replica"},
 	{"SUBMIT_DECISION_WAIT", "2s", "how long a submit waits for the policy's decision once the order's workflow is durably started; past it the answer is 202 with policyDecision pending"},
 	{"PAYOUT_MIN_INTERVAL", "1m", "the shortest interval (every) a payout schedule may have"},
+	{"WORKER_CACHE_SIZE", "10000", "workflows a worker keeps in memory between their tasks (Temporal's sticky cache); an order waiting for approvers is one, and one evicted is replayed from its history when it wakes (docs/deployment.md, Sizing workers)"},
+	{"WORKER_POLLERS", "2", "long polls each worker keeps open for workflow tasks, and as many for activity tasks"},
 	{"WS_PING_INTERVAL", "25s", "how often the WebSocket channel pings each client (a pong must follow within 10 s)"},
 	{"WS_SEND_RING", "true", "batch the live channel's sends through io_uring where the kernel allows it; false writes each frame with its own system call"},
 	{"WEBHOOK_SECRET_KEY", "", "base64 of 32 random bytes (openssl rand -base64 32) that seals webhook signing secrets at rest; the same on every api and worker; without it webhooks are refused"},
@@ -328,6 +335,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		RPCRateBurst:         int(number("RPC_RATE_BURST")),
 		SubmitDecisionWait:   duration("SUBMIT_DECISION_WAIT"),
 		PayoutMinInterval:    duration("PAYOUT_MIN_INTERVAL"),
+		WorkerCacheSize:      whole("WORKER_CACHE_SIZE"),
+		WorkerPollers:        whole("WORKER_POLLERS"),
 		OAuthTokenTTL:        duration("OAUTH_TOKEN_TTL"),
 		SessionTTL:           duration("SESSION_TTL"),
 		TrustedProxies:       get("TRUSTED_PROXIES"),

@@ -240,7 +240,20 @@ func NewWorker(s *store.Store, ch chain.Adapter, tc client.Client, log *slog.Log
 		Prices:      &activities.Prices{Refresher: prices.Refresher{Store: s, Feeds: feeds, Sources: cfg.PriceSources, Log: log}},
 		Audit:       &activities.Audit{Store: s},
 		Payouts:     &activities.Payouts{Runner: payouts},
-	}, sdkworker.Options{WorkerStopTimeout: cfg.ShutdownTimeout, OnFatalError: onFatal})
+	}, workerOptions(cfg, onFatal))
+}
+
+// workerOptions are the worker's settings from cfg. The sticky cache is the SDK's, shared
+// by the process's workers: it is sized before the first of them starts.
+func workerOptions(cfg Config, onFatal func(error)) sdkworker.Options {
+	if cfg.WorkerCacheSize > 0 {
+		sdkworker.SetStickyWorkflowCacheSize(cfg.WorkerCacheSize)
+	}
+	o := sdkworker.Options{WorkerStopTimeout: cfg.ShutdownTimeout, OnFatalError: onFatal}
+	if cfg.WorkerPollers > 0 {
+		o.MaxConcurrentWorkflowTaskPollers, o.MaxConcurrentActivityTaskPollers = cfg.WorkerPollers, cfg.WorkerPollers
+	}
+	return o
 }
 
 // NewHTTPServer wraps the API's handler in an http.Server with a timeout on every phase.

@@ -5,6 +5,7 @@ package devbundle
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,7 +27,12 @@ type Bundle struct {
 	// TemporalAddr and Namespace are the embedded Temporal server's frontend and the
 	// namespace of the order workflows, as the banner names them.
 	TemporalAddr, Namespace string
-	dir                     string
+	// DatabaseURL is the store's PostgreSQL database, when StartOn put it there.
+	DatabaseURL string
+	// Creds are the bundle's credentials, read by StartOn.
+	Creds *seed.Credentials
+	dir   string
+	drop  func()
 }
 
 // ReadCredentials reads a bundle's credentials.json.
@@ -77,6 +83,43 @@ func Start(bin string, extra []string) (*Bundle, error) {
 	return nil, fmt.Errorf("treasury-dev ended before it was ready: %s", stderr.String())
 }
 
+// LoadFlags start a bundle for a load: the API's rate limit lifted (a bench paces its
+// own clients where a limit is the point), wallet balances synced hourly, quiet logs.
+var LoadFlags = []string{"--rate-limit", "1000000", "--rate-burst", "1000000", "--balance-sync-interval", "1h", "--log-level", "error"}
+
+// StartOn runs bin as Start does, with its store on kind: "sqlite" (in the bundle's data
+// directory) or "postgres" (a database made on server for the run, dropped by Stop), and
+// reads its credentials.
+func StartOn(bin, kind, server, prefix string, extra []string) (*Bundle, error) {
+	// treasury-dev puts its store on PostgreSQL when DATABASE_URL is set in its environment.
+	_ = os.Unsetenv("DATABASE_URL")
+	drop := func() {}
+	url := ""
+	switch kind {
+	case "sqlite":
+	case "postgres":
+		var err error
+		if url, drop, err = CreateDatabase(context.Background(), server, prefix); err != nil {
+			return nil, err
+		}
+		_ = os.Setenv("DATABASE_URL", url)
+		defer os.Unsetenv("DATABASE_URL")
+	default:
+		return nil, fmt.Errorf("unknown store %q", kind)
+	}
+	b, err := Start(bin, extra)
+	if err != nil {
+		drop()
+		return nil, err
+	}
+	b.DatabaseURL, b.drop = url, drop
+	if b.Creds, err = ReadCredentials(b.CredentialsPath); err != nil {
+		b.Stop()
+		return nil, err
+	}
+	return b, nil
+}
+
 // Dir is the bundle's data directory: its SQLite store is treasury.db there.
 func (b *Bundle) Dir() string { return b.dir }
 
@@ -107,6 +150,9 @@ func (b *Bundle) Stop() {
 	_ = b.Cmd.Process.Signal(syscall.SIGINT)
 	_ = b.Cmd.Wait()
 	_ = os.RemoveAll(b.dir)
+	if b.drop != nil {
+		b.drop()
+	}
 }
 
 // Percentile returns the p-th (0 to 1) of sorted durations, 0 for none.

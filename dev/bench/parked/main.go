@@ -12,7 +12,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -31,6 +30,7 @@ import (
 
 type options struct {
 	devBin, store string
+	bundleFlags   string
 	orders, conc  int
 	approveRate   float64
 	idle          time.Duration
@@ -40,6 +40,7 @@ func main() {
 	var o options
 	flag.StringVar(&o.devBin, "dev-bin", "bin/treasury-dev", "the treasury-dev binary")
 	flag.StringVar(&o.store, "store", "sqlite", "the bundle's store: sqlite, or postgres (a database made on the local server for the run, dropped after)")
+	flag.StringVar(&o.bundleFlags, "bundle-flags", "", "more flags for treasury-dev, e.g. --worker-cache-size 25000")
 	flag.IntVar(&o.orders, "orders", 20000, "orders parked on their approvers at once")
 	flag.IntVar(&o.conc, "concurrency", 16, "creates and submits in flight at once")
 	flag.Float64Var(&o.approveRate, "approve-rate", 50, "decisions a second: the approver's credential's rate limit (the default RATE_LIMIT)")
@@ -52,29 +53,15 @@ func main() {
 }
 
 func run(o options) error {
-	if o.store == "postgres" {
-		url, drop, err := devbundle.CreateDatabase(context.Background(), storetest.PostgresURL(), "treasury_bench_parked")
-		if err != nil {
-			return err
-		}
-		defer drop()
-		_ = os.Setenv("DATABASE_URL", url)
-		defer os.Unsetenv("DATABASE_URL")
-	} else {
-		_ = os.Unsetenv("DATABASE_URL")
-	}
 	// The API's own limit is lifted for the load; the approver is paced at its rate limit
 	// here instead, as its credential's limit would pace it.
-	b, err := devbundle.Start(o.devBin, []string{"--rate-limit", "1000000", "--rate-burst", "1000000",
-		"--balance-sync-interval", "1h", "--log-level", "error"})
+	b, err := devbundle.StartOn(o.devBin, o.store, storetest.PostgresURL(), "treasury_bench_parked",
+		slices.Concat(devbundle.LoadFlags, strings.Fields(o.bundleFlags)))
 	if err != nil {
 		return err
 	}
 	defer b.Stop()
-	creds, err := devbundle.ReadCredentials(b.CredentialsPath)
-	if err != nil {
-		return err
-	}
+	creds := b.Creds
 	c := devbundle.NewClient(creds)
 	pay := creds.Keys["pay"]
 	// Every payment of 100 USDC or more waits for one approver.
@@ -87,7 +74,7 @@ func run(o options) error {
 			wallets = append(wallets, w.ID)
 		}
 	}
-	fmt.Printf("%s store; %d payments of 100 USDC from %d wallets, each waiting for one approver\n", o.store, o.orders, len(wallets))
+	fmt.Printf("%s store%s; %d payments of 100 USDC from %d wallets, each waiting for one approver\n", o.store, withFlags(o.bundleFlags), o.orders, len(wallets))
 
 	// The bundle's memory and CPU with nothing waiting.
 	time.Sleep(10 * time.Second)
@@ -359,3 +346,10 @@ func residentBytes(pid int) (int64, error) {
 
 func mib(b int64) float64        { return float64(b) / (1 << 20) }
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func withFlags(f string) string {
+	if f == "" {
+		return ""
+	}
+	return ", treasury-dev " + f
+}

@@ -38,6 +38,7 @@ type options struct {
 	sizes               []int64
 	pending, wallets    int64
 	requests, conc      int
+	rounds              int
 	writes              int
 	explain             bool
 }
@@ -53,6 +54,7 @@ func main() {
 	flag.Int64Var(&o.wallets, "wallets", 1000, "wallets of the organisation (the seed's and copies)")
 	flag.IntVar(&o.requests, "requests", 400, "requests per read, per size")
 	flag.IntVar(&o.conc, "concurrency", 8, "requests in flight at once")
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds of -requests per read; the median round's figures are reported")
 	flag.IntVar(&o.writes, "writes", 200, "payments created and submitted per size")
 	flag.BoolVar(&o.explain, "explain", false, "print the PostgreSQL plans of the list queries at every size")
 	flag.Parse()
@@ -89,51 +91,33 @@ func parseSizes(s string) ([]int64, error) {
 
 func run(kind string, o options) error {
 	ctx := context.Background()
-	name, dsn, driver := "SQLite", "", "sqlite"
-	_ = os.Unsetenv("DATABASE_URL")
-	if kind == "postgres" {
-		url, drop, err := devbundle.CreateDatabase(ctx, o.databaseURL, "treasury_bench_scale")
-		if err != nil {
-			return err
-		}
-		defer drop()
-		name, dsn, driver = "PostgreSQL", url, "pgx"
-		// treasury-dev puts its store on PostgreSQL when DATABASE_URL is set.
-		_ = os.Setenv("DATABASE_URL", url)
-		defer os.Unsetenv("DATABASE_URL")
-	}
-	b, err := devbundle.Start(o.devBin, []string{"--rate-limit", "1000000", "--rate-burst", "1000000",
-		"--balance-sync-interval", "1h", "--log-level", "error"})
+	b, err := devbundle.StartOn(o.devBin, kind, o.databaseURL, "treasury_bench_scale", devbundle.LoadFlags)
 	if err != nil {
 		return err
 	}
 	defer b.Stop()
-	creds, err := devbundle.ReadCredentials(b.CredentialsPath)
-	if err != nil {
-		return err
-	}
-	c := devbundle.NewClient(creds)
-	if dsn == "" {
-		dsn = store.SQLiteDSN(filepath.Join(b.Dir(), "treasury.db"))
+	c := devbundle.NewClient(b.Creds)
+	// The bundle's own database, opened beside it: raw for the copies, as a store for the
+	// audit chain's import.
+	name, dialect, driver, dsn := "SQLite", migrations.SQLite, "sqlite", store.SQLiteDSN(filepath.Join(b.Dir(), "treasury.db"))
+	cfg := store.Config{SQLitePath: filepath.Join(b.Dir(), "treasury.db")}
+	if b.DatabaseURL != "" {
+		name, dialect, driver, dsn = "PostgreSQL", migrations.Postgres, "pgx", b.DatabaseURL
+		cfg = store.Config{DatabaseURL: b.DatabaseURL}
 	}
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	dialect := migrations.SQLite
-	if kind == "postgres" {
-		dialect = migrations.Postgres
-	}
-	s, err := store.Open(ctx, store.Config{DatabaseURL: map[bool]string{true: dsn}[kind == "postgres"],
-		SQLitePath: map[bool]string{true: filepath.Join(b.Dir(), "treasury.db")}[kind == "sqlite"]})
+	s, err := store.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 
-	fmt.Printf("\n%s: the dev bundle grown to each size; %d requests a read at %d in flight, %d payments created and submitted\n",
-		name, o.requests, o.conc, o.writes)
+	fmt.Printf("\n%s: the dev bundle grown to each size; %d rounds of %d requests a read at %d in flight (the median round), %d payments created and submitted\n",
+		name, o.rounds, o.requests, o.conc, o.writes)
 	g, err := prepare(ctx, c, db, s, dialect, o)
 	if err != nil {
 		return err
@@ -183,6 +167,10 @@ func prepare(ctx context.Context, c *devbundle.Client, db *sql.DB, s *store.Stor
 		return nil, err
 	}
 	defer closeReceiver()
+	// Copies of a delivery still due would all be sent: wait until the templates' are done.
+	if err := deliveriesDone(ctx, db, ts); err != nil {
+		return nil, err
+	}
 	g := &grower{c: c, db: db, s: s, o: o, ts: ts, rows: map[string]int64{}}
 	if g.logIDs, err = requestLogIDs(ctx, db, dialect, c.Creds.OrgID, began); err != nil {
 		return nil, err
@@ -294,7 +282,7 @@ func (g *grower) growAndMeasure(ctx context.Context, n int64) (sizeResult, error
 	sample = append(sample, tail...)
 	var figs []figure
 	for _, r := range reads(g.c, g.o, depth, sample, ordersDeep, eventsDeep) {
-		f := measure(client, base, r, g.o.requests, g.o.conc)
+		f := measure(client, base, r, g.o.requests, g.o.conc, g.o.rounds)
 		fmt.Printf("  %-40s p50 %7.2f ms  p99 %7.2f ms%s\n", f.name, ms(f.p50), ms(f.p99), failures(f.failed))
 		figs = append(figs, f)
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -96,7 +98,26 @@ func runTemplates(c *devbundle.Client, ts []*template) (stop func(), err error) 
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	// The deliveries of the last events settle after the orders do.
-	time.Sleep(2 * time.Second)
 	return receiver.Close, nil
+}
+
+// deliveriesDone waits until every webhook delivery of the templates has been made.
+func deliveriesDone(ctx context.Context, db *sql.DB, ts []*template) error {
+	ids := make([]string, len(ts))
+	for i, t := range ts {
+		ids[i] = t.id
+	}
+	q := fmt.Sprintf("SELECT count(*) FROM webhook_deliveries WHERE order_id IN (%s) AND completed_at IS NULL", quote(ids...))
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		var due int
+		if err := db.QueryRowContext(ctx, q).Scan(&due); err != nil {
+			return err
+		}
+		if due == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d webhook deliveries of the templates still due after a minute", due)
+		}
+	}
 }
