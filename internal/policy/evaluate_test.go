@@ -154,3 +154,27 @@ func TestABatchIsJudgedOnItsTotalAndEveryRecipient(t *testing.T) {
 		t.Fatalf("the wallet's window still counts the batch: %+v", e.Windows)
 	}
 }
+
+// Rules that limit no volume decide alike whatever volume was counted, which is why an
+// evaluation under them counts none; rules that do are told apart by it.
+func TestOnlyVolumeRulesDependOnTheVolumeCounted(t *testing.T) {
+	d := decimal.RequireFromString
+	withVolume := seeded(t)
+	without := withVolume
+	without.DailyVolumeUSD = nil
+	windowed := without
+	windowed.Windows = []Window{{Scope: ScopeWallet, Hours: 24, LimitUSD: d("1000")}}
+	if !withVolume.CountsVolume() || !windowed.CountsVolume() || without.CountsVolume() {
+		t.Fatalf("CountsVolume: daily %v, window %v, neither %v", withVolume.CountsVolume(), windowed.CountsVolume(), without.CountsVolume())
+	}
+	order := Order{Domain: "payment", WalletID: "wal_1", AmountUSD: d("500"), Destination: "0x1111111111111111111111111111111111111111"}
+	none, huge := Usage{}, Usage{DailyVolumeUSD: d("999999999"), Windows: []decimal.Decimal{d("999999999")}}
+	if a, b := without.Evaluate(order, none), without.Evaluate(order, huge); a.Allowed() != b.Allowed() || !b.Allowed() || a.Quorum != b.Quorum {
+		t.Fatalf("without volume rules the volume counted changed the decision: %+v, %+v", a.Checks, b.Checks)
+	}
+	for name, r := range map[string]Rules{"dailyVolumeUsd": withVolume, "a window": windowed} {
+		if !r.Evaluate(order, none).Allowed() || r.Evaluate(order, huge).Allowed() {
+			t.Fatalf("%s: the volume counted did not decide", name)
+		}
+	}
+}

@@ -39,6 +39,10 @@ type Rules struct {
 	SignedApprovals bool `json:"signedApprovals,omitempty"`
 }
 
+// CountsVolume reports whether a rule limits volume (dailyVolumeUsd or a window): only
+// then does evaluating an order need the volume of other orders counted.
+func (r Rules) CountsVolume() bool { return r.DailyVolumeUSD != nil || len(r.Windows) > 0 }
+
 // Window limits the USD volume of the orders sharing one key (a wallet, an app, an asset
 // or a destination) over the last Hours hours, counted when each order passed the policy.
 type Window struct {

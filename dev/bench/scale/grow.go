@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,15 +15,24 @@ import (
 
 // The history is made in the database itself, by statements that copy the template
 // orders' rows (INSERT … SELECT over a series of numbers): no row crosses the wire, so a
-// million orders take minutes, not hours. Every id in a copy is the template's with copy
-// i's number in front (prefix_00<8 hex digits of i><the template's last 22>), so:
+// million orders take minutes, not hours. Copy i of the history is the order placed i
+// minutes before the templates ran (-spacing: 1,440 orders a day, a million orders about
+// two years), every time in its rows moved back by as much; every id in it is the template's with a
+// number in front (prefix_00<8 hex digits><the template's last 22>), so:
 //   - the copies of one order refer to each other as the template's rows do;
-//   - they sort before every id the service mints (UUIDv7: 01…), in the order of i, as
-//     an older history would;
+//   - they sort before every id the service mints (UUIDv7: 01…), older ones first, as a
+//     real history's do, whichever size added them;
 //   - the copies of different templates interleave, as a real history's domains do.
 //
-// Times and JSON bodies (an event's data, an order's details) are the template's: the
-// bytes and the indexes are what the reads measured here pay for.
+// JSON bodies (an event's data, an order's details) are the template's: the bytes and the
+// indexes are what the reads measured here pay for. The hourly maintenance runs when the
+// bundle starts and an hour later, so nothing copied is deleted for its age during a run:
+// the tables hold what EVENT_RETENTION, WEBHOOK_RETENTION and REQUEST_LOG_RETENTION set
+// to forever would keep.
+
+// historyTop numbers copy 0 of the history: copy i is numbered historyTop-i, so that an
+// older copy sorts first. The crowd waiting for approvers is numbered above it.
+const historyTop = pendingBase - 1
 
 // idColumns are the columns that hold ids of the copied rows themselves (or their
 // workflow's, which names the order); every other column is copied as it is.
@@ -51,10 +61,11 @@ type copier struct {
 	db      *sql.DB
 	dialect migrations.Dialect
 	columns map[string][]string
+	spacing time.Duration
 }
 
-func newCopier(ctx context.Context, db *sql.DB, dialect migrations.Dialect) (*copier, error) {
-	c := &copier{db: db, dialect: dialect, columns: map[string][]string{}}
+func newCopier(ctx context.Context, db *sql.DB, dialect migrations.Dialect, spacing time.Duration) (*copier, error) {
+	c := &copier{db: db, dialect: dialect, columns: map[string][]string{}, spacing: spacing}
 	tables := []string{"wallets", "balances", "request_logs"}
 	for _, t := range orderTables {
 		tables = append(tables, t.table)
@@ -94,24 +105,62 @@ func (c *copier) series(from, to int64) string {
 	return fmt.Sprintf("(WITH RECURSIVE n(i) AS (SELECT %d UNION ALL SELECT i + 1 FROM n WHERE i < %d) SELECT i FROM n) AS s", from, to-1)
 }
 
-// rewritten is the expression of column col's id in copy s.i; a value too short to be
-// an id (the empty string where there is none) is kept.
-func (c *copier) rewritten(col string) string {
-	if c.dialect == migrations.Postgres {
-		return fmt.Sprintf("CASE WHEN length(t.%[1]s) >= 34 THEN split_part(t.%[1]s, '_', 1) || '_00' || lpad(to_hex(s.i), 8, '0') || right(t.%[1]s, 22) ELSE t.%[1]s END", col)
+// numbering is how a copy's rows are made from the template's: the number in its ids and
+// how far back its times move, as SQL expressions of s.i (the series' number).
+type numbering struct{ number, back string }
+
+// asIs numbers copies by s.i and keeps their times.
+var asIs = numbering{number: "s.i"}
+
+// history numbers copy s.i from historyTop down and moves it back by s.i times spacing,
+// the time between two orders of the history (a minute; none puts the whole history at
+// the templates' time, in today's volume).
+func history(spacing time.Duration) numbering {
+	n := numbering{number: fmt.Sprintf("(%d - s.i)", historyTop)}
+	if spacing >= time.Second {
+		n.back = fmt.Sprintf("s.i * %d", int(spacing.Seconds()))
 	}
-	return fmt.Sprintf("CASE WHEN length(t.%[1]s) >= 34 THEN substr(t.%[1]s, 1, instr(t.%[1]s, '_')) || '00' || printf('%%08x', s.i) || substr(t.%[1]s, -22) ELSE t.%[1]s END", col)
+	return n
 }
 
-// selectList is the copy's columns: ids rewritten, the rest (or what extra says) as is.
-func (c *copier) selectList(table string, extra map[string]string) (cols, exprs string) {
+// rewritten is the expression of column col's id in the copy; a value too short to be an
+// id (the empty string where there is none) is kept.
+func (c *copier) rewritten(col string, n numbering) string {
+	if c.dialect == migrations.Postgres {
+		return fmt.Sprintf("CASE WHEN length(t.%[1]s) >= 34 THEN split_part(t.%[1]s, '_', 1) || '_00' || lpad(to_hex(%[2]s), 8, '0') || right(t.%[1]s, 22) ELSE t.%[1]s END", col, n.number)
+	}
+	return fmt.Sprintf("CASE WHEN length(t.%[1]s) >= 34 THEN substr(t.%[1]s, 1, instr(t.%[1]s, '_')) || '00' || printf('%%08x', %[2]s) || substr(t.%[1]s, -22) ELSE t.%[1]s END", col, n.number)
+}
+
+// moved is the expression of time column col in the copy.
+func (c *copier) moved(col string, n numbering) string {
+	if n.back == "" {
+		return "t." + col
+	}
+	if c.dialect == migrations.Postgres {
+		return fmt.Sprintf("t.%s - (%s) * interval '1 second'", col, n.back)
+	}
+	// SQLite keeps times as text (store.SQLiteDSN's format); strftime reads and writes it.
+	return fmt.Sprintf("strftime('%%Y-%%m-%%d %%H:%%M:%%f+00:00', t.%s, '-' || (%s) || ' seconds')", col, n.back)
+}
+
+// isTime tells the time columns by their names, the schema's convention.
+func isTime(col string) bool {
+	return col == "at" || strings.HasSuffix(col, "_at") || col == "lease_until"
+}
+
+// selectList is the copy's columns: ids renumbered, times moved, the rest (or what extra
+// says) as is.
+func (c *copier) selectList(table string, n numbering, extra map[string]string) (cols, exprs string) {
 	var e []string
 	for _, col := range c.columns[table] {
 		switch {
 		case extra[col] != "":
 			e = append(e, extra[col])
 		case idColumns[col]:
-			e = append(e, c.rewritten(col))
+			e = append(e, c.rewritten(col, n))
+		case isTime(col):
+			e = append(e, c.moved(col, n))
 		default:
 			e = append(e, "t."+col)
 		}
@@ -121,8 +170,8 @@ func (c *copier) selectList(table string, extra map[string]string) (cols, exprs 
 
 // copyRows inserts, for every i in from..to-1 that filter keeps, a copy of table's rows
 // matched by where.
-func (c *copier) copyRows(ctx context.Context, tx *sql.Tx, table, where string, from, to int64, filter string, extra map[string]string) (int64, error) {
-	cols, exprs := c.selectList(table, extra)
+func (c *copier) copyRows(ctx context.Context, tx *sql.Tx, table, where string, from, to int64, filter string, n numbering, extra map[string]string) (int64, error) {
+	cols, exprs := c.selectList(table, n, extra)
 	q := fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM %s, %s WHERE %s", table, cols, exprs, table+" t", c.series(from, to), qualify(where))
 	if filter != "" {
 		q += " AND (" + filter + ")"
@@ -141,8 +190,8 @@ func qualify(where string) string { return "t." + where }
 // one lock while it runs, and the bundle's own writers wait behind it.
 const chunk = 20000
 
-// copyOrders writes the copies numbered from..to-1 of the templates: copy i is of the
-// template whose share of tenths holds i mod 10.
+// copyOrders writes copies from..to-1 of the history: copy i is of the template whose
+// share of tenths holds i mod 10.
 func (c *copier) copyOrders(ctx context.Context, ts []*template, from, to int64) (map[string]int64, error) {
 	rows := map[string]int64{}
 	slot := 0
@@ -171,7 +220,7 @@ func (c *copier) copyOrders(ctx context.Context, ts []*template, from, to int64)
 						residues[j] = fmt.Sprint(r)
 					}
 					n, err := c.copyRows(ctx, tx, ot.table, fmt.Sprintf(ot.where, quote(t.id)), lo, hi,
-						fmt.Sprintf("s.i %% 10 IN (%s)", strings.Join(residues, ", ")), nil)
+						fmt.Sprintf("s.i %% 10 IN (%s)", strings.Join(residues, ", ")), history(c.spacing), nil)
 					if err != nil {
 						return err
 					}
@@ -188,7 +237,8 @@ func (c *copier) copyOrders(ctx context.Context, ts []*template, from, to int64)
 }
 
 // pendingBase numbers the copies of the order waiting for approvers after every copy of
-// the history: they are the newest of the copies, as a crowd waiting now would be.
+// the history: they are the newest of the copies, as a crowd waiting now would be, and
+// keep the template's times.
 const pendingBase = 0x7f000000
 
 // copyPending writes n copies of the waiting order (and of its approval item).
@@ -198,7 +248,7 @@ func (c *copier) copyPending(ctx context.Context, t *template, n int64) (map[str
 		hi := min(lo+chunk, n)
 		err := c.inTx(ctx, func(tx *sql.Tx) error {
 			for _, ot := range orderTables {
-				k, err := c.copyRows(ctx, tx, ot.table, fmt.Sprintf(ot.where, quote(t.id)), pendingBase+lo, pendingBase+hi, "", nil)
+				k, err := c.copyRows(ctx, tx, ot.table, fmt.Sprintf(ot.where, quote(t.id)), pendingBase+lo, pendingBase+hi, "", asIs, nil)
 				if err != nil {
 					return err
 				}
@@ -220,11 +270,14 @@ func (c *copier) copyRequestLogs(ctx context.Context, orgID string, ids []string
 	}
 	var written int64
 	copies := (n + int64(len(ids)) - 1) / int64(len(ids))
+	// A copy of the set stands for the requests of len(ids)/logsPerOrder orders, and is
+	// moved back by their time.
+	spread := history(c.spacing * time.Duration(len(ids)) / logsPerOrder)
 	per := max(1, chunk/int64(len(ids)))
 	for lo := from; lo < from+copies; lo += per {
 		hi := min(lo+per, from+copies)
 		err := c.inTx(ctx, func(tx *sql.Tx) error {
-			k, err := c.copyRows(ctx, tx, "request_logs", fmt.Sprintf("id IN (%s)", quote(ids...)), lo, hi, "", nil)
+			k, err := c.copyRows(ctx, tx, "request_logs", fmt.Sprintf("id IN (%s)", quote(ids...)), lo, hi, "", spread, nil)
 			written += k
 			return err
 		})
@@ -243,12 +296,12 @@ func (c *copier) copyWallets(ctx context.Context, walletID string, n int64) erro
 		address = "'0x' || printf('%010x', s.i) || substr(t.address, 13)"
 	}
 	return c.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := c.copyRows(ctx, tx, "wallets", fmt.Sprintf("id = %s", quote(walletID)), 1, n+1, "", map[string]string{"address": address,
+		if _, err := c.copyRows(ctx, tx, "wallets", fmt.Sprintf("id = %s", quote(walletID)), 1, n+1, "", asIs, map[string]string{"address": address,
 			"label": "'payroll ' || s.i", "auto_sign": "false"}); err != nil {
 			return err
 		}
-		_, err := c.copyRows(ctx, tx, "balances", fmt.Sprintf("wallet_id = %s", quote(walletID)), 1, n+1, "",
-			map[string]string{"wallet_id": c.rewritten("wallet_id")})
+		_, err := c.copyRows(ctx, tx, "balances", fmt.Sprintf("wallet_id = %s", quote(walletID)), 1, n+1, "", asIs,
+			map[string]string{"wallet_id": c.rewritten("wallet_id", asIs)})
 		return err
 	})
 }
@@ -263,6 +316,51 @@ func (c *copier) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// withoutSecondaryIndexes runs fill with the copied tables' secondary indexes dropped
+// (those that back no constraint) and builds them again after it, as a bulk load does on
+// PostgreSQL: one sort per index instead of an entry maintained per row. SQLite keeps its
+// indexes: it fills them fast enough in the sizes it is measured at.
+func (c *copier) withoutSecondaryIndexes(ctx context.Context, fill func() error) error {
+	if c.dialect != migrations.Postgres {
+		return fill()
+	}
+	tables := []string{"request_logs"}
+	for _, t := range orderTables {
+		tables = append(tables, t.table)
+	}
+	rows, err := c.db.QueryContext(ctx, `SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid)
+		FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid
+		WHERE t.relnamespace = current_schema()::regnamespace AND t.relname = ANY($1) AND NOT i.indisprimary
+			AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid)`, tables)
+	if err != nil {
+		return err
+	}
+	var names, defs []string
+	for rows.Next() {
+		var name, def string
+		if err := rows.Scan(&name, &def); err != nil {
+			_ = rows.Close()
+			return err
+		}
+		names, defs = append(names, name), append(defs, def)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	for _, name := range names {
+		if _, err := c.db.ExecContext(ctx, "DROP INDEX "+name); err != nil {
+			return err
+		}
+	}
+	fillErr := fill()
+	for _, def := range defs {
+		if _, err := c.db.ExecContext(ctx, def); err != nil {
+			return errors.Join(fillErr, fmt.Errorf("rebuild %s: %w", def, err))
+		}
+	}
+	return fillErr
 }
 
 // analyze refreshes the planner's statistics, as autovacuum would after a bulk load.

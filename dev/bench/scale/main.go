@@ -41,6 +41,7 @@ type options struct {
 	rounds              int
 	writes              int
 	explain             bool
+	spacing             time.Duration
 }
 
 func main() {
@@ -56,6 +57,7 @@ func main() {
 	flag.IntVar(&o.conc, "concurrency", 8, "requests in flight at once")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds of -requests per read; the median round's figures are reported")
 	flag.IntVar(&o.writes, "writes", 200, "payments created and submitted per size")
+	flag.DurationVar(&o.spacing, "spacing", time.Minute, "time between two orders of the history (0s: the whole history today, in every wallet's daily volume)")
 	flag.BoolVar(&o.explain, "explain", false, "print the PostgreSQL plans of the list queries at every size")
 	flag.Parse()
 	stores := map[string]string{"sqlite": *sqliteSizes, "postgres": *pgSizes}
@@ -191,7 +193,7 @@ func prepare(ctx context.Context, c *devbundle.Client, db *sql.DB, s *store.Stor
 			break
 		}
 	}
-	if g.copier, err = newCopier(ctx, db, dialect); err != nil {
+	if g.copier, err = newCopier(ctx, db, dialect, o.spacing); err != nil {
 		return nil, err
 	}
 	began = time.Now()
@@ -228,18 +230,21 @@ const logsPerOrder = 3
 
 func (g *grower) growAndMeasure(ctx context.Context, n int64) (sizeResult, error) {
 	began := time.Now()
-	rows, err := g.copier.copyOrders(ctx, g.ts, g.orders, n)
+	err := g.copier.withoutSecondaryIndexes(ctx, func() error {
+		rows, err := g.copier.copyOrders(ctx, g.ts, g.orders, n)
+		if err != nil {
+			return err
+		}
+		for k, v := range rows {
+			g.rows[k] += v
+		}
+		logs, err := g.copier.copyRequestLogs(ctx, g.c.Creds.OrgID, g.logIDs, g.logs/int64(len(g.logIDs)), (n-g.orders)*logsPerOrder)
+		g.logs += logs
+		return err
+	})
 	if err != nil {
 		return sizeResult{}, err
 	}
-	for k, v := range rows {
-		g.rows[k] += v
-	}
-	logs, err := g.copier.copyRequestLogs(ctx, g.c.Creds.OrgID, g.logIDs, g.logs/int64(len(g.logIDs)), (n-g.orders)*logsPerOrder)
-	if err != nil {
-		return sizeResult{}, err
-	}
-	g.logs += logs
 	g.rows["request_logs"] = g.logs
 	// As many audit entries an order as the templates' run recorded for its orders.
 	perOrder := float64(len(g.auditModel)) / float64(len(g.ts))
@@ -265,7 +270,8 @@ func (g *grower) growAndMeasure(ctx context.Context, n int64) (sizeResult, error
 	client := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	base := g.c.API
 	pay := g.c.Creds.Keys["pay"]
-	depth := int(min(10000, n/2))
+	// 10,000 deep, or half way through a smaller list (a short trial run).
+	depth := int(min(10000, (n+g.o.pending)/2))
 	ordersDeep, sample, err := cursorAt(client, base+"/payments", pay.Read, depth)
 	if err != nil {
 		return sizeResult{}, err
@@ -301,7 +307,7 @@ func (g *grower) growAndMeasure(ctx context.Context, n int64) (sizeResult, error
 	}
 	figs = append(figs, w...)
 	if g.o.explain && g.copier.dialect == migrations.Postgres {
-		if err := explain(ctx, g.db, g.c.Creds.OrgID, ordersDeep); err != nil {
+		if err := explain(ctx, g.db, g.c.Creds.OrgID, ordersDeep, eventsDeep); err != nil {
 			return sizeResult{}, err
 		}
 	}
