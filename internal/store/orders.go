@@ -564,10 +564,19 @@ func (s *Store) listStream(ctx context.Context, q *gorm.DB, f EventFilter) ([]Ev
 	}
 	q = q.Where("tx_started_at < ?", horizon)
 	if f.AfterID != "" {
-		// After the cursor's event in this order; a cursor that names no event of the
-		// caller's goes by id, as on SQLite.
-		q = q.Where(`((tx_started_at, id) > (SELECT e.tx_started_at, e.id FROM events e WHERE e.id = ?)
-			OR (NOT EXISTS (SELECT 1 FROM events e WHERE e.id = ?) AND id > ?))`, f.AfterID, f.AfterID, f.AfterID)
+		// After the cursor's event in this order; a cursor that names no event goes by id,
+		// as on SQLite. The cursor's place is read first, so that the page starts there in
+		// the index: a condition that could also hold by id is a filter, and a page a
+		// million events deep would pass over every event before it.
+		var after []time.Time
+		if err := s.with(ctx).Raw(`SELECT tx_started_at FROM events WHERE id = ?`, f.AfterID).Scan(&after).Error; err != nil {
+			return nil, err
+		}
+		if len(after) == 1 {
+			q = q.Where("(tx_started_at, id) > (?, ?)", after[0], f.AfterID)
+		} else {
+			q = q.Where("id > ?", f.AfterID)
+		}
 	}
 	var out []Event
 	err = q.Order("tx_started_at, id").Limit(f.Limit).Find(&out).Error

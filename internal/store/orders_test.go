@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -406,6 +407,70 @@ func TestTheStreamNeverPassesOverAnEventCommittedLate(t *testing.T) {
 	if !seen[a.ID] || !seen[b.ID] {
 		t.Fatalf("the reader got the late event %v and the early one %v", seen[a.ID], seen[b.ID])
 	}
+}
+
+// Paging the stream a few events at a time, each page after the last one's event, reads
+// every event once and in the stream's order; a cursor that names no event continues by
+// id.
+func TestTheStreamPagesFromEachCursorOnward(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		org := mustOrg(t, s)
+		for range 4 {
+			o := mustDraft(t, s, org, "TRANSFER")
+			if _, err := s.ApplyOrderStep(ctx, store.OrderChange{OrderID: o.ID, Step: "submitted",
+				Event: &store.EventSpec{Name: "Order.Submitted"}, CorrelationID: "paging"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		list := func(after string, limit int) []store.Event {
+			page, err := s.ListEvents(ctx, store.EventFilter{OrgID: org, Apps: []string{"pay"}, AfterID: after, Limit: limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return page
+		}
+		whole := list("", 100)
+		if len(whole) != 8 {
+			t.Fatalf("the stream holds %d events, want 8", len(whole))
+		}
+		var paged []string
+		for cursor := ""; ; {
+			page := list(cursor, 3)
+			if len(page) == 0 {
+				break
+			}
+			for _, ev := range page {
+				paged = append(paged, ev.ID)
+			}
+			cursor = page[len(page)-1].ID
+		}
+		var want []string
+		for _, ev := range whole {
+			want = append(want, ev.ID)
+		}
+		if !slices.Equal(paged, want) {
+			t.Fatalf("paged three at a time:\n%v\nthe whole stream:\n%v", paged, want)
+		}
+		// An id no event has, between the fourth event's and the fifth's by id.
+		byID := slices.Clone(want)
+		slices.Sort(byID)
+		between := byID[3] + "0"
+		var rest []string
+		for _, ev := range list(between, 100) {
+			rest = append(rest, ev.ID)
+		}
+		var later []string
+		for _, id := range want {
+			if id > between {
+				later = append(later, id)
+			}
+		}
+		slices.Sort(rest)
+		slices.Sort(later)
+		if !slices.Equal(rest, later) {
+			t.Fatalf("after an id no event has: %v, want the events with later ids %v", rest, later)
+		}
+	})
 }
 
 // Details written before they named their domain are rewritten by the migration that

@@ -108,8 +108,7 @@ func explain(ctx context.Context, db *sql.DB, orgID, ordersDeep, eventsDeep stri
 		{"orders: by status", `SELECT * FROM orders WHERE org_id = $1 AND app = 'pay' AND status = 'failed' ORDER BY id DESC LIMIT 51`},
 		{"approvals: pending", `SELECT * FROM approval_items WHERE org_id = $1 AND app IN ('pay') AND status = 'pending' ORDER BY id DESC LIMIT 51`},
 		{"events: 10,000 deep", `SELECT * FROM events WHERE org_id = $1 AND app IN ('pay') AND order_id IS NOT NULL AND tx_started_at < now()
-			AND ((tx_started_at, id) > (SELECT e.tx_started_at, e.id FROM events e WHERE e.id = '` + event + `')
-			OR (NOT EXISTS (SELECT 1 FROM events e WHERE e.id = '` + event + `') AND id > '` + event + `'))
+			AND (tx_started_at, id) > ((SELECT tx_started_at FROM events WHERE id = '` + event + `'), '` + event + `')
 			ORDER BY tx_started_at, id LIMIT 101`},
 		{"events: of one order", `SELECT * FROM events WHERE org_id = $1 AND app IN ('pay') AND order_id IS NOT NULL AND order_id = (SELECT id FROM orders WHERE org_id = $1 AND app = 'pay' AND status = 'confirmed' ORDER BY id LIMIT 1) ORDER BY sequence LIMIT 101`},
 		{"request logs: first page", `SELECT * FROM request_logs WHERE org_id = $1 AND app = 'pay' ORDER BY id DESC LIMIT 51`},
