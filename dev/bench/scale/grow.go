@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -318,54 +317,16 @@ func (c *copier) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
-// withoutSecondaryIndexes runs fill with the copied tables' secondary indexes dropped
-// (those that back no constraint) and builds them again after it, as a bulk load does on
-// PostgreSQL: one sort per index instead of an entry maintained per row. SQLite keeps its
-// indexes: it fills them fast enough in the sizes it is measured at.
-func (c *copier) withoutSecondaryIndexes(ctx context.Context, fill func() error) error {
-	if c.dialect != migrations.Postgres {
-		return fill()
+// settle leaves the database as steady use would: the planner's statistics read and, on
+// PostgreSQL, the new rows vacuumed (the visibility map set, so that index-only scans need
+// not visit the heap), which autovacuum would otherwise do in the middle of the next
+// measurement.
+func (c *copier) settle(ctx context.Context) error {
+	q := "ANALYZE"
+	if c.dialect == migrations.Postgres {
+		q = "VACUUM (ANALYZE)"
 	}
-	tables := []string{"request_logs"}
-	for _, t := range orderTables {
-		tables = append(tables, t.table)
-	}
-	rows, err := c.db.QueryContext(ctx, `SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid)
-		FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid
-		WHERE t.relnamespace = current_schema()::regnamespace AND t.relname = ANY($1) AND NOT i.indisprimary
-			AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid)`, tables)
-	if err != nil {
-		return err
-	}
-	var names, defs []string
-	for rows.Next() {
-		var name, def string
-		if err := rows.Scan(&name, &def); err != nil {
-			_ = rows.Close()
-			return err
-		}
-		names, defs = append(names, name), append(defs, def)
-	}
-	if err := rows.Close(); err != nil {
-		return err
-	}
-	for _, name := range names {
-		if _, err := c.db.ExecContext(ctx, "DROP INDEX "+name); err != nil {
-			return err
-		}
-	}
-	fillErr := fill()
-	for _, def := range defs {
-		if _, err := c.db.ExecContext(ctx, def); err != nil {
-			return errors.Join(fillErr, fmt.Errorf("rebuild %s: %w", def, err))
-		}
-	}
-	return fillErr
-}
-
-// analyze refreshes the planner's statistics, as autovacuum would after a bulk load.
-func (c *copier) analyze(ctx context.Context) error {
-	_, err := c.db.ExecContext(ctx, "ANALYZE")
+	_, err := c.db.ExecContext(ctx, q)
 	return err
 }
 

@@ -230,18 +230,15 @@ const logsPerOrder = 3
 
 func (g *grower) growAndMeasure(ctx context.Context, n int64) (sizeResult, error) {
 	began := time.Now()
-	err := g.copier.withoutSecondaryIndexes(ctx, func() error {
-		rows, err := g.copier.copyOrders(ctx, g.ts, g.orders, n)
-		if err != nil {
-			return err
-		}
-		for k, v := range rows {
-			g.rows[k] += v
-		}
-		logs, err := g.copier.copyRequestLogs(ctx, g.c.Creds.OrgID, g.logIDs, g.logs/int64(len(g.logIDs)), (n-g.orders)*logsPerOrder)
-		g.logs += logs
-		return err
-	})
+	rows, err := g.copier.copyOrders(ctx, g.ts, g.orders, n)
+	if err != nil {
+		return sizeResult{}, err
+	}
+	for k, v := range rows {
+		g.rows[k] += v
+	}
+	logs, err := g.copier.copyRequestLogs(ctx, g.c.Creds.OrgID, g.logIDs, g.logs/int64(len(g.logIDs)), (n-g.orders)*logsPerOrder)
+	g.logs += logs
 	if err != nil {
 		return sizeResult{}, err
 	}
@@ -260,7 +257,7 @@ func (g *grower) growAndMeasure(ctx context.Context, n int64) (sizeResult, error
 	}
 	g.rows["audit_logs"] = g.audit
 	g.orders = n
-	if err := g.copier.analyze(ctx); err != nil {
+	if err := g.copier.settle(ctx); err != nil {
 		return sizeResult{}, err
 	}
 	grew := time.Since(began)
