@@ -362,7 +362,10 @@ func requestLogIDs(ctx context.Context, db *sql.DB, dialect migrations.Dialect, 
 }
 
 // auditCopies are n audit entries shaped as those the templates' run recorded (their
-// actions, actors and details), each naming a copied order, for store.ImportAudit.
+// actions, actors and details), the k-th copy of the set from copy number from on, for
+// store.ImportAudit. Their ids and resource ids carry the copy's number as the orders'
+// copies do, but the numbering is the set's own: a resource id need not name an order that
+// exists, and the times are the run's. What the export measured here reads is the chain.
 func auditCopies(model []store.AuditLog, from, n int64) []store.AuditLog {
 	out := make([]store.AuditLog, 0, n)
 	for i := from; int64(len(out)) < n; i++ {

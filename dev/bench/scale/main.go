@@ -60,6 +60,10 @@ func main() {
 	flag.DurationVar(&o.spacing, "spacing", time.Minute, "time between two orders of the history (0s: the whole history today, in every wallet's daily volume)")
 	flag.BoolVar(&o.explain, "explain", false, "print the PostgreSQL plans of the list queries at every size")
 	flag.Parse()
+	if o.requests < 1 || o.conc < 1 || o.rounds < 1 || o.writes < 1 {
+		fmt.Fprintln(os.Stderr, "-requests, -concurrency, -rounds and -writes must be at least 1")
+		os.Exit(2)
+	}
 	stores := map[string]string{"sqlite": *sqliteSizes, "postgres": *pgSizes}
 	kinds := []string{*which}
 	if *which == "both" {

@@ -100,15 +100,20 @@ func explain(ctx context.Context, db *sql.DB, orgID, ordersDeep, eventsDeep stri
 	if err != nil {
 		return err
 	}
-	// The events' cursor is the last event's id, as SPEC 3.7's after is.
+	// The events' cursor is the last event's id, as SPEC 3.7's after is; the store reads
+	// its place first and pages from there, as written here.
 	event := eventsDeep
+	var place string
+	if err := db.QueryRowContext(ctx, `SELECT to_char(tx_started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00' FROM events WHERE id = $1`, event).Scan(&place); err != nil {
+		return err
+	}
 	statements := []struct{ what, q string }{
 		{"orders: first page", `SELECT * FROM orders WHERE org_id = $1 AND app = 'pay' ORDER BY id DESC LIMIT 51`},
 		{"orders: 10,000 deep", `SELECT * FROM orders WHERE org_id = $1 AND app = 'pay' AND id < '` + string(after) + `' ORDER BY id DESC LIMIT 51`},
 		{"orders: by status", `SELECT * FROM orders WHERE org_id = $1 AND app = 'pay' AND status = 'failed' ORDER BY id DESC LIMIT 51`},
 		{"approvals: pending", `SELECT * FROM approval_items WHERE org_id = $1 AND app IN ('pay') AND status = 'pending' ORDER BY id DESC LIMIT 51`},
 		{"events: 10,000 deep", `SELECT * FROM events WHERE org_id = $1 AND app IN ('pay') AND order_id IS NOT NULL AND tx_started_at < now()
-			AND (tx_started_at, id) > ((SELECT tx_started_at FROM events WHERE id = '` + event + `'), '` + event + `')
+			AND (tx_started_at, id) > ('` + place + `'::timestamptz, '` + event + `')
 			ORDER BY tx_started_at, id LIMIT 101`},
 		{"events: of one order", `SELECT * FROM events WHERE org_id = $1 AND app IN ('pay') AND order_id IS NOT NULL AND order_id = (SELECT id FROM orders WHERE org_id = $1 AND app = 'pay' AND status = 'confirmed' ORDER BY id LIMIT 1) ORDER BY sequence LIMIT 101`},
 		{"request logs: first page", `SELECT * FROM request_logs WHERE org_id = $1 AND app = 'pay' ORDER BY id DESC LIMIT 51`},
