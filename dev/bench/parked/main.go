@@ -34,6 +34,7 @@ type options struct {
 	orders, conc  int
 	approveRate   float64
 	idle          time.Duration
+	confirmWithin time.Duration
 }
 
 func main() {
@@ -44,6 +45,7 @@ func main() {
 	flag.IntVar(&o.orders, "orders", 20000, "orders parked on their approvers at once")
 	flag.IntVar(&o.conc, "concurrency", 16, "creates and submits in flight at once")
 	flag.Float64Var(&o.approveRate, "approve-rate", 50, "decisions a second: the approver's credential's rate limit (the default RATE_LIMIT)")
+	flag.DurationVar(&o.confirmWithin, "confirm-within", 30*time.Minute, "how long every order has, from the first decision, to end")
 	flag.DurationVar(&o.idle, "idle", time.Minute, "how long the bundle's idle CPU is measured, before and after the crowd")
 	flag.Parse()
 	if err := run(o); err != nil {
@@ -76,12 +78,20 @@ func run(o options) error {
 	}
 	fmt.Printf("%s store%s; %d payments of 100 USDC from %d wallets, each waiting for one approver\n", o.store, withFlags(o.bundleFlags), o.orders, len(wallets))
 
+	// Each figure is printed as soon as it is measured: the last phase can take long.
+	row := func(what, format string, args ...any) {
+		fmt.Printf("| %s | %s |\n", what, fmt.Sprintf(format, args...))
+	}
+	fmt.Printf("\n| what | figure |\n|---|---:|\n")
+
 	// The bundle's memory and CPU with nothing waiting.
 	time.Sleep(10 * time.Second)
 	before, err := sample(b, o.idle)
 	if err != nil {
 		return err
 	}
+	row("resident memory, nothing waiting", "%.0f MiB", mib(before.rss))
+	row("CPU while idle, nothing waiting", "%.1f %% of a core", before.cpuShare*100)
 
 	began := time.Now()
 	ids, err := park(c, pay.SK, wallets, o.orders, o.conc)
@@ -89,6 +99,7 @@ func run(o options) error {
 		return err
 	}
 	parkedIn := time.Since(began)
+	row(fmt.Sprintf("created and submitted (%d at a time)", o.conc), "%d orders in %.0f s (%.0f a second)", o.orders, parkedIn.Seconds(), float64(o.orders)/parkedIn.Seconds())
 	if err := waitPending(c, pay.Read, o.orders, 10*time.Minute); err != nil {
 		return err
 	}
@@ -97,6 +108,12 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	perOrder := float64(after.rss-before.rss) / float64(o.orders)
+	row(fmt.Sprintf("resident memory, %d waiting", o.orders), "%.0f MiB", mib(after.rss))
+	row("memory per waiting order", "%.1f KiB", perOrder/1024)
+	row(fmt.Sprintf("CPU while idle, %d waiting", o.orders), "%.1f %% of a core", after.cpuShare*100)
+	devbundle.Summarize(fmt.Sprintf("memory per order waiting for approvers (%d waiting), %s", o.orders, o.store),
+		fmt.Sprintf("%.1f KiB", perOrder/1024), fmt.Sprintf("%.0f MiB with none", mib(before.rss)), "", "report", "")
 
 	// Listing orders while the approver works through the crowd.
 	stop := make(chan struct{})
@@ -107,30 +124,17 @@ func run(o options) error {
 		close(stop)
 		return err
 	}
-	approvedIn := time.Since(began)
-	confirmed, other, err := c.Confirmations("pay", submitted(ids, began), 30*time.Minute)
+	row(fmt.Sprintf("all approved, paced at %.0f decisions a second", o.approveRate), "%.0f s", time.Since(began).Seconds())
+	confirmed, other, err := c.Confirmations("pay", submitted(ids, began), o.confirmWithin)
 	close(stop)
 	lists := <-listed
+	slices.Sort(lists)
+	row("list orders meanwhile (first page of 50), p50 / p99", "%.1f / %.1f ms (%d requests)",
+		ms(devbundle.Percentile(lists, 0.5)), ms(devbundle.Percentile(lists, 0.99)), len(lists))
 	if err != nil {
 		return err
 	}
-	allIn := time.Since(began)
-	slices.Sort(lists)
-
-	perOrder := float64(after.rss-before.rss) / float64(o.orders)
-	fmt.Printf("\n| what | figure |\n|---|---:|\n")
-	fmt.Printf("| created and submitted (%d at a time) | %d orders in %.0f s (%.0f a second) |\n", o.conc, o.orders, parkedIn.Seconds(), float64(o.orders)/parkedIn.Seconds())
-	fmt.Printf("| resident memory, nothing waiting | %.0f MiB |\n", mib(before.rss))
-	fmt.Printf("| resident memory, %d waiting | %.0f MiB |\n", o.orders, mib(after.rss))
-	fmt.Printf("| memory per waiting order | %.1f KiB |\n", perOrder/1024)
-	fmt.Printf("| CPU while idle, nothing waiting | %.1f %% of a core |\n", before.cpuShare*100)
-	fmt.Printf("| CPU while idle, %d waiting | %.1f %% of a core |\n", o.orders, after.cpuShare*100)
-	fmt.Printf("| all approved, at %.0f decisions a second | %.0f s |\n", o.approveRate, approvedIn.Seconds())
-	fmt.Printf("| all ended, from the first decision | %.0f s (%d confirmed, %d otherwise) |\n", allIn.Seconds(), len(confirmed), other)
-	fmt.Printf("| list orders meanwhile (first page of 50), p50 / p99 | %.1f / %.1f ms (%d requests) |\n",
-		ms(devbundle.Percentile(lists, 0.5)), ms(devbundle.Percentile(lists, 0.99)), len(lists))
-	devbundle.Summarize(fmt.Sprintf("memory per order waiting for approvers (%d waiting), %s", o.orders, o.store),
-		fmt.Sprintf("%.1f KiB", perOrder/1024), fmt.Sprintf("%.0f MiB with none", mib(before.rss)), "", "report", "")
+	row("all ended, from the first decision", "%.0f s (%d confirmed, %d otherwise)", time.Since(began).Seconds(), len(confirmed), other)
 	if len(confirmed)+other != o.orders {
 		return fmt.Errorf("%d of %d orders ended", len(confirmed)+other, o.orders)
 	}
