@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -189,6 +188,17 @@ func qualify(where string) string { return "t." + where }
 // one lock while it runs, and the bundle's own writers wait behind it.
 const chunk = 20000
 
+// inChunks runs write over from..to-1, per numbers at a time, each in a transaction.
+func (c *copier) inChunks(ctx context.Context, from, to, per int64, write func(tx *sql.Tx, lo, hi int64) error) error {
+	for lo := from; lo < to; lo += per {
+		hi := min(lo+per, to)
+		if err := c.inTx(ctx, func(tx *sql.Tx) error { return write(tx, lo, hi) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // copyOrders writes copies from..to-1 of the history: copy i is of the template whose
 // share of tenths holds i mod 10.
 func (c *copier) copyOrders(ctx context.Context, ts []*template, from, to int64) (map[string]int64, error) {
@@ -206,33 +216,27 @@ func (c *copier) copyOrders(ctx context.Context, ts []*template, from, to int64)
 	if slot != 10 {
 		return nil, fmt.Errorf("the templates' weights add up to %d tenths, not 10", slot)
 	}
-	for lo := from; lo < to; lo += chunk {
-		hi := min(lo+chunk, to)
-		err := c.inTx(ctx, func(tx *sql.Tx) error {
-			for _, ot := range orderTables {
-				for k, t := range ts {
-					if len(slots[k]) == 0 {
-						continue
-					}
-					residues := make([]string, len(slots[k]))
-					for j, r := range slots[k] {
-						residues[j] = fmt.Sprint(r)
-					}
-					n, err := c.copyRows(ctx, tx, ot.table, fmt.Sprintf(ot.where, quote(t.id)), lo, hi,
-						fmt.Sprintf("s.i %% 10 IN (%s)", strings.Join(residues, ", ")), history(c.spacing), nil)
-					if err != nil {
-						return err
-					}
-					rows[ot.table] += n
+	err := c.inChunks(ctx, from, to, chunk, func(tx *sql.Tx, lo, hi int64) error {
+		for _, ot := range orderTables {
+			for k, t := range ts {
+				if len(slots[k]) == 0 {
+					continue
 				}
+				residues := make([]string, len(slots[k]))
+				for j, r := range slots[k] {
+					residues[j] = fmt.Sprint(r)
+				}
+				n, err := c.copyRows(ctx, tx, ot.table, fmt.Sprintf(ot.where, quote(t.id)), lo, hi,
+					fmt.Sprintf("s.i %% 10 IN (%s)", strings.Join(residues, ", ")), history(c.spacing), nil)
+				if err != nil {
+					return err
+				}
+				rows[ot.table] += n
 			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
 		}
-	}
-	return rows, nil
+		return nil
+	})
+	return rows, err
 }
 
 // pendingBase numbers the copies of the order waiting for approvers after every copy of
@@ -243,23 +247,17 @@ const pendingBase = 0x7f000000
 // copyPending writes n copies of the waiting order (and of its approval item).
 func (c *copier) copyPending(ctx context.Context, t *template, n int64) (map[string]int64, error) {
 	rows := map[string]int64{}
-	for lo := int64(0); lo < n; lo += chunk {
-		hi := min(lo+chunk, n)
-		err := c.inTx(ctx, func(tx *sql.Tx) error {
-			for _, ot := range orderTables {
-				k, err := c.copyRows(ctx, tx, ot.table, fmt.Sprintf(ot.where, quote(t.id)), pendingBase+lo, pendingBase+hi, "", asIs, nil)
-				if err != nil {
-					return err
-				}
-				rows[ot.table] += k
+	err := c.inChunks(ctx, pendingBase, pendingBase+n, chunk, func(tx *sql.Tx, lo, hi int64) error {
+		for _, ot := range orderTables {
+			k, err := c.copyRows(ctx, tx, ot.table, fmt.Sprintf(ot.where, quote(t.id)), lo, hi, "", asIs, nil)
+			if err != nil {
+				return err
 			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
+			rows[ot.table] += k
 		}
-	}
-	return rows, nil
+		return nil
+	})
+	return rows, err
 }
 
 // copyRequestLogs writes n request logs, copies of those the templates' run left.
@@ -272,19 +270,12 @@ func (c *copier) copyRequestLogs(ctx context.Context, orgID string, ids []string
 	// A copy of the set stands for the requests of len(ids)/logsPerOrder orders, and is
 	// moved back by their time.
 	spread := history(c.spacing * time.Duration(len(ids)) / logsPerOrder)
-	per := max(1, chunk/int64(len(ids)))
-	for lo := from; lo < from+copies; lo += per {
-		hi := min(lo+per, from+copies)
-		err := c.inTx(ctx, func(tx *sql.Tx) error {
-			k, err := c.copyRows(ctx, tx, "request_logs", fmt.Sprintf("id IN (%s)", quote(ids...)), lo, hi, "", spread, nil)
-			written += k
-			return err
-		})
-		if err != nil {
-			return written, err
-		}
-	}
-	return written, nil
+	err := c.inChunks(ctx, from, from+copies, max(1, chunk/int64(len(ids))), func(tx *sql.Tx, lo, hi int64) error {
+		k, err := c.copyRows(ctx, tx, "request_logs", fmt.Sprintf("id IN (%s)", quote(ids...)), lo, hi, "", spread, nil)
+		written += k
+		return err
+	})
+	return written, err
 }
 
 // copyWallets makes n wallets, copies of one (address rewritten too: an address is
@@ -389,14 +380,4 @@ func auditCopies(model []store.AuditLog, from, n int64) []store.AuditLog {
 func copyID(id string, i int64) string {
 	prefix, _, _ := strings.Cut(id, "_")
 	return fmt.Sprintf("%s_00%08x%s", prefix, i, id[len(id)-22:])
-}
-
-// sortedKeys lists a count map's keys in order, for printing.
-func sortedKeys(m map[string]int64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
