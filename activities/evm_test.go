@@ -28,10 +28,20 @@ import (
 )
 
 // marketNode is the simulated chain seen through a node that, while cheap is set,
-// understates its fee market: a transaction prepared then pays less than the base fee.
+// understates its fee market: a transaction prepared then pays less than the base fee;
+// and that loses the next lose transactions sent to it: it accepts them and keeps none,
+// as a node drops what its pool will not hold.
 type marketNode struct {
 	simulated.Client
 	cheap *atomic.Bool
+	lose  *atomic.Int32
+}
+
+func (m marketNode) SendTransaction(ctx context.Context, tx *types.Transaction) error {
+	if m.lose.Add(-1) >= 0 {
+		return nil
+	}
+	return m.Client.SendTransaction(ctx, tx)
 }
 
 func (m marketNode) SuggestGasTipCap(ctx context.Context) (*big.Int, error) {
@@ -60,6 +70,13 @@ func (m marketNode) SimulateV1(ctx context.Context, opts ethclient.SimulateOptio
 // through a node whose fee answers the test may make cheap; blocks come every 20 ms.
 func evmLifecycle(t *testing.T) (*lifecycle, *evm.Chain, *atomic.Bool) {
 	t.Helper()
+	l, adapter, node := evmLifecycleOn(t)
+	return l, adapter, node.cheap
+}
+
+// evmLifecycleOn is evmLifecycle, with the node's faults at hand.
+func evmLifecycleOn(t *testing.T) (*lifecycle, *evm.Chain, marketNode) {
+	t.Helper()
 	s := storetest.NewSQLite(t)
 	l := newLifecycle(t, s)
 	ctx := context.Background()
@@ -83,8 +100,8 @@ func evmLifecycle(t *testing.T) (*lifecycle, *evm.Chain, *atomic.Bool) {
 		t.Fatal(err)
 	}
 	cfg.Confirmations = 1
-	cheap := &atomic.Bool{}
-	adapter, err := evm.New(ctx, cfg, marketNode{backend.Client(), cheap})
+	node := marketNode{backend.Client(), &atomic.Bool{}, &atomic.Int32{}}
+	adapter, err := evm.New(ctx, cfg, node)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +124,36 @@ func evmLifecycle(t *testing.T) (*lifecycle, *evm.Chain, *atomic.Bool) {
 		}
 	}()
 	l.acts.Chain, l.acts.ReplaceAfter, l.acts.ChainPoll = adapter, time.Millisecond, 10*time.Millisecond
-	return l, adapter, cheap
+	return l, adapter, node
+}
+
+// A transaction the node accepted and then lost is sent to it again as it was signed, and
+// the payment confirms on it: no replacement, no second signature. The lifecycle asks
+// for a replacement after ReplaceAfter, so that is set longer than a resend takes.
+func TestATransactionTheNodeDroppedIsSentAgainAsSigned(t *testing.T) {
+	l, adapter, node := evmLifecycleOn(t)
+	l.acts.ReplaceAfter = time.Hour
+	node.lose.Store(1)
+	const to = "0x1111111111111111111111111111111111111111"
+	o, legs := l.draft(t, "payment", `{"walletId":"`+l.wallet.ID+`","asset":"USDC","amount":"3","destination":{"address":"`+to+`"}}`)
+	st := l.run(t, o, legs)
+	if st.Status != "confirmed" || len(st.Requests) != 1 {
+		t.Fatalf("state %+v: want confirmed on its one signed transaction", st)
+	}
+	if left := node.lose.Load(); left >= 0 {
+		t.Fatalf("the node lost no transaction (%d left to lose): the test proves nothing", left+1)
+	}
+	_, stored, err := l.store.Order(context.Background(), o.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hashes := stored[0].Hashes(); len(hashes) != 1 || *stored[0].TxHash != hashes[0] {
+		t.Fatalf("the leg has one transaction: %v", hashes)
+	}
+	balances, err := adapter.Balances(context.Background(), "ethereum", to)
+	if err != nil || !balances["USDC"].Equal(decimal.RequireFromString("3")) {
+		t.Fatalf("the destination holds %v (%v): paid once", balances, err)
+	}
 }
 
 // A payment whose transaction was priced below the base fee is replaced, signed again,

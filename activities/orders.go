@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -598,19 +599,9 @@ func (a *Orders) BroadcastLeg(ctx context.Context, in workflows.LegInput) (strin
 	if err != nil {
 		return "", err
 	}
-	w, err := a.Store.Wallet(ctx, o.OrgID, o.WalletID)
+	tx, err := a.signedTx(ctx, o, req, in.Signature)
 	if err != nil {
 		return "", err
-	}
-	sig, err := base64.StdEncoding.DecodeString(in.Signature)
-	if err != nil {
-		return "", classify(fmt.Errorf("%w: %w", errBadSignature, err))
-	}
-	tx := chain.SignedTx{Chain: o.Chain, Kind: in.Leg, From: w.Address, Fields: json.RawMessage(req.UnsignedTx),
-		Digest: req.Digest, Signature: sig}
-	tx.Asset, tx.Amount = o.Details.Valued()
-	if p, ok := o.Details.Details.(*orders.Payment); ok {
-		tx.To = p.Destination.Address
 	}
 	// A retry after a worker died between the chain's answer and the step's commit finds
 	// the transaction on the chain and records it, instead of sending it again.
@@ -640,13 +631,35 @@ func (a *Orders) BroadcastLeg(ctx context.Context, in workflows.LegInput) (strin
 	return hash, err
 }
 
+// signedTx is the transaction of a signing request with its signature (base64).
+func (a *Orders) signedTx(ctx context.Context, o *store.Order, req *store.SigningRequest, signature string) (chain.SignedTx, error) {
+	w, err := a.Store.Wallet(ctx, o.OrgID, o.WalletID)
+	if err != nil {
+		return chain.SignedTx{}, err
+	}
+	sig, err := base64.StdEncoding.DecodeString(signature)
+	if err != nil {
+		return chain.SignedTx{}, classify(fmt.Errorf("%w: %w", errBadSignature, err))
+	}
+	tx := chain.SignedTx{Chain: o.Chain, Kind: req.Leg, From: w.Address, Fields: json.RawMessage(req.UnsignedTx),
+		Digest: req.Digest, Signature: sig}
+	tx.Asset, tx.Amount = o.Details.Valued()
+	if p, ok := o.Details.Details.(*orders.Payment); ok {
+		tx.To = p.Destination.Address
+	}
+	return tx, nil
+}
+
 // CheckLeg waits for a broadcast leg to be final on its chain, reading the status of
 // each of its transactions (more than one once a stuck one was replaced) every ChainPoll,
 // for up to workflows.LegWait; past that it reports the leg still pending. It reports the
 // leg at once, pending and underpriced, when its latest transaction has stayed below the
 // fee market (or out of the node) for ReplaceAfter since in.SentAt; and pending and lapsed
 // when its latest transaction can never land (asked of the chain every lapseCheck, for a
-// workflow that builds it again: in.Rebuilds).
+// workflow that builds it again: in.Rebuilds). A latest transaction the node no longer
+// holds is sent to it again, as signed, every resendEvery meanwhile: a node drops what it
+// will not keep (one account's transactions beyond its queue, sent out of nonce order by
+// concurrent orders), and a replacement would need a new signature.
 func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows.LegStatus, error) {
 	o, legs, err := a.Store.Order(ctx, in.OrderID)
 	if err != nil {
@@ -659,7 +672,7 @@ func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows
 	// The latest request's transaction is read at the first lapse check only: most legs
 	// never need it.
 	var latest *store.SigningRequest
-	var lapseAsked time.Time
+	var lapseAsked, resent time.Time
 	poll := a.ChainPoll
 	if poll <= 0 {
 		poll = 50 * time.Millisecond
@@ -670,7 +683,7 @@ func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows
 	}
 	deadline := time.Now().Add(workflows.LegWait)
 	for {
-		st, mined, err := a.legStatus(ctx, o.Chain, hashes)
+		st, mined, dropped, err := a.legStatus(ctx, o.Chain, hashes)
 		if err != nil {
 			return workflows.LegStatus{}, err
 		}
@@ -680,12 +693,23 @@ func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows
 		if st.Underpriced && !in.SentAt.IsZero() && time.Since(in.SentAt) >= replaceAfter {
 			return st, nil
 		}
+		readLatest := func() (err error) {
+			if latest == nil {
+				latest, err = a.Store.SigningRequest(ctx, o.OrgID, *legs[in.Position].SigningRequestID)
+			}
+			return err
+		}
+		if dropped && time.Since(resent) >= resendEvery {
+			resent = time.Now()
+			if err := readLatest(); err != nil {
+				return workflows.LegStatus{}, err
+			}
+			a.resend(ctx, o, latest, hashes[len(hashes)-1])
+		}
 		if in.Rebuilds && !mined && time.Since(lapseAsked) >= lapseCheck {
 			lapseAsked = time.Now()
-			if latest == nil {
-				if latest, err = a.Store.SigningRequest(ctx, o.OrgID, *legs[in.Position].SigningRequestID); err != nil {
-					return workflows.LegStatus{}, err
-				}
+			if err := readLatest(); err != nil {
+				return workflows.LegStatus{}, err
 			}
 			if st.Lapsed, err = a.Chain.Lapsed(ctx, o.Chain, hashes[len(hashes)-1], json.RawMessage(latest.UnsignedTx)); err != nil {
 				return workflows.LegStatus{}, err
@@ -714,24 +738,49 @@ func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows
 // costs the node a read or two, and a lapse is not urgent to the second.
 const lapseCheck = time.Second
 
+// resendEvery is how often CheckLeg sends again a transaction its node no longer holds.
+const resendEvery = 2 * time.Second
+
+// resend sends the leg's latest transaction (hash, of the signing request latest) to the
+// chain again, as it was signed. What the node answers is only logged: a transaction it
+// still refuses stays dropped, and is replaced after ReplaceAfter.
+func (a *Orders) resend(ctx context.Context, o *store.Order, latest *store.SigningRequest, hash string) {
+	if latest.Status != orders.SigningSigned || latest.Signature == nil {
+		return
+	}
+	tx, err := a.signedTx(ctx, o, latest, *latest.Signature)
+	if err == nil {
+		var sent string
+		if sent, err = a.Chain.Broadcast(ctx, tx); err == nil && !strings.EqualFold(sent, hash) {
+			err = fmt.Errorf("the signing request's transaction is %s", sent)
+		}
+	}
+	if err != nil {
+		a.Log.Warn("a dropped transaction was not sent again", "orderId", o.ID, "txHash", hash, "error", err.Error())
+		return
+	}
+	a.Log.Info("a transaction the node dropped was sent again", "orderId", o.ID, "txHash", hash)
+}
+
 // legStatus is where a leg stands given all its transactions (one nonce, or one lapsed
 // before the next was built: at most one of them can land): the one that is final decides;
 // otherwise it is pending, underpriced if its latest transaction is. mined reports that one
-// of them is in a block already.
-func (a *Orders) legStatus(ctx context.Context, chainName string, hashes []string) (_ workflows.LegStatus, mined bool, _ error) {
+// of them is in a block already, dropped that none is and the node no longer holds the
+// latest.
+func (a *Orders) legStatus(ctx context.Context, chainName string, hashes []string) (_ workflows.LegStatus, mined, dropped bool, _ error) {
 	out := workflows.LegStatus{State: chain.TxPending}
 	var expected time.Time
 	minedSeen := false
 	for i := len(hashes) - 1; i >= 0; i-- {
 		st, err := a.Chain.Status(ctx, chainName, hashes[i])
 		if err != nil {
-			return workflows.LegStatus{}, false, err
+			return workflows.LegStatus{}, false, false, err
 		}
 		if st.State != chain.TxPending {
-			return workflows.LegStatus{State: st.State, Reason: st.Reason, TxHash: hashes[i]}, true, nil
+			return workflows.LegStatus{State: st.State, Reason: st.Reason, TxHash: hashes[i]}, true, false, nil
 		}
 		if i == len(hashes)-1 {
-			out.Underpriced = st.Underpriced
+			out.Underpriced, dropped = st.Underpriced, st.Dropped
 		}
 		if !st.Expected.IsZero() && (expected.IsZero() || st.Expected.Before(expected)) {
 			expected = st.Expected
@@ -744,7 +793,7 @@ func (a *Orders) legStatus(ctx context.Context, chainName string, hashes []strin
 	}
 	out.Underpriced = out.Underpriced && !minedSeen
 	out.Expected = expected
-	return out, minedSeen, nil
+	return out, minedSeen, dropped && !minedSeen, nil
 }
 
 // ConfirmLeg records a confirmed leg; the last one confirms the order (Order.Confirmed).

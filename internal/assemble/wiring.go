@@ -1,6 +1,7 @@
 package assemble
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -249,11 +250,17 @@ func workerOptions(cfg Config, onFatal func(error)) sdkworker.Options {
 	if cfg.WorkerCacheSize > 0 {
 		sdkworker.SetStickyWorkflowCacheSize(cfg.WorkerCacheSize)
 	}
-	o := sdkworker.Options{WorkerStopTimeout: cfg.ShutdownTimeout, OnFatalError: onFatal}
-	if cfg.WorkerPollers > 0 {
-		o.MaxConcurrentWorkflowTaskPollers, o.MaxConcurrentActivityTaskPollers = cfg.WorkerPollers, cfg.WorkerPollers
-	}
-	return o
+	pollers := cmp.Or(cfg.WorkerPollers, 2)
+	// Workflow tasks are polled from the worker's own sticky queue and from the shared one
+	// by pollers of their own (the SDK's autoscaling behaviour). With one pool for both
+	// (the SDK's default), every poll goes to the sticky queue while it has a backlog: under
+	// load a task that waited out its 5 s there moves to the shared queue and is not taken
+	// for minutes, and an order's nonce holds up every later one of its wallet
+	// (temporalio/temporal#4562; docs/benchmarks.md, the crowd of waiting orders).
+	return sdkworker.Options{WorkerStopTimeout: cfg.ShutdownTimeout, OnFatalError: onFatal,
+		WorkflowTaskPollerBehavior: sdkworker.NewPollerBehaviorAutoscaling(sdkworker.PollerBehaviorAutoscalingOptions{
+			InitialNumberOfPollers: pollers, MinimumNumberOfPollers: 1, MaximumNumberOfPollers: pollers}),
+		MaxConcurrentActivityTaskPollers: pollers}
 }
 
 // NewHTTPServer wraps the API's handler in an http.Server with a timeout on every phase.

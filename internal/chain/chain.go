@@ -182,6 +182,9 @@ type TxStatus struct {
 	// Underpriced, for a pending transaction not yet mined, reports that it cannot be: its
 	// fee is below what the chain's blocks now ask, or the node no longer holds it.
 	Underpriced bool
+	// Dropped, for a pending transaction, reports that the node no longer holds it (it is
+	// Underpriced too): sent again as signed, it may be taken back.
+	Dropped bool
 }
 
 // ErrNonceUsed is a broadcast refused because the chain has already mined another

@@ -514,7 +514,7 @@ func (c *Chain) Status(ctx context.Context, chainName, hash string) (chain.TxSta
 func (c *Chain) waiting(ctx context.Context, h common.Hash) (chain.TxStatus, error) {
 	tx, _, err := c.client.TransactionByHash(ctx, h)
 	if errors.Is(err, ethereum.NotFound) {
-		return chain.TxStatus{State: chain.TxPending, Underpriced: true}, nil
+		return chain.TxStatus{State: chain.TxPending, Underpriced: true, Dropped: true}, nil
 	}
 	if NotFound(err) {
 		// Still indexing (a node just restarted): not known to be gone.
