@@ -128,11 +128,10 @@ func evmLifecycleOn(t *testing.T) (*lifecycle, *evm.Chain, marketNode) {
 }
 
 // A transaction the node accepted and then lost is sent to it again as it was signed, and
-// the payment confirms on it: no replacement, no second signature. The lifecycle asks
-// for a replacement after ReplaceAfter, so that is set longer than a resend takes.
+// the payment confirms on it: no replacement, no second signature, even with
+// ReplaceAfter (a millisecond here) long past when the leg is first checked.
 func TestATransactionTheNodeDroppedIsSentAgainAsSigned(t *testing.T) {
 	l, adapter, node := evmLifecycleOn(t)
-	l.acts.ReplaceAfter = time.Hour
 	node.lose.Store(1)
 	const to = "0x1111111111111111111111111111111111111111"
 	o, legs := l.draft(t, "payment", `{"walletId":"`+l.wallet.ID+`","asset":"USDC","amount":"3","destination":{"address":"`+to+`"}}`)

@@ -690,21 +690,27 @@ func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows
 		if st.State != chain.TxPending || time.Now().After(deadline) {
 			return st, nil
 		}
-		if st.Underpriced && !in.SentAt.IsZero() && time.Since(in.SentAt) >= replaceAfter {
-			return st, nil
-		}
 		readLatest := func() (err error) {
 			if latest == nil {
 				latest, err = a.Store.SigningRequest(ctx, o.OrgID, *legs[in.Position].SigningRequestID)
 			}
 			return err
 		}
-		if dropped && time.Since(resent) >= resendEvery {
-			resent = time.Now()
+		// Only the transaction the workflow last saw sent is sent again: with a replacement
+		// asked for and not sent, the latest request is not the latest transaction's. It is
+		// sent again before any replacement is reported, and the node asked once more after
+		// it: a check that starts late (a busy worker) must not skip straight to a new
+		// signature.
+		firstResend := resent.IsZero()
+		if dropped && time.Since(resent) >= resendEvery && in.TxHash == hashes[len(hashes)-1] &&
+			in.SigningRequestID == *legs[in.Position].SigningRequestID {
 			if err := readLatest(); err != nil {
 				return workflows.LegStatus{}, err
 			}
-			a.resend(ctx, o, latest, hashes[len(hashes)-1])
+			a.resend(ctx, o, latest, in.TxHash, firstResend)
+			resent = time.Now()
+		} else if st.Underpriced && !in.SentAt.IsZero() && time.Since(in.SentAt) >= replaceAfter {
+			return st, nil
 		}
 		if in.Rebuilds && !mined && time.Since(lapseAsked) >= lapseCheck {
 			lapseAsked = time.Now()
@@ -742,9 +748,10 @@ const lapseCheck = time.Second
 const resendEvery = 2 * time.Second
 
 // resend sends the leg's latest transaction (hash, of the signing request latest) to the
-// chain again, as it was signed. What the node answers is only logged: a transaction it
-// still refuses stays dropped, and is replaced after ReplaceAfter.
-func (a *Orders) resend(ctx context.Context, o *store.Order, latest *store.SigningRequest, hash string) {
+// chain again, as it was signed. What the node answers is only logged, the first time at
+// info or warn, later ones at debug (a crowd of one wallet's orders resends many): a
+// transaction the node still refuses stays dropped, and is replaced after ReplaceAfter.
+func (a *Orders) resend(ctx context.Context, o *store.Order, latest *store.SigningRequest, hash string, first bool) {
 	if latest.Status != orders.SigningSigned || latest.Signature == nil {
 		return
 	}
@@ -755,11 +762,14 @@ func (a *Orders) resend(ctx context.Context, o *store.Order, latest *store.Signi
 			err = fmt.Errorf("the signing request's transaction is %s", sent)
 		}
 	}
+	level, msg, attrs := slog.LevelInfo, "a transaction the node dropped was sent again", []any{"orderId", o.ID, "txHash", hash}
 	if err != nil {
-		a.Log.Warn("a dropped transaction was not sent again", "orderId", o.ID, "txHash", hash, "error", err.Error())
-		return
+		level, msg, attrs = slog.LevelWarn, "a transaction the node dropped was not sent again", append(attrs, "error", err.Error())
 	}
-	a.Log.Info("a transaction the node dropped was sent again", "orderId", o.ID, "txHash", hash)
+	if !first {
+		level = slog.LevelDebug
+	}
+	a.Log.Log(ctx, level, msg, attrs...)
 }
 
 // legStatus is where a leg stands given all its transactions (one nonce, or one lapsed

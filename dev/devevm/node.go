@@ -104,6 +104,12 @@ func StartNode(o NodeOptions) (*Node, error) {
 	ethCfg.SyncMode = ethconfig.FullSync
 	ethCfg.TxPool.NoLocals = true
 	ethCfg.TxPool.Journal = ""
+	// A dev chain carries a whole crowd of orders from its few seeded wallets, sent out of
+	// nonce order by concurrent workflows: a public node's pool (64 future transactions an
+	// account, 1,024 in all) would drop most of them. A node serving busy wallets is
+	// configured alike (geth's --txpool.accountqueue, --txpool.globalqueue, docs/chains.md).
+	ethCfg.TxPool.AccountQueue, ethCfg.TxPool.GlobalQueue = 1<<15, 1<<16
+	ethCfg.TxPool.GlobalSlots = 1 << 16
 	// Every block's state is written to disk as it is sealed (an archive on the hash
 	// scheme) and Mine flushes it, so a bundle killed without a shutdown resumes at its
 	// last block rather than at the last state flushed at a clean stop. A dev chain is

@@ -62,8 +62,9 @@ type Config struct {
 	PayoutMinInterval time.Duration
 	// WorkerCacheSize is how many workflows a worker process keeps in memory between their
 	// tasks (the SDK's sticky cache); one evicted is replayed from its history at its next
-	// task. WorkerPollers is how many long polls each worker keeps open for workflow tasks,
-	// and as many for activity tasks. Zero leaves the SDK's own (10,000 and 2).
+	// task. WorkerPollers is how many long polls each worker keeps open for workflow tasks
+	// on each of its two queues (its own sticky one and the shared one), and for activity
+	// tasks. Zero leaves 10,000 and 2.
 	WorkerCacheSize, WorkerPollers int
 	// QueuedStartGrace is how long an accepted order's workflow has to run before a worker
 	// starts it from the queue (service.Service.StartGrace); no setting of its own, for
@@ -171,7 +172,7 @@ var EnvVars = []envVar{
 	{"SUBMIT_DECISION_WAIT", "2s", "how long a submit waits for the policy's decision once the order's workflow is durably started; past it the answer is 202 with policyDecision pending"},
 	{"PAYOUT_MIN_INTERVAL", "1m", "the shortest interval (every) a payout schedule may have"},
 	{"WORKER_CACHE_SIZE", "10000", "workflows a worker keeps in memory between their tasks (Temporal's sticky cache); an order waiting for approvers is one, and one evicted is replayed from its history when it wakes (docs/deployment.md, Sizing workers)"},
-	{"WORKER_POLLERS", "2", "long polls each worker keeps open for workflow tasks, and as many for activity tasks; at least 2"},
+	{"WORKER_POLLERS", "2", "the most long polls each worker keeps open for workflow tasks on each of its two queues (its own sticky queue and the shared one, each polled by its own, so neither waits on the other), and for activity tasks"},
 	{"WS_PING_INTERVAL", "25s", "how often the WebSocket channel pings each client (a pong must follow within 10 s)"},
 	{"WS_SEND_RING", "true", "batch the live channel's sends through io_uring where the kernel allows it; false writes each frame with its own system call"},
 	{"WEBHOOK_SECRET_KEY", "", "base64 of 32 random bytes (openssl rand -base64 32) that seals webhook signing secrets at rest; the same on every api and worker; without it webhooks are refused"},
@@ -295,15 +296,6 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		return n
 	}
-	// Temporal's worker refuses a single workflow task poller (it needs one for its sticky
-	// queue and one for the shared one), and would panic at start.
-	pollers := func(name string) int {
-		n, err := strconv.Atoi(get(name))
-		if err != nil || n < 2 {
-			errs = append(errs, name+": a whole number, at least 2")
-		}
-		return n
-	}
 	number := func(name string) float64 {
 		n, err := strconv.ParseFloat(get(name), 64)
 		if err != nil || n <= 0 {
@@ -345,7 +337,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		SubmitDecisionWait:   duration("SUBMIT_DECISION_WAIT"),
 		PayoutMinInterval:    duration("PAYOUT_MIN_INTERVAL"),
 		WorkerCacheSize:      whole("WORKER_CACHE_SIZE"),
-		WorkerPollers:        pollers("WORKER_POLLERS"),
+		WorkerPollers:        whole("WORKER_POLLERS"),
 		OAuthTokenTTL:        duration("OAUTH_TOKEN_TTL"),
 		SessionTTL:           duration("SESSION_TTL"),
 		TrustedProxies:       get("TRUSTED_PROXIES"),

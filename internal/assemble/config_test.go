@@ -206,7 +206,7 @@ func TestConfigFromEnvErrors(t *testing.T) {
 		{"idempotency forever", map[string]string{"IDEMPOTENCY_RETENTION": "forever"}, []string{"IDEMPOTENCY_RETENTION"}},
 		{"batch of none", map[string]string{"MAINTENANCE_BATCH": "0"}, []string{"MAINTENANCE_BATCH"}},
 		{"batch of a fraction", map[string]string{"MAINTENANCE_BATCH": "0.5"}, []string{"MAINTENANCE_BATCH"}},
-		{"one poller", map[string]string{"WORKER_POLLERS": "1"}, []string{"WORKER_POLLERS"}},
+		{"no poller", map[string]string{"WORKER_POLLERS": "0"}, []string{"WORKER_POLLERS"}},
 		{"no cache", map[string]string{"WORKER_CACHE_SIZE": "0"}, []string{"WORKER_CACHE_SIZE"}},
 		{"console maybe", map[string]string{"CONSOLE": "maybe"}, []string{"CONSOLE"}},
 		{"temporal ui not a URL", map[string]string{"TEMPORAL_UI_URL": "temporal-ui:8080"}, []string{"TEMPORAL_UI_URL"}},

@@ -1,6 +1,7 @@
 package assemble
 
 import (
+	"cmp"
 	"testing"
 
 	"go.temporal.io/sdk/client"
@@ -17,7 +18,7 @@ func TestWorkflowTasksArePolledOnEachQueueByPollersOfTheirOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	for _, pollers := range []int{0, 2, 5} {
+	for _, pollers := range []int{0, 1, 2, 5} {
 		o := workerOptions(Config{WorkerPollers: pollers}, nil)
 		if o.MaxConcurrentWorkflowTaskPollers != 0 {
 			t.Fatalf("pollers %d: a fixed count of %d mixed workflow pollers", pollers, o.MaxConcurrentWorkflowTaskPollers)
@@ -25,7 +26,7 @@ func TestWorkflowTasksArePolledOnEachQueueByPollersOfTheirOwn(t *testing.T) {
 		if o.WorkflowTaskPollerBehavior == nil {
 			t.Fatalf("pollers %d: no workflow poller behaviour", pollers)
 		}
-		if want := max(pollers, 2); o.MaxConcurrentActivityTaskPollers != want {
+		if want := cmp.Or(pollers, 2); o.MaxConcurrentActivityTaskPollers != want {
 			t.Fatalf("pollers %d: %d activity pollers, want %d", pollers, o.MaxConcurrentActivityTaskPollers, want)
 		}
 		func() {
