@@ -669,9 +669,15 @@ func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows
 	if len(hashes) == 0 || legs[in.Position].SigningRequestID == nil {
 		return workflows.LegStatus{}, classify(fmt.Errorf("%w: the leg was never broadcast", errNotForThisStep))
 	}
-	// The latest request's transaction is read at the first lapse check only: most legs
-	// never need it.
+	// The latest request is read at the first lapse check or resend only: most legs never
+	// need it.
 	var latest *store.SigningRequest
+	readLatest := func() (err error) {
+		if latest == nil {
+			latest, err = a.Store.SigningRequest(ctx, o.OrgID, *legs[in.Position].SigningRequestID)
+		}
+		return err
+	}
 	var lapseAsked, resent time.Time
 	poll := a.ChainPoll
 	if poll <= 0 {
@@ -690,24 +696,17 @@ func (a *Orders) CheckLeg(ctx context.Context, in workflows.LegInput) (workflows
 		if st.State != chain.TxPending || time.Now().After(deadline) {
 			return st, nil
 		}
-		readLatest := func() (err error) {
-			if latest == nil {
-				latest, err = a.Store.SigningRequest(ctx, o.OrgID, *legs[in.Position].SigningRequestID)
-			}
-			return err
-		}
 		// Only the transaction the workflow last saw sent is sent again: with a replacement
 		// asked for and not sent, the latest request is not the latest transaction's. It is
 		// sent again before any replacement is reported, and the node asked once more after
 		// it: a check that starts late (a busy worker) must not skip straight to a new
 		// signature.
-		firstResend := resent.IsZero()
 		if dropped && time.Since(resent) >= resendEvery && in.TxHash == hashes[len(hashes)-1] &&
 			in.SigningRequestID == *legs[in.Position].SigningRequestID {
 			if err := readLatest(); err != nil {
 				return workflows.LegStatus{}, err
 			}
-			a.resend(ctx, o, latest, in.TxHash, firstResend)
+			a.resend(ctx, o, latest, in.TxHash, resent.IsZero())
 			resent = time.Now()
 		} else if st.Underpriced && !in.SentAt.IsZero() && time.Since(in.SentAt) >= replaceAfter {
 			return st, nil
