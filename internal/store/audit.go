@@ -2,28 +2,19 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"hash/fnv"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"gorm.io/gorm/clause"
-
 	"github.com/opentreasury/treasury/auditchain"
 	"github.com/opentreasury/treasury/internal/events"
 	"github.com/opentreasury/treasury/migrations"
 )
-
-// auditChainHead is the head of an organisation's audit chain: its last seq and hash.
-type auditChainHead struct {
-	OrgID string `gorm:"primaryKey"`
-	Seq   int64
-	Hash  string
-}
-
-func (auditChainHead) TableName() string { return "audit_chain_heads" }
 
 // AppendAudit writes one audit record and places it at the end of its organisation's
 // chain: the next seq, the hash of the record before it, its own hash. Outside a
@@ -62,13 +53,13 @@ func (s *Store) AppendAudit(ctx context.Context, a *AuditLog) error {
 		if err := a.chainAfter(head); err != nil {
 			return err
 		}
-		if err := s.with(ctx).Create(a).Error; err != nil {
+		if _, err := s.insert(ctx, a, insertOrFail); err != nil {
 			return err
 		}
 		return s.moveAuditHead(ctx, a.OrgID, auditchain.Head{Seq: a.Seq, Hash: a.Hash})
 	}
 	a.Seq, a.PrevHash, a.Hash = 0, "", ""
-	if err := s.with(ctx).Omit("Seq", "PrevHash", "Hash").Create(a).Error; err != nil {
+	if _, err := s.insert(ctx, a, insertOrFail, "Seq", "PrevHash", "Hash"); err != nil {
 		return err
 	}
 	*s.audited = append(*s.audited, a.OrgID)
@@ -114,17 +105,25 @@ func (a *AuditLog) chainAfter(head auditchain.Head) error {
 // auditHead is the organisation's chain head, seq 0 and the genesis hash before its
 // first record.
 func (s *Store) auditHead(ctx context.Context, orgID string) (auditchain.Head, error) {
-	var heads []auditChainHead
-	if err := s.with(ctx).Where("org_id = ?", orgID).Limit(1).Find(&heads).Error; err != nil || len(heads) == 0 {
-		return auditchain.Head{Hash: auditchain.Genesis}, err
+	h := auditchain.Head{Hash: auditchain.Genesis}
+	err := s.queryRow(ctx, auditHeadQuery, orgID).Scan(&h.Seq, &h.Hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return h, nil
 	}
-	return auditchain.Head{Seq: heads[0].Seq, Hash: heads[0].Hash}, nil
+	return h, err
 }
+
+// The head of an organisation's audit chain: its last seq and hash.
+var (
+	auditHeadQuery = sqlStatement(`SELECT seq, hash FROM audit_chain_heads WHERE org_id = ?`)
+	moveAuditHead  = sqlStatement(`INSERT INTO audit_chain_heads (org_id, seq, hash) VALUES (?, ?, ?)
+		ON CONFLICT (org_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash`)
+)
 
 // moveAuditHead sets the organisation's chain head; the caller holds the chain lock.
 func (s *Store) moveAuditHead(ctx context.Context, orgID string, head auditchain.Head) error {
-	return s.with(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "org_id"}}, DoUpdates: clause.AssignmentColumns([]string{"seq", "hash"})}).
-		Create(&auditChainHead{OrgID: orgID, Seq: head.Seq, Hash: head.Hash}).Error
+	_, err := s.exec(ctx, moveAuditHead, orgID, head.Seq, head.Hash)
+	return err
 }
 
 // inTx reports whether the store is bound to a transaction (see Tx).

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
 
@@ -69,8 +68,8 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec *IdempotencyRecord,
 // IdempotencyRecordOf reads the record that holds (orgID, key), nil when none does.
 func (s *Store) IdempotencyRecordOf(ctx context.Context, orgID, key string) (*IdempotencyRecord, error) {
 	var cur IdempotencyRecord
-	err := s.with(ctx).Where("org_id = ? AND key = ?", orgID, key).Take(&cur).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	err := s.take(ctx, &cur, idempotencyRecordOf, orgID, key)
+	if errors.Is(err, ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
@@ -78,6 +77,8 @@ func (s *Store) IdempotencyRecordOf(ctx context.Context, orgID, key string) (*Id
 	}
 	return &cur, nil
 }
+
+var idempotencyRecordOf = sqlStatement(`org_id = ? AND key = ?`)
 
 // KeyHeldError is ErrIdempotencyTaken with the record that held the key: another request
 // took it first, and no order was created.
@@ -91,11 +92,11 @@ func (e *KeyHeldError) Is(target error) bool { return target == ErrIdempotencyTa
 func (s *Store) storeAnswer(ctx context.Context, rec *IdempotencyRecord) error {
 	done := *rec
 	done.State, done.CreatedAt, done.ExpiresAt = IdempotencyDone, idemTime(rec.CreatedAt), idemTime(rec.ExpiresAt)
-	res := s.with(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&done)
-	if res.Error != nil {
-		return res.Error
+	stored, err := s.insert(ctx, &done, insertOrSkip)
+	if err != nil {
+		return err
 	}
-	if res.RowsAffected == 1 {
+	if stored == 1 {
 		return nil
 	}
 	// Another request took the key first (and has committed: SQLite runs one writer at a

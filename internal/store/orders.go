@@ -10,7 +10,6 @@ import (
 
 	"github.com/shopspring/decimal"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/opentreasury/treasury/internal/events"
 	"github.com/opentreasury/treasury/internal/ids"
@@ -215,14 +214,12 @@ func (s *Store) CreateOrder(ctx context.Context, o *Order, legs []OrderLeg, crea
 		// The row is inserted as the created step leaves it (its event numbered 1), so the
 		// step neither reads it back nor updates it.
 		o.EventSequence = 1
-		if err := tx.with(ctx).Create(o).Error; err != nil {
+		if _, err := tx.insert(ctx, o, insertOrFail); err != nil {
 			return err
 		}
 		for i := range legs {
 			legs[i].OrderID = o.ID
-		}
-		if len(legs) > 0 {
-			if err := tx.with(ctx).Create(&legs).Error; err != nil {
+			if _, err := tx.insert(ctx, &legs[i], insertOrFail); err != nil {
 				return err
 			}
 		}
@@ -292,11 +289,11 @@ func (s *Store) applyStep(ctx context.Context, ch OrderChange, created *inserted
 			return nil, err
 		}
 	}
-	ins := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&orderStep{OrderID: ch.OrderID, Step: ch.Step, AppliedAt: at})
-	if ins.Error != nil {
-		return nil, ins.Error
+	stepped, err := s.insert(ctx, &orderStep{OrderID: ch.OrderID, Step: ch.Step, AppliedAt: at}, insertOrSkip)
+	if err != nil {
+		return nil, err
 	}
-	if ins.RowsAffected == 0 {
+	if stepped == 0 {
 		res := &StepResult{Order: o, Legs: legs}
 		var ev Event
 		err := db.Where("order_id = ? AND step = ?", ch.OrderID, ch.Step).Take(&ev).Error
@@ -321,8 +318,8 @@ func (s *Store) applyStep(ctx context.Context, ch OrderChange, created *inserted
 	}
 	if ch.To != "" && (ch.To != o.Status || initial) {
 		o.Status = ch.To
-		err := db.Create(&OrderStatusChange{ID: ids.New("osh"), OrderID: o.ID, Status: ch.To, Reason: ch.Reason,
-			CorrelationID: ch.CorrelationID, At: at}).Error
+		_, err := s.insert(ctx, &OrderStatusChange{ID: ids.New("osh"), OrderID: o.ID, Status: ch.To, Reason: ch.Reason,
+			CorrelationID: ch.CorrelationID, At: at}, insertOrFail)
 		if err != nil {
 			return nil, err
 		}
@@ -336,7 +333,7 @@ func (s *Store) applyStep(ctx context.Context, ch OrderChange, created *inserted
 		if err != nil {
 			return nil, err
 		}
-		if err := db.Create(ev).Error; err != nil {
+		if _, err := s.insert(ctx, ev, insertOrFail); err != nil {
 			return nil, err
 		}
 		if err := s.eventAppended(ctx, ev.ID, ev.Event); err != nil {

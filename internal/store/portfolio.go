@@ -25,11 +25,13 @@ func (s *Store) SetAutoSign(ctx context.Context, orgID string, walletIDs []strin
 // Wallet returns one wallet of an organisation; another organisation's wallet is not found.
 func (s *Store) Wallet(ctx context.Context, orgID, id string) (*Wallet, error) {
 	var w Wallet
-	if err := s.with(ctx).Where("org_id = ? AND id = ?", orgID, id).Take(&w).Error; err != nil {
-		return nil, notFound(err)
+	if err := s.take(ctx, &w, walletOfOrg, orgID, id); err != nil {
+		return nil, err
 	}
 	return &w, nil
 }
+
+var walletOfOrg = sqlStatement(`org_id = ? AND id = ?`)
 
 // ListWallets pages through an organisation's wallets in id order; only, when given,
 // keeps just those wallets.

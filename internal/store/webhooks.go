@@ -174,9 +174,7 @@ func (s *Store) DeleteWebhookConfig(ctx context.Context, orgID, id string) error
 // webhook config of the event's organisation and app that wants it: due now when the
 // config is enabled, skipped when it is disabled (a recovery sends it later).
 func (s *Store) queueWebhooks(ctx context.Context, ev *Event) error {
-	var configs []WebhookConfig
-	err := s.with(ctx).Select("id", "org_id", "app", "events", "enabled").
-		Where("org_id = ? AND app = ?", ev.OrgID, ev.App).Find(&configs).Error
+	configs, err := s.subscribedConfigs(ctx, ev.OrgID, ev.App)
 	if err != nil || len(configs) == 0 {
 		return err
 	}
@@ -194,12 +192,33 @@ func (s *Store) queueWebhooks(ctx context.Context, ev *Event) error {
 		if !configs[i].Enabled {
 			d.Status, d.NextAttemptAt, d.CompletedAt = DeliverySkipped, nil, &at
 		}
-		if err := s.with(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(d).Error; err != nil {
+		if _, err := s.insert(ctx, d, insertOrSkip); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// subscribedConfigs reads what queueWebhooks needs of an app's webhook configs (every
+// event reads them, so by hand, see plans.go).
+func (s *Store) subscribedConfigs(ctx context.Context, orgID, app string) ([]WebhookConfig, error) {
+	rows, err := s.query(ctx, appWebhookConfigs, orgID, app)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var configs []WebhookConfig
+	for rows.Next() {
+		c := WebhookConfig{OrgID: orgID, App: app}
+		if err := rows.Scan(&c.ID, &c.Events, &c.Enabled); err != nil {
+			return nil, err
+		}
+		configs = append(configs, c)
+	}
+	return configs, rows.Err()
+}
+
+var appWebhookConfigs = sqlStatement(`SELECT id, events, enabled FROM webhook_configs WHERE org_id = ? AND app = ?`)
 
 // CreateWebhookDelivery queues a delivery made outside the lifecycle: a test message or a
 // redelivery.

@@ -1,0 +1,252 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
+
+	"github.com/opentreasury/treasury/migrations"
+)
+
+// Plans: the statements of the hottest writes and reads, made once per model from gorm's
+// own schema of it and run on the connection directly.
+
+// An insertPlan is one model's INSERT statement and the fields it binds, in order, made
+// once from gorm's own schema of the model. The rows every order step writes (the order
+// and its legs, the step, its status change and event, the audit record, the
+// idempotency record, webhook deliveries) go through it rather than through gorm's
+// Create, which builds and binds the statement again at each call through its callbacks
+// and clauses: that building was most of what a create allocated (docs/benchmarks.md,
+// "Allocation per request"). The columns come from the same schema gorm migrates and
+// reads with, so a field added to a model is written without anyone remembering to.
+type insertPlan struct {
+	query  string
+	fields []*schema.Field
+	// byGorm: the model has a field the plan cannot write as gorm would (a database
+	// default gorm leaves out when the value is zero, a time it fills in other than a
+	// time.Time); such rows go through gorm's Create.
+	byGorm bool
+}
+
+type planKey struct {
+	model   reflect.Type
+	dialect migrations.Dialect
+	omit    string
+	mode    insertMode
+}
+
+type insertMode int
+
+const (
+	insertOrFail insertMode = iota
+	// insertOrSkip leaves an existing row (the same primary key) as it is: ON CONFLICT DO
+	// NOTHING, and zero rows affected.
+	insertOrSkip
+)
+
+var (
+	insertPlans sync.Map // planKey → *insertPlan
+	schemaCache sync.Map // gorm's cache of parsed models, for the plans only
+	timeType    = reflect.TypeFor[time.Time]()
+)
+
+var onConflictDoNothing = clause.OnConflict{DoNothing: true}
+
+// insert writes row (a pointer to a model) in one statement on the store's connection
+// or transaction, and returns the rows it wrote (0 when insertOrSkip met an existing
+// row). omit names fields (Go names) left out, as gorm's Omit does.
+func (s *Store) insert(ctx context.Context, row any, mode insertMode, omit ...string) (int64, error) {
+	v := reflect.ValueOf(row)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return 0, fmt.Errorf("store: insert takes a pointer to a model, not %T", row)
+	}
+	plan, err := s.insertPlanOf(v.Type().Elem(), mode, omit)
+	if err != nil {
+		return 0, err
+	}
+	if plan.byGorm {
+		q := s.with(ctx)
+		if len(omit) > 0 {
+			q = q.Omit(omit...)
+		}
+		if mode == insertOrSkip {
+			q = q.Clauses(onConflictDoNothing)
+		}
+		res := q.Create(row)
+		return res.RowsAffected, res.Error
+	}
+	v = v.Elem()
+	args := make([]any, len(plan.fields))
+	for i, f := range plan.fields {
+		value, zero := f.ValueOf(ctx, v)
+		if zero && (f.AutoCreateTime != 0 || f.AutoUpdateTime != 0) {
+			now := s.db.NowFunc()
+			if err := f.Set(ctx, v, now); err != nil {
+				return 0, err
+			}
+			value = now
+		}
+		args[i] = value
+	}
+	res, err := s.db.Statement.ConnPool.ExecContext(ctx, plan.query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// byGorm reports whether insert leaves rows of model's type (a pointer to it) to gorm.
+func (s *Store) byGorm(model any) (bool, error) {
+	p, err := s.insertPlanOf(reflect.TypeOf(model).Elem(), insertOrFail, nil)
+	if err != nil {
+		return false, err
+	}
+	return p.byGorm, nil
+}
+
+// insertPlanOf makes, or finds made, the plan for a model.
+func (s *Store) insertPlanOf(model reflect.Type, mode insertMode, omit []string) (*insertPlan, error) {
+	key := planKey{model: model, dialect: s.dialect, omit: strings.Join(omit, ","), mode: mode}
+	if p, ok := insertPlans.Load(key); ok {
+		return p.(*insertPlan), nil
+	}
+	sch, err := schema.Parse(reflect.New(model).Interface(), &schemaCache, s.db.NamingStrategy)
+	if err != nil {
+		return nil, err
+	}
+	p := &insertPlan{}
+	var cols, marks []string
+	for _, f := range sch.Fields {
+		if f.DBName == "" || !f.Creatable || slices.Contains(omit, f.Name) {
+			continue
+		}
+		timed := f.AutoCreateTime != 0 || f.AutoUpdateTime != 0
+		if f.HasDefaultValue || f.Serializer != nil || (timed && f.FieldType != timeType) {
+			p.byGorm = true
+		}
+		p.fields = append(p.fields, f)
+		cols = append(cols, strconv.Quote(f.DBName))
+		if s.dialect == migrations.Postgres {
+			marks = append(marks, "$"+strconv.Itoa(len(cols)))
+		} else {
+			marks = append(marks, "?")
+		}
+	}
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("store: %s has no columns to write", model)
+	}
+	p.query = "INSERT INTO " + strconv.Quote(sch.Table) + " (" + strings.Join(cols, ",") + ") VALUES (" + strings.Join(marks, ",") + ")"
+	if mode == insertOrSkip {
+		p.query += " ON CONFLICT DO NOTHING"
+	}
+	actual, _ := insertPlans.LoadOrStore(key, p)
+	return actual.(*insertPlan), nil
+}
+
+// A takePlan reads one row of a model's table into the model: every column gorm reads,
+// set as gorm sets them (NULL as the zero value, SQLite's times parsed), without gorm
+// building the query at each call. The lookups every create makes go through it.
+type takePlan struct {
+	query  string
+	fields []*schema.Field
+}
+
+type takeKey struct {
+	model   reflect.Type
+	dialect migrations.Dialect
+	where   string
+}
+
+var takePlans sync.Map // takeKey → *takePlan
+
+// take reads into dst (a pointer to a model) the first row of its table that matches
+// where (a condition with ? placeholders); ErrNotFound when none does.
+func (s *Store) take(ctx context.Context, dst any, where statement, args ...any) error {
+	v := reflect.ValueOf(dst).Elem()
+	key := takeKey{model: v.Type(), dialect: s.dialect, where: where.sqlite}
+	cached, ok := takePlans.Load(key)
+	if !ok {
+		sch, err := schema.Parse(dst, &schemaCache, s.db.NamingStrategy)
+		if err != nil {
+			return err
+		}
+		p := &takePlan{}
+		var cols []string
+		for _, f := range sch.Fields {
+			if f.DBName != "" && f.Readable {
+				p.fields = append(p.fields, f)
+				cols = append(cols, strconv.Quote(f.DBName))
+			}
+		}
+		p.query = "SELECT " + strings.Join(cols, ",") + " FROM " + strconv.Quote(sch.Table) + " WHERE " + s.text(where) + " LIMIT 1"
+		cached, _ = takePlans.LoadOrStore(key, p)
+	}
+	p := cached.(*takePlan)
+	values := make([]any, len(p.fields))
+	targets := make([]any, len(p.fields))
+	for i := range values {
+		targets[i] = &values[i]
+	}
+	if err := s.db.Statement.ConnPool.QueryRowContext(ctx, p.query, args...).Scan(targets...); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		return err
+	}
+	for i, f := range p.fields {
+		if err := f.Set(ctx, v, values[i]); err != nil {
+			return fmt.Errorf("store: read %s.%s: %w", p.fields[i].Schema.Table, f.DBName, err)
+		}
+	}
+	return nil
+}
+
+// A statement is SQL written by hand for a hot path, in both dialects' placeholders: ?
+// on SQLite, $1, $2, … on PostgreSQL (made from the ? form once).
+type statement struct{ sqlite, postgres string }
+
+func sqlStatement(q string) statement {
+	var pg strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			pg.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		pg.WriteRune(r)
+	}
+	return statement{sqlite: q, postgres: pg.String()}
+}
+
+func (s *Store) text(q statement) string {
+	if s.dialect == migrations.Postgres {
+		return q.postgres
+	}
+	return q.sqlite
+}
+
+// exec runs a hand-written statement on the store's connection or transaction.
+func (s *Store) exec(ctx context.Context, q statement, args ...any) (sql.Result, error) {
+	return s.db.Statement.ConnPool.ExecContext(ctx, s.text(q), args...)
+}
+
+// queryRow runs a hand-written query of one row on the store's connection or transaction.
+func (s *Store) queryRow(ctx context.Context, q statement, args ...any) *sql.Row {
+	return s.db.Statement.ConnPool.QueryRowContext(ctx, s.text(q), args...)
+}
+
+// query runs a hand-written query on the store's connection or transaction.
+func (s *Store) query(ctx context.Context, q statement, args ...any) (*sql.Rows, error) {
+	return s.db.Statement.ConnPool.QueryContext(ctx, s.text(q), args...)
+}
