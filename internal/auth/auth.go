@@ -77,12 +77,20 @@ func NewSecret(kind string) (string, error) {
 // plain SHA-256 is not open to guessing and lets a key be found by an index lookup.
 func HashSecret(secret string) string {
 	sum := sha256.Sum256([]byte(secret))
-	return hex.EncodeToString(sum[:])
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], sum[:])
+	return string(out[:])
 }
 
 // SecretMatches compares a presented secret with a stored hash in constant time.
 func SecretMatches(secret, storedHash string) bool {
-	return subtle.ConstantTimeCompare([]byte(HashSecret(secret)), []byte(storedHash)) == 1
+	return HashMatches(HashSecret(secret), storedHash)
+}
+
+// HashMatches compares a presented secret's hash (HashSecret) with a stored one in
+// constant time.
+func HashMatches(hash, storedHash string) bool {
+	return subtle.ConstantTimeCompare([]byte(hash), []byte(storedHash)) == 1
 }
 
 // Hint is the part of a secret that may be shown again after creation (its kind and

@@ -92,7 +92,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (*Princi
 	}
 	hash := HashSecret(token)
 	if kind == KindAccessToken {
-		return a.accessToken(ctx, token, hash)
+		return a.accessToken(ctx, hash)
 	}
 	k, found, err := a.keys.AuthKey(ctx, hash)
 	if err != nil {
@@ -101,7 +101,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (*Princi
 	if !found {
 		return nil, ErrUnauthenticated
 	}
-	if !SecretMatches(token, k.SecretHash) || k.Kind != kind || k.RevokedAt != nil || k.OrgDisabled {
+	if !HashMatches(hash, k.SecretHash) || k.Kind != kind || k.RevokedAt != nil || k.OrgDisabled {
 		return nil, ErrUnauthenticated
 	}
 	now := a.now().UTC()
@@ -123,7 +123,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (*Princi
 }
 
 // accessToken checks an OAuth access token: known, not expired, its client not revoked.
-func (a *Authenticator) accessToken(ctx context.Context, token, hash string) (*Principal, error) {
+func (a *Authenticator) accessToken(ctx context.Context, hash string) (*Principal, error) {
 	tokens, ok := a.keys.(TokenStore)
 	if !ok {
 		return nil, ErrUnauthenticated
@@ -132,7 +132,7 @@ func (a *Authenticator) accessToken(ctx context.Context, token, hash string) (*P
 	if err != nil {
 		return nil, fmt.Errorf("auth: look up token: %w", err)
 	}
-	if !found || !SecretMatches(token, t.TokenHash) || !a.now().Before(t.ExpiresAt) || t.ClientRevoked || t.OrgDisabled {
+	if !found || !HashMatches(hash, t.TokenHash) || !a.now().Before(t.ExpiresAt) || t.ClientRevoked || t.OrgDisabled {
 		return nil, ErrUnauthenticated
 	}
 	return &Principal{OrgID: t.OrgID, App: t.App, Kind: KindAccessToken, ID: t.ClientID, Actions: ParseActions(t.Actions),

@@ -21,7 +21,11 @@ type Writer[T any] struct {
 
 	mu      sync.Mutex
 	pending []T
-	wake    chan struct{}
+	// spare is the slice of the batch written last, emptied, which the next batch fills:
+	// a busy API adds a row a request, and growing a new slice every batch was most of
+	// what adding one cost.
+	spare []T
+	wake  chan struct{}
 	// Flushed, when set, is called after each flush (tests wait on it).
 	Flushed func()
 }
@@ -69,7 +73,7 @@ func (w *Writer[T]) Run(ctx context.Context) {
 func (w *Writer[T]) write(ctx context.Context) {
 	w.mu.Lock()
 	items := w.pending
-	w.pending = nil
+	w.pending, w.spare = w.spare, nil
 	w.mu.Unlock()
 	if len(items) == 0 {
 		return
@@ -77,6 +81,10 @@ func (w *Writer[T]) write(ctx context.Context) {
 	if err := w.flush(ctx, items); err != nil {
 		w.log.Warn(w.name+" not written", "rows", len(items), "error", err)
 	}
+	clear(items) // flush keeps none of them
+	w.mu.Lock()
+	w.spare = items[:0]
+	w.mu.Unlock()
 	if w.Flushed != nil {
 		w.Flushed()
 	}

@@ -88,21 +88,74 @@ func (s *Store) insert(ctx context.Context, row any, mode insertMode, omit ...st
 	v = v.Elem()
 	args := make([]any, len(plan.fields))
 	for i, f := range plan.fields {
-		value, zero := f.ValueOf(ctx, v)
-		if zero && (f.AutoCreateTime != 0 || f.AutoUpdateTime != 0) {
-			now := s.db.NowFunc()
-			if err := f.Set(ctx, v, now); err != nil {
-				return 0, err
-			}
-			value = now
-		}
-		args[i] = value
+		args[i] = s.valueOf(ctx, f, v)
 	}
 	res, err := s.db.Statement.ConnPool.ExecContext(ctx, plan.query, args...)
 	if err != nil {
 		return 0, err
 	}
 	return res.RowsAffected()
+}
+
+// insertAll writes rows (models of one type) in statements of up to chunk rows each, on
+// the store's connection or transaction; a model insert leaves to gorm is written by
+// gorm's CreateInBatches.
+func insertAll[T any](ctx context.Context, s *Store, rows []T, chunk int) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	plan, err := s.insertPlanOf(reflect.TypeFor[T](), insertOrFail, nil)
+	if err != nil {
+		return err
+	}
+	if plan.byGorm {
+		return s.with(ctx).CreateInBatches(rows, chunk).Error
+	}
+	one := plan.query[strings.Index(plan.query, " VALUES ")+len(" VALUES "):]
+	head := plan.query[:len(plan.query)-len(one)]
+	for len(rows) > 0 {
+		n := min(chunk, len(rows))
+		var q strings.Builder
+		q.WriteString(head)
+		args := make([]any, 0, n*len(plan.fields))
+		for r := range rows[:n] {
+			if r > 0 {
+				q.WriteByte(',')
+			}
+			q.WriteByte('(')
+			v := reflect.ValueOf(&rows[r]).Elem()
+			for i, f := range plan.fields {
+				if i > 0 {
+					q.WriteByte(',')
+				}
+				args = append(args, s.valueOf(ctx, f, v))
+				if s.dialect == migrations.Postgres {
+					q.WriteString("$" + strconv.Itoa(len(args)))
+				} else {
+					q.WriteByte('?')
+				}
+			}
+			q.WriteByte(')')
+		}
+		if _, err := s.db.Statement.ConnPool.ExecContext(ctx, q.String(), args...); err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	return nil
+}
+
+// valueOf is the value insert binds for a field of the model v: gorm's, with a zero
+// creation or update time filled in as gorm's Create fills it.
+func (s *Store) valueOf(ctx context.Context, f *schema.Field, v reflect.Value) any {
+	value, zero := f.ValueOf(ctx, v)
+	if zero && (f.AutoCreateTime != 0 || f.AutoUpdateTime != 0) {
+		now := s.db.NowFunc()
+		if f.Set(ctx, v, now) == nil {
+			return now
+		}
+	}
+	return value
 }
 
 // byGorm reports whether insert leaves rows of model's type (a pointer to it) to gorm.

@@ -124,3 +124,34 @@ func sameFields[T any](t *testing.T, what string, got, want T) {
 		}
 	}
 }
+
+// Request logs are written many rows a statement; more rows than a statement takes are
+// written in several, every row as it was added.
+func TestRequestLogsAreWrittenManyRowsAStatement(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		org := mustOrg(t, s)
+		at := time.Now().UTC().Truncate(time.Millisecond)
+		var rows []store.RequestLog
+		for i := range 450 {
+			rows = append(rows, store.RequestLog{ID: ids.New("req"), OrgID: org, App: "pay", Method: "GET", Path: "/p",
+				Status: 200 + i%3, LatencyMs: 1.5, KeyID: "key_1", CorrelationID: "c", At: at.Add(time.Duration(i) * time.Millisecond)})
+		}
+		if err := s.AppendRequestLogs(ctx, rows); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.ListRequestLogs(ctx, org, "pay", store.RequestLogFilter{}, "", 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(rows) {
+			t.Fatalf("%d rows read, want %d", len(got), len(rows))
+		}
+		byID := map[string]store.RequestLog{}
+		for _, r := range rows {
+			byID[r.ID] = r
+		}
+		for _, g := range got {
+			sameFields(t, "request log", g, byID[g.ID])
+		}
+	})
+}

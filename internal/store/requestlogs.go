@@ -23,10 +23,7 @@ func (RequestLog) TableName() string { return "request_logs" }
 
 // AppendRequestLogs stores a batch of request logs.
 func (s *Store) AppendRequestLogs(ctx context.Context, rows []RequestLog) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	return s.with(ctx).CreateInBatches(rows, 200).Error
+	return insertAll(ctx, s, rows, 200)
 }
 
 // RequestLogFilter narrows an app's request logs: those of one correlation id, those with
