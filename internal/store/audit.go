@@ -50,7 +50,7 @@ func (s *Store) AppendAudit(ctx context.Context, a *AuditLog) error {
 		if err != nil {
 			return err
 		}
-		if err := a.chainAfter(head); err != nil {
+		if err := a.chainAfter(head, true); err != nil {
 			return err
 		}
 		if _, err := s.insert(ctx, a, insertOrFail); err != nil {
@@ -81,7 +81,7 @@ func (s *Store) ImportAudit(ctx context.Context, orgID string, records []AuditLo
 		for i := range records {
 			a := &records[i]
 			a.OrgID, a.CreatedAt, a.Details = orgID, a.CreatedAt.UTC().Truncate(time.Millisecond), string(auditchain.DetailsOf(a.Details))
-			if err := a.chainAfter(head); err != nil {
+			if err := a.chainAfter(head, true); err != nil {
 				return err
 			}
 			head = auditchain.Head{Seq: a.Seq, Hash: a.Hash}
@@ -93,10 +93,16 @@ func (s *Store) ImportAudit(ctx context.Context, orgID string, records []AuditLo
 	})
 }
 
-// chainAfter places the record after head: its seq, its prevHash and its hash.
-func (a *AuditLog) chainAfter(head auditchain.Head) error {
+// chainAfter places the record after head: its seq, its prevHash and its hash. canonical
+// says its details are already written canonically (DetailsOf, just now), as a record
+// read back from the database may not be.
+func (a *AuditLog) chainAfter(head auditchain.Head, canonical bool) error {
 	a.Seq, a.PrevHash = head.Seq+1, head.Hash
-	e := a.ChainEntry()
+	details := json.RawMessage(a.Details)
+	if !canonical {
+		details = auditchain.DetailsOf(a.Details)
+	}
+	e := a.entry(details)
 	hash, err := auditchain.Hash(&e)
 	a.Hash = hash
 	return err
@@ -259,7 +265,7 @@ func (s *Store) chainPending(ctx context.Context, orgID string) (int, error) {
 	var seqArgs, prevArgs, hashArgs, idArgs []any
 	for i := range rows {
 		a := &rows[i]
-		if err := a.chainAfter(head); err != nil {
+		if err := a.chainAfter(head, false); err != nil {
 			return 0, err
 		}
 		head = auditchain.Head{Seq: a.Seq, Hash: a.Hash}
@@ -285,7 +291,11 @@ func (s *Store) chainPending(ctx context.Context, orgID string) (int, error) {
 // ChainEntry is the record as its chain holds it: what its hash covers, and what an
 // export writes.
 func (a *AuditLog) ChainEntry() auditchain.Entry {
-	return auditchain.Entry{Seq: a.Seq, OrgID: a.OrgID, Record: a.Record(auditchain.DetailsOf(a.Details)), PrevHash: a.PrevHash, Hash: a.Hash}
+	return a.entry(auditchain.DetailsOf(a.Details))
+}
+
+func (a *AuditLog) entry(details json.RawMessage) auditchain.Entry {
+	return auditchain.Entry{Seq: a.Seq, OrgID: a.OrgID, Record: a.Record(details), PrevHash: a.PrevHash, Hash: a.Hash}
 }
 
 // Record is what the record says, with its details as given.
