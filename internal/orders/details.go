@@ -118,6 +118,12 @@ func Payload(orderID, walletID, chain string, d Details, legs []string) (string,
 	if err != nil {
 		return "", "", err
 	}
+	return PayloadOfJSON(orderID, walletID, chain, d, fields, legs)
+}
+
+// PayloadOfJSON is Payload for a caller that holds the domain's fields as JSON already
+// (json.Marshal of d).
+func PayloadOfJSON(orderID, walletID, chain string, d Details, fields json.RawMessage, legs []string) (string, string, error) {
 	// The domain's fields stay the JSON they were written as (no number passes through a
 	// float64); the map sorts every key.
 	var own map[string]json.RawMessage

@@ -174,11 +174,11 @@ func (s *Service) createOrder(ctx context.Context, who Caller, domain orders.Dom
 	in, wallet := v.in, v.wallet
 	id := cmp.Or(origin.orderID, ids.New(ids.Order))
 	legNames := in.Legs(wallet.Chain)
-	_, hash, err := orders.Payload(id, wallet.ID, wallet.Chain, in.Details, legNames)
+	detailsJSON, err := json.Marshal(in.Details)
 	if err != nil {
 		return nil, err
 	}
-	detailsJSON, err := json.Marshal(in.Details)
+	_, hash, err := orders.PayloadOfJSON(id, wallet.ID, wallet.Chain, in.Details, detailsJSON, legNames)
 	if err != nil {
 		return nil, err
 	}

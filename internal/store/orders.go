@@ -273,7 +273,6 @@ func (s *Store) applyStep(ctx context.Context, ch OrderChange, created *inserted
 	if at.IsZero() {
 		at = time.Now().UTC()
 	}
-	db := s.with(ctx)
 	initial := created != nil
 	var (
 		o    *Order
@@ -296,7 +295,7 @@ func (s *Store) applyStep(ctx context.Context, ch OrderChange, created *inserted
 	if stepped == 0 {
 		res := &StepResult{Order: o, Legs: legs}
 		var ev Event
-		err := db.Where("order_id = ? AND step = ?", ch.OrderID, ch.Step).Take(&ev).Error
+		err := s.with(ctx).Where("order_id = ? AND step = ?", ch.OrderID, ch.Step).Take(&ev).Error
 		if err == nil {
 			res.Event = &ev
 		} else if !errors.Is(err, gorm.ErrRecordNotFound) {
@@ -348,6 +347,7 @@ func (s *Store) applyStep(ctx context.Context, ch OrderChange, created *inserted
 		return res, nil
 	}
 	o.UpdatedAt = at
+	db := s.with(ctx)
 	if err := db.Model(o).Select("*").Omit("id", "created_at").Updates(o).Error; err != nil {
 		return nil, err
 	}
