@@ -155,3 +155,17 @@ func TestRequestLogsAreWrittenManyRowsAStatement(t *testing.T) {
 		}
 	})
 }
+
+// On SQLite the plans' statements are prepared once and bound to each transaction, not
+// parsed again in every one; on PostgreSQL pgx keeps its own per connection.
+func TestPlansRunPreparedInTransactionsOnSQLite(t *testing.T) {
+	storetest.ForEachDialect(t, func(t *testing.T, s *store.Store) {
+		prepared, err := s.RunsPrepared(ctx, &store.Order{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := t.Name() == "TestPlansRunPreparedInTransactionsOnSQLite/sqlite"; prepared != want {
+			t.Fatalf("the order's insert runs prepared: %v, want %v", prepared, want)
+		}
+	})
+}

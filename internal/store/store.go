@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -45,6 +46,8 @@ type Store struct {
 	chainers *auditChainers
 	// writers, on SQLite, lets one transaction at a time begin (nil with Config.NoWriterGate).
 	writers *writerGate
+	// prepared holds, on SQLite once migrated, the plans' statements (plans.go).
+	prepared *atomic.Pointer[preparedStatements]
 }
 
 // Config selects the database: PostgreSQL when DatabaseURL is set, SQLite at SQLitePath otherwise.
@@ -104,7 +107,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	sqlDB.SetMaxIdleConns(maxOpen)
 	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	s := &Store{db: db, dialect: dialect, databaseURL: cfg.DatabaseURL, committed: new(func([]string)),
-		counted: new(func([]string)), chainers: &auditChainers{orgs: map[string]*auditRounds{}}}
+		counted: new(func([]string)), chainers: &auditChainers{orgs: map[string]*auditRounds{}},
+		prepared: new(atomic.Pointer[preparedStatements])}
 	if dialect == migrations.SQLite && !cfg.NoWriterGate {
 		s.writers = newWriterGate(sqliteBusyTimeout)
 	}
@@ -201,7 +205,7 @@ func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
 	if log != nil && chained > 0 {
 		log.Info("audit records chained", "records", chained)
 	}
-	return nil
+	return s.prepareHot(ctx)
 }
 
 // Tx runs fn in one database transaction; fn receives a Store bound to it.
@@ -223,7 +227,7 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 		defer release()
 	}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(&Store{db: tx, dialect: s.dialect, databaseURL: s.databaseURL, committed: s.committed, counted: s.counted,
+		return fn(&Store{db: tx, dialect: s.dialect, databaseURL: s.databaseURL, committed: s.committed, counted: s.counted, prepared: s.prepared,
 			appended: appended, appendedNames: names, audited: audited})
 	})
 	if err != nil {
