@@ -88,8 +88,9 @@ func (s *Store) insert(ctx context.Context, row any, mode insertMode, omit ...st
 	}
 	v = v.Elem()
 	args := make([]any, len(plan.fields))
+	var now time.Time
 	for i, f := range plan.fields {
-		args[i] = s.valueOf(ctx, f, v)
+		args[i] = s.valueOf(ctx, f, v, &now)
 	}
 	res, err := s.execSQL(ctx, plan.query, args...)
 	if err != nil {
@@ -114,6 +115,7 @@ func insertAll[T any](ctx context.Context, s *Store, rows []T, chunk int) error 
 	}
 	one := plan.query[strings.Index(plan.query, " VALUES ")+len(" VALUES "):]
 	head := plan.query[:len(plan.query)-len(one)]
+	var now time.Time
 	for len(rows) > 0 {
 		n := min(chunk, len(rows))
 		var q strings.Builder
@@ -129,7 +131,7 @@ func insertAll[T any](ctx context.Context, s *Store, rows []T, chunk int) error 
 				if i > 0 {
 					q.WriteByte(',')
 				}
-				args = append(args, s.valueOf(ctx, f, v))
+				args = append(args, s.valueOf(ctx, f, v, &now))
 				if s.dialect == migrations.Postgres {
 					q.WriteString("$" + strconv.Itoa(len(args)))
 				} else {
@@ -147,13 +149,16 @@ func insertAll[T any](ctx context.Context, s *Store, rows []T, chunk int) error 
 }
 
 // valueOf is the value insert binds for a field of the model v: gorm's, with a zero
-// creation or update time filled in as gorm's Create fills it.
-func (s *Store) valueOf(ctx context.Context, f *schema.Field, v reflect.Value) any {
+// creation or update time filled in as gorm's Create fills it, with the one time of the
+// statement (*now, taken at its first use).
+func (s *Store) valueOf(ctx context.Context, f *schema.Field, v reflect.Value, now *time.Time) any {
 	value, zero := f.ValueOf(ctx, v)
 	if zero && (f.AutoCreateTime != 0 || f.AutoUpdateTime != 0) {
-		now := s.db.NowFunc()
-		if f.Set(ctx, v, now) == nil {
-			return now
+		if now.IsZero() {
+			*now = s.db.NowFunc()
+		}
+		if f.Set(ctx, v, *now) == nil {
+			return *now
 		}
 	}
 	return value
@@ -178,10 +183,14 @@ func (s *Store) insertPlanOf(model reflect.Type, mode insertMode, omit []string)
 	if err != nil {
 		return nil, err
 	}
-	p := &insertPlan{}
+	// What gorm's Create does besides writing the columns (hooks, its clauses,
+	// associations) is left to gorm.
+	p := &insertPlan{byGorm: sch.BeforeCreate || sch.AfterCreate || sch.BeforeSave || sch.AfterSave ||
+		len(sch.CreateClauses) > 0 || len(sch.Relationships.Relations) > 0}
 	var cols, marks []string
-	for _, f := range sch.Fields {
-		if f.DBName == "" || !f.Creatable || slices.Contains(omit, f.Name) {
+	for _, name := range sch.DBNames {
+		f := sch.FieldsByDBName[name]
+		if !f.Creatable || slices.Contains(omit, f.Name) {
 			continue
 		}
 		timed := f.AutoCreateTime != 0 || f.AutoUpdateTime != 0
@@ -262,8 +271,8 @@ func (s *Store) takePlanOf(model reflect.Type, where statement) (*takePlan, erro
 	}
 	p := &takePlan{}
 	var cols []string
-	for _, f := range sch.Fields {
-		if f.DBName != "" && f.Readable {
+	for _, name := range sch.DBNames {
+		if f := sch.FieldsByDBName[name]; f.Readable {
 			p.fields = append(p.fields, f)
 			cols = append(cols, strconv.Quote(f.DBName))
 		}
@@ -382,10 +391,15 @@ var (
 	hotStatements = []statement{auditHeadQuery, moveAuditHead, appWebhookConfigs}
 )
 
-// prepareHot prepares the hot statements on SQLite; the schema must be migrated.
+// prepareHot prepares the hot statements on SQLite once their tables are there: at Open
+// when the schema is already migrated (a process started without migrating), else at
+// the end of Migrate.
 func (s *Store) prepareHot(ctx context.Context) error {
 	if s.dialect != migrations.SQLite || s.prepared.Load() != nil {
 		return nil
+	}
+	if _, ok := s.db.Statement.ConnPool.(*gorm.PreparedStmtDB); !ok {
+		return nil // statements run as gorm runs them; nothing binds prepared ones
 	}
 	var queries []string
 	for _, h := range hotInserts {
@@ -410,13 +424,21 @@ func (s *Store) prepareHot(ctx context.Context) error {
 		return err
 	}
 	set := &preparedStatements{byQuery: map[string]*sql.Stmt{}}
+	closeAll := func() {
+		for _, st := range set.byQuery {
+			_ = st.Close()
+		}
+	}
 	for _, q := range queries {
 		st, err := sqlDB.PrepareContext(ctx, q)
 		if err != nil {
+			closeAll()
 			return fmt.Errorf("store: prepare %q: %w", q, err)
 		}
 		set.byQuery[q] = st
 	}
-	s.prepared.Store(set)
+	if !s.prepared.CompareAndSwap(nil, set) {
+		closeAll() // another start prepared them first
+	}
 	return nil
 }

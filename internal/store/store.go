@@ -112,6 +112,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if dialect == migrations.SQLite && !cfg.NoWriterGate {
 		s.writers = newWriterGate(sqliteBusyTimeout)
 	}
+	// A schema not migrated yet fails to prepare: Migrate prepares them then.
+	_ = s.prepareHot(ctx)
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := s.Ping(pingCtx); err != nil {
