@@ -17,7 +17,11 @@ func (s *Store) InsertRow(ctx context.Context, row any, skipExisting bool) (int6
 
 // WrittenByGorm reports whether insert leaves rows of model's type to gorm's Create.
 func (s *Store) WrittenByGorm(model any) (bool, error) {
-	return s.byGorm(model)
+	p, err := s.insertPlanOf(reflect.TypeOf(model).Elem(), insertOrFail, nil)
+	if err != nil {
+		return false, err
+	}
+	return p.byGorm, nil
 }
 
 // RunsPrepared reports whether the insert of model's rows runs, in a transaction of the

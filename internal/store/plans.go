@@ -31,8 +31,11 @@ import (
 // "Allocation per request"). The columns come from the same schema gorm migrates and
 // reads with, so a field added to a model is written without anyone remembering to.
 type insertPlan struct {
-	query  string
-	fields []*schema.Field
+	query statement
+	// head and row are the statement's parts in SQLite's form, "INSERT INTO t (…) VALUES "
+	// and "(?,…)", for statements of many rows.
+	head, row string
+	fields    []*schema.Field
 	// byGorm: the model has a field the plan cannot write as gorm would (a database
 	// default gorm leaves out when the value is zero, a time it fills in other than a
 	// time.Time); such rows go through gorm's Create.
@@ -40,10 +43,9 @@ type insertPlan struct {
 }
 
 type planKey struct {
-	model   reflect.Type
-	dialect migrations.Dialect
-	omit    string
-	mode    insertMode
+	model reflect.Type
+	omit  string
+	mode  insertMode
 }
 
 type insertMode int
@@ -60,8 +62,6 @@ var (
 	schemaCache sync.Map // gorm's cache of parsed models, for the plans only
 	timeType    = reflect.TypeFor[time.Time]()
 )
-
-var onConflictDoNothing = clause.OnConflict{DoNothing: true}
 
 // insert writes row (a pointer to a model) in one statement on the store's connection
 // or transaction, and returns the rows it wrote (0 when insertOrSkip met an existing
@@ -81,7 +81,7 @@ func (s *Store) insert(ctx context.Context, row any, mode insertMode, omit ...st
 			q = q.Omit(omit...)
 		}
 		if mode == insertOrSkip {
-			q = q.Clauses(onConflictDoNothing)
+			q = q.Clauses(clause.OnConflict{DoNothing: true})
 		}
 		res := q.Create(row)
 		return res.RowsAffected, res.Error
@@ -92,7 +92,7 @@ func (s *Store) insert(ctx context.Context, row any, mode insertMode, omit ...st
 	for i, f := range plan.fields {
 		args[i] = s.valueOf(ctx, f, v, &now)
 	}
-	res, err := s.execSQL(ctx, plan.query, args...)
+	res, err := s.exec(ctx, plan.query, args...)
 	if err != nil {
 		return 0, err
 	}
@@ -113,34 +113,18 @@ func insertAll[T any](ctx context.Context, s *Store, rows []T, chunk int) error 
 	if plan.byGorm {
 		return s.with(ctx).CreateInBatches(rows, chunk).Error
 	}
-	one := plan.query[strings.Index(plan.query, " VALUES ")+len(" VALUES "):]
-	head := plan.query[:len(plan.query)-len(one)]
 	var now time.Time
 	for len(rows) > 0 {
 		n := min(chunk, len(rows))
-		var q strings.Builder
-		q.WriteString(head)
 		args := make([]any, 0, n*len(plan.fields))
 		for r := range rows[:n] {
-			if r > 0 {
-				q.WriteByte(',')
-			}
-			q.WriteByte('(')
 			v := reflect.ValueOf(&rows[r]).Elem()
-			for i, f := range plan.fields {
-				if i > 0 {
-					q.WriteByte(',')
-				}
+			for _, f := range plan.fields {
 				args = append(args, s.valueOf(ctx, f, v, &now))
-				if s.dialect == migrations.Postgres {
-					q.WriteString("$" + strconv.Itoa(len(args)))
-				} else {
-					q.WriteByte('?')
-				}
 			}
-			q.WriteByte(')')
 		}
-		if _, err := s.db.Statement.ConnPool.ExecContext(ctx, q.String(), args...); err != nil {
+		q := s.statementIn(plan.head + strings.Repeat(plan.row+",", n-1) + plan.row)
+		if _, err := s.exec(ctx, q, args...); err != nil {
 			return err
 		}
 		rows = rows[n:]
@@ -164,22 +148,13 @@ func (s *Store) valueOf(ctx context.Context, f *schema.Field, v reflect.Value, n
 	return value
 }
 
-// byGorm reports whether insert leaves rows of model's type (a pointer to it) to gorm.
-func (s *Store) byGorm(model any) (bool, error) {
-	p, err := s.insertPlanOf(reflect.TypeOf(model).Elem(), insertOrFail, nil)
-	if err != nil {
-		return false, err
-	}
-	return p.byGorm, nil
-}
-
 // insertPlanOf makes, or finds made, the plan for a model.
 func (s *Store) insertPlanOf(model reflect.Type, mode insertMode, omit []string) (*insertPlan, error) {
-	key := planKey{model: model, dialect: s.dialect, omit: strings.Join(omit, ","), mode: mode}
+	key := planKey{model: model, omit: strings.Join(omit, ","), mode: mode}
 	if p, ok := insertPlans.Load(key); ok {
 		return p.(*insertPlan), nil
 	}
-	sch, err := schema.Parse(reflect.New(model).Interface(), &schemaCache, s.db.NamingStrategy)
+	sch, err := s.schemaOf(model)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +162,7 @@ func (s *Store) insertPlanOf(model reflect.Type, mode insertMode, omit []string)
 	// associations) is left to gorm.
 	p := &insertPlan{byGorm: sch.BeforeCreate || sch.AfterCreate || sch.BeforeSave || sch.AfterSave ||
 		len(sch.CreateClauses) > 0 || len(sch.Relationships.Relations) > 0}
-	var cols, marks []string
+	var cols []string
 	for _, name := range sch.DBNames {
 		f := sch.FieldsByDBName[name]
 		if !f.Creatable || slices.Contains(omit, f.Name) {
@@ -199,19 +174,17 @@ func (s *Store) insertPlanOf(model reflect.Type, mode insertMode, omit []string)
 		}
 		p.fields = append(p.fields, f)
 		cols = append(cols, strconv.Quote(f.DBName))
-		if s.dialect == migrations.Postgres {
-			marks = append(marks, "$"+strconv.Itoa(len(cols)))
-		} else {
-			marks = append(marks, "?")
-		}
 	}
 	if len(cols) == 0 {
 		return nil, fmt.Errorf("store: %s has no columns to write", model)
 	}
-	p.query = "INSERT INTO " + strconv.Quote(sch.Table) + " (" + strings.Join(cols, ",") + ") VALUES (" + strings.Join(marks, ",") + ")"
+	p.head = "INSERT INTO " + strconv.Quote(sch.Table) + " (" + strings.Join(cols, ",") + ") VALUES "
+	p.row = "(" + strings.Repeat("?,", len(cols)-1) + "?)"
+	q := p.head + p.row
 	if mode == insertOrSkip {
-		p.query += " ON CONFLICT DO NOTHING"
+		q += " ON CONFLICT DO NOTHING"
 	}
+	p.query = sqlStatement(q)
 	actual, _ := insertPlans.LoadOrStore(key, p)
 	return actual.(*insertPlan), nil
 }
@@ -220,14 +193,13 @@ func (s *Store) insertPlanOf(model reflect.Type, mode insertMode, omit []string)
 // set as gorm sets them (NULL as the zero value, SQLite's times parsed), without gorm
 // building the query at each call. The lookups every create makes go through it.
 type takePlan struct {
-	query  string
+	query  statement
 	fields []*schema.Field
 }
 
 type takeKey struct {
-	model   reflect.Type
-	dialect migrations.Dialect
-	where   string
+	model reflect.Type
+	where string
 }
 
 var takePlans sync.Map // takeKey → *takePlan
@@ -245,7 +217,7 @@ func (s *Store) take(ctx context.Context, dst any, where statement, args ...any)
 	for i := range values {
 		targets[i] = &values[i]
 	}
-	if err := s.queryRowSQL(ctx, p.query, args...).Scan(targets...); err != nil {
+	if err := s.queryRow(ctx, p.query, args...).Scan(targets...); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound
 		}
@@ -261,11 +233,11 @@ func (s *Store) take(ctx context.Context, dst any, where statement, args ...any)
 
 // takePlanOf makes, or finds made, the plan that reads a model by a condition.
 func (s *Store) takePlanOf(model reflect.Type, where statement) (*takePlan, error) {
-	key := takeKey{model: model, dialect: s.dialect, where: where.sqlite}
+	key := takeKey{model: model, where: where.sqlite}
 	if p, ok := takePlans.Load(key); ok {
 		return p.(*takePlan), nil
 	}
-	sch, err := schema.Parse(reflect.New(model).Interface(), &schemaCache, s.db.NamingStrategy)
+	sch, err := s.schemaOf(model)
 	if err != nil {
 		return nil, err
 	}
@@ -277,27 +249,46 @@ func (s *Store) takePlanOf(model reflect.Type, where statement) (*takePlan, erro
 			cols = append(cols, strconv.Quote(f.DBName))
 		}
 	}
-	p.query = "SELECT " + strings.Join(cols, ",") + " FROM " + strconv.Quote(sch.Table) + " WHERE " + s.text(where) + " LIMIT 1"
+	p.query = sqlStatement("SELECT " + strings.Join(cols, ",") + " FROM " + strconv.Quote(sch.Table) + " WHERE " + where.sqlite + " LIMIT 1")
 	actual, _ := takePlans.LoadOrStore(key, p)
 	return actual.(*takePlan), nil
 }
 
-// A statement is SQL written by hand for a hot path, in both dialects' placeholders: ?
+// schemaOf is gorm's schema of a model, as gorm itself parses it.
+func (s *Store) schemaOf(model reflect.Type) (*schema.Schema, error) {
+	return schema.Parse(reflect.New(model).Interface(), &schemaCache, s.db.NamingStrategy)
+}
+
+// A statement is SQL, written by hand or by a plan, in both dialects' placeholders: ?
 // on SQLite, $1, $2, … on PostgreSQL (made from the ? form once).
 type statement struct{ sqlite, postgres string }
 
 func sqlStatement(q string) statement {
-	var pg strings.Builder
+	return statement{sqlite: q, postgres: numbered(q)}
+}
+
+// numbered is q with its ? placeholders numbered as PostgreSQL's: $1, $2, …
+func numbered(q string) string {
+	pg := make([]byte, 0, len(q)+strings.Count(q, "?")*3)
 	n := 0
-	for _, r := range q {
-		if r == '?' {
-			n++
-			pg.WriteString("$" + strconv.Itoa(n))
+	for i := range len(q) {
+		if q[i] != '?' {
+			pg = append(pg, q[i])
 			continue
 		}
-		pg.WriteRune(r)
+		n++
+		pg = strconv.AppendInt(append(pg, '$'), int64(n), 10)
 	}
-	return statement{sqlite: q, postgres: pg.String()}
+	return string(pg)
+}
+
+// statementIn is q, written with ? placeholders, as a statement of the store's dialect
+// only: for a statement made at each call, which need not carry the other form.
+func (s *Store) statementIn(q string) statement {
+	if s.dialect == migrations.Postgres {
+		return statement{postgres: numbered(q)}
+	}
+	return statement{sqlite: q}
 }
 
 func (s *Store) text(q statement) string {
@@ -307,36 +298,29 @@ func (s *Store) text(q statement) string {
 	return q.sqlite
 }
 
-// exec runs a hand-written statement on the store's connection or transaction.
+// exec runs a statement on the store's connection or transaction: prepared, when it is
+// one of the prepared statements.
 func (s *Store) exec(ctx context.Context, q statement, args ...any) (sql.Result, error) {
-	return s.execSQL(ctx, s.text(q), args...)
+	if st := s.preparedFor(ctx, q); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return s.db.Statement.ConnPool.ExecContext(ctx, s.text(q), args...)
 }
 
-// queryRow runs a hand-written query of one row on the store's connection or transaction.
+// queryRow runs a query of one row as exec runs a statement.
 func (s *Store) queryRow(ctx context.Context, q statement, args ...any) *sql.Row {
-	return s.queryRowSQL(ctx, s.text(q), args...)
+	if st := s.preparedFor(ctx, q); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return s.db.Statement.ConnPool.QueryRowContext(ctx, s.text(q), args...)
 }
 
-// query runs a hand-written query on the store's connection or transaction.
+// query runs a query as exec runs a statement.
 func (s *Store) query(ctx context.Context, q statement, args ...any) (*sql.Rows, error) {
-	if st := s.preparedFor(ctx, s.text(q)); st != nil {
+	if st := s.preparedFor(ctx, q); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
 	return s.db.Statement.ConnPool.QueryContext(ctx, s.text(q), args...)
-}
-
-func (s *Store) execSQL(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if st := s.preparedFor(ctx, query); st != nil {
-		return st.ExecContext(ctx, args...)
-	}
-	return s.db.Statement.ConnPool.ExecContext(ctx, query, args...)
-}
-
-func (s *Store) queryRowSQL(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := s.preparedFor(ctx, query); st != nil {
-		return st.QueryRowContext(ctx, args...)
-	}
-	return s.db.Statement.ConnPool.QueryRowContext(ctx, query, args...)
 }
 
 // preparedStatements are the plans' statements on SQLite, prepared on the pool once
@@ -351,14 +335,15 @@ type preparedStatements struct {
 	byQuery map[string]*sql.Stmt
 }
 
-// preparedFor is the statement prepared for query, bound to the store's transaction
-// when it is in one; nil when query was not prepared (then it runs as gorm runs it).
-func (s *Store) preparedFor(ctx context.Context, query string) *sql.Stmt {
+// preparedFor is the statement prepared for q, bound to the store's transaction when it
+// is in one; nil when q was not prepared (then it runs as gorm runs statements). Only
+// SQLite's are prepared, so they are found by their SQLite form.
+func (s *Store) preparedFor(ctx context.Context, q statement) *sql.Stmt {
 	ps := s.prepared.Load()
 	if ps == nil {
 		return nil
 	}
-	st := ps.byQuery[query]
+	st := ps.byQuery[q.sqlite]
 	if st == nil {
 		return nil
 	}
@@ -407,14 +392,14 @@ func (s *Store) prepareHot(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		queries = append(queries, p.query)
+		queries = append(queries, p.query.sqlite)
 	}
 	for _, h := range hotTakes {
 		p, err := s.takePlanOf(reflect.TypeOf(h.model).Elem(), h.where)
 		if err != nil {
 			return err
 		}
-		queries = append(queries, p.query)
+		queries = append(queries, p.query.sqlite)
 	}
 	for _, q := range hotStatements {
 		queries = append(queries, q.sqlite)
