@@ -109,6 +109,8 @@ func parseBundleFlags(args []string) (*bundleFlags, int) {
 	temporalLogLevel := fs.String("temporal-log-level", "error", "log level of the embedded Temporal server")
 	priceEvery := fs.Duration("price-refresh-interval", 15*time.Second, "how often the Temporal Schedule reads every price feed")
 	f := &bundleFlags{}
+	fs.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile (pprof) of the whole process to this file, from ready to shutdown")
+	fs.StringVar(&f.allocProfile, "alloc-profile", "", "write an allocation profile (pprof) of the whole process to this file at shutdown")
 	prices := addPriceFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: treasury-dev [flags]\n       treasury-dev temporal serve --postgres URL [flags]\n       treasury-dev cluster [flags]\n\nRuns the treasury dev bundle. DATABASE_URL, when set, puts the store on PostgreSQL.\n\nFlags:\n")

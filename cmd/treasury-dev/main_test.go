@@ -33,6 +33,18 @@ func TestPriceFlagsMoveAndHoldDevFeeds(t *testing.T) {
 	}
 }
 
+// The profiles the benchmarks ask for (-bundle-flags "--cpu-profile …") are flags of the
+// bundle: a bench passing them got "flag provided but not defined" once they were lost.
+func TestProfileFlagsNameTheirFiles(t *testing.T) {
+	f, code := parseBundleFlags([]string{"--cpu-profile", "run.cpu", "--alloc-profile", "run.alloc"})
+	if f == nil || code != 0 {
+		t.Fatalf("parse: code %d", code)
+	}
+	if f.cpuProfile != "run.cpu" || f.allocProfile != "run.alloc" {
+		t.Fatalf("profiles %q %q", f.cpuProfile, f.allocProfile)
+	}
+}
+
 // docs/dev-bundle.md lists every flag of treasury-dev that its usage prints, and
 // docs/deployment.md every flag of treasury-dev cluster.
 func TestTheDocsListEveryFlag(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -112,6 +113,11 @@ func run(o options) error {
 	row(fmt.Sprintf("resident memory, %d waiting", o.orders), "%.0f MiB", mib(after.rss))
 	row("memory per waiting order", "%.1f KiB", perOrder/1024)
 	row(fmt.Sprintf("CPU while idle, %d waiting", o.orders), "%.1f %% of a core", after.cpuShare*100)
+	parkedCache, err := stickyCache(c.Creds.BaseURL)
+	if err != nil {
+		return err
+	}
+	row("worker's cache while they parked", "%s", parkedCache)
 	devbundle.Summarize(fmt.Sprintf("memory per order waiting for approvers (%d waiting), %s", o.orders, o.store),
 		fmt.Sprintf("%.1f KiB", perOrder/1024), fmt.Sprintf("%.0f MiB with none", mib(before.rss)), "", "report", "")
 
@@ -135,6 +141,11 @@ func run(o options) error {
 		return err
 	}
 	row("all ended, from the first decision", "%.0f s (%d confirmed, %d otherwise)", time.Since(began).Seconds(), len(confirmed), other)
+	endedCache, err := stickyCache(c.Creds.BaseURL)
+	if err != nil {
+		return err
+	}
+	row("worker's cache from the start to the end", "%s", endedCache)
 	if len(confirmed)+other != o.orders {
 		return fmt.Errorf("%d of %d orders ended", len(confirmed)+other, o.orders)
 	}
@@ -346,6 +357,53 @@ func residentBytes(pid int) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no VmRSS for %d", pid)
+}
+
+// stickyCache reads the worker's sticky cache counters from the bundle's /metrics, as the
+// SDK reports them: a hit is a workflow task run on the workflow held in memory, a miss a
+// replay of its history, a forced eviction a workflow dropped to make room.
+func stickyCache(baseURL string) (cacheCounts, error) {
+	resp, err := http.Get(baseURL + "/metrics")
+	if err != nil {
+		return cacheCounts{}, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return cacheCounts{}, fmt.Errorf("metrics: %d %v", resp.StatusCode, err)
+	}
+	var c cacheCounts
+	for _, line := range strings.Split(string(raw), "\n") {
+		name, _, _ := strings.Cut(line, "{")
+		name, _, _ = strings.Cut(name, " ")
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "temporal_sticky_cache_hit_total":
+			c.hits += v
+		case "temporal_sticky_cache_miss_total":
+			c.misses += v
+		case "temporal_sticky_cache_total_forced_eviction_total":
+			c.evictions += v
+		}
+	}
+	return c, nil
+}
+
+type cacheCounts struct{ hits, misses, evictions float64 }
+
+func (c cacheCounts) String() string {
+	share := 0.0
+	if c.hits+c.misses > 0 {
+		share = c.misses / (c.hits + c.misses) * 100
+	}
+	return fmt.Sprintf("%.0f hits, %.0f misses (%.0f %%), %.0f forced evictions", c.hits, c.misses, share, c.evictions)
 }
 
 func mib(b int64) float64        { return float64(b) / (1 << 20) }

@@ -36,6 +36,7 @@ import (
 
 type options struct {
 	devBin, databaseURL string
+	bundleFlags         string
 	sizes               []int64
 	pending, wallets    int64
 	requests, conc      int
@@ -51,6 +52,7 @@ func main() {
 	sqliteSizes := flag.String("sqlite-sizes", "10000,100000", "orders of history measured on SQLite, ascending")
 	pgSizes := flag.String("postgres-sizes", "10000,100000,1000000", "orders of history measured on PostgreSQL, ascending")
 	flag.StringVar(&o.devBin, "dev-bin", "bin/treasury-dev", "the treasury-dev binary")
+	flag.StringVar(&o.bundleFlags, "bundle-flags", "", "more flags for treasury-dev, e.g. --cpu-profile scale.cpu")
 	flag.StringVar(&o.databaseURL, "database-url", storetest.PostgresURL(), "PostgreSQL server the run makes a database of its own on (and drops after)")
 	flag.Int64Var(&o.pending, "pending", 10000, "orders waiting for approvers, beside the history")
 	flag.Int64Var(&o.wallets, "wallets", 1000, "wallets of the organisation (the seed's and copies)")
@@ -98,7 +100,8 @@ func parseSizes(s string) ([]int64, error) {
 
 func run(kind string, o options) error {
 	ctx := context.Background()
-	b, err := devbundle.StartOn(o.devBin, kind, o.databaseURL, "treasury_bench_scale", devbundle.LoadFlags)
+	b, err := devbundle.StartOn(o.devBin, kind, o.databaseURL, "treasury_bench_scale",
+		slices.Concat(devbundle.LoadFlags, strings.Fields(o.bundleFlags)))
 	if err != nil {
 		return err
 	}
@@ -235,6 +238,11 @@ const logsPerOrder = 3
 
 func (g *grower) growAndMeasure(ctx context.Context, n int64) (sizeResult, error) {
 	began := time.Now()
+	var phases []string
+	phase := func(name string, since time.Time) time.Time {
+		phases = append(phases, fmt.Sprintf("%s %.0f s", name, time.Since(since).Seconds()))
+		return time.Now()
+	}
 	rows, err := g.copier.copyOrders(ctx, g.ts, g.orders, n)
 	if err != nil {
 		return sizeResult{}, err
@@ -248,6 +256,7 @@ func (g *grower) growAndMeasure(ctx context.Context, n int64) (sizeResult, error
 		return sizeResult{}, err
 	}
 	g.rows["request_logs"] = g.logs
+	at := phase("orders and request logs", began)
 	// As many audit entries an order as the templates' run recorded for its orders.
 	perOrder := float64(len(g.auditModel)) / float64(len(g.ts))
 	want := int64(float64(n) * perOrder)
@@ -262,11 +271,13 @@ func (g *grower) growAndMeasure(ctx context.Context, n int64) (sizeResult, error
 	}
 	g.rows["audit_logs"] = g.audit
 	g.orders = n
+	at = phase("audit chain", at)
 	if err := g.copier.settle(ctx); err != nil {
 		return sizeResult{}, err
 	}
+	phase("settled", at)
 	grew := time.Since(began)
-	fmt.Printf("\n%d orders of history: grown in %.1f s (%s)\n", n, grew.Seconds(), rowCounts(g.rows))
+	fmt.Printf("\n%d orders of history: grown in %.1f s (%s; %s)\n", n, grew.Seconds(), strings.Join(phases, ", "), rowCounts(g.rows))
 
 	began = time.Now()
 	client := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
