@@ -349,7 +349,12 @@ func (c *copier) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 // pages up first.
 func (c *copier) settle(ctx context.Context) error {
 	if c.dialect == migrations.Postgres {
+		// And the pages the copies dirtied written out now, not by the checkpointer spread
+		// over the next minutes, in the middle of the measurement.
 		_, err := c.db.ExecContext(ctx, "VACUUM (ANALYZE)")
+		if err == nil {
+			_, err = c.db.ExecContext(ctx, "CHECKPOINT")
+		}
 		return err
 	}
 	if _, err := c.db.ExecContext(ctx, "ANALYZE"); err != nil {
