@@ -198,7 +198,7 @@ const chunk = 20000
 // PostgreSQL, so what it adds up is guarded by c.mu.
 func (c *copier) inChunks(ctx context.Context, from, to, per int64, write func(tx *sql.Tx, lo, hi int64) error) error {
 	sessions := 1
-	if c.dialect == migrations.Postgres {
+	if c.concurrent() {
 		sessions = 2
 	}
 	next := make(chan int64)
@@ -327,6 +327,10 @@ func (c *copier) copyWallets(ctx context.Context, walletID string, n int64) erro
 		return err
 	})
 }
+
+// concurrent says whether the database takes writers side by side: PostgreSQL does, SQLite
+// has one writer at a time.
+func (c *copier) concurrent() bool { return c.dialect == migrations.Postgres }
 
 func (c *copier) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := c.db.BeginTx(ctx, nil)

@@ -276,33 +276,36 @@ func (g *grower) growAndMeasure(ctx context.Context, n int64) (sizeResult, error
 	phase := func(name string, took time.Duration) {
 		phases = append(phases, fmt.Sprintf("%s %.0f s", name, took.Seconds()))
 	}
-	// On PostgreSQL the audit chain is written beside the orders' copies: the copies are
-	// the server's work and the chain's hashes the bench's, so two sessions keep both
-	// cores busy. SQLite has one writer: there they run one after the other.
+	// Where writers go side by side (PostgreSQL) the audit chain is written beside the
+	// orders' copies: the copies are the server's work, the chain's hashes the bench's.
 	var (
-		auditErr  error
-		auditTook time.Duration
-		auditing  sync.WaitGroup
+		ordersErr, auditErr error
+		auditTook           time.Duration
 	)
+	orders := func() {
+		ordersErr = g.growOrders(ctx, n)
+		phase("orders and request logs", time.Since(began))
+	}
 	audit := func() {
 		at := time.Now()
 		auditErr = g.growAudit(ctx, n)
 		auditTook = time.Since(at)
 	}
-	parallel := g.copier.dialect == migrations.Postgres
-	if parallel {
+	if g.copier.concurrent() {
+		var auditing sync.WaitGroup
 		auditing.Go(audit)
+		orders()
+		auditing.Wait()
+		phase("audit chain (beside them)", auditTook)
+	} else {
+		orders()
+		if ordersErr == nil {
+			audit()
+			phase("audit chain", auditTook)
+		}
 	}
-	err := g.growOrders(ctx, n)
-	phase("orders and request logs", time.Since(began))
-	auditing.Wait()
-	name := "audit chain (beside them)"
-	if !parallel && err == nil {
-		audit()
-		name = "audit chain"
-	}
-	phase(name, auditTook)
-	if err = cmp.Or(err, auditErr); err != nil {
+	err := cmp.Or(ordersErr, auditErr)
+	if err != nil {
 		return sizeResult{}, err
 	}
 	g.rows["audit_logs"] = g.audit
