@@ -90,64 +90,76 @@ func (d *Signer) Run(ctx context.Context) {
 	}
 }
 
-// signPending signs every pending request of the signer's wallets not signed yet.
+// signPending signs every pending request of the signer's wallets not signed yet. Each
+// wallet's are listed on their own, through the wallet's index in id order: one list of
+// all the wallets at once let SQLite's planner, once its statistics had seen a wallet
+// whose requests were nearly all signed, read every signing request there is instead
+// (a cost that grew with the history at every pass).
 func (d *Signer) signPending(ctx context.Context, walletIDs []string) {
-	pending, err := d.store.ListSigningRequests(ctx, store.SigningFilter{WalletIDs: walletIDs, Status: orders.SigningPending, Limit: 100})
-	if err != nil {
-		if ctx.Err() == nil {
-			d.log.Warn("dev signer could not list signing requests", "error", err.Error())
-		}
-		return
-	}
-	for i := range pending {
-		r := &pending[i]
-		if d.sent[r.ID] {
-			continue
-		}
-		digest, err := hex.DecodeString(r.Digest)
+	more := false
+	for _, walletID := range walletIDs {
+		pending, err := d.store.ListSigningRequests(ctx, store.SigningFilter{WalletIDs: []string{walletID}, Status: orders.SigningPending, Limit: 100})
 		if err != nil {
-			continue
-		}
-		message, err := hex.DecodeString(r.RawUnsignedTx)
-		if err != nil {
-			continue
-		}
-		who := service.Caller{CorrelationID: id, Principal: &auth.Principal{OrgID: r.OrgID, App: r.App,
-			Kind: auth.KindDevice, ID: id, Actions: []string{auth.ActionSign}, ResourceIDs: walletIDs}}
-		if r.Scheme == chain.Ed25519 {
-			// A Solana message is read instruction by instruction before it is signed, as a
-			// signing device must: one it cannot read, or that does not say what its request
-			// shows, is refused rather than signed.
-			if err := solana.CheckRequest([]byte(r.UnsignedTx), message, r.Digest, d.keys[r.WalletID].SolanaAddress()); err != nil {
-				if _, rerr := d.svc.RefuseSigningRequest(ctx, who, r.ID, "unreadable_message", err.Error()); rerr != nil && service.KindOf(rerr) != service.Conflict {
-					d.log.Warn("dev signer could not refuse", "signingRequestId", r.ID, "error", rerr.Error())
-					continue
-				}
-				d.sent[r.ID] = true
-				d.log.Warn("dev signer refused", "signingRequestId", r.ID, "orderId", r.OrderID, "error", err.Error())
-				continue
+			if ctx.Err() == nil {
+				d.log.Warn("dev signer could not list signing requests", "error", err.Error())
 			}
+			return
 		}
-		signed, err := keys.Signed(r.Scheme, digest, message)
-		if err != nil {
-			d.log.Warn("dev signer could not sign", "signingRequestId", r.ID, "error", err.Error())
-			continue
+		more = more || len(pending) == 100
+		for i := range pending {
+			d.signOne(ctx, &pending[i], walletIDs)
 		}
-		signature, err := d.keys[r.WalletID].Sign(signed)
-		if err != nil {
-			d.log.Warn("dev signer could not sign", "signingRequestId", r.ID, "error", err.Error())
-			continue
-		}
-		sig := base64.StdEncoding.EncodeToString(signature)
-		_, err = d.svc.SubmitSignature(ctx, who, r.ID, sig)
-		if err != nil && service.KindOf(err) != service.Conflict {
-			d.log.Warn("dev signer could not sign", "signingRequestId", r.ID, "error", err.Error())
-			continue
-		}
-		d.sent[r.ID] = true
-		d.log.Info("dev signer signed", "signingRequestId", r.ID, "orderId", r.OrderID, "leg", r.Leg)
 	}
-	if len(pending) == 100 {
+	if more {
 		d.poke() // more than a page waits: go on at once
 	}
+}
+
+// signOne signs r, unless it has already.
+func (d *Signer) signOne(ctx context.Context, r *store.SigningRequest, walletIDs []string) {
+	if d.sent[r.ID] {
+		return
+	}
+	digest, err := hex.DecodeString(r.Digest)
+	if err != nil {
+		return
+	}
+	message, err := hex.DecodeString(r.RawUnsignedTx)
+	if err != nil {
+		return
+	}
+	who := service.Caller{CorrelationID: id, Principal: &auth.Principal{OrgID: r.OrgID, App: r.App,
+		Kind: auth.KindDevice, ID: id, Actions: []string{auth.ActionSign}, ResourceIDs: walletIDs}}
+	if r.Scheme == chain.Ed25519 {
+		// A Solana message is read instruction by instruction before it is signed, as a
+		// signing device must: one it cannot read, or that does not say what its request
+		// shows, is refused rather than signed.
+		if err := solana.CheckRequest([]byte(r.UnsignedTx), message, r.Digest, d.keys[r.WalletID].SolanaAddress()); err != nil {
+			if _, rerr := d.svc.RefuseSigningRequest(ctx, who, r.ID, "unreadable_message", err.Error()); rerr != nil && service.KindOf(rerr) != service.Conflict {
+				d.log.Warn("dev signer could not refuse", "signingRequestId", r.ID, "error", rerr.Error())
+				return
+			}
+			d.sent[r.ID] = true
+			d.log.Warn("dev signer refused", "signingRequestId", r.ID, "orderId", r.OrderID, "error", err.Error())
+			return
+		}
+	}
+	signed, err := keys.Signed(r.Scheme, digest, message)
+	if err != nil {
+		d.log.Warn("dev signer could not sign", "signingRequestId", r.ID, "error", err.Error())
+		return
+	}
+	signature, err := d.keys[r.WalletID].Sign(signed)
+	if err != nil {
+		d.log.Warn("dev signer could not sign", "signingRequestId", r.ID, "error", err.Error())
+		return
+	}
+	sig := base64.StdEncoding.EncodeToString(signature)
+	_, err = d.svc.SubmitSignature(ctx, who, r.ID, sig)
+	if err != nil && service.KindOf(err) != service.Conflict {
+		d.log.Warn("dev signer could not sign", "signingRequestId", r.ID, "error", err.Error())
+		return
+	}
+	d.sent[r.ID] = true
+	d.log.Info("dev signer signed", "signingRequestId", r.ID, "orderId", r.OrderID, "leg", r.Leg)
 }

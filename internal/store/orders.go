@@ -428,8 +428,13 @@ func (s *Store) lockOrder(ctx context.Context, id string) (*Order, []OrderLeg, e
 // is when there are none: a resource-restricted key's lists hold only its wallets' rows,
 // an unrestricted credential's every row.
 func inWallets(q *gorm.DB, column string, walletIDs []string) *gorm.DB {
-	if len(walletIDs) == 0 {
+	switch len(walletIDs) {
+	case 0:
 		return q
+	case 1:
+		// An equality, not IN of one, lets SQLite take the rows in an index's order
+		// (wallet, status, id) instead of sorting them.
+		return q.Where(column+" = ?", walletIDs[0])
 	}
 	return q.Where(column+" IN ?", walletIDs)
 }
