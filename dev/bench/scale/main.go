@@ -134,6 +134,7 @@ func run(kind string, o options) error {
 	if err != nil {
 		return err
 	}
+	defer g.stopReceiver()
 	var results []sizeResult
 	for _, n := range o.sizes {
 		r, err := g.growAndMeasure(ctx, n)
@@ -160,11 +161,14 @@ type grower struct {
 	// orders and logs are the copies made so far.
 	orders, logs, audit int64
 	rows                map[string]int64
+	stopReceiver        func()
 }
 
 // prepare runs the templates and makes the parts of the data that do not grow: the
-// wallets and the crowd waiting for approvers.
-func prepare(ctx context.Context, c *devbundle.Client, db *sql.DB, s *store.Store, dialect migrations.Dialect, o options) (*grower, error) {
+// wallets and the crowd waiting for approvers. The webhooks' receiver stays up until the
+// grower's stopReceiver: a receiver gone would leave every later event's delivery failing
+// and retried beside the measurements, more of them at each size.
+func prepare(ctx context.Context, c *devbundle.Client, db *sql.DB, s *store.Store, dialect migrations.Dialect, o options) (_ *grower, err error) {
 	ts, err := templates(c.Creds)
 	if err != nil {
 		return nil, err
@@ -178,12 +182,16 @@ func prepare(ctx context.Context, c *devbundle.Client, db *sql.DB, s *store.Stor
 	if err != nil {
 		return nil, err
 	}
-	defer closeReceiver()
+	defer func() {
+		if err != nil {
+			closeReceiver()
+		}
+	}()
 	// Copies of a delivery still due would all be sent: wait until the templates' are done.
 	if err := deliveriesDone(ctx, db, ts); err != nil {
 		return nil, err
 	}
-	g := &grower{c: c, db: db, s: s, o: o, ts: ts, rows: map[string]int64{}}
+	g := &grower{c: c, db: db, s: s, o: o, ts: ts, rows: map[string]int64{}, stopReceiver: closeReceiver}
 	if g.logIDs, err = requestLogIDs(ctx, db, dialect, c.Creds.OrgID, began); err != nil {
 		return nil, err
 	}
@@ -350,7 +358,7 @@ func (g *grower) growAndMeasure(ctx context.Context, n int64) (sizeResult, error
 	}
 	fmt.Printf("  %-40s %.0f entries/s\n", export.name, export.perSecond)
 	figs = append(figs, export)
-	w, err := writes(g.c, g.wallet, g.o.writes, g.o.conc)
+	w, ids, err := writes(g.c, g.wallet, g.o.writes, g.o.conc)
 	if err != nil {
 		return sizeResult{}, err
 	}
@@ -358,12 +366,21 @@ func (g *grower) growAndMeasure(ctx context.Context, n int64) (sizeResult, error
 		fmt.Printf("  %-40s p50 %7.2f ms  p99 %7.2f ms\n", f.name, ms(f.p50), ms(f.p99))
 	}
 	figs = append(figs, w...)
+	measured := time.Since(began)
+	// Payments still signing, broadcasting or confirming would work beside the next
+	// size's growth and measurement: at the next size the writes would compete with this
+	// size's, and the growth with both (on SQLite, starving them of the write lock).
+	ended, err := paymentsEnded(ctx, g.db, ids)
+	if err != nil {
+		return sizeResult{}, err
+	}
+	fmt.Printf("  (the %d payments ended %.1f s after the last submit)\n", len(ids), ended.Seconds())
 	if g.o.explain && g.copier.dialect == migrations.Postgres {
 		if err := explain(ctx, g.db, g.c.Creds.OrgID, ordersDeep, eventsDeep); err != nil {
 			return sizeResult{}, err
 		}
 	}
-	return sizeResult{orders: n, grew: grew, measure: time.Since(began), figures: figs, rows: maps.Clone(g.rows)}, nil
+	return sizeResult{orders: n, grew: grew, measure: measured, figures: figs, rows: maps.Clone(g.rows)}, nil
 }
 
 func rowCounts(m map[string]int64) string {

@@ -216,10 +216,12 @@ func reads(c *devbundle.Client, o options, depth int, sample []string, ordersDee
 	}
 }
 
-// writes creates and submits n payments, c at a time, and returns each step's figure.
-func writes(c *devbundle.Client, wallet string, n, conc int) ([]figure, error) {
+// writes creates and submits n payments, c at a time, and returns each step's figure and
+// the payments' ids.
+func writes(c *devbundle.Client, wallet string, n, conc int) ([]figure, []string, error) {
 	create := make([]time.Duration, n)
 	submit := make([]time.Duration, n)
+	ids := make([]string, n)
 	errs := make(chan error, n)
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -235,8 +237,9 @@ func writes(c *devbundle.Client, wallet string, n, conc int) ([]figure, error) {
 					errs <- fmt.Errorf("create: %d %v %v", status, out, err)
 					continue
 				}
+				ids[i] = out["id"].(string)
 				began = time.Now()
-				status, out, err = c.Do("POST", "/payments/"+out["id"].(string)+"/submit", key, "{}")
+				status, out, err = c.Do("POST", "/payments/"+ids[i]+"/submit", key, "{}")
 				submit[i] = time.Since(began)
 				if err != nil || status/100 != 2 {
 					errs <- fmt.Errorf("submit: %d %v %v", status, out, err)
@@ -251,14 +254,14 @@ func writes(c *devbundle.Client, wallet string, n, conc int) ([]figure, error) {
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	slices.Sort(create)
 	slices.Sort(submit)
 	return []figure{
 		{name: "payment: create", p50: devbundle.Percentile(create, 0.5), p99: devbundle.Percentile(create, 0.99)},
 		{name: "payment: submit", p50: devbundle.Percentile(submit, 0.5), p99: devbundle.Percentile(submit, 0.99)},
-	}, nil
+	}, ids, nil
 }
 
 // grouped writes n with thousands separated: 10,000.

@@ -108,16 +108,32 @@ func deliveriesDone(ctx context.Context, db *sql.DB, ts []*template) error {
 		ids[i] = t.id
 	}
 	q := fmt.Sprintf("SELECT count(*) FROM webhook_deliveries WHERE order_id IN (%s) AND completed_at IS NULL", quote(ids...))
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		var due int
-		if err := db.QueryRowContext(ctx, q).Scan(&due); err != nil {
+	return untilNone(ctx, db, q, time.Minute, "webhook deliveries of the templates still due")
+}
+
+// paymentsEnded waits until every payment of ids has reached a final status, so that
+// the next size is grown and measured with none of these still working through their
+// lifecycle beside it. It returns how long that took.
+func paymentsEnded(ctx context.Context, db *sql.DB, ids []string) (time.Duration, error) {
+	began := time.Now()
+	q := fmt.Sprintf("SELECT count(*) FROM orders WHERE id IN (%s) AND status NOT IN ('confirmed', 'failed', 'rejected')", quote(ids...))
+	err := untilNone(ctx, db, q, 10*time.Minute, "payments written still under way")
+	return time.Since(began), err
+}
+
+// untilNone polls the count q until it is 0, for at most within; what names what it
+// counts in the error.
+func untilNone(ctx context.Context, db *sql.DB, q string, within time.Duration, what string) error {
+	for deadline := time.Now().Add(within); ; time.Sleep(200 * time.Millisecond) {
+		var left int
+		if err := db.QueryRowContext(ctx, q).Scan(&left); err != nil {
 			return err
 		}
-		if due == 0 {
+		if left == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d webhook deliveries of the templates still due after a minute", due)
+			return fmt.Errorf("%d %s after %s", left, what, within)
 		}
 	}
 }
