@@ -199,7 +199,7 @@ bench-audit:
 ## bench-scale: how each read's and write's cost grows with the data: the dev bundle grown
 ## to 10 k, 100 k and 1 M orders of history on PostgreSQL (a database made on the local
 ## server, dropped after) and 10 k and 100 k on SQLite, beside 10,000 orders waiting for
-## approvers and 1,000 wallets; p50/p99 at each size in one table (about 22 minutes; not
+## approvers and 1,000 wallets; p50/p99 at each size in one table (about 13 minutes; not
 ## part of make bench).
 bench-scale: $(BIN)/treasury-dev devsvm
 	$(GO) run ./dev/bench/scale -dev-bin $(BIN)/treasury-dev -explain
