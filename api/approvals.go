@@ -31,9 +31,8 @@ func approvalJSON(a *service.Approval) map[string]any {
 
 // list answers GET /approvals.
 func (h *approvalHandlers) list(c *gin.Context) {
-	pg, errs := listParams(c)
-	if len(errs) > 0 {
-		validationFailed(c, errs)
+	pg, ok := pageOrRefuse(c)
+	if !ok {
 		return
 	}
 	respondList(c, h.log, approvalJSON)(h.svc.ListApprovals(c.Request.Context(), caller(c),
@@ -42,9 +41,8 @@ func (h *approvalHandlers) list(c *gin.Context) {
 
 // approverKeys answers GET /approver-keys: the organisation's approver keys, newest first.
 func (h *approvalHandlers) approverKeys(c *gin.Context) {
-	pg, errs := listParams(c)
-	if len(errs) > 0 {
-		validationFailed(c, errs)
+	pg, ok := pageOrRefuse(c)
+	if !ok {
 		return
 	}
 	respondList(c, h.log, approverKeyJSON)(h.svc.ListApproverKeys(c.Request.Context(), caller(c), pg))

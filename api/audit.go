@@ -37,9 +37,8 @@ func auditJSON(a *store.AuditLog) apitypes.AuditLog {
 // auditLogs answers GET /audit-logs: newest first, with the head of the organisation's
 // audit chain.
 func (h *recordHandlers) auditLogs(c *gin.Context) {
-	pg, errs := listParams(c)
-	if len(errs) > 0 {
-		validationFailed(c, errs)
+	pg, ok := pageOrRefuse(c)
+	if !ok {
 		return
 	}
 	ctx, who := c.Request.Context(), caller(c)

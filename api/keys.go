@@ -44,9 +44,8 @@ func (h *keyHandlers) list(c *gin.Context) {
 
 // listPage answers a developer list: the page the query asks for, read by list.
 func listPage[R, T any](c *gin.Context, log *slog.Logger, list func(context.Context, service.Caller, service.Page) ([]R, string, error), render func(*R) T) {
-	pg, errs := listParams(c)
-	if len(errs) > 0 {
-		validationFailed(c, errs)
+	pg, ok := pageOrRefuse(c)
+	if !ok {
 		return
 	}
 	respondList(c, log, render)(list(c.Request.Context(), caller(c), pg))

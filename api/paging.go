@@ -67,3 +67,14 @@ func listParams(c *gin.Context) (service.Page, []orders.FieldError) {
 	var errs []orders.FieldError
 	return parsePage(c, &errs), errs
 }
+
+// pageOrRefuse reads a list's page for a route with no filters of its own to check, or answers
+// 422 and returns false.
+func pageOrRefuse(c *gin.Context) (service.Page, bool) {
+	pg, errs := listParams(c)
+	if len(errs) > 0 {
+		validationFailed(c, errs)
+		return pg, false
+	}
+	return pg, true
+}

@@ -158,9 +158,8 @@ func versionParam(c *gin.Context) (int, bool) {
 // versions answers GET /policies/{app}/versions: the published versions, newest first.
 func (h *policyHandlers) versions(c *gin.Context) {
 	narrowToPathApp(c, auth.ActionDeveloper)
-	pg, errs := listParams(c)
-	if len(errs) > 0 {
-		validationFailed(c, errs)
+	pg, ok := pageOrRefuse(c)
+	if !ok {
 		return
 	}
 	respondList(c, h.log, policyVersionJSON)(h.svc.PolicyVersions(c.Request.Context(), caller(c), c.Param("app"), pg))
@@ -187,9 +186,8 @@ func (h *policyHandlers) rollback(c *gin.Context) {
 // drafts answers GET /policies/{app}/drafts[?status=].
 func (h *policyHandlers) drafts(c *gin.Context) {
 	narrowToPathApp(c, auth.ActionDeveloper)
-	pg, errs := listParams(c)
-	if len(errs) > 0 {
-		validationFailed(c, errs)
+	pg, ok := pageOrRefuse(c)
+	if !ok {
 		return
 	}
 	respondList(c, h.log, func(d **service.PolicyDraftView) apitypes.PolicyDraft { return policyDraftJSON(*d) })(h.svc.PolicyDrafts(c.Request.Context(), caller(c), c.Param("app"), c.Query("status"), pg))

@@ -42,9 +42,8 @@ func messageOf(r *store.SigningRequest) string {
 
 // list answers GET /signing-requests.
 func (h *signingHandlers) list(c *gin.Context) {
-	pg, errs := listParams(c)
-	if len(errs) > 0 {
-		validationFailed(c, errs)
+	pg, ok := pageOrRefuse(c)
+	if !ok {
 		return
 	}
 	respondList(c, h.log, signingJSON)(h.svc.ListSigningRequests(c.Request.Context(), caller(c), service.SigningFilter{Status: c.Query("status"), Page: pg}))

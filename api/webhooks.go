@@ -124,9 +124,8 @@ func (h *webhookHandlers) test(c *gin.Context) {
 
 // deliveries answers GET /developer/webhooks/{id}/deliveries?status=&event=.
 func (h *webhookHandlers) deliveries(c *gin.Context) {
-	pg, errs := listParams(c)
-	if len(errs) > 0 {
-		validationFailed(c, errs)
+	pg, ok := pageOrRefuse(c)
+	if !ok {
 		return
 	}
 	respondList(c, h.log, webhookDeliveryJSON)(h.svc.ListWebhookDeliveries(c.Request.Context(), caller(c), c.Param("id"),
@@ -186,9 +185,8 @@ func (h *webhookHandlers) recovery(c *gin.Context) {
 
 // recoveries answers GET /developer/webhooks/{id}/recoveries: newest first.
 func (h *webhookHandlers) recoveries(c *gin.Context) {
-	pg, errs := listParams(c)
-	if len(errs) > 0 {
-		validationFailed(c, errs)
+	pg, ok := pageOrRefuse(c)
+	if !ok {
 		return
 	}
 	respondList(c, h.log, webhookRecoveryJSON)(h.svc.WebhookRecoveries(c.Request.Context(), caller(c), c.Param("id"), pg))

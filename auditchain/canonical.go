@@ -71,6 +71,10 @@ func appendCanonical(b []byte, v any) []byte {
 	panic("auditchain: a value json.Decoder does not produce")
 }
 
+// shortEscapes are the characters a canonical string escapes with a letter (RFC 8785:
+// as JSON.stringify does), indexed by the character.
+var shortEscapes = [...]byte{'"': '"', '\\': '\\', '\b': 'b', '\f': 'f', '\n': 'n', '\r': 'r', '\t': 't'}
+
 // appendString writes s as a canonical JSON string. Bytes of s that are not UTF-8 are
 // written as U+FFFD, as a JSON encoder and decoder would leave them.
 func appendString(b []byte, s string) []byte {
@@ -78,20 +82,8 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	for _, r := range s {
 		switch {
-		case r == '"':
-			b = append(b, '\\', '"')
-		case r == '\\':
-			b = append(b, '\\', '\\')
-		case r == '\b':
-			b = append(b, '\\', 'b')
-		case r == '\f':
-			b = append(b, '\\', 'f')
-		case r == '\n':
-			b = append(b, '\\', 'n')
-		case r == '\r':
-			b = append(b, '\\', 'r')
-		case r == '\t':
-			b = append(b, '\\', 't')
+		case r < rune(len(shortEscapes)) && shortEscapes[r] != 0:
+			b = append(b, '\\', shortEscapes[r])
 		case r < 0x20:
 			b = append(b, '\\', 'u', '0', '0', hex[r>>4], hex[r&0xf])
 		default:

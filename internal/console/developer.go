@@ -2,6 +2,7 @@ package console
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -82,16 +83,24 @@ func (c *console) showSecret(w http.ResponseWriter, r *http.Request, rq *request
 	c.render(w, r, rq, http.StatusCreated, "secret", s)
 }
 
-type keysPage struct {
-	Keys    []store.APIKey
+// credentialsPage is an app's credentials of one kind (API keys, OAuth clients) beside
+// the actions a new one may hold.
+type credentialsPage[T any] struct {
+	List    []T
 	Actions []string
 }
 
-func (c *console) keys(w http.ResponseWriter, r *http.Request, rq *request) {
-	c.show(w, r, rq, "API keys", "keys", func() (any, error) {
-		list, _, err := c.Service.ListAPIKeys(r.Context(), rq.caller(r), service.Page{Limit: 200})
-		return keysPage{Keys: list, Actions: auth.AllActions}, err
+// showCredentials shows the page template of the credentials list reads.
+func showCredentials[T any](c *console, w http.ResponseWriter, r *http.Request, rq *request, title, template string,
+	list func(context.Context, service.Caller, service.Page) ([]T, string, error)) {
+	c.show(w, r, rq, title, template, func() (any, error) {
+		found, _, err := list(r.Context(), rq.caller(r), service.Page{Limit: 200})
+		return credentialsPage[T]{List: found, Actions: auth.AllActions}, err
 	})
+}
+
+func (c *console) keys(w http.ResponseWriter, r *http.Request, rq *request) {
+	showCredentials(c, w, r, rq, "API keys", "keys", c.Service.ListAPIKeys)
 }
 
 // createKey makes a key and shows its secret, this once.
@@ -117,16 +126,8 @@ func (c *console) revokeKey(w http.ResponseWriter, r *http.Request, rq *request)
 	c.after(w, r, "/console/"+rq.app+"/api-keys", err, func() string { return "Key " + k.ID + " revoked: it stops working at once." })
 }
 
-type clientsPage struct {
-	Clients []store.OAuthClient
-	Actions []string
-}
-
 func (c *console) clients(w http.ResponseWriter, r *http.Request, rq *request) {
-	c.show(w, r, rq, "OAuth clients", "clients", func() (any, error) {
-		list, _, err := c.Service.ListOAuthClients(r.Context(), rq.caller(r), service.Page{Limit: 200})
-		return clientsPage{Clients: list, Actions: auth.AllActions}, err
-	})
+	showCredentials(c, w, r, rq, "OAuth clients", "clients", c.Service.ListOAuthClients)
 }
 
 func (c *console) createClient(w http.ResponseWriter, r *http.Request, rq *request) {

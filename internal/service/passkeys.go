@@ -75,6 +75,17 @@ func (s *Service) passkeyUserOf(ctx context.Context, who Caller, email string) (
 	return u, keys, nil
 }
 
+// registrationOf is what both halves of a passkey's registration need: the relying party
+// (refused where passkeys are not configured) and the person registering.
+func (s *Service) registrationOf(ctx context.Context, who Caller, email string) (*webauthn.WebAuthn, passkeyUser, error) {
+	rp, err := s.relyingParty()
+	if err != nil {
+		return nil, passkeyUser{}, err
+	}
+	u, _, err := s.passkeyUserOf(ctx, who, email)
+	return rp, u, err
+}
+
 // ListPasskeys lists the signed-in person's passkeys, newest first, revoked ones included.
 func (s *Service) ListPasskeys(ctx context.Context, who Caller) ([]store.ApproverKey, error) {
 	_, keys, err := s.passkeyUserOf(ctx, who, "")
@@ -87,11 +98,7 @@ func (s *Service) ListPasskeys(ctx context.Context, who Caller) ([]store.Approve
 // challenge for FinishPasskeyRegistration. Only P-256 (ES256) keys are asked for, with
 // user verification: what approvers and signers verify.
 func (s *Service) BeginPasskeyRegistration(ctx context.Context, who Caller, email, password string) ([]byte, error) {
-	rp, err := s.relyingParty()
-	if err != nil {
-		return nil, err
-	}
-	u, _, err := s.passkeyUserOf(ctx, who, email)
+	rp, u, err := s.registrationOf(ctx, who, email)
 	if err != nil {
 		return nil, err
 	}
@@ -127,11 +134,7 @@ func (s *Service) BeginPasskeyRegistration(ctx context.Context, who Caller, emai
 // JSON) against the started registration and stores the passkey as an approver key of
 // the person, kind passkey, its WebAuthn credential id as credentialId.
 func (s *Service) FinishPasskeyRegistration(ctx context.Context, who Caller, email string, answer []byte) (*store.ApproverKey, error) {
-	rp, err := s.relyingParty()
-	if err != nil {
-		return nil, err
-	}
-	u, _, err := s.passkeyUserOf(ctx, who, email)
+	rp, u, err := s.registrationOf(ctx, who, email)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/opentreasury/treasury/dev/bench/devbundle"
 	"github.com/opentreasury/treasury/dev/seed"
+	"github.com/opentreasury/treasury/internal/orders"
 )
 
 // template is one real order, run by the bundle to the state its copies stand for.
@@ -116,7 +117,13 @@ func deliveriesDone(ctx context.Context, db *sql.DB, ts []*template) error {
 // lifecycle beside it. It returns how long that took.
 func paymentsEnded(ctx context.Context, db *sql.DB, ids []string) (time.Duration, error) {
 	began := time.Now()
-	q := fmt.Sprintf("SELECT count(*) FROM orders WHERE id IN (%s) AND status NOT IN ('confirmed', 'failed', 'rejected')", quote(ids...))
+	var final []string
+	for _, st := range orders.Statuses {
+		if st.Terminal() {
+			final = append(final, string(st))
+		}
+	}
+	q := fmt.Sprintf("SELECT count(*) FROM orders WHERE id IN (%s) AND status NOT IN (%s)", quote(ids...), quote(final...))
 	err := untilNone(ctx, db, q, 10*time.Minute, "payments written still under way")
 	return time.Since(began), err
 }
