@@ -172,13 +172,10 @@ func channelURL(r *http.Request) string {
 }
 
 func (c *console) websockets(w http.ResponseWriter, r *http.Request, rq *request) {
-	rq.v.Title = "WebSockets"
-	list, _, err := c.Service.ListWebSocketConfigs(r.Context(), rq.caller(r), service.Page{Limit: 200})
-	if err != nil {
-		c.failed(w, r, rq, err)
-		return
-	}
-	c.render(w, r, rq, http.StatusOK, "websockets", websocketsPage{Configs: list, Names: events.Names, Channel: channelURL(r)})
+	c.show(w, r, rq, "WebSockets", "websockets", func() (any, error) {
+		list, _, err := c.Service.ListWebSocketConfigs(r.Context(), rq.caller(r), service.Page{Limit: 200})
+		return websocketsPage{Configs: list, Names: events.Names, Channel: channelURL(r)}, err
+	})
 }
 
 // liveConfig is what the WebSockets page's script refreshes of a config.
@@ -255,19 +252,16 @@ type webhooksPage struct {
 func disabledByService(c *store.WebhookConfig) bool { return !c.Enabled && c.DisabledReason != nil }
 
 func (c *console) webhooks(w http.ResponseWriter, r *http.Request, rq *request) {
-	rq.v.Title = "Webhooks"
-	list, _, err := c.Service.ListWebhooks(r.Context(), rq.caller(r), service.Page{Limit: 200})
-	if err != nil {
-		c.failed(w, r, rq, err)
-		return
-	}
-	page := webhooksPage{Webhooks: list}
-	for i := range list {
-		if disabledByService(&list[i]) {
-			page.Disabled = append(page.Disabled, list[i])
+	c.show(w, r, rq, "Webhooks", "webhooks", func() (any, error) {
+		list, _, err := c.Service.ListWebhooks(r.Context(), rq.caller(r), service.Page{Limit: 200})
+		page := webhooksPage{Webhooks: list}
+		for i := range list {
+			if disabledByService(&list[i]) {
+				page.Disabled = append(page.Disabled, list[i])
+			}
 		}
-	}
-	c.render(w, r, rq, http.StatusOK, "webhooks", page)
+		return page, err
+	})
 }
 
 // rateLimit reads a form's rate limit: nil when the field is absent, 0 (none) when it is
@@ -472,14 +466,10 @@ type teamPage struct {
 }
 
 func (c *console) team(w http.ResponseWriter, r *http.Request, rq *request) {
-	rq.v.Title = "Team & Permissions"
-	list, _, err := c.Service.ListTeam(r.Context(), rq.caller(r), service.Page{Limit: 200})
-	if err != nil {
-		c.failed(w, r, rq, err)
-		return
-	}
-	c.render(w, r, rq, http.StatusOK, "team", teamPage{Members: list, Actions: auth.AllActions,
-		CanEdit: service.Owner(rq.caller(r)) == nil})
+	c.show(w, r, rq, "Team & Permissions", "team", func() (any, error) {
+		list, _, err := c.Service.ListTeam(r.Context(), rq.caller(r), service.Page{Limit: 200})
+		return teamPage{Members: list, Actions: auth.AllActions, CanEdit: service.Owner(rq.caller(r)) == nil}, err
+	})
 }
 
 // invite adds a member with actions on the app and shows their one-time sign-in link,

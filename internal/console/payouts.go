@@ -38,17 +38,14 @@ func (c *console) payoutRoutes() []route {
 }
 
 func (c *console) payouts(w http.ResponseWriter, r *http.Request, rq *request) {
-	rq.v.Title = "Payout schedules"
-	list, _, err := c.Service.ListPayoutSchedules(r.Context(), rq.caller(r), service.Page{Limit: 200})
-	if err != nil {
-		c.failed(w, r, rq, err)
-		return
-	}
-	page := payoutsPage{Schedules: list, CanWrite: canWrite(rq)}
-	if page.CanWrite {
-		page.Wallets = c.batchWallets(r, rq)
-	}
-	c.render(w, r, rq, http.StatusOK, "payouts", page)
+	c.show(w, r, rq, "Payout schedules", "payouts", func() (any, error) {
+		list, _, err := c.Service.ListPayoutSchedules(r.Context(), rq.caller(r), service.Page{Limit: 200})
+		page := payoutsPage{Schedules: list, CanWrite: canWrite(rq)}
+		if page.CanWrite && err == nil {
+			page.Wallets = c.batchWallets(r, rq)
+		}
+		return page, err
+	})
 }
 
 // createPayout makes a schedule of a single payment from the form: the API takes batches
