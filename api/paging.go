@@ -68,8 +68,8 @@ func listParams(c *gin.Context) (service.Page, []orders.FieldError) {
 	return parsePage(c, &errs), errs
 }
 
-// pageOrRefuse reads a list's page for a route with no filters of its own to check, or answers
-// 422 and returns false.
+// pageOrRefuse reads a list's page for a route with no filters of its own to check, or
+// answers 422 and returns false.
 func pageOrRefuse(c *gin.Context) (service.Page, bool) {
 	pg, errs := listParams(c)
 	if len(errs) > 0 {

@@ -90,6 +90,10 @@ func (d *Signer) Run(ctx context.Context) {
 	}
 }
 
+// pendingPage is how many of a wallet's pending requests one pass reads; a full page
+// means more wait, and the signer goes on at once.
+const pendingPage = 100
+
 // signPending signs every pending request of the signer's wallets not signed yet. Each
 // wallet's are listed on their own, through the wallet's index in id order: one list of
 // all the wallets at once let SQLite's planner, once its statistics had seen a wallet
@@ -98,14 +102,14 @@ func (d *Signer) Run(ctx context.Context) {
 func (d *Signer) signPending(ctx context.Context, walletIDs []string) {
 	more := false
 	for _, walletID := range walletIDs {
-		pending, err := d.store.ListSigningRequests(ctx, store.SigningFilter{WalletIDs: []string{walletID}, Status: orders.SigningPending, Limit: 100})
+		pending, err := d.store.ListSigningRequests(ctx, store.SigningFilter{WalletIDs: []string{walletID}, Status: orders.SigningPending, Limit: pendingPage})
 		if err != nil {
 			if ctx.Err() == nil {
 				d.log.Warn("dev signer could not list signing requests", "error", err.Error())
 			}
 			return
 		}
-		more = more || len(pending) == 100
+		more = more || len(pending) == pendingPage
 		for i := range pending {
 			d.signOne(ctx, &pending[i], walletIDs)
 		}
