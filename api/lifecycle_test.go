@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opentreasury/treasury/activities"
 	"github.com/opentreasury/treasury/apitypes"
 	"github.com/opentreasury/treasury/dev/seed"
 	"github.com/opentreasury/treasury/internal/auth"
@@ -43,6 +44,9 @@ type fakeWorkflows struct {
 	pending, notStarted bool
 	starts              int
 	startErr            error
+	// decidedMeanwhile, when set, runs as a pending submit's wait ends: the workflow
+	// decides between the end of the wait and the answer's read of the order.
+	decidedMeanwhile func(orderID string)
 }
 
 func (f *fakeWorkflows) Submit(_ context.Context, s workflows.Submission) (workflows.PolicyDecision, error) {
@@ -64,6 +68,9 @@ func (f *fakeWorkflows) Submit(_ context.Context, s workflows.Submission) (workf
 		return workflows.PolicyDecision{}, lose()
 	}
 	if f.pending {
+		if f.decidedMeanwhile != nil {
+			f.decidedMeanwhile(s.OrderID)
+		}
 		return workflows.PolicyDecision{}, workflows.ErrDecisionPending
 	}
 	return f.decision, nil
@@ -563,6 +570,38 @@ func TestASubmitWhoseDecisionIsLateIsAccepted(t *testing.T) {
 			t.Fatalf("a submit decided in time: %d %s", r.status, r.body)
 		}
 	})
+}
+
+// A submit whose wait ends just before its workflow records the policy's decision answers
+// with the decision the order holds when the answer is read: allowed beside the order's
+// status, or the refusal, never "pending" for an order the policy has already decided.
+func TestASubmitDecidedAsItsWaitEndsAnswersTheDecision(t *testing.T) {
+	f, fw, allowed := newLifecycleFixture(t)
+	fw.pending = true
+	steps := &activities.Orders{Store: f.store}
+	fw.decidedMeanwhile = func(orderID string) {
+		if _, err := steps.EvaluatePolicy(context.Background(), workflows.StepInput{OrderID: orderID, CorrelationID: "corr-workflow"}); err != nil {
+			t.Error(err)
+		}
+	}
+	r := f.post(t, "/api/v1/payments/"+allowed+"/submit", f.creds.Keys["pay"].SK, "{}")
+	if o := decodeOrder(t, r); r.status != 202 || o["policyDecision"] != "allowed" || o["status"] != "submitted" {
+		t.Fatalf("a submit decided (allowed) as its wait ended: %d %s", r.status, r.body)
+	}
+	refused := decodeOrder(t, f.post(t, "/api/v1/payments", f.creds.Keys["pay"].SK,
+		`{"walletId":"`+f.creds.Wallets[0].ID+`","asset":"USDC","amount":"1","destination":{"address":"0x9999999999999999999999999999999999999999"}}`))["id"].(string)
+	r = f.post(t, "/api/v1/payments/"+refused+"/submit", f.creds.Keys["pay"].SK, "{}")
+	r.wantProblem(t, 422, apitypes.CodePolicyViolation)
+	if len(r.problem.Violations) != 1 || r.problem.Violations[0].Rule != "destinationWhitelist" {
+		t.Fatalf("the refusal's violations: %s", r.body)
+	}
+	// Undecided when the answer is read, it is pending.
+	fw.decidedMeanwhile = nil
+	undecided := decodeOrder(t, f.post(t, "/api/v1/payments", f.creds.Keys["pay"].SK,
+		`{"walletId":"`+f.creds.Wallets[0].ID+`","asset":"USDC","amount":"1","destination":{"address":"0x9999999999999999999999999999999999999999"}}`))["id"].(string)
+	if r := f.post(t, "/api/v1/payments/"+undecided+"/submit", f.creds.Keys["pay"].SK, "{}"); r.status != 202 || decodeOrder(t, r)["policyDecision"] != "pending" {
+		t.Fatalf("a submit undecided when answered: %d %s", r.status, r.body)
+	}
 }
 
 // A submission whose workflow Temporal does not start within the wait is accepted and

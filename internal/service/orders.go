@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -377,17 +378,34 @@ func (s *Service) earlierSubmission(ctx context.Context, who Caller, domain orde
 // decided answers a submission its policy has decided: the order, or the refusal.
 func (s *Service) decided(ctx context.Context, who Caller, domain orders.DomainInfo, id string, d workflows.PolicyDecision) (*Order, error) {
 	if !d.Allowed {
-		return nil, &Error{Kind: PolicyViolation, Violations: d.Violations,
-			Detail: "The policy of the " + domain.App + " app refused this order; it is now rejected."}
+		return nil, refusedByPolicy(domain, d)
 	}
 	return s.submitted(ctx, who, domain, id, PolicyAllowed)
 }
 
-// submitted is the answer to an accepted submission: the order as it stands now.
+func refusedByPolicy(domain orders.DomainInfo, d workflows.PolicyDecision) error {
+	return &Error{Kind: PolicyViolation, Violations: d.Violations,
+		Detail: "The policy of the " + domain.App + " app refused this order; it is now rejected."}
+}
+
+// submitted is the answer to an accepted submission: the order as it stands now. When the
+// submit's wait ended before the decision but the order, read now, holds it (the workflow
+// decided in between), the recorded decision answers: an order already awaiting its
+// signature never says its policy is pending, and a refusal is still a refusal.
 func (s *Service) submitted(ctx context.Context, who Caller, domain orders.DomainInfo, id, policyDecision string) (*Order, error) {
 	answer, err := s.visibleOrder(ctx, who, domain, id)
 	if err != nil {
 		return nil, err
+	}
+	if policyDecision == PolicyPending && answer.Order.PolicyDecision != nil {
+		var d workflows.PolicyDecision
+		if err := json.Unmarshal([]byte(*answer.Order.PolicyDecision), &d); err != nil {
+			return nil, fmt.Errorf("the order's recorded policy decision: %w", err)
+		}
+		if !d.Allowed {
+			return nil, refusedByPolicy(domain, d)
+		}
+		policyDecision = PolicyAllowed
 	}
 	answer.PolicyDecision = policyDecision
 	return answer, nil
