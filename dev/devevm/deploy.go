@@ -351,28 +351,42 @@ func (d *Deployer) transact(ctx context.Context, key *ecdsa.PrivateKey, specs []
 	return receipts, nil
 }
 
-// wait returns a transaction's receipt once it is mined.
+// wait returns a transaction's receipt once it is mined and its block is the head. The
+// node indexes a block's transactions a moment before it makes the block its head, and
+// until then "latest" (the faucet's next nonce, a wallet's balance) is read from the block
+// before: the next transaction would reuse a nonce still in the pool.
 func (d *Deployer) wait(ctx context.Context, h common.Hash) (*types.Receipt, error) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		r, err := d.Client.TransactionReceipt(ctx, h)
-		if err == nil {
-			return r, nil
-		}
-		if !evm.NotFound(err) {
+		mined := err == nil
+		switch {
+		case mined:
+			head, err := d.Client.HeaderByNumber(ctx, nil)
+			if err != nil {
+				return nil, err
+			}
+			if head.Number.Cmp(r.BlockNumber) >= 0 {
+				return r, nil
+			}
+		case !evm.NotFound(err):
 			return nil, err
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("devevm: %s was not mined in time", h)
 		}
-		if d.Mine != nil {
+		pause := 100 * time.Millisecond
+		switch {
+		case mined:
+			pause = 5 * time.Millisecond
+		case d.Mine != nil:
 			d.Mine()
 			continue
 		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(pause):
 		}
 	}
 }
