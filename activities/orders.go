@@ -101,11 +101,10 @@ func (a *Orders) EvaluatePolicy(ctx context.Context, in workflows.StepInput) (wo
 			if d, err = a.decide(ctx, tx, o); err != nil {
 				return err
 			}
-			encoded, err := json.Marshal(d)
+			doc, err := d.Record()
 			if err != nil {
 				return err
 			}
-			doc := string(encoded)
 			o.ApprovalRequired, o.ApprovalQuorum, o.PolicyDecision = d.ApprovalRequired, d.Quorum, &doc
 			return nil
 		}})
@@ -115,11 +114,7 @@ func (a *Orders) EvaluatePolicy(ctx context.Context, in workflows.StepInput) (wo
 	// A retry returns the decision taken the first time, whatever the policy says now:
 	// policy is decided once per order.
 	if !res.Applied && res.Order.PolicyDecision != nil {
-		var first workflows.PolicyDecision
-		if err := json.Unmarshal([]byte(*res.Order.PolicyDecision), &first); err != nil {
-			return workflows.PolicyDecision{}, err
-		}
-		return first, nil
+		return workflows.RecordedDecision(*res.Order.PolicyDecision)
 	}
 	return d, nil
 }

@@ -113,8 +113,8 @@ func (e *corruptOrder) Error() string { return e.err.Error() }
 // and under its own version the same way: the two differ only where the rules do. An order
 // submitted before versions were kept is compared with the decision it recorded.
 func (a *Policies) replay(ctx context.Context, rules policy.Rules, own map[int]policy.Rules, o *store.Order) (policy.HistoryExample, error) {
-	var recorded workflows.PolicyDecision
-	if err := json.Unmarshal([]byte(*o.PolicyDecision), &recorded); err != nil {
+	recorded, err := workflows.RecordedDecision(*o.PolicyDecision)
+	if err != nil {
 		return policy.HistoryExample{}, &corruptOrder{fmt.Errorf("order %s: recorded decision: %w", o.ID, err)}
 	}
 	pol := o.Details.PolicyOrder(o.App, o.WalletID, o.AmountUSD)

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -52,6 +53,19 @@ type PolicyDecision struct {
 	// PolicyVersion is the version of the app's policy that decided: the one in force
 	// when the order was submitted (0 when the app had none).
 	PolicyVersion int
+}
+
+// Record is the decision as its order keeps it (store.Order.PolicyDecision).
+func (d PolicyDecision) Record() (string, error) {
+	encoded, err := json.Marshal(d)
+	return string(encoded), err
+}
+
+// RecordedDecision reads the decision an order keeps.
+func RecordedDecision(record string) (PolicyDecision, error) {
+	var d PolicyDecision
+	err := json.Unmarshal([]byte(record), &d)
+	return d, err
 }
 
 // ApprovalDecision reaches the workflow as a signal once the API has recorded it. The

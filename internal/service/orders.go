@@ -398,8 +398,8 @@ func (s *Service) submitted(ctx context.Context, who Caller, domain orders.Domai
 		return nil, err
 	}
 	if policyDecision == PolicyPending && answer.Order.PolicyDecision != nil {
-		var d workflows.PolicyDecision
-		if err := json.Unmarshal([]byte(*answer.Order.PolicyDecision), &d); err != nil {
+		d, err := workflows.RecordedDecision(*answer.Order.PolicyDecision)
+		if err != nil {
 			return nil, fmt.Errorf("the order's recorded policy decision: %w", err)
 		}
 		if !d.Allowed {
